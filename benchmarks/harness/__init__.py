@@ -1,0 +1,1 @@
+"""Shared benchmark machinery: threads, tool adapters, timing, checks, memory, reporting."""

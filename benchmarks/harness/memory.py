@@ -1,0 +1,105 @@
+"""Peak resident-memory increase of one gradient call, measured in a subprocess.
+
+Numba allocations are invisible to :mod:`tracemalloc`, so the worker process reads
+``VmHWM``/``VmRSS`` from ``/proc/self/status``: it compiles and warms up the tool,
+resets the high-water mark (``echo 5 > /proc/self/clear_refs``), records ``VmRSS``,
+makes one call, and reports ``VmHWM - VmRSS_before``. The figure includes the
+returned gradient arrays (about the size of the inputs) and, for jitgrad, the tape.
+glibc is told to serve large blocks by ``mmap`` so freed warm-up memory returns to
+the OS and the measured call has to touch fresh pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent.parent
+_WORKER = ("import sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/..']; "
+           "from harness.memory import worker_main; worker_main(sys.argv[2:])")
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _reset_peak() -> None:
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+
+def unsupported_reason() -> str | None:
+    """Why peak-RSS measurement is impossible here, or ``None``."""
+    if not os.path.exists("/proc/self/status"):
+        return "no /proc/self/status (Linux only)"
+    try:
+        _reset_peak()
+    except OSError as exc:
+        return f"cannot reset VmHWM via /proc/self/clear_refs ({exc.strerror})"
+    return None
+
+
+def worker_main(argv: list[str]) -> None:
+    """Subprocess entry: ``threads scale workload,... tool,...``; prints JSON."""
+    threads, scale, wl_names, tool_names = int(argv[0]), argv[1], argv[2], argv[3]
+    from harness.threads import configure_env
+
+    configure_env(threads)
+    import gc
+
+    from harness.threads import configure_runtime
+    from harness.tools import ToolError, make_tools
+    from workloads import WORKLOADS
+
+    configure_runtime(threads)
+    tools = make_tools(tuple(tool_names.split(",")), threads)
+    out: dict[str, dict[str, float | str]] = {}
+    for name in wl_names.split(","):
+        wl = WORKLOADS[name]
+        args = wl.args(scale)
+        out[name] = {}
+        for tname, tool in tools.items():
+            reason = tool.unavailable()
+            if reason:
+                out[name][tname] = f"n/a: {reason}"
+                continue
+            try:
+                tool.build(wl, wl.args("verify"))()  # compile
+                thunk = tool.build(wl, args)
+                thunk()  # warm-up at the measured size (JAX compiles per shape)
+                gc.collect()
+                _reset_peak()
+                before = _status_kb("VmRSS")
+                result = thunk()
+                peak = _status_kb("VmHWM")
+                del result
+                out[name][tname] = (peak - before) / 1024.0
+            except ToolError as exc:
+                out[name][tname] = f"n/a: {exc}"
+    print(json.dumps(out))
+
+
+def measure_peak_rss(workloads: list[str], tools: list[str], scale: str, threads: int,
+                     timeout: float = 900.0) -> dict[str, dict[str, float | str]]:
+    """Peak RSS increase (MiB) per workload and tool; strings explain missing values."""
+    reason = unsupported_reason()
+    if reason is None:
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+        cmd = [sys.executable, "-c", _WORKER, str(BENCH_DIR), str(threads), scale,
+               ",".join(workloads), ",".join(tools)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                  timeout=timeout, check=False)
+            if proc.returncode == 0:
+                return json.loads(proc.stdout.strip().splitlines()[-1])
+            reason = f"worker failed: {proc.stderr.strip().splitlines()[-1:]}"
+        except subprocess.TimeoutExpired:
+            reason = f"worker timed out after {timeout:.0f} s"
+    return {w: {t: f"n/a: {reason}" for t in tools} for w in workloads}

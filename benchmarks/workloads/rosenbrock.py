@@ -1,0 +1,59 @@
+"""Loop-form extended Rosenbrock function, gradient w.r.t. ``x``."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from workloads.base import Workload
+
+
+def rosenbrock(x):
+    """sum_i 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, as a scalar loop."""
+    n = x.shape[0]
+    total = 0.0
+    for i in range(n - 1):
+        a = x[i + 1] - x[i] * x[i]
+        b = 1.0 - x[i]
+        total += 100.0 * a * a + b * b
+    return total
+
+
+@njit(cache=True)
+def rosenbrock_adjoint(x):
+    """One fused sweep; the contribution to ``g[i+1]`` is carried in a register."""
+    n = x.shape[0]
+    g = np.empty(n)
+    carry = 0.0
+    for i in range(n - 1):
+        xi = x[i]
+        a = x[i + 1] - xi * xi
+        g[i] = carry - 400.0 * a * xi - 2.0 * (1.0 - xi)
+        carry = 200.0 * a
+    g[n - 1] = carry
+    return (g,)
+
+
+def _make_args(rng, n):
+    return (rng.uniform(-1.5, 1.5, n),)
+
+
+def _peer_loss(b, args):
+    def loss(x):
+        return b.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+    return loss
+
+
+WORKLOAD = Workload(
+    name="rosenbrock",
+    description="loop-form Rosenbrock, grad wrt x",
+    primal=rosenbrock,
+    adjoint=rosenbrock_adjoint,
+    wrt=(0,),
+    sizes={"verify": {"n": 1000}, "quick": {"n": 200_000}, "full": {"n": 1_000_000}},
+    make_args=_make_args,
+    work=lambda n: n,
+    peer_loss=_peer_loss,
+    peer_note="peers: whole-array slices",
+)

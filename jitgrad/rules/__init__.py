@@ -1,0 +1,13 @@
+"""Gradient rules: the registry and the built-in rule tables (imported for their effect)."""
+
+from . import arrays, elementwise, operators  # noqa: F401  (register built-in rules)
+from .registry import (
+    Rule,
+    grad_rule,
+    is_non_differentiable,
+    lookup,
+    non_differentiable,
+    version,
+)
+
+__all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable", "version"]

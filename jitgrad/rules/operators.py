@@ -1,0 +1,89 @@
+"""Rules for Python's arithmetic operators (``+ - * / ** // %`` and unary minus).
+
+Binary operators broadcast, so each gradient is summed back to its operand's
+shape with ``unbroadcast`` (the transpiler drops it when both sides are scalars).
+"""
+
+import operator
+
+import numpy as np
+
+from ..runtime.helpers import pow_log, unbroadcast
+from .registry import grad_rule, non_differentiable
+
+# --- arithmetic ---------------------------------------------------------------
+
+
+@grad_rule(operator.add)
+def add(a, b):
+    def back(dy):
+        return (unbroadcast(dy, a), unbroadcast(dy, b))
+    return a + b, back
+
+
+@grad_rule(operator.sub)
+def sub(a, b):
+    def back(dy):
+        return (unbroadcast(dy, a), unbroadcast(-dy, b))
+    return a - b, back
+
+
+@grad_rule(operator.mul)
+def mul(a, b):
+    def back(dy):
+        return (unbroadcast(dy * b, a), unbroadcast(dy * a, b))
+    return a * b, back
+
+
+@grad_rule(operator.truediv)
+def truediv(a, b):
+    def back(dy):
+        return (unbroadcast(dy / b, a), unbroadcast(-dy * a / (b * b), b))
+    return a / b, back
+
+
+@grad_rule(operator.pow)
+def pow_(a, b):
+    y = a ** b
+    def back(dy):
+        return (unbroadcast(dy * b * a ** (b - 1), a), unbroadcast(dy * y * pow_log(a), b))
+    return y, back
+
+
+@grad_rule(operator.floordiv)
+def floordiv(a, b):
+    def back(dy):
+        return (None, None)
+    return a // b, back
+
+
+@grad_rule(operator.mod)
+def mod(a, b):
+    def back(dy):
+        return (unbroadcast(dy, a), unbroadcast(-dy * np.floor(a / b), b))
+    return a % b, back
+
+
+# --- unary ----------------------------------------------------------------------
+
+
+@grad_rule(operator.neg)
+def neg(a):
+    def back(dy):
+        return (-dy,)
+    return -a, back
+
+
+@grad_rule(operator.pos)
+def pos(a):
+    def back(dy):
+        return (dy,)
+    return +a, back
+
+
+# --- comparisons and logic carry no gradient ------------------------------------
+
+non_differentiable(
+    operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+    operator.not_, operator.and_, operator.or_, operator.xor, operator.invert,
+)

@@ -1,0 +1,472 @@
+"""Numba-compilable helpers for the whole-array rules in ``jitgrad.rules.arrays``.
+
+Numba's ``np.sum``/``np.mean``/``np.max``/``np.cumsum`` take no (or only some)
+``axis`` argument, and it has no ``np.add.at``; the rules call these helpers
+instead.  Each is a plain NumPy function (the eager runtime, ``jit=False``) plus
+a ``numba.extending.overload`` that specialises on the argument types, so one
+name works in both.  ``axis`` is None (the whole array) or an int, literal or
+not, negative allowed; compiled code views ``x`` as a C-contiguous
+``(pre, n, post)`` block with ``n`` the reduced axis, so one loop nest serves
+every ndim.  Results keep the dtype of ``x`` (float32 in, float32 out).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+__all__ = [
+    "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min",
+    "axis_count", "expand_along", "centered", "chooser_weights", "prod_others",
+    "cumsum_along", "reshape_like", "transpose_back", "split_like", "scatter_add",
+    "select", "dot_grad_a", "dot_grad_b",
+]
+
+
+def _is_none(t) -> bool:
+    return t is None or isinstance(t, (types.NoneType, types.Omitted))
+
+
+def _check_axis(axis, fname: str) -> None:
+    if not (_is_none(axis) or isinstance(axis, types.Integer)):
+        raise TypingError(f"{fname}: axis must be None or an int in compiled code, got {axis}")
+
+
+# --- the (pre, n, post) view that compiled code reduces over -------------------
+
+
+@register_jitable
+def _blocks(shape, axis):
+    """``(pre, n, post, axis)``: sizes before, along and after ``axis`` (normalised)."""
+    nd = len(shape)
+    ax = axis + nd if axis < 0 else axis
+    pre = 1
+    post = 1
+    for k in range(nd):
+        if k < ax:
+            pre *= shape[k]
+        elif k > ax:
+            post *= shape[k]
+    return pre, shape[ax], post, ax
+
+
+@register_jitable
+def _as3(x, axis):
+    """``x`` as a C-contiguous ``(pre, n, post)`` array, and the normalised axis."""
+    pre, n, post, ax = _blocks(x.shape, axis)
+    return np.ascontiguousarray(x).reshape((pre, n, post)), ax
+
+
+def _np_blocks(shape, axis):
+    ax = axis % len(shape)
+    return (int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:])))
+
+
+def _view3(x, axis):
+    """``x`` as ``(pre, n, post)`` around ``axis``; axis None flattens to ``(1, size, 1)``."""
+    x = np.asarray(x)
+    return x.reshape(1, -1, 1) if axis is None else x.reshape(_np_blocks(x.shape, axis))
+
+
+@overload(_view3)
+def _ol_view3(x, axis):
+    _check_axis(axis, "_view3")
+    if _is_none(axis):
+        return lambda x, axis: np.ascontiguousarray(x).reshape((1, x.size, 1))
+    return lambda x, axis: _as3(x, axis)[0]
+
+
+@functools.cache
+def _dropper(nd: int):
+    """A compiled ``drop(shape, ax)``: ``shape`` without entry ``ax`` (a static-length tuple)."""
+
+    m = nd - 1  # a closure constant: to_fixed_tuple needs a literal length
+
+    @register_jitable
+    def drop(shape, ax):
+        out = np.empty(m, np.int64)
+        k = 0
+        for i in range(nd):
+            if i != ax:
+                out[k] = shape[i]
+                k += 1
+        return to_fixed_tuple(out, m)
+
+    return drop
+
+
+# --- reductions: forward values ------------------------------------------------
+
+
+def _reducer(np_reduce, name: str):
+    """Plain twin and overload of ``np_reduce(x, axis=axis)`` for axis None or int."""
+
+    def plain(x, axis):
+        return np_reduce(x, axis=axis)
+
+    plain.__name__ = plain.__qualname__ = name
+    plain.__doc__ = f"``np.{np_reduce.__name__}(x, axis=axis)``, compilable for an int axis."
+
+    @overload(plain)
+    def _ol(x, axis):
+        _check_axis(axis, name)
+        if _is_none(axis) or x.ndim == 1:
+            return lambda x, axis: np_reduce(x)
+        drop = _dropper(x.ndim)
+
+        def impl(x, axis):
+            x3, ax = _as3(x, axis)
+            out = np.empty((x3.shape[0], x3.shape[2]), dtype=x.dtype)
+            for i in range(x3.shape[0]):
+                for j in range(x3.shape[2]):
+                    out[i, j] = np_reduce(x3[i, :, j])
+            return out.reshape(drop(x.shape, ax))
+
+        return impl
+
+    return plain
+
+
+reduce_sum = _reducer(np.sum, "reduce_sum")
+reduce_mean = _reducer(np.mean, "reduce_mean")
+reduce_prod = _reducer(np.prod, "reduce_prod")
+reduce_max = _reducer(np.max, "reduce_max")
+reduce_min = _reducer(np.min, "reduce_min")
+
+
+def axis_count(x, axis, ddof):
+    """Elements reduced over ``axis`` less ``ddof``, as a scalar of ``x``'s dtype."""
+    n = np.size(x) if axis is None else np.shape(x)[axis]
+    return x.dtype.type(n - ddof)
+
+
+@overload(axis_count)
+def _ol_axis_count(x, axis, ddof):
+    _check_axis(axis, "axis_count")
+    if _is_none(axis):
+        return lambda x, axis, ddof: x.dtype.type(x.size - ddof)
+    return lambda x, axis, ddof: x.dtype.type(x.shape[axis] - ddof)
+
+
+# --- reductions: pullback pieces -----------------------------------------------
+
+
+def expand_along(dy, x, axis):
+    """``dy`` (shaped like a reduction of ``x`` over ``axis``) broadcast back to ``x.shape``.
+
+    The result is a fresh writable array; its dtype is ``dy``'s.
+    """
+    dy = np.asarray(dy)
+    if axis is not None:
+        dy = np.expand_dims(dy, axis)
+    return np.broadcast_to(dy, np.shape(x)).copy()
+
+
+@overload(expand_along)
+def _ol_expand_along(dy, x, axis):
+    _check_axis(axis, "expand_along")
+    if _is_none(axis) or x.ndim == 1:
+        return lambda dy, x, axis: np.full(x.shape, dy)
+
+    def impl(dy, x, axis):
+        pre, n, post, _ = _blocks(x.shape, axis)
+        d2 = np.ascontiguousarray(dy).reshape((pre, post))
+        out = np.empty((pre, n, post), dtype=dy.dtype)
+        for i in range(pre):
+            for k in range(n):
+                for j in range(post):
+                    out[i, k, j] = d2[i, j]
+        return out.reshape(x.shape)
+
+    return impl
+
+
+def centered(x, axis):
+    """``x - mean(x, axis)`` with the mean broadcast back (the deviations of var/std)."""
+    return x - expand_along(reduce_mean(x, axis), x, axis)
+
+
+def chooser_weights(x, y, axis):
+    """Where ``x`` attains its max/min ``y`` along ``axis``: 1/(number of ties), else 0.
+
+    Ties split the gradient equally, so the weights along each reduced line sum to 1.
+    """
+    hit = (x == expand_along(y, x, axis)).astype(x.dtype)
+    return hit / expand_along(reduce_sum(hit, axis), x, axis)
+
+
+def prod_others(x, axis):
+    """For each element, the product of the *other* elements along ``axis``.
+
+    The gradient of ``prod``; built from exclusive cumulative products, so zeros
+    in ``x`` give exact values rather than ``prod / x = 0 / 0``.
+    """
+    x3 = _view3(x, axis)
+    ones = np.ones_like(x3[:, :1])
+    left = np.cumprod(np.concatenate([ones, x3[:, :-1]], axis=1), axis=1)
+    right = np.cumprod(np.concatenate([ones, x3[:, :0:-1]], axis=1), axis=1)[:, ::-1]
+    return (left * right).reshape(np.shape(x))
+
+
+@overload(centered)
+def _ol_centered(x, axis):
+    return centered
+
+
+@overload(chooser_weights)
+def _ol_chooser_weights(x, y, axis):
+    return chooser_weights
+
+
+@register_jitable
+def _prod_others3(x3):
+    out = np.empty_like(x3)
+    one = x3.dtype.type(1)
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            acc = one
+            for k in range(x3.shape[1]):
+                out[i, k, j] = acc
+                acc *= x3[i, k, j]
+            acc = one
+            for k in range(x3.shape[1] - 1, -1, -1):
+                out[i, k, j] *= acc
+                acc *= x3[i, k, j]
+    return out
+
+
+@overload(prod_others)
+def _ol_prod_others(x, axis):
+    return lambda x, axis: _prod_others3(_view3(x, axis)).reshape(x.shape)
+
+
+# --- cumulative sums -----------------------------------------------------------
+
+
+def cumsum_along(x, axis, reverse):
+    """``np.cumsum(x, axis)``; with ``reverse`` summed from the end (its own pullback)."""
+    if axis is None:
+        x, axis = np.ravel(x), 0
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis)
+    return np.cumsum(x, axis=axis)
+
+
+@register_jitable
+def _cumsum3(x3, reverse):
+    out = np.empty_like(x3)
+    n = x3.shape[1]
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            acc = x3.dtype.type(0)
+            for t in range(n):
+                k = n - 1 - t if reverse else t
+                acc += x3[i, k, j]
+                out[i, k, j] = acc
+    return out
+
+
+@overload(cumsum_along)
+def _ol_cumsum_along(x, axis, reverse):
+    if _is_none(axis):
+        return lambda x, axis, reverse: _cumsum3(_view3(x, axis), reverse).reshape((x.size,))
+    return lambda x, axis, reverse: _cumsum3(_view3(x, axis), reverse).reshape(x.shape)
+
+
+# --- shape ---------------------------------------------------------------------
+
+
+def reshape_like(dy, x):
+    """``dy`` reshaped to ``x``'s shape (the pullback of reshape, ravel, expand_dims)."""
+    return np.reshape(dy, np.shape(x))
+
+
+@overload(reshape_like)
+def _ol_reshape_like(dy, x):
+    return lambda dy, x: np.ascontiguousarray(dy).reshape(x.shape)
+
+
+def transpose_back(dy, axes):
+    """Undo ``np.transpose(x, axes)`` on the gradient ``dy``."""
+    return np.transpose(dy, None if axes is None else np.argsort(axes))
+
+
+@overload(transpose_back)
+def _ol_transpose_back(dy, axes):
+    if _is_none(axes):
+        return lambda dy, axes: np.transpose(dy)
+    nd = len(axes)
+
+    def impl(dy, axes):
+        inv = np.empty(nd, np.int64)
+        for k in range(nd):
+            inv[axes[k] + nd if axes[k] < 0 else axes[k]] = k
+        return np.transpose(dy, to_fixed_tuple(inv, nd))
+
+    return impl
+
+
+def split_like(dy, arrays, axis):
+    """Cut ``dy`` along ``axis`` into pieces shaped like ``arrays`` (a tuple of gradients).
+
+    Serves concatenate (pieces of ``a.shape[axis]`` rows) and stack (one row each,
+    the axis dropped): a piece has ``a.size / (pre * post)`` rows of ``dy``'s blocks.
+    """
+    dy = np.asarray(dy)
+    pre, _, post = _np_blocks(dy.shape, axis)
+    d3 = dy.reshape(pre, -1, post)
+    grads, off = [], 0
+    for a in arrays:
+        m = np.size(a) // (pre * post) if pre * post else 0
+        grads.append(d3[:, off:off + m, :].reshape(np.shape(a)))
+        off += m
+    return tuple(grads)
+
+
+@register_jitable
+def _piece(d3, a, off):
+    pq = d3.shape[0] * d3.shape[2]
+    m = a.size // pq if pq > 0 else 0
+    return np.ascontiguousarray(d3[:, off:off + m, :]).reshape(a.shape), off + m
+
+
+@functools.cache
+def _splitter(k: int):
+    """A compiled ``split_like`` for a tuple of ``k`` arrays (the tuple is unrolled)."""
+    lines = ["def impl(dy, arrays, axis):",
+             "    pre, n, post, _ = _blocks(dy.shape, axis)",
+             "    d3 = np.ascontiguousarray(dy).reshape((pre, n, post))",
+             "    off = 0"]
+    lines += [f"    g{i}, off = _piece(d3, arrays[{i}], off)" for i in range(k)]
+    lines.append("    return (" + "".join(f"g{i}, " for i in range(k)) + ")")
+    ns = {"np": np, "_blocks": _blocks, "_piece": _piece}
+    exec("\n".join(lines), ns)
+    return ns["impl"]
+
+
+@overload(split_like)
+def _ol_split_like(dy, arrays, axis):
+    _check_axis(axis, "split_like")
+    if _is_none(axis) or not isinstance(arrays, types.BaseTuple):
+        raise TypingError("split_like: needs a tuple of arrays and an int axis in compiled code")
+    return _splitter(len(arrays))
+
+
+# --- indexing ------------------------------------------------------------------
+
+
+def scatter_add(dy, x, index):
+    """Zeros shaped like ``x`` with ``dy`` added at ``x[index]``; repeated indices accumulate."""
+    g = np.zeros(np.shape(x), dtype=np.result_type(x, dy))
+    np.add.at(g, index, dy)
+    return g
+
+
+def _is_int_array(t) -> bool:
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
+
+
+@overload(scatter_add)
+def _ol_scatter_add(dy, x, index):
+    if _is_int_array(index):
+        if x.ndim == 1:
+            def impl_flat(dy, x, index):
+                g = np.zeros(x.shape, dtype=x.dtype)
+                d = np.ravel(dy)
+                for k, i in enumerate(np.ravel(index)):
+                    g[i] += d[k]
+                return g
+            return impl_flat
+        if index.ndim == 1:
+            def impl_rows(dy, x, index):
+                g = np.zeros(x.shape, dtype=x.dtype)
+                for k in range(index.shape[0]):
+                    g[index[k]] += dy[k]
+                return g
+            return impl_rows
+        raise TypingError("scatter_add: an n-d integer index into an n-d array is not supported")
+    parts = index.types if isinstance(index, types.BaseTuple) else (index,)
+    if any(isinstance(p, types.Array) for p in parts):
+        raise TypingError("scatter_add: integer arrays inside an index tuple are not supported; "
+                          "index with one integer array, or with ints, slices and None")
+
+    def impl_basic(dy, x, index):  # basic indexing never repeats an element
+        g = np.zeros(x.shape, dtype=x.dtype)
+        g[index] = dy
+        return g
+
+    return impl_basic
+
+
+# --- selection -----------------------------------------------------------------
+
+
+def select(cond, dy):
+    """``dy`` where ``cond`` holds, else 0, in ``dy``'s dtype.
+
+    The pullback of a choice (``where``, ``clip``): only the taken side's mask
+    touches ``dy``, so an inf or NaN on the untaken side never reaches it.
+    """
+    return np.where(cond, dy, np.zeros_like(dy))
+
+
+@overload(select)
+def _ol_select(cond, dy):
+    if isinstance(dy, types.Array):
+        if isinstance(cond, types.Array):
+            return lambda cond, dy: np.where(cond, dy, np.zeros_like(dy))
+        return lambda cond, dy: dy.copy() if cond else np.zeros_like(dy)
+    if isinstance(cond, types.Array):
+        raise TypingError("select: an array condition needs an array gradient")
+    zero = dy(0)
+    return lambda cond, dy: dy if cond else zero
+
+
+# --- linear algebra ------------------------------------------------------------
+
+# Gradients of np.dot(a, b) by (a.ndim, b.ndim); NumPy code, so plain and compiled share it.
+_DOT_GRAD_A = {
+    (1, 1): lambda dy, a, b: dy * b,
+    (2, 1): lambda dy, a, b: np.outer(dy, b),
+    (1, 2): lambda dy, a, b: np.dot(b, dy),
+    (2, 2): lambda dy, a, b: np.dot(dy, b.T),
+}
+_DOT_GRAD_B = {
+    (1, 1): lambda dy, a, b: dy * a,
+    (2, 1): lambda dy, a, b: np.dot(a.T, dy),
+    (1, 2): lambda dy, a, b: np.outer(a, dy),
+    (2, 2): lambda dy, a, b: np.dot(a.T, dy),
+}
+
+
+def _dot_impl(table, a, b, where: str):
+    impl = table.get((a.ndim, b.ndim))
+    if impl is None:
+        raise TypingError(f"{where}: supports 1-d and 2-d operands, got {a.ndim}-d and {b.ndim}-d")
+    return impl
+
+
+def dot_grad_a(dy, a, b):
+    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``a``, 1-d/2-d operands."""
+    return _dot_impl(_DOT_GRAD_A, np.asarray(a), np.asarray(b), "dot_grad_a")(dy, a, b)
+
+
+def dot_grad_b(dy, a, b):
+    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``b``, 1-d/2-d operands."""
+    return _dot_impl(_DOT_GRAD_B, np.asarray(a), np.asarray(b), "dot_grad_b")(dy, a, b)
+
+
+@overload(dot_grad_a)
+def _ol_dot_grad_a(dy, a, b):
+    return _dot_impl(_DOT_GRAD_A, a, b, "dot_grad_a")
+
+
+@overload(dot_grad_b)
+def _ol_dot_grad_b(dy, a, b):
+    return _dot_impl(_DOT_GRAD_B, a, b, "dot_grad_b")
+

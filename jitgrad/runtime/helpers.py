@@ -1,0 +1,154 @@
+"""Type-generic helpers that generated code calls.
+
+Each helper is a plain Python function (used with ``jit=False`` and by the
+runtime) plus a ``numba.extending.overload`` so that Numba specialises it per
+argument type inside compiled code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log"]
+
+
+def _is_array(t) -> bool:
+    return isinstance(t, types.Array)
+
+
+# --- unbroadcast: sum a gradient back to the shape of the operand -----------
+
+def unbroadcast(g, x):
+    """Reduce ``g`` to the shape of ``x`` (reverse of NumPy broadcasting)."""
+    xs = np.shape(x)
+    gs = np.shape(g)
+    if xs == gs:
+        return g
+    if len(xs) == 0:
+        return np.sum(g)
+    if len(gs) == 0:
+        return np.full(xs, g, dtype=np.result_type(x, g))
+    lead = len(gs) - len(xs)
+    if lead > 0:
+        g = np.sum(g, axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(xs) if n == 1 and g.shape[i] != 1)
+    if axes:
+        g = np.sum(g, axis=axes, keepdims=True)
+    return g
+
+
+_UNB_CACHE: dict = {}
+
+
+def _make_unbroadcast_nd(gnd: int, xnd: int):
+    """Build a compiled loop nest that sums a gnd-dim g into an xnd-dim buffer."""
+    key = (gnd, xnd)
+    if key in _UNB_CACHE:
+        return _UNB_CACHE[key]
+    import numba
+
+    lead = gnd - xnd
+    lines = ["def impl(g, x):", "    out = np.zeros(x.shape, dtype=g.dtype)"]
+    ind = "    "
+    for k in range(gnd):
+        lines.append(f"{ind}for i{k} in range(g.shape[{k}]):")
+        ind += "    "
+    src_idx = ", ".join(f"i{k}" for k in range(gnd))
+    dst = []
+    for j in range(xnd):
+        k = j + lead
+        dst.append(f"(i{k} if x.shape[{j}] != 1 else 0)")
+    dst_idx = ", ".join(dst) + ("," if xnd == 1 else "")
+    lines.append(f"{ind}out[{dst_idx}] += g[{src_idx}]")
+    lines.append("    return out")
+    ns = {"np": np}
+    exec("\n".join(lines), ns)
+    impl = numba.njit(ns["impl"])
+    _UNB_CACHE[key] = impl
+    return impl
+
+
+@overload(unbroadcast)
+def _ol_unbroadcast(g, x):
+    if not _is_array(x):
+        if _is_array(g):
+            return lambda g, x: np.sum(g)
+        return lambda g, x: g
+    if not _is_array(g):
+        return lambda g, x: np.full(x.shape, g)
+    if g.ndim < x.ndim:
+        def impl_small(g, x):
+            out = np.zeros(x.shape, dtype=g.dtype)
+            out += g
+            return out
+        return impl_small
+    nd = _make_unbroadcast_nd(g.ndim, x.ndim)
+    if g.ndim == x.ndim:
+        return lambda g, x: g if g.shape == x.shape else nd(g, x)
+    return lambda g, x: nd(g, x)
+
+
+# --- zeros_like: the zero adjoint of a value --------------------------------
+
+def zeros_like(x):
+    """A zero of the same kind as ``x``: 0.0 for scalars, a zero array for arrays."""
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float32))
+    return 0.0
+
+
+@overload(zeros_like)
+def _ol_zeros_like(x):
+    if _is_array(x):
+        if isinstance(x.dtype, types.Float):
+            return lambda x: np.zeros_like(x)
+        return lambda x: np.zeros(x.shape)
+    return lambda x: 0.0
+
+
+# --- snapshot: a copy that later in-place writes cannot change --------------
+
+def snapshot(x):
+    """Arrays are copied, scalars returned as they are (for tape pushes)."""
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    return x
+
+
+@overload(snapshot)
+def _ol_snapshot(x):
+    if _is_array(x):
+        return lambda x: x.copy()
+    return lambda x: x
+
+
+# --- trip_count: iterations of range(start, stop, step) ---------------------
+
+def trip_count(start, stop, step):
+    """Number of iterations of ``range(start, stop, step)``."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // (-step))
+
+
+@overload(trip_count)
+def _ol_trip_count(start, stop, step):
+    return trip_count
+
+
+# --- pow_log: log(a) where a > 0, else 0 (exponent gradient of a ** b) ------
+
+def pow_log(a):
+    """``log(a)`` where ``a > 0`` and 0 elsewhere, so ``0 ** b`` gives no NaN."""
+    if isinstance(a, np.ndarray):
+        return np.log(np.where(a > 0, a, 1.0))
+    return float(np.log(a)) if a > 0 else 0.0
+
+
+@overload(pow_log)
+def _ol_pow_log(a):
+    if _is_array(a):
+        return lambda a: np.log(np.where(a > 0, a, 1.0))
+    return lambda a: np.log(a) if a > 0 else 0.0

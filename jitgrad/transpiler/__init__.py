@@ -1,0 +1,1 @@
+"""Source -> AST -> normalized -> analysed -> forward + adjoint -> source (see pipeline.py)."""

@@ -1,0 +1,292 @@
+"""Analyse: what carries a gradient, where values are redefined, how adjoints are held.
+
+* activity: a variable is *active* if it depends on a ``wrt`` argument through
+  differentiable operations (varied) and influences the output (useful);
+* positions: every statement gets a preorder number and its enclosing loops, so the
+  reverse pass can ask "may ``x`` be redefined after this statement?";
+* adjoint modes: a *local* adjoint (one definition, every use later in the same
+  block) is assigned on first touch and needs no zeroing; every other active
+  variable gets a *buffer* adjoint, zeroed once before the adjoint sweep.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..rules import is_non_differentiable, lookup
+from .inline import resolve
+from .kinds import Kind, method_function
+from .normalize import QUERY_ATTRS
+
+BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+          ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
+          ast.Mod: operator.mod, ast.MatMult: operator.matmul}
+UNARYOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def primitive_of(value: ast.expr, env: dict):
+    """(primitive object, positional operand exprs, keyword dict) of a normalized RHS, or None.
+
+    ``x.T`` is ``np.transpose(x)``; ``x.sum(...)`` is ``np.sum(x, ...)``.
+    """
+    if isinstance(value, ast.BinOp):
+        return BINOPS.get(type(value.op)), [value.left, value.right], {}
+    if isinstance(value, ast.UnaryOp) and type(value.op) in UNARYOPS:
+        return UNARYOPS[type(value.op)], [value.operand], {}
+    if isinstance(value, ast.Call):
+        fn = resolve(value.func, env)
+        args = list(value.args)
+        if fn is None and isinstance(value.func, ast.Attribute):
+            fn = method_function(value.func.attr)
+            args = [value.func.value, *args]
+            if fn is np.reshape and len(args) > 2:
+                args = [args[0], ast.Tuple(elts=args[1:], ctx=ast.Load())]
+        return fn, args, {k.arg: k.value for k in value.keywords}
+    if isinstance(value, ast.Attribute) and value.attr == "T":
+        return np.transpose, [value.value], {}
+    return None
+
+
+def operand_names(args: list[ast.expr]) -> list[str]:
+    out = []
+    for a in args:
+        if isinstance(a, ast.Name):
+            out.append(a.id)
+        elif isinstance(a, (ast.Tuple, ast.List)):
+            out += [e.id for e in a.elts if isinstance(e, ast.Name)]
+    return out
+
+
+def is_permutation(s: ast.stmt) -> bool:
+    return (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Tuple)
+            and isinstance(s.value, ast.Tuple)
+            and all(isinstance(e, ast.Name) for e in s.targets[0].elts + s.value.elts))
+
+
+@dataclass
+class Analysis:
+    """Results the reverse pass reads."""
+
+    kinds: dict[str, Kind]
+    active: set[str]
+    modes: dict[str, str]
+    defs: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+    loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
+    top_defined: set[str] = field(default_factory=set)
+
+    def kind(self, n: str) -> Kind:
+        from .kinds import UNKNOWN
+
+        return self.kinds.get(n, UNKNOWN)
+
+    def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
+        return self.loops_of.get(id(s), [])
+
+    def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
+        """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
+        loops = {id(x) for x in self.enclosing_loops(s)}
+        for d in self.defs.get(n, ()):
+            if d._jg_pos > s._jg_end:
+                return True
+            if s._jg_pos <= d._jg_pos <= s._jg_end:
+                if include_self or d is not s:
+                    return True
+                if loops:
+                    return True
+                continue
+            if loops & {id(x) for x in self.enclosing_loops(d)}:
+                return True
+        return False
+
+    def recomputed_index(self, n: str, s: ast.stmt) -> bool:
+        """``n`` is the index of a loop around ``s`` that nothing else redefines."""
+        for loop in reversed(self.enclosing_loops(s)):
+            if isinstance(loop, ast.For) and loop.target.id == n:
+                return all(d is loop or not (loop._jg_pos < d._jg_pos <= loop._jg_end)
+                           for d in self.defs.get(n, ()))
+        return False
+
+
+def _number(body: list[ast.stmt], an: Analysis) -> None:
+    counter = [0]
+
+    def visit(stmts, loops):
+        for s in stmts:
+            s._jg_pos = counter[0]
+            counter[0] += 1
+            an.loops_of[id(s)] = list(loops)
+            inner = loops + [s] if isinstance(s, (ast.For, ast.While)) else loops
+            for f in ("body", "orelse"):
+                visit(getattr(s, f, []) or [], inner)
+            s._jg_end = counter[0] - 1
+
+    visit(body, [])
+
+
+def _stmt_defs(s: ast.stmt) -> list[str]:
+    """Names (re)bound or written in place by ``s`` itself (not nested statements)."""
+    if isinstance(s, ast.Assign):
+        t = s.targets[0]
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return [t.value.id]
+        if isinstance(t, ast.Tuple):
+            return [e.id for e in t.elts if isinstance(e, ast.Name)]
+    if isinstance(s, ast.AugAssign):
+        t = s.target
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return [t.value.id]
+        if isinstance(t, ast.Name):
+            return [t.id]
+    if isinstance(s, ast.For):
+        return [s.target.id]
+    return []
+
+
+def walk_stmts(body: list[ast.stmt]):
+    for s in body:
+        yield s
+        for f in ("body", "orelse"):
+            yield from walk_stmts(getattr(s, f, []) or [])
+
+
+def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[str],
+            wrt: list[str], returns: list[ast.expr], parsed) -> Analysis:
+    """Run activity, positions and adjoint-mode analyses over a normalized body."""
+    an = Analysis(kinds, set(), {})
+    _number(body, an)
+    stmts = list(walk_stmts(body))
+    for s in stmts:
+        for n in _stmt_defs(s):
+            an.defs.setdefault(n, []).append(s)
+        if isinstance(s, (ast.Assign, ast.AugAssign)):
+            t = s.targets[0] if isinstance(s, ast.Assign) else s.target
+            if isinstance(t, ast.Subscript):
+                an.written.add(t.value.id)
+    for s in body:
+        an.top_defined.update(_stmt_defs(s))
+    # names swapped with a written array are written too (they share its buffer)
+    perms = [[e.id for e in s.targets[0].elts] for s in stmts if is_permutation(s)]
+    grown = True
+    while grown:
+        grown = False
+        for p in perms:
+            if set(p) & an.written and not set(p) <= an.written:
+                an.written |= set(p)
+                grown = True
+
+    def diff(n: str) -> bool:
+        return an.kind(n).differentiable
+
+    # varied: forward dependence on wrt
+    varied = {w for w in wrt}
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            for tgt, srcs in _flows(s, env):
+                if tgt not in varied and diff(tgt) and any(x in varied for x in srcs):
+                    varied.add(tgt)
+                    changed = True
+    # useful: backward dependence from the outputs
+    useful = {r.id for r in returns if isinstance(r, ast.Name)}
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            for tgt, srcs in _flows(s, env):
+                if tgt in useful:
+                    for x in srcs:
+                        if x not in useful:
+                            useful.add(x)
+                            changed = True
+    an.active = {n for n in varied & useful if diff(n)}
+    _modes(body, an, args, returns)
+    return an
+
+
+def _flows(s: ast.stmt, env: dict):
+    """(target, differentiable sources) pairs of one statement."""
+    if isinstance(s, ast.Assign):
+        t = s.targets[0]
+        v = s.value
+        if is_permutation(s):
+            names = [e.id for e in t.elts]
+            return [(a, names) for a in names]
+        if isinstance(t, ast.Name):
+            return [(t.id, _sources(v, env))]
+        if isinstance(t, ast.Subscript):
+            return [(t.value.id, _sources(v, env))]
+        return []
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+        return [(s.target.value.id, _sources(s.value, env))]
+    return []
+
+
+def _sources(v: ast.expr, env: dict) -> list[str]:
+    if isinstance(v, ast.Name):
+        return [v.id]
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+        return [v.value.id]
+    if isinstance(v, ast.Attribute) and v.attr in QUERY_ATTRS:
+        return []
+    prim = primitive_of(v, env)
+    if prim is None:
+        return []
+    fn, args, _ = prim
+    if fn is not None and is_non_differentiable(fn):
+        return []
+    names = operand_names(args)
+    if fn is None or lookup(fn) is None:
+        return names  # unknown: treated as differentiable; the reverse pass will refuse it
+    return names
+
+
+def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None:
+    uses: dict[str, list[tuple[int, int]]] = {}  # name -> (block id, position)
+    defs_at: dict[str, list[tuple[int, int]]] = {}
+    buffer: set[str] = set()
+
+    def visit(stmts, depth):
+        bid = id(stmts)
+        for i, s in enumerate(stmts):
+            if isinstance(s, (ast.Assign, ast.AugAssign)):
+                t = s.targets[0] if isinstance(s, ast.Assign) else s.target
+                if isinstance(t, ast.Subscript):
+                    buffer.add(t.value.id)
+                if isinstance(s.value, ast.Subscript) and isinstance(s.value.value, ast.Name):
+                    buffer.add(s.value.value.id)
+                if is_permutation(s) or isinstance(s, ast.AugAssign):
+                    for n in ast.walk(s):
+                        if isinstance(n, ast.Name):
+                            buffer.add(n.id)
+                for n in ast.walk(s.value):
+                    if isinstance(n, ast.Name):
+                        uses.setdefault(n.id, []).append((bid, i))
+                if isinstance(t, ast.Name):
+                    defs_at.setdefault(t.id, []).append((bid, i))
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    visit(sub, depth + 1)
+
+    visit(body, 0)
+    for r in returns:
+        if isinstance(r, ast.Name):
+            uses.setdefault(r.id, []).append((id(body), len(body)))
+    for n in an.active:
+        d = defs_at.get(n, [])
+        if (n in args or n in buffer or len(an.defs.get(n, [])) != 1 or len(d) != 1):
+            an.modes[n] = "buffer"
+            continue
+        bid, pos = d[0]
+        if all(ub == bid and up > pos for ub, up in uses.get(n, [])):
+            an.modes[n] = "local"
+        else:
+            an.modes[n] = "buffer"

@@ -1,0 +1,336 @@
+"""Desugar control flow into the structured subset the reverse pass knows.
+
+* ``single_exit``: every ``return`` becomes an assignment to return variables, with
+  the rest of the block nested under ``else`` (or a ``_returned`` flag when a return
+  sits in a loop), so the function ends in exactly one ``return``.
+* ``loops``: ``for v in x`` / ``enumerate(x)`` become range loops, ``continue``
+  disappears, and ``break`` survives only as the last statement of a loop body.
+
+Before::                          After::
+
+    for v in x:                       for _i in range(len(x)):
+        if v < 0:                         v = x[_i]
+            break                         if v < 0:
+        s += v                                break
+                                          else:
+                                              s += v
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from .naming import Namer
+from .parse import Parsed
+
+# --- small AST builders -------------------------------------------------------
+
+
+def name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
+    t = name(target, True) if isinstance(target, str) else target
+    return ast.Assign(targets=[t], value=value, lineno=getattr(value, "lineno", 0))
+
+
+def const(v) -> ast.Constant:
+    return ast.Constant(value=v)
+
+
+def not_(e: ast.expr) -> ast.expr:
+    return ast.UnaryOp(op=ast.Not(), operand=e)
+
+
+def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], stop=()) -> bool:
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kinds):
+            return True
+        if isinstance(n, stop):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def may_return(stmts) -> bool:
+    return _contains(list(stmts), (ast.Return,))
+
+
+def always_returns(stmts: list[ast.stmt]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return always_returns(last.body) and always_returns(last.orelse)
+    return False
+
+
+# --- single exit ------------------------------------------------------------------
+
+
+class _SingleExit:
+    def __init__(self, parsed: Parsed, namer: Namer, arity: int):
+        self.parsed = parsed
+        self.namer = namer
+        self.flag: str | None = None
+        self.arity = arity
+        self.rets = [namer.fresh("_ret") for _ in range(arity)]
+
+    def ret_assign(self, node: ast.Return) -> list[ast.stmt]:
+        v = node.value
+        if self.arity == 1:
+            vals = [v if v is not None else const(None)]
+        elif isinstance(v, ast.Tuple) and len(v.elts) == self.arity:
+            vals = list(v.elts)
+        else:
+            raise self.parsed.error("all returns must return the same number of values", node,
+                                    "return a tuple of the same length everywhere")
+        out = [assign(r, e) for r, e in zip(self.rets, vals, strict=True)]
+        for s in out:
+            ast.copy_location(s, node)
+        return out
+
+    def need_flag(self) -> str:
+        if self.flag is None:
+            self.flag = self.namer.fresh("_returned")
+        return self.flag
+
+    def block(self, stmts: list[ast.stmt], in_loop: bool) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for idx, s in enumerate(stmts):
+            rest = stmts[idx + 1:]
+            if isinstance(s, ast.Return):
+                out += self.ret_assign(s)
+                if in_loop:
+                    out += [assign(self.need_flag(), const(True)), ast.Break()]
+                elif self.flag is not None:
+                    out.append(assign(self.flag, const(True)))
+                return out
+            if not may_return([s]):
+                out.append(s)
+                continue
+            if isinstance(s, ast.If) and not in_loop:
+                # outside loops: the rest of the block moves into each branch that can
+                # fall through, so no flag is needed
+                for f in ("body", "orelse"):
+                    branch = getattr(s, f)
+                    if not always_returns(branch):
+                        branch = branch + [copy.deepcopy(x) for x in rest]
+                    setattr(s, f, self.block(branch, False))
+                out.append(s)
+                return out
+            if isinstance(s, ast.If):
+                body_ret, else_ret = always_returns(s.body), always_returns(s.orelse)
+                s.body = self.block(s.body, in_loop)
+                s.orelse = self.block(s.orelse, in_loop)
+                out.append(s)
+                if body_ret and else_ret:
+                    return out
+                if body_ret and not may_return(s.orelse):
+                    s.orelse = s.orelse + self.block(rest, in_loop)
+                    return out
+                if else_ret and not may_return(s.body):
+                    s.body = s.body + self.block(rest, in_loop)
+                    return out
+            else:  # a loop that may return
+                s.body = self.block(s.body, True)
+                out.append(s)
+            flag = self.need_flag()
+            if in_loop:
+                out.append(ast.If(test=name(flag), body=[ast.Break()], orelse=[]))
+                out += self.block(rest, in_loop)
+            elif rest:
+                out.append(ast.If(test=not_(name(flag)), body=self.block(rest, in_loop),
+                                  orelse=[]))
+            return out
+        return out
+
+
+def _return_arity(parsed: Parsed, body: list[ast.stmt]) -> int:
+    arities = set()
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Return):
+            arities.add(len(n.value.elts) if isinstance(n.value, ast.Tuple) else 1)
+    if len(arities) > 1:
+        raise parsed.error("all returns must return the same number of values", parsed.tree)
+    return arities.pop() if arities else 1
+
+
+def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
+                keep_tail: bool = True) -> tuple[list[ast.stmt], list[ast.expr]]:
+    """Rewrite ``body`` so it has no return; give back the returned expressions.
+
+    With ``keep_tail``, a body whose only return is its last statement is kept as
+    is and that statement's value is returned (no extra variables).
+    """
+    returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+               if isinstance(n, ast.Return)]
+    if keep_tail and len(returns) == 1 and body and body[-1] is returns[0]:
+        v = returns[0].value
+        vals = list(v.elts) if isinstance(v, ast.Tuple) else [v if v is not None else const(None)]
+        return body[:-1], vals
+    if not returns:
+        return body, [const(None)]
+    se = _SingleExit(parsed, namer, _return_arity(parsed, body))
+    se.flag = namer.fresh("_returned") if _contains(body, (ast.For, ast.While)) else None
+    new = se.block(body, False)
+    if se.flag is not None:
+        new.insert(0, assign(se.flag, const(False)))
+    return new, [name(r) for r in se.rets]
+
+
+# --- loops ------------------------------------------------------------------------
+
+
+def _is_call_to(node: ast.expr, parsed_env: dict, obj) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return isinstance(f, ast.Name) and parsed_env.get(f.id) is obj
+
+
+class _Loops:
+    def __init__(self, parsed: Parsed, env: dict, namer: Namer):
+        self.parsed = parsed
+        self.env = env
+        self.namer = namer
+
+    # for v in x / for i, v in enumerate(x)  ->  for i in range(len(x)): v = x[i]
+    def for_target(self, s: ast.For) -> ast.For:
+        it = s.iter
+        if _is_call_to(it, self.env, range):
+            if not isinstance(s.target, ast.Name):
+                raise self.parsed.error("range loops need a single loop variable", s)
+            return s
+        if _is_call_to(it, self.env, enumerate):
+            if not (isinstance(s.target, ast.Tuple) and len(s.target.elts) == 2
+                    and all(isinstance(e, ast.Name) for e in s.target.elts)
+                    and len(it.args) == 1 and not it.keywords):
+                raise self.parsed.error("unsupported enumerate loop", s,
+                                        "use 'for i, v in enumerate(x)'")
+            idx, var = s.target.elts[0].id, s.target.elts[1].id
+            seq = it.args[0]
+        elif isinstance(s.target, ast.Name) and isinstance(it, (ast.Name, ast.Attribute,
+                                                                  ast.Subscript)):
+            idx, var, seq = self.namer.fresh("_i"), s.target.id, it
+        else:
+            raise self.parsed.error("only loops over range(...), an array, or enumerate(array) "
+                                    "are supported", s,
+                                    "write 'for i in range(len(x)):' and index x[i]")
+        if not isinstance(seq, ast.Name):
+            tmp = self.namer.fresh("_seq")
+            pre = assign(tmp, seq)
+            seq = name(tmp)
+        else:
+            pre = None
+        length = ast.Call(func=name("len"), args=[seq], keywords=[])
+        self.env.setdefault("len", len)
+        body = [assign(var, ast.Subscript(value=name(seq.id), slice=name(idx), ctx=ast.Load()))]
+        new = ast.For(target=name(idx, True),
+                      iter=ast.Call(func=name("range"), args=[length], keywords=[]),
+                      body=body + s.body, orelse=[], lineno=s.lineno)
+        self.env.setdefault("range", range)
+        ast.copy_location(new, s)
+        new._jg_pre = pre  # an assignment to hoist before the loop
+        return new
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, ast.For):
+                s = self.for_target(s)
+                pre = getattr(s, "_jg_pre", None)
+                if pre is not None:
+                    out.append(ast.copy_location(pre, s))
+            if isinstance(s, (ast.For, ast.While)):
+                s.body = self.loop_body(s)
+                brk = getattr(s, "_jg_break_flag", None)
+                if brk:
+                    out.append(ast.copy_location(assign(brk, const(False)), s))
+            elif isinstance(s, ast.If):
+                s.body = self.block(s.body)
+                s.orelse = self.block(s.orelse)
+            out.append(s)
+        return out
+
+    def loop_body(self, loop: ast.stmt) -> list[ast.stmt]:
+        body = self.block(loop.body)
+        state = {"brk": None, "jump": None}
+        new = self.jumps(body, state, tail=True)
+        if state["brk"]:
+            loop._jg_break_flag = state["brk"]
+            new.append(ast.If(test=name(state["brk"]), body=[ast.Break()], orelse=[]))
+        if state["jump"]:
+            new.insert(0, assign(state["jump"], const(False)))
+        return new or [ast.Pass()]
+
+    def jumps(self, stmts: list[ast.stmt], st: dict, tail: bool) -> list[ast.stmt]:
+        """Remove non-trailing break/continue of the current loop (not nested loops)."""
+        out: list[ast.stmt] = []
+        for idx, s in enumerate(stmts):
+            rest = stmts[idx + 1:]
+            last = tail and not rest
+            if isinstance(s, ast.Continue):
+                if not last:
+                    out.append(assign(self._flag(st, "jump", "_skip"), const(True)))
+                return out
+            if isinstance(s, ast.Break):
+                if last:
+                    out.append(s)
+                else:
+                    out.append(assign(self._flag(st, "brk", "_break"), const(True)))
+                    out.append(assign(self._flag(st, "jump", "_skip"), const(True)))
+                return out
+            if isinstance(s, ast.If) and _contains([s], (ast.Break, ast.Continue),
+                                                   stop=(ast.For, ast.While)):
+                body_jumps = self._always_jumps(s.body)
+                else_jumps = self._always_jumps(s.orelse)
+                if body_jumps and not self._may_jump(s.orelse):
+                    s.body = self.jumps(s.body, st, tail)
+                    s.orelse = self.jumps(s.orelse + rest, st, tail)
+                    out.append(s)
+                    return out
+                if else_jumps and not self._may_jump(s.body):
+                    s.orelse = self.jumps(s.orelse, st, tail)
+                    s.body = self.jumps(s.body + rest, st, tail)
+                    out.append(s)
+                    return out
+                s.body = self.jumps(s.body, st, last)
+                s.orelse = self.jumps(s.orelse, st, last)
+                out.append(s)
+                if rest:
+                    flag = self._flag(st, "jump", "_skip")
+                    out.append(ast.If(test=not_(name(flag)), body=self.jumps(rest, st, tail),
+                                      orelse=[]))
+                return out
+            out.append(s)
+        return out
+
+    def _flag(self, st: dict, key: str, base: str) -> str:
+        if st[key] is None:
+            st[key] = self.namer.fresh(base)
+        return st[key]
+
+    def _may_jump(self, stmts) -> bool:
+        return _contains(list(stmts), (ast.Break, ast.Continue), stop=(ast.For, ast.While))
+
+    def _always_jumps(self, stmts) -> bool:
+        if not stmts:
+            return False
+        last = stmts[-1]
+        if isinstance(last, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(last, ast.If):
+            return self._always_jumps(last.body) and self._always_jumps(last.orelse)
+        return False
+
+
+def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
+    """Rewrite loops into range loops whose only jump is a trailing ``break``."""
+    return _Loops(parsed, env, namer).block(body)

@@ -1,0 +1,84 @@
+"""Fence: reject syntax jitgrad cannot differentiate, before any rewriting.
+
+Before:  ``try: y = f(x)`` ...
+After:   TransformError("try/except is not supported", file:line, source line, hint)
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .parse import Parsed
+
+_HINTS: dict[type, tuple[str, str]] = {
+    ast.Try: ("try/except is not supported", "move error handling outside the function"),
+    ast.With: ("'with' blocks are not supported", "move the context manager outside"),
+    ast.AsyncWith: ("'async with' is not supported", "use a plain function"),
+    ast.AsyncFor: ("'async for' is not supported", "use a plain for loop"),
+    ast.Global: ("'global' declarations are not supported",
+                 "pass the value as an argument and return the new value"),
+    ast.Nonlocal: ("'nonlocal' declarations are not supported",
+                   "pass the value as an argument and return the new value"),
+    ast.ClassDef: ("class definitions are not supported inside differentiated code",
+                   "define classes outside the function"),
+    ast.FunctionDef: ("nested function definitions are not supported",
+                      "define the helper at module level; jitgrad inlines module-level helpers"),
+    ast.AsyncFunctionDef: ("async functions are not supported", "use a plain function"),
+    ast.Lambda: ("lambda expressions are not supported", "define a module-level helper"),
+    ast.Yield: ("generators ('yield') are not supported", "return an array instead"),
+    ast.YieldFrom: ("generators ('yield from') are not supported", "return an array instead"),
+    ast.Await: ("'await' is not supported", "use a plain function"),
+    ast.Delete: ("'del' is not supported", "let the variable go out of scope"),
+    ast.Import: ("imports inside the function are not supported", "import at module level"),
+    ast.ImportFrom: ("imports inside the function are not supported",
+                     "import at module level"),
+    ast.ListComp: ("list comprehensions are not supported", "write an explicit loop"),
+    ast.SetComp: ("set comprehensions are not supported", "write an explicit loop"),
+    ast.DictComp: ("dict comprehensions are not supported", "write an explicit loop"),
+    ast.GeneratorExp: ("generator expressions are not supported",
+                       "write an explicit loop (e.g. accumulate a sum in a for loop)"),
+    ast.Dict: ("dicts are not supported", "use arrays or separate variables"),
+    ast.Set: ("sets are not supported", "use arrays"),
+    ast.Starred: ("star-unpacking is not supported", "unpack the values explicitly"),
+    ast.NamedExpr: ("assignment expressions (':=') are not supported",
+                    "assign in a separate statement"),
+    ast.Match: ("'match' statements are not supported", "use if/elif/else"),
+    ast.JoinedStr: ("f-strings are not supported", "remove the formatting from the function"),
+}
+
+
+def fence(parsed: Parsed) -> None:
+    """Raise TransformError at the first unsupported construct of the function."""
+    fn = parsed.tree
+    a = fn.args
+    if a.vararg or a.kwarg:
+        raise parsed.error("*args/**kwargs parameters are not supported", fn,
+                           "list the parameters explicitly")
+    if a.kwonlyargs or a.posonlyargs:
+        raise parsed.error("keyword-only and positional-only parameters are not supported", fn,
+                           "use plain positional parameters")
+    if a.defaults:
+        raise parsed.error("default parameter values are not supported", fn,
+                           "pass every argument explicitly")
+    for node in ast.walk(fn):
+        if node is fn:
+            continue
+        kind = type(node)
+        if kind in _HINTS:
+            msg, hint = _HINTS[kind]
+            raise parsed.error(msg, node, hint)
+        if isinstance(node, (ast.For, ast.While)) and node.orelse:
+            raise parsed.error("'else' on a loop is not supported", node,
+                               "use a flag variable set before 'break'")
+        if isinstance(node, ast.For) and not isinstance(node.target, (ast.Name, ast.Tuple)):
+            raise parsed.error("loop targets must be plain names", node)
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and any(
+                        not isinstance(e, (ast.Name, ast.Subscript)) for e in t.elts):
+                    raise parsed.error("nested tuple targets are not supported", node,
+                                       "unpack in two steps")
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            raise parsed.error("assigning to attributes is not supported", node)
+        if isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
+            raise parsed.error("'**kwargs' in calls is not supported", node)

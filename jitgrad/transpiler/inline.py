@@ -1,0 +1,183 @@
+"""Inline: calls to the user's own Python helpers are replaced by their bodies.
+
+Helpers (module-level functions, ``numba.njit`` ones included) are parsed, fenced
+and given a single exit; their locals get fresh names; a parameter bound to a
+plain name argument becomes that name, so a helper that fills an array the caller
+passed in writes the caller's array.  Recursion is refused.
+
+Before::                               After::
+
+    def sq(a):                             a1 = x + 1.0
+        return a * a                       _ret = a1 * a1
+    y = sq(x + 1.0) * 2                    y = _ret * 2
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import types
+from typing import Any
+
+from ..rules import is_non_differentiable, lookup
+from .desugar import assign, name, single_exit
+from .fence import fence
+from .naming import Namer
+from .parse import Parsed, parse_function, python_function
+
+_LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
+
+
+def resolve(expr: ast.expr, env: dict[str, Any]) -> Any:
+    """The object a ``Name`` or dotted ``Attribute`` expression refers to, else None."""
+    if isinstance(expr, ast.Name):
+        return env.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = resolve(expr.value, env)
+        if base is not None and isinstance(base, types.ModuleType):
+            return getattr(base, expr.attr, None)
+    return None
+
+
+def user_function(obj: Any) -> Any:
+    """The Python function to inline if ``obj`` is a user helper, else None."""
+    if obj is None or lookup(obj) is not None or is_non_differentiable(obj):
+        return None
+    try:
+        py = python_function(obj)
+    except TypeError:
+        return None
+    mod = getattr(py, "__module__", "") or ""
+    if mod.split(".")[0] in _LIBRARY_ROOTS:
+        return None
+    return py if inspect.isfunction(py) else None
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, mapping: dict[str, str | ast.expr]):
+        self.mapping = mapping
+
+    def visit_Name(self, node: ast.Name):
+        m = self.mapping.get(node.id)
+        if m is None:
+            return node
+        if isinstance(m, str):
+            return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
+        return ast.copy_location(copy.deepcopy(m), node)
+
+
+def rename(node, mapping: dict[str, str | ast.expr]):
+    """Rename (or substitute expressions for) names throughout ``node``."""
+    return _Renamer(mapping).visit(node)
+
+
+def stored_names(stmts: list[ast.stmt]) -> set[str]:
+    out = set()
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+    return out
+
+
+class Inliner:
+    """Replaces helper calls in a function body, recursively."""
+
+    def __init__(self, root: Parsed, namer: Namer):
+        self.root = root
+        self.env = root.env
+        self.namer = namer
+        self.stack: list[Any] = [root.func]
+
+    def run(self, body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            for field, value in ast.iter_fields(s):
+                if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                    setattr(s, field, self.run(value, parsed))
+            pre: list[ast.stmt] = []
+            for field in ("value", "test", "iter"):
+                v = getattr(s, field, None)
+                if isinstance(v, ast.expr):
+                    setattr(s, field, self.expr(v, parsed, pre, s))
+            if isinstance(s, ast.While) and pre:
+                raise parsed.error("helper calls in a while condition are not supported", s,
+                                   "compute the condition in a variable before the loop and "
+                                   "at the end of its body")
+            out += pre
+            if isinstance(s, ast.Expr) and isinstance(s.value, (ast.Name, ast.Tuple)):
+                continue  # a helper called for its side effects
+            out.append(s)
+        return out
+
+    def expr(self, e: ast.expr, parsed: Parsed, pre: list[ast.stmt], stmt) -> ast.expr:
+        class V(ast.NodeTransformer):
+            def visit_Call(v, node: ast.Call):  # noqa: N805
+                v.generic_visit(node)
+                fn = user_function(resolve(node.func, parsed.env))
+                if fn is None:
+                    return node
+                return self.call(fn, node, parsed, pre)
+
+        return V().visit(e)
+
+    def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
+        if fn in self.stack:
+            raise caller.error(f"recursion ({fn.__name__} calls itself) is not supported",
+                               node, "rewrite the recursion as a loop")
+        helper = parse_function(fn)
+        fence(helper)
+        params = [a.arg for a in helper.tree.args.args]
+        if node.keywords or len(node.args) != len(params):
+            sig = ", ".join(params)
+            raise caller.error(f"call of helper {fn.__name__}({sig}) must pass its "
+                               f"{len(params)} arguments positionally", node)
+        body = copy.deepcopy(helper.tree.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        stored = stored_names(body)
+        mapping: dict[str, str | ast.expr] = {}
+        binds: list[ast.stmt] = []
+        for p, a in zip(params, node.args, strict=True):
+            if isinstance(a, ast.Name) and p not in stored:
+                mapping[p] = a.id
+            else:
+                new = self.namer.fresh(p)
+                mapping[p] = new
+                binds.append(ast.copy_location(assign(new, a), node))
+        for local in sorted(stored - set(params)):
+            mapping[local] = self.namer.fresh(local)
+        for free in sorted({n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+                            if isinstance(n, ast.Name)} - stored - set(params)):
+            if free not in helper.env:
+                continue
+            obj = helper.env[free]
+            if free in self.env and self.env[free] is not obj:
+                alias = self.namer.fresh(free)
+                self.env[alias] = obj
+                mapping[free] = alias
+            else:
+                self.env.setdefault(free, obj)
+        self.stack.append(fn)
+        try:
+            body, rets = single_exit(helper, body, self.namer, keep_tail=False)
+            body = self.run(body, helper)
+        finally:
+            self.stack.pop()
+        body = [rename(s, mapping) for s in body]
+        rets = [rename(r, mapping) for r in rets]
+        for s in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if hasattr(s, "lineno"):
+                s.lineno = node.lineno  # errors point at the call site
+        pre += binds + body
+        if len(rets) == 1:
+            return rets[0]
+        return ast.Tuple(elts=rets, ctx=ast.Load())
+
+
+def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer) -> list[ast.stmt]:
+    """Inline every user helper called from ``body``."""
+    return Inliner(parsed, namer).run(body, parsed)
+
+
+__all__ = ["inline", "rename", "resolve", "user_function", "name", "stored_names"]

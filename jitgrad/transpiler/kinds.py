@@ -1,0 +1,337 @@
+"""Kinds: a small flow-insensitive type inference (scalar or array, int or float).
+
+Seeded from the kinds of the actual arguments (generated code is specialised per
+argument kinds), it tells the reverse pass which values carry adjoints (ints and
+bools never do), which adjoints are arrays, and when ``unbroadcast`` is a no-op.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..rules import lookup
+from .inline import resolve
+
+_ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """``cls`` is b(ool), i(nt), f(loat), c(omplex), t(uple) or o(ther); ``ndim`` 0 = scalar."""
+
+    cls: str
+    ndim: int | None = 0
+
+    @property
+    def is_array(self) -> bool:
+        return self.ndim is None or self.ndim > 0
+
+    @property
+    def differentiable(self) -> bool:
+        return self.cls in ("f", "c", "o")
+
+    def __str__(self) -> str:
+        return f"{self.cls}{'?' if self.ndim is None else self.ndim}"
+
+
+UNKNOWN = Kind("o", None)
+FLOAT = Kind("f", 0)
+INT = Kind("i", 0)
+BOOL = Kind("b", 0)
+TUPLE = Kind("t", 0)
+
+
+def join(a: Kind | None, b: Kind | None) -> Kind:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if a.cls in _ORDER and b.cls in _ORDER:
+        cls = max(a.cls, b.cls, key=_ORDER.__getitem__)
+    elif a.cls == b.cls:
+        cls = a.cls
+    else:
+        return UNKNOWN
+    nd = a.ndim if a.ndim == b.ndim else (None if a.ndim and b.ndim else
+                                          (a.ndim or b.ndim) if (a.ndim == 0 or b.ndim == 0)
+                                          else None)
+    return Kind(cls, nd)
+
+
+def of_value(v: Any) -> Kind:
+    """The kind of a runtime argument."""
+    if isinstance(v, (bool, np.bool_)):
+        return BOOL
+    if isinstance(v, (int, np.integer)):
+        return INT
+    if isinstance(v, (float, np.floating)):
+        return FLOAT
+    if isinstance(v, (complex, np.complexfloating)):
+        return Kind("c", 0)
+    if isinstance(v, np.ndarray):
+        k = v.dtype.kind
+        cls = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}.get(k, "o")
+        return Kind(cls, v.ndim)
+    if isinstance(v, tuple):
+        return TUPLE
+    return UNKNOWN
+
+
+_SAME = {np.copy, np.transpose, np.clip, np.zeros_like, np.ones_like, np.empty_like,
+         np.full_like}
+_REDUCE = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
+           np.linalg.norm}
+_METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
+            "var": np.var, "std": np.std, "copy": np.copy, "dot": np.dot,
+            "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel,
+            "transpose": np.transpose, "cumsum": np.cumsum, "clip": np.clip,
+            "item": float}
+
+
+def method_function(attr: str):
+    """The NumPy function an array method stands for (``x.sum()`` -> ``np.sum``)."""
+    return _METHODS.get(attr)
+
+
+class KindInference:
+    """Fixpoint over a normalized body; ``kinds[name]`` afterwards."""
+
+    def __init__(self, env: dict, args: dict[str, Kind]):
+        self.env = env
+        self.kinds: dict[str, Kind] = dict(args)
+
+    def run(self, body: list[ast.stmt]) -> dict[str, Kind]:
+        for _ in range(20):
+            before = dict(self.kinds)
+            self.block(body)
+            if before == self.kinds:
+                break
+        return self.kinds
+
+    def set(self, n: str, k: Kind) -> None:
+        self.kinds[n] = join(self.kinds.get(n), k)
+
+    def block(self, stmts):
+        for s in stmts:
+            if isinstance(s, ast.Assign):
+                t = s.targets[0]
+                if isinstance(t, ast.Name):
+                    self.set(t.id, self.expr(s.value))
+                elif isinstance(t, ast.Tuple):
+                    vk = self.expr(s.value) if not isinstance(s.value, ast.Tuple) else None
+                    for i, e in enumerate(t.elts):
+                        if isinstance(e, ast.Name):
+                            if isinstance(s.value, ast.Tuple):
+                                self.set(e.id, self.expr(s.value.elts[i]))
+                            else:
+                                self.set(e.id, INT if vk == TUPLE else UNKNOWN)
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    vk = self.expr(s.value)
+                    base = self.kinds.get(t.value.id)
+                    if base is not None and base.cls in ("b", "i") and vk.cls in ("f", "c"):
+                        pass  # writing floats into an int array truncates; stays int
+            elif isinstance(s, ast.For):
+                self.set(s.target.id, INT)
+                self.block(s.body)
+            elif isinstance(s, (ast.If, ast.While)):
+                self.block(s.body)
+                self.block(s.orelse)
+
+    def expr(self, e: ast.expr) -> Kind:
+        k = self._expr(e)
+        e._jg_kind = k
+        return k
+
+    def _expr(self, e: ast.expr) -> Kind:
+        if isinstance(e, ast.Constant):
+            v = e.value
+            if isinstance(v, bool):
+                return BOOL
+            if isinstance(v, int):
+                return INT
+            if isinstance(v, float):
+                return FLOAT
+            return UNKNOWN
+        if isinstance(e, ast.Name):
+            if e.id in self.kinds:
+                return self.kinds[e.id]
+            return of_value(self.env[e.id]) if e.id in self.env else UNKNOWN
+        if isinstance(e, ast.BinOp):
+            a, b = self.expr(e.left), self.expr(e.right)
+            k = join(a, b)
+            if isinstance(e.op, ast.Div) and k.cls in ("b", "i"):
+                k = Kind("f", k.ndim)
+            if isinstance(e.op, ast.MatMult):
+                return Kind(k.cls, self._dot_ndim(a, b))
+            if k.cls == "b":
+                k = Kind("i", k.ndim)
+            return k
+        if isinstance(e, ast.UnaryOp):
+            k = self.expr(e.operand)
+            return Kind("b", k.ndim) if isinstance(e.op, ast.Not) else k
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            parts = [e.left, *e.comparators] if isinstance(e, ast.Compare) else e.values
+            nd = 0
+            for p in parts:
+                pk = self.expr(p)
+                nd = None if pk.ndim is None or nd is None else max(nd, pk.ndim)
+            return Kind("b", nd)
+        if isinstance(e, ast.Subscript):
+            base = self.expr(e.value)
+            if base.cls == "t":
+                return INT
+            if base.ndim is None:
+                return Kind(base.cls, None)
+            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            nd = base.ndim
+            for ix in idx:
+                if isinstance(ix, ast.Slice):
+                    continue
+                if isinstance(ix, ast.Constant) and ix.value is None:
+                    nd += 1
+                    continue
+                ik = self.expr(ix)
+                if ik.ndim is None:
+                    return Kind(base.cls, None)
+                if ik.ndim == 0:
+                    nd -= 1
+                else:
+                    nd += ik.ndim - 1
+            return Kind(base.cls, max(nd, 0))
+        if isinstance(e, ast.Attribute):
+            if e.attr == "shape":
+                return TUPLE
+            if e.attr in ("size", "ndim"):
+                return INT
+            base = self.expr(e.value)
+            if e.attr in ("T", "real", "imag"):
+                return Kind("f" if e.attr != "T" else base.cls, base.ndim)
+            return UNKNOWN
+        if isinstance(e, (ast.Tuple, ast.List)):
+            for x in e.elts:
+                self.expr(x)
+            return TUPLE if isinstance(e, ast.Tuple) else UNKNOWN
+        if isinstance(e, ast.Call):
+            return self.call(e)
+        return UNKNOWN
+
+    @staticmethod
+    def _dot_ndim(a: Kind, b: Kind) -> int | None:
+        if a.ndim is None or b.ndim is None:
+            return None
+        if a.ndim == 0 or b.ndim == 0:
+            return max(a.ndim, b.ndim)
+        return a.ndim + b.ndim - 2
+
+    def _shape_ndim(self, e: ast.expr) -> int | None:
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return len(e.elts)
+        if isinstance(e, ast.Attribute) and e.attr == "shape":
+            return self.expr(e.value).ndim
+        k = self.expr(e)
+        return 1 if k.cls in ("i", "b") and k.ndim == 0 else None
+
+    def call(self, e: ast.Call) -> Kind:
+        args = [self.expr(a) for a in e.args]
+        kw = {k.arg: k.value for k in e.keywords}
+        for v in kw.values():
+            self.expr(v)
+        fn = resolve(e.func, self.env)
+        if fn is None and isinstance(e.func, ast.Attribute):
+            fn = method_function(e.func.attr)
+            args = [self.expr(e.func.value), *args]
+        if fn is None:
+            return UNKNOWN
+        first = args[0] if args else UNKNOWN
+        cls_f = "f" if first.cls != "c" else "c"
+        if fn in (builtins.len, builtins.int, builtins.round, math.floor, math.ceil,
+                  math.trunc, np.argmax, np.argmin):
+            return INT
+        if fn in (builtins.float,):
+            return FLOAT
+        if fn in (builtins.bool, math.isnan, math.isinf, math.isfinite):
+            return BOOL
+        if fn in (builtins.abs, builtins.min, builtins.max):
+            k = first
+            for a in args[1:]:
+                k = join(k, a)
+            return k
+        if fn in (np.zeros, np.ones, np.empty, np.full):
+            dt = kw.get("dtype", e.args[2] if fn is np.full and len(e.args) > 2 else
+                        (e.args[1] if len(e.args) > 1 and fn is not np.full else None))
+            cls = "f"
+            if dt is not None:
+                d = resolve(dt, self.env)
+                if d in (int, np.int64, np.int32, np.intp):
+                    cls = "i"
+                elif d in (bool, np.bool_):
+                    cls = "b"
+            return Kind(cls, self._shape_ndim(e.args[0]) if e.args else None)
+        if fn in _SAME:
+            return Kind(first.cls if fn not in (np.zeros_like, np.ones_like) else first.cls,
+                        first.ndim)
+        if fn is np.arange:
+            return Kind("i" if all(a.cls == "i" for a in args) else "f", 1)
+        if fn is np.linspace:
+            return Kind("f", 1)
+        if fn in (np.eye, np.identity, np.outer, np.linalg.inv):
+            return Kind("f", 2)
+        if fn in _REDUCE or fn in (np.trace, np.linalg.det):
+            axis = kw.get("axis", e.args[1] if len(e.args) > 1 and fn in _REDUCE
+                          and fn is not np.linalg.norm else None)
+            if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
+                return Kind(cls_f, 0)
+            return Kind(cls_f, None if first.ndim is None else max(first.ndim - 1, 0))
+        if fn in (np.dot, np.matmul, operator.matmul):
+            return Kind(cls_f, self._dot_ndim(first, args[1] if len(args) > 1 else UNKNOWN))
+        if fn is np.linalg.solve:
+            return Kind("f", args[1].ndim if len(args) > 1 else None)
+        if fn is np.reshape:
+            shp = e.args[1] if len(e.args) > 1 else kw.get("shape") or kw.get("newshape")
+            if isinstance(e.func, ast.Attribute) and resolve(e.func, self.env) is None:
+                shp = e.args[0] if len(e.args) == 1 else ast.Tuple(elts=e.args, ctx=ast.Load())
+            return Kind(first.cls, self._shape_ndim(shp) if shp is not None else None)
+        if fn in (np.ravel, np.cumsum):
+            return Kind(first.cls, 1 if fn is np.ravel or "axis" not in kw else first.ndim)
+        if fn in (np.concatenate, np.hstack, np.vstack, np.stack):
+            elts = e.args[0].elts if e.args and isinstance(e.args[0], ast.Tuple) else []
+            k = None
+            for x in elts:
+                k = join(k, self.expr(x))
+            k = k or UNKNOWN
+            nd = k.ndim
+            if nd is not None:
+                if fn is np.stack:
+                    nd += 1
+                elif fn is np.vstack:
+                    nd = max(nd, 2)
+            return Kind(k.cls, nd)
+        if fn is np.expand_dims:
+            return Kind(first.cls, None if first.ndim is None else first.ndim + 1)
+        if fn is np.where:
+            k = args[1] if len(args) > 1 else UNKNOWN
+            for a in args:
+                k = Kind(join(k, a).cls if a.cls != "b" else k.cls,
+                         None if (k.ndim is None or a.ndim is None) else max(k.ndim, a.ndim))
+            return k
+        if isinstance(fn, np.ufunc) or getattr(fn, "__module__", "") == "math" or (
+                lookup(fn) is not None and fn not in _REDUCE):
+            k = first
+            for a in args[1:]:
+                k = join(k, a)
+            if fn in (np.sign, np.floor, np.ceil, np.trunc, np.rint):
+                return Kind(k.cls, k.ndim)
+            return Kind(cls_f if k.cls != "o" else "o", k.ndim)
+        return UNKNOWN
+
+
+def infer(body: list[ast.stmt], env: dict, args: dict[str, Kind]) -> dict[str, Kind]:
+    """Kinds of every variable of a normalized body (expressions get ``_jg_kind``)."""
+    return KindInference(env, args).run(body)

@@ -1,0 +1,63 @@
+"""Every generated-name pattern in one place: adjoints ``dx``, temporaries, tapes, flags."""
+
+from __future__ import annotations
+
+import ast
+
+
+class Namer:
+    """Hands out names that never collide with the user's (or each other)."""
+
+    def __init__(self, taken: set[str] | None = None):
+        self.taken: set[str] = set(taken or ())
+        self._adjoints: dict[str, str] = {}
+        self._counts: dict[str, int] = {}
+
+    def reserve(self, names) -> None:
+        self.taken.update(names)
+
+    def fresh(self, base: str) -> str:
+        """A new unused name starting with ``base`` (``_t``, ``_t1``, ``_t2``...)."""
+        n = self._counts.get(base, 0)
+        while True:
+            n += 1
+            cand = base if (n == 1 and not base.endswith("_") and base[-1:].isalpha()
+                            and base not in self.taken and base.startswith("_")) else f"{base}{n}"
+            if cand not in self.taken:
+                self._counts[base] = n
+                self.taken.add(cand)
+                return cand
+
+    def temp(self) -> str:
+        return self.fresh("_t")
+
+    def adjoint(self, name: str) -> str:
+        """The adjoint of ``name``: ``dx`` for ``x`` (``dx_`` if the user has a ``dx``)."""
+        if name not in self._adjoints:
+            base = "d" + name if not name.startswith("_") else "_d" + name.lstrip("_")
+            cand = base
+            while cand in self.taken:
+                cand += "_"
+            self.taken.add(cand)
+            self._adjoints[name] = cand
+        return self._adjoints[name]
+
+    def tape(self, name: str) -> str:
+        return self.fresh(f"_tape_{name.lstrip('_')}_")
+
+
+def names_in(node: ast.AST) -> set[str]:
+    """All identifiers (loaded or stored) under ``node``."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+        elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and hasattr(n, "name"):
+            out.add(n.name)
+    return out
+
+
+def loaded_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}

@@ -1,0 +1,284 @@
+"""Normalize: one differentiable operation per statement (A-normal form).
+
+Compound expressions are split into temporaries; ``x += e`` becomes ``x = x + e``
+(subscript ``u[i] += e`` stays, it has its own cheap adjoint); ternaries become
+``if`` statements; tuple assignments are split unless they permute names (a
+swap, whose adjoint is a swap); ``if``/``while`` tests and ``range`` bounds become
+variables so the reverse sweep can read them.  Index expressions, comparisons and
+arguments of non-differentiable calls stay whole: they carry no gradient.
+
+Before::                       After::
+
+    y = np.sin(x * a) + 1.0        _t = x * a
+                                   _t2 = np.sin(_t)
+                                   y = _t2 + 1.0
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+import numpy as np
+
+from ..rules import is_non_differentiable
+from .desugar import assign, name
+from .inline import resolve
+from .naming import Namer
+from .parse import Parsed
+
+#: attributes that are plain (non-differentiable) queries
+QUERY_ATTRS = {"shape", "size", "ndim", "dtype"}
+
+
+def is_atom(e: ast.expr) -> bool:
+    return isinstance(e, (ast.Name, ast.Constant))
+
+
+class Normalizer:
+    """Rewrites statements into the normalized subset, creating temporaries."""
+
+    def __init__(self, parsed: Parsed, env: dict, namer: Namer):
+        self.parsed = parsed
+        self.env = env
+        self.namer = namer
+
+    # --- expressions -------------------------------------------------------------
+
+    def is_inert(self, e: ast.expr) -> bool:
+        """Expressions kept whole: they cannot carry a gradient."""
+        if is_atom(e):
+            return True
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            return True
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            return True
+        if isinstance(e, ast.Attribute) and e.attr in QUERY_ATTRS:
+            return True
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) \
+                and e.value.attr in QUERY_ATTRS:
+            return True
+        if isinstance(e, ast.Call):
+            fn = resolve(e.func, self.env)
+            if fn is not None and is_non_differentiable(fn) and fn is not np.copy:
+                return True
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return all(self.is_inert(x) for x in e.elts)
+        if isinstance(e, ast.BinOp) and self.is_inert(e.left) and self.is_inert(e.right) \
+                and self._inty(e):
+            return True
+        return False
+
+    def _inty(self, e: ast.expr) -> bool:
+        """Integer-looking arithmetic on constants/len/shape (kept whole for readability)."""
+        for n in ast.walk(e):
+            if isinstance(n, ast.Constant) and not isinstance(n.value, int):
+                return False
+            if isinstance(n, ast.Name) and not getattr(n, "_jg_int", False):
+                return False
+        return True
+
+    def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """``e`` as a name or constant, emitting a temporary if needed."""
+        if is_atom(e):
+            return e
+        t = self.namer.temp()
+        out += self.assign_expr(t, e, e)
+        return name(t)
+
+    def operand(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        return e if self.is_inert(e) else self.atom(e, out)
+
+    def simple(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """``e`` with at most one differentiable operation at its root."""
+        if self.is_inert(e):
+            return e
+        if isinstance(e, ast.BinOp):
+            return ast.BinOp(left=self.operand(e.left, out), op=e.op,
+                             right=self.operand(e.right, out))
+        if isinstance(e, ast.UnaryOp):
+            return ast.UnaryOp(op=e.op, operand=self.operand(e.operand, out))
+        if isinstance(e, ast.Call):
+            func = e.func
+            if isinstance(func, ast.Attribute) and resolve(func, self.env) is None:
+                func = ast.Attribute(value=self.atom(func.value, out), attr=func.attr,
+                                     ctx=ast.Load())
+            args = [self.operand(a, out) if not isinstance(a, (ast.Tuple, ast.List))
+                    else type(a)(elts=[self.operand(x, out) for x in a.elts], ctx=ast.Load())
+                    for a in e.args]
+            return ast.Call(func=func, args=args, keywords=e.keywords)
+        if isinstance(e, ast.Subscript):
+            base = e.value
+            index = e.slice
+            if isinstance(base, ast.Subscript) and not self._has_slice(base.slice) \
+                    and not self._has_slice(index):
+                # A[i][j] -> A[i, j]
+                first = base.slice.elts if isinstance(base.slice, ast.Tuple) else [base.slice]
+                second = index.elts if isinstance(index, ast.Tuple) else [index]
+                index = ast.Tuple(elts=first + second, ctx=ast.Load())
+                base = base.value
+            return ast.Subscript(value=self.atom(base, out), slice=self.index(index, out),
+                                 ctx=ast.Load())
+        if isinstance(e, ast.Attribute):
+            return ast.Attribute(value=self.atom(e.value, out), attr=e.attr, ctx=ast.Load())
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return type(e)(elts=[self.operand(x, out) for x in e.elts], ctx=ast.Load())
+        raise self.parsed.error(f"unsupported expression: {ast.unparse(e)}", e,
+                                "split it into simpler statements")
+
+    def index(self, idx: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """Index expressions stay whole unless they hold a differentiable value."""
+        return idx
+
+    @staticmethod
+    def _has_slice(idx: ast.expr) -> bool:
+        return any(isinstance(n, ast.Slice) for n in ast.walk(idx))
+
+    def assign_expr(self, target: str, e: ast.expr, where: ast.AST) -> list[ast.stmt]:
+        """Statements computing ``e`` into ``target``."""
+        out: list[ast.stmt] = []
+        if isinstance(e, ast.IfExp):
+            test = self.test(e.test, out)
+            body = self.assign_expr(target, e.body, where)
+            orelse = self.assign_expr(target, e.orelse, where)
+            out.append(ast.copy_location(ast.If(test=test, body=body, orelse=orelse), where))
+            return out
+        v = self.simple(e, out)
+        out.append(ast.copy_location(assign(target, v), where))
+        return out
+
+    def test(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        if isinstance(e, ast.Name):
+            return e
+        c = self.namer.fresh("_c")
+        out += self.assign_expr(c, e, e) if not self.is_inert(e) else \
+            [ast.copy_location(assign(c, e), e)]
+        return name(c)
+
+    # --- statements --------------------------------------------------------------
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            out += self.stmt(s)
+        return out
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        if isinstance(s, ast.AnnAssign):
+            if s.value is None:
+                return []
+            s = ast.copy_location(ast.Assign(targets=[s.target], value=s.value), s)
+        if isinstance(s, ast.Assign):
+            if len(s.targets) > 1:
+                first = s.targets[0]
+                out += self.stmt(ast.copy_location(ast.Assign(targets=[first], value=s.value), s))
+                for t in s.targets[1:]:
+                    out += self.stmt(ast.copy_location(
+                        ast.Assign(targets=[t], value=copy.deepcopy(first)), s))
+                return out
+            return self.assign_stmt(s.targets[0], s.value, s)
+        if isinstance(s, ast.AugAssign):
+            t = s.target
+            if isinstance(t, ast.Name):
+                val = ast.BinOp(left=name(t.id), op=s.op, right=s.value)
+                return self.assign_stmt(name(t.id, True), val, s)
+            if isinstance(t, ast.Subscript):
+                base = self.subscript_base(t, out)
+                if isinstance(s.op, (ast.Add, ast.Sub)):
+                    v = self.atom(s.value, out)
+                    out.append(ast.copy_location(ast.AugAssign(
+                        target=ast.Subscript(value=base, slice=t.slice, ctx=ast.Store()),
+                        op=s.op, value=v), s))
+                    return out
+                cur = self.namer.temp()
+                out.append(ast.copy_location(assign(cur, ast.Subscript(
+                    value=name(base.id), slice=copy.deepcopy(t.slice), ctx=ast.Load())), s))
+                val = ast.BinOp(left=name(cur), op=s.op, right=s.value)
+                new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
+                return out + self.assign_stmt(new_t, val, s)
+            raise self.parsed.error("unsupported augmented assignment target", s)
+        if isinstance(s, ast.If):
+            test = self.test(s.test, out)
+            out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or
+                                                [ast.Pass()], orelse=self.block(s.orelse)), s))
+            return out
+        if isinstance(s, ast.While):
+            c = self.namer.fresh("_c")
+            pre = self.assign_expr(c, s.test, s)
+            body = self.block(s.body) + [copy.deepcopy(x) for x in pre]
+            out += pre
+            out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
+            return out
+        if isinstance(s, ast.For):
+            it = s.iter
+            args = []
+            for a in it.args:
+                if is_atom(a):
+                    args.append(a)
+                else:
+                    n = self.namer.fresh("_n")
+                    out.append(ast.copy_location(assign(n, a), s))
+                    args.append(name(n))
+            new_iter = ast.Call(func=it.func, args=args, keywords=[])
+            out.append(ast.copy_location(ast.For(target=s.target, iter=new_iter,
+                                                 body=self.block(s.body) or [ast.Pass()],
+                                                 orelse=[]), s))
+            return out
+        if isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant):
+                return []  # docstring or bare constant
+            v = self.simple(s.value, out) if not self.is_inert(s.value) else s.value
+            out.append(ast.copy_location(ast.Expr(value=v), s))
+            return out
+        if isinstance(s, (ast.Break, ast.Pass, ast.Continue, ast.Assert, ast.Raise)):
+            return [s]
+        if isinstance(s, ast.Return):
+            raise self.parsed.error("internal: return survived desugaring", s)
+        raise self.parsed.error(f"unsupported statement {type(s).__name__}", s)
+
+    def subscript_base(self, t: ast.Subscript, out) -> ast.Name:
+        if not isinstance(t.value, ast.Name):
+            raise self.parsed.error("only writes into a named array are supported "
+                                    "(e.g. 'u[i] = ...')", t, "bind the array to a name first")
+        return t.value
+
+    def assign_stmt(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        if isinstance(target, ast.Name):
+            return self.assign_expr(target.id, value, s)
+        if isinstance(target, ast.Subscript):
+            base = self.subscript_base(target, out)
+            v = self.operand(value, out) if not isinstance(value, ast.IfExp) \
+                else self.atom(value, out)
+            out.append(ast.copy_location(ast.Assign(targets=[ast.Subscript(
+                value=base, slice=target.slice, ctx=ast.Store())], value=v), s))
+            return out
+        if isinstance(target, (ast.Tuple, ast.List)):
+            tnames = [t.id for t in target.elts if isinstance(t, ast.Name)]
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                vnames = [v.id for v in value.elts if isinstance(v, ast.Name)]
+                if (len(tnames) == len(target.elts) == len(vnames)
+                        and sorted(tnames) == sorted(vnames) and len(set(tnames)) == len(tnames)):
+                    perm = ast.Assign(targets=[ast.Tuple(elts=[name(n, True) for n in tnames],
+                                                         ctx=ast.Store())],
+                                      value=ast.Tuple(elts=[name(n) for n in vnames],
+                                                      ctx=ast.Load()))
+                    out.append(ast.copy_location(perm, s))
+                    return out
+                temps = [self.atom(v, out) if not isinstance(v, ast.Constant) else v
+                         for v in value.elts]
+                for t, v in zip(target.elts, temps, strict=True):
+                    out += self.assign_stmt(t, v, s)
+                return out
+            if self.is_inert(value) or isinstance(value, ast.Attribute):
+                out.append(ast.copy_location(ast.Assign(targets=[target], value=value), s))
+                return out
+            raise self.parsed.error("tuple unpacking of this value is not supported", s,
+                                    "assign the elements one by one")
+        raise self.parsed.error("unsupported assignment target", s)
+
+
+def normalize(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
+    """Normalize a desugared, inlined body (see module docstring)."""
+    return Normalizer(parsed, env, namer).block(body)

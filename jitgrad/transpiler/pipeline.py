@@ -1,0 +1,119 @@
+"""The transpiler's passes, in order, in one place.
+
+parse -> fence -> single_exit -> inline -> loops -> normalize -> kinds -> analyse
+-> reverse -> emit.  ``transform`` runs them and returns the generated sources and
+functions; ``stage`` names let ``jitgrad show --stage`` print what a pass produced.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import emit
+from .analyse import analyse
+from .desugar import loops, single_exit
+from .fence import fence
+from .inline import inline
+from .kinds import Kind, infer
+from .naming import Namer, names_in
+from .normalize import Normalizer
+from .parse import Parsed, free_names, parse_function
+from .reverse import reverse
+
+STAGES = ("normalized", "forward", "adjoint", "all")
+
+
+@dataclass
+class Prepared:
+    """The primal after the kind-independent passes (cached per function)."""
+
+    parsed: Parsed
+    body: list[ast.stmt]
+    returns: list[ast.expr]
+    env: dict[str, Any]
+    namer: Namer
+    args: list[str]
+    primal_src: str = ""
+
+
+@dataclass
+class Generated:
+    """What ``transform`` produces for one (wrt, argument kinds) specialisation."""
+
+    grad_src: str
+    normalized_src: str
+    forward_src: str
+    adjoint_src: str
+    grad_fn: Any
+    namespace: dict[str, Any]
+    return_kinds: list[Kind] = field(default_factory=list)
+    jitted: Any = None
+
+
+def prepare(func: Any) -> Prepared:
+    """parse, fence, single exit, inline helpers, desugar loops, normalize."""
+    parsed = parse_function(func)
+    fence(parsed)
+    tree = parsed.tree
+    namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
+    env = parsed.env
+    body = copy.deepcopy(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    body, rets = single_exit(parsed, body, namer)
+    ret_tuple = ast.Tuple(elts=rets, ctx=ast.Load())
+    body = inline(parsed, body + [ast.Return(value=ret_tuple)], namer)
+    rets = list(body.pop().value.elts)  # helper calls in the returned expressions inlined too
+    body = loops(parsed, body, env, namer)
+    args = [a.arg for a in tree.args.args]
+    primal = emit.function_def(tree.name, args, copy.deepcopy(body) + [
+        ast.Return(value=rets[0] if len(rets) == 1 else ast.Tuple(elts=rets, ctx=ast.Load()))])
+    primal_src = emit.unparse(primal)
+    norm = Normalizer(parsed, env, namer)
+    body = norm.block(body)
+    atoms = []
+    for r in rets:
+        if isinstance(r, ast.Constant):
+            atoms.append(r)
+        else:
+            atoms.append(norm.atom(r, body) if not isinstance(r, ast.Name) else r)
+    return Prepared(parsed, body, atoms, env, namer, args, primal_src)
+
+
+def load_primal(prep: Prepared) -> Any:
+    return emit.load(prep.primal_src, prep.parsed.tree.name, dict(prep.env),
+                     prep.parsed.func.__qualname__)
+
+
+def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
+    """kinds, analyse, reverse and emit for one specialisation."""
+    namer = copy.deepcopy(prep.namer)
+    env = dict(prep.env)
+    body = copy.deepcopy(prep.body)
+    returns = copy.deepcopy(prep.returns)
+    kinds = infer(body, env, arg_kinds)
+    an = analyse(body, env, kinds, prep.args, wrt, returns, prep.parsed)
+    sw = reverse(prep.parsed, body, an, env, namer, prep.args, wrt, returns)
+    name = prep.parsed.tree.name
+    gname = namer.fresh(f"{name}_grad_")
+    ret = returns[0] if len(returns) == 1 else ast.Tuple(elts=returns, ctx=ast.Load())
+    grads = [ast.Name(id=g, ctx=ast.Load()) for g in sw.grads]
+    gtuple = grads[0] if len(grads) == 1 else ast.Tuple(elts=grads, ctx=ast.Load())
+    out = ast.Return(value=ast.Tuple(elts=[ret, gtuple], ctx=ast.Load()))
+    full = emit.function_def(gname, [*prep.args, "_dret"],
+                             sw.prologue + sw.forward + sw.init + sw.adjoint + [out])
+    grad_src = emit.unparse(full)
+    fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
+                                             sw.prologue + sw.forward))
+    adj_src = emit.unparse(emit.function_def(f"{name}_adjoint", ["_dret"], sw.init + sw.adjoint))
+    norm_src = emit.unparse(emit.function_def(name, prep.args, copy.deepcopy(prep.body) + [
+        ast.Return(value=copy.deepcopy(ret))]))
+    fn = emit.load(grad_src, gname, env, prep.parsed.func.__qualname__)
+    rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]
+    return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk)
+
+
+__all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "load_primal", "fence"]

@@ -1,0 +1,730 @@
+"""Reverse: build the forward sweep and the adjoint sweep of a normalized body.
+
+Store on overwrite, restore in reverse: a value the adjoint reads is pushed on a
+tape only if something may redefine it before the adjoint runs (a later
+statement, or the next iteration of a loop around both); loop indices are
+recomputed by running the loop backwards, never pushed.  Rules are inlined from
+their templates: forward part into the forward sweep, pullback into the adjoint.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass, field
+
+from ..rules import is_non_differentiable, lookup
+from ..runtime import helpers
+from .analyse import Analysis, is_permutation, operand_names, primitive_of
+from .desugar import assign, const, name
+from .inline import rename
+from .naming import Namer, loaded_names
+from .parse import Parsed
+from .template import instantiate, template_of
+
+
+@dataclass
+class Sweeps:
+    """The pieces of the generated gradient function."""
+
+    prologue: list[ast.stmt]
+    forward: list[ast.stmt]
+    init: list[ast.stmt]
+    adjoint: list[ast.stmt]
+    grads: list[str]
+    tapes: list[str] = field(default_factory=list)
+
+
+def _binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
+    return ast.BinOp(left=a, op=op, right=b)
+
+
+class _Simplify(ast.NodeTransformer):
+    """Fold constants and drop no-op unbroadcast calls in inlined pullbacks."""
+
+    def __init__(self, scalar: set[str], unb: str):
+        self.scalar = scalar
+        self.unb = unb
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id == self.unb and len(node.args) == 2
+                and isinstance(node.args[1], ast.Name) and node.args[1].id in self.scalar
+                and getattr(node, "_jg_scalar_result", False)):
+            return node.args[0]
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        a, b = node.left, node.right
+        if isinstance(a, ast.Constant) and isinstance(b, ast.Constant) \
+                and isinstance(a.value, (int, float)) and isinstance(b.value, (int, float)):
+            try:
+                return ast.Constant(value=eval(compile(ast.Expression(node), "", "eval")))
+            except Exception:
+                return node
+        if isinstance(node.op, ast.Pow) and isinstance(b, ast.Constant) and b.value == 1:
+            return a
+        if isinstance(node.op, ast.Mult):
+            if isinstance(b, ast.Constant) and b.value == 1 and not isinstance(b.value, bool):
+                return a
+            if isinstance(a, ast.Constant) and a.value == 1 and not isinstance(a.value, bool):
+                return b
+        return node
+
+
+class Reverser:
+    """Generates both sweeps; see the module docstring."""
+
+    def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
+                 args: list[str], wrt: list[str], returns: list[ast.expr]):
+        self.parsed = parsed
+        self.an = an
+        self.env = env
+        self.namer = namer
+        self.args = args
+        self.wrt = wrt
+        self.returns = returns
+        self.tapes: list[str] = []
+        self.fwd_vars: set[str] = set(args)
+        self.touched: set[str] = set()
+        self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
+
+    # --- names -------------------------------------------------------------------
+
+    def global_name(self, n: str, obj) -> str:
+        """Make ``obj`` reachable in the generated module, preferably as ``n``."""
+        if n in self.env and self.env[n] is obj:
+            return n
+        if n not in self.env and n not in self.namer.taken:
+            self.env[n] = obj
+            self.namer.reserve([n])
+            return n
+        alt = self.namer.fresh("_" + n.lstrip("_"))
+        self.env[alt] = obj
+        return alt
+
+    def adj(self, n: str) -> str:
+        return self.namer.adjoint(n)
+
+    def is_active(self, e) -> bool:
+        return isinstance(e, ast.Name) and e.id in self.an.active
+
+    def zero(self, n: str, like: str | None = None) -> ast.expr:
+        """A zero adjoint for variable ``n``, shaped like ``like`` (default ``n``)."""
+        k = self.an.kind(n)
+        if not k.is_array:
+            return const(0.0)
+        like = like or n
+        if k.ndim is not None and k.cls == "f":
+            np_name = self.global_name("np", __import__("numpy"))
+            return ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
+                                               ctx=ast.Load()), args=[name(like)], keywords=[])
+        zl = self.global_name("zeros_like", helpers.zeros_like)
+        return ast.Call(func=name(zl), args=[name(like)], keywords=[])
+
+    # --- contributions -----------------------------------------------------------
+
+    def contribute(self, var: str, expr: ast.expr, out: list[ast.stmt], sign: int = 1) -> None:
+        """Add ``expr`` to the adjoint of ``var`` (assign on first touch if local)."""
+        if var not in self.an.active:
+            return
+        d = self.adj(var)
+        k = self.an.kind(var)
+        if self.an.modes.get(var) == "local" and d not in self.touched:
+            self.touched.add(d)
+            if sign < 0:
+                expr = ast.UnaryOp(op=ast.USub(), operand=expr)
+            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)):
+                if k.ndim is None:
+                    snap = self.global_name("snapshot", helpers.snapshot)
+                    expr = ast.Call(func=name(snap), args=[expr], keywords=[])
+                else:
+                    expr = ast.Call(func=ast.Attribute(value=expr, attr="copy", ctx=ast.Load()),
+                                    args=[], keywords=[])
+            out.append(assign(d, expr))
+            return
+        op = ast.Add() if sign > 0 else ast.Sub()
+        if self.an.modes.get(var) == "local" and k.is_array:
+            out.append(assign(d, _binop(name(d), op, expr)))
+        else:
+            out.append(ast.AugAssign(target=name(d, True), op=op, value=expr))
+
+    def available(self, var: str) -> bool:
+        """Has the adjoint of ``var`` been given a value on every path so far?"""
+        if self.an.modes.get(var) == "local":
+            return self.adj(var) in self.touched
+        return var in self.an.active
+
+    def reset(self, var: str, s: ast.stmt, out: list[ast.stmt]) -> None:
+        """Zero the adjoint of a redefined buffer variable (skipped where provably dead)."""
+        if self.an.modes.get(var) != "buffer":
+            return
+        first = (var not in self.args and not self.an.enclosing_loops(s)
+                 and all(d._jg_pos >= s._jg_pos for d in self.an.defs.get(var, [])))
+        if first:
+            return
+        d = self.adj(var)
+        out.append(assign(d, self.zero(var, d)))
+
+    # --- captures ----------------------------------------------------------------
+
+    def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
+                 fwd_after, restored: set[str], compound: bool,
+                 reads: set[str] | None = None) -> list[ast.stmt]:
+        """Push what the adjoint of ``s`` reads that may change before the adjoint runs.
+
+        ``rev`` is renamed in place where a value is popped into a fresh name; for a
+        compound statement ``reads`` (its header's names) and ``rev`` (its header
+        expressions) are given by the caller.
+        """
+        if reads is None:
+            reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
+        reads = sorted(set(reads) & self.fwd_vars)
+        defined = set(_own_defs(s)) if not compound else _all_defs(s)
+        pops: list[ast.stmt] = []
+        mapping: dict[str, str] = {}
+        for n in reads:
+            if self.an.recomputed_index(n, s):
+                continue
+            is_out = n in outputs
+            if is_out:
+                need = self.an.may_redefine_after(n, s, include_self=False)
+            else:
+                need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
+                if need and n in restored and n not in defined and not compound:
+                    need = False
+            if not need:
+                continue
+            again = self.recompute(n, s)
+            if again is not None:
+                fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
+                mapping[n] = fresh
+                pops.append(assign(fresh, again))
+                continue
+            tape = self.namer.tape(n)
+            self.tapes.append(tape)
+            val = name(n)
+            if self.an.kind(n).is_array and n in self.an.written:
+                snap = self.global_name("snapshot", helpers.snapshot)
+                val = ast.Call(func=name(snap), args=[val], keywords=[])
+            push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                              ctx=ast.Load()),
+                                           args=[val], keywords=[]))
+            (fwd_after if is_out else fwd_before).append(push)
+            pop = ast.Call(func=ast.Attribute(value=name(tape), attr="pop", ctx=ast.Load()),
+                           args=[], keywords=[])
+            if not is_out and not compound and n not in defined:
+                pops.append(assign(n, pop))
+                restored.add(n)
+            else:
+                fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
+                mapping[n] = fresh
+                pops.append(assign(fresh, pop))
+        if mapping:
+            rev[:] = [rename(x, mapping) for x in rev]
+        return pops
+
+    def recompute(self, n: str, s: ast.stmt) -> ast.expr | None:
+        """``x[i]`` again instead of a tape, when ``x`` is never written and ``i`` is known."""
+        defs = self.an.defs.get(n, [])
+        if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
+                or not isinstance(defs[0].targets[0], ast.Name):
+            return None
+        v = defs[0].value
+        if _int_arith(v, self.an):
+            same = self.an.enclosing_loops(defs[0]) == self.an.enclosing_loops(s)
+            for m in ast.walk(v):
+                if isinstance(m, ast.Name) and not (
+                        (same and self.an.recomputed_index(m.id, s))
+                        or not self.an.may_redefine_after(m.id, defs[0], include_self=False)):
+                    return None
+            return copy.deepcopy(v)
+        if not (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name)):
+            return None
+        base = v.value.id
+        if base in self.an.written or self.an.may_redefine_after(base, s, include_self=True) \
+                or base in self.an.defs and not self.an.recomputed_index(base, s) and \
+                self.an.may_redefine_after(base, defs[0], include_self=False):
+            return None
+        if not (self.an.enclosing_loops(defs[0]) == self.an.enclosing_loops(s)
+                or defs[0] is s):
+            return None
+        for m in ast.walk(v.slice):
+            if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
+                    and self.an.may_redefine_after(m.id, defs[0], include_self=False):
+                return None
+        return copy.deepcopy(v)
+
+    def header_captures(self, s, header: list[ast.expr], restored, before, after):
+        """Captures of a compound statement's header expressions (renamed in place)."""
+        reads = set()
+        for h in header:
+            reads |= {n.id for n in ast.walk(h) if isinstance(n, ast.Name)}
+        holder = list(header)
+        pops = self.captures(s, holder, set(), before, after, restored, True, reads)
+        return pops, holder
+
+    # --- blocks ------------------------------------------------------------------
+
+    def block(self, stmts: list[ast.stmt], top: bool = False):
+        fwd: list[ast.stmt] = []
+        rev: list[ast.stmt] = []
+        restored: set[str] = set()
+        if top:
+            seeds: list[ast.stmt] = []
+            for k, r in enumerate(self.returns):
+                if self.is_active(r):
+                    seed = name("_dret") if len(self.returns) == 1 else ast.Subscript(
+                        value=name("_dret"), slice=const(k), ctx=ast.Load())
+                    self.contribute(r.id, seed, seeds)
+            rev += seeds
+        for s in reversed(stmts):
+            restored -= _all_defs(s)
+            f, r = self.stmt(s, restored)
+            fwd[:0] = f
+            rev += r
+        return fwd, rev
+
+    def stmt(self, s: ast.stmt, restored: set[str]):
+        if isinstance(s, ast.If):
+            return self.if_(s, restored)
+        if isinstance(s, ast.For):
+            return self.for_(s, restored)
+        if isinstance(s, ast.While):
+            return self.while_(s, restored)
+        self.fwd_vars.update(_own_defs(s))
+        if isinstance(s, ast.Assign):
+            return self.assign(s, restored)
+        if isinstance(s, ast.AugAssign):
+            return self.aug(s, restored)
+        return [s], []
+
+    def finish(self, s, fwd_stmts, rev, outputs, restored, compound=False):
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        pops = self.captures(s, rev, outputs, before, after, restored, compound)
+        return before + fwd_stmts + after, pops + rev
+
+    def assign(self, s: ast.Assign, restored):
+        t = s.targets[0]
+        v = s.value
+        if is_permutation(s):
+            tn = [e.id for e in t.elts]
+            vn = [e.id for e in s.value.elts]
+            act = [i for i, n in enumerate(tn) if n in self.an.active]
+            if not act:
+                return [s], []
+            lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act], ctx=ast.Store())
+            rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
+            return [s], [ast.Assign(targets=[lhs], value=rhs)]
+        if isinstance(t, ast.Subscript):
+            return self.write(s, t, v, None, restored)
+        if not isinstance(t, ast.Name) or t.id not in self.an.active:
+            return [s], []
+        tgt = t.id
+        rev: list[ast.stmt] = []
+        if not self.available(tgt):
+            return [s], []
+        dt = name(self.adj(tgt))
+        prim = primitive_of(v, self.env)
+        if isinstance(v, ast.Constant) or not (set(_names(v)) & self.an.active) or (
+                prim is not None and prim[0] is not None and is_non_differentiable(prim[0])):
+            self.reset(tgt, s, rev)
+            return self.finish(s, [s], rev, set(), restored)
+        if isinstance(v, ast.Name):
+            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written):
+                raise self.parsed.error(
+                    f"'{tgt} = {v.id}' makes two names share one array that is written in "
+                    "place; jitgrad cannot follow that aliasing", s,
+                    f"copy it: '{tgt} = {v.id}.copy()' (or swap with "
+                    f"'{tgt}, {v.id} = {v.id}, {tgt}')")
+            if v.id == tgt:
+                return [s], []
+            self.contribute(v.id, dt, rev)
+            self.reset(tgt, s, rev)
+            return self.finish(s, [s], rev, set(), restored)
+        if isinstance(v, ast.Subscript):
+            base = v.value.id
+            if base not in self.an.active:
+                self.reset(tgt, s, rev)
+                return self.finish(s, [s], rev, set(), restored)
+            self.check_index(v.slice, s)
+            if base == tgt:
+                raise self.parsed.error("'x = x[...]' rebinding an array to a part of itself "
+                                        "is not supported", s, "use a new name")
+            rev.append(ast.AugAssign(target=ast.Subscript(value=name(self.adj(base)),
+                                                          slice=copy.deepcopy(v.slice),
+                                                          ctx=ast.Store()),
+                                     op=ast.Add(), value=dt))
+            self.reset(tgt, s, rev)
+            return self.finish(s, [s], rev, set(), restored)
+        return self.call(s, tgt, v, restored)
+
+    def stash(self, tgt: str, operands: list[str], rev: list[ast.stmt]) -> ast.expr:
+        """The incoming adjoint; copied aside when the statement also reads ``tgt``."""
+        dt = name(self.adj(tgt))
+        if tgt in operands:
+            g = self.namer.fresh("_g")
+            rev.append(assign(g, dt))
+            return name(g)
+        return dt
+
+    def check_index(self, idx: ast.expr, s: ast.stmt) -> None:
+        for n in ast.walk(idx):
+            if isinstance(n, ast.Name):
+                k = self.an.kind(n.id)
+                if k.is_array and k.cls in ("i", "b", "o"):
+                    raise self.parsed.error(
+                        "indexing with an integer or boolean array is not supported in "
+                        "differentiated element reads/writes", s,
+                        "loop over the indices and read x[idx[k]] one element at a time")
+                if n.id in self.an.active:
+                    raise self.parsed.error("an index depends on a differentiated value", s)
+
+    def call(self, s: ast.Assign, tgt: str, v: ast.expr, restored):
+        prim = primitive_of(v, self.env)
+        if prim is None:
+            raise self.parsed.error(f"cannot differentiate '{ast.unparse(v)}'", s,
+                                    "split it into supported operations")
+        fn, args, kw = prim
+        label = ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
+        if fn is None or (lookup(fn) is None and not is_non_differentiable(fn)):
+            raise self.parsed.error(
+                f"no gradient rule for '{label}'", s,
+                "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
+                "compute this value outside the differentiated function")
+        for kv in kw.values():
+            if set(_names(kv)) & self.an.active:
+                raise self.parsed.error(f"keyword argument of '{label}' depends on a "
+                                        "differentiated value", s,
+                                        "pass differentiable values positionally")
+        rule = lookup(fn)
+        tpl = template_of(rule)
+        inst = instantiate(tpl, args, kw, self.namer, self.global_name)
+        operands = operand_names(args)
+        rev: list[ast.stmt] = []
+        fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
+        self.fwd_vars.update(inst.outputs)
+        g = self.stash(tgt, operands, rev)
+        stashed = tgt in operands
+        if stashed:
+            self.reset(tgt, s, rev)
+        back = [rename(x, {tpl.dy: g}) for x in inst.back]
+        rev += back
+        scalar_res = not self.an.kind(tgt).is_array
+        scalars = {n for n in self.fwd_vars if not self.an.kind(n).is_array}
+        for p, gexpr in zip(tpl.params, inst.grads, strict=False):
+            if gexpr is None:
+                continue
+            a = inst.bound.get(p)
+            gexpr = rename(gexpr, {tpl.dy: g})
+            for c in ast.walk(gexpr):
+                if isinstance(c, ast.Call):
+                    c._jg_scalar_result = scalar_res
+            gexpr = _Simplify(scalars, self.unb).visit(gexpr)
+            if isinstance(a, ast.Name) and a.id in self.an.active:
+                self.contribute(a.id, gexpr, rev)
+            elif isinstance(a, (ast.Tuple, ast.List)) and any(self.is_active(e) for e in a.elts):
+                gt = self.namer.fresh("_g")
+                rev.append(assign(gt, gexpr))
+                for j, e in enumerate(a.elts):
+                    if self.is_active(e):
+                        self.contribute(e.id, ast.Subscript(value=name(gt), slice=const(j),
+                                                            ctx=ast.Load()), rev)
+        if not stashed:
+            self.reset(tgt, s, rev)
+        else:
+            rev = _drop_self_identity(rev, g.id, self.adj(tgt))
+        rev = _prune_unused(rev, inst)
+        outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
+        return self.finish(s, fwd, rev, outputs, restored)
+
+    def forward_of(self, s, tgt, v, fn, tpl, inst, operands) -> list[ast.stmt]:
+        """Forward statements: the user's own call where the rule just computes it."""
+        pre = list(inst.forward)
+        value = inst.value
+        lib = _library(fn)
+        if not lib:
+            # a user primitive may not compile: run the rule's own forward code instead
+            v = value
+        if (pre and isinstance(value, ast.Name) and isinstance(pre[-1], ast.Assign)
+                and isinstance(pre[-1].targets[0], ast.Name)
+                and pre[-1].targets[0].id == value.id and tgt not in operands):
+            out_name = value.id
+            inst.back = [rename(x, {out_name: tgt}) for x in inst.back]
+            inst.grads = [rename(g, {out_name: tgt}) if g is not None else None
+                          for g in inst.grads]
+            inst.outputs.discard(out_name)
+            rhs = v if lib else pre[-1].value
+            pre = pre[:-1]
+            return [*pre, ast.copy_location(assign(tgt, rhs), s)]
+        if pre:
+            res = self.namer.fresh("_y")
+            if isinstance(value, ast.Name) and value.id in inst.outputs:
+                res = value.id
+                return [*pre, ast.copy_location(assign(tgt, name(res)), s)]
+            return [*pre, ast.copy_location(assign(tgt, v), s)]
+        return [ast.copy_location(assign(tgt, v), s)]
+
+    def write(self, s, t: ast.Subscript, v: ast.expr, op, restored):
+        base = t.value.id
+        if base not in self.an.active:
+            return [s], []
+        self.check_index(t.slice, s)
+        rev: list[ast.stmt] = []
+        view = ast.Subscript(value=name(self.adj(base)), slice=copy.deepcopy(t.slice),
+                             ctx=ast.Load())
+        if self.is_active(v):
+            self.contribute(v.id, view, rev, sign=-1 if isinstance(op, ast.Sub) else 1)
+        if op is None:
+            rev.append(ast.Assign(targets=[ast.Subscript(value=name(self.adj(base)),
+                                                         slice=copy.deepcopy(t.slice),
+                                                         ctx=ast.Store())], value=const(0.0)))
+        return self.finish(s, [s], rev, set(), restored)
+
+    def aug(self, s: ast.AugAssign, restored):
+        if isinstance(s.target, ast.Subscript):
+            return self.write(s, s.target, s.value, s.op, restored)
+        return [s], []
+
+    # --- control flow ------------------------------------------------------------
+
+    def if_(self, s: ast.If, restored):
+        bf, br = self.block(s.body)
+        of, orv = self.block(s.orelse)
+        fwd = ast.copy_location(ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of), s)
+        if not br and not orv:
+            return [fwd], []
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        pops, (test,) = self.header_captures(s, [copy.deepcopy(s.test)], restored, before, after)
+        rev = [ast.If(test=test, body=br or [ast.Pass()], orelse=orv)]
+        return before + [fwd] + after, pops + rev
+
+    def _has_break(self, s) -> bool:
+        stack = list(s.body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Break):
+                return True
+            if isinstance(n, (ast.For, ast.While)):
+                continue
+            stack.extend(x for x in ast.iter_child_nodes(n) if isinstance(x, ast.stmt))
+        return False
+
+    def for_(self, s: ast.For, restored):
+        bf, br = self.block(s.body)
+        i = s.target.id
+        if not br:
+            return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
+                                              orelse=[]), s)], []
+        counted = self._has_break(s)
+        rng = s.iter.args
+        start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
+            (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        header = [copy.deepcopy(start), copy.deepcopy(stop), copy.deepcopy(step)]
+        pops, (start, stop, step) = self.header_captures(s, header, restored, before, after)
+        unit = isinstance(step, ast.Constant) and step.value == 1
+        zero_start = isinstance(start, ast.Constant) and start.value == 0
+        cnt = self.namer.fresh("_trips") if counted else None
+        if cnt is None and unit:
+            lo = const(-1) if zero_start else _binop(start, ast.Sub(), const(1))
+            it = ast.Call(func=name("range"), args=[_binop(stop, ast.Sub(), const(1)), lo,
+                                                    const(-1)], keywords=[])
+            rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
+        else:
+            if cnt is None:
+                tc = self.global_name("trip_count", helpers.trip_count)
+                n_expr = ast.Call(func=name(tc), args=[start, stop, step], keywords=[])
+            else:
+                n_expr = name(cnt)
+            if zero_start and unit:
+                it = ast.Call(func=name("range"), args=[_binop(n_expr, ast.Sub(), const(1)),
+                                                        const(-1), const(-1)], keywords=[])
+                rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
+            else:
+                k = self.namer.fresh("_k")
+                it = ast.Call(func=name("range"), args=[_binop(n_expr, ast.Sub(), const(1)),
+                                                        const(-1), const(-1)], keywords=[])
+                idx = assign(i, _binop(start, ast.Add(), _binop(name(k), ast.Mult(), step)))
+                rev = [ast.For(target=name(k, True), iter=it, body=[idx, *br], orelse=[])]
+        self.env.setdefault("range", range)
+        body = bf
+        if cnt is not None:
+            body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
+        loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
+        fwd = before + ([assign(cnt, const(0))] if cnt else []) + [loop] + after
+        if cnt is not None:
+            return self._counted(s, fwd, pops + rev, cnt, restored)
+        return fwd, pops + rev
+
+    def while_(self, s: ast.While, restored):
+        bf, br = self.block(s.body)
+        if not br:
+            return [ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)], []
+        cnt = self.namer.fresh("_trips")
+        body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
+        loop = ast.copy_location(ast.While(test=s.test, body=body, orelse=[]), s)
+        k = self.namer.fresh("_k")
+        rev = [ast.For(target=name(k, True), iter=ast.Call(func=name("range"),
+                                                           args=[name(cnt)], keywords=[]),
+                       body=br, orelse=[])]
+        self.env.setdefault("range", range)
+        return self._counted(s, [assign(cnt, const(0)), loop], rev, cnt, restored)
+
+    def _counted(self, s, fwd, rev, cnt, restored):
+        """Push a loop's trip counter after the loop when an outer loop reruns it."""
+        if self.an.enclosing_loops(s):
+            tape = self.namer.tape(cnt)
+            self.tapes.append(tape)
+            push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                              ctx=ast.Load()),
+                                           args=[name(cnt)], keywords=[]))
+            pop = assign(cnt, ast.Call(func=ast.Attribute(value=name(tape), attr="pop",
+                                                          ctx=ast.Load()), args=[], keywords=[]))
+            return fwd + [push], [pop] + rev
+        return fwd, rev
+
+
+def _names(e: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(e) if isinstance(n, ast.Name)]
+
+
+def _own_defs(s: ast.stmt) -> list[str]:
+    from .analyse import _stmt_defs
+
+    return _stmt_defs(s)
+
+
+def _all_defs(s: ast.stmt) -> set[str]:
+    from .analyse import _stmt_defs, walk_stmts
+
+    out = set(_stmt_defs(s))
+    for f in ("body", "orelse"):
+        for x in walk_stmts(getattr(s, f, []) or []):
+            out.update(_stmt_defs(x))
+    return out
+
+
+def _library(fn) -> bool:
+    import numpy as np
+
+    mod = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, np.ufunc) or mod in ("numpy", "math", "builtins", "_operator",
+                                               "operator")
+
+
+def _int_arith(v: ast.expr, an: Analysis) -> bool:
+    """Cheap integer arithmetic on names and constants (recomputed rather than taped)."""
+    if not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Name)):
+        return False
+    for m in ast.walk(v):
+        if isinstance(m, ast.Name):
+            if an.kind(m.id).cls not in ("i", "b") or an.kind(m.id).is_array:
+                return False
+        elif isinstance(m, ast.Constant):
+            if not isinstance(m.value, int):
+                return False
+        elif not isinstance(m, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+                                ast.expr_context)):
+            return False
+    return True
+
+
+def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
+    """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
+    counts: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            counts[n.target.id] = counts.get(n.target.id, 0) + 2
+    mapping: dict[str, str] = {}
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Name)):
+            a, b = n.targets[0].id, n.value.id
+            if (a.startswith("_d") and a not in protected and counts.get(a) == 1
+                    and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
+                mapping[a] = mapping.get(b, b)
+    if not mapping:
+        return stmts
+
+    class Drop(ast.NodeTransformer):
+        def visit_Assign(self, node):
+            if isinstance(node.targets[0], ast.Name) and node.targets[0].id in mapping:
+                return None
+            return self.generic_visit(node)
+
+        def visit_Name(self, node):
+            if node.id in mapping:
+                return ast.Name(id=mapping[node.id], ctx=node.ctx)
+            return node
+
+    out = [Drop().visit(x) for x in stmts]
+    return [x for x in out if x is not None]
+
+
+def _drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
+    """``_g = dx; dx = 0.0; ...; dx += _g`` (``x = x + e``) -> use ``dx`` as it is."""
+    if len(rev) < 3:
+        return rev
+    adds = [k for k, x in enumerate(rev) if isinstance(x, ast.AugAssign)
+            and isinstance(x.op, ast.Add) and isinstance(x.target, ast.Name)
+            and x.target.id == d and isinstance(x.value, ast.Name) and x.value.id == g]
+    if len(adds) != 1:
+        return rev
+    middle = rev[2:adds[0]] + rev[adds[0] + 1:]
+    writes = {n.id for x in middle for n in ast.walk(x)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if d in writes or g in writes:
+        return rev
+    return [rename(x, {g: d}) for x in middle]
+
+
+def _prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
+    """Drop pullback temporaries that no contribution reads."""
+    changed = True
+    while changed:
+        changed = False
+        used = loaded_names(ast.Module(body=rev, type_ignores=[]))
+        keep = []
+        for x in rev:
+            if (isinstance(x, ast.Assign) and isinstance(x.targets[0], ast.Name)
+                    and x.targets[0].id.startswith("_") and x.targets[0].id not in used
+                    and not x.targets[0].id.startswith("_d")):
+                changed = True
+                continue
+            keep.append(x)
+        rev = keep
+    return rev
+
+
+def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer: Namer,
+            args: list[str], wrt: list[str], returns: list[ast.expr]) -> Sweeps:
+    """Build the forward and adjoint sweeps (see module docstring)."""
+    r = Reverser(parsed, an, env, namer, args, wrt, returns)
+    r.fwd_vars |= set(an.defs)
+    for n in args:
+        namer.adjoint(n)
+    fwd, rev = r.block(body, top=True)
+    prologue = [assign(a, ast.Call(func=ast.Attribute(value=name(a), attr="copy",
+                                                      ctx=ast.Load()), args=[], keywords=[]))
+                for a in args if a in an.written]
+    init: list[ast.stmt] = []
+    buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
+                     key=lambda n: (n not in args, n))
+    for n in buffers:
+        k = an.kind(n)
+        if k.is_array and n not in args and n not in an.top_defined:
+            raise parsed.error(f"the array '{n}' carries a gradient but is first created "
+                               "inside a loop or branch", None,
+                               f"create '{n}' before the loop (e.g. '{n} = np.zeros(...)') "
+                               "and fill it inside")
+        init.append(assign(r.adj(n), r.zero(n)))
+    rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] == "buffer"})
+    tapes = [assign(t, ast.List(elts=[], ctx=ast.Load())) for t in r.tapes]
+    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt], r.tapes)

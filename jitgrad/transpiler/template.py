@@ -1,0 +1,149 @@
+"""Rules as templates: a ``(value, pullback)`` rule's source, ready to inline.
+
+A rule's body splits into forward statements, ``def back(dy): ...`` and
+``return value, back``.  Instantiating it renames parameters to the call's
+arguments and the rule's locals to fresh names, so the forward part lands in the
+forward sweep and the pullback body in the adjoint sweep of one flat function.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RuleError
+from ..rules import Rule
+from .inline import rename
+from .naming import Namer
+
+
+@dataclass
+class Template:
+    """The parsed pieces of one rule."""
+
+    rule: Rule
+    params: list[str]
+    positional: list[str]
+    defaults: dict[str, ast.expr]
+    pre: list[ast.stmt]
+    value: ast.expr
+    dy: str
+    back_body: list[ast.stmt]
+    grads: list[ast.expr | None]
+    globals: dict[str, Any]
+    locals: set[str] = field(default_factory=set)
+
+
+_CACHE: dict[int, Template] = {}
+
+
+def template_of(rule: Rule) -> Template:
+    """Parse (once) the template of ``rule``; RuleError if it is not in the expected form."""
+    key = id(rule.impl)
+    if key in _CACHE and _CACHE[key].rule is rule:
+        return _CACHE[key]
+    impl = rule.impl
+    try:
+        src = textwrap.dedent(inspect.getsource(impl))
+    except (OSError, TypeError) as exc:
+        raise RuleError(f"cannot read the source of rule {rule.name}: {exc}") from None
+    fn = ast.parse(src).body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        raise RuleError(f"rule {rule.name} must be a def function")
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    backs = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef)]
+    ret = body[-1] if body else None
+    if (len(backs) != 1 or not isinstance(ret, ast.Return)
+            or not isinstance(ret.value, ast.Tuple) or len(ret.value.elts) != 2):
+        raise RuleError(f"rule {rule.name} must end with 'def back(dy): ...' and "
+                        "'return value, back'")
+    back = body[backs[0]]
+    pre = body[:backs[0]] + body[backs[0] + 1:-1]
+    if len(back.args.args) != 1:
+        raise RuleError(f"pullback of rule {rule.name} must take exactly one argument")
+    bret = back.body[-1] if back.body else None
+    if not isinstance(bret, ast.Return):
+        raise RuleError(f"pullback of rule {rule.name} must end with 'return (g1, ...)'")
+    rv = bret.value
+    grads = list(rv.elts) if isinstance(rv, ast.Tuple) else [rv]
+    grads = [None if (isinstance(g, ast.Constant) and g.value is None) else g for g in grads]
+    a = fn.args
+    params = [x.arg for x in a.args] + [x.arg for x in a.kwonlyargs]
+    ndef = len(a.defaults)
+    positional = [x.arg for x in a.args[:len(a.args) - ndef]]
+    defaults = {x.arg: d for x, d in zip(a.args[len(a.args) - ndef:], a.defaults, strict=True)}
+    defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
+                     if d is not None})
+    local = set()
+    for s in pre + back.body:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                local.add(n.id)
+    tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0], back.args.args[0].arg,
+                   back.body[:-1], grads, impl.__globals__, local)
+    _CACHE[key] = tpl
+    return tpl
+
+
+@dataclass
+class Instance:
+    """A template bound to one call site."""
+
+    forward: list[ast.stmt]
+    value: ast.expr
+    outputs: set[str]
+    back: list[ast.stmt]
+    grads: list[ast.expr | None]
+    bound: dict[str, ast.expr]
+
+
+def bind_args(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr]) -> dict:
+    """Map the rule's parameters to the call's argument expressions."""
+    bound: dict[str, ast.expr] = {}
+    order = [p for p in tpl.params]
+    for p, a in zip(order, args, strict=False):
+        bound[p] = a
+    if len(args) > len(order):
+        raise RuleError(f"rule {tpl.rule.name} takes {len(order)} arguments, got {len(args)}")
+    for k, v in keywords.items():
+        if k not in tpl.params:
+            raise RuleError(f"rule {tpl.rule.name} has no parameter {k!r}")
+        bound[k] = v
+    for p in tpl.params:
+        if p not in bound:
+            if p not in tpl.defaults:
+                raise RuleError(f"rule {tpl.rule.name}: missing argument {p!r}")
+            bound[p] = copy.deepcopy(tpl.defaults[p])
+    return bound
+
+
+def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr],
+                namer: Namer, global_name) -> Instance:
+    """Bind ``tpl`` to a call; ``global_name(name, obj)`` maps rule globals into the module."""
+    bound = bind_args(tpl, args, keywords)
+    mapping: dict[str, str | ast.expr] = dict(bound)
+    for local in sorted(tpl.locals):
+        mapping[local] = namer.fresh("_" + local.lstrip("_"))
+    free = set()
+    for s in [*tpl.pre, tpl.value, *tpl.back_body, *[g for g in tpl.grads if g is not None]]:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and n.id not in tpl.params and n.id not in tpl.locals \
+                    and n.id != tpl.dy:
+                free.add(n.id)
+    for f in free:
+        if f in tpl.globals:
+            new = global_name(f, tpl.globals[f])
+            if new != f:
+                mapping[f] = new
+    fwd = [rename(copy.deepcopy(s), mapping) for s in tpl.pre]
+    value = rename(copy.deepcopy(tpl.value), mapping)
+    back = [rename(copy.deepcopy(s), mapping) for s in tpl.back_body]
+    grads = [rename(copy.deepcopy(g), mapping) if g is not None else None for g in tpl.grads]
+    outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
+    return Instance(fwd, value, outputs, back, grads, bound)
