@@ -36,7 +36,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smaller sizes and fewer repeats (well under a minute)")
     p.add_argument("--threads", type=int, default=1, help="threads for every runtime (1)")
-    p.add_argument("--json", type=Path, help="JSON output (default benchmarks/results/<scale>.json)")
+    p.add_argument("--json", type=Path,
+                   help="JSON output (default benchmarks/results/<scale>.json)")
     p.add_argument("--repeats", type=int, help="timed runs per tool (default 7, quick 3)")
     p.add_argument("--tools", default=",".join(ALL_TOOLS),
                    help="comma-separated subset of " + ",".join(ALL_TOOLS))

@@ -17,7 +17,6 @@ from harness.threads import configure_env  # noqa: E402
 configure_env(1)
 
 import numba  # noqa: E402
-
 from harness.checks import GradientMismatch, check_against_fd  # noqa: E402
 from workloads import WORKLOADS  # noqa: E402
 

@@ -1,12 +1,14 @@
 """Peak resident-memory increase of one gradient call, measured in a subprocess.
 
-Numba allocations are invisible to :mod:`tracemalloc`, so the worker process reads
-``VmHWM``/``VmRSS`` from ``/proc/self/status``: it compiles and warms up the tool,
+Numba allocations are invisible to :mod:`tracemalloc`, so a worker process (one per
+tool) reads ``/proc/self/status``: it compiles the tool at the verification size,
 resets the high-water mark (``echo 5 > /proc/self/clear_refs``), records ``VmRSS``,
-makes one call, and reports ``VmHWM - VmRSS_before``. The figure includes the
-returned gradient arrays (about the size of the inputs) and, for jitgrad, the tape.
-glibc is told to serve large blocks by ``mmap`` so freed warm-up memory returns to
-the OS and the measured call has to touch fresh pages.
+makes one call at the timed size and reports ``VmHWM - VmRSS_before`` in MiB.
+Numba-based tools are measured on their first call at that size (buffers a tool might
+keep between calls are counted); peers get one warm-up call there first (JAX compiles
+per shape). The figure includes the returned gradient arrays (about the size of the
+inputs) and, for jitgrad, its tape. glibc is told to serve blocks >= 64 KiB by
+``mmap`` so freed memory goes back to the OS and is not silently reused.
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ def worker_main(argv: list[str]) -> None:
     configure_env(threads)
     import gc
 
+    from workloads import WORKLOADS
+
     from harness.threads import configure_runtime
     from harness.tools import ToolError, make_tools
-    from workloads import WORKLOADS
 
     configure_runtime(threads)
     tools = make_tools(tuple(tool_names.split(",")), threads)
@@ -73,7 +76,8 @@ def worker_main(argv: list[str]) -> None:
             try:
                 tool.build(wl, wl.args("verify"))()  # compile
                 thunk = tool.build(wl, args)
-                thunk()  # warm-up at the measured size (JAX compiles per shape)
+                if tool.compiles_per_shape:
+                    thunk()  # JAX re-traces per shape: keep compilation out of the peak
                 gc.collect()
                 _reset_peak()
                 before = _status_kb("VmRSS")
@@ -86,20 +90,34 @@ def worker_main(argv: list[str]) -> None:
     print(json.dumps(out))
 
 
+def _run_worker(workloads: list[str], tool: str, scale: str, threads: int,
+                timeout: float) -> dict[str, float | str]:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+    cmd = [sys.executable, "-c", _WORKER, str(BENCH_DIR), str(threads), scale,
+           ",".join(workloads), tool]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return dict.fromkeys(workloads, f"n/a: worker timed out after {timeout:.0f} s")
+    if proc.returncode == 0:
+        return {w: r[tool] for w, r in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return dict.fromkeys(workloads, f"n/a: worker failed: {tail}")
+
+
 def measure_peak_rss(workloads: list[str], tools: list[str], scale: str, threads: int,
                      timeout: float = 900.0) -> dict[str, dict[str, float | str]]:
-    """Peak RSS increase (MiB) per workload and tool; strings explain missing values."""
+    """Peak RSS increase (MiB) per workload and tool; strings explain missing values.
+
+    One subprocess per tool: allocator state left behind by one framework (e.g. the
+    many small tensors of eager PyTorch) would otherwise hide later peaks.
+    """
     reason = unsupported_reason()
-    if reason is None:
-        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
-        cmd = [sys.executable, "-c", _WORKER, str(BENCH_DIR), str(threads), scale,
-               ",".join(workloads), ",".join(tools)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=timeout, check=False)
-            if proc.returncode == 0:
-                return json.loads(proc.stdout.strip().splitlines()[-1])
-            reason = f"worker failed: {proc.stderr.strip().splitlines()[-1:]}"
-        except subprocess.TimeoutExpired:
-            reason = f"worker timed out after {timeout:.0f} s"
-    return {w: {t: f"n/a: {reason}" for t in tools} for w in workloads}
+    out: dict[str, dict[str, float | str]] = {w: {} for w in workloads}
+    for tool in tools:
+        res = (dict.fromkeys(workloads, f"n/a: {reason}") if reason
+               else _run_worker(workloads, tool, scale, threads, timeout))
+        for w, value in res.items():
+            out[w][tool] = value
+    return out

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from workloads.base import Workload
+
 from harness.checks import GradientMismatch, check_against_fd, compare
 from harness.timing import call_timed, interleaved, median
 from harness.tools import Tool, ToolError
-from workloads.base import Workload
 
 BASELINES = ("primal", "adjoint")
 Log = Callable[[str], None]
@@ -95,6 +96,8 @@ def time_workload(wl: Workload, tools: dict[str, Tool], verified: dict[str, dict
         try:
             thunk = tool.build(wl, args)
             warm, _ = call_timed(thunk)
+            if warm > max_call:  # may include a per-shape compile (JAX): look again
+                warm, _ = call_timed(thunk)
         except ToolError as exc:
             if not tool.tolerate_errors:
                 raise
@@ -106,7 +109,7 @@ def time_workload(wl: Workload, tools: dict[str, Tool], verified: dict[str, dict
             continue
         timing[name] = {"warmup_s": warm}
         thunks[name] = thunk
-    for name, entry in timing.items():
+    for entry in timing.values():
         if "message" in entry:
             log(f"[{wl.name}] skip {entry['message']}")
 

@@ -14,9 +14,9 @@ from importlib import metadata
 from typing import Any
 
 import numpy as np
+from workloads.base import Workload
 
 from harness.peers import PEER_BACKENDS, Backend
-from workloads.base import Workload
 
 TOOL_ORDER = ("primal", "adjoint", "jitgrad", "jax", "torch", "autograd")
 GRADIENT_TOOLS = TOOL_ORDER[1:]
@@ -36,6 +36,8 @@ class Tool:
     name = "?"
     #: exceptions from this tool become skips instead of aborting the run
     tolerate_errors = False
+    #: the first call at a new input shape includes compilation
+    compiles_per_shape = False
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
@@ -135,6 +137,8 @@ class Jitgrad(Tool):
 
 class Peer(Tool):
     """A peer framework; imported on first use, skipped if not installed."""
+
+    compiles_per_shape = True
 
     def __init__(self, name: str, threads: int) -> None:
         super().__init__(threads)

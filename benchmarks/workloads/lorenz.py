@@ -132,7 +132,8 @@ def _peer_loss(b, args):
     dt, nsteps = args[4], args[5]
 
     def rhs(s, sigma, rho, beta):
-        return b.stack((sigma * (s[1] - s[0]), s[0] * (rho - s[2]) - s[1], s[0] * s[1] - beta * s[2]))
+        x, y, z = s[0], s[1], s[2]
+        return b.stack((sigma * (y - x), x * (rho - z) - y, x * y - beta * z))
 
     def loss(sigma, rho, beta, s0):
         def step(carry):

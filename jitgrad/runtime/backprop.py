@@ -124,7 +124,7 @@ def _call_pullback(node: Node, dy: Any) -> list[Any]:
         got = len(gs) if isinstance(gs, (tuple, list)) else type(gs).__name__
         raise RuleError(f"the pullback of {node.name} must return a tuple with one gradient "
                         f"per argument, got {got} for inputs at {routes}") from None
-    for k, (p, g) in enumerate(zip(node.parents, picked)):
+    for k, (p, g) in enumerate(zip(node.parents, picked, strict=True)):
         if g is not None and shape_of(g) != p.shape:
             raise RuleError(f"the pullback of {node.name} returned a gradient of shape "
                             f"{np.shape(g)} for input {k} of shape {p.shape}")
@@ -157,7 +157,7 @@ def propagate(root: Node, dy: Any, *, sink: Callable[[Node], bool] | None = None
             continue
         walked.append(node)
         gs = _call_pullback(node, g) if g is not None else [None] * len(node.parents)
-        for p, gp in zip(node.parents, gs):
+        for p, gp in zip(node.parents, gs, strict=True):
             if gp is not None:
                 grads[id(p)] = _accum(grads.get(id(p)), gp)
             refs[id(p)] -= 1

@@ -32,10 +32,11 @@ def ngradient(f: Callable[..., Any], *xs: Any) -> tuple[Any, ...]:
     scalar = [np.ndim(data(x)) == 0 and not isinstance(data(x), np.ndarray) for x in xs]
 
     def call() -> float:
-        return _scalar(f(*[float(p) if s else p.copy() for p, s in zip(points, scalar)]))
+        args = [float(p) if s else p.copy() for p, s in zip(points, scalar, strict=True)]
+        return _scalar(f(*args))
 
     grads = []
-    for p, s in zip(points, scalar):
+    for p, s in zip(points, scalar, strict=True):
         g = np.zeros_like(p)
         for idx in np.ndindex(p.shape):
             x0 = p[idx]
@@ -63,7 +64,7 @@ def gradcheck_report(f: Callable[..., Any], *xs: Any, grads: Sequence[Any] | Non
     if len(analytic) != len(numeric):
         raise ValueError(f"{len(analytic)} gradients given for {len(numeric)} arguments")
     reports = []
-    for i, (a, n) in enumerate(zip(analytic, numeric)):
+    for i, (a, n) in enumerate(zip(analytic, numeric, strict=True)):
         n = np.asarray(n, dtype=np.float64)
         a = np.zeros_like(n) if a is None else np.asarray(data(a), dtype=np.float64)
         rep: dict[str, Any] = {"index": i, "shape": n.shape}

@@ -109,7 +109,7 @@ def _check_loss(y: Any) -> None:
 
 
 def _fill(grads: list[Any], xs: list[Tracked]) -> list[Any]:
-    return [_zero(x.data) if g is None else g for g, x in zip(grads, xs)]
+    return [_zero(x.data) if g is None else g for g, x in zip(grads, xs, strict=True)]
 
 
 def gradient(f: Callable[..., Any], *xs: Any) -> tuple[Any, ...] | Grads:
@@ -124,7 +124,7 @@ def gradient(f: Callable[..., Any], *xs: Any) -> tuple[Any, ...] | Grads:
         ps = list(xs[0])
         y = f()
         _check_loss(y)
-        return Grads(zip(ps, _fill(_pull(y, None, [p.node for p in ps]), ps)))
+        return Grads(zip(ps, _fill(_pull(y, None, [p.node for p in ps]), ps), strict=True))
     leaves = [param(data(x)) for x in xs]
     y = f(*leaves)
     _check_loss(y)
@@ -142,7 +142,7 @@ def forward(f: Callable[..., Any], *xs: Any) -> tuple[Any, Callable[..., Any]]:
         y = f()
 
         def pullback_params(dy: Any = None) -> Grads:
-            return Grads(zip(ps, _fill(_pull(y, dy, [p.node for p in ps]), ps)))
+            return Grads(zip(ps, _fill(_pull(y, dy, [p.node for p in ps]), ps), strict=True))
 
         return data(y), pullback_params
     leaves = [param(data(x)) for x in xs]
@@ -159,8 +159,8 @@ def forward(f: Callable[..., Any], *xs: Any) -> tuple[Any, Callable[..., Any]]:
 
 def _leaf(x: Any, who: str) -> Tracked:
     if not isinstance(x, Tracked) or not x.node.leaf:
-        raise TypeError(f"{who} needs a tracked leaf made by jg.param, got "
-                        f"{'a recorded intermediate' if isinstance(x, Tracked) else type(x).__name__}")
+        got = "a recorded intermediate" if isinstance(x, Tracked) else type(x).__name__
+        raise TypeError(f"{who} needs a tracked leaf made by jg.param, got {got}")
     return x
 
 

@@ -99,7 +99,17 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     sw = reverse(prep.parsed, body, an, env, namer, prep.args, wrt, returns)
     name = prep.parsed.tree.name
     gname = namer.fresh(f"{name}_grad_")
-    ret = returns[0] if len(returns) == 1 else ast.Tuple(elts=returns, ctx=ast.Load())
+    # the adjoint sweep may restore overwritten names: keep the outputs aside first
+    saved = []
+    for r in returns:
+        if isinstance(r, ast.Name) and r.id in sw.restored:
+            keep = namer.fresh("_value")
+            sw.forward.append(ast.Assign(targets=[ast.Name(id=keep, ctx=ast.Store())],
+                                         value=ast.Name(id=r.id, ctx=ast.Load())))
+            saved.append(ast.Name(id=keep, ctx=ast.Load()))
+        else:
+            saved.append(r)
+    ret = saved[0] if len(saved) == 1 else ast.Tuple(elts=saved, ctx=ast.Load())
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in sw.grads]
     gtuple = grads[0] if len(grads) == 1 else ast.Tuple(elts=grads, ctx=ast.Load())
     out = ast.Return(value=ast.Tuple(elts=[ret, gtuple], ctx=ast.Load()))
@@ -109,8 +119,9 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
                                              sw.prologue + sw.forward))
     adj_src = emit.unparse(emit.function_def(f"{name}_adjoint", ["_dret"], sw.init + sw.adjoint))
+    norm_ret = returns[0] if len(returns) == 1 else ast.Tuple(elts=returns, ctx=ast.Load())
     norm_src = emit.unparse(emit.function_def(name, prep.args, copy.deepcopy(prep.body) + [
-        ast.Return(value=copy.deepcopy(ret))]))
+        ast.Return(value=copy.deepcopy(norm_ret))]))
     fn = emit.load(grad_src, gname, env, prep.parsed.func.__qualname__)
     rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]
     return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk)

@@ -33,6 +33,7 @@ class Sweeps:
     adjoint: list[ast.stmt]
     grads: list[str]
     tapes: list[str] = field(default_factory=list)
+    restored: set[str] = field(default_factory=set)
 
 
 def _binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -88,6 +89,9 @@ class Reverser:
         self.tapes: list[str] = []
         self.fwd_vars: set[str] = set(args)
         self.touched: set[str] = set()
+        self.restored_names: set[str] = set()
+        self.loop_inits: dict[int, list[str]] = {}
+        self.loop_local: set[str] = set()
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     # --- names -------------------------------------------------------------------
@@ -158,7 +162,7 @@ class Reverser:
 
     def reset(self, var: str, s: ast.stmt, out: list[ast.stmt]) -> None:
         """Zero the adjoint of a redefined buffer variable (skipped where provably dead)."""
-        if self.an.modes.get(var) != "buffer":
+        if self.an.modes.get(var) != "buffer" or var in self.loop_local:
             return
         first = (var not in self.args and not self.an.enclosing_loops(s)
                  and all(d._jg_pos >= s._jg_pos for d in self.an.defs.get(var, [])))
@@ -217,6 +221,7 @@ class Reverser:
             if not is_out and not compound and n not in defined:
                 pops.append(assign(n, pop))
                 restored.add(n)
+                self.restored_names.add(n)
             else:
                 fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                 mapping[n] = fresh
@@ -225,36 +230,60 @@ class Reverser:
             rev[:] = [rename(x, mapping) for x in rev]
         return pops
 
-    def recompute(self, n: str, s: ast.stmt) -> ast.expr | None:
-        """``x[i]`` again instead of a tape, when ``x`` is never written and ``i`` is known."""
+    def recompute(self, n: str, s: ast.stmt, depth: int = 0) -> ast.expr | None:
+        """An expression giving ``n`` again in the adjoint of ``s``, instead of a tape.
+
+        Cheap definitions qualify: element reads of arrays that are never written,
+        integer arithmetic, and ``+ - *`` of values that are themselves available.
+        """
         defs = self.an.defs.get(n, [])
         if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
-                or not isinstance(defs[0].targets[0], ast.Name):
+                or not isinstance(defs[0].targets[0], ast.Name) or depth > 3:
             return None
-        v = defs[0].value
+        d = defs[0]
+        same = self.an.enclosing_loops(d) == self.an.enclosing_loops(s)
+        if not (same and (d._jg_pos < s._jg_pos or d is s)):
+            return None
+        v = d.value
+
+        def operand(m: ast.expr) -> ast.expr | None:
+            if isinstance(m, ast.Constant):
+                return m
+            if not isinstance(m, ast.Name):
+                return None
+            if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
+                    m.id, d, include_self=False):
+                return name(m.id)
+            return self.recompute(m.id, s, depth + 1)
+
         if _int_arith(v, self.an):
-            same = self.an.enclosing_loops(defs[0]) == self.an.enclosing_loops(s)
             for m in ast.walk(v):
                 if isinstance(m, ast.Name) and not (
-                        (same and self.an.recomputed_index(m.id, s))
-                        or not self.an.may_redefine_after(m.id, defs[0], include_self=False)):
+                        self.an.recomputed_index(m.id, s)
+                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
                     return None
             return copy.deepcopy(v)
-        if not (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name)):
-            return None
-        base = v.value.id
-        if base in self.an.written or self.an.may_redefine_after(base, s, include_self=True) \
-                or base in self.an.defs and not self.an.recomputed_index(base, s) and \
-                self.an.may_redefine_after(base, defs[0], include_self=False):
-            return None
-        if not (self.an.enclosing_loops(defs[0]) == self.an.enclosing_loops(s)
-                or defs[0] is s):
-            return None
-        for m in ast.walk(v.slice):
-            if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
-                    and self.an.may_redefine_after(m.id, defs[0], include_self=False):
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+            base = v.value.id
+            if base in self.an.written or self.an.may_redefine_after(base, d,
+                                                                     include_self=False):
                 return None
-        return copy.deepcopy(v)
+            for m in ast.walk(v.slice):
+                if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
+                        and self.an.may_redefine_after(m.id, d, include_self=False):
+                    return None
+            return copy.deepcopy(v)
+        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult)) \
+                and not self.an.kind(n).is_array:
+            a, b = operand(v.left), operand(v.right)
+            if a is not None and b is not None:
+                return ast.BinOp(left=a, op=v.op, right=b)
+        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) \
+                and not self.an.kind(n).is_array:
+            a = operand(v.operand)
+            if a is not None:
+                return ast.UnaryOp(op=v.op, operand=a)
+        return None
 
     def header_captures(self, s, header: list[ast.expr], restored, before, after):
         """Captures of a compound statement's header expressions (renamed in place)."""
@@ -371,10 +400,11 @@ class Reverser:
         return dt
 
     def check_index(self, idx: ast.expr, s: ast.stmt) -> None:
-        for n in ast.walk(idx):
-            if isinstance(n, ast.Name):
+        direct = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        for n in _walk_values(idx):
+            if isinstance(n, ast.Name) and n.id in self.an.kinds:
                 k = self.an.kind(n.id)
-                if k.is_array and k.cls in ("i", "b", "o"):
+                if any(d is n for d in direct) and k.ndim != 0 and k.cls in ("i", "b", "o"):
                     raise self.parsed.error(
                         "indexing with an integer or boolean array is not supported in "
                         "differentiated element reads/writes", s,
@@ -410,7 +440,7 @@ class Reverser:
         stashed = tgt in operands
         if stashed:
             self.reset(tgt, s, rev)
-        back = [rename(x, {tpl.dy: g}) for x in inst.back]
+        back = [rename(x, {inst.dy: g}) for x in inst.back]
         rev += back
         scalar_res = not self.an.kind(tgt).is_array
         scalars = {n for n in self.fwd_vars if not self.an.kind(n).is_array}
@@ -418,7 +448,7 @@ class Reverser:
             if gexpr is None:
                 continue
             a = inst.bound.get(p)
-            gexpr = rename(gexpr, {tpl.dy: g})
+            gexpr = rename(gexpr, {inst.dy: g})
             for c in ast.walk(gexpr):
                 if isinstance(c, ast.Call):
                     c._jg_scalar_result = scalar_res
@@ -513,8 +543,14 @@ class Reverser:
             stack.extend(x for x in ast.iter_child_nodes(n) if isinstance(x, ast.stmt))
         return False
 
+    def inits_for(self, loop: ast.stmt) -> list[ast.stmt]:
+        """Zero adjoints of arrays created afresh in each iteration of ``loop``."""
+        return [assign(self.adj(n), self.zero(n)) for n in self.loop_inits.get(id(loop), [])]
+
     def for_(self, s: ast.For, restored):
         bf, br = self.block(s.body)
+        if br:
+            br = self.inits_for(s) + br
         i = s.target.id
         if not br:
             return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
@@ -563,6 +599,8 @@ class Reverser:
 
     def while_(self, s: ast.While, restored):
         bf, br = self.block(s.body)
+        if br:
+            br = self.inits_for(s) + br
         if not br:
             return [ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)], []
         cnt = self.namer.fresh("_trips")
@@ -607,6 +645,17 @@ def _all_defs(s: ast.stmt) -> set[str]:
         for x in walk_stmts(getattr(s, f, []) or []):
             out.update(_stmt_defs(x))
     return out
+
+
+def _walk_values(e: ast.AST):
+    """Nodes of ``e`` whose values matter (not inside len(...), x.shape and other queries)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.Call, ast.Attribute)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
 
 
 def _library(fn) -> bool:
@@ -708,6 +757,18 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     """Build the forward and adjoint sweeps (see module docstring)."""
     r = Reverser(parsed, an, env, namer, args, wrt, returns)
     r.fwd_vars |= set(an.defs)
+    for n, m in an.modes.items():
+        if m != "buffer" or n in args or n in an.top_defined or not an.kind(n).is_array:
+            continue
+        binds = [d for d in an.defs.get(n, []) if isinstance(d, ast.Assign)
+                 and isinstance(d.targets[0], ast.Name)]
+        loops = {id(an.enclosing_loops(d)[-1]) if an.enclosing_loops(d) else None
+                 for d in binds}
+        if len(loops) == 1 and None not in loops and all(
+                an.enclosing_loops(d)[-1] is an.enclosing_loops(binds[0])[-1]
+                and d in an.enclosing_loops(d)[-1].body for d in binds):
+            r.loop_inits.setdefault(loops.pop(), []).append(n)
+            r.loop_local.add(n)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)
@@ -718,6 +779,8 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
                      key=lambda n: (n not in args, n))
     for n in buffers:
+        if n in r.loop_local:
+            continue
         k = an.kind(n)
         if k.is_array and n not in args and n not in an.top_defined:
             raise parsed.error(f"the array '{n}' carries a gradient but is first created "
@@ -727,4 +790,5 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
         init.append(assign(r.adj(n), r.zero(n)))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] == "buffer"})
     tapes = [assign(t, ast.List(elts=[], ctx=ast.Load())) for t in r.tapes]
-    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt], r.tapes)
+    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt], r.tapes,
+                  r.restored_names)

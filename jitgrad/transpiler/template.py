@@ -101,6 +101,7 @@ class Instance:
     back: list[ast.stmt]
     grads: list[ast.expr | None]
     bound: dict[str, ast.expr]
+    dy: str = "dy"
 
 
 def bind_args(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr]) -> dict:
@@ -130,6 +131,8 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
     mapping: dict[str, str | ast.expr] = dict(bound)
     for local in sorted(tpl.locals):
         mapping[local] = namer.fresh("_" + local.lstrip("_"))
+    dy = namer.fresh("_seed")  # renamed at once with the parameters: no clash with user names
+    mapping[tpl.dy] = dy
     free = set()
     for s in [*tpl.pre, tpl.value, *tpl.back_body, *[g for g in tpl.grads if g is not None]]:
         for n in ast.walk(s):
@@ -146,4 +149,4 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
     back = [rename(copy.deepcopy(s), mapping) for s in tpl.back_body]
     grads = [rename(copy.deepcopy(g), mapping) if g is not None else None for g in tpl.grads]
     outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
-    return Instance(fwd, value, outputs, back, grads, bound)
+    return Instance(fwd, value, outputs, back, grads, bound, dy)

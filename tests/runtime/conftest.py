@@ -16,7 +16,7 @@ def _assert_fd(f, *xs, rtol=1e-6, atol=1e-6):
     reports = gradcheck_report(f, *xs, rtol=rtol, atol=atol)
     for r in reports:
         assert r["passed"], r
-    for x, b in zip(xs, before):
+    for x, b in zip(xs, before, strict=True):
         np.testing.assert_array_equal(x, b)  # inputs unchanged
     return gradient(f, *xs)
 

@@ -140,7 +140,7 @@ def test_op_against_finite_differences(name, f, domains):
     def run(xs):
         before = [x.copy() for x in xs]
         check(f, *xs)
-        for x, b in zip(xs, before):
+        for x, b in zip(xs, before, strict=True):
             np.testing.assert_array_equal(x, b)
 
     run()
