@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="comma-separated subset of " + ",".join(ALL_TOOLS))
     p.add_argument("--max-call", type=float,
                    help="skip a tool whose single call would exceed this many seconds "
-                        "(default 30, quick 1)")
+                        "(default 30, quick 2)")
     p.add_argument("--keep-going", action="store_true",
                    help="on a gradient disagreement, drop that tool for the workload and "
                         "continue instead of aborting (the report flags it)")
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     opts = p.parse_args(argv)
     opts.scale = "quick" if opts.quick else "full"
     opts.repeats = opts.repeats or (3 if opts.quick else 7)
-    opts.max_call = opts.max_call or (1.0 if opts.quick else 30.0)
+    opts.max_call = opts.max_call or (2.0 if opts.quick else 30.0)
     opts.tools = tuple(t for t in opts.tools.split(",") if t)
     unknown = set(opts.tools) - set(ALL_TOOLS)
     if unknown or not {"primal", "adjoint"} <= set(opts.tools):
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         peaks = {}
     for rec in records:
-        rec["peak_rss_mib"] = peaks.get(rec["name"], {})
+        rec["peak_rss_mib"] = {
+            t: v if rec["verify"][t]["status"] == "ok" else "n/a: failed verification"
+            for t, v in peaks.get(rec["name"], {}).items()}
 
     versions = {"python": platform.python_version()}
     for name, tool in tools.items():

@@ -8,7 +8,7 @@ every 25 steps. Runs in a few seconds.
 
 import numpy as np
 
-import jitgrad.runtime as jg  # the eager runtime (also re-exported at the top level)
+import jitgrad as jg
 
 
 def make_data(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

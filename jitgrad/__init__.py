@@ -1,12 +1,41 @@
-"""jitgrad: compiled reverse-mode gradients of Numba-style Python, by source transformation."""
+"""jitgrad: compiled reverse-mode gradients of Numba-style Python, by source transformation.
+
+Two halves share one rule registry: the transpiler (``differentiate``, ``grad``...)
+writes and compiles gradient code; the runtime (``param``, ``gradient``, ``back``...)
+is an eager port of Flux's Tracker for model-level Python.
+"""
 
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
 from .rules import grad_rule, non_differentiable
+from .runtime import (
+    BackpropError,
+    Grads,
+    Params,
+    Tracked,
+    back,
+    checkpoint,
+    data,
+    forward,
+    gradcheck,
+    gradcheck_report,
+    gradient,
+    hook,
+    isleaf,
+    istracked,
+    ngradient,
+    nobacksies,
+    param,
+    update,
+    zero_grad,
+)
 
 __all__ = [
     "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
-    "JitError", "JitgradError", "RuleError", "TransformError",
+    "JitError", "JitgradError", "RuleError", "TransformError", "BackpropError",
     "grad_rule", "non_differentiable",
+    "Grads", "Params", "Tracked", "back", "checkpoint", "data", "forward", "gradcheck",
+    "gradcheck_report", "gradient", "hook", "isleaf", "istracked", "ngradient", "nobacksies",
+    "param", "update", "zero_grad",
 ]
 __version__ = "0.1.0"

@@ -102,6 +102,12 @@ class Differentiated:
 
     def value_and_grad(self, *args: Any) -> tuple[Any, Any]:
         """``(f(*args), gradient)`` for a scalar-valued ``f``."""
+        gen = self._generated(args)
+        rk = gen.return_kinds
+        if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
+            what = f"{len(rk)} values" if len(rk) != 1 else "an array"
+            raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
+                             f"returns {what}; use .vjp(...) for non-scalar outputs")
         value, grads = self._run(args, 1.0)
         if np.ndim(value) != 0 or isinstance(value, tuple):
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, got "

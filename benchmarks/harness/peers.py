@@ -101,7 +101,7 @@ class JaxBackend(Backend):
         return lambda: jax.block_until_ready(fn(*xs))
 
     def version(self):
-        return f"jax {metadata.version('jax')}, jaxlib {metadata.version('jaxlib')}"
+        return f"{metadata.version('jax')} (jaxlib {metadata.version('jaxlib')})"
 
 
 class TorchBackend(Backend):

@@ -138,13 +138,12 @@ class Jitgrad(Tool):
 class Peer(Tool):
     """A peer framework; imported on first use, skipped if not installed."""
 
-    compiles_per_shape = True
-
     def __init__(self, name: str, threads: int) -> None:
         super().__init__(threads)
         self.name = name
         self._backend: Backend | None = None
         self._error: str | None = None
+        self.compiles_per_shape = name == "jax"
 
     @property
     def backend(self) -> Backend:

@@ -86,18 +86,22 @@ def var(x, axis=None, ddof=0):
 
 @grad_rule(np.std, np.ndarray.std)
 def std(x, axis=None, ddof=0):
+    """Where the std is 0 all deviations are 0 and so is the gradient (not 0/0)."""
     d = centered(x, axis)
     n = axis_count(x, axis, ddof)
     y = np.sqrt(reduce_sum(d * d, axis) / n)
     def back(dy):
-        return (expand_along(dy / y, x, axis) * d / n,)
+        return (expand_along(dy / (y + (y == 0)), x, axis) * d / n,)
     return y, back
 
 
 @grad_rule(np.linalg.norm)
 def norm(x):
-    """Vector 2-norm or Frobenius norm; the gradient at ``x = 0`` is 0, not NaN."""
-    y = np.linalg.norm(x)
+    """Vector 2-norm or Frobenius norm; the gradient at ``x = 0`` is 0, not NaN.
+
+    The cast keeps float32 float32: Numba's norm returns float64.
+    """
+    y = x.dtype.type(np.linalg.norm(x))
     def back(dy):
         return (x * (dy / (y + (y == 0))),)
     return y, back
@@ -139,7 +143,8 @@ def inv(a):
 
 @grad_rule(np.linalg.det)
 def det(a):
-    y = np.linalg.det(a)
+    """The cast keeps float32 float32: Numba's det returns float64."""
+    y = a.dtype.type(np.linalg.det(a))
     def back(dy):
         return (dy * y * np.linalg.inv(a).T,)
     return y, back
@@ -250,11 +255,15 @@ def where(cond, a, b):
 
 @grad_rule(np.clip, np.ndarray.clip)
 def clip(x, lo, hi):
-    """Both bounds given (scalars or arrays); ``x`` on a bound gets the gradient."""
+    """Both bounds given (scalars or arrays); ``x`` on a bound gets the gradient.
+
+    The forward is spelled with maximum/minimum: Numba's ``np.clip`` does not
+    broadcast ``x`` up to the shape of array bounds.
+    """
     def back(dy):
         return (unbroadcast(select(np.logical_and(x >= lo, x <= hi), dy), x),
                 unbroadcast(select(x < lo, dy), lo), unbroadcast(select(x > hi, dy), hi))
-    return np.clip(x, lo, hi), back
+    return np.minimum(np.maximum(x, lo), hi), back
 
 
 @grad_rule(np.cumsum, np.ndarray.cumsum)

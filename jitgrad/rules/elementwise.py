@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..runtime.helpers import unbroadcast
+from ..runtime.helpers import guard, unbroadcast
 from .registry import grad_rule, non_differentiable
 
 # --- trigonometric ----------------------------------------------------------------
@@ -40,14 +40,14 @@ def tan(x):
 @grad_rule(np.arcsin, math.asin)
 def arcsin(x):
     def back(dy):
-        return (dy / np.sqrt(1.0 - x * x),)
+        return (guard(dy, dy / np.sqrt(1.0 - x * x)),)
     return np.arcsin(x), back
 
 
 @grad_rule(np.arccos, math.acos)
 def arccos(x):
     def back(dy):
-        return (-dy / np.sqrt(1.0 - x * x),)
+        return (guard(dy, -dy / np.sqrt(1.0 - x * x)),)
     return np.arccos(x), back
 
 
@@ -62,7 +62,7 @@ def arctan(x):
 def arctan2(a, b):
     def back(dy):
         r2 = a * a + b * b
-        return (unbroadcast(dy * b / r2, a), unbroadcast(-dy * a / r2, b))
+        return (unbroadcast(guard(dy, dy * b / r2), a), unbroadcast(guard(dy, -dy * a / r2), b))
     return np.arctan2(a, b), back
 
 
@@ -70,7 +70,7 @@ def arctan2(a, b):
 def hypot(a, b):
     y = np.hypot(a, b)
     def back(dy):
-        return (unbroadcast(dy * a / y, a), unbroadcast(dy * b / y, b))
+        return (unbroadcast(guard(dy, dy * a / y), a), unbroadcast(guard(dy, dy * b / y), b))
     return y, back
 
 
@@ -121,14 +121,14 @@ def expm1(x):
 @grad_rule(np.log, math.log)
 def log(x):
     def back(dy):
-        return (dy / x,)
+        return (guard(dy, dy / x),)
     return np.log(x), back
 
 
 @grad_rule(np.log1p, math.log1p)
 def log1p(x):
     def back(dy):
-        return (dy / (1.0 + x),)
+        return (guard(dy, dy / (1.0 + x)),)
     return np.log1p(x), back
 
 
@@ -136,7 +136,7 @@ def log1p(x):
 def sqrt(x):
     y = np.sqrt(x)
     def back(dy):
-        return (dy * 0.5 / y,)
+        return (guard(dy, dy * 0.5 / y),)
     return y, back
 
 
@@ -144,7 +144,8 @@ def sqrt(x):
 def power(a, b):
     y = np.power(a, b)
     def back(dy):
-        return (unbroadcast(dy * b * np.power(a, b - 1), a), unbroadcast(dy * y * np.log(a), b))
+        return (unbroadcast(guard(dy, dy * b * np.power(a, b - 1)), a),
+                unbroadcast(guard(dy, dy * y * np.log(a)), b))
     return y, back
 
 

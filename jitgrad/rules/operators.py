@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from ..runtime.helpers import pow_log, unbroadcast
+from ..runtime.helpers import guard, pow_log, unbroadcast
 from .registry import grad_rule, non_differentiable
 
 # --- arithmetic ---------------------------------------------------------------
@@ -38,7 +38,7 @@ def mul(a, b):
 @grad_rule(operator.truediv)
 def truediv(a, b):
     def back(dy):
-        return (unbroadcast(dy / b, a), unbroadcast(-dy * a / (b * b), b))
+        return (unbroadcast(guard(dy, dy / b), a), unbroadcast(guard(dy, -dy * a / (b * b)), b))
     return a / b, back
 
 
@@ -46,7 +46,8 @@ def truediv(a, b):
 def pow_(a, b):
     y = a ** b
     def back(dy):
-        return (unbroadcast(dy * b * a ** (b - 1), a), unbroadcast(dy * y * pow_log(a), b))
+        return (unbroadcast(guard(dy, dy * b * a ** (b - 1)), a),
+                unbroadcast(dy * y * pow_log(a), b))
     return y, back
 
 

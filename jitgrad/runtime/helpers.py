@@ -11,7 +11,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log"]
+__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log", "guard"]
 
 
 def _is_array(t) -> bool:
@@ -152,3 +152,19 @@ def _ol_pow_log(a):
     if _is_array(a):
         return lambda a: np.log(np.where(a > 0, a, 1.0))
     return lambda a: np.log(a) if a > 0 else 0.0
+
+
+# --- guard: a zero adjoint gives a zero contribution, even at singular points --
+
+def guard(dy, g):
+    """``g`` where ``dy != 0``, else 0: keeps ``0 * inf`` NaNs out of masked branches."""
+    if isinstance(g, np.ndarray) or isinstance(dy, np.ndarray):
+        return np.where(np.asarray(dy) != 0, g, 0.0)
+    return g if dy != 0 else 0.0 * g if np.isfinite(g) else 0.0
+
+
+@overload(guard)
+def _ol_guard(dy, g):
+    if _is_array(g) or _is_array(dy):
+        return lambda dy, g: np.where(dy != 0, g, 0.0)
+    return lambda dy, g: g if dy != 0 else 0.0

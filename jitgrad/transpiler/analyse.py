@@ -48,6 +48,8 @@ def primitive_of(value: ast.expr, env: dict):
         return fn, args, {k.arg: k.value for k in value.keywords}
     if isinstance(value, ast.Attribute) and value.attr == "T":
         return np.transpose, [value.value], {}
+    if isinstance(value, ast.Subscript):
+        return operator.getitem, [value.value, value.slice], {}
     return None
 
 

@@ -75,7 +75,7 @@ def fence(parsed: Parsed) -> None:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, (ast.Tuple, ast.List)) and any(
-                        not isinstance(e, (ast.Name, ast.Subscript)) for e in t.elts):
+                        not isinstance(e, (ast.Name, ast.Subscript, ast.Starred)) for e in t.elts):
                     raise parsed.error("nested tuple targets are not supported", node,
                                        "unpack in two steps")
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):

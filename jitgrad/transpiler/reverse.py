@@ -17,7 +17,7 @@ from ..rules import is_non_differentiable, lookup
 from ..runtime import helpers
 from .analyse import Analysis, is_permutation, operand_names, primitive_of
 from .desugar import assign, const, name
-from .inline import rename
+from .inline import rename, resolve
 from .naming import Namer, loaded_names
 from .parse import Parsed
 from .template import instantiate, template_of
@@ -373,6 +373,8 @@ class Reverser:
             self.contribute(v.id, dt, rev)
             self.reset(tgt, s, rev)
             return self.finish(s, [s], rev, set(), restored)
+        if isinstance(v, ast.Subscript) and self._fancy(v.slice):
+            return self.call(s, tgt, v, restored)
         if isinstance(v, ast.Subscript):
             base = v.value.id
             if base not in self.an.active:
@@ -398,6 +400,13 @@ class Reverser:
             rev.append(assign(g, dt))
             return name(g)
         return dt
+
+    def _fancy(self, idx: ast.expr) -> bool:
+        """Indexing with an integer array (gradients of repeats must accumulate)."""
+        direct = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        return any(isinstance(d, ast.Name) and d.id in self.an.kinds
+                   and self.an.kind(d.id).ndim != 0 and self.an.kind(d.id).cls in ("i", "o")
+                   for d in direct)
 
     def check_index(self, idx: ast.expr, s: ast.stmt) -> None:
         direct = idx.elts if isinstance(idx, ast.Tuple) else [idx]
@@ -474,7 +483,10 @@ class Reverser:
         """Forward statements: the user's own call where the rule just computes it."""
         pre = list(inst.forward)
         value = inst.value
-        lib = _library(fn)
+        call_kw = isinstance(v, ast.Call) and (v.keywords or len(v.args) + (
+            1 if isinstance(v.func, ast.Attribute) and resolve(v.func, self.env) is None else 0)
+            > len(tpl.positional))
+        lib = _library(fn) and not call_kw
         if not lib:
             # a user primitive may not compile: run the rule's own forward code instead
             v = value
@@ -661,6 +673,8 @@ def _walk_values(e: ast.AST):
 def _library(fn) -> bool:
     import numpy as np
 
+    if fn is np.matmul:  # Numba has '@' and np.dot but not np.matmul
+        return False
     mod = (getattr(fn, "__module__", None) or "").split(".")[0]
     return isinstance(fn, np.ufunc) or mod in ("numpy", "math", "builtins", "_operator",
                                                "operator")

@@ -1,0 +1,361 @@
+"""The ``jitgrad`` command line: ``jitgrad show`` and ``jitgrad check``.
+
+    jitgrad show path/to/file.py:func [--wrt 0,2] [--stage adjoint] [--args EXPR]
+    jitgrad check package.module:func --args "(np.ones(5), 2.0)" [--wrt 0,1]
+
+``show`` prints the code jitgrad generates for a function (highlighted with
+Pygments when stdout is a terminal); ``check`` compares jitgrad's compiled
+gradient with central finite differences, argument by argument, and exits 1
+when a check fails.  Anything that stops a command from running (a missing file
+or function, source jitgrad cannot transform, bad ``--args``) exits 2 with one
+message on stderr; ``--traceback`` shows the full Python traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import math
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CLIError", "build_parser", "load_target", "main", "parse_args_expr", "parse_wrt"]
+
+EXIT_OK, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class CLIError(Exception):
+    """A user error the CLI reports as one message with exit status 2."""
+
+
+# --- targets and options --------------------------------------------------------------
+
+
+def _split_target(target: str) -> tuple[str, str]:
+    where, sep, attr = target.rpartition(":")
+    if not sep or not where or not attr:
+        raise CLIError(f"target {target!r} must be 'path/to/file.py:function' or "
+                       "'package.module:function'")
+    return where, attr
+
+
+def _is_path(where: str) -> bool:
+    return where.endswith(".py") or os.sep in where or "/" in where or os.path.isfile(where)
+
+
+def _load_module(where: str) -> Any:
+    """Import ``where``: a path to a ``.py`` file, or a dotted module name."""
+    if _is_path(where):
+        path = Path(where).expanduser()
+        if not path.is_file():
+            raise CLIError(f"no such file: {where}")
+        path = path.resolve()
+        name = f"_jitgrad_target_{path.stem}_{abs(hash(str(path))):x}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise CLIError(f"cannot load {where} as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))  # sibling imports work, as when run as a script
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the console script, like `python -m`, sees ./
+    try:
+        return importlib.import_module(where)
+    except ModuleNotFoundError as e:
+        if e.name and where.startswith(e.name):
+            raise CLIError(f"no module named {where!r} (give a file path ending in .py, "
+                           "or a module importable from the current directory)") from e
+        raise
+
+
+def load_target(target: str) -> Any:
+    """The object named by ``file.py:func`` or ``package.module:func`` (dotted names allowed)."""
+    where, attr = _split_target(target)
+    module = _load_module(where)
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise CLIError(f"{where} has no function {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise CLIError(f"{where}:{attr} is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def _plain_function(obj: Any) -> Callable[..., Any]:
+    """The user's function behind a ``@jg.differentiate`` object (or ``obj`` itself)."""
+    from .api import Differentiated, GradFunction
+
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        return obj.func
+    return obj
+
+
+def _default_wrt(obj: Any) -> Any:
+    from .api import Differentiated, GradFunction
+
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        return obj.wrt_positions[0] if obj.single else obj.wrt_positions
+    return 0
+
+
+def parse_wrt(text: str) -> int | str | tuple[int | str, ...]:
+    """``"0"`` -> 0, ``"x"`` -> ``"x"``, ``"0,2"`` or ``"x,k"`` -> a tuple (as in ``wrt=``)."""
+    items: list[int | str] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        items.append(int(part) if part.lstrip("-").isdigit() else part)
+    if not items:
+        raise CLIError(f"--wrt {text!r}: give argument positions or names, e.g. --wrt 0,2")
+    if len(items) == 1 and "," not in text:
+        return items[0]
+    return tuple(items)
+
+
+def parse_args_expr(expr: str) -> tuple[Any, ...]:
+    """Evaluate ``--args``: a Python expression (``np`` and ``math`` available) -> a tuple."""
+    namespace = {"np": np, "numpy": np, "math": math, "__builtins__": __builtins__}
+    try:
+        value = eval(expr, namespace)  # noqa: S307 - the user's own command line
+    except Exception as e:
+        raise CLIError(f"--args {expr!r}: {type(e).__name__}: {e}") from e
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _args_from(spec: str) -> tuple[Any, ...]:
+    factory = load_target(spec)
+    try:
+        value = factory()
+    except Exception as e:
+        raise CLIError(f"--args-from {spec}: {spec.rpartition(':')[2]}() raised "
+                       f"{type(e).__name__}: {e}") from e
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _example_args(ns: argparse.Namespace) -> tuple[Any, ...] | None:
+    if ns.args is not None:
+        return parse_args_expr(ns.args)
+    if ns.args_from is not None:
+        return _args_from(ns.args_from)
+    return None
+
+
+def _copy(a: Any) -> Any:
+    return a.copy() if isinstance(a, np.ndarray) else a
+
+
+# --- commands --------------------------------------------------------------------------
+
+
+def _highlight(text: str) -> str:
+    try:
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:  # pragma: no cover - Pygments is optional
+        return text
+    return highlight(text, PythonLexer(), TerminalFormatter())
+
+
+def _use_color(ns: argparse.Namespace) -> bool:
+    if ns.no_color or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _differentiate(func: Callable[..., Any], wrt: Any, ns: argparse.Namespace,
+                   args: tuple[Any, ...] | None) -> Any:
+    """``differentiate(func, wrt=...)``, with bad ``--wrt``/``--args`` reported as CLIErrors."""
+    from .api import differentiate
+
+    try:
+        diff = differentiate(func, wrt=wrt, jit=not ns.no_jit)
+    except (TypeError, ValueError) as e:
+        raise CLIError(f"--wrt {ns.wrt}: {e}" if ns.wrt is not None else str(e)) from e
+    if args is not None and len(args) != len(diff.params):
+        raise CLIError(f"--args gives {len(args)} argument{'s' * (len(args) != 1)}; "
+                       f"{func.__name__} takes {len(diff.params)} ({', '.join(diff.params)})")
+    return diff
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    """Print the generated code of one stage (or all of it) for the target."""
+    obj = load_target(ns.target)
+    func = _plain_function(obj)
+    wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
+    args = _example_args(ns)
+    diff = _differentiate(func, wrt, ns, args)
+    text = diff.source(*(args or ()), stage=ns.stage)
+    names = ", ".join(diff.params[i] for i in diff.wrt_positions)
+    spec = "the example arguments" if args else "arguments guessed from the source"
+    header = (f"# jitgrad show {func.__name__}: stage {ns.stage}, wrt ({names}), "
+              f"specialised for {spec}\n")
+    text = header + text.rstrip("\n") + "\n"
+    sys.stdout.write(_highlight(text) if _use_color(ns) else text)
+    return EXIT_OK
+
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    """Compare the compiled gradient with central finite differences; 1 if any fails."""
+    from .runtime.checks import gradcheck_report
+
+    obj = load_target(ns.target)
+    func = _plain_function(obj)
+    args = _example_args(ns)
+    if args is None:
+        raise CLIError("check needs example arguments: --args EXPR or --args-from FILE:FACTORY")
+    wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
+    diff = _differentiate(func, wrt, ns, args)
+    positions = diff.wrt_positions
+    grads = diff.grad(*(_copy(a) for a in args))
+    grads = (grads,) if diff.single else tuple(grads)
+    # finite differences of the user's own function (a Numba dispatcher stays compiled)
+    reference = obj if not _is_jitgrad_object(obj) else func
+
+    def f_wrt(*xs: Any) -> Any:
+        full = [_copy(a) for a in args]
+        for i, x in zip(positions, xs, strict=True):
+            full[i] = x
+        return reference(*full)
+
+    reports = gradcheck_report(f_wrt, *(args[i] for i in positions), grads=grads,
+                               rtol=ns.rtol, atol=ns.atol)
+    mode = "jit" if diff.jit else "no-jit"
+    print(f"gradient check of {func.__name__} ({mode}) against central finite differences, "
+          f"rtol={ns.rtol:g} atol={ns.atol:g}")
+    rows = [("arg", "shape", "max abs err", "max rel err", "result")]
+    for pos, rep in zip(positions, reports, strict=True):
+        rows.append((f"{pos} {diff.params[pos]}", str(tuple(rep["shape"])),
+                     f"{rep['max_abs_err']:.3e}", f"{rep['max_rel_err']:.3e}",
+                     "PASS" if rep["passed"] else "FAIL"))
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    failed = [(pos, rep) for pos, rep in zip(positions, reports, strict=True)
+              if not rep["passed"]]
+    for pos, rep in failed:
+        if rep.get("worst") is None:
+            print(f"  {diff.params[pos]}: gradient has the wrong shape")
+        else:
+            print(f"  {diff.params[pos]}{list(rep['worst']) if rep['worst'] else ''}: "
+                  f"jitgrad {rep['analytic']:.8g} vs finite differences {rep['numeric']:.8g}")
+    print(f"FAIL: {len(failed)} of {len(reports)} gradients differ" if failed
+          else f"PASS: all {len(reports)} gradients match")
+    return EXIT_FAIL if failed else EXIT_OK
+
+
+def _is_jitgrad_object(obj: Any) -> bool:
+    from .api import Differentiated, GradFunction
+
+    return isinstance(obj, (Differentiated, GradFunction))
+
+
+# --- parser and entry point ------------------------------------------------------------
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", help="path/to/file.py:function or package.module:function")
+    p.add_argument("--wrt", metavar="ARGS",
+                   help="argument positions or names to differentiate, e.g. 0,2 or x,k "
+                        "(default: the target's own wrt, else 0)")
+    p.add_argument("--no-jit", action="store_true", help="do not compile with Numba")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--args", metavar="EXPR",
+                     help="example arguments: a Python expression giving the argument tuple "
+                          "(np and math available), e.g. '(np.linspace(0, 1, 5), 2.0)'")
+    src.add_argument("--args-from", metavar="FILE:FACTORY",
+                     help="example arguments: FACTORY() in file.py or module, returning the tuple")
+    p.add_argument("--traceback", action="store_true",
+                   help="show the full Python traceback on errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``jitgrad`` command."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="jitgrad",
+        description="Inspect and check the gradient code jitgrad generates.")
+    parser.add_argument("--version", action="version", version=f"jitgrad {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    show = sub.add_parser("show", help="print the generated forward/adjoint code",
+                          description="Print the code jitgrad generates for a function.")
+    _common(show)
+    show.add_argument("--stage", default="all",
+                      choices=("normalized", "forward", "adjoint", "all"),
+                      help="which code to print (default: all, the full gradient function)")
+    show.add_argument("--no-color", action="store_true", help="never highlight the output")
+    show.set_defaults(run=cmd_show)
+    check = sub.add_parser(
+        "check", help="compare the compiled gradient with finite differences",
+        description="Compare jitgrad's compiled gradient with central finite differences. "
+                    "Exit status 0 if every wrt argument passes, 1 if one fails.")
+    _common(check)
+    check.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (1e-5)")
+    check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (1e-5)")
+    check.set_defaults(run=cmd_check)
+    return parser
+
+
+def _describe(e: BaseException) -> str:
+    from .errors import JitError, TransformError
+
+    if isinstance(e, TransformError):
+        return f"cannot differentiate: {e}"
+    if isinstance(e, JitError):
+        return f"Numba could not compile the generated code: {e}"
+    if isinstance(e, SyntaxError):
+        return f"syntax error in {e.filename}:{e.lineno}: {e.msg}"
+    return f"{type(e).__name__}: {e}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``jitgrad`` command line; returns the exit status (0, 1 or 2)."""
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return int(ns.run(ns))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from .errors import JitgradError
+
+        if ns.traceback:
+            traceback.print_exc()
+            return EXIT_ERROR
+        if isinstance(e, CLIError):
+            message = str(e)
+        else:
+            message = _describe(e)
+            if not isinstance(e, JitgradError):
+                message += "\n(run with --traceback for the full traceback)"
+        print(f"jitgrad {ns.command}: error: {message}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Clear refusals: unsupported syntax and bad use raise errors that say where and what to do."""
+
+import numpy as np
+import pytest
+
+import corpus_bad as B
+import jitgrad as jg
+
+REFUSED = [
+    (B.uses_try, (1.0,), "try"), (B.uses_with, (1.0,), "with"), (B.uses_yield, (1.0,), "yield"),
+    (B.uses_global, (1.0,), "global"), (B.uses_class, (1.0,), "class"),
+    (B.uses_lambda, (1.0,), "lambda"), (B.uses_varargs, (1.0,), r"\*args"),
+    (B.uses_star_unpack, (1.0, 2.0), "star"), (B.uses_listcomp, (np.ones(3),), "comprehension"),
+    (B.uses_dict, (1.0,), "dict"), (B.uses_nested_def, (1.0,), "nested function"),
+    (B.uses_while_else, (3.0,), "else"), (B.uses_default, (1.0, 2.0), "default"),
+    (B.uses_recursion, (1.0, 2), "recursion"), (B.uses_alias_write, (np.ones(3),), "alias"),
+    (B.uses_unknown_function, (np.ones(3),), "no gradient rule"),
+    (B.uses_nonlocal_walrus, (1.0,), ":="),
+]
+
+
+@pytest.mark.parametrize("f,args,what", REFUSED, ids=[r[0].__name__ for r in REFUSED])
+def test_refused_with_location(f, args, what):
+    with pytest.raises(jg.TransformError, match=what) as info:
+        jg.differentiate(f, jit=False).grad(*args)
+    err = info.value
+    assert err.filename.endswith("corpus_bad.py")
+    assert err.lineno is not None and err.lineno > 1
+    assert err.source_line.strip()
+    assert "hint:" in str(err) or err.hint == ""
+
+
+def test_refusals_count():
+    assert len(REFUSED) >= 10
+
+
+def test_non_scalar_output_to_grad():
+    def f(x):
+        return x * 2.0
+
+    d = jg.differentiate(B.uses_try)  # unrelated: construction never raises
+    assert d is not None
+    import corpus_straight as C
+
+    with pytest.raises(ValueError, match="scalar output"):
+        jg.grad(C.numpy_arrays_vec, jit=False)(np.ones(3), np.ones(3)) \
+            if hasattr(C, "numpy_arrays_vec") else jg.grad(_vec_out, jit=False)(np.ones(3))
+
+
+def _vec_out(x):
+    return x * 2.0
+
+
+def test_wrt_errors():
+    import corpus_straight as C
+
+    with pytest.raises(ValueError, match="has 2 parameters"):
+        jg.differentiate(C.arith, wrt=5)
+    with pytest.raises(ValueError, match="no parameter named"):
+        jg.differentiate(C.arith, wrt="z")
+    with pytest.raises(TypeError, match="wrt must be"):
+        jg.differentiate(C.arith, wrt=1.5)
+    with pytest.raises(TypeError, match="integer"):
+        jg.differentiate(C.arith, wrt=1, jit=False).grad(1.0, 2)
+
+
+def test_arity_error():
+    import corpus_straight as C
+
+    with pytest.raises(TypeError, match="takes 2 positional arguments"):
+        jg.differentiate(C.arith).grad(1.0)
+    with pytest.raises(TypeError, match="takes 2 positional arguments"):
+        jg.differentiate(C.arith)(1.0, 2.0, 3.0)
+
+
+def test_numba_failure_is_jit_error():
+    import corpus_loops as L
+
+    # strings are not supported by Numba's np.sin: a JitError quoting the generated line
+    with pytest.raises(jg.JitError, match="jit=False"):
+        jg.differentiate(L.for_product).grad(np.array([1.0, 2.0]).astype(np.complex128) * 1j)
+
+
+def test_pullback_and_vjp_of_vector_output(jit):
+    d = jg.differentiate(_vec_out, jit=jit)
+    v, pb = d.vjp(np.arange(3.0))
+    np.testing.assert_allclose(v, 2 * np.arange(3.0))
+    np.testing.assert_allclose(pb(np.ones(3)), 2 * np.ones(3))
+    with pytest.raises(ValueError, match="shape"):
+        pb(np.ones(4))
+
+
+def test_state_survives_errors():
+    import corpus_straight as C
+
+    with pytest.raises(jg.TransformError):
+        jg.grad(B.uses_try)(1.0)
+    assert np.isclose(jg.grad(C.helper_sq)(3.0), 6.0)
