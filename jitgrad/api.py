@@ -72,17 +72,19 @@ class Differentiated:
                 gen = transform(self._prep(), wrt, kinds)
                 if self.jit:
                     gen.jitted = emit.njit(gen.grad_fn)
+                    gen.grad_only_jitted = emit.njit(gen.grad_only_fn)
                 self._cache[key] = gen
             self._last = gen
         return gen
 
-    def _run(self, args: tuple, dy: Any) -> tuple[Any, Any]:
+    def _run(self, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
+        """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
         gen = self._generated(args)
         if self.jit:
-            value, grads = emit.call_compiled(gen.jitted, gen.grad_src, (*args, dy))
-        else:
-            value, grads = gen.grad_fn(*args, dy)
-        return value, grads
+            fn, src = (gen.jitted, gen.grad_src) if value else (gen.grad_only_jitted,
+                                                                gen.grad_only_src)
+            return emit.call_compiled(fn, src, (*args, dy))
+        return (gen.grad_fn if value else gen.grad_only_fn)(*args, dy)
 
     # --- public ---------------------------------------------------------------------
 
@@ -102,21 +104,24 @@ class Differentiated:
 
     def value_and_grad(self, *args: Any) -> tuple[Any, Any]:
         """``(f(*args), gradient)`` for a scalar-valued ``f``."""
+        return self._value_and_grad(args, True)
+
+    def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
         rk = gen.return_kinds
         if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
             what = f"{len(rk)} values" if len(rk) != 1 else "an array"
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
                              f"returns {what}; use .vjp(...) for non-scalar outputs")
-        value, grads = self._run(args, 1.0)
-        if np.ndim(value) != 0 or isinstance(value, tuple):
+        value, grads = self._run(args, 1.0, want_value)
+        if want_value and (np.ndim(value) != 0 or isinstance(value, tuple)):
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, got "
                              f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
         return value, self._shape(grads)
 
     def grad(self, *args: Any) -> Any:
         """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple)."""
-        return self.value_and_grad(*args)[1]
+        return self._value_and_grad(args, False)[1]
 
     def vjp(self, *args: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``."""
@@ -133,7 +138,7 @@ class Differentiated:
                 dy = tuple(dy)
             else:
                 dy = float(dy)
-            return self._shape(self._run(args, dy)[1])
+            return self._shape(self._run(args, dy, False)[1])
 
         return value, pullback
 

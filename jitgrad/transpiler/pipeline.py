@@ -19,6 +19,7 @@ from .fence import fence
 from .inline import inline
 from .kinds import Kind, infer
 from .naming import Namer, names_in
+from .optimize import dead_code, merge_accumulations
 from .normalize import Normalizer
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
@@ -51,6 +52,9 @@ class Generated:
     namespace: dict[str, Any]
     return_kinds: list[Kind] = field(default_factory=list)
     jitted: Any = None
+    grad_only_src: str = ""
+    grad_only_fn: Any = None
+    grad_only_jitted: Any = None
 
 
 def prepare(func: Any) -> Prepared:
@@ -113,9 +117,17 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in sw.grads]
     gtuple = grads[0] if len(grads) == 1 else ast.Tuple(elts=grads, ctx=ast.Load())
     out = ast.Return(value=ast.Tuple(elts=[ret, gtuple], ctx=ast.Load()))
+    sw.adjoint = merge_accumulations(sw.adjoint)
+    body = sw.prologue + sw.forward + sw.init + sw.adjoint
     full = emit.function_def(gname, [*prep.args, "_dret"],
-                             sw.prologue + sw.forward + sw.init + sw.adjoint + [out])
+                             dead_code(copy.deepcopy(body) + [out]))
     grad_src = emit.unparse(full)
+    # gradient only: the forward work that only served the returned value goes
+    only = ast.Return(value=ast.Tuple(elts=[ast.Constant(value=None), gtuple], ctx=ast.Load()))
+    gonly_name = namer.fresh(f"{name}_gradonly_")
+    gonly = emit.function_def(gonly_name, [*prep.args, "_dret"],
+                              dead_code(copy.deepcopy(body) + [only]))
+    gonly_src = emit.unparse(gonly)
     fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
                                              sw.prologue + sw.forward))
     adj_src = emit.unparse(emit.function_def(f"{name}_adjoint", ["_dret"], sw.init + sw.adjoint))
@@ -123,8 +135,10 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     norm_src = emit.unparse(emit.function_def(name, prep.args, copy.deepcopy(prep.body) + [
         ast.Return(value=copy.deepcopy(norm_ret))]))
     fn = emit.load(grad_src, gname, env, prep.parsed.func.__qualname__)
+    gonly_fn = emit.load(gonly_src, gonly_name, env, prep.parsed.func.__qualname__)
     rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]
-    return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk)
+    return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk,
+                     grad_only_src=gonly_src, grad_only_fn=gonly_fn)
 
 
 __all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "load_primal", "fence"]

@@ -1,0 +1,182 @@
+"""Optimize: clean-ups on the generated function that Numba/LLVM cannot do for us.
+
+* ``dead_code``: mark-and-sweep over the structured body; a gradient-only variant
+  drops the forward work that only served the returned value.
+* ``merge_accumulations``: in each straight-line run, ``dx[i] += a; ...; dx[i] += b``
+  becomes one ``dx[i] += a + b`` after the scalar work.  Numba cannot prove that
+  ``dx`` and ``x`` do not alias, so every store would otherwise force reloads.
+
+Before::                                 After::
+
+    _dt3 = _dt2 * x[i]                       _dt3 = _dt2 * x[i]
+    dx[i] += _dt3                            _dt4 = _dt2 * x[i]
+    _dt4 = _dt2 * x[i]                       dx[i] += _dt3 + _dt4
+    dx[i] += _dt4
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx,
+                                                                                   ast.Load)}
+
+
+def _defines(s: ast.stmt) -> set[str]:
+    """Names a simple statement defines (array names for element writes, tapes for pushes)."""
+    if isinstance(s, ast.Assign):
+        out = set()
+        for t in s.targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    out.add(n.id)
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                out.add(t.value.id)
+        return out
+    if isinstance(s, ast.AugAssign):
+        t = s.target
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return {t.value.id}
+        if isinstance(t, ast.Name):
+            return {t.id}
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        f = s.value.func
+        if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name):
+            return {f.value.id}
+    return set()
+
+
+def _pure(s: ast.stmt) -> bool:
+    if isinstance(s, (ast.Assign, ast.AugAssign)):
+        return True
+    if isinstance(s, ast.Expr):
+        return bool(_defines(s))
+    return isinstance(s, ast.Pass)
+
+
+def dead_code(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Remove statements whose results nothing live reads (the final return is live)."""
+    live: set[str] = set()
+    for s in body:
+        if isinstance(s, ast.Return):
+            live |= _loads(s)
+    changed = True
+    keep: set[int] = set()
+    while changed:
+        changed = False
+        for s in _walk(body):
+            if id(s) in keep:
+                continue
+            if _is_live(s, live, keep):
+                keep.add(id(s))
+                live |= _needs(s)
+                changed = True
+    return _sweep(body, keep)
+
+
+def _walk(stmts):
+    for s in stmts:
+        yield s
+        for f in ("body", "orelse"):
+            yield from _walk(getattr(s, f, []) or [])
+
+
+def _needs(s: ast.stmt) -> set[str]:
+    if isinstance(s, (ast.For,)):
+        return _loads(s.iter)
+    if isinstance(s, (ast.If, ast.While)):
+        return _loads(s.test)
+    out = _loads(s)
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+        out.add(s.target.id)
+    return out
+
+
+def _is_live(s: ast.stmt, live: set[str], keep: set[int]) -> bool:
+    if isinstance(s, (ast.For, ast.While, ast.If)):
+        return any(id(x) in keep for x in _walk(s.body + s.orelse))
+    if isinstance(s, ast.Break):
+        return True
+    if not _pure(s):
+        return True
+    return bool(_defines(s) & live)
+
+
+def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            out.append(s)
+            continue
+        if id(s) not in keep and not isinstance(s, ast.Return):
+            continue
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub:
+                setattr(s, f, _sweep(sub, keep))
+        if isinstance(s, (ast.For, ast.While)) and not s.body:
+            continue
+        if isinstance(s, ast.If) and not s.body:
+            s.body = [ast.Pass()]
+        out.append(s)
+    return out
+
+
+def merge_accumulations(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Sink and merge element accumulations ``a[idx] += e`` to the end of straight runs."""
+    out: list[ast.stmt] = []
+    run: list[ast.stmt] = []
+    for s in stmts:
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub:
+                setattr(s, f, merge_accumulations(sub))
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr)):
+            run.append(s)
+        else:
+            out += _merge_run(run)
+            run = []
+            out.append(s)
+    out += _merge_run(run)
+    return out
+
+
+def _merge_run(run: list[ast.stmt]) -> list[ast.stmt]:
+    pending: dict[str, tuple[ast.AugAssign, list[ast.expr]]] = {}
+    order: list[str] = []
+    head: list[ast.stmt] = []
+    for s in run:
+        if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name)):
+            key = ast.unparse(s.target)
+            base = s.target.value.id
+            idx_names = _loads(s.target.slice)
+            # a later statement may not touch the array or change the index names
+            if key in pending:
+                pending[key][1].append(s.value)
+            else:
+                pending[key] = (s, [s.value])
+                order.append(key)
+            s._jg_base, s._jg_idx = base, idx_names
+            continue
+        touched = _loads(s) | _defines(s)
+        flush = [k for k in order if pending[k][0]._jg_base in touched
+                 or pending[k][0]._jg_idx & _defines(s)
+                 or _loads(ast.Module(body=[ast.Expr(value=v) for v in pending[k][1]],
+                                      type_ignores=[])) & _defines(s)]
+        for k in flush:
+            head.append(_emit(*pending.pop(k)))
+            order.remove(k)
+        head.append(s)
+    for k in order:
+        head.append(_emit(*pending[k]))
+    return head
+
+
+def _emit(s: ast.AugAssign, values: list[ast.expr]) -> ast.AugAssign:
+    total = values[0]
+    for v in values[1:]:
+        total = ast.BinOp(left=total, op=ast.Add(), right=v)
+    return ast.AugAssign(target=s.target, op=ast.Add(), value=total)
