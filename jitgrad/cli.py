@@ -218,6 +218,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 def cmd_check(ns: argparse.Namespace) -> int:
     """Compare the compiled gradient with central finite differences; 1 if any fails."""
+    from .errors import JitError
     from .runtime.checks import gradcheck_report
 
     obj = load_target(ns.target)
@@ -230,8 +231,17 @@ def cmd_check(ns: argparse.Namespace) -> int:
     positions = diff.wrt_positions
     grads = diff.grad(*(_copy(a) for a in args))
     grads = (grads,) if diff.single else tuple(grads)
-    # finite differences of the user's own function (a Numba dispatcher stays compiled)
-    reference = obj if not _is_jitgrad_object(obj) else func
+    # finite differences of the primal: the user's Numba dispatcher as it is, else the
+    # function compiled by jitgrad (plain Python with --no-jit)
+    reference: Callable[..., Any] = func
+    if _is_numba_dispatcher(obj):
+        reference = obj
+    elif diff.jit:
+        try:
+            diff(*(_copy(a) for a in args))
+            reference = diff
+        except JitError:  # e.g. it calls a plain-Python primitive that has a rule
+            reference = func
 
     def f_wrt(*xs: Any) -> Any:
         full = [_copy(a) for a in args]
@@ -265,10 +275,8 @@ def cmd_check(ns: argparse.Namespace) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
-def _is_jitgrad_object(obj: Any) -> bool:
-    from .api import Differentiated, GradFunction
-
-    return isinstance(obj, (Differentiated, GradFunction))
+def _is_numba_dispatcher(obj: Any) -> bool:
+    return hasattr(obj, "py_func") and type(obj).__module__.startswith("numba")
 
 
 # --- parser and entry point ------------------------------------------------------------
@@ -324,7 +332,7 @@ def _describe(e: BaseException) -> str:
     if isinstance(e, TransformError):
         return f"cannot differentiate: {e}"
     if isinstance(e, JitError):
-        return f"Numba could not compile the generated code: {e}"
+        return str(e)
     if isinstance(e, SyntaxError):
         return f"syntax error in {e.filename}:{e.lineno}: {e.msg}"
     return f"{type(e).__name__}: {e}"

@@ -1,4 +1,4 @@
-"""Every script in examples/ runs to completion and prints what it promises.
+"""Every script in examples/ runs to completion and prints what it promises; docs build.
 
 Each example runs in its own subprocess, as a user would run it
 (``python examples/X.py``), and finishes in a few seconds.
@@ -81,6 +81,15 @@ def test_custom_rule() -> None:
     assert_decreasing(numbers_after("loss", out.split("rule :")[0]), factor=4)
     assert "rule : loss 800.0  gradient [1.]" in out
     assert "naive: loss inf  gradient [nan]" in out
+
+
+def test_docs_build_strict(tmp_path: Path) -> None:
+    """The MkDocs site builds with no warnings (broken links, missing nav pages)."""
+    pytest.importorskip("mkdocs")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+                        "-d", str(tmp_path / "site")], cwd=REPO, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))

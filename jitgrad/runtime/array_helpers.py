@@ -293,7 +293,7 @@ def _ol_reshape_like(dy, x):
 
 def transpose_back(dy, axes):
     """Undo ``np.transpose(x, axes)`` on the gradient ``dy``."""
-    return np.transpose(dy, None if axes is None else np.argsort(axes))
+    return np.transpose(dy, None if axes is None else np.argsort(np.mod(axes, np.ndim(dy))))
 
 
 @overload(transpose_back)
@@ -412,7 +412,8 @@ def select(cond, dy):
     The pullback of a choice (``where``, ``clip``): only the taken side's mask
     touches ``dy``, so an inf or NaN on the untaken side never reaches it.
     """
-    return np.where(cond, dy, np.zeros_like(dy))
+    out = np.where(cond, dy, np.zeros_like(dy))
+    return out if out.ndim else out[()]
 
 
 @overload(select)
@@ -423,8 +424,8 @@ def _ol_select(cond, dy):
         return lambda cond, dy: dy.copy() if cond else np.zeros_like(dy)
     if isinstance(cond, types.Array):
         raise TypingError("select: an array condition needs an array gradient")
-    zero = dy(0)
-    return lambda cond, dy: dy if cond else zero
+    scalar = dy  # a Numba number type, called inside compiled code to make a typed zero
+    return lambda cond, dy: dy if cond else scalar(0)
 
 
 # --- linear algebra ------------------------------------------------------------
@@ -444,21 +445,21 @@ _DOT_GRAD_B = {
 }
 
 
-def _dot_impl(table, a, b, where: str):
+def _dot_impl(table, a, b, where: str, error=TypingError):
     impl = table.get((a.ndim, b.ndim))
     if impl is None:
-        raise TypingError(f"{where}: supports 1-d and 2-d operands, got {a.ndim}-d and {b.ndim}-d")
+        raise error(f"{where}: supports 1-d and 2-d operands, got {a.ndim}-d and {b.ndim}-d")
     return impl
 
 
 def dot_grad_a(dy, a, b):
     """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``a``, 1-d/2-d operands."""
-    return _dot_impl(_DOT_GRAD_A, np.asarray(a), np.asarray(b), "dot_grad_a")(dy, a, b)
+    return _dot_impl(_DOT_GRAD_A, np.asarray(a), np.asarray(b), "dot_grad_a", ValueError)(dy, a, b)
 
 
 def dot_grad_b(dy, a, b):
     """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``b``, 1-d/2-d operands."""
-    return _dot_impl(_DOT_GRAD_B, np.asarray(a), np.asarray(b), "dot_grad_b")(dy, a, b)
+    return _dot_impl(_DOT_GRAD_B, np.asarray(a), np.asarray(b), "dot_grad_b", ValueError)(dy, a, b)
 
 
 @overload(dot_grad_a)

@@ -105,6 +105,10 @@ class Analysis:
                 return True
         return False
 
+    def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
+        """Is ``n`` (re)defined by a statement strictly between ``a`` and ``b``?"""
+        return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.defs.get(n, ()))
+
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:
         """``n`` is the index of a loop around ``s`` that nothing else redefines."""
         for loop in reversed(self.enclosing_loops(s)):
@@ -120,6 +124,7 @@ def _number(body: list[ast.stmt], an: Analysis) -> None:
     def visit(stmts, loops):
         for s in stmts:
             s._jg_pos = counter[0]
+            s._jg_block = id(stmts)
             counter[0] += 1
             an.loops_of[id(s)] = list(loops)
             inner = loops + [s] if isinstance(s, (ast.For, ast.While)) else loops

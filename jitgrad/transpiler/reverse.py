@@ -200,7 +200,7 @@ class Reverser:
                     need = False
             if not need:
                 continue
-            again = self.recompute(n, s)
+            again = self.recompute(n, s, restored)
             if again is not None:
                 fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                 mapping[n] = fresh
@@ -230,7 +230,8 @@ class Reverser:
             rev[:] = [rename(x, mapping) for x in rev]
         return pops
 
-    def recompute(self, n: str, s: ast.stmt, depth: int = 0) -> ast.expr | None:
+    def recompute(self, n: str, s: ast.stmt, restored: set[str] = frozenset(),
+                  depth: int = 0) -> ast.expr | None:
         """An expression giving ``n`` again in the adjoint of ``s``, instead of a tape.
 
         Cheap definitions qualify: element reads of arrays that are never written,
@@ -238,7 +239,7 @@ class Reverser:
         """
         defs = self.an.defs.get(n, [])
         if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
-                or not isinstance(defs[0].targets[0], ast.Name) or depth > 3:
+                or not isinstance(defs[0].targets[0], ast.Name) or depth > 6:
             return None
         d = defs[0]
         same = self.an.enclosing_loops(d) == self.an.enclosing_loops(s)
@@ -254,7 +255,10 @@ class Reverser:
             if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
                     m.id, d, include_self=False):
                 return name(m.id)
-            return self.recompute(m.id, s, depth + 1)
+            if (m.id in restored and d._jg_block == s._jg_block
+                    and not self.an.defined_between(m.id, d, s) and m.id not in _own_defs(s)):
+                return name(m.id)  # a later statement restores it to its value here
+            return self.recompute(m.id, s, restored, depth + 1)
 
         if _int_arith(v, self.an):
             for m in ast.walk(v):
