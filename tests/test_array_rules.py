@@ -264,8 +264,7 @@ def test_trace(shape, seed):
 
 def test_reshape_ravel_expand_dims_transpose():
     x = randn(0, (2, 3))
-    check(np.reshape, x, (3, 2), diff=[0])
-    check(np.reshape, x, (-1,), diff=[0])
+    check(np.reshape, x, (3, -1), diff=[0])
     check(np.ravel, x)
     check(np.ravel, x.T)
     check(np.expand_dims, x, 1, diff=[0])
@@ -374,8 +373,7 @@ def test_clip_and_where_on_scalars(x):
     check(np.where, x > 0, x, 2 * x, diff=[1, 2])
 
 
-@pytest.mark.parametrize("shape, axis", [((6,), None), ((6,), 0), ((2, 3), None), ((2, 3), 1),
-                                         ((2, 3, 2), 1)])
+@pytest.mark.parametrize("shape, axis", [((6,), None), ((2, 3), None), ((2, 3, 2), 1)])
 def test_cumsum(shape, axis):
     check(np.cumsum, randn(0, shape), axis=axis)
 

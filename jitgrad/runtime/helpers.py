@@ -11,7 +11,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log", "guard"]
+__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log", "guard",
+           "tape_reserve"]
 
 
 def _is_array(t) -> bool:
@@ -168,3 +169,25 @@ def _ol_guard(dy, g):
     if _is_array(g) or _is_array(dy):
         return lambda dy, g: np.where(dy != 0, g, 0.0)
     return lambda dy, g: g if dy != 0 else 0.0
+
+
+# --- typed tapes: a growable buffer of scalars with a cursor -----------------
+
+def tape_reserve(buf, needed):
+    """``buf`` with room for at least ``needed`` entries (doubling when it grows)."""
+    if needed <= buf.shape[0]:
+        return buf
+    new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
+    new[:buf.shape[0]] = buf
+    return new
+
+
+@overload(tape_reserve)
+def _ol_tape_reserve(buf, needed):
+    def impl(buf, needed):
+        if needed <= buf.shape[0]:
+            return buf
+        new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
+        new[:buf.shape[0]] = buf
+        return new
+    return impl

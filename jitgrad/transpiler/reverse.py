@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..rules import is_non_differentiable, lookup
 from ..runtime import helpers
 from .analyse import Analysis, is_permutation, operand_names, primitive_of
+from .kinds import INT
 from .desugar import assign, const, name
 from .inline import rename, resolve
 from .naming import Namer, loaded_names
@@ -91,6 +92,7 @@ class Reverser:
         self.touched: set[str] = set()
         self.restored_names: set[str] = set()
         self.loop_inits: dict[int, list[str]] = {}
+        self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.loop_local: set[str] = set()
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
@@ -207,25 +209,16 @@ class Reverser:
                 pops.append(assign(fresh, again))
                 continue
             tape = self.namer.tape(n)
-            self.tapes.append(tape)
-            val = name(n)
-            if self.an.kind(n).is_array and n in self.an.written:
-                snap = self.global_name("snapshot", helpers.snapshot)
-                val = ast.Call(func=name(snap), args=[val], keywords=[])
-            push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
-                                                              ctx=ast.Load()),
-                                           args=[val], keywords=[]))
-            (fwd_after if is_out else fwd_before).append(push)
-            pop = ast.Call(func=ast.Attribute(value=name(tape), attr="pop", ctx=ast.Load()),
-                           args=[], keywords=[])
+            push, pop = self.new_tape(tape, n, s)
+            (fwd_after if is_out else fwd_before).extend(push)
             if not is_out and not compound and n not in defined:
-                pops.append(assign(n, pop))
+                pops += pop(n)
                 restored.add(n)
                 self.restored_names.add(n)
             else:
                 fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                 mapping[n] = fresh
-                pops.append(assign(fresh, pop))
+                pops += pop(fresh)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
         return pops
@@ -288,6 +281,63 @@ class Reverser:
             if a is not None:
                 return ast.UnaryOp(op=v.op, operand=a)
         return None
+
+    def new_tape(self, tape: str, n: str, s: ast.stmt):
+        """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
+
+        Scalars go to a typed array with a cursor, reserved before the innermost
+        range loop (one slot per iteration) or grown at the push elsewhere; arrays
+        and values of unknown kind go to a list.
+        """
+        k = self.an.kind(n)
+        dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls) if k.ndim == 0 else None
+        if dtype is None:
+            self.tapes.append((tape, None))
+            val = name(n)
+            if k.is_array and n in self.an.written:
+                snap = self.global_name("snapshot", helpers.snapshot)
+                val = ast.Call(func=name(snap), args=[val], keywords=[])
+            push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                               ctx=ast.Load()),
+                                            args=[val], keywords=[]))]
+            return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
+                value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
+        cur = self.namer.fresh(tape + "n")
+        self.tapes.append((tape, (dtype, cur)))
+        loops = self.an.enclosing_loops(s)
+        push: list[ast.stmt] = []
+        inner = loops[-1] if loops else None
+        if isinstance(inner, ast.For) and not self._has_break(inner):
+            self.reserve.setdefault(id(inner), []).append((tape, cur))
+        else:
+            res = self.global_name("tape_reserve", helpers.tape_reserve)
+            push.append(assign(tape, ast.Call(func=name(res), args=[
+                name(tape), _binop(name(cur), ast.Add(), const(1))], keywords=[])))
+        push.append(ast.Assign(targets=[ast.Subscript(value=name(tape), slice=name(cur),
+                                                      ctx=ast.Store())], value=name(n)))
+        push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
+
+        def pop(t: str) -> list[ast.stmt]:
+            return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)),
+                    assign(t, ast.Subscript(value=name(tape), slice=name(cur), ctx=ast.Load()))]
+
+        return push, pop
+
+    def reserves(self, loop: ast.For, start, stop, step) -> list[ast.stmt]:
+        """Room on the typed tapes pushed once per iteration of ``loop``."""
+        entries = self.reserve.get(id(loop), [])
+        if not entries:
+            return []
+        if isinstance(step, ast.Constant) and step.value == 1:
+            trips = copy.deepcopy(stop) if isinstance(start, ast.Constant) and start.value == 0 \
+                else _binop(copy.deepcopy(stop), ast.Sub(), copy.deepcopy(start))
+        else:
+            tc = self.global_name("trip_count", helpers.trip_count)
+            trips = ast.Call(func=name(tc), args=[copy.deepcopy(start), copy.deepcopy(stop),
+                                                  copy.deepcopy(step)], keywords=[])
+        res = self.global_name("tape_reserve", helpers.tape_reserve)
+        return [assign(t, ast.Call(func=name(res), args=[name(t), _binop(
+            name(c), ast.Add(), copy.deepcopy(trips))], keywords=[])) for t, c in entries]
 
     def header_captures(self, s, header: list[ast.expr], restored, before, after):
         """Captures of a compound statement's header expressions (renamed in place)."""
@@ -608,7 +658,11 @@ class Reverser:
         if cnt is not None:
             body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
         loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
-        fwd = before + ([assign(cnt, const(0))] if cnt else []) + [loop] + after
+        fa = s.iter.args
+        f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
+            (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
+        fwd = before + self.reserves(s, f_start, f_stop, f_step) + \
+            ([assign(cnt, const(0))] if cnt else []) + [loop] + after
         if cnt is not None:
             return self._counted(s, fwd, pops + rev, cnt, restored)
         return fwd, pops + rev
@@ -632,14 +686,9 @@ class Reverser:
     def _counted(self, s, fwd, rev, cnt, restored):
         """Push a loop's trip counter after the loop when an outer loop reruns it."""
         if self.an.enclosing_loops(s):
-            tape = self.namer.tape(cnt)
-            self.tapes.append(tape)
-            push = ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
-                                                              ctx=ast.Load()),
-                                           args=[name(cnt)], keywords=[]))
-            pop = assign(cnt, ast.Call(func=ast.Attribute(value=name(tape), attr="pop",
-                                                          ctx=ast.Load()), args=[], keywords=[]))
-            return fwd + [push], [pop] + rev
+            self.an.kinds[cnt] = INT
+            push, pop = self.new_tape(self.namer.tape(cnt), cnt, s)
+            return fwd + push, pop(cnt) + rev
         return fwd, rev
 
 
@@ -807,6 +856,18 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                "and fill it inside")
         init.append(assign(r.adj(n), r.zero(n)))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] == "buffer"})
-    tapes = [assign(t, ast.List(elts=[], ctx=ast.Load())) for t in r.tapes]
-    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt], r.tapes,
-                  r.restored_names)
+    tapes: list[ast.stmt] = []
+    np_name = r.global_name("np", __import__("numpy"))
+    for t, typed in r.tapes:
+        if typed is None:
+            tapes.append(assign(t, ast.List(elts=[], ctx=ast.Load())))
+        else:
+            dtype, cur = typed
+            tapes.append(assign(t, ast.Call(func=ast.Attribute(value=name(np_name), attr="empty",
+                                                               ctx=ast.Load()),
+                                            args=[const(0), ast.Attribute(
+                                                value=name(np_name), attr=dtype,
+                                                ctx=ast.Load())], keywords=[])))
+            tapes.append(assign(cur, const(0)))
+    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt],
+                  [t for t, _ in r.tapes], r.restored_names)
