@@ -106,3 +106,10 @@ def uses_nonlocal_walrus(x):
     if (y := x * 2) > 1:
         return y
     return x
+
+
+def uses_view_write(x):
+    y = x.copy()
+    w = y[1:]
+    w[0] = x[0] * 3.0
+    return y[1] * 2.0

@@ -16,6 +16,7 @@ REFUSED = [
     (B.uses_recursion, (1.0, 2), "recursion"), (B.uses_alias_write, (np.ones(3),), "alias"),
     (B.uses_unknown_function, (np.ones(3),), "no gradient rule"),
     (B.uses_nonlocal_walrus, (1.0,), ":="),
+    (B.uses_view_write, (np.ones(3),), "view"),
 ]
 
 

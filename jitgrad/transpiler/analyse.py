@@ -78,6 +78,7 @@ class Analysis:
     modes: dict[str, str]
     defs: dict[str, list[ast.stmt]] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
+    aliases: dict[str, set[str]] = field(default_factory=dict)
     loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
     top_defined: set[str] = field(default_factory=set)
 
@@ -180,6 +181,12 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
         an.top_defined.update(_stmt_defs(s))
     # names swapped with a written array are written too (they share its buffer)
     perms = [[e.id for e in s.targets[0].elts] for s in stmts if is_permutation(s)]
+    for p in perms:
+        group = set(p)
+        for n in p:
+            group |= an.aliases.get(n, set())
+        for n in group:
+            an.aliases[n] = group
     grown = True
     while grown:
         grown = False
@@ -214,8 +221,43 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                             useful.add(x)
                             changed = True
     an.active = {n for n in varied & useful if diff(n)}
+    _check_views(stmts, an, parsed)
     _modes(body, an, args, returns)
     return an
+
+
+_VIEW_FUNCS = {np.reshape, np.ravel, np.transpose}
+
+
+def _check_views(stmts, an: Analysis, parsed) -> None:
+    """Refuse in-place writes that a view would see: the adjoints would not follow."""
+    for s in stmts:
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
+            continue
+        t, v = s.targets[0].id, s.value
+        base = None
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                and an.kind(t).is_array:
+            base = v.value.id
+        elif isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name):
+            base = v.value.id
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                and v.func.attr in ("reshape", "ravel", "transpose") \
+                and isinstance(v.func.value, ast.Name):
+            base = v.func.value.id
+        if base is None or not ({t, base} & an.active):
+            continue
+        if t in an.written:
+            raise parsed.error(
+                f"'{t}' is a view of '{base}' and is written in place; jitgrad cannot "
+                "follow writes through views", s,
+                f"take a copy ('{t} = {ast.unparse(v)}.copy()') or write into '{base}' directly")
+        if base in an.written:
+            # the view sees the base's writes: tape copies of it, never recompute from it
+            an.written.add(t)
+            group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
+            for n in group:
+                an.aliases[n] = group
 
 
 def _flows(s: ast.stmt, env: dict):

@@ -262,8 +262,8 @@ class Reverser:
             return copy.deepcopy(v)
         if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
             base = v.value.id
-            if base in self.an.written or self.an.may_redefine_after(base, d,
-                                                                     include_self=False):
+            group = self.an.aliases.get(base, {base})
+            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
                 return None
             for m in ast.walk(v.slice):
                 if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
