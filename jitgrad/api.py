@@ -71,6 +71,9 @@ class Differentiated:
                 wrt = [self.params[i] for i in self.wrt_positions]
                 gen = transform(self._prep(), wrt, kinds)
                 if self.jit:
+                    for c in gen.callables:  # functions hooks call run compiled too
+                        if inspect.isfunction(gen.namespace.get(c)):
+                            gen.namespace[c] = emit.njit(gen.namespace[c])
                     gen.jitted = emit.njit(gen.grad_fn)
                     gen.grad_only_jitted = emit.njit(gen.grad_only_fn)
                 self._cache[key] = gen
@@ -83,7 +86,9 @@ class Differentiated:
         if self.jit:
             fn, src = (gen.jitted, gen.grad_src) if value else (gen.grad_only_jitted,
                                                                 gen.grad_only_src)
-            return emit.call_compiled(fn, src, (*args, dy))
+            hint = ("hook functions must be Numba-compilable with jit=True "
+                    f"({', '.join(sorted(gen.callables))})" if gen.callables else "")
+            return emit.call_compiled(fn, src, (*args, dy), hint)
         return (gen.grad_fn if value else gen.grad_only_fn)(*args, dy)
 
     # --- public ---------------------------------------------------------------------

@@ -6,6 +6,7 @@ Each example runs in its own subprocess, as a user would run it
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+DOCS = REPO / "docs"
 
 
 def run_example(name: str) -> str:
@@ -92,6 +94,74 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+# --- generated code quoted in the docs ----------------------------------------------------
+#
+# A block after ``<!-- source: NAME -->`` defines a function; a block after
+# ``<!-- generated: NAME stage=STAGE args=EXPR -->`` must be exactly
+# ``NAME.source(*(EXPR), stage=STAGE)``.  When the transpiler's output changes, refresh
+# the quoted code with:   python tests/test_examples.py --update-docs
+
+_BLOCK = r"<!-- {kind}: (?P<head>[^>]*?) -->\n```python\n(?P<code>.*?)```"
+
+
+def _doc_functions(text: str, where: Path) -> dict:
+    sources = [m.group("code") for m in re.finditer(_BLOCK.format(kind="source"), text, re.S)]
+    path = where / "doc_functions.py"
+    path.write_text("import math\n\nimport numpy as np\n\nimport jitgrad as jg\n\n\n"
+                    + "\n\n".join(sources))
+    spec = importlib.util.spec_from_file_location(f"_doc_functions_{abs(hash(where))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return vars(module)
+
+
+def _generated_blocks(text: str, where: Path) -> list[tuple[re.Match, str]]:
+    """(match, the code jitgrad generates now) for every generated block of ``text``."""
+    import numpy as np
+
+    namespace = _doc_functions(text, where)
+    out = []
+    for m in re.finditer(_BLOCK.format(kind="generated"), text, re.S):
+        name, stage, args = re.fullmatch(r"(\w+) stage=(\w+) args=(.*)", m.group("head")).groups()
+        example = eval(f"({args},)", {"np": np, "math": __import__("math")})
+        out.append((m, namespace[name].source(*example, stage=stage).rstrip("\n") + "\n"))
+    return out
+
+
+def _doc_pages() -> list[Path]:
+    return [p for p in sorted(DOCS.glob("*.md")) if "<!-- generated:" in p.read_text()]
+
+
+@pytest.mark.parametrize("page", _doc_pages(), ids=lambda p: p.name)
+def test_docs_quote_current_generated_code(page: Path, tmp_path: Path) -> None:
+    text = page.read_text()
+    for m, now in _generated_blocks(text, tmp_path):
+        assert m.group("code") == now, (
+            f"docs/{page.name}: the code quoted after '<!-- generated: {m.group('head')} -->' "
+            "is not what jitgrad generates now; run: python tests/test_examples.py --update-docs")
+
+
+def update_docs() -> None:
+    """Rewrite every generated block in docs/ with the code jitgrad generates now."""
+    import tempfile
+
+    for page in _doc_pages():
+        text = page.read_text()
+        with tempfile.TemporaryDirectory() as where:
+            blocks = _generated_blocks(text, Path(where))
+        for m, now in reversed(blocks):
+            text = text[:m.start("code")] + now + text[m.end("code"):]
+        page.write_text(text)
+        print(f"updated {len(blocks)} block(s) in docs/{page.name}")
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
 def test_every_example_is_covered(name: str) -> None:
     assert f"test_{Path(name).stem}" in globals(), f"examples/{name} has no test here"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update-docs"]:
+        update_docs()
+    else:
+        sys.exit("usage: python tests/test_examples.py --update-docs")

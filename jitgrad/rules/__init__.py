@@ -1,6 +1,6 @@
 """Gradient rules: the registry and the built-in rule tables (imported for their effect)."""
 
-from . import arrays, elementwise, operators  # noqa: F401  (register built-in rules)
+from . import arrays, elementwise, operators, transpiled  # noqa: F401  (built-in rules)
 from .registry import (
     Rule,
     grad_rule,

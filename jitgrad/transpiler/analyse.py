@@ -79,6 +79,8 @@ class Analysis:
     defs: dict[str, list[ast.stmt]] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
     aliases: dict[str, set[str]] = field(default_factory=dict)
+    uses: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    returned: set[str] = field(default_factory=set)
     loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
     top_defined: set[str] = field(default_factory=set)
 
@@ -103,6 +105,18 @@ class Analysis:
                     return True
                 continue
             if loops & {id(x) for x in self.enclosing_loops(d)}:
+                return True
+        return False
+
+    def used_after(self, n: str, s: ast.stmt) -> bool:
+        """May ``n`` be read after ``s`` (later statement, next iteration, or the return)?"""
+        if n in self.returned:
+            return True
+        loops = {id(x) for x in self.enclosing_loops(s)}
+        for u in self.uses.get(n, ()):
+            if u is s:
+                continue
+            if u._jg_pos > s._jg_end or loops & {id(x) for x in self.enclosing_loops(u)}:
                 return True
         return False
 
@@ -134,6 +148,17 @@ def _number(body: list[ast.stmt], an: Analysis) -> None:
             s._jg_end = counter[0] - 1
 
     visit(body, [])
+
+
+def flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """A block with checkpointed regions opened up (they run unconditionally)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
+            out += flat_body(s.body)
+        else:
+            out.append(s)
+    return out
 
 
 def _stmt_defs(s: ast.stmt) -> list[str]:
@@ -177,8 +202,20 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             t = s.targets[0] if isinstance(s, ast.Assign) else s.target
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
-    for s in body:
+    for s in flat_body(body):
         an.top_defined.update(_stmt_defs(s))
+    for s in stmts:
+        if isinstance(s, ast.For):
+            parts = [s.iter]
+        elif isinstance(s, (ast.If, ast.While)):
+            parts = [s.test]
+        else:
+            parts = [s]
+        for p in parts:
+            for n in ast.walk(p):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    an.uses.setdefault(n.id, []).append(s)
+    an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
     # names swapped with a written array are written too (they share its buffer)
     perms = [[e.id for e in s.targets[0].elts] for s in stmts if is_permutation(s)]
     for p in perms:

@@ -48,7 +48,7 @@ def njit(fn: Any) -> Any:
     return numba.njit(fn)
 
 
-def call_compiled(jitted: Any, src: str, args: tuple) -> Any:
+def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
     """Call a Numba-compiled generated function, turning Numba failures into JitError."""
     from numba.core.errors import NumbaError
 
@@ -66,6 +66,7 @@ def call_compiled(jitted: Any, src: str, args: tuple) -> Any:
         first = text.strip().splitlines()
         summary = next((ln for ln in first if ln.strip() and "Failed in" not in ln), "")
         summary = re.sub(r"\x1b\[[0-9;]*m", "", summary).strip()
-        raise JitError(f"Numba could not compile the generated code: {summary}{where}\n"
+        extra = f"\n  note: {hint}" if hint else ""
+        raise JitError(f"Numba could not compile the generated code: {summary}{where}{extra}\n"
                        "  hint: call with jit=False to run the same code as plain Python, "
                        "and see .source() for the generated code") from None

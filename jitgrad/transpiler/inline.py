@@ -21,6 +21,7 @@ import types
 from typing import Any
 
 from ..rules import is_non_differentiable, lookup
+from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
@@ -114,12 +115,30 @@ class Inliner:
         class V(ast.NodeTransformer):
             def visit_Call(v, node: ast.Call):  # noqa: N805
                 v.generic_visit(node)
+                if resolve(node.func, parsed.env) is checkpoint:
+                    return self.checkpoint(node, parsed, pre)
                 fn = user_function(resolve(node.func, parsed.env))
                 if fn is None:
                     return node
                 return self.call(fn, node, parsed, pre)
 
         return V().visit(e)
+
+    def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
+        """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""
+        fn = user_function(resolve(node.args[0], parsed.env)) if node.args else None
+        if fn is None or node.keywords:
+            raise parsed.error("jg.checkpoint needs a module-level function and its "
+                               "arguments: jg.checkpoint(g, a, b)", node)
+        call = ast.copy_location(ast.Call(func=node.args[0], args=node.args[1:], keywords=[]),
+                                 node)
+        region: list[ast.stmt] = []
+        out = self.call(fn, call, parsed, region)
+        marker = ast.copy_location(ast.If(test=ast.Constant(value=True), body=region,
+                                          orelse=[]), node)
+        marker._jg_checkpoint = True
+        pre.append(marker)
+        return out
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
         if fn in self.stack:
@@ -160,8 +179,10 @@ class Inliner:
                 self.env.setdefault(free, obj)
         self.stack.append(fn)
         try:
-            body, rets = single_exit(helper, body, self.namer, keep_tail=False)
-            body = self.run(body, helper)
+            body, rets = single_exit(helper, body, self.namer, keep_tail=True)
+            body = self.run(body + [ast.Return(value=ast.Tuple(elts=rets, ctx=ast.Load()))],
+                            helper)
+            rets = list(body.pop().value.elts)
         finally:
             self.stack.pop()
         body = [rename(s, mapping) for s in body]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..rules import lookup
+from ..runtime.hooks import nobacksies
 from .inline import resolve
 
 _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
@@ -249,6 +250,11 @@ class KindInference:
             args = [self.expr(e.func.value), *args]
         if fn is None:
             return UNKNOWN
+        if fn is nobacksies and len(args) == 2:
+            return args[1]
+        rule = lookup(fn)
+        if rule is not None and "kind_of" in rule.meta and len(args) > rule.meta["kind_of"]:
+            return args[rule.meta["kind_of"]]
         first = args[0] if args else UNKNOWN
         cls_f = "f" if first.cls != "c" else "c"
         if fn in (builtins.len, builtins.int, builtins.round, math.floor, math.ceil,

@@ -198,6 +198,11 @@ class Normalizer:
                 new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
                 return out + self.assign_stmt(new_t, val, s)
             raise self.parsed.error("unsupported augmented assignment target", s)
+        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
+            region = ast.copy_location(ast.If(test=s.test, body=self.block(s.body) or
+                                              [ast.Pass()], orelse=[]), s)
+            region._jg_checkpoint = True
+            return [region]
         if isinstance(s, ast.If):
             test = self.test(s.test, out)
             out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or

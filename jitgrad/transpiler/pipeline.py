@@ -55,6 +55,7 @@ class Generated:
     grad_only_src: str = ""
     grad_only_fn: Any = None
     grad_only_jitted: Any = None
+    callables: set[str] = field(default_factory=set)
 
 
 def prepare(func: Any) -> Prepared:
@@ -138,7 +139,7 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     gonly_fn = emit.load(gonly_src, gonly_name, env, prep.parsed.func.__qualname__)
     rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]
     return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk,
-                     grad_only_src=gonly_src, grad_only_fn=gonly_fn)
+                     grad_only_src=gonly_src, grad_only_fn=gonly_fn, callables=sw.callables)
 
 
 __all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "load_primal", "fence"]

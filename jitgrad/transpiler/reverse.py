@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 
 from ..rules import is_non_differentiable, lookup
 from ..runtime import helpers
-from .analyse import Analysis, is_permutation, operand_names, primitive_of
+from ..runtime.hooks import hook, nobacksies
+from .analyse import (
+    Analysis,
+    flat_body,
+    is_permutation,
+    operand_names,
+    primitive_of,
+    walk_stmts,
+)
 from .kinds import INT
 from .desugar import assign, const, name
 from .inline import rename, resolve
@@ -35,6 +43,7 @@ class Sweeps:
     grads: list[str]
     tapes: list[str] = field(default_factory=list)
     restored: set[str] = field(default_factory=set)
+    callables: set[str] = field(default_factory=set)
 
 
 def _binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -93,6 +102,7 @@ class Reverser:
         self.restored_names: set[str] = set()
         self.loop_inits: dict[int, list[str]] = {}
         self.reserve: dict[int, list[tuple[str, str]]] = {}
+        self.callables: set[str] = set()
         self.loop_local: set[str] = set()
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
@@ -300,6 +310,7 @@ class Reverser:
             push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
                                                                ctx=ast.Load()),
                                             args=[val], keywords=[]))]
+            push[0]._jg_push = True
             return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
                 value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
         cur = self.namer.fresh(tape + "n")
@@ -316,6 +327,8 @@ class Reverser:
         push.append(ast.Assign(targets=[ast.Subscript(value=name(tape), slice=name(cur),
                                                       ctx=ast.Store())], value=name(n)))
         push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
+        for p in push:
+            p._jg_push = True
 
         def pop(t: str) -> list[ast.stmt]:
             return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)),
@@ -336,8 +349,11 @@ class Reverser:
             trips = ast.Call(func=name(tc), args=[copy.deepcopy(start), copy.deepcopy(stop),
                                                   copy.deepcopy(step)], keywords=[])
         res = self.global_name("tape_reserve", helpers.tape_reserve)
-        return [assign(t, ast.Call(func=name(res), args=[name(t), _binop(
+        out = [assign(t, ast.Call(func=name(res), args=[name(t), _binop(
             name(c), ast.Add(), copy.deepcopy(trips))], keywords=[])) for t, c in entries]
+        for x in out:
+            x._jg_push = True
+        return out
 
     def header_captures(self, s, header: list[ast.expr], restored, before, after):
         """Captures of a compound statement's header expressions (renamed in place)."""
@@ -370,6 +386,8 @@ class Reverser:
         return fwd, rev
 
     def stmt(self, s: ast.stmt, restored: set[str]):
+        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
+            return self.checkpoint_(s, restored)
         if isinstance(s, ast.If):
             return self.if_(s, restored)
         if isinstance(s, ast.For):
@@ -403,20 +421,32 @@ class Reverser:
             return [s], [ast.Assign(targets=[lhs], value=rhs)]
         if isinstance(t, ast.Subscript):
             return self.write(s, t, v, None, restored)
+        prim = primitive_of(v, self.env)
+        if prim is not None and prim[0] is nobacksies:
+            if len(prim[1]) == 2 and self.is_active(prim[1][1]):
+                msg = ast.unparse(prim[1][0])
+                raise self.parsed.error(f"nobacksies: {msg}", s,
+                                        "this value must not be differentiated through")
         if not isinstance(t, ast.Name) or t.id not in self.an.active:
-            return [s], []
+            return self.forward_only(s, prim), []
         tgt = t.id
         rev: list[ast.stmt] = []
         if not self.available(tgt):
-            return [s], []
+            return self.forward_only(s, prim), []
         dt = name(self.adj(tgt))
-        prim = primitive_of(v, self.env)
         if isinstance(v, ast.Constant) or not (set(_names(v)) & self.an.active) or (
                 prim is not None and prim[0] is not None and is_non_differentiable(prim[0])):
             self.reset(tgt, s, rev)
-            return self.finish(s, [s], rev, set(), restored)
+            return self.finish(s, self.forward_only(s, prim), rev, set(), restored)
         if isinstance(v, ast.Name):
             if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written):
+                if v.id != tgt and not self.an.used_after(v.id, s) and \
+                        v.id not in self.args:
+                    # a move (e.g. a helper returning the array it filled): both names are
+                    # one buffer, so their adjoints are one buffer too
+                    rev.append(assign(self.adj(v.id), dt))
+                    self.reset(tgt, s, rev)
+                    return self.finish(s, [s], rev, set(), restored)
                 raise self.parsed.error(
                     f"'{tgt} = {v.id}' makes two names share one array that is written in "
                     "place; jitgrad cannot follow that aliasing", s,
@@ -445,6 +475,28 @@ class Reverser:
             self.reset(tgt, s, rev)
             return self.finish(s, [s], rev, set(), restored)
         return self.call(s, tgt, v, restored)
+
+    def forward_only(self, s: ast.Assign, prim) -> list[ast.stmt]:
+        """The forward of a statement with no adjoint (rule forwards for non-library calls)."""
+        if prim is None or prim[0] is None or _library(prim[0]):
+            return [s]
+        fn, args, kw = prim
+        if fn is nobacksies and len(args) == 2:
+            return [ast.copy_location(ast.Assign(targets=s.targets, value=args[1]), s)]
+        rule = lookup(fn)
+        if rule is None or not isinstance(s.targets[0], ast.Name):
+            return [s]
+        tpl = template_of(rule)
+        inst = instantiate(tpl, args, kw, self.namer, self.global_name)
+        self.note_callables(fn, inst)
+        return self.forward_of(s, s.targets[0].id, s.value, fn, tpl, inst, operand_names(args))
+
+    def note_callables(self, fn, inst) -> None:
+        """Functions a hook will call in compiled code (the API compiles them with Numba)."""
+        if fn is hook:
+            f = inst.bound.get("fn")
+            if isinstance(f, ast.Name):
+                self.callables.add(f.id)
 
     def stash(self, tgt: str, operands: list[str], rev: list[ast.stmt]) -> ast.expr:
         """The incoming adjoint; copied aside when the statement also reads ``tgt``."""
@@ -496,6 +548,7 @@ class Reverser:
         tpl = template_of(rule)
         inst = instantiate(tpl, args, kw, self.namer, self.global_name)
         operands = operand_names(args)
+        self.note_callables(fn, inst)
         rev: list[ast.stmt] = []
         fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
         self.fwd_vars.update(inst.outputs)
@@ -585,6 +638,44 @@ class Reverser:
         return [s], []
 
     # --- control flow ------------------------------------------------------------
+
+    def checkpoint_(self, s: ast.If, restored):
+        """A checkpointed region: forward without tapes; the reverse reruns it, then its adjoint.
+
+        Only the region's inputs are taped (at entry); its own tapes live only while
+        the reverse sweep handles this region.
+        """
+        bf, br = self.block(s.body)
+        plain = _strip_pushes(copy.deepcopy(bf))
+        if not br:
+            return plain, []
+        inside = _all_defs(s)
+        self.restored_names |= inside  # the reverse sweep reruns the region
+        for x in walk_stmts(s.body):
+            t = x.targets[0] if isinstance(x, ast.Assign) else getattr(x, "target", None)
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and any(
+                    not (s._jg_pos <= d._jg_pos <= s._jg_end)
+                    for d in self.an.defs.get(t.value.id, [])
+                    if not isinstance(d, ast.For)):
+                raise self.parsed.error(
+                    f"a checkpointed function writes into '{t.value.id}', an array from "
+                    "outside it; rerunning it in the reverse sweep would write twice", x,
+                    "let the checkpointed function allocate and return its result")
+        reads = sorted(loaded_names(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
+        before: list[ast.stmt] = []
+        pops: list[ast.stmt] = []
+        for n in reads:
+            defs = self.an.defs.get(n, [])
+            outside = n in self.args or any(not (s._jg_pos <= d._jg_pos <= s._jg_end)
+                                            for d in defs)
+            if not outside:
+                continue
+            if n in inside or self.an.may_redefine_after(n, s, include_self=True):
+                push, pop = self.new_tape(self.namer.tape(n), n, s)
+                before += push
+                pops += pop(n)
+                self.restored_names.add(n)
+        return before + plain, pops + bf + br
 
     def if_(self, s: ast.If, restored):
         bf, br = self.block(s.body)
@@ -712,6 +803,20 @@ def _all_defs(s: ast.stmt) -> set[str]:
     return out
 
 
+def _strip_pushes(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The forward statements without tape pushes (for a checkpointed region)."""
+    out = []
+    for s in stmts:
+        if getattr(s, "_jg_push", False):
+            continue
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub:
+                setattr(s, f, _strip_pushes(sub) or [ast.Pass()])
+        out.append(s)
+    return out
+
+
 def _walk_values(e: ast.AST):
     """Nodes of ``e`` whose values matter (not inside len(...), x.shape and other queries)."""
     stack = [e]
@@ -833,7 +938,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                  for d in binds}
         if len(loops) == 1 and None not in loops and all(
                 an.enclosing_loops(d)[-1] is an.enclosing_loops(binds[0])[-1]
-                and d in an.enclosing_loops(d)[-1].body for d in binds):
+                and d in flat_body(an.enclosing_loops(d)[-1].body) for d in binds):
             r.loop_inits.setdefault(loops.pop(), []).append(n)
             r.loop_local.add(n)
     for n in args:
@@ -870,4 +975,4 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
     return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt],
-                  [t for t, _ in r.tapes], r.restored_names)
+                  [t for t, _ in r.tapes], r.restored_names, r.callables)

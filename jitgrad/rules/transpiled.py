@@ -1,0 +1,17 @@
+"""Rules the transpiler uses for jitgrad's own calls inside differentiated code.
+
+``jg.hook(fn, x)`` is the identity whose pullback passes the incoming gradient
+through ``fn``; ``jg.nobacksies(msg, x)`` is the identity whose gradient is refused.
+(``jg.checkpoint`` is a control construct, handled by the transpiler itself.)
+The runtime implements the same functions eagerly in ``runtime/hooks.py``.
+"""
+
+from ..runtime.hooks import hook
+from .registry import grad_rule
+
+
+@grad_rule(hook, kind_of=1)
+def hook_rule(fn, x):
+    def back(dy):
+        return (None, fn(dy))
+    return x, back
