@@ -36,6 +36,7 @@ class Differentiated:
         self.params = list(inspect.signature(self.func).parameters)
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
+        self._prepared_version = -1
         self._primal = None
         self._cache: dict[tuple, Generated] = {}
         self._lock = threading.Lock()
@@ -45,8 +46,13 @@ class Differentiated:
     # --- preparation and caching ------------------------------------------------
 
     def _prep(self) -> Prepared:
-        if self._prepared is None:
+        """The kind-independent passes, redone when a rule is registered (helpers may
+        become primitives)."""
+        version = rules.version()
+        if self._prepared is None or self._prepared_version != version:
             self._prepared = prepare(self.func)
+            self._prepared_version = version
+            self._primal = None
         return self._prepared
 
     def _check_args(self, args: tuple) -> None:
@@ -100,8 +106,16 @@ class Differentiated:
         if any(runtime.istracked(a) for a in args):
             return runtime.track_call(self._vjp_all, args)
         self._check_args(args)
+        prep = self._prep()
         if self._primal is None:
-            fn = load_primal(self._prep())
+            fn = load_primal(prep)
+            if self.jit:
+                ns = fn.__globals__
+                for n in list(ns):  # user primitives with rules are called: compile them too
+                    obj = ns[n]
+                    if inspect.isfunction(obj) and n in prep.primal_src and \
+                            rules.lookup(obj) is not None:
+                        ns[n] = emit.njit(obj)
             self._primal = emit.njit(fn) if self.jit else fn
         if self.jit:
             return emit.call_compiled(self._primal, self._prep().primal_src, args)
@@ -174,6 +188,7 @@ class Differentiated:
         floats = tuple(i for i, a in enumerate(args) if of_value(a).cls in ("f", "c"))
         other = Differentiated(self.func, wrt=floats if floats else (), jit=self.jit)
         other._prepared = self._prep()
+        other._prepared_version = self._prepared_version
         value, pb = other.vjp(*args)
 
         def pullback(dy):

@@ -113,3 +113,15 @@ def uses_view_write(x):
     w = y[1:]
     w[0] = x[0] * 3.0
     return y[1] * 2.0
+
+
+def uses_list_of_values(x):
+    values = [x, x * 2.0]
+    return values[0] + values[1]
+
+
+def uses_alias_then_sum(x):
+    y = x.copy()
+    z = y
+    z[0] = z[0] * 3.0
+    return np.sum(y)

@@ -17,6 +17,8 @@ REFUSED = [
     (B.uses_unknown_function, (np.ones(3),), "no gradient rule"),
     (B.uses_nonlocal_walrus, (1.0,), ":="),
     (B.uses_view_write, (np.ones(3),), "view"),
+    (B.uses_list_of_values, (0.7,), "lists and tuples"),
+    (B.uses_alias_then_sum, (np.ones(3),), "share one array"),
 ]
 
 
@@ -97,3 +99,32 @@ def test_state_survives_errors():
     with pytest.raises(jg.TransformError):
         jg.grad(B.uses_try)(1.0)
     assert np.isclose(jg.grad(C.helper_sq)(3.0), 6.0)
+
+
+def test_rule_registered_after_first_use_is_picked_up(tmp_path):
+    import importlib.util
+    import sys
+
+    src = (
+        "import numpy as np\n"
+        "def cube(x):\n    return x * x * x\n"
+        "def total(x):\n    s = 0.0\n    for i in range(len(x)):\n"
+        "        s += cube(x[i])\n    return s\n")
+    path = tmp_path / "late_rule.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("late_rule", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["late_rule"] = mod
+    spec.loader.exec_module(mod)
+    d = jg.differentiate(mod.total)
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(d.grad(x), 3 * x * x)
+
+    @jg.grad_rule(mod.cube)
+    def _cube(x):
+        def back(dy):
+            return (dy * 100.0,)
+        return x * x * x, back
+
+    np.testing.assert_allclose(d.grad(x), [100.0, 100.0])
+    np.testing.assert_allclose(d(x), 9.0)  # the primal calls the compiled primitive

@@ -56,9 +56,35 @@ def _pure(s: ast.stmt) -> bool:
     return isinstance(s, ast.Pass)
 
 
+_FRESH = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like",
+          "full_like", "copy", "array", "arange", "linspace"}
+
+
+def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
+    """Names only ever bound to newly allocated arrays (writes to them touch nothing else)."""
+    fresh: dict[str, bool] = {}
+    for s in _walk(body):
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        v = s.value
+                        ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
+                              and isinstance(v.func, ast.Attribute) and v.func.attr in _FRESH)
+                        fresh[n.id] = fresh.get(n.id, True) and ok
+        elif isinstance(s, ast.For):
+            fresh[s.target.id] = False
+    return {n for n, ok in fresh.items() if ok}
+
+
 def dead_code(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Remove statements whose results nothing live reads (the final return is live)."""
+    """Remove statements whose results nothing live reads (the final return is live).
+
+    Element writes stay unless their array is freshly allocated: another name may
+    share the array.
+    """
     live: set[str] = set()
+    fresh = _fresh_arrays(body)
     for s in body:
         if isinstance(s, ast.Return):
             live |= _loads(s)
@@ -69,7 +95,7 @@ def dead_code(body: list[ast.stmt]) -> list[ast.stmt]:
         for s in _walk(body):
             if id(s) in keep:
                 continue
-            if _is_live(s, live, keep):
+            if _is_live(s, live, keep, fresh):
                 keep.add(id(s))
                 live |= _needs(s)
                 changed = True
@@ -94,12 +120,16 @@ def _needs(s: ast.stmt) -> set[str]:
     return out
 
 
-def _is_live(s: ast.stmt, live: set[str], keep: set[int]) -> bool:
+def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str]) -> bool:
     if isinstance(s, (ast.For, ast.While, ast.If)):
         return any(id(x) in keep for x in _walk(s.body + s.orelse))
     if isinstance(s, ast.Break):
         return True
     if not _pure(s):
+        return True
+    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
+    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+            and t.value.id not in fresh and not t.value.id.startswith("_tape"):
         return True
     return bool(_defines(s) & live)
 

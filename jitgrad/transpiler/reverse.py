@@ -265,6 +265,8 @@ class Reverser:
 
         if _int_arith(v, self.an):
             for m in ast.walk(v):
+                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
+                    continue  # the function name in len(x)
                 if isinstance(m, ast.Name) and not (
                         self.an.recomputed_index(m.id, s)
                         or not self.an.may_redefine_after(m.id, d, include_self=False)):
@@ -838,8 +840,23 @@ def _library(fn) -> bool:
                                                "operator")
 
 
+def _shape_query(v: ast.expr) -> bool:
+    """``len(x)``, ``x.shape[k]``, ``x.size``: integers that depend only on a shape."""
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "len" \
+            and len(v.args) == 1 and isinstance(v.args[0], ast.Name):
+        return True
+    if isinstance(v, ast.Attribute) and v.attr in ("size", "ndim") \
+            and isinstance(v.value, ast.Name):
+        return True
+    return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
+            and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
+            and isinstance(v.slice, ast.Constant))
+
+
 def _int_arith(v: ast.expr, an: Analysis) -> bool:
     """Cheap integer arithmetic on names and constants (recomputed rather than taped)."""
+    if _shape_query(v):
+        return True
     if not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Name)):
         return False
     for m in ast.walk(v):
