@@ -1,9 +1,9 @@
 """Clear refusals: unsupported syntax and bad use raise errors that say where and what to do."""
 
+import corpus_bad as B
 import numpy as np
 import pytest
 
-import corpus_bad as B
 import jitgrad as jg
 
 REFUSED = [

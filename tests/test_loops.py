@@ -1,10 +1,10 @@
 """The control-flow corpus: every case against finite differences, jit and no-jit."""
 
+import corpus_loops as C
 import numpy as np
 import pytest
 from gradcheck import check_grad
 
-import corpus_loops as C
 import jitgrad as jg
 
 

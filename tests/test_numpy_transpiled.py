@@ -1,12 +1,12 @@
 """Issue 4 through the transpiler: whole-array NumPy, every element against finite differences."""
 
+import corpus_numpy as C
 import numpy as np
 import pytest
 from gradcheck import check_grad
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpus_numpy as C
 import jitgrad as jg
 
 R = np.random.default_rng(7)

@@ -1,12 +1,12 @@
 """Straight-line code: operators, math and NumPy elementwise rules, builtins, returns."""
 
+import corpus_straight as C
 import numpy as np
 import pytest
 from gradcheck import check_grad
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpus_straight as C
 import jitgrad as jg
 
 SCALAR_CASES = [
@@ -120,7 +120,7 @@ def test_user_rule_is_used():
         return x * x, back
 
     calls.append(1)
-    from corpus_rules import uses_mysq, set_fn
+    from corpus_rules import set_fn, uses_mysq
 
     set_fn(mysq)
     check_grad(uses_mysq, (0.9,), jit=False)

@@ -2,11 +2,11 @@
 
 import tracemalloc
 
+import corpus_runtime as R
 import numpy as np
 import pytest
 from gradcheck import check_grad
 
-import corpus_runtime as R
 import jitgrad as jg
 
 

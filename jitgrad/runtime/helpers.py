@@ -178,16 +178,11 @@ def tape_reserve(buf, needed):
     if needed <= buf.shape[0]:
         return buf
     new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
-    new[:buf.shape[0]] = buf
+    for k in range(buf.shape[0]):  # a loop: slice assignment costs Numba ~2 s to compile
+        new[k] = buf[k]
     return new
 
 
 @overload(tape_reserve)
 def _ol_tape_reserve(buf, needed):
-    def impl(buf, needed):
-        if needed <= buf.shape[0]:
-            return buf
-        new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
-        new[:buf.shape[0]] = buf
-        return new
-    return impl
+    return tape_reserve  # the Python twin compiles as it is

@@ -19,8 +19,8 @@ from .fence import fence
 from .inline import inline
 from .kinds import Kind, infer
 from .naming import Namer, names_in
-from .optimize import dead_code, merge_accumulations
 from .normalize import Normalizer
+from .optimize import dead_code, merge_accumulations
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
 

@@ -24,9 +24,9 @@ from .analyse import (
     primitive_of,
     walk_stmts,
 )
-from .kinds import INT
 from .desugar import assign, const, name
 from .inline import rename, resolve
+from .kinds import INT
 from .naming import Namer, loaded_names
 from .parse import Parsed
 from .template import instantiate, template_of
@@ -213,6 +213,9 @@ class Reverser:
             if not need:
                 continue
             again = self.recompute(n, s, restored)
+            if again is not None and sum(isinstance(x, (ast.BinOp, ast.Call))
+                                         for x in ast.walk(again)) > 16:
+                again = None  # cheaper to tape than to redo a big expression
             if again is not None:
                 fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                 mapping[n] = fresh
@@ -282,7 +285,12 @@ class Reverser:
                         and self.an.may_redefine_after(m.id, d, include_self=False):
                     return None
             return copy.deepcopy(v)
-        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult)) \
+        if isinstance(v, ast.Call) and not self.an.kind(n).is_array and not v.keywords \
+                and resolve(v.func, self.env) in _CHEAP:
+            args = [operand(a) for a in v.args]
+            if all(a is not None for a in args):
+                return ast.Call(func=copy.deepcopy(v.func), args=args, keywords=[])
+        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) \
                 and not self.an.kind(n).is_array:
             a, b = operand(v.left), operand(v.right)
             if a is not None and b is not None:
@@ -838,6 +846,18 @@ def _library(fn) -> bool:
     mod = (getattr(fn, "__module__", None) or "").split(".")[0]
     return isinstance(fn, np.ufunc) or mod in ("numpy", "math", "builtins", "_operator",
                                                "operator")
+
+
+def _cheap_calls() -> set:
+    import math
+
+    import numpy as np
+
+    return {np.sqrt, math.sqrt, np.abs, abs, math.fabs}
+
+
+#: scalar functions cheap enough to recompute in the adjoint rather than tape
+_CHEAP = _cheap_calls()
 
 
 def _shape_query(v: ast.expr) -> bool:

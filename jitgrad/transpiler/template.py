@@ -85,8 +85,8 @@ def template_of(rule: Rule) -> Template:
         for n in ast.walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 local.add(n.id)
-    tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0], back.args.args[0].arg,
-                   back.body[:-1], grads, impl.__globals__, local)
+    tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0],
+                   back.args.args[0].arg, back.body[:-1], grads, impl.__globals__, local)
     _CACHE[key] = tpl
     return tpl
 
