@@ -196,7 +196,9 @@ class Reverser:
         """
         if reads is None:
             reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
-        reads = sorted(set(reads) & self.fwd_vars)
+        # values defined earlier first: a later one may then be recomputed from them
+        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (
+            min((d._jg_pos for d in self.an.defs.get(n, [])), default=-1), n))
         defined = set(_own_defs(s)) if not compound else _all_defs(s)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
@@ -217,9 +219,14 @@ class Reverser:
                                          for x in ast.walk(again)) > 16:
                 again = None  # cheaper to tape than to redo a big expression
             if again is not None:
-                fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
-                mapping[n] = fresh
-                pops.append(assign(fresh, again))
+                if not is_out and not compound and n not in defined:
+                    pops.append(assign(n, again))  # restores n: earlier statements reuse it
+                    restored.add(n)
+                    self.restored_names.add(n)
+                else:
+                    fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
+                    mapping[n] = fresh
+                    pops.append(assign(fresh, again))
                 continue
             tape = self.namer.tape(n)
             push, pop = self.new_tape(tape, n, s)
