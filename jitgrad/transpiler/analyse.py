@@ -161,7 +161,7 @@ def flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _stmt_defs(s: ast.stmt) -> list[str]:
+def stmt_defs(s: ast.stmt) -> list[str]:
     """Names (re)bound or written in place by ``s`` itself (not nested statements)."""
     if isinstance(s, ast.Assign):
         t = s.targets[0]
@@ -196,14 +196,14 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _number(body, an)
     stmts = list(walk_stmts(body))
     for s in stmts:
-        for n in _stmt_defs(s):
+        for n in stmt_defs(s):
             an.defs.setdefault(n, []).append(s)
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             t = s.targets[0] if isinstance(s, ast.Assign) else s.target
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
     for s in flat_body(body):
-        an.top_defined.update(_stmt_defs(s))
+        an.top_defined.update(stmt_defs(s))
     for s in stmts:
         if isinstance(s, ast.For):
             parts = [s.iter]

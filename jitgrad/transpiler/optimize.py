@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import ast
 
+from .inline import rename
+from .naming import loaded_names
+
 
 def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx,
@@ -210,3 +213,109 @@ def _emit(s: ast.AugAssign, values: list[ast.expr]) -> ast.AugAssign:
     for v in values[1:]:
         total = ast.BinOp(left=total, op=ast.Add(), right=v)
     return ast.AugAssign(target=s.target, op=ast.Add(), value=total)
+
+
+class Simplify(ast.NodeTransformer):
+    """Fold constants and drop no-op unbroadcast calls in inlined pullbacks."""
+
+    def __init__(self, scalar: set[str], unb: str):
+        self.scalar = scalar
+        self.unb = unb
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id == self.unb and len(node.args) == 2
+                and isinstance(node.args[1], ast.Name) and node.args[1].id in self.scalar
+                and getattr(node, "_jg_scalar_result", False)):
+            return node.args[0]
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        a, b = node.left, node.right
+        if isinstance(a, ast.Constant) and isinstance(b, ast.Constant) \
+                and isinstance(a.value, (int, float)) and isinstance(b.value, (int, float)):
+            try:
+                return ast.Constant(value=eval(compile(ast.Expression(node), "", "eval")))
+            except Exception:
+                return node
+        if isinstance(node.op, ast.Pow) and isinstance(b, ast.Constant) and b.value == 1:
+            return a
+        if isinstance(node.op, ast.Mult):
+            if isinstance(b, ast.Constant) and b.value == 1 and not isinstance(b.value, bool):
+                return a
+            if isinstance(a, ast.Constant) and a.value == 1 and not isinstance(a.value, bool):
+                return b
+        return node
+
+
+
+def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
+    """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
+    counts: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            counts[n.id] = counts.get(n.id, 0) + 1
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            counts[n.target.id] = counts.get(n.target.id, 0) + 2
+    mapping: dict[str, str] = {}
+    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Name)):
+            a, b = n.targets[0].id, n.value.id
+            if (a.startswith("_d") and a not in protected and counts.get(a) == 1
+                    and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
+                mapping[a] = mapping.get(b, b)
+    if not mapping:
+        return stmts
+
+    class Drop(ast.NodeTransformer):
+        def visit_Assign(self, node):
+            if isinstance(node.targets[0], ast.Name) and node.targets[0].id in mapping:
+                return None
+            return self.generic_visit(node)
+
+        def visit_Name(self, node):
+            if node.id in mapping:
+                return ast.Name(id=mapping[node.id], ctx=node.ctx)
+            return node
+
+    out = [Drop().visit(x) for x in stmts]
+    return [x for x in out if x is not None]
+
+
+def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
+    """``_g = dx; dx = 0.0; ...; dx += _g`` (``x = x + e``) -> use ``dx`` as it is."""
+    if len(rev) < 3:
+        return rev
+    adds = [k for k, x in enumerate(rev) if isinstance(x, ast.AugAssign)
+            and isinstance(x.op, ast.Add) and isinstance(x.target, ast.Name)
+            and x.target.id == d and isinstance(x.value, ast.Name) and x.value.id == g]
+    if len(adds) != 1:
+        return rev
+    middle = rev[2:adds[0]] + rev[adds[0] + 1:]
+    writes = {n.id for x in middle for n in ast.walk(x)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if d in writes or g in writes:
+        return rev
+    return [rename(x, {g: d}) for x in middle]
+
+
+def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
+    """Drop pullback temporaries that no contribution reads."""
+    changed = True
+    while changed:
+        changed = False
+        used = loaded_names(ast.Module(body=rev, type_ignores=[]))
+        keep = []
+        for x in rev:
+            if (isinstance(x, ast.Assign) and isinstance(x.targets[0], ast.Name)
+                    and x.targets[0].id.startswith("_") and x.targets[0].id not in used
+                    and not x.targets[0].id.startswith("_d")):
+                changed = True
+                continue
+            keep.append(x)
+        rev = keep
+    return rev
+
+

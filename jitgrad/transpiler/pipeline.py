@@ -1,8 +1,9 @@
 """The transpiler's passes, in order, in one place.
 
 parse -> fence -> single_exit -> inline -> loops -> normalize -> kinds -> analyse
--> reverse -> emit.  ``transform`` runs them and returns the generated sources and
-functions; ``stage`` names let ``jitgrad show --stage`` print what a pass produced.
+-> reverse (tapes, reverse_flow) -> optimize -> emit.  ``transform`` runs them and
+returns the generated sources and functions; ``stage`` names let ``jitgrad show
+--stage`` print what a pass produced.
 """
 
 from __future__ import annotations

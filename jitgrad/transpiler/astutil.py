@@ -1,0 +1,51 @@
+"""Small AST helpers shared by the reverse pass and its tape and control-flow parts."""
+
+from __future__ import annotations
+
+import ast
+
+from .analyse import stmt_defs, walk_stmts
+
+
+def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
+    return ast.BinOp(left=a, op=op, right=b)
+
+
+def names_of(e: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(e) if isinstance(n, ast.Name)]
+
+
+def own_defs(s: ast.stmt) -> list[str]:
+    return stmt_defs(s)
+
+
+def all_defs(s: ast.stmt) -> set[str]:
+    out = set(stmt_defs(s))
+    for f in ("body", "orelse"):
+        for x in walk_stmts(getattr(s, f, []) or []):
+            out.update(stmt_defs(x))
+    return out
+
+
+
+def walk_values(e: ast.AST):
+    """Nodes of ``e`` whose values matter (not inside len(...), x.shape and other queries)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (ast.Call, ast.Attribute)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def is_library(fn) -> bool:
+    import numpy as np
+
+    if fn is np.matmul:  # Numba has '@' and np.dot but not np.matmul
+        return False
+    mod = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, np.ufunc) or mod in ("numpy", "math", "builtins", "_operator",
+                                               "operator")
+
+

@@ -1,0 +1,182 @@
+"""The reverse of control flow: ``if``, ``for``, ``while`` and checkpointed regions.
+
+Loops run backwards over the same ``range`` with the index recomputed; loops with
+``break`` and ``while`` loops count their trips; a checkpointed region runs
+without tapes forward and is rerun, then reversed, in the adjoint sweep.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from ..runtime import helpers
+from .analyse import walk_stmts
+from .astutil import all_defs, binop
+from .desugar import assign, const, name
+from .kinds import INT
+from .naming import loaded_names
+
+
+class ControlFlowMixin:
+    """Compound statements of the ``Reverser``."""
+
+    def checkpoint_(self, s: ast.If, restored):
+        """A checkpointed region: forward without tapes; the reverse reruns it, then its adjoint.
+
+        Only the region's inputs are taped (at entry); its own tapes live only while
+        the reverse sweep handles this region.
+        """
+        bf, br = self.block(s.body)
+        plain = strip_pushes(copy.deepcopy(bf))
+        if not br:
+            return plain, []
+        inside = all_defs(s)
+        self.restored_names |= inside  # the reverse sweep reruns the region
+        for x in walk_stmts(s.body):
+            t = x.targets[0] if isinstance(x, ast.Assign) else getattr(x, "target", None)
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and any(
+                    not (s._jg_pos <= d._jg_pos <= s._jg_end)
+                    for d in self.an.defs.get(t.value.id, [])
+                    if not isinstance(d, ast.For)):
+                raise self.parsed.error(
+                    f"a checkpointed function writes into '{t.value.id}', an array from "
+                    "outside it; rerunning it in the reverse sweep would write twice", x,
+                    "let the checkpointed function allocate and return its result")
+        reads = sorted(loaded_names(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
+        before: list[ast.stmt] = []
+        pops: list[ast.stmt] = []
+        for n in reads:
+            defs = self.an.defs.get(n, [])
+            outside = n in self.args or any(not (s._jg_pos <= d._jg_pos <= s._jg_end)
+                                            for d in defs)
+            if not outside:
+                continue
+            if n in inside or self.an.may_redefine_after(n, s, include_self=True):
+                push, pop = self.new_tape(self.namer.tape(n), n, s)
+                before += push
+                pops += pop(n)
+                self.restored_names.add(n)
+        return before + plain, pops + bf + br
+
+    def if_(self, s: ast.If, restored):
+        bf, br = self.block(s.body)
+        of, orv = self.block(s.orelse)
+        fwd = ast.copy_location(ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of), s)
+        if not br and not orv:
+            return [fwd], []
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        pops, (test,) = self.header_captures(s, [copy.deepcopy(s.test)], restored, before, after)
+        rev = [ast.If(test=test, body=br or [ast.Pass()], orelse=orv)]
+        return before + [fwd] + after, pops + rev
+
+    def _has_break(self, s) -> bool:
+        stack = list(s.body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Break):
+                return True
+            if isinstance(n, (ast.For, ast.While)):
+                continue
+            stack.extend(x for x in ast.iter_child_nodes(n) if isinstance(x, ast.stmt))
+        return False
+
+    def inits_for(self, loop: ast.stmt) -> list[ast.stmt]:
+        """Zero adjoints of arrays created afresh in each iteration of ``loop``."""
+        return [assign(self.adj(n), self.zero(n)) for n in self.loop_inits.get(id(loop), [])]
+
+    def for_(self, s: ast.For, restored):
+        bf, br = self.block(s.body)
+        if br:
+            br = self.inits_for(s) + br
+        i = s.target.id
+        if not br:
+            return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
+                                              orelse=[]), s)], []
+        counted = self._has_break(s)
+        rng = s.iter.args
+        start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
+            (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        header = [copy.deepcopy(start), copy.deepcopy(stop), copy.deepcopy(step)]
+        pops, (start, stop, step) = self.header_captures(s, header, restored, before, after)
+        unit = isinstance(step, ast.Constant) and step.value == 1
+        zero_start = isinstance(start, ast.Constant) and start.value == 0
+        cnt = self.namer.fresh("_trips") if counted else None
+        if cnt is None and unit:
+            lo = const(-1) if zero_start else binop(start, ast.Sub(), const(1))
+            it = ast.Call(func=name("range"), args=[binop(stop, ast.Sub(), const(1)), lo,
+                                                    const(-1)], keywords=[])
+            rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
+        else:
+            if cnt is None:
+                tc = self.global_name("trip_count", helpers.trip_count)
+                n_expr = ast.Call(func=name(tc), args=[start, stop, step], keywords=[])
+            else:
+                n_expr = name(cnt)
+            if zero_start and unit:
+                it = ast.Call(func=name("range"), args=[binop(n_expr, ast.Sub(), const(1)),
+                                                        const(-1), const(-1)], keywords=[])
+                rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
+            else:
+                k = self.namer.fresh("_k")
+                it = ast.Call(func=name("range"), args=[binop(n_expr, ast.Sub(), const(1)),
+                                                        const(-1), const(-1)], keywords=[])
+                idx = assign(i, binop(start, ast.Add(), binop(name(k), ast.Mult(), step)))
+                rev = [ast.For(target=name(k, True), iter=it, body=[idx, *br], orelse=[])]
+        self.env.setdefault("range", range)
+        body = bf
+        if cnt is not None:
+            body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
+        loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
+        fa = s.iter.args
+        f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
+            (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
+        fwd = before + self.reserves(s, f_start, f_stop, f_step) + \
+            ([assign(cnt, const(0))] if cnt else []) + [loop] + after
+        if cnt is not None:
+            return self._counted(s, fwd, pops + rev, cnt, restored)
+        return fwd, pops + rev
+
+    def while_(self, s: ast.While, restored):
+        bf, br = self.block(s.body)
+        if br:
+            br = self.inits_for(s) + br
+        if not br:
+            return [ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)], []
+        cnt = self.namer.fresh("_trips")
+        body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
+        loop = ast.copy_location(ast.While(test=s.test, body=body, orelse=[]), s)
+        k = self.namer.fresh("_k")
+        rev = [ast.For(target=name(k, True), iter=ast.Call(func=name("range"),
+                                                           args=[name(cnt)], keywords=[]),
+                       body=br, orelse=[])]
+        self.env.setdefault("range", range)
+        return self._counted(s, [assign(cnt, const(0)), loop], rev, cnt, restored)
+
+    def _counted(self, s, fwd, rev, cnt, restored):
+        """Push a loop's trip counter after the loop when an outer loop reruns it."""
+        if self.an.enclosing_loops(s):
+            self.an.kinds[cnt] = INT
+            push, pop = self.new_tape(self.namer.tape(cnt), cnt, s)
+            return fwd + push, pop(cnt) + rev
+        return fwd, rev
+
+
+
+def strip_pushes(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """The forward statements without tape pushes (for a checkpointed region)."""
+    out = []
+    for s in stmts:
+        if getattr(s, "_jg_push", False):
+            continue
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub:
+                setattr(s, f, strip_pushes(sub) or [ast.Pass()])
+        out.append(s)
+    return out
+
+

@@ -1,0 +1,267 @@
+"""Tapes: what the adjoint of a statement reads, and whether to push, restore or recompute it.
+
+A value is pushed only when something may redefine it before the adjoint runs;
+cheap values (element reads of unwritten arrays, integer arithmetic, ``+ - * /``
+and ``sqrt``/``abs`` of available values) are recomputed instead.  Scalars go to
+typed arrays reserved once per loop; arrays to lists of snapshots.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+
+from ..runtime import helpers
+from .analyse import Analysis
+from .astutil import all_defs, binop, own_defs
+from .desugar import assign, const, name
+from .inline import rename, resolve
+from .naming import loaded_names
+
+
+class TapeMixin:
+    """Capture handling of the ``Reverser`` (see module docstring)."""
+
+    def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
+                 fwd_after, restored: set[str], compound: bool,
+                 reads: set[str] | None = None) -> list[ast.stmt]:
+        """Push what the adjoint of ``s`` reads that may change before the adjoint runs.
+
+        ``rev`` is renamed in place where a value is popped into a fresh name; for a
+        compound statement ``reads`` (its header's names) and ``rev`` (its header
+        expressions) are given by the caller.
+        """
+        if reads is None:
+            reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
+        # values defined earlier first: a later one may then be recomputed from them
+        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (
+            min((d._jg_pos for d in self.an.defs.get(n, [])), default=-1), n))
+        defined = set(own_defs(s)) if not compound else all_defs(s)
+        pops: list[ast.stmt] = []
+        mapping: dict[str, str] = {}
+        for n in reads:
+            if self.an.recomputed_index(n, s):
+                continue
+            is_out = n in outputs
+            if is_out:
+                need = self.an.may_redefine_after(n, s, include_self=False)
+            else:
+                need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
+                if need and n in restored and n not in defined and not compound:
+                    need = False
+            if not need:
+                continue
+            again = self.recompute(n, s, restored)
+            if again is not None and sum(isinstance(x, (ast.BinOp, ast.Call))
+                                         for x in ast.walk(again)) > 16:
+                again = None  # cheaper to tape than to redo a big expression
+            if again is not None:
+                if not is_out and not compound and n not in defined:
+                    pops.append(assign(n, again))  # restores n: earlier statements reuse it
+                    restored.add(n)
+                    self.restored_names.add(n)
+                else:
+                    fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
+                    mapping[n] = fresh
+                    pops.append(assign(fresh, again))
+                continue
+            tape = self.namer.tape(n)
+            push, pop = self.new_tape(tape, n, s)
+            (fwd_after if is_out else fwd_before).extend(push)
+            if not is_out and not compound and n not in defined:
+                pops += pop(n)
+                restored.add(n)
+                self.restored_names.add(n)
+            else:
+                fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
+                mapping[n] = fresh
+                pops += pop(fresh)
+        if mapping:
+            rev[:] = [rename(x, mapping) for x in rev]
+        return pops
+
+    def recompute(self, n: str, s: ast.stmt, restored: set[str] = frozenset(),
+                  depth: int = 0) -> ast.expr | None:
+        """An expression giving ``n`` again in the adjoint of ``s``, instead of a tape.
+
+        Cheap definitions qualify: element reads of arrays that are never written,
+        integer arithmetic, and ``+ - *`` of values that are themselves available.
+        """
+        defs = self.an.defs.get(n, [])
+        if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
+                or not isinstance(defs[0].targets[0], ast.Name) or depth > 6:
+            return None
+        d = defs[0]
+        same = self.an.enclosing_loops(d) == self.an.enclosing_loops(s)
+        if not (same and (d._jg_pos < s._jg_pos or d is s)):
+            return None
+        v = d.value
+
+        def operand(m: ast.expr) -> ast.expr | None:
+            if isinstance(m, ast.Constant):
+                return m
+            if not isinstance(m, ast.Name):
+                return None
+            if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
+                    m.id, d, include_self=False):
+                return name(m.id)
+            if (m.id in restored and d._jg_block == s._jg_block
+                    and not self.an.defined_between(m.id, d, s) and m.id not in own_defs(s)):
+                return name(m.id)  # a later statement restores it to its value here
+            return self.recompute(m.id, s, restored, depth + 1)
+
+        if int_arith(v, self.an):
+            for m in ast.walk(v):
+                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
+                    continue  # the function name in len(x)
+                if isinstance(m, ast.Name) and not (
+                        self.an.recomputed_index(m.id, s)
+                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
+                    return None
+            return copy.deepcopy(v)
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+            base = v.value.id
+            group = self.an.aliases.get(base, {base})
+            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
+                return None
+            for m in ast.walk(v.slice):
+                if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
+                        and self.an.may_redefine_after(m.id, d, include_self=False):
+                    return None
+            return copy.deepcopy(v)
+        if isinstance(v, ast.Call) and not self.an.kind(n).is_array and not v.keywords \
+                and resolve(v.func, self.env) in CHEAP:
+            args = [operand(a) for a in v.args]
+            if all(a is not None for a in args):
+                return ast.Call(func=copy.deepcopy(v.func), args=args, keywords=[])
+        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) \
+                and not self.an.kind(n).is_array:
+            a, b = operand(v.left), operand(v.right)
+            if a is not None and b is not None:
+                return ast.BinOp(left=a, op=v.op, right=b)
+        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) \
+                and not self.an.kind(n).is_array:
+            a = operand(v.operand)
+            if a is not None:
+                return ast.UnaryOp(op=v.op, operand=a)
+        return None
+
+    def new_tape(self, tape: str, n: str, s: ast.stmt):
+        """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
+
+        Scalars go to a typed array with a cursor, reserved before the innermost
+        range loop (one slot per iteration) or grown at the push elsewhere; arrays
+        and values of unknown kind go to a list.
+        """
+        k = self.an.kind(n)
+        dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls) if k.ndim == 0 else None
+        if dtype is None:
+            self.tapes.append((tape, None))
+            val = name(n)
+            if k.is_array and n in self.an.written:
+                snap = self.global_name("snapshot", helpers.snapshot)
+                val = ast.Call(func=name(snap), args=[val], keywords=[])
+            push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                               ctx=ast.Load()),
+                                            args=[val], keywords=[]))]
+            push[0]._jg_push = True
+            return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
+                value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
+        cur = self.namer.fresh(tape + "n")
+        self.tapes.append((tape, (dtype, cur)))
+        loops = self.an.enclosing_loops(s)
+        push: list[ast.stmt] = []
+        inner = loops[-1] if loops else None
+        if isinstance(inner, ast.For) and not self._has_break(inner):
+            self.reserve.setdefault(id(inner), []).append((tape, cur))
+        else:
+            res = self.global_name("tape_reserve", helpers.tape_reserve)
+            push.append(assign(tape, ast.Call(func=name(res), args=[
+                name(tape), binop(name(cur), ast.Add(), const(1))], keywords=[])))
+        push.append(ast.Assign(targets=[ast.Subscript(value=name(tape), slice=name(cur),
+                                                      ctx=ast.Store())], value=name(n)))
+        push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
+        for p in push:
+            p._jg_push = True
+
+        def pop(t: str) -> list[ast.stmt]:
+            return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)),
+                    assign(t, ast.Subscript(value=name(tape), slice=name(cur), ctx=ast.Load()))]
+
+        return push, pop
+
+    def reserves(self, loop: ast.For, start, stop, step) -> list[ast.stmt]:
+        """Room on the typed tapes pushed once per iteration of ``loop``."""
+        entries = self.reserve.get(id(loop), [])
+        if not entries:
+            return []
+        if isinstance(step, ast.Constant) and step.value == 1:
+            trips = copy.deepcopy(stop) if isinstance(start, ast.Constant) and start.value == 0 \
+                else binop(copy.deepcopy(stop), ast.Sub(), copy.deepcopy(start))
+        else:
+            tc = self.global_name("trip_count", helpers.trip_count)
+            trips = ast.Call(func=name(tc), args=[copy.deepcopy(start), copy.deepcopy(stop),
+                                                  copy.deepcopy(step)], keywords=[])
+        res = self.global_name("tape_reserve", helpers.tape_reserve)
+        out = [assign(t, ast.Call(func=name(res), args=[name(t), binop(
+            name(c), ast.Add(), copy.deepcopy(trips))], keywords=[])) for t, c in entries]
+        for x in out:
+            x._jg_push = True
+        return out
+
+    def header_captures(self, s, header: list[ast.expr], restored, before, after):
+        """Captures of a compound statement's header expressions (renamed in place)."""
+        reads = set()
+        for h in header:
+            reads |= {n.id for n in ast.walk(h) if isinstance(n, ast.Name)}
+        holder = list(header)
+        pops = self.captures(s, holder, set(), before, after, restored, True, reads)
+        return pops, holder
+
+    # --- blocks ------------------------------------------------------------------
+
+
+def cheap_calls() -> set:
+    import math
+
+    import numpy as np
+
+    return {np.sqrt, math.sqrt, np.abs, abs, math.fabs}
+
+
+#: scalar functions cheap enough to recompute in the adjoint rather than tape
+CHEAP = cheap_calls()
+
+
+def shape_query(v: ast.expr) -> bool:
+    """``len(x)``, ``x.shape[k]``, ``x.size``: integers that depend only on a shape."""
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "len" \
+            and len(v.args) == 1 and isinstance(v.args[0], ast.Name):
+        return True
+    if isinstance(v, ast.Attribute) and v.attr in ("size", "ndim") \
+            and isinstance(v.value, ast.Name):
+        return True
+    return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
+            and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
+            and isinstance(v.slice, ast.Constant))
+
+
+def int_arith(v: ast.expr, an: Analysis) -> bool:
+    """Cheap integer arithmetic on names and constants (recomputed rather than taped)."""
+    if shape_query(v):
+        return True
+    if not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Name)):
+        return False
+    for m in ast.walk(v):
+        if isinstance(m, ast.Name):
+            if an.kind(m.id).cls not in ("i", "b") or an.kind(m.id).is_array:
+                return False
+        elif isinstance(m, ast.Constant):
+            if not isinstance(m.value, int):
+                return False
+        elif not isinstance(m, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+                                ast.expr_context)):
+            return False
+    return True
+
+
