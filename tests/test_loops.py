@@ -4,6 +4,8 @@ import corpus_loops as C
 import numpy as np
 import pytest
 from gradcheck import check_grad
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import jitgrad as jg
 
@@ -45,3 +47,31 @@ def test_tapes_only_where_needed():
     assert "_tape" not in src  # x is never written: reads are recomputed
     src = jg.differentiate(C.for_loop_carried_scalar).source(0.5, 3)
     assert ".append(i)" not in src  # loop indices are never pushed
+
+
+_PROPERTY = [C.combo_rosenbrock, C.if_array_cond, C.for_break_data, C.arr_cumulative,
+             C.for_continue, C.combo_max_tracking]
+_DIFFS = {}
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+@pytest.mark.parametrize("f", _PROPERTY, ids=[f.__name__ for f in _PROPERTY])
+def test_loop_gradients_hypothesis(f, data):
+    """Random inputs (so random branches, break points and maxima) in both modes."""
+    from gradcheck import numeric_grad
+
+    n = data.draw(st.integers(2, 7))
+    xs = data.draw(st.lists(st.floats(-1.5, 1.5), min_size=n, max_size=n))
+    x = np.array(xs)
+    # keep away from kinks, where one-sided derivatives legitimately differ
+    if np.min(np.abs(x)) < 1e-3 or len(np.unique(np.round(x, 3))) < n:
+        return
+    if f is C.for_break_data and np.any(np.abs(x) < 0.05):
+        return
+    for jit in (True, False):
+        key = (f, jit)
+        if key not in _DIFFS:
+            _DIFFS[key] = jg.differentiate(f, jit=jit)
+        g = _DIFFS[key].grad(x)
+        np.testing.assert_allclose(g, numeric_grad(f, (x,), 0), rtol=1e-5, atol=1e-6)

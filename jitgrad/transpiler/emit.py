@@ -25,10 +25,22 @@ def function_def(fname: str, args: list[str], body: list[ast.stmt]) -> ast.Funct
     return fn
 
 
+_MARK = "__jitgrad_comment__: "
+_MARK_LINE = re.compile(r"^(\s*)(['\"])" + re.escape(_MARK) + r"(.*)\2$", re.M)
+
+
+def comment(text: str) -> ast.stmt:
+    """A statement that ``unparse`` prints as ``# text`` (links adjoints to user lines)."""
+    node = ast.Expr(value=ast.Constant(value=_MARK + text))
+    node._jg_comment = True
+    return node
+
+
 def unparse(fn: ast.FunctionDef) -> str:
     mod = ast.Module(body=[fn], type_ignores=[])
     ast.fix_missing_locations(mod)
-    return ast.unparse(mod) + "\n"
+    src = ast.unparse(mod) + "\n"
+    return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
 
 
 def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:

@@ -138,6 +138,14 @@ def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str]) -> bo
 
 
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
+    out = _sweep_all(stmts, keep)
+    # a source comment stays only if the statements under it do
+    return [s for k, s in enumerate(out) if not getattr(s, "_jg_comment", False)
+            or (k + 1 < len(out) and not getattr(out[k + 1], "_jg_comment", False)
+                and not isinstance(out[k + 1], ast.Return))]
+
+
+def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
     out = []
     for s in stmts:
         if isinstance(s, ast.Break):

@@ -19,6 +19,7 @@ from ..runtime.hooks import hook, nobacksies
 from .analyse import Analysis, flat_body, is_permutation, operand_names, primitive_of
 from .astutil import all_defs, binop, is_library, names_of, own_defs, walk_values
 from .desugar import assign, const, name
+from .emit import comment
 from .inline import rename, resolve
 from .naming import Namer
 from .optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
@@ -155,12 +156,24 @@ class Reverser(TapeMixin, ControlFlowMixin):
                         value=name("_dret"), slice=const(k), ctx=ast.Load())
                     self.contribute(r.id, seed, seeds)
             rev += seeds
+        last = None
         for s in reversed(stmts):
             restored -= all_defs(s)
             f, r = self.stmt(s, restored)
             fwd[:0] = f
+            line = getattr(s, "lineno", None)
+            if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
+                r = [self.source_comment(line), *r]
+                last = line
+            elif r:
+                last = line if not isinstance(s, (ast.For, ast.While, ast.If)) else None
             rev += r
         return fwd, rev
+
+    def source_comment(self, line: int) -> ast.stmt:
+        """A marker that ``emit`` turns into ``# line N: <the user's source line>``."""
+        text = self.parsed.lines[line - 1].strip() if 0 < line <= len(self.parsed.lines) else ""
+        return comment(f"line {line + self.parsed.first_line - 1}: {text}")
 
     def stmt(self, s: ast.stmt, restored: set[str]):
         if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
