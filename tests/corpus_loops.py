@@ -870,5 +870,6 @@ def for_accumulate_into_arg_array(x, y):
 
 CASES += [
     (while_halving, lambda: (0.9,), 0), (while_halving, lambda: (2.9,), 0),
+    (arr_float32, vec(5), 0),
     (for_accumulate_into_arg_array, lambda: (np.linspace(-1, 1, 4), np.linspace(0, 1, 4)), (0, 1)),
 ]

@@ -180,7 +180,7 @@ def minimum(a, b):
     return np.minimum(a, b), back
 
 
-@grad_rule(builtins.float, np.float64)
+@grad_rule(builtins.float, np.float64, np.float32)
 def float_(x):
     def back(dy):
         return (dy,)
@@ -193,7 +193,7 @@ non_differentiable(
     builtins.len, builtins.range, builtins.int, builtins.bool, builtins.round,
     math.floor, math.ceil, math.trunc, math.isnan, math.isinf, math.isfinite,
     np.floor, np.ceil, np.trunc, np.rint, np.round, np.sign, np.isnan, np.isinf,
-    np.isfinite, np.int64, np.int32, np.float32,
+    np.isfinite, np.int64, np.int32,
     np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like, np.full,
     np.full_like, np.arange, np.linspace, np.eye, np.identity, np.shape, np.size, np.ndim,
     np.argmax, np.argmin, np.argsort, np.logical_and, np.logical_or, np.logical_not,

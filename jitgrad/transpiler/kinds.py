@@ -260,8 +260,10 @@ class KindInference:
         if fn in (builtins.len, builtins.int, builtins.round, math.floor, math.ceil,
                   math.trunc, np.argmax, np.argmin):
             return INT
-        if fn in (builtins.float,):
+        if fn in (builtins.float, np.float64, np.float32):
             return FLOAT
+        if fn in (np.int64, np.int32, np.intp):
+            return INT
         if fn in (builtins.bool, math.isnan, math.isinf, math.isfinite):
             return BOOL
         if fn in (builtins.abs, builtins.min, builtins.max):
