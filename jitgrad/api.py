@@ -37,6 +37,7 @@ class Differentiated:
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
+        self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
         self._cache: dict[tuple, Generated] = {}
         self._lock = threading.Lock()
@@ -186,9 +187,10 @@ class Differentiated:
     def _vjp_all(self, *args: Any):
         """(value, pullback) with one gradient per argument: the runtime's bridge."""
         floats = tuple(i for i, a in enumerate(args) if of_value(a).cls in ("f", "c"))
-        other = Differentiated(self.func, wrt=floats if floats else (), jit=self.jit)
-        other._prepared = self._prep()
-        other._prepared_version = self._prepared_version
+        other = self._bridges.get(floats)
+        if other is None:  # one compiled specialisation per set of float arguments
+            other = Differentiated(self.func, wrt=floats if floats else (), jit=self.jit)
+            self._bridges[floats] = other
         value, pb = other.vjp(*args)
 
         def pullback(dy):
