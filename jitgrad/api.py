@@ -266,9 +266,10 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
                                                                                    "len"):
             for a in n.args:
                 if isinstance(a, ast.Name):
-                    (ints if n.func.id == "range" else ndims.setdefault(a.id, 1)) and None
                     if n.func.id == "range":
                         ints.add(a.id)
+                    else:
+                        ndims.setdefault(a.id, 1)
     out = []
     for p in params:
         if p in ints and p not in ndims:

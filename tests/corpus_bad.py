@@ -125,3 +125,9 @@ def uses_alias_then_sum(x):
     z = y
     z[0] = z[0] * 3.0
     return np.sum(y)
+
+
+def uses_move_from_argument(x):
+    y = x
+    y[0] = y[0] * 2.0
+    return np.sum(y)

@@ -19,6 +19,7 @@ REFUSED = [
     (B.uses_view_write, (np.ones(3),), "view"),
     (B.uses_list_of_values, (0.7,), "lists and tuples"),
     (B.uses_alias_then_sum, (np.ones(3),), "share one array"),
+    (B.uses_move_from_argument, (np.ones(3),), "share one array"),
 ]
 
 

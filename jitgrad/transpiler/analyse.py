@@ -259,16 +259,18 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                             changed = True
     an.active = {n for n in varied & useful if diff(n)}
     _check_views(stmts, an, parsed)
-    _check_aliases_and_containers(stmts, an, varied, parsed)
+    _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     return an
 
 
-def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], parsed) -> None:
+def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],
+                                  parsed) -> None:
     """Refuse what the adjoint could not follow: shared written arrays, containers of values.
 
-    ``a = b`` on arrays is fine when ``b`` is never read again (a move, e.g. a helper
-    returning the array it filled) or when neither is written in place.
+    ``a = b`` on arrays is fine when ``b`` is never read again and is not an argument
+    (a move, e.g. a helper returning the array it filled) or when neither is written
+    in place.  The reverse pass relies on this: any remaining such copy is a move.
     """
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
@@ -281,7 +283,8 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], parsed)
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
                 and ({t, v.id} & (an.written | set().union(*[an.aliases.get(x, set())
                                                                for x in (t, v.id)]))) \
-                and an.used_after(v.id, s) and ({t, v.id} & varied or {t, v.id} & an.written):
+                and (an.used_after(v.id, s) or v.id in args) \
+                and ({t, v.id} & varied or {t, v.id} & an.written):
             raise parsed.error(
                 f"'{t} = {v.id}' makes two names share one array that is written in place; "
                 "jitgrad cannot follow that aliasing", s,

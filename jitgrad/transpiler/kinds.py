@@ -283,8 +283,7 @@ class KindInference:
                     cls = "b"
             return Kind(cls, self._shape_ndim(e.args[0]) if e.args else None)
         if fn in _SAME:
-            return Kind(first.cls if fn not in (np.zeros_like, np.ones_like) else first.cls,
-                        first.ndim)
+            return Kind(first.cls, first.ndim)
         if fn is np.arange:
             return Kind("i" if all(a.cls == "i" for a in args) else "f", 1)
         if fn is np.linspace:

@@ -65,18 +65,16 @@ class Normalizer:
         if isinstance(e, (ast.Tuple, ast.List)):
             return all(self.is_inert(x) for x in e.elts)
         if isinstance(e, ast.BinOp) and self.is_inert(e.left) and self.is_inert(e.right) \
-                and self._inty(e):
+                and self._int_constants(e):
             return True
         return False
 
-    def _inty(self, e: ast.expr) -> bool:
-        """Integer-looking arithmetic on constants/len/shape (kept whole for readability)."""
-        for n in ast.walk(e):
-            if isinstance(n, ast.Constant) and not isinstance(n.value, int):
-                return False
-            if isinstance(n, ast.Name) and not getattr(n, "_jg_int", False):
-                return False
-        return True
+    @staticmethod
+    def _int_constants(e: ast.expr) -> bool:
+        """Arithmetic on integer constants only (kept whole)."""
+        return all(not isinstance(n, (ast.Name, ast.Constant)) or
+                   (isinstance(n, ast.Constant) and isinstance(n.value, int))
+                   for n in ast.walk(e))
 
     def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
         """``e`` as a name or constant, emitting a temporary if needed."""
@@ -117,7 +115,7 @@ class Normalizer:
                 second = index.elts if isinstance(index, ast.Tuple) else [index]
                 index = ast.Tuple(elts=first + second, ctx=ast.Load())
                 base = base.value
-            return ast.Subscript(value=self.atom(base, out), slice=self.index(index, out),
+            return ast.Subscript(value=self.atom(base, out), slice=index,
                                  ctx=ast.Load())
         if isinstance(e, ast.Attribute):
             return ast.Attribute(value=self.atom(e.value, out), attr=e.attr, ctx=ast.Load())
@@ -125,10 +123,6 @@ class Normalizer:
             return type(e)(elts=[self.operand(x, out) for x in e.elts], ctx=ast.Load())
         raise self.parsed.error(f"unsupported expression: {ast.unparse(e)}", e,
                                 "split it into simpler statements")
-
-    def index(self, idx: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        """Index expressions stay whole unless they hold a differentiable value."""
-        return idx
 
     @staticmethod
     def _has_slice(idx: ast.expr) -> bool:

@@ -38,7 +38,6 @@ class Sweeps:
     init: list[ast.stmt]
     adjoint: list[ast.stmt]
     grads: list[str]
-    tapes: list[str] = field(default_factory=list)
     restored: set[str] = field(default_factory=set)
     callables: set[str] = field(default_factory=set)
 
@@ -191,10 +190,11 @@ class Reverser(TapeMixin, ControlFlowMixin):
             return self.aug(s, restored)
         return [s], []
 
-    def finish(self, s, fwd_stmts, rev, outputs, restored, compound=False):
+    def finish(self, s, fwd_stmts, rev, outputs, restored):
+        """A simple statement's forward (with pushes) and adjoint (with pops)."""
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
-        pops = self.captures(s, rev, outputs, before, after, restored, compound)
+        pops = self.captures(s, rev, outputs, before, after, restored, False)
         return before + fwd_stmts + after, pops + rev
 
     def assign(self, s: ast.Assign, restored):
@@ -229,21 +229,14 @@ class Reverser(TapeMixin, ControlFlowMixin):
             self.reset(tgt, s, rev)
             return self.finish(s, self.forward_only(s, prim), rev, set(), restored)
         if isinstance(v, ast.Name):
-            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written):
-                if v.id != tgt and not self.an.used_after(v.id, s) and \
-                        v.id not in self.args:
-                    # a move (e.g. a helper returning the array it filled): both names are
-                    # one buffer, so their adjoints are one buffer too
-                    rev.append(assign(self.adj(v.id), dt))
-                    self.reset(tgt, s, rev)
-                    return self.finish(s, [s], rev, set(), restored)
-                raise self.parsed.error(
-                    f"'{tgt} = {v.id}' makes two names share one array that is written in "
-                    "place; jitgrad cannot follow that aliasing", s,
-                    f"copy it: '{tgt} = {v.id}.copy()' (or swap with "
-                    f"'{tgt}, {v.id} = {v.id}, {tgt}')")
             if v.id == tgt:
                 return [s], []
+            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written):
+                # analyse refused every other sharing: this is a move (e.g. a helper returning
+                # the array it filled), so both names are one buffer and so are their adjoints
+                rev.append(assign(self.adj(v.id), dt))
+                self.reset(tgt, s, rev)
+                return self.finish(s, [s], rev, set(), restored)
             self.contribute(v.id, dt, rev)
             self.reset(tgt, s, rev)
             return self.finish(s, [s], rev, set(), restored)
@@ -480,4 +473,4 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
     return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt],
-                  [t for t, _ in r.tapes], r.restored_names, r.callables)
+                  r.restored_names, r.callables)
