@@ -83,6 +83,7 @@ class Analysis:
     returned: set[str] = field(default_factory=set)
     loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
     top_defined: set[str] = field(default_factory=set)
+    block_parent: dict[int, int | None] = field(default_factory=dict)
 
     def kind(self, n: str) -> Kind:
         from .kinds import UNKNOWN
@@ -120,6 +121,18 @@ class Analysis:
                 return True
         return False
 
+    def dominates(self, d: ast.stmt, s: ast.stmt) -> bool:
+        """Does every execution of ``s`` follow one of ``d`` (``d`` earlier, in ``s``'s
+        block or in a block around it)?"""
+        if d._jg_pos >= s._jg_pos:
+            return False
+        b = s._jg_block
+        while b is not None:
+            if b == d._jg_block:
+                return True
+            b = self.block_parent.get(b)
+        return False
+
     def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
         """Is ``n`` (re)defined by a statement strictly between ``a`` and ``b``?"""
         return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.defs.get(n, ()))
@@ -136,7 +149,8 @@ class Analysis:
 def _number(body: list[ast.stmt], an: Analysis) -> None:
     counter = [0]
 
-    def visit(stmts, loops):
+    def visit(stmts, loops, parent):
+        an.block_parent[id(stmts)] = parent
         for s in stmts:
             s._jg_pos = counter[0]
             s._jg_block = id(stmts)
@@ -144,10 +158,10 @@ def _number(body: list[ast.stmt], an: Analysis) -> None:
             an.loops_of[id(s)] = list(loops)
             inner = loops + [s] if isinstance(s, (ast.For, ast.While)) else loops
             for f in ("body", "orelse"):
-                visit(getattr(s, f, []) or [], inner)
+                visit(getattr(s, f, []) or [], inner, id(stmts))
             s._jg_end = counter[0] - 1
 
-    visit(body, [])
+    visit(body, [], None)
 
 
 def flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -217,7 +231,8 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                     an.uses.setdefault(n.id, []).append(s)
     an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
     # names swapped with a written array are written too (they share its buffer)
-    perms = [[e.id for e in s.targets[0].elts] for s in stmts if is_permutation(s)]
+    perms = [[e.id for e in s.targets[0].elts + s.value.elts] for s in stmts
+             if is_permutation(s)]
     for p in perms:
         group = set(p)
         for n in p:
@@ -331,8 +346,7 @@ def _flows(s: ast.stmt, env: dict):
         t = s.targets[0]
         v = s.value
         if is_permutation(s):
-            names = [e.id for e in t.elts]
-            return [(a, names) for a in names]
+            return [(a.id, [b.id]) for a, b in zip(t.elts, v.elts, strict=True)]
         if isinstance(t, ast.Name):
             return [(t.id, _sources(v, env))]
         if isinstance(t, ast.Subscript):

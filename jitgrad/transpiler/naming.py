@@ -12,6 +12,7 @@ class Namer:
         self.taken: set[str] = set(taken or ())
         self._adjoints: dict[str, str] = {}
         self._counts: dict[str, int] = {}
+        self.origin: dict[str, str] = {}
 
     def reserve(self, names) -> None:
         self.taken.update(names)
@@ -27,6 +28,17 @@ class Namer:
                 self._counts[base] = n
                 self.taken.add(cand)
                 return cand
+
+    def version(self, name: str) -> str:
+        """A new name for a later value of the user's ``name`` (``x_1``, ``x_2``...)."""
+        user = self.user_name(name)
+        new = self.fresh(f"{user}_")
+        self.origin[new] = user
+        return new
+
+    def user_name(self, name: str) -> str:
+        """The user's own name behind a version name (``x_1`` -> ``x``)."""
+        return self.origin.get(name, name)
 
     def temp(self) -> str:
         return self.fresh("_t")

@@ -265,8 +265,18 @@ class Normalizer:
                                                       ctx=ast.Load()))
                     out.append(ast.copy_location(perm, s))
                     return out
-                temps = [self.atom(v, out) if not isinstance(v, ast.Constant) else v
-                         for v in value.elts]
+                # every value is read before any target is bound (``a, s = b, a``)
+                bound = {n.id for t in target.elts for n in ast.walk(t)
+                         if isinstance(n, ast.Name)}
+                temps = []
+                for v in value.elts:
+                    if isinstance(v, ast.Name) and v.id in bound:
+                        t = self.namer.temp()
+                        out.append(ast.copy_location(assign(t, name(v.id)), s))
+                        temps.append(name(t))
+                    else:
+                        temps.append(self.atom(v, out) if not isinstance(v, ast.Constant)
+                                     else v)
                 for t, v in zip(target.elts, temps, strict=True):
                     out += self.assign_stmt(t, v, s)
                 return out

@@ -206,9 +206,24 @@ class Reverser(TapeMixin, ControlFlowMixin):
             act = [i for i, n in enumerate(tn) if n in self.an.active]
             if not act:
                 return [s], []
-            lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act], ctx=ast.Store())
-            rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
-            return [s], [ast.Assign(targets=[lhs], value=rhs)]
+            if sorted(tn) == sorted(vn):  # a swap: the adjoints swap too
+                lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act],
+                                ctx=ast.Store())
+                rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
+                return [s], [ast.Assign(targets=[lhs], value=rhs)]
+            # new names for old values (versions): take the targets' adjoints, then pass
+            # each to the value it came from
+            rev: list[ast.stmt] = []
+            held = []
+            for i in act:
+                g = self.namer.fresh("_g")
+                rev.append(assign(g, name(self.adj(tn[i]))))
+                held.append((i, g))
+            for i, _ in held:
+                self.reset(tn[i], s, rev)
+            for i, g in held:
+                self.contribute(vn[i], name(g), rev)
+            return [s], rev
         if isinstance(t, ast.Subscript):
             return self.write(s, t, v, None, restored)
         prim = primitive_of(v, self.env)

@@ -43,7 +43,10 @@ class TapeMixin:
             if self.an.recomputed_index(n, s):
                 continue
             is_out = n in outputs
-            if is_out:
+            if is_out and n not in self.an.defs:
+                # a rule's own value, made here: the next iteration makes it again
+                need = bool(self.an.enclosing_loops(s))
+            elif is_out:
                 need = self.an.may_redefine_after(n, s, include_self=False)
             else:
                 need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
@@ -51,7 +54,7 @@ class TapeMixin:
                     need = False
             if not need:
                 continue
-            again = self.recompute(n, s, restored)
+            again = self.recompute(n, s, restored, post=is_out)
             if again is not None and sum(isinstance(x, (ast.BinOp, ast.Call))
                                          for x in ast.walk(again)) > 16:
                 again = None  # cheaper to tape than to redo a big expression
@@ -81,26 +84,37 @@ class TapeMixin:
         return pops
 
     def recompute(self, n: str, s: ast.stmt, restored: set[str] = frozenset(),
+                  post: bool = False, at: ast.stmt | None = None,
                   depth: int = 0) -> ast.expr | None:
         """An expression giving ``n`` again in the adjoint of ``s``, instead of a tape.
 
-        Cheap definitions qualify: element reads of arrays that are never written,
-        integer arithmetic, and ``+ - *`` of values that are themselves available.
+        The value wanted is ``n`` just before ``at`` (default ``s``), or just after it
+        when ``post`` (the statement's own output).  It is rebuilt from the one
+        definition of ``n`` that reaches ``at`` (it dominates ``at`` in the same loop
+        iteration), and only when every operand provably holds, in the adjoint of
+        ``s``, the value it had at that definition.  Cheap definitions qualify: element
+        reads of arrays that are never written, integer arithmetic, and ``+ - * /``
+        of values that are themselves available.
         """
+        at = s if at is None else at
         defs = self.an.defs.get(n, [])
         if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
                 or not isinstance(defs[0].targets[0], ast.Name) or depth > 6:
             return None
         d = defs[0]
-        same = self.an.enclosing_loops(d) == self.an.enclosing_loops(s)
-        if not (same and (d._jg_pos < s._jg_pos or d is s)):
+        if d is at:
+            if not post:
+                return None  # the value before a statement is not the one it makes
+        elif not (self.an.enclosing_loops(d) == self.an.enclosing_loops(at)
+                  and self.an.dominates(d, at)):
             return None
         v = d.value
+        changed_by_d = set(own_defs(d))
 
         def operand(m: ast.expr) -> ast.expr | None:
             if isinstance(m, ast.Constant):
                 return m
-            if not isinstance(m, ast.Name):
+            if not isinstance(m, ast.Name) or m.id in changed_by_d:
                 return None
             if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
                     m.id, d, include_self=False):
@@ -108,8 +122,11 @@ class TapeMixin:
             if (m.id in restored and d._jg_block == s._jg_block
                     and not self.an.defined_between(m.id, d, s) and m.id not in own_defs(s)):
                 return name(m.id)  # a later statement restores it to its value here
-            return self.recompute(m.id, s, restored, depth + 1)
+            return self.recompute(m.id, s, restored, False, d, depth + 1)
 
+        for m in ast.walk(v):
+            if isinstance(m, ast.Name) and m.id in changed_by_d:
+                return None
         if int_arith(v, self.an):
             for m in ast.walk(v):
                 if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:

@@ -1,0 +1,68 @@
+"""Versions: a name rebound at the top level of the function gets a new name from there on.
+
+A top-level assignment runs exactly once and kills every earlier value of its
+target, so the value before it and the value after it are two variables.  Giving
+them two names (``x`` then ``x_1``) makes the adjoint of an argument the adjoint of
+the argument as passed (its shape too), lets a name change kind (``x = np.sum(x)``),
+and leaves the reverse pass fewer overwritten values to store.  Rebinding inside a
+loop or branch keeps the name of the version that reaches it.
+
+Before::                       After::
+
+    a = a * a                      a_1 = a * a
+    s = a * a                      s = a_1 * a_1
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .analyse import flat_body
+from .inline import rename
+from .naming import Namer
+
+
+def _stored(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _top_targets(s: ast.stmt) -> list[str]:
+    """Names a top-level statement rebinds unconditionally (plain and tuple assignment)."""
+    if isinstance(s, ast.Assign) and not getattr(s, "_jg_checkpoint", False):
+        t = s.targets[0]
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+            return [e.id for e in t.elts]
+    return []
+
+
+def version_names(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
+                  namer: Namer) -> tuple[list[ast.stmt], list[ast.expr]]:
+    """Rename each top-level rebinding of a name that already holds a value (see module doc)."""
+    current: dict[str, str] = {}
+    has_value: set[str] = set(params)
+    out: list[ast.stmt] = []
+    for s in body:
+        targets = _top_targets(s)
+        if targets:
+            # the value is read with the names before this statement, the targets get new ones
+            s.value = rename(s.value, dict(current))
+            mapping = {}
+            for n in targets:
+                if n in has_value:
+                    new = namer.version(n)
+                    mapping[n] = new
+                    current[n] = new
+            s.targets = [rename(t, mapping) for t in s.targets]
+            has_value.update(targets)
+        else:
+            has_value.update(_stored(s))
+            if current:
+                s = rename(s, dict(current))
+        out.append(s)
+    rets = [rename(r, dict(current)) for r in returns]
+    return out, rets
+
+
+__all__ = ["version_names", "flat_body"]
