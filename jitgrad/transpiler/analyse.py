@@ -84,6 +84,9 @@ class Analysis:
     loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
     top_defined: set[str] = field(default_factory=set)
     block_parent: dict[int, int | None] = field(default_factory=dict)
+    inplace: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    #: arrays made and used only inside one loop body or branch -> that block's id
+    block_local: dict[str, int] = field(default_factory=dict)
 
     def kind(self, n: str) -> Kind:
         from .kinds import UNKNOWN
@@ -96,7 +99,9 @@ class Analysis:
     def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
         """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
         loops = {id(x) for x in self.enclosing_loops(s)}
-        for d in self.defs.get(n, ()):
+        # an array also changes when a name sharing its buffer is written in place
+        shared = [d for a in self.aliases.get(n, ()) if a != n for d in self.inplace.get(a, ())]
+        for d in [*self.defs.get(n, ()), *shared]:
             if d._jg_pos > s._jg_end:
                 return True
             if s._jg_pos <= d._jg_pos <= s._jg_end:
@@ -119,6 +124,15 @@ class Analysis:
                 continue
             if u._jg_pos > s._jg_end or loops & {id(x) for x in self.enclosing_loops(u)}:
                 return True
+        return False
+
+    def inside(self, s: ast.stmt, block: int) -> bool:
+        """Is ``s`` in the block ``block`` or nested in one of its statements?"""
+        b = s._jg_block
+        while b is not None:
+            if b == block:
+                return True
+            b = self.block_parent.get(b)
         return False
 
     def dominates(self, d: ast.stmt, s: ast.stmt) -> bool:
@@ -216,6 +230,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             t = s.targets[0] if isinstance(s, ast.Assign) else s.target
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
+                an.inplace.setdefault(t.value.id, []).append(s)
     for s in flat_body(body):
         an.top_defined.update(stmt_defs(s))
     for s in stmts:
@@ -273,10 +288,30 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                             useful.add(x)
                             changed = True
     an.active = {n for n in varied & useful if diff(n)}
-    _check_views(stmts, an, parsed)
+    _check_views(stmts, an, varied, env, parsed)
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
+    _block_local(body, an, args)
     return an
+
+
+def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
+    """Arrays bound only directly in one loop body or branch and used only inside it.
+
+    Their adjoints are zeroed where the reverse sweep enters that block (each
+    iteration, or the branch taken), so they never need a value outside it.
+    """
+    for n, m in an.modes.items():
+        if m != "buffer" or n in args or n in an.top_defined or not an.kind(n).is_array:
+            continue
+        binds = [d for d in an.defs.get(n, []) if isinstance(d, ast.Assign)
+                 and isinstance(d.targets[0], ast.Name)]
+        blocks = {d._jg_block for d in binds}
+        if len(blocks) != 1 or n in an.returned:
+            continue
+        block = blocks.pop()
+        if all(an.inside(x, block) for x in [*an.defs.get(n, []), *an.uses.get(n, [])]):
+            an.block_local[n] = block
 
 
 def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],
@@ -287,6 +322,11 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
     (a move, e.g. a helper returning the array it filled) or when neither is written
     in place.  The reverse pass relies on this: any remaining such copy is a move.
     """
+    written = set(an.written)
+    for s in stmts:  # ``u -= e`` on an array writes the buffer ``u`` names in place
+        if getattr(s, "_jg_aug", False) and isinstance(s.value, ast.BinOp) \
+                and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
+            written.add(s.value.left.id)
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
@@ -295,37 +335,53 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                 isinstance(e, ast.Name) and e.id in varied for e in v.elts):
             raise parsed.error("lists and tuples of differentiated values are not supported",
                                s, "keep the values in separate variables or in an array")
+        group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(
+            v, ast.Name) else ())}
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
-                and ({t, v.id} & (an.written | set().union(*[an.aliases.get(x, set())
-                                                               for x in (t, v.id)]))) \
-                and (an.used_after(v.id, s) or v.id in args) \
-                and ({t, v.id} & varied or {t, v.id} & an.written):
+                and (group | {v.id}) & written and (group | {v.id}) & varied \
+                and (an.used_after(v.id, s) or v.id in args):
+            ut, uv = parsed.user_name(t), parsed.user_name(v.id)
+            helper = getattr(s, "_jg_param_of", None)
+            if helper is not None:
+                raise parsed.error(
+                    f"helper '{helper}' changes its array parameter '{ut}' in place (with "
+                    f"'{ut} op= ...') while '{uv}' is used again; jitgrad cannot follow "
+                    "that aliasing through the call", s,
+                    f"write through a slice in the helper ('{ut}[:] -= ...') so '{uv}' is "
+                    "updated, or return the new array from the helper")
             raise parsed.error(
-                f"'{t} = {v.id}' makes two names share one array that is written in place; "
+                f"'{ut} = {uv}' makes two names share one array that is written in place; "
                 "jitgrad cannot follow that aliasing", s,
-                f"copy it: '{t} = {v.id}.copy()' (or swap with '{t}, {v.id} = {v.id}, {t}')")
+                f"copy it: '{ut} = {uv}.copy()' (or swap with '{ut}, {uv} = {uv}, {ut}')")
 
 
-_VIEW_FUNCS = {np.reshape, np.ravel, np.transpose}
+_VIEW_FUNCS = {np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d,
+               np.atleast_3d, np.squeeze, np.diagonal, np.flip, np.expand_dims, np.asarray}
 
 
-def _check_views(stmts, an: Analysis, parsed) -> None:
-    """Refuse in-place writes that a view would see: the adjoints would not follow."""
+def view_base(v: ast.expr, env: dict) -> str | None:
+    """The array ``v`` may be a view of (slices, ``.T``, reshape, ravel...), else None."""
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+        return v.value.id
+    if isinstance(v, ast.Attribute) and v.attr in ("T", "real", "imag") \
+            and isinstance(v.value, ast.Name):
+        return v.value.id
+    if isinstance(v, ast.Call):
+        prim = primitive_of(v, env)
+        if prim is not None and prim[0] in _VIEW_FUNCS and prim[1] \
+                and isinstance(prim[1][0], ast.Name):
+            return prim[1][0].id
+    return None
+
+
+def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> None:
+    """Refuse in-place writes through views: the adjoints would not follow them."""
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
         t, v = s.targets[0].id, s.value
-        base = None
-        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                and an.kind(t).is_array:
-            base = v.value.id
-        elif isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name):
-            base = v.value.id
-        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
-                and v.func.attr in ("reshape", "ravel", "transpose") \
-                and isinstance(v.func.value, ast.Name):
-            base = v.func.value.id
-        if base is None or not ({t, base} & an.active):
+        base = view_base(v, env) if an.kind(t).is_array else None
+        if base is None or not ({t, base} & (an.active | varied)):
             continue
         if t in an.written:
             raise parsed.error(

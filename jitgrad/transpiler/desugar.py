@@ -223,7 +223,11 @@ class _Loops:
             raise self.parsed.error("only loops over range(...), an array, or enumerate(array) "
                                     "are supported", s,
                                     "write 'for i in range(len(x)):' and index x[i]")
-        if not isinstance(seq, ast.Name):
+        rebound = isinstance(seq, ast.Name) and any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
+            for n in ast.walk(ast.Module(body=s.body, type_ignores=[])))
+        if not isinstance(seq, ast.Name) or rebound:
+            # Python iterates the array the loop started with, even if the body rebinds it
             tmp = self.namer.fresh("_seq")
             pre = assign(tmp, seq)
             seq = name(tmp)
@@ -334,3 +338,52 @@ class _Loops:
 def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
     """Rewrite loops into range loops whose only jump is a trailing ``break``."""
     return _Loops(parsed, env, namer).block(body)
+
+
+# --- buffer rotations ---------------------------------------------------------------
+
+
+def _plain_copy(s: ast.stmt) -> tuple[str, str] | None:
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+            and isinstance(s.value, ast.Name):
+        return s.targets[0].id, s.value.id
+    return None
+
+
+def rotations(body: list[ast.stmt], returns: list[ast.expr]) -> list[ast.stmt]:
+    """``tmp = u; u = v; v = tmp`` -> ``u, v = v, u`` where ``tmp`` is read nowhere else.
+
+    The three-name rotation is how stencil codes swap buffers; as a swap, the adjoint
+    buffers swap too instead of two names sharing one written array.
+    """
+    loads: dict[str, int] = {}
+    for n in ast.walk(ast.Module(body=body + [ast.Expr(value=r) for r in returns],
+                                 type_ignores=[])):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            loads[n.id] = loads.get(n.id, 0) + 1
+
+    def block(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        k = 0
+        while k < len(stmts):
+            s = stmts[k]
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    setattr(s, f, block(sub))
+            trio = [_plain_copy(x) for x in stmts[k:k + 3]]
+            if len(trio) == 3 and all(trio):
+                (t, u), (u2, v), (v2, t2) = trio
+                if u2 == u and v2 == v and t2 == t and len({t, u, v}) == 3 \
+                        and loads.get(t, 0) == 1:
+                    swap = ast.Assign(targets=[ast.Tuple(elts=[name(u, True), name(v, True)],
+                                                         ctx=ast.Store())],
+                                      value=ast.Tuple(elts=[name(v), name(u)], ctx=ast.Load()))
+                    out.append(ast.copy_location(swap, s))
+                    k += 3
+                    continue
+            out.append(s)
+            k += 1
+        return out
+
+    return block(body)

@@ -162,10 +162,14 @@ class Inliner:
                 mapping[p] = a.id
             else:
                 new = self.namer.fresh(p)
+                self.namer.origin[new] = p
                 mapping[p] = new
-                binds.append(ast.copy_location(assign(new, a), node))
+                bind = ast.copy_location(assign(new, a), node)
+                bind._jg_param_of = fn.__name__  # for messages about the helper's parameter
+                binds.append(bind)
         for local in sorted(stored - set(params)):
             mapping[local] = self.namer.fresh(local)
+            self.namer.origin[mapping[local]] = local
         for free in sorted({n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
                             if isinstance(n, ast.Name)} - stored - set(params)):
             if free not in helper.env:

@@ -171,12 +171,18 @@ class Normalizer:
                     out += self.stmt(ast.copy_location(
                         ast.Assign(targets=[t], value=copy.deepcopy(first)), s))
                 return out
-            return self.assign_stmt(s.targets[0], s.value, s)
+            out = self.assign_stmt(s.targets[0], s.value, s)
+            if hasattr(s, "_jg_param_of") and out:
+                out[-1]._jg_param_of = s._jg_param_of
+            return out
         if isinstance(s, ast.AugAssign):
             t = s.target
             if isinstance(t, ast.Name):
                 val = ast.BinOp(left=name(t.id), op=s.op, right=s.value)
-                return self.assign_stmt(name(t.id, True), val, s)
+                out = self.assign_stmt(name(t.id, True), val, s)
+                # on an array, Python's ``x += e`` writes x's buffer in place
+                out[-1]._jg_aug = True
+                return out
             if isinstance(t, ast.Subscript):
                 base = self.subscript_base(t, out)
                 if isinstance(s.op, (ast.Add, ast.Sub)):

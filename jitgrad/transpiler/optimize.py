@@ -189,8 +189,14 @@ def _merge_run(run: list[ast.stmt]) -> list[ast.stmt]:
     order: list[str] = []
     head: list[ast.stmt] = []
     for s in run:
-        if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
-                and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name)):
+        accum = (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                 and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name))
+        if accum:
+            # one that reads an array with pending stores (or its own) runs where it is
+            reads = _loads(s.value) | _loads(s.target.slice)
+            accum = not (reads & ({pending[k][0]._jg_base for k in order}
+                                  | {s.target.value.id}))
+        if accum:
             key = ast.unparse(s.target)
             base = s.target.value.id
             idx_names = _loads(s.target.slice)

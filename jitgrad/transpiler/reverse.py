@@ -58,10 +58,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
         self.fwd_vars: set[str] = set(args)
         self.touched: set[str] = set()
         self.restored_names: set[str] = set()
-        self.loop_inits: dict[int, list[str]] = {}
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
-        self.loop_local: set[str] = set()
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     # --- names -------------------------------------------------------------------
@@ -132,7 +130,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
 
     def reset(self, var: str, s: ast.stmt, out: list[ast.stmt]) -> None:
         """Zero the adjoint of a redefined buffer variable (skipped where provably dead)."""
-        if self.an.modes.get(var) != "buffer" or var in self.loop_local:
+        if self.an.modes.get(var) != "buffer" or var in self.an.block_local:
             return
         first = (var not in self.args and not self.an.enclosing_loops(s)
                  and all(d._jg_pos >= s._jg_pos for d in self.an.defs.get(var, [])))
@@ -156,6 +154,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
                     self.contribute(r.id, seed, seeds)
             rev += seeds
         last = None
+        local = [n for n, b in self.an.block_local.items() if b == id(stmts)]
         for s in reversed(stmts):
             restored -= all_defs(s)
             f, r = self.stmt(s, restored)
@@ -167,6 +166,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
             elif r:
                 last = line if not isinstance(s, (ast.For, ast.While, ast.If)) else None
             rev += r
+        if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
+            rev[:0] = [assign(self.adj(n), self.zero(n)) for n in sorted(local)]
         return fwd, rev
 
     def source_comment(self, line: int) -> ast.stmt:
@@ -442,18 +443,6 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     """Build the forward and adjoint sweeps (see module docstring)."""
     r = Reverser(parsed, an, env, namer, args, wrt, returns)
     r.fwd_vars |= set(an.defs)
-    for n, m in an.modes.items():
-        if m != "buffer" or n in args or n in an.top_defined or not an.kind(n).is_array:
-            continue
-        binds = [d for d in an.defs.get(n, []) if isinstance(d, ast.Assign)
-                 and isinstance(d.targets[0], ast.Name)]
-        loops = {id(an.enclosing_loops(d)[-1]) if an.enclosing_loops(d) else None
-                 for d in binds}
-        if len(loops) == 1 and None not in loops and all(
-                an.enclosing_loops(d)[-1] is an.enclosing_loops(binds[0])[-1]
-                and d in flat_body(an.enclosing_loops(d)[-1].body) for d in binds):
-            r.loop_inits.setdefault(loops.pop(), []).append(n)
-            r.loop_local.add(n)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)
@@ -464,14 +453,16 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
                      key=lambda n: (n not in args, n))
     for n in buffers:
-        if n in r.loop_local:
+        if n in an.block_local:
             continue
         k = an.kind(n)
         if k.is_array and n not in args and n not in an.top_defined:
-            raise parsed.error(f"the array '{n}' carries a gradient but is first created "
-                               "inside a loop or branch", None,
-                               f"create '{n}' before the loop (e.g. '{n} = np.zeros(...)') "
-                               "and fill it inside")
+            un = parsed.user_name(n)
+            raise parsed.error(f"the array '{un}' carries a gradient, is first created inside "
+                               "a loop or branch and is used after it",
+                               min(an.defs.get(n, [None]), key=lambda d: d._jg_pos),
+                               f"create '{un}' before the loop or branch (e.g. '{un} = "
+                               "np.zeros(...)') and fill it inside")
         init.append(assign(r.adj(n), r.zero(n)))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] == "buffer"})
     tapes: list[ast.stmt] = []

@@ -82,14 +82,8 @@ class ControlFlowMixin:
             stack.extend(x for x in ast.iter_child_nodes(n) if isinstance(x, ast.stmt))
         return False
 
-    def inits_for(self, loop: ast.stmt) -> list[ast.stmt]:
-        """Zero adjoints of arrays created afresh in each iteration of ``loop``."""
-        return [assign(self.adj(n), self.zero(n)) for n in self.loop_inits.get(id(loop), [])]
-
     def for_(self, s: ast.For, restored):
         bf, br = self.block(s.body)
-        if br:
-            br = self.inits_for(s) + br
         i = s.target.id
         if not br:
             return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
@@ -142,8 +136,6 @@ class ControlFlowMixin:
 
     def while_(self, s: ast.While, restored):
         bf, br = self.block(s.body)
-        if br:
-            br = self.inits_for(s) + br
         if not br:
             return [ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)], []
         cnt = self.namer.fresh("_trips")
