@@ -28,6 +28,10 @@ BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 UNARYOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
+#: array attributes that are functions of the array (``x.T`` is ``np.transpose(x)``)
+_ATTR_FUNCS = {"T": np.transpose, "real": np.real, "imag": np.imag}
+
+
 def primitive_of(value: ast.expr, env: dict):
     """(primitive object, positional operand exprs, keyword dict) of a normalized RHS, or None.
 
@@ -46,8 +50,8 @@ def primitive_of(value: ast.expr, env: dict):
             if fn is np.reshape and len(args) > 2:
                 args = [args[0], ast.Tuple(elts=args[1:], ctx=ast.Load())]
         return fn, args, {k.arg: k.value for k in value.keywords}
-    if isinstance(value, ast.Attribute) and value.attr == "T":
-        return np.transpose, [value.value], {}
+    if isinstance(value, ast.Attribute) and value.attr in _ATTR_FUNCS:
+        return _ATTR_FUNCS[value.attr], [value.value], {}
     if isinstance(value, ast.Subscript):
         return operator.getitem, [value.value, value.slice], {}
     return None
@@ -223,6 +227,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     an = Analysis(kinds, set(), {})
     _number(body, an)
     stmts = list(walk_stmts(body))
+    _check_kinds(stmts, an, env, parsed)
     for s in stmts:
         for n in stmt_defs(s):
             an.defs.setdefault(n, []).append(s)
@@ -288,6 +293,12 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                             useful.add(x)
                             changed = True
     an.active = {n for n in varied & useful if diff(n)}
+    for s in stmts:
+        for n in stmt_defs(s):
+            if n in an.active and an.kind(n).cls == "c":
+                raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
+                                   "real (float) values only", s,
+                                   "split the value into real and imaginary float parts")
     _check_views(stmts, an, varied, env, parsed)
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
@@ -312,6 +323,33 @@ def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
         block = blocks.pop()
         if all(an.inside(x, block) for x in [*an.defs.get(n, []), *an.uses.get(n, [])]):
             an.block_local[n] = block
+
+
+def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
+    """Refuse, at its line, a variable whose kind (scalar or array) cannot be known."""
+    for s in stmts:
+        if not isinstance(s, ast.Assign):
+            continue
+        t = s.targets[0]
+        for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+            if isinstance(e, ast.Name) and an.kind(e.id).cls == "o":
+                what = ast.unparse(s.value)
+                prim = primitive_of(s.value, env)
+                if isinstance(s.value, ast.Call) and (prim is None or prim[0] is None or (
+                        lookup(prim[0]) is None and not is_non_differentiable(prim[0]))):
+                    raise parsed.error(
+                        f"no gradient rule for '{ast.unparse(s.value.func)}', and jitgrad "
+                        "cannot tell whether its result is a number or an array", s,
+                        "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
+                        "compute this value outside the differentiated function")
+                user = parsed.user_name(e.id)
+                subject = f"'{user}' (from '{what}')" if not user.startswith("_") else \
+                    f"'{what}'"
+                raise parsed.error(
+                    f"cannot tell whether {subject} is a number or an array", s,
+                    "jitgrad specialises the code on scalar and array kinds: compute this "
+                    "value outside the function and pass it in, or use a math/NumPy call "
+                    "jitgrad knows (see docs/supported.md)")
 
 
 def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import os
+import sysconfig
 import types
 from typing import Any
 
@@ -50,9 +52,28 @@ def user_function(obj: Any) -> Any:
     except TypeError:
         return None
     mod = getattr(py, "__module__", "") or ""
-    if mod.split(".")[0] in _LIBRARY_ROOTS:
+    if mod.split(".")[0] in _LIBRARY_ROOTS or not inspect.isfunction(py) or _installed(py):
         return None
-    return py if inspect.isfunction(py) else None
+    return py
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")
+            if k in paths}
+    return tuple(d + os.sep for d in dirs)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _installed(py: Any) -> bool:
+    """Is ``py`` from the standard library or an installed package (not the user's code)?"""
+    try:
+        path = os.path.realpath(inspect.getsourcefile(py) or py.__code__.co_filename)
+    except TypeError:
+        return True
+    return path.startswith(_LIBRARY_DIRS)
 
 
 class _Renamer(ast.NodeTransformer):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..rules import lookup
+from ..rules.results import RUNTIME
 from ..runtime.hooks import nobacksies
 from .inline import resolve
 
@@ -99,6 +100,45 @@ _METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min
 def method_function(attr: str):
     """The NumPy function an array method stands for (``x.sum()`` -> ``np.sum``)."""
     return _METHODS.get(attr)
+
+
+def _entries(node: ast.expr, expr) -> Kind:
+    """The kind of a call argument; a list or tuple literal counts as an array of its entries."""
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return expr(node)
+    k = None
+    for x in node.elts:
+        k = join(k, _entries(x, expr))
+    if k is None or k.cls not in _ORDER:
+        return UNKNOWN
+    return Kind(k.cls, None if k.ndim is None else k.ndim + 1)
+
+
+def _option(node: ast.expr, expr) -> Any:
+    """A call argument as a rule's ``ndim_of`` sees it (see ``jitgrad.rules.results``)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+            and isinstance(node.operand, ast.Constant):
+        return -node.operand.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_option(x, expr) for x in node.elts)
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        nd = expr(node.value).ndim
+        if nd is not None:
+            return (RUNTIME,) * nd
+    return RUNTIME
+
+
+def _dtype_class(obj: Any) -> str | None:
+    """The kind class of a dtype argument (``np.float32``, ``int``...), None if unknown."""
+    if obj is None:
+        return None
+    try:
+        k = np.dtype(obj).kind
+    except TypeError:
+        return None
+    return {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}.get(k)
 
 
 class KindInference:
@@ -207,6 +247,9 @@ class KindInference:
                     nd += ik.ndim - 1
             return Kind(base.cls, max(nd, 0))
         if isinstance(e, ast.Attribute):
+            obj = resolve(e, self.env)  # a module constant: math.pi, np.inf...
+            if obj is not None and not callable(obj) and not isinstance(obj, type(math)):
+                return of_value(obj)
             if e.attr == "shape":
                 return TUPLE
             if e.attr in ("size", "ndim"):
@@ -220,8 +263,35 @@ class KindInference:
                 self.expr(x)
             return TUPLE if isinstance(e, ast.Tuple) else UNKNOWN
         if isinstance(e, ast.Call):
-            return self.call(e)
+            return self._random(e) or self.call(e)
         return UNKNOWN
+
+    def _random(self, e: ast.Call) -> Kind | None:
+        """``random.random()``, ``np.random.normal(...)``: a float, or an array with a size."""
+        fn = resolve(e.func, self.env)
+        mod = getattr(fn, "__module__", None) or ""
+        owner = getattr(fn, "__self__", None)
+        if not (mod == "random" or mod.startswith("numpy.random")
+                or type(owner).__module__ in ("random", "numpy.random.mtrand")):
+            return None
+        for a in [*e.args, *(k.value for k in e.keywords)]:
+            self.expr(a)
+        name = getattr(fn, "__name__", "")
+        sized = {"rand": 0, "randn": 0, "random": 0, "random_sample": 0, "normal": 2,
+                 "uniform": 2, "standard_normal": 0, "exponential": 1, "randint": 2}
+        if mod == "random" or type(owner).__module__ == "random":
+            return INT if name in ("randint", "randrange", "getrandbits") else FLOAT
+        if name not in sized:
+            return None
+        size = next((k.value for k in e.keywords if k.arg == "size"), None)
+        if size is None and name in ("rand", "randn"):
+            return Kind("f", len(e.args)) if e.args else FLOAT
+        if size is None and len(e.args) > sized[name]:
+            size = e.args[sized[name]]
+        cls = "i" if name == "randint" else "f"
+        if size is None:
+            return Kind(cls, 0)
+        return Kind(cls, self._shape_ndim(size))
 
     @staticmethod
     def _dot_ndim(a: Kind, b: Kind) -> int | None:
@@ -245,9 +315,11 @@ class KindInference:
         for v in kw.values():
             self.expr(v)
         fn = resolve(e.func, self.env)
+        nodes = list(e.args)
         if fn is None and isinstance(e.func, ast.Attribute):
             fn = method_function(e.func.attr)
             args = [self.expr(e.func.value), *args]
+            nodes = [e.func.value, *nodes]
         if fn is None:
             return UNKNOWN
         if fn is nobacksies and len(args) == 2:
@@ -255,6 +327,27 @@ class KindInference:
         rule = lookup(fn)
         if rule is not None and "kind_of" in rule.meta and len(args) > rule.meta["kind_of"]:
             return args[rule.meta["kind_of"]]
+        if rule is not None and "ndim_of" in rule.meta:
+            # the rule declares its result's ndim (jitgrad/rules/results.py); the class
+            # is that of the arguments, float for float_result, or the dtype argument's
+            kinds = [_entries(x, self.expr) for x in nodes]
+            code = rule.impl.__code__
+            params = code.co_varnames[:code.co_argcount]
+            bound = dict(zip(params, nodes, strict=False)) | kw
+            opts = {p: _option(x, self.expr) for p, x in bound.items() if p != params[0]}
+            try:
+                nd = rule.meta["ndim_of"](kinds[0].ndim if kinds else None, **opts)
+            except TypeError:
+                nd = None
+            cls = None
+            for k in kinds:
+                if k.cls in _ORDER:
+                    cls = k.cls if cls is None else max(cls, k.cls, key=_ORDER.__getitem__)
+            if rule.meta.get("float_result") and cls != "c":
+                cls = "f"
+            if "dtype" in bound:
+                cls = _dtype_class(resolve(bound["dtype"], self.env)) or cls
+            return Kind(cls or "o", nd)
         first = args[0] if args else UNKNOWN
         cls_f = "f" if first.cls != "c" else "c"
         if fn in (builtins.len, builtins.int, builtins.round, math.floor, math.ceil,
@@ -333,6 +426,8 @@ class KindInference:
             k = first
             for a in args[1:]:
                 k = join(k, a)
+            if args and all(a.ndim is not None for a in args):  # broadcasting
+                k = Kind(k.cls, max(a.ndim for a in args))
             if fn in (np.sign, np.floor, np.ceil, np.trunc, np.rint):
                 return Kind(k.cls, k.ndim)
             return Kind(cls_f if k.cls != "o" else "o", k.ndim)

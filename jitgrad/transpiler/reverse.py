@@ -13,6 +13,7 @@ import ast
 import copy
 from dataclasses import dataclass, field
 
+from ..errors import RuleError
 from ..rules import is_non_differentiable, lookup
 from ..runtime import helpers
 from ..runtime.hooks import hook, nobacksies
@@ -285,10 +286,19 @@ class Reverser(TapeMixin, ControlFlowMixin):
         rule = lookup(fn)
         if rule is None or not isinstance(s.targets[0], ast.Name):
             return [s]
-        tpl = template_of(rule)
-        inst = instantiate(tpl, args, kw, self.namer, self.global_name)
+        tpl, inst = self.instance(rule, args, kw, s)
         self.note_callables(fn, inst)
         return self.forward_of(s, s.targets[0].id, s.value, fn, tpl, inst, operand_names(args))
+
+    def instance(self, rule, args, kw, s: ast.stmt):
+        """The rule's template bound to this call; a RuleError names the user's line."""
+        try:
+            tpl = template_of(rule)
+            return tpl, instantiate(tpl, args, kw, self.namer, self.global_name)
+        except RuleError as exc:
+            where = self.parsed.error(str(exc), s, "check the call's arguments against the "
+                                      f"rule for {rule.name} (see docs/supported.md)")
+            raise RuleError(str(where)) from None
 
     def note_callables(self, fn, inst) -> None:
         """Functions a hook will call in compiled code (the API compiles them with Numba)."""
@@ -344,8 +354,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
         rule = lookup(fn)
-        tpl = template_of(rule)
-        inst = instantiate(tpl, args, kw, self.namer, self.global_name)
+        tpl, inst = self.instance(rule, args, kw, s)
         operands = operand_names(args)
         self.note_callables(fn, inst)
         rev: list[ast.stmt] = []

@@ -1,0 +1,298 @@
+"""Programs that once gave silently wrong gradients (soundness issues), one per defect class.
+
+Each is user-style code; ``CASES`` lists (function, make_args, wrt) checked against
+central differences in both modes, ``REFUSED`` the ones that must be a clear error.
+"""
+
+import math
+
+import numpy as np
+
+# --- an overwritten scalar is never recomputed from its new value ----------------------
+
+
+def self_square(a):
+    a = a * a
+    return a * a
+
+
+def keep_then_square(a):
+    t = a
+    a = a * a
+    return a * t
+
+
+def self_times_shifted(a):
+    a = a * (a + 1.0)
+    return a
+
+
+def rebind_from_other(a, b):
+    a = a * b
+    return a * b
+
+
+def shadowing_chain(y, x):
+    y = y + x
+    x = y * x
+    y = x - y
+    return x * y + y
+
+
+def self_update_in_branch(a, b):
+    if b > 0.0:
+        a = a * b
+    return a * a + b
+
+
+def self_update_in_loop(a, n):
+    s = 0.0
+    for i in range(n):
+        a = a * 0.9 + 0.1
+        s = s + a * a
+    return s
+
+
+# --- loop-carried v = g(v) through a rule that reuses its output ------------------------
+
+
+def tanh_chain(z):
+    for k in range(4):
+        z = math.tanh(z)
+    return z
+
+
+def exp_chain_while(z):
+    k = 0
+    while k < 3:
+        z = math.exp(-z * z)
+        k += 1
+    return z
+
+
+def sqrt_chain(z):
+    for k in range(3):
+        z = math.sqrt(1.0 + z * z)
+    return z
+
+
+def array_tanh_chain(x):
+    y = x.copy()
+    for k in range(3):
+        y = np.tanh(y)
+    return np.sum(y)
+
+
+# --- views and slices --------------------------------------------------------------------
+
+
+def slices_then_write(x):
+    x = x.copy()
+    s = np.dot(x[:-1], x[1:])
+    x[1] = 0.25
+    return s
+
+
+def reversed_slice(x):
+    return np.sum(x[::-1] * x) + x[::-1][0]
+
+
+def real_part(x):
+    return np.sum(x.real ** 2) + np.sum(x.imag)
+
+
+# --- tuple assignment that is not a permutation ---------------------------------------
+
+
+def tuple_shift(p, q):
+    p, q = q, p * 2.0
+    return p * q * q
+
+
+def tuple_take(a, b):
+    s = 0.0
+    a, s = b, a
+    return a * s * s
+
+
+# --- iteration over an array the body rebinds ------------------------------------------
+
+
+def iterate_rebound(y):
+    s = 0.0
+    for t in y:
+        y = y * t
+        s += np.sum(y)
+    return s
+
+
+# --- rebinding and kinds -------------------------------------------------------------------
+
+
+def wrt_rebound_after_loop(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * x[i]
+    x = np.zeros(2)
+    return s + np.sum(x)
+
+
+def array_to_scalar(x):
+    x = np.sum(x)
+    return x * x
+
+
+def gaussian_nll(s):
+    return 0.5 * math.log(2.0 * math.pi * s) + np.pi * s / math.e
+
+
+# --- buffers: rotation, arrays local to a branch, after an early return -----------------
+
+
+def three_name_rotation(x):
+    u = x.copy()
+    v = x * 2.0
+    for k in range(3):
+        tmp = u
+        u = v
+        v = tmp
+        u[0] = v[1] * 0.5 + u[2]
+    return np.sum(u * v)
+
+
+def rotation_in_branch(x, n):
+    u = x.copy()
+    v = x * 0.5
+    for k in range(n):
+        if k % 2 == 0:
+            tmp = u
+            u = v
+            v = tmp
+        u[1] = u[1] * v[0]
+    return np.sum(u) + np.sum(v)
+
+
+def swap_then_alias_read(x, y):
+    y, x = x, y
+    tmp = y
+    return np.sum(tmp * x)
+
+
+def array_in_branch(x, a):
+    s = 0.0
+    if x[0] > 0.3:
+        u = np.cos(x) * a
+        s = u[1]
+    return s
+
+
+def array_after_return(x, a):
+    if x[0] > 1.0:
+        return a
+    w = x.copy()
+    w[0] = a
+    return np.sum(w * w)
+
+
+def fill(u, c):
+    u[:] -= u * c
+
+
+def helper_slice_update(x, a):
+    y = x.copy()
+    fill(y, a)
+    return np.sum(y * y)
+
+
+def folded_branch(a):
+    s = 0.0
+    if s > 1.0:
+        s = a * 2.0
+    return s + a * a
+
+
+X = np.array([0.5, -0.3, 0.8, 0.2])
+
+CASES = [
+    (self_square, lambda: (1.3,), 0),
+    (keep_then_square, lambda: (1.3,), 0),
+    (self_times_shifted, lambda: (1.3,), 0),
+    (rebind_from_other, lambda: (1.3, 0.7), (0, 1)),
+    (shadowing_chain, lambda: (0.7, 1.3), (0, 1)),
+    (self_update_in_branch, lambda: (0.7, 1.3), (0, 1)),
+    (self_update_in_loop, lambda: (0.7, 4), 0),
+    (tanh_chain, lambda: (0.7,), 0),
+    (exp_chain_while, lambda: (0.7,), 0),
+    (sqrt_chain, lambda: (0.7,), 0),
+    (array_tanh_chain, lambda: (X.copy(),), 0),
+    (slices_then_write, lambda: (X.copy(),), 0),
+    (reversed_slice, lambda: (X.copy(),), 0),
+    (real_part, lambda: (X.copy(),), 0),
+    (tuple_shift, lambda: (0.7, 1.3), (0, 1)),
+    (tuple_take, lambda: (0.7, 1.3), (0, 1)),
+    (iterate_rebound, lambda: (X.copy(),), 0),
+    (wrt_rebound_after_loop, lambda: (X.copy(),), 0),
+    (array_to_scalar, lambda: (X.copy(),), 0),
+    (gaussian_nll, lambda: (1.5,), 0),
+    (three_name_rotation, lambda: (X.copy(),), 0),
+    (rotation_in_branch, lambda: (X.copy(), 3), 0),
+    (swap_then_alias_read, lambda: (X.copy(), X[::-1].copy()), (0, 1)),
+    (array_in_branch, lambda: (X.copy(), 0.4), (0, 1)),
+    (array_in_branch, lambda: (-X, 0.4), (0, 1)),
+    (array_after_return, lambda: (X.copy(), 0.4), (0, 1)),
+    (helper_slice_update, lambda: (X.copy(), 0.3), (0, 1)),
+    (folded_branch, lambda: (0.7,), 0),
+]
+
+# --- refused, with the user's line ----------------------------------------------------
+
+
+def write_through_row_view(x):
+    A = np.zeros((2, 3))
+    r = A[0]
+    r[1] = x[0] * x[1]
+    return np.sum(A)
+
+
+def write_through_transpose(x):
+    A = np.zeros((2, 2))
+    B = A.T
+    B[0, 1] = x[0]
+    return np.sum(A * A)
+
+
+def write_through_view_of_constant(a, y):
+    u = y[1:3]
+    u[0] = a * 3.0
+    return np.sum(y) * a
+
+
+def damp(u, c):
+    u -= u * c
+
+
+def helper_whole_array_update(x, a):
+    y = x.copy()
+    damp(y, a)
+    return np.sum(y * y)
+
+
+def array_made_in_loop_used_after(x):
+    for k in range(2):
+        u = x * k
+    return np.sum(u)
+
+
+def random_kind(x):
+    g = np.random.default_rng(0)
+    return np.sum(x) * g.random()
+
+
+REFUSED = [
+    (write_through_row_view, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
+    (write_through_transpose, lambda: (X.copy(),), "view of 'A'", "B = A.T"),
+    (write_through_view_of_constant, lambda: (0.7, X.copy()), "view of 'y'", "u = y[1:3]"),
+    (helper_whole_array_update, lambda: (X.copy(), 0.3), "helper 'damp'", "damp(y, a)"),
+    (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
+    (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),
+]
