@@ -91,6 +91,10 @@ class Analysis:
     inplace: dict[str, list[ast.stmt]] = field(default_factory=dict)
     #: arrays made and used only inside one loop body or branch -> that block's id
     block_local: dict[str, int] = field(default_factory=dict)
+    #: array arguments written in place, directly or through a name sharing their buffer
+    args_written: set[str] = field(default_factory=set)
+    #: arrays updated with ``x op= e`` (Python writes their buffer in place)
+    aug_written: set[str] = field(default_factory=set)
 
     def kind(self, n: str) -> Kind:
         from .kinds import UNKNOWN
@@ -228,6 +232,10 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _number(body, an)
     stmts = list(walk_stmts(body))
     _check_kinds(stmts, an, env, parsed)
+    for s in stmts:  # ``u -= e`` on an array writes the buffer ``u`` names in place
+        if getattr(s, "_jg_aug", False) and isinstance(s.value, ast.BinOp) \
+                and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
+            an.aug_written.add(s.value.left.id)
     for s in stmts:
         for n in stmt_defs(s):
             an.defs.setdefault(n, []).append(s)
@@ -303,7 +311,34 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     _block_local(body, an, args)
+    _args_written(stmts, an, args, env)
     return an
+
+
+def _args_written(stmts, an: Analysis, args: list[str], env: dict) -> None:
+    """Arguments whose buffer the generated code may write: it works on copies of those."""
+    group: dict[str, set[str]] = {}
+
+    def join(a: str, b: str) -> None:
+        g = group.get(a, {a}) | group.get(b, {b})
+        for n in g:
+            group[n] = g
+
+    written = an.written | an.aug_written
+    for s in stmts:
+        if not (isinstance(s, ast.Assign) and an.kind(stmt_defs(s)[0]).is_array
+                if stmt_defs(s) else False):
+            continue
+        t, v = s.targets[0], s.value
+        if isinstance(t, ast.Name):
+            base = v.id if isinstance(v, ast.Name) else view_base(v, env)
+            if base is not None:
+                join(t.id, base)
+        elif is_permutation(s):
+            for a, b in zip(t.elts, v.elts, strict=True):
+                join(a.id, b.id)
+    an.args_written = {a for a in args if an.kind(a).is_array
+                       and group.get(a, {a}) & written}
 
 
 def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
@@ -360,11 +395,6 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
     (a move, e.g. a helper returning the array it filled) or when neither is written
     in place.  The reverse pass relies on this: any remaining such copy is a move.
     """
-    written = set(an.written)
-    for s in stmts:  # ``u -= e`` on an array writes the buffer ``u`` names in place
-        if getattr(s, "_jg_aug", False) and isinstance(s.value, ast.BinOp) \
-                and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
-            written.add(s.value.left.id)
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
@@ -376,8 +406,9 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
         group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(
             v, ast.Name) else ())}
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
-                and (group | {v.id}) & written and (group | {v.id}) & varied \
-                and (an.used_after(v.id, s) or v.id in args):
+                and (an.used_after(v.id, s) or v.id in args) and (
+                    (group | {v.id}) & an.aug_written  # the generated code would rebind
+                    or (group | {v.id}) & an.written and (group | {v.id}) & varied):
             ut, uv = parsed.user_name(t), parsed.user_name(v.id)
             helper = getattr(s, "_jg_param_of", None)
             if helper is not None:
@@ -419,13 +450,22 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
             continue
         t, v = s.targets[0].id, s.value
         base = view_base(v, env) if an.kind(t).is_array else None
-        if base is None or not ({t, base} & (an.active | varied)):
+        if base is None:
+            continue
+        if t in an.aug_written:
+            ut, ub = parsed.user_name(t), parsed.user_name(base)
+            raise parsed.error(
+                f"'{ut}' is a view of '{ub}' and is updated in place ('{ut} op= ...'); "
+                "jitgrad cannot follow writes through views", s,
+                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or update '{ub}' directly")
+        if not ({t, base} & (an.active | varied)):
             continue
         if t in an.written:
+            ut, ub = parsed.user_name(t), parsed.user_name(base)
             raise parsed.error(
-                f"'{t}' is a view of '{base}' and is written in place; jitgrad cannot "
+                f"'{ut}' is a view of '{ub}' and is written in place; jitgrad cannot "
                 "follow writes through views", s,
-                f"take a copy ('{t} = {ast.unparse(v)}.copy()') or write into '{base}' directly")
+                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write into '{ub}' directly")
         if base in an.written:
             # the view sees the base's writes: tape copies of it, never recompute from it
             an.written.add(t)

@@ -432,6 +432,12 @@ class Reverser(TapeMixin, ControlFlowMixin):
         rev: list[ast.stmt] = []
         view = ast.Subscript(value=name(self.adj(base)), slice=copy.deepcopy(t.slice),
                              ctx=ast.Load())
+        idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+        nd = self.an.kind(base).ndim
+        if self.is_active(v) and (nd is None or len(idx) < nd or any(
+                isinstance(e, ast.Slice) for e in idx)):
+            # a region of the array: a value broadcast into it gets the region's sum
+            view = ast.Call(func=name(self.unb), args=[view, name(v.id)], keywords=[])
         if self.is_active(v):
             self.contribute(v.id, view, rev, sign=-1 if isinstance(op, ast.Sub) else 1)
         if op is None:
@@ -457,7 +463,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     fwd, rev = r.block(body, top=True)
     prologue = [assign(a, ast.Call(func=ast.Attribute(value=name(a), attr="copy",
                                                       ctx=ast.Load()), args=[], keywords=[]))
-                for a in args if a in an.written]
+                for a in args if a in an.args_written]
     init: list[ast.stmt] = []
     buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
                      key=lambda n: (n not in args, n))

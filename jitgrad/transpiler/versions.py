@@ -28,7 +28,8 @@ def _stored(node: ast.AST) -> set[str]:
 
 def _top_targets(s: ast.stmt) -> list[str]:
     """Names a top-level statement rebinds unconditionally (plain and tuple assignment)."""
-    if isinstance(s, ast.Assign) and not getattr(s, "_jg_checkpoint", False):
+    if isinstance(s, ast.Assign) and not getattr(s, "_jg_aug", False):
+        # (``x += e`` keeps its name: on an array it updates the same buffer)
         t = s.targets[0]
         if isinstance(t, ast.Name):
             return [t.id]
