@@ -204,6 +204,51 @@ def helper_slice_update(x, a):
     return np.sum(y * y)
 
 
+def damp(u, c):
+    u -= u * c
+
+
+def helper_whole_array_update(x, a):
+    y = x.copy()
+    damp(y, a)
+    return np.sum(y * y)
+
+
+def scale(u, c):
+    u *= c
+
+
+def helper_scales_argument(x, a):
+    scale(x, a)
+    return x[2] + np.sum(x * x)
+
+
+def scalar_into_slice(x, a):
+    s = a
+    v = x[::-1].copy()
+    v[1:3] = s
+    return np.sum(v * v)
+
+
+def alias_of_argument_written(x, a):
+    rv = x
+    rv[0] = 2.0
+    return np.sum(x * x) * a
+
+
+def iterate_updated_in_place(x, a):
+    p = 0.0
+    for val in x:
+        p = p + val * a
+        x *= 0.9
+    return p + np.sum(x)
+
+
+def self_aug(a):
+    a *= a
+    return a * a
+
+
 def folded_branch(a):
     s = 0.0
     if s > 1.0:
@@ -242,6 +287,12 @@ CASES = [
     (array_after_return, lambda: (X.copy(), 0.4), (0, 1)),
     (helper_slice_update, lambda: (X.copy(), 0.3), (0, 1)),
     (folded_branch, lambda: (0.7,), 0),
+    (helper_whole_array_update, lambda: (X.copy(), 0.3), (0, 1)),
+    (helper_scales_argument, lambda: (X.copy(), 0.3), (0, 1)),
+    (scalar_into_slice, lambda: (X.copy(), 0.3), (0, 1)),
+    (alias_of_argument_written, lambda: (X.copy(), 0.3), 1),
+    (iterate_updated_in_place, lambda: (X.copy(), 0.3), (0, 1)),
+    (self_aug, lambda: (1.3,), 0),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------
@@ -267,20 +318,18 @@ def write_through_view_of_constant(a, y):
     return np.sum(y) * a
 
 
-def damp(u, c):
-    u -= u * c
-
-
-def helper_whole_array_update(x, a):
-    y = x.copy()
-    damp(y, a)
-    return np.sum(y * y)
-
-
 def array_made_in_loop_used_after(x):
     for k in range(2):
         u = x * k
     return np.sum(u)
+
+
+def shared_then_updated(x):
+    h = np.zeros(x.shape)
+    rv = h
+    h += x
+    h[2] -= rv[0]
+    return h.sum()
 
 
 def random_kind(x):
@@ -292,7 +341,7 @@ REFUSED = [
     (write_through_row_view, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
     (write_through_transpose, lambda: (X.copy(),), "view of 'A'", "B = A.T"),
     (write_through_view_of_constant, lambda: (0.7, X.copy()), "view of 'y'", "u = y[1:3]"),
-    (helper_whole_array_update, lambda: (X.copy(), 0.3), "helper 'damp'", "damp(y, a)"),
     (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
+    (shared_then_updated, lambda: (X.copy(),), "share one array", "rv = h"),
     (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),
 ]

@@ -195,6 +195,14 @@ def _is_call_to(node: ast.expr, parsed_env: dict, obj) -> bool:
     return isinstance(f, ast.Name) and parsed_env.get(f.id) is obj
 
 
+def _names_target(n: ast.AST, name_: str) -> bool:
+    """Is ``n`` a write into ``name_`` in place (``name_[i] = ...``, ``name_ += ...``)?"""
+    t = n.target if isinstance(n, ast.AugAssign) else n
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return isinstance(t, ast.Name) and t.id == name_
+
+
 class _Loops:
     def __init__(self, parsed: Parsed, env: dict, namer: Namer):
         self.parsed = parsed
@@ -223,13 +231,24 @@ class _Loops:
             raise self.parsed.error("only loops over range(...), an array, or enumerate(array) "
                                     "are supported", s,
                                     "write 'for i in range(len(x)):' and index x[i]")
+        # (``x op= e`` on the iterated array updates it in place: Python's iteration sees
+        # that, and so does reading x[i] each trip, so it does not count as rebinding)
+        aug_targets = {id(n.target) for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))
+                       if isinstance(n, ast.AugAssign)}
         rebound = isinstance(seq, ast.Name) and any(
             isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
+            and id(n) not in aug_targets
             for n in ast.walk(ast.Module(body=s.body, type_ignores=[])))
         if not isinstance(seq, ast.Name) or rebound:
-            # Python iterates the array the loop started with, even if the body rebinds it
+            # Python iterates the array the loop started with, even if the body rebinds it;
+            # a copy is that array when the body never writes through the name in place
             tmp = self.namer.fresh("_seq")
-            pre = assign(tmp, seq)
+            written = any(isinstance(n, (ast.Subscript, ast.AugAssign)) and isinstance(
+                getattr(n, "ctx", ast.Store()), ast.Store) and _names_target(n, seq.id)
+                for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))) \
+                if rebound else True
+            pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
+                value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
             seq = name(tmp)
         else:
             pre = None

@@ -227,3 +227,49 @@ def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer) -> list[ast.stmt]
 
 
 __all__ = ["inline", "rename", "resolve", "user_function", "name", "stored_names"]
+
+
+def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
+    """A helper's array parameter updated with ``u op= e`` is the caller's array itself.
+
+    Python updates the caller's buffer in place; on a float the same statement only
+    rebinds the helper's local.  Inlining binds the parameter to a fresh name
+    (``u1 = y``) since the kind is not known then; once it is, an array parameter
+    that is only updated in place (never rebound) is renamed to the caller's name.
+    """
+    defs: dict[str, list[ast.stmt]] = {}
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Assign):
+            for t in ast.walk(n.targets[0]):
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                    defs.setdefault(t.id, []).append(n)
+    mapping: dict[str, str] = {}
+    drop: set[int] = set()
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if not (getattr(n, "_jg_param_of", None) and isinstance(n.targets[0], ast.Name)
+                and isinstance(n.value, ast.Name)):
+            continue
+        p, src = n.targets[0].id, n.value.id
+        k = kinds.get(p)
+        if k is None or not k.is_array or src in mapping:
+            continue
+        if all(d is n or getattr(d, "_jg_aug", False) for d in defs.get(p, [])) \
+                and len(defs.get(p, [])) > 1:
+            mapping[p] = src
+            drop.add(id(n))
+    if not mapping:
+        return body
+
+    def block(stmts):
+        out = []
+        for s in stmts:
+            if id(s) in drop:
+                continue
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    setattr(s, f, block(sub) or [ast.Pass()])
+            out.append(rename(s, mapping))
+        return out
+
+    return block(body)
