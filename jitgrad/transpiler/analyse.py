@@ -458,20 +458,31 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
                 f"'{ut}' is a view of '{ub}' and is updated in place ('{ut} op= ...'); "
                 "jitgrad cannot follow writes through views", s,
                 f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or update '{ub}' directly")
-        if not ({t, base} & (an.active | varied)):
-            continue
-        if t in an.written:
-            ut, ub = parsed.user_name(t), parsed.user_name(base)
-            raise parsed.error(
-                f"'{ut}' is a view of '{ub}' and is written in place; jitgrad cannot "
-                "follow writes through views", s,
-                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write into '{ub}' directly")
+        if base in an.aug_written:
+            for d in an.defs.get(base, []):
+                if getattr(d, "_jg_aug", False) and an.used_after(t, d) and (
+                        s._jg_pos < d._jg_pos or an.enclosing_loops(d)):
+                    ut, ub = parsed.user_name(t), parsed.user_name(base)
+                    raise parsed.error(
+                        f"'{ut}' is a view of '{ub}', which is updated in place ('{ub} op= "
+                        f"...') while '{ut}' is still used; jitgrad cannot follow writes "
+                        "seen through views", s,
+                        f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write "
+                        f"'{ub} = {ub} op ...' to make a new array")
         if base in an.written:
             # the view sees the base's writes: tape copies of it, never recompute from it
             an.written.add(t)
             group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
             for n in group:
                 an.aliases[n] = group
+        if not ({t, base} & (an.active | varied)):
+            continue
+        if t in an.inplace:
+            ut, ub = parsed.user_name(t), parsed.user_name(base)
+            raise parsed.error(
+                f"'{ut}' is a view of '{ub}' and is written in place; jitgrad cannot "
+                "follow writes through views", s,
+                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write into '{ub}' directly")
 
 
 def _flows(s: ast.stmt, env: dict):

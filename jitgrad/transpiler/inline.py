@@ -246,7 +246,8 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     mapping: dict[str, str] = {}
     drop: set[int] = set()
     for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if not (getattr(n, "_jg_param_of", None) and isinstance(n.targets[0], ast.Name)
+        if not (getattr(n, "_jg_param_of", None) and isinstance(n, ast.Assign)
+                and isinstance(n.targets[0], ast.Name)
                 and isinstance(n.value, ast.Name)):
             continue
         p, src = n.targets[0].id, n.value.id

@@ -141,12 +141,25 @@ class Normalizer:
         out.append(ast.copy_location(assign(target, v), where))
         return out
 
+    def opaque(self, e: ast.expr) -> ast.expr:
+        """A branch test Numba cannot fold to a constant (``s = 0.0; if s > 1.0:``).
+
+        Numba prunes a branch whose test it can prove constant, and then rejects the
+        adjoint's reads of values that branch defines; ``bool(...)`` keeps it a branch.
+        """
+        if any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(e)):
+            return e
+        self.env.setdefault("bool", bool)
+        return ast.copy_location(ast.Call(func=name("bool"), args=[e], keywords=[]), e)
+
     def test(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        if isinstance(e, ast.Name):
+        if isinstance(e, ast.Name) and self.opaque(e) is e:
             return e
         c = self.namer.fresh("_c")
-        out += self.assign_expr(c, e, e) if not self.is_inert(e) else \
-            [ast.copy_location(assign(c, e), e)]
+        if self.is_inert(e):
+            out.append(ast.copy_location(assign(c, self.opaque(e)), e))
+        else:
+            out += self.assign_expr(c, e, e)
         return name(c)
 
     # --- statements --------------------------------------------------------------
@@ -172,7 +185,7 @@ class Normalizer:
                         ast.Assign(targets=[t], value=copy.deepcopy(first)), s))
                 return out
             out = self.assign_stmt(s.targets[0], s.value, s)
-            if hasattr(s, "_jg_param_of") and out:
+            if hasattr(s, "_jg_param_of") and out and isinstance(out[-1], ast.Assign):
                 out[-1]._jg_param_of = s._jg_param_of
             return out
         if isinstance(s, ast.AugAssign):
@@ -210,7 +223,7 @@ class Normalizer:
             return out
         if isinstance(s, ast.While):
             c = self.namer.fresh("_c")
-            pre = self.assign_expr(c, s.test, s)
+            pre = self.assign_expr(c, self.opaque(s.test), s)
             body = self.block(s.body) + [copy.deepcopy(x) for x in pre]
             out += pre
             out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
