@@ -256,6 +256,52 @@ def folded_branch(a):
     return s + a * a
 
 
+def rows_updated_through_views(X, w):
+    Y = X.copy()
+    for i in range(Y.shape[0]):
+        row = Y[i]
+        for j in range(Y.shape[1]):
+            row[j] = row[j] * w[j] + math.sin(row[j])
+    return np.sum(Y * Y)
+
+
+def write_through_reversed_view(x):
+    r = x[::-1]
+    r[0] = r[1] * x[0]
+    return np.sum(x * x)
+
+
+def row_view_in_branch(x):
+    A = np.zeros((4, 4))
+    for i in range(4):
+        if x[i] > 0.0:
+            r = A[i, :]
+            r[i] = x[i] * x[i]
+            r[0] += x[i]
+    return np.sum(A * A)
+
+
+def write_through_row_view(x):
+    A = np.zeros((2, 3))
+    r = A[0]
+    r[1] = x[0] * x[1]
+    return np.sum(A * A)
+
+
+def write_through_transpose(x):
+    A = np.zeros((2, 2))
+    B = A.T
+    B[0, 1] = x[0]
+    B[1, 1] = x[1] * B[0, 1]
+    return np.sum(A * A) + A[1, 0]
+
+
+def write_through_view_of_constant(a, y):
+    u = y[1:3]
+    u[0] = a * 3.0
+    return np.sum(y * y) * a
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -293,29 +339,15 @@ CASES = [
     (alias_of_argument_written, lambda: (X.copy(), 0.3), 1),
     (iterate_updated_in_place, lambda: (X.copy(), 0.3), (0, 1)),
     (self_aug, lambda: (1.3,), 0),
+    (write_through_row_view, lambda: (X.copy(),), 0),
+    (write_through_transpose, lambda: (X.copy(),), 0),
+    (write_through_view_of_constant, lambda: (0.7, X.copy()), 0),
+    (rows_updated_through_views, lambda: (X.reshape(2, 2) / 3, X[:2].copy()), (0, 1)),
+    (write_through_reversed_view, lambda: (X.copy(),), 0),
+    (row_view_in_branch, lambda: (X.copy(),), 0),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------
-
-
-def write_through_row_view(x):
-    A = np.zeros((2, 3))
-    r = A[0]
-    r[1] = x[0] * x[1]
-    return np.sum(A)
-
-
-def write_through_transpose(x):
-    A = np.zeros((2, 2))
-    B = A.T
-    B[0, 1] = x[0]
-    return np.sum(A * A)
-
-
-def write_through_view_of_constant(a, y):
-    u = y[1:3]
-    u[0] = a * 3.0
-    return np.sum(y) * a
 
 
 def array_made_in_loop_used_after(x):
@@ -332,15 +364,32 @@ def shared_then_updated(x):
     return h.sum()
 
 
+def view_used_after_loop(x):
+    A = np.zeros((2, 4))
+    for k in range(2):
+        r = A[k]
+        r[k] = x[k]
+    r[0] = x[2]
+    return np.sum(A * A)
+
+
+def view_of_rebound_base(x):
+    A = np.zeros((2, 4))
+    for k in range(2):
+        r = A[0]
+        r[k] = x[k] * x[k]
+        A = A * 2.0
+    return np.sum(A)
+
+
 def random_kind(x):
     g = np.random.default_rng(0)
     return np.sum(x) * g.random()
 
 
 REFUSED = [
-    (write_through_row_view, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
-    (write_through_transpose, lambda: (X.copy(),), "view of 'A'", "B = A.T"),
-    (write_through_view_of_constant, lambda: (0.7, X.copy()), "view of 'y'", "u = y[1:3]"),
+    (view_used_after_loop, lambda: (X.copy(),), "view of 'A'", "r = A[k]"),
+    (view_of_rebound_base, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
     (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
     (shared_then_updated, lambda: (X.copy(),), "share one array", "rv = h"),
     (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),

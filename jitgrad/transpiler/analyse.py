@@ -95,6 +95,9 @@ class Analysis:
     args_written: set[str] = field(default_factory=set)
     #: arrays updated with ``x op= e`` (Python writes their buffer in place)
     aug_written: set[str] = field(default_factory=set)
+    #: views written in place whose adjoint is the same view of the base's adjoint:
+    #: name -> (base, the statement making the view)
+    views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
 
     def kind(self, n: str) -> Kind:
         from .kinds import UNKNOWN
@@ -133,6 +136,17 @@ class Analysis:
             if u._jg_pos > s._jg_end or loops & {id(x) for x in self.enclosing_loops(u)}:
                 return True
         return False
+
+    def kind_of_index(self, e: ast.expr) -> bool:
+        """Is ``e`` an integer scalar index (basic indexing, not an index array)?"""
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, int) and not isinstance(e.value, bool)
+        k = self.kinds.get(e.id) if isinstance(e, ast.Name) else None
+        if k is not None:
+            return k.cls in ("i", "b") and k.ndim == 0
+        return isinstance(e, (ast.BinOp, ast.UnaryOp)) and all(
+            self.kind_of_index(n) for n in ast.walk(e) if isinstance(n, (ast.Name,
+                                                                        ast.Constant)))
 
     def inside(self, s: ast.stmt, block: int) -> bool:
         """Is ``s`` in the block ``block`` or nested in one of its statements?"""
@@ -278,13 +292,17 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     def diff(n: str) -> bool:
         return an.kind(n).differentiable
 
+    # a view and its base are one buffer: what flows into either flows into both
+    view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
+                  and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
+                  and view_base(s.value, env) is not None}
     # varied: forward dependence on wrt
     varied = {w for w in wrt}
     changed = True
     while changed:
         changed = False
         for s in stmts:
-            for tgt, srcs in _flows(s, env):
+            for tgt, srcs in _flows(s, env, view_stmts):
                 if tgt not in varied and diff(tgt) and any(x in varied for x in srcs):
                     varied.add(tgt)
                     changed = True
@@ -294,7 +312,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     while changed:
         changed = False
         for s in stmts:
-            for tgt, srcs in _flows(s, env):
+            for tgt, srcs in _flows(s, env, view_stmts):
                 if tgt in useful:
                     for x in srcs:
                         if x not in useful:
@@ -311,8 +329,55 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     _block_local(body, an, args)
+    _settle_views(body, an, env, parsed)
     _args_written(stmts, an, args, env)
     return an
+
+
+_VIEW_WRITES = (ast.Subscript, ast.Attribute)  # basic indexing, .T: a view of the adjoint too
+
+
+def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None:
+    """Keep the written views whose adjoint can be the same view of the base's adjoint.
+
+    The adjoint view is made where the reverse sweep starts (a view made once at the
+    top level) or enters the view's block (a view local to a loop body or branch), so
+    its index must still hold its value there, the base must not be rebound after it,
+    and the view must be made once.  Anything else is refused at the view's line.
+    """
+    for t, (base, s) in list(an.views.items()):
+        v = s.value
+        kind_ok = isinstance(v, _VIEW_WRITES) or (
+            isinstance(v, ast.Call) and primitive_of(v, env)[0] is np.transpose)
+        if isinstance(v, ast.Subscript):
+            idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
+            kind_ok = all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx)
+        where_ok = [d for d in an.defs.get(t, []) if not _writes_in_place(d)] == [s] and (
+            s._jg_block == id(body) or t in an.block_local)
+        rebound = any(d._jg_pos > s._jg_pos and not _writes_in_place(d)
+                      for d in an.defs.get(base, []))
+        names = {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} - {base}
+        index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
+                       or not an.may_redefine_after(m, s, include_self=False) for m in names)
+        if kind_ok and where_ok and not rebound and index_ok and base in an.active \
+                and t in an.active:
+            an.modes[t] = "view"
+            continue
+        if not ({t, base} & an.active):
+            del an.views[t]
+            continue
+        ut, ub = parsed.user_name(t), parsed.user_name(base)
+        raise parsed.error(
+            f"'{ut}' is a view of '{ub}' and is written in place; jitgrad follows writes "
+            "through a view made once (at the top level, or afresh in each loop iteration or "
+            f"branch) by slicing or .T, of an array not rebound while the view is used",
+            s, f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or write into '{ub}' "
+            "directly")
+
+
+def _writes_in_place(d: ast.stmt) -> bool:
+    t = d.targets[0] if isinstance(d, ast.Assign) else getattr(d, "target", None)
+    return isinstance(t, ast.Subscript)
 
 
 def _args_written(stmts, an: Analysis, args: list[str], env: dict) -> None:
@@ -457,7 +522,7 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
             raise parsed.error(
                 f"'{ut}' is a view of '{ub}' and is updated in place ('{ut} op= ...'); "
                 "jitgrad cannot follow writes through views", s,
-                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or update '{ub}' directly")
+                f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or update '{ub}' directly")
         if base in an.aug_written:
             for d in an.defs.get(base, []):
                 if getattr(d, "_jg_aug", False) and an.used_after(t, d) and (
@@ -467,7 +532,7 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
                         f"'{ut}' is a view of '{ub}', which is updated in place ('{ub} op= "
                         f"...') while '{ut}' is still used; jitgrad cannot follow writes "
                         "seen through views", s,
-                        f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write "
+                        f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or write "
                         f"'{ub} = {ub} op ...' to make a new array")
         if base in an.written:
             # the view sees the base's writes: tape copies of it, never recompute from it
@@ -478,18 +543,20 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
         if not ({t, base} & (an.active | varied)):
             continue
         if t in an.inplace:
-            ut, ub = parsed.user_name(t), parsed.user_name(base)
-            raise parsed.error(
-                f"'{ut}' is a view of '{ub}' and is written in place; jitgrad cannot "
-                "follow writes through views", s,
-                f"take a copy ('{ut} = {ast.unparse(v)}.copy()') or write into '{ub}' directly")
+            an.views[t] = (base, s)  # settled (kept or refused) once modes are known
+            an.written |= {t, base}
+            group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
+            for n in group:
+                an.aliases[n] = group
 
 
-def _flows(s: ast.stmt, env: dict):
+def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):
     """(target, differentiable sources) pairs of one statement."""
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         v = s.value
+        if id(s) in view_stmts:
+            return [(t.id, [view_base(v, env)]), (view_base(v, env), [t.id])]
         if is_permutation(s):
             return [(a.id, [b.id]) for a, b in zip(t.elts, v.elts, strict=True)]
         if isinstance(t, ast.Name):

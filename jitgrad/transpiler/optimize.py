@@ -165,26 +165,37 @@ def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
     return out
 
 
-def merge_accumulations(stmts: list[ast.stmt]) -> list[ast.stmt]:
-    """Sink and merge element accumulations ``a[idx] += e`` to the end of straight runs."""
+def merge_accumulations(stmts: list[ast.stmt],
+                        shared: dict[str, str] | None = None) -> list[ast.stmt]:
+    """Sink and merge element accumulations ``a[idx] += e`` to the end of straight runs.
+
+    ``shared`` maps an adjoint that is a view of another to that one: a statement
+    touching either keeps the pending accumulations into both in order.
+    """
     out: list[ast.stmt] = []
     run: list[ast.stmt] = []
     for s in stmts:
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if sub:
-                setattr(s, f, merge_accumulations(sub))
+                setattr(s, f, merge_accumulations(sub, shared))
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.Expr)):
             run.append(s)
         else:
-            out += _merge_run(run)
+            out += _merge_run(run, shared or {})
             run = []
             out.append(s)
-    out += _merge_run(run)
+    out += _merge_run(run, shared or {})
     return out
 
 
-def _merge_run(run: list[ast.stmt]) -> list[ast.stmt]:
+def _root(n: str, shared: dict[str, str]) -> str:
+    while n in shared:
+        n = shared[n]
+    return n
+
+
+def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
     pending: dict[str, tuple[ast.AugAssign, list[ast.expr]]] = {}
     order: list[str] = []
     head: list[ast.stmt] = []
@@ -193,12 +204,12 @@ def _merge_run(run: list[ast.stmt]) -> list[ast.stmt]:
                  and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name))
         if accum:
             # one that reads an array with pending stores (or its own) runs where it is
-            reads = _loads(s.value) | _loads(s.target.slice)
+            reads = {_root(n, shared) for n in _loads(s.value) | _loads(s.target.slice)}
             accum = not (reads & ({pending[k][0]._jg_base for k in order}
-                                  | {s.target.value.id}))
+                                  | {_root(s.target.value.id, shared)}))
         if accum:
             key = ast.unparse(s.target)
-            base = s.target.value.id
+            base = _root(s.target.value.id, shared)
             idx_names = _loads(s.target.slice)
             # a later statement may not touch the array or change the index names
             if key in pending:
@@ -208,11 +219,13 @@ def _merge_run(run: list[ast.stmt]) -> list[ast.stmt]:
                 order.append(key)
             s._jg_base, s._jg_idx = base, idx_names
             continue
-        touched = _loads(s) | _defines(s)
+        touched = {_root(n, shared) for n in _loads(s) | _defines(s)}
+        defined = _defines(s) | {_root(n, shared) for n in _defines(s)}
         flush = [k for k in order if pending[k][0]._jg_base in touched
                  or pending[k][0]._jg_idx & _defines(s)
-                 or _loads(ast.Module(body=[ast.Expr(value=v) for v in pending[k][1]],
-                                      type_ignores=[])) & _defines(s)]
+                 or {_root(n, shared) for n in _loads(ast.Module(
+                     body=[ast.Expr(value=v) for v in pending[k][1]], type_ignores=[]))}
+                 & defined]
         for k in flush:
             head.append(_emit(*pending.pop(k)))
             order.remove(k)

@@ -9,8 +9,10 @@ globals and closure cells.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import textwrap
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,16 @@ class Parsed:
     filename: str
     first_line: int
     lines: list[str] = field(default_factory=list)
+    #: generated name -> the user's name it stands for (versions, inlined locals)
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def user_name(self, name: str) -> str:
+        """The name the user wrote for a (possibly renamed) variable."""
+        return self.origin.get(name, name)
+
+    def user_source(self, e: ast.AST) -> str:
+        """``e`` as source text, with the names the user wrote."""
+        return ast.unparse(_UserNames(self.origin).visit(copy.deepcopy(e)))
 
     def error(self, msg: str, node: ast.AST | None = None, hint: str = "") -> TransformError:
         """A TransformError pointing at ``node``'s line in the user's file."""
@@ -44,6 +56,15 @@ class Parsed:
                               hint=hint)
 
 
+class _UserNames(ast.NodeTransformer):
+    def __init__(self, origin: dict[str, str]):
+        self.origin = origin
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        node.id = self.origin.get(node.id, node.id)
+        return node
+
+
 class _QuietChains(beniget.DefUseChains):
     """beniget without its unbound-name warnings (free names are resolved by us)."""
 
@@ -52,13 +73,51 @@ class _QuietChains(beniget.DefUseChains):
 
 
 def python_function(func: Any) -> Any:
-    """The plain Python function behind ``func`` (unwraps numba.njit dispatchers)."""
+    """The plain Python function behind ``func`` (unwraps numba.njit dispatchers).
+
+    Only Numba's own ``py_func`` is followed: a ``functools.wraps`` wrapper is the
+    function the user passed, and is read as itself (never its ``__wrapped__``).
+    """
+    if is_cuda_dispatcher(func):
+        py = getattr(func, "py_func", None)
+        code = getattr(py, "__code__", None)
+        raise TransformError(
+            f"{getattr(func, '__name__', func)!r} is a CUDA kernel or device function "
+            "(numba.cuda.jit); jitgrad differentiates CPU code only",
+            filename=getattr(code, "co_filename", "<unknown>"),
+            lineno=getattr(code, "co_firstlineno", None),
+            hint="the CUDA target is not available yet: differentiate a CPU version of the "
+                 "computation (a plain or @numba.njit function) instead")
     py = getattr(func, "py_func", None)
-    if py is not None:
-        return py
+    if py is not None and type(func).__module__.split(".")[0] == "numba":
+        func = py
     if inspect.isfunction(func):
         return func
-    raise TypeError(f"jitgrad: expected a Python function or numba.njit function, got {func!r}")
+    raise TypeError(f"jitgrad differentiates Python functions whose source it can read "
+                    f"(def functions, or @numba.njit ones); {_describe_callable(func)} is "
+                    "not one: differentiate your own function that calls it instead")
+
+
+def is_cuda_dispatcher(obj: Any) -> bool:
+    """True for ``numba.cuda.jit`` kernels and device functions (the simulator's too),
+    checked by type name only, so CUDA is never initialised."""
+    mod = type(obj).__module__ or ""
+    return mod.startswith(("numba.cuda", "numba_cuda"))
+
+
+def _describe_callable(obj: Any) -> str:
+    """``numpy.sum (a numpy._ArrayFunctionDispatcher)``: how errors name a non-function."""
+    kind = type(obj)
+    kind_name = f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins" \
+        else kind.__qualname__
+    if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        kind_name = "built-in function, compiled code with no Python source"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    mod = getattr(obj, "__module__", None)
+    if name and isinstance(name, str):
+        full = f"{mod}.{name}" if isinstance(mod, str) and mod != "builtins" else name
+        return f"{full} (a {kind_name})"
+    return f"a {kind_name} object"
 
 
 def free_names(tree: ast.FunctionDef) -> set[str]:
@@ -76,23 +135,43 @@ def free_names(tree: ast.FunctionDef) -> set[str]:
 
 
 def parse_function(func: Any) -> Parsed:
-    """Parse ``func`` and resolve its free names; raises TransformError if no source."""
+    """Parse ``func`` and resolve its free names; raises TransformError if no source.
+
+    The source is read from the function's own code object, so a decorator made
+    with ``functools.wraps`` is read as the wrapper it is, not as ``__wrapped__``.
+    """
     py = python_function(func)
+    code = py.__code__
+    filename = inspect.getsourcefile(code) or code.co_filename
+    if py.__name__ == "<lambda>" or code.co_name == "<lambda>":
+        import linecache
+
+        line = linecache.getline(code.co_filename, code.co_firstlineno)
+        raise TransformError("lambdas cannot be differentiated; use def", filename=filename,
+                             lineno=code.co_firstlineno, source_line=line,
+                             hint="define the function with def (at module level or in a "
+                                  "file) and pass that")
     try:
-        lines, first = inspect.getsourcelines(py)
+        lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
         raise TransformError(f"cannot read the source of {py.__qualname__}: {exc}",
-                             filename=getattr(py.__code__, "co_filename", "<unknown>"),
+                             filename=getattr(code, "co_filename", "<unknown>"),
                              hint="define the function in a .py file (not in an interactive "
                                   "session or exec) so jitgrad can read it") from None
     src = textwrap.dedent("".join(lines))
-    mod = gast.gast_to_ast(gast.parse(src))
+    try:
+        mod = gast.gast_to_ast(gast.parse(src))
+    except SyntaxError as exc:
+        raise TransformError(f"cannot parse the source of {py.__qualname__}: {exc.msg}",
+                             filename=filename, lineno=first,
+                             source_line=lines[0] if lines else "",
+                             hint="define the function with a plain def statement "
+                                  "jitgrad can read on its own") from None
     fn = next((n for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
               None)
-    filename = inspect.getsourcefile(py) or py.__code__.co_filename
     parsed = Parsed(py, fn, {}, filename, first, [ln.rstrip("\n") for ln in lines])
-    if fn is None:
-        raise parsed.error(f"{py.__qualname__} is not a def function",
+    if fn is None or fn.name != code.co_name:
+        raise parsed.error(f"{py.__qualname__} is not a def function jitgrad can read",
                            hint="lambdas cannot be differentiated; use def")
     fn.decorator_list = []
     env: dict[str, Any] = dict(py.__globals__)

@@ -15,15 +15,16 @@ from typing import Any
 
 from . import emit
 from .analyse import analyse
-from .desugar import loops, single_exit
+from .desugar import loops, rotations, single_exit
 from .fence import fence
-from .inline import inline
+from .inline import fold_param_binds, inline
 from .kinds import Kind, infer
 from .naming import Namer, names_in
 from .normalize import Normalizer
 from .optimize import dead_code, merge_accumulations
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
+from .versions import version_names
 
 STAGES = ("normalized", "forward", "adjoint", "all")
 
@@ -38,7 +39,6 @@ class Prepared:
     env: dict[str, Any]
     namer: Namer
     args: list[str]
-    primal_src: str = ""
 
 
 @dataclass
@@ -65,6 +65,7 @@ def prepare(func: Any) -> Prepared:
     fence(parsed)
     tree = parsed.tree
     namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
+    parsed.origin = namer.origin  # messages name the user's variables, not generated ones
     env = parsed.env
     body = copy.deepcopy(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -75,23 +76,16 @@ def prepare(func: Any) -> Prepared:
     rets = list(body.pop().value.elts)  # helper calls in the returned expressions inlined too
     body = loops(parsed, body, env, namer)
     args = [a.arg for a in tree.args.args]
-    primal = emit.function_def(tree.name, args, copy.deepcopy(body) + [
-        ast.Return(value=rets[0] if len(rets) == 1 else ast.Tuple(elts=rets, ctx=ast.Load()))])
-    primal_src = emit.unparse(primal)
     norm = Normalizer(parsed, env, namer)
-    body = norm.block(body)
+    body = rotations(norm.block(body), rets)
     atoms = []
     for r in rets:
         if isinstance(r, ast.Constant):
             atoms.append(r)
         else:
             atoms.append(norm.atom(r, body) if not isinstance(r, ast.Name) else r)
-    return Prepared(parsed, body, atoms, env, namer, args, primal_src)
-
-
-def load_primal(prep: Prepared) -> Any:
-    return emit.load(prep.primal_src, prep.parsed.tree.name, dict(prep.env),
-                     prep.parsed.func.__qualname__)
+    body, atoms = version_names(body, atoms, args, namer)
+    return Prepared(parsed, body, atoms, env, namer, args)
 
 
 def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
@@ -101,6 +95,7 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     body = copy.deepcopy(prep.body)
     returns = copy.deepcopy(prep.returns)
     kinds = infer(body, env, arg_kinds)
+    body = fold_param_binds(body, kinds)
     an = analyse(body, env, kinds, prep.args, wrt, returns, prep.parsed)
     sw = reverse(prep.parsed, body, an, env, namer, prep.args, wrt, returns)
     name = prep.parsed.tree.name
@@ -119,7 +114,7 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in sw.grads]
     gtuple = grads[0] if len(grads) == 1 else ast.Tuple(elts=grads, ctx=ast.Load())
     out = ast.Return(value=ast.Tuple(elts=[ret, gtuple], ctx=ast.Load()))
-    sw.adjoint = merge_accumulations(sw.adjoint)
+    sw.adjoint = merge_accumulations(sw.adjoint, sw.shared)
     body = sw.prologue + sw.forward + sw.init + sw.adjoint
     full = emit.function_def(gname, [*prep.args, "_dret"],
                              dead_code(copy.deepcopy(body) + [out]))
@@ -143,4 +138,4 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
                      grad_only_src=gonly_src, grad_only_fn=gonly_fn, callables=sw.callables)
 
 
-__all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "load_primal", "fence"]
+__all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "fence"]

@@ -41,6 +41,8 @@ class Sweeps:
     grads: list[str]
     restored: set[str] = field(default_factory=set)
     callables: set[str] = field(default_factory=set)
+    #: adjoint name -> the adjoint it is a view of (accumulations into either conflict)
+    shared: dict[str, str] = field(default_factory=dict)
 
 
 class Reverser(TapeMixin, ControlFlowMixin):
@@ -123,6 +125,11 @@ class Reverser(TapeMixin, ControlFlowMixin):
         else:
             out.append(ast.AugAssign(target=name(d, True), op=op, value=expr))
 
+    def adjoint_view(self, n: str) -> ast.stmt:
+        """``dr = dA[i]`` for the view ``r = A[i]``: writes through either reach both."""
+        base, made = self.an.views[n]
+        return assign(self.adj(n), rename(copy.deepcopy(made.value), {base: self.adj(base)}))
+
     def available(self, var: str) -> bool:
         """Has the adjoint of ``var`` been given a value on every path so far?"""
         if self.an.modes.get(var) == "local":
@@ -168,7 +175,9 @@ class Reverser(TapeMixin, ControlFlowMixin):
                 last = line if not isinstance(s, (ast.For, ast.While, ast.If)) else None
             rev += r
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
-            rev[:0] = [assign(self.adj(n), self.zero(n)) for n in sorted(local)]
+            rev[:0] = [self.adjoint_view(n) if n in self.an.views else
+                       assign(self.adj(n), self.zero(n))
+                       for n in sorted(local, key=lambda n: self.an.defs[n][0]._jg_pos)]
         return fwd, rev
 
     def source_comment(self, line: int) -> ast.stmt:
@@ -202,6 +211,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
     def assign(self, s: ast.Assign, restored):
         t = s.targets[0]
         v = s.value
+        if isinstance(t, ast.Name) and self.an.modes.get(t.id) == "view":
+            return [s], []  # its adjoint is a view of the base's: nothing to pass back
         if is_permutation(s):
             tn = [e.id for e in t.elts]
             vn = [e.id for e in s.value.elts]
@@ -479,7 +490,11 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                f"create '{un}' before the loop or branch (e.g. '{un} = "
                                "np.zeros(...)') and fill it inside")
         init.append(assign(r.adj(n), r.zero(n)))
-    rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] == "buffer"})
+    for n in sorted(an.views, key=lambda n: an.views[n][1]._jg_pos):
+        if an.modes.get(n) == "view" and n not in an.block_local:
+            init.append(r.adjoint_view(n))
+    rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] in ("buffer",
+                                                                             "view")})
     tapes: list[ast.stmt] = []
     np_name = r.global_name("np", __import__("numpy"))
     for t, typed in r.tapes:
@@ -493,5 +508,6 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 value=name(np_name), attr=dtype,
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
+    shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables)
+                  r.restored_names, r.callables, shared)
