@@ -2,8 +2,10 @@
 
 A ``Differentiated`` function keeps the user's function, its ``wrt`` and ``jit``
 choice, and a cache of generated code per argument kinds (scalar or array, int or
-float, ndim) and rule-registry version.  Calls run the compiled primal; ``.grad``
-and friends run one generated function holding the forward and adjoint sweeps.
+float, ndim) and rule-registry version.  Calling it runs the user's own function
+(their ``@numba.njit`` dispatcher, else ``numba.njit(func)``, else under
+``jit=False`` the plain function); ``.grad`` and friends run one generated function
+holding the forward and adjoint sweeps, on copies of the arguments.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Any
 import numpy as np
 
 from . import rules
+from .errors import JitError
 from .transpiler import emit
+from .transpiler.fence import fence, fence_entry
 from .transpiler.kinds import of_value
-from .transpiler.parse import python_function
-from .transpiler.pipeline import STAGES, Generated, Prepared, load_primal, prepare, transform
+from .transpiler.parse import parse_function, python_function
+from .transpiler.pipeline import STAGES, Generated, Prepared, prepare, transform
 
 Wrt = int | str | tuple
 
@@ -31,14 +35,27 @@ class Differentiated:
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu"):
         if target != "cpu":
             raise NotImplementedError(f"target={target!r}: only 'cpu' is available")
+        if isinstance(func, GradFunction):
+            func = func.diff
+        if isinstance(func, Differentiated):
+            func = func._orig
         self.func = python_function(func)
+        self._orig = func  # what the user passed (their Numba dispatcher, options and all)
+        self._dispatcher = func if func is not self.func else None
         self.jit = bool(jit)
-        self.params = list(inspect.signature(self.func).parameters)
+        # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
+        sig = inspect.signature(self.func, follow_wrapped=False)
+        self.params = list(sig.parameters)
+        self._positional = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                               and p.default is inspect.Parameter.empty
+                               for p in sig.parameters.values())
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
+        self._entry_checked = False
         self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
+        self._uncompilable: set[tuple] = set()  # argument types Numba refused in the primal
         self._cache: dict[tuple, Generated] = {}
         self._lock = threading.Lock()
         self._last: Generated | None = None
@@ -51,9 +68,13 @@ class Differentiated:
         become primitives)."""
         version = rules.version()
         if self._prepared is None or self._prepared_version != version:
+            if not self._entry_checked:  # refusals first, in terms of the user's source
+                parsed = parse_function(self.func)
+                fence(parsed)
+                fence_entry(parsed)
+                self._entry_checked = True
             self._prepared = prepare(self.func)
             self._prepared_version = version
-            self._primal = None
         return self._prepared
 
     def _check_args(self, args: tuple) -> None:
@@ -61,8 +82,28 @@ class Differentiated:
             raise TypeError(f"{self.func.__name__}() takes {len(self.params)} positional "
                             f"arguments ({', '.join(self.params)}) but {len(args)} were given")
 
-    def _generated(self, args: tuple) -> Generated:
+    def _check_inputs(self, args: tuple) -> None:
+        """Refuse, up front and in both modes, arguments the generated code cannot take."""
         self._check_args(args)
+        for i, a in enumerate(args):
+            dt = a.dtype if isinstance(a, (np.ndarray, np.generic)) else None
+            what = (f"argument {i} ('{self.params[i]}') of {self.func.__name__}")
+            if isinstance(a, complex) or (dt is not None and dt.kind == "c"):
+                raise TypeError(f"{what} is complex ({_describe(a)}): jitgrad differentiates "
+                                "real-valued code only; pass the real and imaginary parts as "
+                                "separate float arguments")
+            if dt == np.float16:
+                raise TypeError(f"{what} is float16 ({_describe(a)}): Numba has no float16 "
+                                "arithmetic, so jitgrad does not support it in either mode; "
+                                "pass x.astype(np.float32)")
+            if isinstance(a, np.ndarray) and a.ndim == 0:
+                raise TypeError(f"{what} is a 0-d array: pass a scalar ({self.params[i]}[()] "
+                                "or float(...)) or a 1-element array")
+
+    def _generated(self, args: tuple) -> Generated:
+        """The generated code for these arguments' kinds (transformed once, cached)."""
+        prep = self._prep()  # unsupported source is reported before arity and kinds
+        self._check_inputs(args)
         kinds = {p: of_value(a) for p, a in zip(self.params, args, strict=True)}
         for i in self.wrt_positions:
             k = kinds[self.params[i]]
@@ -76,51 +117,66 @@ class Differentiated:
             gen = self._cache.get(key)
             if gen is None:
                 wrt = [self.params[i] for i in self.wrt_positions]
-                gen = transform(self._prep(), wrt, kinds)
+                gen = transform(prep, wrt, kinds)
                 if self.jit:
                     for c in gen.callables:  # functions hooks call run compiled too
                         if inspect.isfunction(gen.namespace.get(c)):
                             gen.namespace[c] = emit.njit(gen.namespace[c])
                     gen.jitted = emit.njit(gen.grad_fn)
                     gen.grad_only_jitted = emit.njit(gen.grad_only_fn)
+                else:
+                    emit.ieee_namespace(gen.namespace)
                 self._cache[key] = gen
             self._last = gen
         return gen
 
-    def _run(self, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
+    def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
-        gen = self._generated(args)
         if self.jit:
             fn, src = (gen.jitted, gen.grad_src) if value else (gen.grad_only_jitted,
                                                                 gen.grad_only_src)
             hint = ("hook functions must be Numba-compilable with jit=True "
                     f"({', '.join(sorted(gen.callables))})" if gen.callables else "")
             return emit.call_compiled(fn, src, (*args, dy), hint)
-        return (gen.grad_fn if value else gen.grad_only_fn)(*args, dy)
+        return emit.ieee_call(gen.grad_fn if value else gen.grad_only_fn, (*args, dy))
+
+    def _primal_fn(self) -> Any:
+        """The user's function as Numba compiles it: their dispatcher, else numba.njit."""
+        if self._primal is None:
+            with self._lock:
+                if self._primal is None:
+                    self._primal = self._dispatcher if self._dispatcher is not None \
+                        else emit.primal(self.func)
+        return self._primal
+
+    def _value(self, args: tuple) -> Any:
+        """The user's function's value for ``vjp`` and the runtime bridge: the primal, or,
+        where Numba cannot compile the user's function for these argument types (the
+        generated code may still compile), the function run as plain Python."""
+        if not self.jit:
+            return self.func(*args)
+        key = tuple((type(a), getattr(a, "dtype", None), np.ndim(a)) for a in args)
+        if key not in self._uncompilable:
+            try:
+                return emit.call_primal(self._primal_fn(), self.func, args)
+            except JitError:
+                self._uncompilable.add(key)
+        return self.func(*args)
 
     # --- public ---------------------------------------------------------------------
 
     def __call__(self, *args: Any) -> Any:
-        """The primal, compiled with Numba when ``jit=True``."""
+        """The user's function: compiled with Numba when ``jit=True`` (their own
+        ``@numba.njit`` dispatcher if they passed one), as plain Python otherwise."""
         from . import runtime
 
         if any(runtime.istracked(a) for a in args):
-            return runtime.track_call(self._vjp_all, args)
-        self._check_args(args)
-        prep = self._prep()
-        if self._primal is None:
-            fn = load_primal(prep)
-            if self.jit:
-                ns = fn.__globals__
-                for n in list(ns):  # user primitives with rules are called: compile them too
-                    obj = ns[n]
-                    if inspect.isfunction(obj) and n in prep.primal_src and \
-                            rules.lookup(obj) is not None:
-                        ns[n] = emit.njit(obj)
-            self._primal = emit.njit(fn) if self.jit else fn
-        if self.jit:
-            return emit.call_compiled(self._primal, self._prep().primal_src, args)
-        return self._primal(*args)
+            return runtime.track_call(self._vjp_all, args, self.func.__name__)
+        if self._positional:
+            self._check_args(args)
+        if not self.jit:
+            return self.func(*args)
+        return emit.call_primal(self._primal_fn(), self.func, args)
 
     def value_and_grad(self, *args: Any) -> tuple[Any, Any]:
         """``(f(*args), gradient)`` for a scalar-valued ``f``."""
@@ -133,7 +189,7 @@ class Differentiated:
             what = f"{len(rk)} values" if len(rk) != 1 else "an array"
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
                              f"returns {what}; use .vjp(...) for non-scalar outputs")
-        value, grads = self._run(args, 1.0, want_value)
+        value, grads = self._run(gen, args, 1.0, want_value)
         if want_value and (np.ndim(value) != 0 or isinstance(value, tuple)):
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, got "
                              f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
@@ -144,21 +200,28 @@ class Differentiated:
         return self._value_and_grad(args, False)[1]
 
     def vjp(self, *args: Any) -> tuple[Any, Callable[[Any], Any]]:
-        """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``."""
-        value = self(*args)
-        args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+        """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``.
+
+        The value is the user's function run on copies of the arguments (compiled as
+        ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
+        the caller passed are never written; the pullback keeps copies of its own.
+        """
+        self._generated(args)  # refusals before anything runs
+        kept = _copies(args)
+        value = self._value(_copies(args))
 
         def pullback(dy: Any) -> Any:
-            if isinstance(value, np.ndarray):
-                dy = np.asarray(dy, dtype=np.result_type(value.dtype, np.float32))
+            if isinstance(value, np.ndarray) and value.ndim > 0:
+                dy = np.array(dy, dtype=np.result_type(value.dtype, np.float32))
                 if dy.shape != value.shape:
                     raise ValueError(f"pullback: dy has shape {dy.shape}, output has "
                                      f"{value.shape}")
             elif isinstance(value, tuple):
-                dy = tuple(dy)
+                dy = tuple(_copies(tuple(dy)))
             else:
                 dy = float(dy)
-            return self._shape(self._run(args, dy, False)[1])
+            gen = self._generated(kept)
+            return self._shape(self._run(gen, _copies(kept), dy, False)[1])
 
         return value, pullback
 
@@ -189,7 +252,12 @@ class Differentiated:
         floats = tuple(i for i, a in enumerate(args) if of_value(a).cls in ("f", "c"))
         other = self._bridges.get(floats)
         if other is None:  # one compiled specialisation per set of float arguments
-            other = Differentiated(self.func, wrt=floats if floats else (), jit=self.jit)
+            if not self.single and self.wrt_positions == floats:
+                other = self
+            else:
+                other = Differentiated(self._orig, wrt=floats if floats else (), jit=self.jit)
+                if self.jit:
+                    other._primal = self._primal_fn()  # one compiled primal for both
             self._bridges[floats] = other
         value, pb = other.vjp(*args)
 
@@ -245,7 +313,8 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
 
 def _describe(v: Any) -> str:
     if isinstance(v, np.ndarray):
-        return f"an array of shape {v.shape}"
+        return f"an array of shape {v.shape}" + (f" and dtype {v.dtype}"
+                                                 if v.dtype != np.float64 else "")
     return f"a {type(v).__name__}"
 
 
@@ -307,5 +376,14 @@ def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True) -> tuple[Any
 
 def _as_diff(func, wrt, jit, target) -> Differentiated:
     if isinstance(func, Differentiated):
-        func = func.func
+        same = (_resolve_wrt(wrt, func.params, func.func.__name__)
+                == (func.wrt_positions, func.single))
+        if same and bool(jit) == func.jit and target == "cpu":
+            return func  # the same function, wrt and mode: share its compiled code
+        func = func._orig
     return Differentiated(func, wrt, jit, target)
+
+
+def _copies(args: tuple) -> tuple:
+    """The arguments with every array copied (the caller's arrays are never written)."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)

@@ -97,14 +97,20 @@ def load_target(target: str) -> Any:
     return obj
 
 
-def _plain_function(obj: Any) -> Callable[..., Any]:
-    """The user's function behind a ``@jg.differentiate`` object (or ``obj`` itself)."""
+def _plain_function(obj: Any, target: str) -> Callable[..., Any]:
+    """The user's function behind a ``@jg.differentiate`` object (or ``obj`` itself: a
+    Python function or a ``numba.njit`` dispatcher); anything else is a CLIError."""
     from .api import Differentiated, GradFunction
+    from .transpiler.parse import python_function
 
     if isinstance(obj, GradFunction):
         obj = obj.diff
     if isinstance(obj, Differentiated):
-        return obj.func
+        return obj._orig
+    try:
+        python_function(obj)  # a CUDA kernel raises TransformError, reported as such
+    except TypeError as e:
+        raise CLIError(f"{target}: {e}") from None
     return obj
 
 
@@ -202,7 +208,7 @@ def _differentiate(func: Callable[..., Any], wrt: Any, ns: argparse.Namespace,
 def cmd_show(ns: argparse.Namespace) -> int:
     """Print the generated code of one stage (or all of it) for the target."""
     obj = load_target(ns.target)
-    func = _plain_function(obj)
+    func = _plain_function(obj, ns.target)
     wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
     args = _example_args(ns)
     diff = _differentiate(func, wrt, ns, args)
@@ -222,7 +228,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     from .runtime.checks import gradcheck_report
 
     obj = load_target(ns.target)
-    func = _plain_function(obj)
+    func = _plain_function(obj, ns.target)
     args = _example_args(ns)
     if args is None:
         raise CLIError("check needs example arguments: --args EXPR or --args-from FILE:FACTORY")
@@ -231,17 +237,16 @@ def cmd_check(ns: argparse.Namespace) -> int:
     positions = diff.wrt_positions
     grads = diff.grad(*(_copy(a) for a in args))
     grads = (grads,) if diff.single else tuple(grads)
-    # finite differences of the primal: the user's Numba dispatcher as it is, else the
-    # function compiled by jitgrad (plain Python with --no-jit)
-    reference: Callable[..., Any] = func
-    if _is_numba_dispatcher(obj):
-        reference = obj
-    elif diff.jit:
+    # finite differences of the primal, the user's own function: compiled with Numba as
+    # ``diff(...)`` runs it (their dispatcher, else numba.njit), plain Python with --no-jit
+    # or when Numba cannot compile it
+    reference: Callable[..., Any] = diff.func
+    if diff.jit:
         try:
             diff(*(_copy(a) for a in args))
             reference = diff
-        except JitError:  # e.g. it calls a plain-Python primitive that has a rule
-            reference = func
+        except JitError:
+            reference = diff.func
 
     def f_wrt(*xs: Any) -> Any:
         full = [_copy(a) for a in args]
@@ -275,8 +280,15 @@ def cmd_check(ns: argparse.Namespace) -> int:
     return EXIT_FAIL if failed else EXIT_OK
 
 
-def _is_numba_dispatcher(obj: Any) -> bool:
-    return hasattr(obj, "py_func") and type(obj).__module__.startswith("numba")
+def _tolerance(text: str) -> float:
+    """``--rtol``/``--atol``: a finite number >= 0 (argparse reports anything else)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a tolerance must be a finite number >= 0")
+    return value
 
 
 # --- parser and entry point ------------------------------------------------------------
@@ -320,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare jitgrad's compiled gradient with central finite differences. "
                     "Exit status 0 if every wrt argument passes, 1 if one fails.")
     _common(check)
-    check.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (1e-5)")
-    check.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (1e-5)")
+    check.add_argument("--rtol", type=_tolerance, default=1e-5,
+                       help="relative tolerance, a number >= 0 (1e-5)")
+    check.add_argument("--atol", type=_tolerance, default=1e-5,
+                       help="absolute tolerance, a number >= 0 (1e-5)")
     check.set_defaults(run=cmd_check)
     return parser
 

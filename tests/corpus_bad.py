@@ -111,7 +111,9 @@ def uses_nonlocal_walrus(x):
 def uses_view_write(x):
     y = x.copy()
     w = y[1:]
-    w[0] = x[0] * 3.0
+    for k in range(2):
+        w[0] = x[0] * 3.0
+        y = y * 2.0
     return y[1] * 2.0
 
 

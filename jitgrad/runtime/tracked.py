@@ -402,6 +402,9 @@ def track_call(vjp_all: Callable[..., tuple[Any, Callable]], args: Sequence[Any]
 
     The bridge for compiled ``@differentiate`` functions inside eager model code:
     ``pullback(dy)`` returns one gradient per positional argument (None where none).
+    ``vjp_all`` receives the tracked values' own data, so it must not write into its
+    arguments: ``Differentiated._vjp_all`` runs the user's function (and, in the
+    pullback, the generated code) on copies, and returns the user's function's value.
     """
     args = tuple(args)
     label = name or getattr(vjp_all, "__name__", "call")

@@ -433,7 +433,11 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
         t = s.targets[0]
         for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
             if isinstance(e, ast.Name) and an.kind(e.id).cls == "o":
-                what = ast.unparse(s.value)
+                what = parsed.user_source(s.value)
+                if isinstance(s.value, ast.List):
+                    raise parsed.error("lists and tuples of values are not supported in "
+                                       "differentiated code", s,
+                                       "keep the values in separate variables or in an array")
                 prim = primitive_of(s.value, env)
                 if isinstance(s.value, ast.Call) and (prim is None or prim[0] is None or (
                         lookup(prim[0]) is None and not is_non_differentiable(prim[0]))):

@@ -2,15 +2,28 @@
 
 Generated source is registered with ``linecache`` under a ``<jitgrad:...>`` file
 name so tracebacks and Numba's messages can quote generated lines.
+
+Generated code follows IEEE semantics at derivative singularities (``1 / 0`` is
+inf, ``log(0)`` is -inf, ``0 / 0`` is nan; nothing raises) in both modes: compiled
+with ``numba.njit(error_model="numpy")``, or, as plain Python, run on NumPy scalars
+in a namespace whose ``math`` uses NumPy (``ieee_namespace``, ``ieee_call``).
+
+The primal (``primal``, ``call_primal``) is the user's own function compiled with
+Numba's defaults, with the plain-Python helpers it calls compiled alongside it.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import itertools
 import linecache
+import math
 import re
+import types
 from typing import Any
+
+import numpy as np
 
 from ..errors import JitError
 
@@ -55,9 +68,17 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
 
 
 def njit(fn: Any) -> Any:
+    """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception."""
     import numba
 
-    return numba.njit(fn)
+    return numba.njit(error_model="numpy")(fn)
+
+
+def _numba_summary(text: str) -> str:
+    """The first meaningful line of a Numba error message, without colour codes."""
+    first = text.strip().splitlines()
+    summary = next((ln for ln in first if ln.strip() and "Failed in" not in ln), "")
+    return re.sub(r"\x1b\[[0-9;]*m", "", summary).strip()
 
 
 def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
@@ -75,10 +96,266 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
             n = int(m[-1])
             if 0 < n <= len(lines):
                 where = f"\n  generated line {n}: {lines[n - 1].strip()}"
-        first = text.strip().splitlines()
-        summary = next((ln for ln in first if ln.strip() and "Failed in" not in ln), "")
-        summary = re.sub(r"\x1b\[[0-9;]*m", "", summary).strip()
+        summary = _numba_summary(text)
         extra = f"\n  note: {hint}" if hint else ""
         raise JitError(f"Numba could not compile the generated code: {summary}{where}{extra}\n"
                        "  hint: call with jit=False to run the same code as plain Python, "
                        "and see .source() for the generated code") from None
+
+
+# --- the primal: the user's own function, compiled as the user would compile it ----------
+
+_LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
+
+
+def _is_helper(obj: Any) -> bool:
+    """A plain Python function of the user's (Numba compiles it only if it is njit too)."""
+    if not inspect.isfunction(obj):
+        return False
+    mod = getattr(obj, "__module__", None) or ""
+    return mod.split(".")[0] not in _LIBRARY_ROOTS
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def primal(func: Any) -> Any:
+    """``numba.njit(func)`` with Numba's defaults, as the user would compile it.
+
+    Plain-Python helpers that ``func`` calls through a global or closure name, or as
+    ``module.helper`` (the ones jitgrad inlines into gradients), are compiled with
+    ``numba.njit`` too, in a copy of the globals, so a function whose helpers are not
+    decorated still runs compiled.  The user's modules are not modified.  Compilation
+    happens at the first call (``call_primal``).
+    """
+    _register_primal_overloads()
+    return _njit_with_helpers(func, {})
+
+
+def _njit_with_helpers(fn: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
+    import numba
+
+    hit = memo.get(id(fn))
+    if hit is not None:
+        return hit[1]
+    g = fn.__globals__
+    names = _code_names(fn.__code__)
+    subs = {n: g[n] for n in names if n in g and _is_helper(g[n])}
+    mods = {n: g[n] for n in names if n in g and _is_user_module(g[n])
+            and any(_is_helper(getattr(g[n], a, None)) for a in names)}
+    cells = fn.__closure__ or ()
+    contents = []
+    for cell in cells:
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            contents.append(_EMPTY)
+    csubs = {i: v for i, v in enumerate(contents) if _is_helper(v)}
+    if not subs and not csubs and not mods:
+        disp = numba.njit(fn)
+        memo[id(fn)] = (fn, disp)
+        return disp
+    new_globals = dict(g)
+    new_cells = tuple(types.CellType() if v is _EMPTY else types.CellType(v) for v in contents)
+    clone = types.FunctionType(fn.__code__, new_globals, fn.__name__, fn.__defaults__,
+                               new_cells or None)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__qualname__ = fn.__qualname__
+    clone.__module__ = fn.__module__
+    clone.__doc__ = fn.__doc__
+    disp = numba.njit(clone)
+    memo[id(fn)] = (fn, disp)  # before the helpers: recursion finds it
+    for n, h in subs.items():
+        new_globals[n] = _njit_with_helpers(h, memo)
+    for i, h in csubs.items():
+        new_cells[i].cell_contents = _njit_with_helpers(h, memo)
+    for n, m in mods.items():  # helpers called as module.helper(...): a module twin
+        twin = types.ModuleType(m.__name__, m.__doc__)
+        twin.__dict__.update(m.__dict__)
+        for a in names:
+            if _is_helper(getattr(m, a, None)):
+                setattr(twin, a, _njit_with_helpers(getattr(m, a), memo))
+        new_globals[n] = twin
+    return disp
+
+
+def _is_user_module(obj: Any) -> bool:
+    return isinstance(obj, types.ModuleType) and \
+        obj.__name__.split(".")[0] not in _LIBRARY_ROOTS
+
+
+_EMPTY = object()
+_OVERLOADS_DONE = False
+
+
+def _register_primal_overloads() -> None:
+    """``jg.hook``, ``jg.nobacksies`` and ``jg.checkpoint`` inside a compiled primal: the
+    value they pass through (they only change how gradients flow)."""
+    global _OVERLOADS_DONE
+    if _OVERLOADS_DONE:
+        return
+    _OVERLOADS_DONE = True
+    from numba.extending import overload
+
+    from ..runtime.hooks import checkpoint, hook, nobacksies
+
+    @overload(hook)
+    def _ol_hook(fn, x):
+        return lambda fn, x: x
+
+    @overload(nobacksies)
+    def _ol_nobacksies(msg, x):
+        return lambda msg, x: x
+
+    @overload(checkpoint)
+    def _ol_checkpoint(f, *args):
+        def impl(f, *args):
+            return f(*args)
+        return impl
+
+
+def call_primal(jitted: Any, func: Any, args: tuple) -> Any:
+    """Call the compiled primal; a Numba failure becomes a JitError about ``func``."""
+    from numba.core.errors import NumbaError
+
+    try:
+        return jitted(*args)
+    except NumbaError as exc:
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+        code = func.__code__
+        where = f"{code.co_filename}:{code.co_firstlineno}"
+        spots = [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)
+                 if not f.startswith("<")]
+        line = ""
+        if spots:
+            f, n = spots[-1]
+            src = linecache.getline(f, n).strip()
+            if src:
+                line = f"\n  {f}:{n}: {src}"
+        raise JitError(
+            f"Numba could not compile {func.__qualname__} ({where}) for these arguments: "
+            f"{_numba_summary(text)}{line}\n"
+            "  hint: calling a jit=True differentiated function runs your own function as "
+            "Numba compiles it (your @numba.njit dispatcher, else numba.njit(f) with the "
+            "plain-Python helpers it calls); make that code Numba-compilable, or pass "
+            "jit=False to run it as plain Python") from None
+
+
+# --- IEEE semantics for generated code run as plain Python (jit=False) -------------------
+
+
+def _np1(ufunc: Any) -> Any:
+    def f(x):
+        return ufunc(np.float64(x))
+    f.__name__ = getattr(ufunc, "__name__", "f")
+    return f
+
+
+def _np2(ufunc: Any) -> Any:
+    def f(x, y):
+        return ufunc(np.float64(x), np.float64(y))
+    f.__name__ = getattr(ufunc, "__name__", "f")
+    return f
+
+
+def _ieee_log(x, base=None):
+    r = np.log(np.float64(x))
+    return r if base is None else r / np.log(np.float64(base))
+
+
+def _guarded(fn: Any) -> Any:
+    """A ``math`` function without a NumPy twin: nan/inf where it would raise."""
+    def f(*args):
+        try:
+            return np.float64(fn(*args))
+        except ValueError:
+            return np.float64(np.nan)
+        except OverflowError:
+            return np.float64(np.inf)
+    f.__name__ = fn.__name__
+    return f
+
+
+def _ieee_gamma(x):
+    x = float(x)
+    try:
+        return np.float64(math.gamma(x))
+    except ValueError:  # the poles: +-inf at +-0 (IEEE tgamma), nan at negative integers
+        return np.float64(math.copysign(math.inf, x) if x == 0 else math.nan)
+    except OverflowError:
+        return np.float64(math.inf)
+
+
+def _ieee_lgamma(x):
+    try:
+        return np.float64(math.lgamma(x))
+    except (ValueError, OverflowError):  # the poles
+        return np.float64(math.inf)
+
+
+def _ieee_ldexp(x, i):
+    return np.ldexp(np.float64(x), int(i))
+
+
+_IEEE_FUNCS: dict[str, Any] = {
+    "sqrt": _np1(np.sqrt), "exp": _np1(np.exp), "expm1": _np1(np.expm1),
+    "log": _ieee_log, "log1p": _np1(np.log1p), "log10": _np1(np.log10),
+    "log2": _np1(np.log2), "sin": _np1(np.sin), "cos": _np1(np.cos), "tan": _np1(np.tan),
+    "asin": _np1(np.arcsin), "acos": _np1(np.arccos), "atan": _np1(np.arctan),
+    "sinh": _np1(np.sinh), "cosh": _np1(np.cosh), "tanh": _np1(np.tanh),
+    "asinh": _np1(np.arcsinh), "acosh": _np1(np.arccosh), "atanh": _np1(np.arctanh),
+    "fabs": _np1(np.fabs), "atan2": _np2(np.arctan2), "hypot": _np2(np.hypot),
+    "pow": _np2(np.power), "fmod": _np2(np.fmod), "copysign": _np2(np.copysign),
+    "erf": _guarded(math.erf), "erfc": _guarded(math.erfc), "gamma": _ieee_gamma,
+    "lgamma": _ieee_lgamma, "ldexp": _ieee_ldexp,
+}
+for _name in ("exp2", "cbrt"):
+    if hasattr(np, _name) and hasattr(math, _name):
+        _IEEE_FUNCS[_name] = _np1(getattr(np, _name))
+
+
+class _IEEEMath(types.ModuleType):
+    """``math`` whose float functions give inf/nan (NumPy semantics) instead of raising."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(math, name)
+
+
+IEEE_MATH = _IEEEMath("math", "math with IEEE results (jitgrad's jit=False generated code)")
+for _name, _fn in _IEEE_FUNCS.items():
+    setattr(IEEE_MATH, _name, _fn)
+
+
+def ieee_namespace(ns: dict[str, Any]) -> None:
+    """Make ``ns`` (the globals of generated code run as Python) follow IEEE semantics:
+    the ``math`` module and ``math`` functions bound to names use NumPy, and ``float``
+    is NumPy's float64 (a ``float`` subclass, so ``float(x)`` stays IEEE)."""
+    for k, v in list(ns.items()):
+        if v is math:
+            ns[k] = IEEE_MATH
+        elif isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", "") == "math" \
+                and v.__name__ in _IEEE_FUNCS and getattr(math, v.__name__, None) is v:
+            ns[k] = _IEEE_FUNCS[v.__name__]
+    ns["float"] = np.float64  # float(x) stays a NumPy scalar; dtype=float still works
+    if "math" not in ns:  # rule templates may name math without the user importing it
+        ns["math"] = IEEE_MATH
+
+
+def ieee_value(v: Any) -> Any:
+    """A Python float argument as NumPy float64 (1.0 / 0 is then inf, not an exception)."""
+    if type(v) is float:
+        return np.float64(v)
+    if type(v) is tuple:
+        return tuple(ieee_value(e) for e in v)
+    return v
+
+
+def ieee_call(fn: Any, args: tuple) -> Any:
+    """Run generated Python code with IEEE semantics and no floating-point warnings."""
+    with np.errstate(all="ignore"):
+        return fn(*(ieee_value(a) for a in args))

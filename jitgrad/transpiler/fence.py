@@ -2,6 +2,10 @@
 
 Before:  ``try: y = f(x)`` ...
 After:   TransformError("try/except is not supported", file:line, source line, hint)
+
+Also refused here: parameters other than plain positional ones (``*args``,
+``**kwargs``, keyword-only, defaults), and (``fence_entry``, for the function passed
+to ``differentiate`` only) a function that returns no value.
 """
 
 from __future__ import annotations
@@ -52,6 +56,13 @@ def fence(parsed: Parsed) -> None:
     fn = parsed.tree
     a = fn.args
     if a.vararg or a.kwarg:
+        inner = getattr(parsed.func, "__wrapped__", None)
+        if inner is not None:  # a decorator's wrapper: jitgrad differentiates what it was given
+            raise parsed.error(
+                f"*args/**kwargs parameters are not supported: {fn.name} is a decorator's "
+                f"wrapper (functools.wraps around {getattr(inner, '__qualname__', inner)!r}), "
+                "and jitgrad differentiates the function it is given, not the wrapped one", fn,
+                "pass the undecorated function, or give the wrapper explicit parameters")
         raise parsed.error("*args/**kwargs parameters are not supported", fn,
                            "list the parameters explicitly")
     if a.kwonlyargs or a.posonlyargs:
@@ -82,3 +93,16 @@ def fence(parsed: Parsed) -> None:
             raise parsed.error("assigning to attributes is not supported", node)
         if isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
             raise parsed.error("'**kwargs' in calls is not supported", node)
+
+
+def fence_entry(parsed: Parsed) -> None:
+    """Refusals for the function passed to ``differentiate`` itself (not its helpers,
+    which may fill an array and return nothing): it must return a value."""
+    fn = parsed.tree
+    if not any(isinstance(n, ast.Return) and n.value is not None
+               and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+               for n in ast.walk(fn)):
+        raise parsed.error(f"{fn.name} returns no value (it has no 'return' statement with "
+                           "a value), so there is nothing to differentiate", fn,
+                           "return the value to differentiate; a function that only writes "
+                           "into an array argument can return that array")

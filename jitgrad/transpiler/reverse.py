@@ -445,9 +445,12 @@ class Reverser(TapeMixin, ControlFlowMixin):
                              ctx=ast.Load())
         idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
         nd = self.an.kind(base).ndim
-        if self.is_active(v) and (nd is None or len(idx) < nd or any(
-                isinstance(e, ast.Slice) for e in idx)):
-            # a region of the array: a value broadcast into it gets the region's sum
+        region = None if nd is None else nd - sum(
+            not isinstance(e, ast.Slice) and not (isinstance(e, ast.Constant) and e.value is None)
+            for e in idx) + sum(isinstance(e, ast.Constant) and e.value is None for e in idx)
+        vnd = self.an.kind(v.id).ndim if self.is_active(v) else None
+        if self.is_active(v) and vnd is not None and (region is None or vnd < region):
+            # a value broadcast into a region of the array gets the region's sum
             view = ast.Call(func=name(self.unb), args=[view, name(v.id)], keywords=[])
         if self.is_active(v):
             self.contribute(v.id, view, rev, sign=-1 if isinstance(op, ast.Sub) else 1)

@@ -175,7 +175,10 @@ class TapeMixin:
         if dtype is None:
             self.tapes.append((tape, None))
             val = name(n)
-            if k.is_array and n in self.an.written:
+            # a rule's own value (not in the kinds) may be the very array the statement
+            # binds to a name that is written in place later
+            shared = n not in self.an.kinds and bool(set(own_defs(s)) & self.an.written)
+            if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
             push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
