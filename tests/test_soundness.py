@@ -44,3 +44,17 @@ def test_grad_of_array_rebound_to_scalar_is_a_scalar_output(jit):
     value, g = d.value_and_grad(x)
     assert value == 9.0
     np.testing.assert_allclose(g, [6.0, 6.0])
+
+
+def _dot_loop(x, y):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * y[i]
+    return s
+
+
+def test_mismatched_shapes_raise_instead_of_writing_out_of_bounds(jit):
+    x, y = np.ones(5), np.ones(3)
+    with pytest.raises(IndexError):
+        jg.grad(_dot_loop, wrt=(0, 1), jit=jit)(x, y)
+    np.testing.assert_array_equal(y, np.ones(3))

@@ -68,10 +68,12 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
 
 
 def njit(fn: Any) -> Any:
-    """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception."""
+    """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception,
+    and bounds checks, so arguments of mismatched shapes raise IndexError (as without jit)
+    instead of the adjoint writing past the end of an array."""
     import numba
 
-    return numba.njit(error_model="numpy")(fn)
+    return numba.njit(error_model="numpy", boundscheck=True)(fn)
 
 
 def _numba_summary(text: str) -> str:
