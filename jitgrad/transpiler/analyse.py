@@ -19,7 +19,7 @@ import numpy as np
 
 from ..rules import is_non_differentiable, lookup
 from .inline import resolve
-from .kinds import Kind, method_function
+from .kinds import UNKNOWN, Kind, method_function
 from .normalize import QUERY_ATTRS
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -100,8 +100,6 @@ class Analysis:
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
 
     def kind(self, n: str) -> Kind:
-        from .kinds import UNKNOWN
-
         return self.kinds.get(n, UNKNOWN)
 
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:

@@ -19,9 +19,9 @@ Before::                          After::
 from __future__ import annotations
 
 import ast
-import copy
 
 from .naming import Namer
+from .nodes import clone
 from .parse import Parsed
 
 # --- small AST builders -------------------------------------------------------
@@ -121,7 +121,7 @@ class _SingleExit:
                 for f in ("body", "orelse"):
                     branch = getattr(s, f)
                     if not always_returns(branch):
-                        branch = branch + [copy.deepcopy(x) for x in rest]
+                        branch = branch + [clone(x) for x in rest]
                     setattr(s, f, self.block(branch, False))
                 out.append(s)
                 return out

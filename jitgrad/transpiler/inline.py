@@ -15,7 +15,6 @@ Before::                               After::
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
 import os
 import sysconfig
@@ -27,6 +26,7 @@ from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
+from .nodes import clone
 from .parse import Parsed, parse_function, python_function
 
 _LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
@@ -86,7 +86,7 @@ class _Renamer(ast.NodeTransformer):
             return node
         if isinstance(m, str):
             return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
-        return ast.copy_location(copy.deepcopy(m), node)
+        return ast.copy_location(clone(m), node)
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
@@ -172,7 +172,7 @@ class Inliner:
             sig = ", ".join(params)
             raise caller.error(f"call of helper {fn.__name__}({sig}) must pass its "
                                f"{len(params)} arguments positionally", node)
-        body = copy.deepcopy(helper.tree.body)
+        body = clone(helper.tree.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
         stored = stored_names(body)

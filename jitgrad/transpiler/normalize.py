@@ -17,7 +17,6 @@ Before::                       After::
 from __future__ import annotations
 
 import ast
-import copy
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from ..rules import is_non_differentiable
 from .desugar import assign, name
 from .inline import resolve
 from .naming import Namer
+from .nodes import clone
 from .parse import Parsed
 
 #: attributes that are plain (non-differentiable) queries
@@ -182,7 +182,7 @@ class Normalizer:
                 out += self.stmt(ast.copy_location(ast.Assign(targets=[first], value=s.value), s))
                 for t in s.targets[1:]:
                     out += self.stmt(ast.copy_location(
-                        ast.Assign(targets=[t], value=copy.deepcopy(first)), s))
+                        ast.Assign(targets=[t], value=clone(first)), s))
                 return out
             out = self.assign_stmt(s.targets[0], s.value, s)
             if hasattr(s, "_jg_param_of") and out and isinstance(out[-1], ast.Assign):
@@ -206,7 +206,7 @@ class Normalizer:
                     return out
                 cur = self.namer.temp()
                 out.append(ast.copy_location(assign(cur, ast.Subscript(
-                    value=name(base.id), slice=copy.deepcopy(t.slice), ctx=ast.Load())), s))
+                    value=name(base.id), slice=clone(t.slice), ctx=ast.Load())), s))
                 val = ast.BinOp(left=name(cur), op=s.op, right=s.value)
                 new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
                 return out + self.assign_stmt(new_t, val, s)
@@ -224,7 +224,7 @@ class Normalizer:
         if isinstance(s, ast.While):
             c = self.namer.fresh("_c")
             pre = self.assign_expr(c, self.opaque(s.test), s)
-            body = self.block(s.body) + [copy.deepcopy(x) for x in pre]
+            body = self.block(s.body) + [clone(x) for x in pre]
             out += pre
             out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
             return out

@@ -189,6 +189,10 @@ def merge_accumulations(stmts: list[ast.stmt],
     return out
 
 
+#: most terms merged into one accumulation (deeper sums only slow the compilers down)
+_MERGE_MAX = 8
+
+
 def _root(n: str, shared: dict[str, str]) -> str:
     while n in shared:
         n = shared[n]
@@ -212,20 +216,23 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
             base = _root(s.target.value.id, shared)
             idx_names = _loads(s.target.slice)
             # a later statement may not touch the array or change the index names
+            if key in pending and len(pending[key][1]) >= _MERGE_MAX:
+                head.append(_emit(*pending.pop(key)))  # keep each sum a few terms deep
+                order.remove(key)
             if key in pending:
                 pending[key][1].append(s.value)
+                pending[key][0]._jg_reads |= {_root(n, shared) for n in _loads(s.value)}
             else:
                 pending[key] = (s, [s.value])
                 order.append(key)
+                s._jg_reads = {_root(n, shared) for n in _loads(s.value)}
             s._jg_base, s._jg_idx = base, idx_names
             continue
         touched = {_root(n, shared) for n in _loads(s) | _defines(s)}
         defined = _defines(s) | {_root(n, shared) for n in _defines(s)}
         flush = [k for k in order if pending[k][0]._jg_base in touched
                  or pending[k][0]._jg_idx & _defines(s)
-                 or {_root(n, shared) for n in _loads(ast.Module(
-                     body=[ast.Expr(value=v) for v in pending[k][1]], type_ignores=[]))}
-                 & defined]
+                 or pending[k][0]._jg_reads & defined]
         for k in flush:
             head.append(_emit(*pending.pop(k)))
             order.remove(k)

@@ -9,7 +9,6 @@ globals and closure cells.
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
 import textwrap
 import types
@@ -20,6 +19,7 @@ import beniget
 import gast
 
 from ..errors import TransformError
+from .nodes import clone
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Parsed:
 
     def user_source(self, e: ast.AST) -> str:
         """``e`` as source text, with the names the user wrote."""
-        return ast.unparse(_UserNames(self.origin).visit(copy.deepcopy(e)))
+        return ast.unparse(_UserNames(self.origin).visit(clone(e)))
 
     def error(self, msg: str, node: ast.AST | None = None, hint: str = "") -> TransformError:
         """A TransformError pointing at ``node``'s line in the user's file."""

@@ -20,6 +20,7 @@ from .fence import fence
 from .inline import fold_param_binds, inline
 from .kinds import Kind, infer
 from .naming import Namer, names_in
+from .nodes import clone
 from .normalize import Normalizer
 from .optimize import dead_code, merge_accumulations
 from .parse import Parsed, free_names, parse_function
@@ -67,7 +68,7 @@ def prepare(func: Any) -> Prepared:
     namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
     parsed.origin = namer.origin  # messages name the user's variables, not generated ones
     env = parsed.env
-    body = copy.deepcopy(tree.body)
+    body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     body, rets = single_exit(parsed, body, namer)
@@ -92,8 +93,8 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     """kinds, analyse, reverse and emit for one specialisation."""
     namer = copy.deepcopy(prep.namer)
     env = dict(prep.env)
-    body = copy.deepcopy(prep.body)
-    returns = copy.deepcopy(prep.returns)
+    body = clone(prep.body)
+    returns = clone(prep.returns)
     kinds = infer(body, env, arg_kinds)
     body = fold_param_binds(body, kinds)
     an = analyse(body, env, kinds, prep.args, wrt, returns, prep.parsed)
@@ -117,20 +118,20 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     sw.adjoint = merge_accumulations(sw.adjoint, sw.shared)
     body = sw.prologue + sw.forward + sw.init + sw.adjoint
     full = emit.function_def(gname, [*prep.args, "_dret"],
-                             dead_code(copy.deepcopy(body) + [out]))
+                             dead_code(clone(body) + [out]))
     grad_src = emit.unparse(full)
     # gradient only: the forward work that only served the returned value goes
     only = ast.Return(value=ast.Tuple(elts=[ast.Constant(value=None), gtuple], ctx=ast.Load()))
     gonly_name = namer.fresh(f"{name}_gradonly_")
     gonly = emit.function_def(gonly_name, [*prep.args, "_dret"],
-                              dead_code(copy.deepcopy(body) + [only]))
+                              dead_code(clone(body) + [only]))
     gonly_src = emit.unparse(gonly)
     fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
                                              sw.prologue + sw.forward))
     adj_src = emit.unparse(emit.function_def(f"{name}_adjoint", ["_dret"], sw.init + sw.adjoint))
     norm_ret = returns[0] if len(returns) == 1 else ast.Tuple(elts=returns, ctx=ast.Load())
-    norm_src = emit.unparse(emit.function_def(name, prep.args, copy.deepcopy(prep.body) + [
-        ast.Return(value=copy.deepcopy(norm_ret))]))
+    norm_src = emit.unparse(emit.function_def(name, prep.args, clone(prep.body) + [
+        ast.Return(value=clone(norm_ret))]))
     fn = emit.load(grad_src, gname, env, prep.parsed.func.__qualname__)
     gonly_fn = emit.load(gonly_src, gonly_name, env, prep.parsed.func.__qualname__)
     rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]

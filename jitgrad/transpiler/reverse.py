@@ -10,19 +10,19 @@ their templates: forward part into the forward sweep, pullback into the adjoint.
 from __future__ import annotations
 
 import ast
-import copy
 from dataclasses import dataclass, field
 
 from ..errors import RuleError
 from ..rules import is_non_differentiable, lookup
 from ..runtime import helpers
 from ..runtime.hooks import hook, nobacksies
-from .analyse import Analysis, flat_body, is_permutation, operand_names, primitive_of
+from .analyse import Analysis, is_permutation, operand_names, primitive_of
 from .astutil import all_defs, binop, is_library, names_of, own_defs, walk_values
 from .desugar import assign, const, name
 from .emit import comment
 from .inline import rename, resolve
 from .naming import Namer
+from .nodes import clone
 from .optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
 from .parse import Parsed
 from .reverse_flow import ControlFlowMixin
@@ -43,6 +43,16 @@ class Sweeps:
     callables: set[str] = field(default_factory=set)
     #: adjoint name -> the adjoint it is a view of (accumulations into either conflict)
     shared: dict[str, str] = field(default_factory=dict)
+
+
+class _Scalars:
+    """The scalar names defined so far, as a membership test (not rebuilt per statement)."""
+
+    def __init__(self, names: set[str], an: Analysis):
+        self.names, self.an = names, an
+
+    def __contains__(self, n: object) -> bool:
+        return n in self.names and not self.an.kind(n).is_array
 
 
 class Reverser(TapeMixin, ControlFlowMixin):
@@ -128,7 +138,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
     def adjoint_view(self, n: str) -> ast.stmt:
         """``dr = dA[i]`` for the view ``r = A[i]``: writes through either reach both."""
         base, made = self.an.views[n]
-        return assign(self.adj(n), rename(copy.deepcopy(made.value), {base: self.adj(base)}))
+        return assign(self.adj(n), rename(clone(made.value), {base: self.adj(base)}))
 
     def available(self, var: str) -> bool:
         """Has the adjoint of ``var`` been given a value on every path so far?"""
@@ -280,7 +290,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
                 raise self.parsed.error("'x = x[...]' rebinding an array to a part of itself "
                                         "is not supported", s, "use a new name")
             rev.append(ast.AugAssign(target=ast.Subscript(value=name(self.adj(base)),
-                                                          slice=copy.deepcopy(v.slice),
+                                                          slice=clone(v.slice),
                                                           ctx=ast.Store()),
                                      op=ast.Add(), value=dt))
             self.reset(tgt, s, rev)
@@ -378,7 +388,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
         back = [rename(x, {inst.dy: g}) for x in inst.back]
         rev += back
         scalar_res = not self.an.kind(tgt).is_array
-        scalars = {n for n in self.fwd_vars if not self.an.kind(n).is_array}
+        scalars = _Scalars(self.fwd_vars, self.an)
         for p, gexpr in zip(tpl.params, inst.grads, strict=False):
             if gexpr is None:
                 continue
@@ -441,7 +451,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
             return [s], []
         self.check_index(t.slice, s)
         rev: list[ast.stmt] = []
-        view = ast.Subscript(value=name(self.adj(base)), slice=copy.deepcopy(t.slice),
+        view = ast.Subscript(value=name(self.adj(base)), slice=clone(t.slice),
                              ctx=ast.Load())
         idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
         nd = self.an.kind(base).ndim
@@ -456,7 +466,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
             self.contribute(v.id, view, rev, sign=-1 if isinstance(op, ast.Sub) else 1)
         if op is None:
             rev.append(ast.Assign(targets=[ast.Subscript(value=name(self.adj(base)),
-                                                         slice=copy.deepcopy(t.slice),
+                                                         slice=clone(t.slice),
                                                          ctx=ast.Store())], value=const(0.0)))
         return self.finish(s, [s], rev, set(), restored)
 

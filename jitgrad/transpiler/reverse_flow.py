@@ -8,7 +8,6 @@ without tapes forward and is rerun, then reversed, in the adjoint sweep.
 from __future__ import annotations
 
 import ast
-import copy
 
 from ..runtime import helpers
 from .analyse import walk_stmts
@@ -16,6 +15,7 @@ from .astutil import all_defs, binop
 from .desugar import assign, const, name
 from .kinds import INT
 from .naming import loaded_names
+from .nodes import clone
 
 
 class ControlFlowMixin:
@@ -28,7 +28,7 @@ class ControlFlowMixin:
         the reverse sweep handles this region.
         """
         bf, br = self.block(s.body)
-        plain = strip_pushes(copy.deepcopy(bf))
+        plain = strip_pushes(clone(bf))
         if not br:
             return plain, []
         inside = all_defs(s)
@@ -67,11 +67,18 @@ class ControlFlowMixin:
             return [fwd], []
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
-        pops, (test,) = self.header_captures(s, [copy.deepcopy(s.test)], restored, before, after)
+        pops, (test,) = self.header_captures(s, [clone(s.test)], restored, before, after)
         rev = [ast.If(test=test, body=br or [ast.Pass()], orelse=orv)]
         return before + [fwd] + after, pops + rev
 
     def _has_break(self, s) -> bool:
+        cache = self.__dict__.setdefault("_breaks", {})
+        if id(s) not in cache:
+            cache[id(s)] = self._find_break(s)
+        return cache[id(s)]
+
+    @staticmethod
+    def _find_break(s) -> bool:
         stack = list(s.body)
         while stack:
             n = stack.pop()
@@ -94,7 +101,7 @@ class ControlFlowMixin:
             (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
-        header = [copy.deepcopy(start), copy.deepcopy(stop), copy.deepcopy(step)]
+        header = [clone(start), clone(stop), clone(step)]
         pops, (start, stop, step) = self.header_captures(s, header, restored, before, after)
         unit = isinstance(step, ast.Constant) and step.value == 1
         zero_start = isinstance(start, ast.Constant) and start.value == 0

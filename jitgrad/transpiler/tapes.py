@@ -9,7 +9,6 @@ typed arrays reserved once per loop; arrays to lists of snapshots.
 from __future__ import annotations
 
 import ast
-import copy
 
 from ..runtime import helpers
 from .analyse import Analysis
@@ -17,6 +16,7 @@ from .astutil import all_defs, binop, own_defs
 from .desugar import assign, const, name
 from .inline import rename, resolve
 from .naming import loaded_names
+from .nodes import clone
 
 
 class TapeMixin:
@@ -135,7 +135,7 @@ class TapeMixin:
                         self.an.recomputed_index(m.id, s)
                         or not self.an.may_redefine_after(m.id, d, include_self=False)):
                     return None
-            return copy.deepcopy(v)
+            return clone(v)
         if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
             base = v.value.id
             group = self.an.aliases.get(base, {base})
@@ -145,12 +145,12 @@ class TapeMixin:
                 if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
                         and self.an.may_redefine_after(m.id, d, include_self=False):
                     return None
-            return copy.deepcopy(v)
+            return clone(v)
         if isinstance(v, ast.Call) and not self.an.kind(n).is_array and not v.keywords \
                 and resolve(v.func, self.env) in CHEAP:
             args = [operand(a) for a in v.args]
             if all(a is not None for a in args):
-                return ast.Call(func=copy.deepcopy(v.func), args=args, keywords=[])
+                return ast.Call(func=clone(v.func), args=args, keywords=[])
         if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) \
                 and not self.an.kind(n).is_array:
             a, b = operand(v.left), operand(v.right)
@@ -216,15 +216,15 @@ class TapeMixin:
         if not entries:
             return []
         if isinstance(step, ast.Constant) and step.value == 1:
-            trips = copy.deepcopy(stop) if isinstance(start, ast.Constant) and start.value == 0 \
-                else binop(copy.deepcopy(stop), ast.Sub(), copy.deepcopy(start))
+            trips = clone(stop) if isinstance(start, ast.Constant) and start.value == 0 \
+                else binop(clone(stop), ast.Sub(), clone(start))
         else:
             tc = self.global_name("trip_count", helpers.trip_count)
-            trips = ast.Call(func=name(tc), args=[copy.deepcopy(start), copy.deepcopy(stop),
-                                                  copy.deepcopy(step)], keywords=[])
+            trips = ast.Call(func=name(tc), args=[clone(start), clone(stop),
+                                                  clone(step)], keywords=[])
         res = self.global_name("tape_reserve", helpers.tape_reserve)
         out = [assign(t, ast.Call(func=name(res), args=[name(t), binop(
-            name(c), ast.Add(), copy.deepcopy(trips))], keywords=[])) for t, c in entries]
+            name(c), ast.Add(), clone(trips))], keywords=[])) for t, c in entries]
         for x in out:
             x._jg_push = True
         return out

@@ -9,7 +9,6 @@ forward sweep and the pullback body in the adjoint sweep of one flat function.
 from __future__ import annotations
 
 import ast
-import copy
 import inspect
 import textwrap
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from ..errors import RuleError
 from ..rules import Rule
 from .inline import rename
 from .naming import Namer
+from .nodes import clone
 
 
 @dataclass
@@ -120,7 +120,7 @@ def bind_args(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr]
         if p not in bound:
             if p not in tpl.defaults:
                 raise RuleError(f"rule {tpl.rule.name}: missing argument {p!r}")
-            bound[p] = copy.deepcopy(tpl.defaults[p])
+            bound[p] = clone(tpl.defaults[p])
     return bound
 
 
@@ -144,9 +144,9 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
             new = global_name(f, tpl.globals[f])
             if new != f:
                 mapping[f] = new
-    fwd = [rename(copy.deepcopy(s), mapping) for s in tpl.pre]
-    value = rename(copy.deepcopy(tpl.value), mapping)
-    back = [rename(copy.deepcopy(s), mapping) for s in tpl.back_body]
-    grads = [rename(copy.deepcopy(g), mapping) if g is not None else None for g in tpl.grads]
+    fwd = [rename(clone(s), mapping) for s in tpl.pre]
+    value = rename(clone(tpl.value), mapping)
+    back = [rename(clone(s), mapping) for s in tpl.back_body]
+    grads = [rename(clone(g), mapping) if g is not None else None for g in tpl.grads]
     outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
     return Instance(fwd, value, outputs, back, grads, bound, dy)
