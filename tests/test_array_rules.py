@@ -198,7 +198,7 @@ def test_max_ties_split_the_gradient():
     rule = lookup(np.max).impl
     _, back = rule(x, axis=1)
     np.testing.assert_allclose(back(np.ones(2))[0], [[0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
-    _, cgrads = compiled(rule)(x, 1, np.ones(2))
+    _, cgrads = compiled(rule)(x, 1, False, np.ones(2))
     np.testing.assert_allclose(cgrads[0], back(np.ones(2))[0])
 
 

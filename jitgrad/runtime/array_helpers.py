@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import types
+from numba import literally, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
@@ -24,7 +24,8 @@ __all__ = [
     "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min",
     "axis_count", "expand_along", "centered", "chooser_weights", "prod_others",
     "cumsum_along", "reshape_like", "transpose_back", "split_like", "scatter_add",
-    "select", "dot_grad_a", "dot_grad_b",
+    "select", "dot_grad_a", "dot_grad_b", "kept", "sort_along", "unsort",
+    "flip_along", "diag_back", "spread", "argextreme", "extreme_at", "pick", "diff_back",
 ]
 
 
@@ -159,10 +160,11 @@ def _ol_axis_count(x, axis, ddof):
 def expand_along(dy, x, axis):
     """``dy`` (shaped like a reduction of ``x`` over ``axis``) broadcast back to ``x.shape``.
 
-    The result is a fresh writable array; its dtype is ``dy``'s.
+    ``dy`` may also keep the reduced axis (``keepdims=True``: as many dimensions as
+    ``x``).  The result is a fresh writable array; its dtype is ``dy``'s.
     """
     dy = np.asarray(dy)
-    if axis is not None:
+    if axis is not None and dy.ndim < np.ndim(x):
         dy = np.expand_dims(dy, axis)
     return np.broadcast_to(dy, np.shape(x)).copy()
 
@@ -170,6 +172,8 @@ def expand_along(dy, x, axis):
 @overload(expand_along)
 def _ol_expand_along(dy, x, axis):
     _check_axis(axis, "expand_along")
+    if isinstance(dy, types.Array) and dy.ndim == x.ndim:  # keepdims: the axis is kept
+        return lambda dy, x, axis: np.broadcast_to(dy, x.shape).copy()
     if _is_none(axis) or x.ndim == 1:
         return lambda dy, x, axis: np.full(x.shape, dy)
 
@@ -471,3 +475,340 @@ def _ol_dot_grad_a(dy, a, b):
 def _ol_dot_grad_b(dy, a, b):
     return _dot_impl(_DOT_GRAD_B, a, b, "dot_grad_b")
 
+
+# --- keepdims ------------------------------------------------------------------
+
+
+def _flag(keepdims, fname: str) -> bool | None:
+    """The value of a literal ``keepdims`` (the result's ndim depends on it); None for a
+    bool variable, which the overload then asks Numba to make literal (``literally``)."""
+    if _is_none(keepdims):
+        return False
+    if isinstance(keepdims, (types.BooleanLiteral, types.IntegerLiteral)):
+        return bool(keepdims.literal_value)
+    if isinstance(keepdims, types.Boolean):
+        return None
+    raise TypingError(f"{fname}: keepdims must be True or False, got {keepdims}")
+
+
+@functools.cache
+def _keeper(nd: int):
+    """A compiled ``keep(shape, ax)``: ``shape`` with entry ``ax`` set to 1."""
+
+    @register_jitable
+    def keep(shape, ax):
+        out = np.empty(nd, np.int64)
+        for i in range(nd):
+            out[i] = 1 if i == ax else shape[i]
+        return to_fixed_tuple(out, nd)
+
+    return keep
+
+
+def kept(y, x, axis, keepdims):
+    """The reduction ``y`` of ``x`` over ``axis`` reshaped as ``keepdims=True`` would give it.
+
+    ``keepdims=False`` returns ``y`` as it is.  In compiled code ``keepdims`` must be a
+    literal (a bool argument is made one with ``numba.literally``).  The pullbacks need
+    no inverse: ``expand_along`` accepts a gradient that kept the axis.
+    """
+    if not keepdims:
+        return y
+    if axis is None:
+        return np.reshape(y, (1,) * np.ndim(x))
+    return np.expand_dims(y, axis)
+
+
+@overload(kept, prefer_literal=True)
+def _ol_kept(y, x, axis, keepdims):
+    _check_axis(axis, "kept")
+    flag = _flag(keepdims, "kept")
+    if flag is None:
+        return lambda y, x, axis, keepdims: literally(keepdims)
+    if not flag:
+        return lambda y, x, axis, keepdims: y
+    if _is_none(axis) or x.ndim == 1:
+        ones = (1,) * x.ndim
+        return lambda y, x, axis, keepdims: np.full(ones, y)
+    keep = _keeper(x.ndim)
+
+    def impl(y, x, axis, keepdims):
+        ax = _blocks(x.shape, axis)[3]
+        return np.ascontiguousarray(y).reshape(keep(x.shape, ax))
+
+    return impl
+
+
+# --- sort and flip along an axis -----------------------------------------------
+
+
+def sort_along(x, axis):
+    """``np.sort(x, axis)`` (axis None: the flattened array); compiles for an int axis."""
+    return np.sort(x, axis=axis)
+
+
+def unsort(dy, x, axis):
+    """The gradient of ``np.sort(x, axis)``: each entry of ``dy`` goes back to the
+    element of ``x`` that was sorted into its place (ties: to one of them)."""
+    x = np.asarray(x)
+    shape = x.shape
+    if axis is None:
+        x, dy, axis = x.ravel(), np.ravel(dy), 0
+    order = np.argsort(x, axis=axis, kind="stable")
+    g = np.empty_like(dy)
+    np.put_along_axis(g, order, dy, axis=axis)
+    return g.reshape(shape)
+
+
+@register_jitable
+def _sort3(x3):
+    out = np.empty_like(x3)
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            out[i, :, j] = np.sort(x3[i, :, j])
+    return out
+
+
+@register_jitable
+def _unsort3(d3, x3):
+    g = np.empty_like(d3)
+    for i in range(x3.shape[0]):
+        for j in range(x3.shape[2]):
+            order = np.argsort(x3[i, :, j], kind="mergesort")
+            for t in range(x3.shape[1]):
+                g[i, order[t], j] = d3[i, t, j]
+    return g
+
+
+@overload(sort_along)
+def _ol_sort_along(x, axis):
+    _check_axis(axis, "sort_along")
+    if _is_none(axis):
+        return lambda x, axis: _sort3(_view3(x, axis)).reshape((x.size,))
+    return lambda x, axis: _sort3(_view3(x, axis)).reshape(x.shape)
+
+
+@overload(unsort)
+def _ol_unsort(dy, x, axis):
+    _check_axis(axis, "unsort")
+    return lambda dy, x, axis: _unsort3(_view3(dy, axis), _view3(x, axis)).reshape(x.shape)
+
+
+def flip_along(x, axis):
+    """``np.flip(x, axis)`` (axis None: every axis); compiles for an int axis too."""
+    return np.flip(x, axis)
+
+
+@overload(flip_along)
+def _ol_flip_along(x, axis):
+    _check_axis(axis, "flip_along")
+    if _is_none(axis):
+        return lambda x, axis: np.flip(x)
+    return lambda x, axis: np.ascontiguousarray(_view3(x, axis)[:, ::-1, :]).reshape(x.shape)
+
+
+# --- diagonals -------------------------------------------------------------------
+
+
+def diag_back(dy, v, k):
+    """The gradient of ``np.diag(v, k)``: for a 1-d ``v`` the ``k``-th diagonal of ``dy``;
+    for a 2-d ``v`` zeros shaped like ``v`` with ``dy`` on its ``k``-th diagonal."""
+    if np.ndim(v) == 1:
+        return np.diag(dy, k).copy()
+    g = np.zeros(np.shape(v), dtype=np.asarray(dy).dtype)
+    n = np.size(dy)
+    g[max(-k, 0) + np.arange(n), max(k, 0) + np.arange(n)] = dy
+    return g
+
+
+@overload(diag_back)
+def _ol_diag_back(dy, v, k):
+    if v.ndim == 1:
+        return lambda dy, v, k: np.diag(dy, k)
+
+    def impl(dy, v, k):
+        g = np.zeros(v.shape, dtype=dy.dtype)
+        r0 = max(-k, 0)
+        c0 = max(k, 0)
+        for i in range(dy.shape[0]):
+            g[r0 + i, c0 + i] = dy[i]
+        return g
+
+    return impl
+
+
+# --- Python's sum, max and min -------------------------------------------------
+
+
+def _is_seq(t) -> bool:
+    return isinstance(t, (types.Array, types.List, types.UniTuple))
+
+
+def spread(dy, x):
+    """The gradient of Python's ``sum(x)`` with respect to ``x`` (an array, list or tuple).
+
+    ``sum`` adds up the entries of ``x`` along its first axis, so each gets all of ``dy``.
+    """
+    if isinstance(x, np.ndarray):
+        return expand_along(dy, x, 0)
+    return np.full(len(x), dy)
+
+
+@overload(spread)
+def _ol_spread(dy, x):
+    if isinstance(x, types.Array):
+        return lambda dy, x: expand_along(dy, x, 0)
+    if isinstance(x, (types.List, types.BaseTuple)):
+        return lambda dy, x: np.full(len(x), dy)
+    raise TypingError(f"spread: sum() of {x} is not supported")
+
+
+def _beats(v, best, largest):
+    return v > best if largest else v < best
+
+
+def argextreme(a, b, c, d, largest):
+    """Where Python's ``max`` (``largest``) or ``min`` finds its value among the arguments
+    ``a, b, c, d`` that are not None, or among the entries of ``a`` when it is the only one.
+
+    As in Python, a later value wins only if it is strictly larger (smaller): ties keep
+    the first, and a NaN in front stays.
+    """
+    if b is None and (isinstance(a, (np.ndarray, list, tuple))):
+        vals = list(a)
+    else:
+        vals = [v for v in (a, b, c, d) if v is not None]
+    k = 0
+    for i in range(1, len(vals)):
+        if _beats(vals[i], vals[k], largest):
+            k = i
+    return k
+
+
+def extreme_at(a, b, c, d, k):
+    """The value ``argextreme`` found: argument ``k``, or ``a[k]`` when ``a`` is the only one."""
+    if b is None and (isinstance(a, (np.ndarray, list, tuple))):
+        return a[k]
+    return (a, b, c, d)[k]
+
+
+def pick(dy, a, k):
+    """The gradient of ``max``/``min`` with respect to its first argument ``a``: ``dy`` at
+    position ``k`` of a sequence ``a`` (zeros elsewhere), or ``dy`` if ``k == 0`` for a number."""
+    if isinstance(a, (np.ndarray, list, tuple)):
+        dt = np.result_type(np.asarray(a).dtype, np.asarray(dy).dtype, np.float32)
+        g = np.zeros(np.shape(a), dtype=dt)
+        g[k] = dy
+        return g
+    return select(k == 0, dy)
+
+
+_beats_jit = register_jitable(_beats)
+
+
+def _arity(*ts) -> int:
+    return sum(not _is_none(t) for t in ts)
+
+
+@register_jitable
+def _argextreme3(a, b, c, largest):
+    k = 0
+    best = a + 0.0
+    if _beats_jit(b, best, largest):
+        k, best = 1, b + 0.0
+    if _beats_jit(c, best, largest):
+        k = 2
+    return k
+
+
+@register_jitable
+def _argextreme4(a, b, c, d, largest):
+    k = _argextreme3(a, b, c, largest)
+    best = a + 0.0 if k == 0 else (b + 0.0 if k == 1 else c + 0.0)
+    return 3 if _beats_jit(d, best, largest) else k
+
+
+@overload(argextreme)
+def _ol_argextreme(a, b, c, d, largest):
+    n = 1 + _arity(b, c, d)
+    if _is_seq(a) and n == 1:
+        def impl_seq(a, b, c, d, largest):
+            k = 0
+            for i in range(1, len(a)):
+                if _beats_jit(a[i], a[k], largest):
+                    k = i
+            return k
+        return impl_seq
+    if n == 2:
+        return lambda a, b, c, d, largest: 1 if _beats_jit(b, a, largest) else 0
+    if n == 3:
+        return lambda a, b, c, d, largest: _argextreme3(a, b, c, largest)
+    return _argextreme4
+
+
+@overload(extreme_at)
+def _ol_extreme_at(a, b, c, d, k):
+    n = 1 + _arity(b, c, d)
+    if _is_seq(a) and n == 1:
+        return lambda a, b, c, d, k: a[k]
+    if n == 2:
+        return lambda a, b, c, d, k: b if k == 1 else a
+    if n == 3:
+        return lambda a, b, c, d, k: c if k == 2 else (b if k == 1 else a)
+    return lambda a, b, c, d, k: d if k == 3 else (c if k == 2 else (b if k == 1 else a))
+
+
+@overload(pick)
+def _ol_pick(dy, a, k):
+    if isinstance(a, types.Array):
+        def impl_array(dy, a, k):
+            g = np.zeros(a.shape, a.dtype)
+            g[k] = dy
+            return g
+        return impl_array
+    if isinstance(a, (types.List, types.UniTuple)):
+        def impl_seq(dy, a, k):
+            g = np.zeros(len(a))
+            g[k] = dy
+            return g
+        return impl_seq
+    return lambda dy, a, k: select(k == 0, dy)
+
+
+# --- differences -----------------------------------------------------------------
+
+
+def diff_back(dy, x, n):
+    """The gradient of ``np.diff(x, n)`` (along the last axis): the adjoint of the first
+    difference applied ``n`` times."""
+    m = np.shape(x)[-1]
+    if n > m:
+        return np.zeros(np.shape(x), dtype=np.asarray(dy).dtype)
+    g = np.asarray(dy)
+    for _ in range(n):
+        z = np.zeros(g.shape[:-1] + (g.shape[-1] + 1,), dtype=g.dtype)
+        z[..., 1:] += g
+        z[..., :-1] -= g
+        g = z
+    return g
+
+
+@overload(diff_back)
+def _ol_diff_back(dy, x, n):
+    def impl(dy, x, n):
+        m = x.shape[-1]
+        if n > m or m == 0:
+            return np.zeros(x.shape, dtype=dy.dtype)
+        rows = x.size // m
+        g = np.ascontiguousarray(dy).reshape((rows, m - n))
+        for _ in range(n):
+            w = g.shape[1]
+            z = np.zeros((rows, w + 1), dtype=g.dtype)
+            for r in range(rows):
+                for j in range(w):
+                    z[r, j + 1] += g[r, j]
+                    z[r, j] -= g[r, j]
+            g = z
+        return g.reshape(x.shape)
+
+    return impl

@@ -504,8 +504,9 @@ def view_base(v: ast.expr, env: dict) -> str | None:
         return v.value.id
     if isinstance(v, ast.Call):
         prim = primitive_of(v, env)
-        if prim is not None and prim[0] in _VIEW_FUNCS and prim[1] \
-                and isinstance(prim[1][0], ast.Name):
+        rule = lookup(prim[0]) if prim is not None and prim[0] is not None else None
+        if prim is not None and (prim[0] in _VIEW_FUNCS or (rule and rule.meta.get("view"))) \
+                and prim[0] is not np.array and prim[1] and isinstance(prim[1][0], ast.Name):
             return prim[1][0].id
     return None
 

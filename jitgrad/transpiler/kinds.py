@@ -61,10 +61,23 @@ def join(a: Kind | None, b: Kind | None) -> Kind:
         cls = a.cls
     else:
         return UNKNOWN
-    nd = a.ndim if a.ndim == b.ndim else (None if a.ndim and b.ndim else
-                                          (a.ndim or b.ndim) if (a.ndim == 0 or b.ndim == 0)
-                                          else None)
+    if a.ndim is None or b.ndim is None:
+        nd = None  # an array of unknown rank joined with anything stays unknown
+    elif a.ndim == b.ndim or b.ndim == 0:
+        nd = a.ndim
+    elif a.ndim == 0:
+        nd = b.ndim
+    else:
+        nd = None
     return Kind(cls, nd)
+
+
+def broadcast(a: Kind, b: Kind) -> Kind:
+    """The kind of an elementwise operation of ``a`` and ``b`` (NumPy broadcasting)."""
+    k = join(a, b)
+    if k.cls != "o" and a.ndim is not None and b.ndim is not None:
+        return Kind(k.cls, max(a.ndim, b.ndim))
+    return k
 
 
 def of_value(v: Any) -> Kind:
@@ -206,7 +219,7 @@ class KindInference:
             return of_value(self.env[e.id]) if e.id in self.env else UNKNOWN
         if isinstance(e, ast.BinOp):
             a, b = self.expr(e.left), self.expr(e.right)
-            k = join(a, b)
+            k = broadcast(a, b)
             if isinstance(e.op, ast.Div) and k.cls in ("b", "i"):
                 k = Kind("f", k.ndim)
             if isinstance(e.op, ast.MatMult):
