@@ -302,6 +302,29 @@ def write_through_view_of_constant(a, y):
     return np.sum(y * y) * a
 
 
+def view_sees_write_through_other_view(x, a):
+    v = x[::1]
+    rv = x[0:2]
+    rv[0] = a
+    return np.sum(v * v)
+
+
+def read_view_then_base_written(x):
+    y = x.copy()
+    v = y[1:]
+    y[2] = 0.5 * y[0]
+    return np.sum(v * v)
+
+
+def rebound_twice_in_loop(x):
+    p = 0.0
+    for i in range(len(x)):
+        v = x
+        v = x * 2.0
+        p += np.sum(v)
+    return p
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -345,6 +368,9 @@ CASES = [
     (rows_updated_through_views, lambda: (X.reshape(2, 2) / 3, X[:2].copy()), (0, 1)),
     (write_through_reversed_view, lambda: (X.copy(),), 0),
     (row_view_in_branch, lambda: (X.copy(),), 0),
+    (view_sees_write_through_other_view, lambda: (X.copy(), 0.3), (0, 1)),
+    (read_view_then_base_written, lambda: (X.copy(),), 0),
+    (rebound_twice_in_loop, lambda: (X.copy(),), 0),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------
@@ -382,6 +408,15 @@ def view_of_rebound_base(x):
     return np.sum(A)
 
 
+def number_then_array(x):
+    p = 0.0
+    for i in range(len(x)):
+        v = 1.0
+        v = p * x + v
+        p += np.sum(v)
+    return p
+
+
 def random_kind(x):
     g = np.random.default_rng(0)
     return np.sum(x) * g.random()
@@ -392,5 +427,6 @@ REFUSED = [
     (view_of_rebound_base, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
     (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
     (shared_then_updated, lambda: (X.copy(),), "share one array", "rv = h"),
+    (number_then_array, lambda: (X.copy(),), "number here and an array", "v = p * x + v"),
     (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),
 ]

@@ -365,10 +365,12 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             del an.views[t]
             continue
         ut, ub = parsed.user_name(t), parsed.user_name(base)
+        what = (f"'{ut}' is a view of '{ub}' and is written in place" if t in an.inplace else
+                f"'{ut}' is a view of '{ub}', which is written in place while '{ut}' is used")
         raise parsed.error(
-            f"'{ut}' is a view of '{ub}' and is written in place; jitgrad follows writes "
-            "through a view made once (at the top level, or afresh in each loop iteration or "
-            f"branch) by slicing or .T, of an array not rebound while the view is used",
+            f"{what}; jitgrad follows writes through a view made once (at the top level, or "
+            "afresh in each loop iteration or branch) by slicing or .T, of an array not "
+            "rebound while the view is used",
             s, f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or write into '{ub}' "
             "directly")
 
@@ -452,6 +454,21 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
                     "jitgrad specialises the code on scalar and array kinds: compute this "
                     "value outside the function and pass it in, or use a math/NumPy call "
                     "jitgrad knows (see docs/supported.md)")
+    # one name, a number in one place and an array in another (inside a loop or branch)
+    scalar_at: dict[str, ast.stmt] = {}
+    array_at: dict[str, ast.stmt] = {}
+    for s in stmts:
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
+            k = getattr(s.value, "_jg_kind", None)
+            if k is not None and k.cls in ("b", "i", "f", "c") and k.ndim is not None:
+                (array_at if k.ndim else scalar_at).setdefault(s.targets[0].id, s)
+    for n in sorted(scalar_at.keys() & array_at.keys()):
+        first, second = sorted((scalar_at[n], array_at[n]), key=lambda x: x._jg_pos)
+        user = parsed.user_name(n)
+        raise parsed.error(
+            f"'{user}' is a number here and an array elsewhere (line "
+            f"{parsed.absolute_line(first)}); jitgrad needs one kind per variable", second,
+            f"use two names, one for the number and one for the array")
 
 
 def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],
@@ -512,7 +529,26 @@ def view_base(v: ast.expr, env: dict) -> str | None:
 
 
 def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> None:
-    """Refuse in-place writes through views: the adjoints would not follow them."""
+    """Group views with their bases; refuse what the adjoints could not follow."""
+    before = None
+    while before != (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()}):
+        before = (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()})
+        _group_views(stmts, an, env, parsed)
+    # a view whose buffer is written while the view is still used needs an adjoint that
+    # is the same view of the base's adjoint: a write zeroes what both see
+    for s in stmts:
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
+            continue
+        t = s.targets[0].id
+        base = view_base(s.value, env) if an.kind(t).is_array else None
+        if base is None or not ({t, base} & (an.active | varied)):
+            continue
+        if t in an.inplace or _written_while_live(t, s, an):
+            an.views[t] = (base, s)  # settled (kept or refused) once modes are known
+
+
+def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
+    """One pass: a view of a written buffer is written too, and shares its alias group."""
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
@@ -543,14 +579,29 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
             group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
             for n in group:
                 an.aliases[n] = group
-        if not ({t, base} & (an.active | varied)):
-            continue
         if t in an.inplace:
-            an.views[t] = (base, s)  # settled (kept or refused) once modes are known
             an.written |= {t, base}
             group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
             for n in group:
                 an.aliases[n] = group
+
+
+def _written_while_live(t: str, s: ast.stmt, an: Analysis) -> bool:
+    """Can a write into ``t``'s buffer run between ``t = <view>`` (``s``) and a use of ``t``?"""
+    writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])]
+    if not writes:
+        return False
+    loops_s = {id(x) for x in an.enclosing_loops(s)}
+    for w in writes:
+        if t in an.returned and w._jg_pos > s._jg_end:
+            return True
+        loops_w = {id(x) for x in an.enclosing_loops(w)}
+        for u in an.uses.get(t, []):
+            if s._jg_end < w._jg_pos < u._jg_pos:
+                return True
+            if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
+                return True  # w in one trip of a loop, u in the next, s before the loop
+    return False
 
 
 def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):
@@ -620,6 +671,7 @@ def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None
                     visit(sub, depth + 1)
 
     visit(body, 0)
+    buffer |= set(an.views)  # a view's adjoint is a view too: never a local copy
     for r in returns:
         if isinstance(r, ast.Name):
             uses.setdefault(r.id, []).append((id(body), len(body)))

@@ -80,7 +80,7 @@ def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     return {n for n, ok in fresh.items() if ok}
 
 
-def dead_code(body: list[ast.stmt]) -> list[ast.stmt]:
+def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> list[ast.stmt]:
     """Remove statements whose results nothing live reads (the final return is live).
 
     Element writes stay unless their array is freshly allocated: another name may
@@ -98,7 +98,7 @@ def dead_code(body: list[ast.stmt]) -> list[ast.stmt]:
         for s in _walk(body):
             if id(s) in keep:
                 continue
-            if _is_live(s, live, keep, fresh):
+            if _is_live(s, live, keep, fresh, shared or {}):
                 keep.add(id(s))
                 live |= _needs(s)
                 changed = True
@@ -123,7 +123,8 @@ def _needs(s: ast.stmt) -> set[str]:
     return out
 
 
-def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str]) -> bool:
+def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str],
+             shared: dict[str, str]) -> bool:
     if isinstance(s, (ast.For, ast.While, ast.If)):
         return any(id(x) in keep for x in _walk(s.body + s.orelse))
     if isinstance(s, ast.Break):
@@ -134,7 +135,8 @@ def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str]) -> bo
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
             and t.value.id not in fresh and not t.value.id.startswith("_tape"):
         return True
-    return bool(_defines(s) & live)
+    # a write into an adjoint that is a view of another is a write into that one
+    return bool({m for n in _defines(s) for m in (n, _root(n, shared))} & live)
 
 
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:

@@ -39,6 +39,11 @@ class Parsed:
         """The name the user wrote for a (possibly renamed) variable."""
         return self.origin.get(name, name)
 
+    def absolute_line(self, node: ast.AST) -> int | None:
+        """``node``'s line in the user's file."""
+        n = getattr(node, "lineno", None)
+        return None if n is None else n + self.first_line - 1
+
     def user_source(self, e: ast.AST) -> str:
         """``e`` as source text, with the names the user wrote."""
         return ast.unparse(_UserNames(self.origin).visit(clone(e)))

@@ -118,13 +118,13 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     sw.adjoint = merge_accumulations(sw.adjoint, sw.shared)
     body = sw.prologue + sw.forward + sw.init + sw.adjoint
     full = emit.function_def(gname, [*prep.args, "_dret"],
-                             dead_code(clone(body) + [out]))
+                             dead_code(clone(body) + [out], sw.shared))
     grad_src = emit.unparse(full)
     # gradient only: the forward work that only served the returned value goes
     only = ast.Return(value=ast.Tuple(elts=[ast.Constant(value=None), gtuple], ctx=ast.Load()))
     gonly_name = namer.fresh(f"{name}_gradonly_")
     gonly = emit.function_def(gonly_name, [*prep.args, "_dret"],
-                              dead_code(clone(body) + [only]))
+                              dead_code(clone(body) + [only], sw.shared))
     gonly_src = emit.unparse(gonly)
     fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
                                              sw.prologue + sw.forward))

@@ -148,8 +148,12 @@ class Reverser(TapeMixin, ControlFlowMixin):
 
     def reset(self, var: str, s: ast.stmt, out: list[ast.stmt]) -> None:
         """Zero the adjoint of a redefined buffer variable (skipped where provably dead)."""
-        if self.an.modes.get(var) != "buffer" or var in self.an.block_local:
+        if self.an.modes.get(var) != "buffer":
             return
+        if var in self.an.block_local and s is min(
+                (d for d in self.an.defs.get(var, []) if isinstance(d, ast.Assign)
+                 and isinstance(d.targets[0], ast.Name)), key=lambda d: d._jg_pos):
+            return  # the block's first binding: zeroed where the sweep enters the block
         first = (var not in self.args and not self.an.enclosing_loops(s)
                  and all(d._jg_pos >= s._jg_pos for d in self.an.defs.get(var, [])))
         if first:

@@ -1,0 +1,593 @@
+"""Differential checker: jitgrad against the plain function and finite differences.
+
+``check(prog, jit)`` imports the program from a temporary file, samples inputs,
+and classifies jitgrad's behaviour on it:
+
+* ``ok``       values match the plain function, gradients match finite differences,
+               inputs unchanged (``skipped`` is ok-but-not-checked: no smooth point found);
+* ``refused``  ``TransformError``/``RuleError`` naming the temp file and a line;
+* ``wrong``    a value or gradient mismatch, a wrong gradient shape, or a mutated input;
+* ``crash``    any other exception (also a refusal without a location);
+* ``invalid``  the *program* is unusable (the plain function fails everywhere):
+               ``gen`` tasks regenerate such programs, the shrinker rejects them.
+
+``hang`` and worker deaths are decided by ``Pool``, which runs every check in a
+spawned worker process with a per-task timeout and replaces dead or stuck workers.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import importlib.util
+import math
+import multiprocessing as mp
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from multiprocessing.connection import wait as conn_wait
+
+import numpy as np
+
+from .gen import Program, generate
+
+SEVERITY = {"ok": 0, "skipped": 0, "refused": 1, "hang": 2, "crash": 3, "wrong": 4,
+            "invalid": -1}
+MAX_ABS_VALUE = 1e6
+REL_SMALL, REL_BIG = 1e-6, 1e-4
+FD_AGREE = 1e-5      # the two step sizes must agree to this (relative) or the point is rejected
+GRAD_TOL = 1e-4      # jitgrad's gradient must match one of them to this (relative)
+VALUE_RTOL = 1e-9
+GRAD_CONSISTENT = 1e-7  # value_and_grad / grad / vjp must agree with each other
+
+
+# --- loading and sampling ------------------------------------------------------------------
+
+def load(prog: Program, tmpdir: str):
+    """Write the program to a .py file and import it; returns (module, path)."""
+    h = hashlib.sha1(prog.source.encode()).hexdigest()[:10]
+    name = f"fz_s{prog.seed}_i{prog.index}_a{prog.attempt}_{h}"
+    path = os.path.join(tmpdir, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(prog.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return mod, path
+
+
+def unload(mod, path: str) -> None:
+    sys.modules.pop(mod.__name__, None)
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def sample(prog: Program, k: int) -> tuple:
+    rng = np.random.default_rng([prog.seed & 0xFFFFFFFF, prog.index, prog.attempt, k])
+    x = rng.uniform(-1.0, 1.0, prog.shape)
+    a = float(rng.uniform(-1.2, 1.2))
+    return (x, a, prog.n)
+
+
+def copy_args(args: tuple) -> list:
+    return [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+
+
+def plain(f, args) -> float:
+    """The plain function on copies of ``args``; raises ValueError on a bad result."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = f(*copy_args(args))
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (float, int, np.floating,
+                                                              np.integer)):
+        raise ValueError(f"returns {type(v).__name__}, not a float scalar")
+    v = float(v)
+    if not math.isfinite(v) or abs(v) > MAX_ABS_VALUE:
+        raise ValueError(f"returns {v}")
+    return v
+
+
+def fd(f, args, pos: int, rel: float) -> np.ndarray:
+    """Central differences w.r.t. argument ``pos`` (relative step ``rel``)."""
+    x = args[pos]
+    if np.ndim(x) == 0:
+        h = rel * max(1.0, abs(x))
+        a = list(args)
+        a[pos] = x + h
+        hi = plain(f, a)
+        a[pos] = x - h
+        lo = plain(f, a)
+        return np.float64((hi - lo) / (2 * h))
+    g = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        h = rel * max(1.0, abs(x[idx]))
+        a = list(args)
+        xp = x.copy()
+        xp[idx] += h
+        a[pos] = xp
+        hi = plain(f, a)
+        xm = x.copy()
+        xm[idx] -= h
+        a[pos] = xm
+        lo = plain(f, a)
+        g[idx] = (hi - lo) / (2 * h)
+    return g
+
+
+def smooth_fd(f, args, positions, value):
+    """(small-step fd, big-step fd, noise) per wrt position, or None if they disagree."""
+    noise = 1e-15 * (1.0 + abs(value)) / REL_SMALL
+    out = []
+    for p in positions:
+        try:
+            s = fd(f, args, p, REL_SMALL)
+            b = fd(f, args, p, REL_BIG)
+        except Exception:
+            return None
+        if np.any(np.abs(s - b) > FD_AGREE * (1.0 + np.abs(b)) + 10 * noise):
+            return None
+        out.append((s, b))
+    return out, noise
+
+
+def find_point(f, prog: Program, tries: int = 6):
+    """('point', (args, value, fds, noise, after)) or ('invalid' | 'skipped', reason).
+
+    ``after`` is what the plain function leaves in its (copied) arguments.
+    """
+    valid = 0
+    last = ""
+    for k in range(tries):
+        args = sample(prog, k)
+        try:
+            v = plain(f, args)
+        except Exception as exc:  # the program itself fails here
+            last = f"plain function: {type(exc).__name__}: {exc}"
+            continue
+        valid += 1
+        got = smooth_fd(f, args, prog.wrt_positions, v)
+        if got is not None:
+            after = copy_args(args)
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f(*after)
+            return "point", (args, v, got[0], got[1], after)
+        last = "finite differences disagree between step sizes (non-smooth point)"
+    return ("skipped" if valid else "invalid"), last
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+class Mismatch(Exception):
+    pass
+
+
+def _fmt(v) -> str:
+    return np.array2string(np.asarray(v), precision=6, separator=", ") if np.ndim(v) else \
+        f"{float(v):.9g}"
+
+
+def _check_value(what: str, got, want: float) -> None:
+    if isinstance(got, (tuple, list, np.ndarray)) and np.ndim(got) != 0:
+        raise Mismatch(f"{what} value is {type(got).__name__} {_fmt(got)}, expected scalar "
+                       f"{want:.9g}")
+    try:
+        g = float(got)
+    except Exception:
+        raise Mismatch(f"{what} value is {got!r}, expected {want:.9g}") from None
+    if not abs(g - want) <= VALUE_RTOL * max(1.0, abs(want)):
+        raise Mismatch(f"{what} value {g!r} != plain {want!r}")
+
+
+def _split_grads(prog: Program, what: str, grads) -> list:
+    if isinstance(prog.wrt, tuple):
+        if not isinstance(grads, tuple) or len(grads) != len(prog.wrt):
+            raise Mismatch(f"{what} returned {type(grads).__name__} "
+                           f"{grads!r:.200}, expected a tuple of {len(prog.wrt)} gradients")
+        return list(grads)
+    return [grads]
+
+
+def _check_grads(prog: Program, what: str, grads, args, fds, noise) -> list:
+    names = ["x", "a", "n"]
+    out = []
+    for pos, g, (s, b) in zip(prog.wrt_positions, _split_grads(prog, what, grads), fds,
+                              strict=True):
+        arg = args[pos]
+        if np.shape(g) != np.shape(arg):
+            raise Mismatch(f"{what}: d/d{names[pos]} has shape {np.shape(g)}, argument has "
+                           f"{np.shape(arg)}")
+        try:
+            ga = np.asarray(g, dtype=float)
+        except Exception:
+            raise Mismatch(f"{what}: d/d{names[pos]} is {g!r:.200}") from None
+        tol = GRAD_TOL * (1.0 + np.abs(b)) + 10 * noise
+        bad = ~(np.isfinite(ga) & ((np.abs(ga - s) <= tol) | (np.abs(ga - b) <= tol)))
+        if np.any(bad):
+            idx = tuple(int(i) for i in np.argwhere(np.atleast_1d(bad))[0])
+            el = f"[{', '.join(map(str, idx))}]" if np.ndim(arg) else ""
+            gv = np.atleast_1d(ga)[idx] if np.ndim(arg) else float(ga)
+            fv = np.atleast_1d(b)[idx] if np.ndim(arg) else float(b)
+            raise Mismatch(f"{what}: d/d{names[pos]}{el} = {gv:.9g}, finite differences "
+                           f"{fv:.9g} ({int(np.sum(bad))} of {np.size(bad)} elements wrong)")
+        out.append(ga)
+    return out
+
+
+def _unchanged(what: str, passed: list, before: list) -> None:
+    for name, p, b in zip(["x", "a", "n"], passed, before, strict=True):
+        if isinstance(b, np.ndarray) and not np.array_equal(p, b):
+            raise Mismatch(f"{what} mutated its input {name}: {_fmt(b)} -> {_fmt(p)}")
+
+
+def located(exc: BaseException, path: str) -> bool:
+    """Does the refusal name the file and a line?"""
+    text = str(exc)
+    base = os.path.basename(path)
+    if base not in text:
+        return False
+    return bool(re.search(re.escape(base) + r"[:,]\s*(line\s*)?\d+", text)
+                or re.search(r"\bline\s+\d+", text))
+
+
+def numba_differs(f, args, value, after) -> str:
+    """Why ``numba.njit(f)`` itself disagrees with the plain function here ('' if it does not):
+    e.g. ``u -= u[::-1]`` (NumPy copies overlapping operands, Numba does not)."""
+    import types
+
+    import numba
+
+    g = dict(f.__globals__)  # the module's functions compiled, in a copy of its globals
+    for name, obj in list(g.items()):
+        if isinstance(obj, types.FunctionType) and obj.__module__ == f.__module__:
+            g[name] = numba.njit(types.FunctionType(obj.__code__, g, obj.__name__))
+    p = copy_args(args)
+    try:
+        v = g[f.__name__](*p)
+    except Exception as exc:
+        return f"numba.njit(f) raises {type(exc).__name__}"
+    try:
+        _check_value("numba.njit(f)", v, value)
+        _same_effects("numba.njit(f)", p, after)
+    except Mismatch as exc:
+        return str(exc)
+    return ""
+
+
+def _same_effects(what: str, passed: list, want: list) -> None:
+    for name, p, w in zip(["x", "a", "n"], passed, want, strict=True):
+        if isinstance(w, np.ndarray) and not np.allclose(p, w, rtol=VALUE_RTOL, atol=1e-12):
+            raise Mismatch(f"{what} left its input {name} as {_fmt(p)}, the plain function "
+                           f"leaves {_fmt(w)}")
+
+
+def _gist(msg: str) -> str:
+    """An error message without the names, numbers and shapes that vary between programs."""
+    msg = re.sub(r"\x1b\[[0-9;]*m", "", msg).replace("Numba could not compile the generated "
+                                                    "code: ", "")
+    msg = re.sub(r"'[^']*'|\"[^\"]*\"|\([^()]*\)|\[[^\[\]]*\]|<[^<>]*>", "_", msg)
+    msg = re.sub(r"\b\w*\d\w*\b", "N", msg)
+    return " ".join(msg.split())[:100]
+
+
+def _problem(exc: BaseException, what: str, path: str) -> dict:
+    """Classify an exception raised by a jitgrad call."""
+    import jitgrad
+
+    text = str(exc)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    if isinstance(exc, Mismatch):
+        kind = ("mutated" if "mutated" in text or "left its input" in text else
+                "value" if " value " in text else "shape" if "shape" in text or "tuple" in text
+                else "gradient")
+        return dict(outcome="wrong", error_type="wrong", signature=f"wrong:{what}:{kind}",
+                    reason=text)
+    if isinstance(exc, (jitgrad.TransformError, jitgrad.RuleError)):
+        if located(exc, path):
+            msg = getattr(exc, "msg", None) or first
+            return dict(outcome="refused", error_type=type(exc).__name__,
+                        signature=f"refused:{type(exc).__name__}", reason=first,
+                        refusal=str(msg).splitlines()[0] if str(msg) else first)
+        return dict(outcome="crash", error_type=type(exc).__name__,
+                    signature=f"crash:{type(exc).__name__}:unlocated",
+                    reason=f"{what}: {type(exc).__name__} without a file:line location: {first}")
+    return dict(outcome="crash", error_type=type(exc).__name__,
+                signature=f"crash:{type(exc).__name__}:{_gist(first)}",
+                reason=f"{what}: {type(exc).__name__}: {first[:300]}",
+                detail="\n".join(lines[:10]),
+                traceback=traceback.format_exc(limit=-8))
+
+
+APIS = ("value_and_grad", "grad", "f(...)", "vjp")
+
+
+def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dict:
+    """Every API (or those in ``apis``) on one point; collects all problems, the worst
+    decides the outcome."""
+    import jitgrad
+
+    args, value, fds, noise, after = point
+    problems: list = []
+    grads: dict = {}
+
+    def step(what, fn):
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - classified, never swallowed silently
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            problems.append(dict(_problem(exc, what, path), api=what))
+            return False
+        return True
+
+    def fresh():
+        return copy_args(args), copy_args(args)
+
+    holder = {}
+    if not step("differentiate", lambda: holder.update(
+            d=jitgrad.differentiate(f, wrt=prog.wrt, jit=jit))):
+        d = None
+    else:
+        d = holder["d"]
+
+    def vag():
+        p, before = fresh()
+        v, g = d.value_and_grad(*p)
+        _unchanged("value_and_grad", p, before)
+        _check_value("value_and_grad", v, value)
+        grads["value_and_grad"] = _check_grads(prog, "value_and_grad", g, args, fds, noise)
+
+    def grad():
+        p, before = fresh()
+        g = d.grad(*p)
+        _unchanged("grad", p, before)
+        grads["grad"] = _check_grads(prog, "grad", g, args, fds, noise)
+
+    def primal():
+        p, _ = fresh()
+        v = d(*p)
+        _check_value("f(...)", v, value)
+        _same_effects("f(...)", p, after)
+
+    def vjp():
+        p, before = fresh()
+        v, pb = d.vjp(*p)
+        _unchanged("vjp", p, before)
+        _check_value("vjp", v, value)
+        g = pb(1.0)
+        _unchanged("vjp pullback(1.0)", p, before)
+        grads["vjp"] = _check_grads(prog, "vjp pullback(1.0)", g, args, fds, noise)
+
+    if d is not None:
+        for what, fn in (("value_and_grad", vag), ("grad", grad), ("f(...)", primal),
+                         ("vjp", vjp)):
+            if what in apis:
+                step(what, fn)
+        ref = grads.get("value_and_grad")
+        for other in ("grad", "vjp"):
+            if ref is None or other not in grads:
+                continue
+            for k, (ga, gb) in enumerate(zip(ref, grads[other], strict=True)):
+                if not np.allclose(ga, gb, rtol=GRAD_CONSISTENT, atol=GRAD_CONSISTENT):
+                    problems.append(dict(_problem(Mismatch(
+                        f"{other} gradient {k} differs from value_and_grad's: {_fmt(gb)} vs "
+                        f"{_fmt(ga)}"), other, path), api=other))
+                    break
+    if not problems:
+        return dict(outcome="ok", reason="", problems=[])
+    if jit and any(p["outcome"] == "wrong" for p in problems):
+        differs = numba_differs(f, args, value, after)
+        if differs:
+            return dict(outcome="skipped", reason=f"Numba and Python disagree on this program "
+                        f"({differs}), so jit=True cannot be checked", problems=[])
+    worst = max(problems, key=lambda p: SEVERITY[p["outcome"]])
+    out = dict(worst)
+    out["problems"] = problems
+    return out
+
+
+def check(prog: Program, jit: bool, tmpdir: str, on_program=None, apis=APIS) -> dict:
+    """Classify one program in one mode (see the module docstring)."""
+    try:
+        mod, path = load(prog, tmpdir)
+    except Exception as exc:
+        return dict(outcome="invalid", reason=f"import: {type(exc).__name__}: {exc}")
+    try:
+        f = getattr(mod, "f", None)
+        if f is None:
+            return dict(outcome="invalid", reason="no function f")
+        kind, got = find_point(f, prog)
+        if kind != "point":
+            return dict(outcome=kind, reason=got)
+        if on_program is not None:
+            on_program(prog)
+        out = run_jitgrad(f, prog, path, jit, got, apis)
+        out["args"] = got[0]
+        return out
+    finally:
+        unload(mod, path)
+
+
+def check_generated(seed: int, index: int, jit: bool, tmpdir: str, on_program=None,
+                    max_attempts: int = 12) -> tuple:
+    """Generate program ``index`` (regenerating unusable ones) and check it."""
+    res = None
+    for attempt in range(max_attempts):
+        prog = generate(seed, index, attempt)
+        res = check(prog, jit, tmpdir, on_program)
+        if res["outcome"] != "invalid":
+            return prog, res
+    return prog, res
+
+
+# --- worker processes --------------------------------------------------------------------
+
+def _worker(conn, root: str | None = None) -> None:
+    """Worker loop: receive tasks, send result dicts.  Runs in a spawned process."""
+    import numba  # noqa: F401
+
+    import jitgrad  # noqa: F401  (import cost outside the per-task timeout)
+
+    warnings.simplefilter("ignore")  # overflow in generated code, Numba performance notes
+    np.seterr(all="ignore")
+    conn.send(("ready",))
+
+    tmpdir = tempfile.mkdtemp(prefix="jitgrad_fuzz_", dir=root)
+    try:
+        while True:
+            try:
+                task = conn.recv()
+            except EOFError:
+                return
+            if task is None:
+                return
+            t0 = time.perf_counter()
+            kind = task[0]
+            try:
+                if kind == "gen":
+                    _, seed, index, jit = task
+                    prog, res = check_generated(seed, index, jit, tmpdir,
+                                                lambda p: conn.send(("program", p)))
+                else:
+                    _, prog, jit, *rest = task
+                    res = check(prog, jit, tmpdir, apis=rest[0] if rest else APIS)
+            except BaseException as exc:  # a bug in the checker itself
+                prog = task[1] if kind == "prog" else None
+                res = dict(outcome="crash", error_type="checker",
+                           reason=f"checker error {type(exc).__name__}: {exc}",
+                           traceback=traceback.format_exc())
+            res["program"] = prog
+            res["elapsed"] = time.perf_counter() - t0
+            if "args" in res:
+                res["args"] = tuple(res["args"])
+            conn.send(res)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+class _Slot:
+    def __init__(self, ctx, root: str):
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child, root), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        self.tasks = 0
+        self.fresh = True
+
+    def stop(self, kill: bool = False) -> None:
+        try:
+            if kill:
+                self.proc.kill()
+            else:
+                self.conn.send(None)
+        except Exception:
+            pass
+        self.proc.join(timeout=5 if not kill else 10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=10)
+        self.conn.close()
+
+
+class Pool:
+    """``workers`` spawned processes; a dead or timed-out worker is replaced."""
+
+    STARTUP_GRACE = 90.0  # until a fresh worker has imported numpy, numba and jitgrad
+
+    def __init__(self, workers: int = 1, recycle: int = 60):
+        self.ctx = mp.get_context("spawn")
+        self.n = max(1, workers)
+        self.recycle = recycle
+        self.slots: list = [None] * self.n
+        self.programs: dict = {}  # key -> the program a 'gen' task settled on
+        self.root = tempfile.mkdtemp(prefix="jitgrad_fuzz_")  # killed workers leave files
+
+    def close(self) -> None:
+        for i, s in enumerate(self.slots):
+            if s is not None:
+                s.stop()
+                self.slots[i] = None
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def run(self, tasks):
+        """``tasks``: iterable of (key, task, timeout).  Yields (key, result) as they finish."""
+        pending = collections.deque(tasks)
+        busy: dict = {}  # slot index -> (key, task, deadline, started)
+        while pending or busy:
+            for i in range(self.n):
+                if i in busy or not pending:
+                    continue
+                s = self.slots[i]
+                if s is None or not s.proc.is_alive() or s.tasks >= self.recycle:
+                    if s is not None:
+                        s.stop()
+                    s = self.slots[i] = _Slot(self.ctx, self.root)
+                key, task, timeout = pending.popleft()
+                grace = self.STARTUP_GRACE if s.fresh else 0.0
+                s.fresh = False
+                s.tasks += 1
+                s.conn.send(task)
+                now = time.monotonic()
+                busy[i] = (key, task, now + timeout + grace, now, timeout)
+            now = time.monotonic()
+            wait_for = max(0.01, min(b[2] for b in busy.values()) - now)
+            ready = conn_wait([self.slots[i].conn for i in busy] +
+                              [self.slots[i].proc.sentinel for i in busy], timeout=wait_for)
+            for i in list(busy):
+                s = self.slots[i]
+                key, task, deadline, started, timeout = busy[i]
+                prog = task[1] if task[0] == "prog" else None
+                res = None
+                if s.conn in ready or s.proc.sentinel in ready:
+                    try:
+                        while s.conn.poll():
+                            msg = s.conn.recv()
+                            if isinstance(msg, tuple) and msg[0] == "ready":
+                                deadline = time.monotonic() + timeout  # the clock starts now
+                                busy[i] = (key, task, deadline, started, timeout)
+                                continue
+                            if isinstance(msg, tuple) and msg[0] == "program":
+                                self.programs[key] = msg[1]
+                                continue
+                            res = msg
+                            break
+                    except (EOFError, OSError):
+                        res = None
+                    if res is None and not s.proc.is_alive():
+                        code = s.proc.exitcode
+                        res = dict(outcome="crash", error_type="worker died",
+                                   reason=f"worker process died (exit code {code})",
+                                   program=self.programs.get(key, prog))
+                        s.stop(kill=True)
+                        self.slots[i] = None
+                if res is None and time.monotonic() > deadline:
+                    s.stop(kill=True)
+                    self.slots[i] = None
+                    res = dict(outcome="hang", error_type="hang",
+                               reason=f"no result within {timeout:.0f} s",
+                               program=self.programs.get(key, prog))
+                if res is not None:
+                    res.setdefault("elapsed", time.monotonic() - started)
+                    self.programs.pop(key, None)
+                    del busy[i]
+                    yield key, res

@@ -1,0 +1,1080 @@
+"""Random Numba-style programs in jitgrad's supported subset.
+
+``generate(seed, index, attempt)`` returns a ``Program``: module source text with a
+``def f(x, a, n)`` (plus helper functions it calls), the shape of ``x``, the value
+of ``n`` and the ``wrt`` to differentiate with.  Everything is drawn from
+``random.Random(f"{seed}:{index}:{attempt}")``, so a program is reproducible from
+those three numbers alone (string seeds do not depend on PYTHONHASHSEED).
+
+The generator knows every array's concrete shape and every loop index's concrete
+range, so element reads and writes are always in bounds; values are kept bounded
+(tanh, small constants, positive arguments to log and sqrt) and loops have
+data-independent or capped trip counts.  Branch conditions may still sit near a
+boundary for some inputs: the checker detects that with two finite-difference
+steps and resamples.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from dataclasses import dataclass, field
+
+HEADER = "import math\n\nimport numpy as np\n"
+
+FLOATS = ["s", "t", "z", "p", "q", "w", "b", "c", "d", "r", "y0", "acc"]
+ARRAYS = ["u", "v", "h", "y", "g", "buf"]
+VIEWS = ["rv", "sv", "wv"]
+ITERS = ["val", "xv", "el"]
+INTS = ["i", "j", "k", "m"]
+COUNTERS = ["it", "cnt"]
+CONSTS = ["0.5", "1.5", "0.3", "-0.7", "2.0", "0.25", "1.1", "-0.4", "0.9"]
+
+
+@dataclass
+class Program:
+    """A generated module and the arguments it is differentiated with."""
+
+    source: str
+    shape: tuple
+    n: int
+    wrt: object
+    seed: int = 0
+    index: int = 0
+    attempt: int = 0
+
+    @property
+    def wrt_positions(self) -> tuple:
+        items = self.wrt if isinstance(self.wrt, tuple) else (self.wrt,)
+        names = ["x", "a", "n"]
+        return tuple(names.index(w) if isinstance(w, str) else w for w in items)
+
+    def describe(self) -> str:
+        return (f"seed={self.seed} index={self.index} attempt={self.attempt} "
+                f"x.shape={self.shape} n={self.n} wrt={self.wrt!r}")
+
+    def with_source(self, source: str) -> Program:
+        return Program(source, self.shape, self.n, self.wrt, self.seed, self.index,
+                       self.attempt)
+
+
+@dataclass
+class Arr:
+    shape: tuple
+    kind: str  # 'arg' | 'local' (C-contiguous, owns its data) | 'view' | 'alias'
+
+
+@dataclass
+class Scope:
+    floats: list = field(default_factory=list)
+    arrays: dict = field(default_factory=dict)
+    ints: dict = field(default_factory=dict)  # name -> (lo, hi) of the values it takes
+    frozen: list = field(default_factory=list)
+
+    def copy(self) -> Scope:
+        return Scope(list(self.floats), dict(self.arrays), dict(self.ints), list(self.frozen))
+
+    def add_float(self, name: str) -> None:
+        if name not in self.floats:
+            self.floats.append(name)
+
+    def assignable_floats(self) -> list:
+        return [f for f in self.floats if f not in self.frozen]
+
+
+@dataclass
+class Ctx:
+    depth: int = 0
+    in_loop: bool = False
+    allow_continue: bool = False
+    in_helper: bool = False
+
+
+def _terminal(line: str) -> bool:
+    """An unconditional break/continue/return at the block's own level."""
+    return line in ("break", "continue") or line.startswith("return ")
+
+
+def _ind(lines: list, n: int = 1) -> list:
+    return ["    " * n + ln for ln in lines]
+
+
+class Module:
+    """State shared by the functions of one generated module."""
+
+    def __init__(self, rnd: random.Random, shape: tuple, n: int):
+        self.r = rnd
+        self.shape = shape
+        self.n = n
+        self.helpers: list = []  # (name, kind, shape, source)
+        self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
+
+    def helper_names(self, kind: str, shape=None) -> list:
+        return [h[0] for h in self.helpers if h[1] == kind and (shape is None or h[2] == shape)]
+
+
+class FuncGen:
+    """Generates the statements of one function."""
+
+    def __init__(self, mod: Module, in_helper: bool = False):
+        self.mod = mod
+        self.r = mod.r
+        self.in_helper = in_helper
+        self.kinds: dict = {}  # name -> 'f' | ('a', shape) | 'i'
+        self.views_used: list = []
+
+    # --- small random helpers ----------------------------------------------------
+
+    def chance(self, p: float) -> bool:
+        return self.r.random() < p
+
+    def pick(self, seq):
+        return self.r.choice(list(seq))
+
+    def wpick(self, options: list):
+        """Pick from ``[(weight, value), ...]`` (weights > 0)."""
+        total = sum(w for w, _ in options)
+        x = self.r.random() * total
+        for w, v in options:
+            x -= w
+            if x < 0:
+                return v
+        return options[-1][1]
+
+    def const(self) -> str:
+        return self.pick(CONSTS)
+
+    # --- names ----------------------------------------------------------------------
+
+    def new_float_name(self, sc: Scope) -> str:
+        free = [f for f in FLOATS if f not in sc.floats and self.kinds.get(f, "f") == "f"]
+        if free and (self.chance(0.6) or not sc.assignable_floats()):
+            name = self.pick(free[:6] if self.chance(0.7) else free)
+        elif sc.assignable_floats():
+            name = self.pick(sc.assignable_floats())
+        else:
+            name = self.pick(FLOATS)
+        self.kinds[name] = "f"
+        return name
+
+    def float_target(self, sc: Scope) -> str:
+        """An existing float (reassignment, shadowing) or a fresh one."""
+        cands = sc.assignable_floats()
+        if cands and self.chance(0.55):
+            return self.pick(cands)
+        return self.new_float_name(sc)
+
+    def new_array_name(self, sc: Scope, shape: tuple) -> str | None:
+        cands = []
+        for a in ARRAYS:
+            k = self.kinds.get(a)
+            if a in sc.frozen:
+                continue
+            if k is None or k == ("a", shape):
+                if a in sc.arrays and sc.arrays[a].kind != "local":
+                    continue
+                cands.append(a)
+        if not cands:
+            return None
+        name = self.pick(cands[:3] if self.chance(0.6) else cands)
+        self.kinds[name] = ("a", shape)
+        return name
+
+    def int_name(self, sc: Scope, pool=INTS) -> str | None:
+        cands = [i for i in pool if i not in sc.frozen and i not in sc.ints
+                 and self.kinds.get(i, "i") == "i"]
+        if not cands:
+            return None
+        name = cands[0] if self.chance(0.6) else self.pick(cands)
+        self.kinds[name] = "i"
+        return name
+
+    # --- shapes -----------------------------------------------------------------------
+
+    def local_shapes(self) -> list:
+        shp = self.mod.shape
+        out = [shp, shp, (self.mod.n,)]
+        if len(shp) == 2:
+            out += [(shp[1],), (shp[0],), (shp[0] * shp[1],), (shp[1], shp[0])]
+        return out
+
+    def size_text(self, sc: Scope, shape: tuple) -> str:
+        """How to write ``np.zeros(<size>)`` for ``shape``."""
+        opts = []
+        if shape == self.mod.shape and "x" in sc.arrays:
+            opts += ["x.shape"] + (["len(x)"] if len(shape) == 1 else [])
+        if shape == (self.mod.n,) and not self.in_helper:
+            opts += ["n", "n"]
+        for name, arr in sc.arrays.items():
+            if arr.shape == shape and len(shape) == 1 and name != "x":
+                opts.append(f"len({name})")
+        opts.append(str(shape[0]) if len(shape) == 1 else str(tuple(shape)))
+        return self.pick(opts)
+
+    def arrays_of(self, sc: Scope, shape=None, kinds=None, ndim=None) -> list:
+        return [n for n, a in sc.arrays.items()
+                if (shape is None or a.shape == shape) and (kinds is None or a.kind in kinds)
+                and (ndim is None or len(a.shape) == ndim)]
+
+    # --- indices ----------------------------------------------------------------------
+
+    def idx1(self, sc: Scope, m: int, arr_name: str | None = None) -> str:
+        """An integer index expression valid for a dimension of length ``m``."""
+        lentext = f"len({arr_name})" if arr_name and self.chance(0.5) else str(m)
+        opts = [(3, str(self.r.randrange(m)))]
+        if self.chance(0.3):
+            opts.append((1, str(-self.r.randrange(1, m + 1))))
+        for name, rng in sc.ints.items():
+            if rng is None:
+                continue
+            lo, hi = rng
+            if lo > hi:
+                continue
+            if 0 <= lo and hi <= m - 1:
+                opts.append((6, name))
+                opts.append((1, f"{lentext} - 1 - {name}"))
+            if 1 <= lo and hi - 1 <= m - 1:
+                opts.append((3, f"{name} - 1"))
+            if lo + 1 >= 0 and hi + 1 <= m - 1:
+                opts.append((2, f"{name} + 1"))
+            if lo >= 0:
+                opts.append((1, f"{name} % {lentext}"))
+                opts.append((1, f"({name} + 1) % {m}"))
+        return self.wpick(opts)
+
+    def index(self, sc: Scope, name: str) -> str:
+        shape = sc.arrays[name].shape
+        return ", ".join(self.idx1(sc, m, name if len(shape) == 1 else None) for m in shape)
+
+    # --- scalar expressions --------------------------------------------------------------
+
+    def satom(self, sc: Scope) -> str:
+        opts = [(2, "const")]
+        if sc.floats:
+            opts.append((8, "name"))
+        if sc.arrays:
+            opts.append((5, "elem"))
+        ints = [i for i, rg in sc.ints.items()]
+        if ints:
+            opts.append((1, "int"))
+        if self.chance(0.04):
+            opts.append((3, "pi"))
+        kind = self.wpick(opts)
+        if kind == "name":
+            return self.pick(sc.floats)
+        if kind == "elem":
+            name = self.pick(list(sc.arrays))
+            return f"{name}[{self.index(sc, name)}]"
+        if kind == "int":
+            i = self.pick(ints)
+            return self.pick([f"({i} + 1.0)", f"{i} * 0.25", f"0.5 * {i}"])
+        if kind == "pi":
+            return self.pick(["math.pi", "np.pi", "math.e", "(math.pi * 0.25)", "(math.e - 2.0)"])
+        return self.const()
+
+    def sexpr(self, sc: Scope, d: int = 2) -> str:
+        if d <= 0 or self.chance(0.25):
+            return self.satom(sc)
+        opts = [(10, "bin"), (2, "div"), (6, "unary"), (2, "exp"), (1.5, "log"),
+                (1.5, "sqrt"), (1.5, "pow"), (1, "abs"), (1.5, "maxmin"), (1, "ifexp"),
+                (0.5, "const")]
+        if sc.arrays:
+            opts.append((4, "reduce"))
+        if self.mod.helper_names("scalar"):
+            opts.append((2, "call"))
+        elif len(self.mod.helpers) < self.mod.max_helpers and not self.in_helper:
+            opts.append((1, "newcall"))
+        kind = self.wpick(opts)
+        A = lambda: self.sexpr(sc, d - 1)  # noqa: E731
+        if kind == "bin":
+            op = self.wpick([(3, "+"), (2, "-"), (3, "*")])
+            return f"({A()} {op} {A()})"
+        if kind == "div":
+            return self.pick([f"({A()} / (1.5 + math.cos({A()})))",
+                              f"({A()} / (1.0 + {A()} * {A()}))",
+                              f"({A()} / 2.0)"])
+        if kind == "unary":
+            f = self.pick(["-", "math.sin", "math.cos", "math.tanh", "np.tanh", "np.sin",
+                           "math.tanh"])
+            return f"(-{A()})" if f == "-" else f"{f}({A()})"
+        if kind == "exp":
+            e = A()
+            return self.pick([f"math.exp(-{e} * {e})", f"math.exp(0.5 * math.tanh({e}))",
+                              f"np.exp(0.3 * {e})", f"math.exp({self.satom(sc)} * 0.2)"])
+        if kind == "log":
+            e = A()
+            return self.pick([f"math.log(1.0 + {e} * {e})", f"np.log(2.0 + math.sin({e}))",
+                              f"math.log(1.5 + math.tanh({e}))"])
+        if kind == "sqrt":
+            e = A()
+            return self.pick([f"math.sqrt(1.0 + {e} * {e})", f"np.sqrt({e} * {e} + 0.5)"])
+        if kind == "pow":
+            e = A()
+            return self.pick([f"{self.paren(e)} ** 2", f"{self.paren(e)} ** 3",
+                              f"(1.0 + {e} * {e}) ** 0.5", f"(1.0 + {e} * {e}) ** 1.5"])
+        if kind == "abs":
+            return f"abs({A()})"
+        if kind == "maxmin":
+            f = self.pick(["max", "min"])
+            k = self.pick([2, 2, 3])
+            return f"{f}({', '.join(A() for _ in range(k))})"
+        if kind == "ifexp":
+            return f"({A()} if {self.cond(sc)} else {A()})"
+        if kind == "reduce":
+            return self.reduce(sc, d - 1)
+        if kind == "call":
+            h = self.pick(self.mod.helper_names("scalar"))
+            return f"{h}({A()}, {A()})"
+        if kind == "newcall":
+            h = self.make_scalar_helper()
+            return f"{h}({A()}, {A()})"
+        return self.pick(["math.pi", "np.pi", "math.e"])
+
+    @staticmethod
+    def paren(e: str) -> str:
+        return e if e.isidentifier() or (e.startswith("(") and e.endswith(")")) else f"({e})"
+
+    def reduce(self, sc: Scope, d: int) -> str:
+        name = self.pick(list(sc.arrays))
+        shape = sc.arrays[name].shape
+        one = len(shape) == 1
+        opts = [(4, "sum"), (2, "method"), (1, "mean"), (0.7, "max")]
+        if one:
+            opts += [(2, "dot"), (1, "shiftdot"), (1, "cumsum"), (1, "rev")]
+        if one and shape[0] < 2:
+            opts = [o for o in opts if o[1] != "shiftdot"]
+        kind = self.wpick(opts)
+        E = self.aexpr(sc, shape, d)[0] if self.chance(0.5) else name
+        if kind == "sum":
+            return f"np.sum({E})"
+        if kind == "method":
+            return f"{self.paren(E)}.sum()"
+        if kind == "mean":
+            return f"np.mean({E})"
+        if kind == "max":
+            return f"{self.pick(['np.max', 'np.min'])}({E})"
+        if kind == "dot":
+            return f"np.dot({E}, {self.aexpr(sc, shape, d)[0]})"
+        if kind == "shiftdot":
+            return f"np.dot({name}[:-1], {name}[1:])"
+        if kind == "cumsum":
+            return f"np.sum(np.cumsum({E}))"
+        return f"np.sum({name}[::-1] * {self.aexpr(sc, shape, d)[0]})"
+
+    def cond(self, sc: Scope) -> str:
+        opts = [(6, "cmp"), (1, "and"), (1, "not"), (1, "chain"), (1, "absc")]
+        if sc.ints:
+            opts.append((2, "int"))
+        kind = self.wpick(opts)
+        c = self.pick(["0.0", "0.2", "-0.3", "0.5", "0.1", "-0.1", "1.0"])
+        E = lambda: self.sexpr(sc, 1)  # noqa: E731
+        if kind == "cmp":
+            return f"{E()} {self.pick(['>', '<', '>=', '<='])} {c}"
+        if kind == "and":
+            return f"{E()} > {c} {self.pick(['and', 'or'])} {E()} < 0.4"
+        if kind == "not":
+            return f"not {E()} > {c}"
+        if kind == "chain":
+            return f"-0.5 < {E()} < 0.6"
+        if kind == "absc":
+            return f"abs({E()}) < 0.5"
+        i = self.pick(list(sc.ints))
+        return self.pick([f"{i} % 2 == 0", f"{i} > 1", f"{i} == 2", f"{i} != 1"])
+
+    # --- array expressions -------------------------------------------------------------
+
+    def abase(self, sc: Scope, shape: tuple) -> list:
+        """(text, fresh) candidates naming an array of ``shape`` without computing."""
+        out = [(n, False) for n in self.arrays_of(sc, shape)]
+        for n, a in sc.arrays.items():
+            s = a.shape
+            contig = a.kind in ("arg", "local")
+            if len(shape) == 2:
+                if s == (shape[1], shape[0]) and len(s) == 2:
+                    out.append((f"{n}.T", False))
+                if contig and len(s) == 1 and s[0] == shape[0] * shape[1]:
+                    out.append((f"{n}.reshape({shape[0]}, {shape[1]})", False))
+            else:
+                m = shape[0]
+                if len(s) == 1 and s[0] == m:
+                    out.append((self.pick([f"{n}[::-1]", f"{n}[::-1]", f"{n}.T"]), False))
+                if len(s) == 2 and contig and s[0] * s[1] == m:
+                    out.append((f"{n}.ravel()", False))
+                if len(s) == 2 and s[1] == m:
+                    out.append((f"{n}[{self.idx1(sc, s[0])}]", False))
+                if len(s) == 2 and s[0] == m:
+                    out.append((f"{n}[:, {self.idx1(sc, s[1])}]", False))
+                if len(s) == 1 and s[0] == m + 1:
+                    out.append((self.pick([f"{n}[1:]", f"{n}[:-1]"]), False))
+        return out
+
+    def aexpr(self, sc: Scope, shape: tuple, d: int = 1) -> tuple:
+        """(text, fresh): an array expression of ``shape``; fresh = a new C-contiguous array."""
+        base = self.abase(sc, shape)
+        if not base:
+            return (f"(np.zeros({self.size_text(sc, shape)}) + {self.satom(sc)})", True)
+        if d <= 0 or self.chance(0.3):
+            return self.pick(base[:3] if self.chance(0.5) else base)
+        E = lambda: self.aexpr(sc, shape, d - 1)[0]  # noqa: E731
+        kind = self.wpick([(3, "fn"), (3, "scale"), (3, "bin"), (1, "max"), (1, "cumsum")])
+        if kind == "fn":
+            e = E()
+            return (self.pick([f"np.sin({e})", f"np.tanh({e})", f"np.cos({e})",
+                               f"np.exp(-{self.paren(e)} * {self.paren(e)})",
+                               f"np.sqrt(1.0 + {self.paren(e)} * {self.paren(e)})",
+                               f"np.log(1.0 + {self.paren(e)} * {self.paren(e)})"]), True)
+        if kind == "scale":
+            return (self.pick([f"{self.paren(E())} * {self.satom(sc)}",
+                               f"{self.satom(sc)} * {self.paren(E())} + {self.paren(E())}"]), True)
+        if kind == "bin":
+            return (f"({E()} {self.pick(['+', '-', '*'])} {E()})", True)
+        if kind == "max":
+            return (self.pick([f"np.maximum({E()}, {E()})", f"np.maximum({E()}, 0.1)",
+                               f"np.minimum({E()}, 0.5)"]), True)
+        if len(shape) == 1:
+            return (f"np.cumsum({E()}) * 0.25", True)
+        return (f"np.tanh({E()})", True)
+
+    # --- statements ----------------------------------------------------------------------
+
+    def block(self, sc: Scope, budget: int, ctx: Ctx) -> list:
+        """At least one statement, about ``budget`` of them."""
+        lines: list = []
+        used = 0
+        while used < max(1, budget):
+            before = len(lines)
+            lines += self.stmt(sc, budget - used, ctx)
+            used += max(1, len(lines) - before)
+            if lines and _terminal(lines[-1]):
+                break
+        return lines
+
+    def stmt(self, sc: Scope, budget: int, ctx: Ctx) -> list:
+        opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
+                (5, self.st_tuple), (4, self.st_cfold)]
+        has_arr = bool(sc.arrays)
+        if has_arr:
+            opts += [(10, self.st_elem_write), (5, self.st_arr_whole), (3, self.st_slice_write),
+                     (1.5, self.st_view_write), (0.6, self.st_alias)]
+        if len(self.local_arrays(sc)) < 3 or self.chance(0.2):
+            opts.append((6, self.st_arr_new))
+        if self.swappable_pairs(sc):
+            opts.append((3, self.st_swap_buf))
+        if ctx.depth < 2 and budget >= 3:
+            opts.append((3, self.st_buffers))
+        if ctx.depth < 3 and budget >= 2:
+            opts += [(9, self.st_for), (3, self.st_selfloop), (2.5, self.st_while),
+                     (8, self.st_if)]
+            if any(len(sc.arrays[a].shape) == 1 for a in sc.arrays):
+                opts.append((4, self.st_for_iter))
+            if not ctx.in_helper:
+                opts.append((1.5, self.st_while_true))
+        if ctx.in_loop:
+            opts.append((3, self.st_break))
+        opts.append((1.5 if ctx.depth else 1, self.st_early_return))
+        if not ctx.in_helper and has_arr and (self.mod.helpers or
+                                              len(self.mod.helpers) < self.mod.max_helpers):
+            opts.append((3, self.st_array_helper))
+        for _ in range(5):
+            fn = self.wpick(opts)
+            out = fn(sc, budget, ctx)
+            if out:
+                return out
+        return self.st_assign(sc, budget, ctx)
+
+    def local_arrays(self, sc: Scope) -> list:
+        return self.arrays_of(sc, kinds=("local",))
+
+    def swappable_pairs(self, sc: Scope) -> list:
+        loc = self.local_arrays(sc)
+        return [(p, q) for i, p in enumerate(loc) for q in loc[i + 1:]
+                if sc.arrays[p].shape == sc.arrays[q].shape
+                and p not in sc.frozen and q not in sc.frozen]
+
+    def st_assign(self, sc, budget, ctx) -> list:
+        e = self.sexpr(sc, self.pick([1, 2, 2, 3]))
+        name = self.float_target(sc)
+        if self.chance(0.3) and name in sc.floats:
+            e = self.pick([f"math.tanh({e})", f"0.5 * {self.paren(e)}"])
+        sc.add_float(name)
+        return [f"{name} = {e}"]
+
+    def st_selfupd(self, sc, budget, ctx) -> list:
+        cands = sc.assignable_floats()
+        if not cands:
+            return []
+        N = self.pick(cands)
+        kind = self.pick(["sq", "poly", "tanh", "three", "chain", "three"])
+        if kind == "sq":
+            return [f"{N} = {N} * {N}"]
+        if kind == "poly":
+            return [f"{N} = {N} * ({N} + 1.0)"]
+        if kind == "tanh":
+            return [f"{N} = math.tanh({N}) + {N} * 0.5"]
+        if kind == "three":
+            T = self.new_float_name(sc)
+            if T == N:
+                return []
+            S = self.float_target(sc)
+            sc.add_float(T)
+            sc.add_float(S)
+            return [f"{T} = {N}", f"{N} = {N} * {N}", f"{S} = {N} * {T}"]
+        others = [f for f in cands if f != N]
+        if not others:
+            return []
+        X = self.pick(others)
+        return [f"{N} = {N} + {X}", f"{X} = {N} * {X}", f"{N} = {X} - {N}"]
+
+    def st_aug(self, sc, budget, ctx) -> list:
+        cands = sc.assignable_floats()
+        if not cands:
+            return []
+        N = self.pick(cands)
+        op = self.wpick([(4, "+="), (2, "-="), (1, "*="), (1, "/=")])
+        if op == "*=":
+            damp = f"(0.5 + 0.25 * math.tanh({self.sexpr(sc, 1)}))"
+            return [f"{N} *= {self.pick(['0.9', damp, '1.1'])}"]
+        if op == "/=":
+            return [f"{N} /= (1.5 + math.cos({self.sexpr(sc, 1)}))"]
+        return [f"{N} {op} {self.sexpr(sc, 2)}"]
+
+    def st_tuple(self, sc, budget, ctx) -> list:
+        cands = sc.assignable_floats()
+        if len(cands) < 2:
+            return []
+        P, Q = self.r.sample(cands, 2)
+        kind = self.pick(["swap", "swap", "nonperm", "nonperm2", "shift", "three"])
+        if kind == "swap":
+            return [f"{P}, {Q} = {Q}, {P}"]
+        if kind == "nonperm":
+            return [f"{P}, {Q} = {Q}, {P} * 2.0"]
+        if kind == "nonperm2":
+            return [f"{P}, {Q} = {Q}, {self.sexpr(sc, 1)}"]
+        if kind == "shift":
+            R = self.new_float_name(sc)
+            if R in (P, Q):
+                return []
+            sc.add_float(R)
+            return [f"{P}, {R} = {Q}, {P}"]
+        if len(cands) < 3:
+            return [f"{P}, {Q} = {Q}, {P}"]
+        R = self.pick([c for c in cands if c not in (P, Q)])
+        return [f"{P}, {Q}, {R} = {Q}, {R}, {P}"]
+
+    def st_cfold(self, sc, budget, ctx) -> list:
+        S = self.float_target(sc)
+        sc.add_float(S)
+        c = self.pick(["0.0", "1.0", "0.5"])
+        body = f"{S} = {self.sexpr(sc, 2)}"
+        if self.chance(0.5):
+            return [f"{S} = {c}", f"if {S} > 1.5:", "    " + body]
+        return [f"{S} = {c}", f"if {S} < 2.0:", "    " + body, "else:",
+                f"    {S} = {self.sexpr(sc, 1)}"]
+
+    def write_target(self, sc: Scope, allow_views: bool = False) -> str | None:
+        kinds = ("local", "arg", "view", "alias") if allow_views else ("local", "arg")
+        cands = [a for a in self.arrays_of(sc, kinds=kinds) if a not in sc.frozen]
+        local = [a for a in cands if sc.arrays[a].kind == "local"]
+        if local and self.chance(0.6):
+            return self.pick(local)
+        return self.pick(cands) if cands else None
+
+    def st_elem_write(self, sc, budget, ctx) -> list:
+        U = self.write_target(sc)
+        if U is None:
+            return []
+        ix = self.index(sc, U)
+        if sc.arrays[U].kind == "arg" and self.chance(0.3):
+            return [f"{U}[{ix}] = {U}[{ix}] * {U}[{ix}]"]
+        op = self.wpick([(5, "="), (3, "+="), (2, "-="), (1, "*=")])
+        if op == "*=":
+            damp = f"math.tanh({self.satom(sc)})"
+            return [f"{U}[{ix}] *= {self.pick(['0.5', '1.2', damp])}"]
+        e = self.sexpr(sc, self.pick([1, 2, 2]))
+        if op == "=" and self.chance(0.3):
+            e = f"{U}[{ix}] * 0.5 + {self.paren(e)}"
+        return [f"{U}[{ix}] {op} {e}"]
+
+    def st_arr_new(self, sc, budget, ctx) -> list:
+        shape = self.pick(self.local_shapes())
+        name = self.new_array_name(sc, shape)
+        if name is None:
+            return []
+        kind = self.wpick([(3, "zeros"), (1, "ones"), (1, "zeros_like"), (3, "copy"),
+                           (4, "expr"), (1, "empty")])
+        xs = shape == self.mod.shape and "x" in sc.arrays
+        lines = []
+        if kind == "zeros_like" and xs:
+            e = self.pick(["np.zeros_like(x)", "np.ones_like(x) * 0.5"])
+        elif kind == "copy":
+            base = self.abase(sc, shape)
+            e = f"{self.paren(self.pick(base)[0])}.copy()" if base else \
+                f"np.zeros({self.size_text(sc, shape)})"
+        elif kind == "expr":
+            text, fresh = self.aexpr(sc, shape, 2)
+            e = text if fresh else f"{self.paren(text)}.copy()"
+        elif kind == "empty" and len(shape) == 1:
+            src = self.arrays_of(sc, shape)
+            IV = self.int_name(sc)
+            if IV is None:
+                return []
+            e = f"np.empty_like({src[0]})" if src else f"np.empty({self.size_text(sc, shape)})"
+            body_sc = sc.copy()
+            body_sc.ints[IV] = (0, shape[0] - 1)
+            body_sc.frozen.append(IV)
+            fill = self.sexpr(body_sc, 1)
+            lines = [f"for {IV} in range({shape[0]}):", f"    {name}[{IV}] = {fill}"]
+        else:
+            f = "np.ones" if kind == "ones" else "np.zeros"
+            e = f"{f}({self.size_text(sc, shape)})"
+        sc.arrays[name] = Arr(shape, "local")
+        return [f"{name} = {e}"] + lines
+
+    def st_arr_whole(self, sc, budget, ctx) -> list:
+        U = self.write_target(sc)
+        if U is None:
+            return []
+        shape = sc.arrays[U].shape
+        kind = self.wpick([(3, "rebind"), (3, "aug"), (1, "scale")])
+        if kind == "rebind" and sc.arrays[U].kind == "local":
+            text, fresh = self.aexpr(sc, shape, 2)
+            if not fresh:
+                text = f"{self.paren(text)} * {self.satom(sc)}"
+            return [f"{U} = {text}"]
+        if kind == "aug":
+            op = self.pick(["-=", "+="])
+            c = self.pick(["0.1", "0.3", self.satom(sc)])
+            text, fresh = self.aexpr(sc, shape, 1)
+            if not fresh:  # 'u -= u[::-1]' overlaps: Numba and NumPy disagree, not our business
+                text = f"{self.paren(text)} * {c}"
+            rhs = self.pick([f"{U} * {c}", text])
+            return [f"{U} {op} {rhs}"]
+        return [f"{U} *= {self.pick(['0.5', '0.9', 'math.tanh(' + self.satom(sc) + ')'])}"]
+
+    def st_slice_write(self, sc, budget, ctx) -> list:
+        U = self.write_target(sc)
+        if U is None:
+            return []
+        shape = sc.arrays[U].shape
+        e = self.sexpr(sc, 1)
+        if len(shape) == 2:
+            R, C = shape
+            return [self.pick([f"{U}[{self.idx1(sc, R)}] = {e}",
+                               f"{U}[{self.idx1(sc, R)}, :] = {e}",
+                               f"{U}[:, {self.idx1(sc, C)}] = {e}"])]
+        m = shape[0]
+        if m >= 3:
+            lo = self.r.randrange(0, m - 1)
+            hi = self.r.randrange(lo + 1, m + 1)
+            return [self.pick([f"{U}[{lo}:{hi}] = {e}", f"{U}[{self.idx1(sc, m, U)}] = {e}"])]
+        return [f"{U}[{self.idx1(sc, m, U)}] = {e}"]
+
+    def st_view_write(self, sc, budget, ctx) -> list:
+        names = [v for v in VIEWS if v not in self.views_used]
+        if not names:
+            return []
+        V = names[0]
+        src = [a for a in sc.arrays if sc.arrays[a].kind in ("arg", "local")]
+        if not src:
+            return []
+        A = self.pick(src)
+        shape = sc.arrays[A].shape
+        if len(shape) == 2:
+            R, C = shape
+            text, vshape = self.pick([(f"{A}[{self.idx1(sc, R)}]", (C,)),
+                                      (f"{A}.T", (C, R)), (f"{A}.reshape({R * C})", (R * C,)),
+                                      (f"{A}.ravel()", (R * C,))])
+        else:
+            m = shape[0]
+            if m < 2:
+                return []
+            text, vshape = self.pick([(f"{A}[0:2]", (2,)), (f"{A}[::-1]", (m,)),
+                                      (f"{A}[1:]", (m - 1,))])
+        self.views_used.append(V)
+        self.kinds[V] = ("a", vshape)
+        sc.arrays[V] = Arr(vshape, "view")
+        ix = ", ".join(str(self.r.randrange(k)) for k in vshape)
+        return [f"{V} = {text}", f"{V}[{ix}] = {self.sexpr(sc, 1)}"]
+
+    def st_alias(self, sc, budget, ctx) -> list:
+        src = [a for a in sc.arrays if sc.arrays[a].kind == "local" and a not in sc.frozen]
+        names = [v for v in VIEWS if v not in self.views_used]
+        if not src or not names:
+            return []
+        A = self.pick(src)
+        W = names[0]
+        self.views_used.append(W)
+        shape = sc.arrays[A].shape
+        self.kinds[W] = ("a", shape)
+        sc.arrays[W] = Arr(shape, "alias")
+        ix = self.index(sc, A)
+        return [f"{W} = {A}", f"{A}[{ix}] = {self.sexpr(sc, 1)}"]
+
+    def st_swap_buf(self, sc, budget, ctx) -> list:
+        pairs = self.swappable_pairs(sc)
+        if not pairs:
+            return []
+        U, V = self.pick(pairs)
+        after = []
+        if self.chance(0.7):
+            ix = self.index(sc, U)
+            after = [f"{U}[{ix}] = {self.sexpr(sc, 1)}"]
+        if self.chance(0.6):
+            return [f"{U}, {V} = {V}, {U}"] + after
+        if "tmp" in self.kinds and self.kinds["tmp"] != ("a", sc.arrays[U].shape):
+            return [f"{U}, {V} = {V}, {U}"] + after
+        self.kinds["tmp"] = ("a", sc.arrays[U].shape)
+        return ["tmp = " + U, f"{U} = {V}", f"{V} = tmp"] + after
+
+    def st_buffers(self, sc, budget, ctx) -> list:
+        """Two buffers updated from each other and swapped each step (a stencil)."""
+        shapes = [s for s in self.local_shapes() if len(s) == 1 and s[0] >= 2]
+        if not shapes:
+            return []
+        shape = self.pick(shapes)
+        U = self.new_array_name(sc, shape)
+        V = self.new_array_name(sc, shape)
+        K = self.int_name(sc)
+        if None in (U, V, K) or U == V:
+            return []
+        body_sc = sc.copy()
+        body_sc.arrays[U] = Arr(shape, "local")
+        body_sc.arrays[V] = Arr(shape, "local")
+        body_sc.frozen += [U, V, K]
+        body_sc.ints[K] = (0, 3)
+        IV = self.int_name(body_sc)
+        if IV is None:
+            return []
+        inner = body_sc.copy()
+        inner.ints[IV] = (0, shape[0] - 1)
+        inner.frozen.append(IV)
+        m = shape[0]
+        rhs = self.pick([f"0.5 * {U}[{IV}] + 0.25 * math.sin({U}[({IV} + 1) % {m}])",
+                         f"{U}[{IV}] + 0.2 * ({U}[({IV} + 1) % {m}] - {U}[{IV}])",
+                         f"math.tanh({U}[{IV}] + {self.sexpr(inner, 1)})"])
+        init = self.aexpr(sc, shape, 1)
+        init_text = init[0] if init[1] else f"{self.paren(init[0])}.copy()"
+        if self.chance(0.4) and self.kinds.get("tmp", ("a", shape)) == ("a", shape):
+            self.kinds["tmp"] = ("a", shape)
+            swap = ["tmp = " + U, f"{U} = {V}", f"{V} = tmp"]
+        else:
+            swap = [f"{U}, {V} = {V}, {U}"]
+        body = [f"for {IV} in range(len({U})):", f"    {V}[{IV}] = {rhs}"] + swap
+        if self.chance(0.5):
+            body.append(f"{U}[{self.idx1(body_sc, m, U)}] = {self.sexpr(body_sc, 1)}")
+        sc.arrays[U] = Arr(shape, "local")
+        sc.arrays[V] = Arr(shape, "local")
+        steps = self.pick(["n", "3", "2"] if not self.in_helper else ["3", "2"])
+        after = []
+        if sc.assignable_floats() and self.chance(0.7):
+            after = [f"{self.pick(sc.assignable_floats())} += 0.1 * np.sum({U})"]
+        return [f"{U} = {init_text}", f"{V} = np.zeros_like({U})",
+                f"for {K} in range({steps}):"] + _ind(body) + after
+
+    def range_expr(self, sc: Scope) -> tuple:
+        """(text, concrete values)."""
+        opts = []
+        n = self.mod.n
+        for name, arr in sc.arrays.items():
+            s = arr.shape
+            if len(s) == 1:
+                m = s[0]
+                L = f"len({name})"
+                opts += [(f"range({L})", range(m)), (f"range(1, {L})", range(1, m)),
+                         (f"range({L} - 1, -1, -1)", range(m - 1, -1, -1)),
+                         (f"range(0, {L}, 2)", range(0, m, 2)),
+                         (f"range({L} - 1)", range(m - 1))]
+            else:
+                opts += [(f"range({name}.shape[0])", range(s[0])),
+                         (f"range({name}.shape[1])", range(s[1]))]
+        if not self.in_helper:
+            opts += [("range(n)", range(n)), ("range(1, n)", range(1, n))]
+        opts += [("range(3)", range(3)), ("range(2, 5)", range(2, 5)), ("range(4)", range(4))]
+        return self.pick(opts)
+
+    def st_for(self, sc, budget, ctx) -> list:
+        IV = self.int_name(sc)
+        if IV is None:
+            return []
+        text, vals = self.range_expr(sc)
+        body_sc = sc.copy()
+        body_sc.ints[IV] = (min(vals), max(vals)) if len(vals) else (1, 0)
+        body_sc.frozen.append(IV)
+        nb = self.r.randint(1, min(5, budget - 1))
+        body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+        return [f"for {IV} in {text}:"] + _ind(body)
+
+    def st_for_iter(self, sc, budget, ctx) -> list:
+        arrs = [a for a in sc.arrays if len(sc.arrays[a].shape) == 1]
+        U = self.pick(arrs)
+        V = next((v for v in ITERS if v not in sc.frozen and v not in sc.floats), None)
+        if V is None:
+            return []
+        self.kinds[V] = "f"
+        body_sc = sc.copy()
+        body_sc.add_float(V)
+        body_sc.frozen.append(V)
+        nb = self.r.randint(1, min(4, budget - 1))
+        kind = self.wpick([(3, "plain"), (2, "enum"), (1.5, "rebind")])
+        if kind == "rebind" and sc.arrays[U].kind == "local" and U not in sc.frozen:
+            rhs = self.pick([f"{U} * {V}", f"np.tanh({U} * {V} + 0.5)", f"{U} * (1.0 + 0.5 * {V})"])
+            body = [f"{U} = {rhs}"]
+            if self.chance(0.5):
+                body += self.block(body_sc, 1, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+            return [f"for {V} in {U}:"] + _ind(body)
+        if kind == "enum":
+            IV = self.int_name(sc)
+            if IV is None:
+                return []
+            body_sc.ints[IV] = (0, sc.arrays[U].shape[0] - 1)
+            body_sc.frozen.append(IV)
+            body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+            return [f"for {IV}, {V} in enumerate({U}):"] + _ind(body)
+        body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+        return [f"for {V} in {U}:"] + _ind(body)
+
+    def st_selfloop(self, sc, budget, ctx) -> list:
+        arr = [a for a in self.local_arrays(sc) if a not in sc.frozen]
+        if arr and self.chance(0.3):
+            Y = self.pick(arr)
+            rule = self.pick([f"np.tanh({Y})", f"np.exp(-{Y} * {Y})", f"np.sin({Y}) * 0.9",
+                              f"np.sqrt(1.0 + {Y} * {Y}) - 0.5"])
+        else:
+            Y = self.float_target(sc)
+            if Y not in sc.floats:
+                return []
+            rule = self.pick([f"math.tanh({Y})", f"math.exp(-{Y} * {Y})",
+                              f"math.sqrt(1.0 + {Y} * {Y})", f"math.tanh({Y}) * 1.5 + 0.1",
+                              f"math.sin({Y}) + 0.5 * {Y}"])
+        K = self.pick(["3", "4", "2", "n"] if not self.in_helper else ["3", "4"])
+        if self.chance(0.7):
+            IV = self.int_name(sc)
+            if IV is None:
+                return []
+            return [f"for {IV} in range({K}):", f"    {Y} = {rule}"]
+        C = self.int_name(sc, COUNTERS)
+        if C is None:
+            return []
+        return [f"{C} = 0", f"while {C} < {K}:", f"    {Y} = {rule}", f"    {C} += 1"]
+
+    def st_while(self, sc, budget, ctx) -> list:
+        C = self.int_name(sc, COUNTERS)
+        if C is None:
+            return []
+        K = self.r.randint(2, 5)
+        top = self.chance(0.5)
+        body_sc = sc.copy()
+        body_sc.ints[C] = (1, K) if top else (0, K - 1)
+        body_sc.frozen.append(C)
+        cond = f"{C} < {K}"
+        if self.chance(0.25) and sc.floats:
+            cond += f" and abs({self.pick(sc.floats)}) < 5.0"
+        nb = self.r.randint(1, min(4, budget - 1))
+        body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, top, ctx.in_helper))
+        if top:
+            body = [f"{C} += 1"] + body
+        else:
+            if _terminal(body[-1]):
+                body = body[:-1] or ["pass"]
+            body = body + [f"{C} += 1"]
+        return [f"{C} = 0", f"while {cond}:"] + _ind(body)
+
+    def st_while_true(self, sc, budget, ctx) -> list:
+        C = self.int_name(sc, COUNTERS)
+        if C is None:
+            return []
+        Z = self.float_target(sc)
+        init = [] if Z in sc.floats and self.chance(0.6) else [f"{Z} = {self.sexpr(sc, 1)}"]
+        sc.add_float(Z)
+        ZN = self.new_float_name(sc)
+        D = self.new_float_name(sc)
+        if len({Z, ZN, D}) < 3:
+            return []
+        body_sc = sc.copy()
+        body_sc.add_float(ZN)
+        body_sc.add_float(D)
+        body_sc.ints[C] = (1, 21)
+        body_sc.frozen += [C, Z, ZN, D]
+        step = self.pick([f"0.5 * math.cos({Z}) + 0.3 * {self.satom(sc)}",
+                          f"0.5 * math.tanh({Z} + {self.satom(sc)})",
+                          f"0.5 * ({Z} + 0.6 / (1.0 + {Z} * {Z}))"])
+        body = [f"{C} += 1", f"{ZN} = {step}", f"{D} = {ZN} - {Z}", f"{Z} = {ZN}"]
+        if self.chance(0.5):
+            extra = self.block(body_sc, 1, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+            if not _terminal(extra[-1]):
+                body += extra
+        body += [f"if abs({D}) < 1e-3 or {C} > 20:", "    break"]
+        return init + [f"{C} = 0", "while True:"] + _ind(body)
+
+    def st_if(self, sc, budget, ctx) -> list:
+        nb = max(1, budget - 1)
+        lines = [f"if {self.cond(sc)}:"]
+        lines += _ind(self.block(sc.copy(), self.r.randint(1, min(4, nb)), self.sub(ctx)))
+        if self.chance(0.3):
+            lines += [f"elif {self.cond(sc)}:"]
+            lines += _ind(self.block(sc.copy(), self.r.randint(1, min(3, nb)), self.sub(ctx)))
+        if self.chance(0.6):
+            lines += ["else:"]
+            lines += _ind(self.block(sc.copy(), self.r.randint(1, min(3, nb)), self.sub(ctx)))
+        return lines
+
+    @staticmethod
+    def sub(ctx: Ctx) -> Ctx:
+        return Ctx(ctx.depth + 1, ctx.in_loop, ctx.allow_continue, ctx.in_helper)
+
+    def st_break(self, sc, budget, ctx) -> list:
+        what = "continue" if ctx.allow_continue and self.chance(0.4) else "break"
+        return [f"if {self.cond(sc)}:", f"    {what}"]
+
+    def st_early_return(self, sc, budget, ctx) -> list:
+        if not sc.floats and not sc.arrays:
+            return []
+        return [f"if {self.cond(sc)}:", f"    return {self.return_expr(sc)}"]
+
+    def return_expr(self, sc: Scope) -> str:
+        terms = []
+        fl = list(sc.floats)
+        self.r.shuffle(fl)
+        for f in fl[: self.r.randint(1, 4)]:
+            terms.append(self.pick([f, f, f"0.5 * {f}", f"{f} * {f}"]))
+        arrs = list(sc.arrays)
+        self.r.shuffle(arrs)
+        for a in arrs[: self.r.choice([0, 1, 1, 2])]:
+            terms.append(self.pick([f"np.sum({a})", f"0.3 * np.sum({a} * {a})",
+                                    f"{a}[{self.index(sc, a)}]"]))
+        if not terms:
+            terms = [self.sexpr(sc, 2)]
+        return " + ".join(terms)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def make_scalar_helper(self) -> str:
+        mod = self.mod
+        name = f"hs{len(mod.helpers)}"
+        g = FuncGen(mod, in_helper=True)
+        sc = Scope(floats=["p1", "q1"])
+        g.kinds.update(p1="f", q1="f")
+        body = g.block(sc, self.r.randint(1, 4), Ctx(1, False, False, True))
+        if not body[-1].startswith("return "):
+            body.append(f"return {g.return_expr(sc)}")
+        src = "\n".join([f"def {name}(p1, q1):"] + _ind(body))
+        mod.helpers.append((name, "scalar", None, src))
+        return name
+
+    def make_array_helper(self, shape: tuple) -> str:
+        mod = self.mod
+        k = len(mod.helpers)
+        g = FuncGen(mod, in_helper=True)
+        kind = self.pick(["fill", "fill", "update", "update_loop", "returns"])
+        if kind == "update":
+            name = f"hu{k}"
+            body = [self.pick(["uu -= uu * cc", "uu += np.tanh(uu) * cc", "uu *= cc"])]
+            src = "\n".join([f"def {name}(uu, cc):"] + _ind(body))
+            mod.helpers.append((name, "update", shape, src))
+            return name
+        sc = Scope(floats=["cc"], arrays={"out": Arr(shape, "arg"), "vv": Arr(shape, "arg")})
+        g.kinds.update(cc="f", out=("a", shape), vv=("a", shape))
+        if kind == "update_loop":
+            name = f"hu{k}"
+            sc.arrays.pop("vv")
+            sc.arrays = {"uu": Arr(shape, "arg")}
+            g.kinds["uu"] = ("a", shape)
+        else:
+            name = f"h{'f' if kind == 'fill' else 'r'}{k}"
+        idx = ["i0", "i1"][: len(shape)]
+        body_sc = sc.copy()
+        for ax, i in enumerate(idx):
+            body_sc.ints[i] = (0, shape[ax] - 1)
+            body_sc.frozen.append(i)
+            g.kinds[i] = "i"
+        tgt = "uu" if kind == "update_loop" else "out"
+        ix = ", ".join(idx)
+        stmts = [f"{tgt}[{ix}] {self.pick(['=', '-=', '+='])} {g.sexpr(body_sc, 2)}"]
+        if self.chance(0.4):
+            stmts.append(f"{tgt}[{ix}] = {g.sexpr(body_sc, 1)}")
+        lines = stmts
+        for ax in reversed(range(len(shape))):
+            rng = f"range(len({tgt}))" if ax == 0 else f"range({tgt}.shape[{ax}])"
+            lines = [f"for {idx[ax]} in {rng}:"] + _ind(lines)
+        if kind == "returns":
+            lines.append("return out")
+        params = "uu, cc" if kind == "update_loop" else "out, vv, cc"
+        src = "\n".join([f"def {name}({params}):"] + _ind(lines))
+        mod.helpers.append((name, "update" if kind == "update_loop" else kind, shape, src))
+        return name
+
+    def st_array_helper(self, sc, budget, ctx) -> list:
+        targets = [a for a in sc.arrays if sc.arrays[a].kind in ("local", "arg")
+                   and a not in sc.frozen]
+        if not targets:
+            return []
+        U = self.pick(targets)
+        shape = sc.arrays[U].shape
+        have = [h for h in self.mod.helpers if h[2] == shape]
+        if have and (self.chance(0.7) or len(self.mod.helpers) >= self.mod.max_helpers):
+            name, kind = self.pick(have)[:2]
+        elif len(self.mod.helpers) < self.mod.max_helpers:
+            name = self.make_array_helper(shape)
+            kind = self.mod.helpers[-1][1]
+        else:
+            return []
+        c = self.sexpr(sc, 1)
+        if kind == "update":
+            return [f"{name}({U}, {c})"]
+        V = self.pick(self.arrays_of(sc, shape))
+        if kind == "fill":
+            return [f"{name}({U}, {V}, {c})"]
+        # returns the array it filled: y = h(out, ...) with out not read again
+        Y = self.new_array_name(sc, shape)
+        if Y is None or sc.arrays.get(U, Arr((), "")).kind != "local" or Y == U:
+            return [f"{name}({U}, {V}, {c})"]
+        sz = self.size_text(sc, shape)
+        tmpname = next((t for t in ARRAYS if t not in sc.arrays and t != Y
+                        and self.kinds.get(t) in (None, ("a", shape))), None)
+        if tmpname is None:
+            return [f"{name}({U}, {V}, {c})"]
+        self.kinds[tmpname] = ("a", shape)
+        sc.arrays[Y] = Arr(shape, "local")
+        return [f"{tmpname} = np.zeros({sz})", f"{Y} = {name}({tmpname}, {V}, {c})"]
+
+
+def generate(seed: int, index: int, attempt: int = 0) -> Program:
+    rnd = random.Random(f"jitgrad-fuzz:{seed}:{index}:{attempt}")
+    if rnd.random() < 0.75:
+        shape = (rnd.randint(3, 6),)
+    else:
+        shape = (rnd.randint(2, 4), rnd.randint(2, 4))
+    n = rnd.randint(2, 4)
+    wrt = rnd.choice([(0, 1), (0, 1), (0, 1), (0, 1), ("x", "a"), (1,), 1, (0,), 0, (1, 0)])
+    mod = Module(rnd, shape, n)
+    g = FuncGen(mod)
+    sc = Scope(floats=["a"], arrays={"x": Arr(shape, "arg")}, ints={})
+    g.kinds.update(a="f", x=("a", shape), n="i")
+    budget = rnd.randint(4, 22)
+    body = []
+    if rnd.random() < 0.7:  # most programs start from a scalar accumulator
+        body.append(f"s = {rnd.choice(['0.0', 'a', 'x[0]' if len(shape) == 1 else 'x[0, 0]'])}")
+        sc.add_float("s")
+        g.kinds["s"] = "f"
+    if rnd.random() < 0.5:  # and often from a local array
+        body += g.st_arr_new(sc, budget, Ctx())
+    body += g.block(sc, budget, Ctx())
+    last = body[-1]
+    if not last.startswith("return "):
+        body.append(f"return {g.return_expr(sc)}")
+    fsrc = "\n".join(["def f(x, a, n):"] + _ind(body))
+    parts = [HEADER] + [h[3] for h in mod.helpers] + [fsrc]
+    src = "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+    src = ast.unparse(ast.parse(src))  # normalise parentheses and spacing
+    src = src.replace("import numpy as np\n", "import numpy as np\n\n", 1) + "\n"
+    return Program(src, shape, n, wrt, seed, index, attempt)
+
+
+if __name__ == "__main__":
+    import sys
+
+    s = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    for i in range(int(sys.argv[2]) if len(sys.argv) > 2 else 3):
+        p = generate(s, i)
+        print("#", p.describe())
+        print(p.source)

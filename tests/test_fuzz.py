@@ -1,0 +1,187 @@
+"""The random-program fuzzer (tests/fuzz/) in CI, and tests of the fuzzer itself.
+
+``test_fuzz_chunk`` checks programs ``0 .. CHUNKS * PER_CHUNK - 1`` of ``SEED``,
+in parametrized chunks so pytest-xdist spreads them: every program without Numba,
+every ``JIT_EVERY``-th one also with ``jit=True`` (Numba compiles three functions
+per program, about 1-2 s, so compiling all of them would not fit the CI budget).
+A chunk fails on any wrong gradient/value, crash or hang, with the shrunk repro of
+the first failure of each kind in the message.  Re-run one program with::
+
+    python tests/fuzz/run.py --seed 20240 --only INDEX --shrink
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from fuzz import check as fcheck  # noqa: E402
+from fuzz.gen import Program, generate  # noqa: E402
+from fuzz.run import run_fuzz  # noqa: E402
+from fuzz.shrink import shrink  # noqa: E402
+
+import jitgrad  # noqa: E402
+
+SEED = 20240
+CHUNKS = 10
+PER_CHUNK = 20
+JIT_EVERY = 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_fuzz_chunk(chunk):
+    lines: list = []
+    summary = run_fuzz(SEED, PER_CHUNK, start=chunk * PER_CHUNK, jit="both",
+                       jit_every=JIT_EVERY, workers=1, do_shrink=True, shrink_budget=30.0,
+                       shrink_total=60.0, out=lines.append)
+    t = summary.tally()
+    bad = t["wrong"] + t["crash"] + t["hang"]
+    if bad:
+        shown = {pr.index for pr, *_ in summary.shrunk}
+        unshrunk = [f"# --- program #{pr.index} (not shrunk: same kind as one above, or out "
+                    f"of time)\n{pr.program.source if pr.program else '(source unknown)'}"
+                    for pr in summary.failures() if pr.index not in shown][:3]
+        msg = "\n".join([summary.last_line()] +
+                        [ln for ln in lines if not ln.startswith("# ---")
+                         and "\n" not in ln] +
+                        [text for *_, text in summary.shrunk] + unshrunk)
+        pytest.fail(f"fuzz seed {SEED}, programs {chunk * PER_CHUNK}.."
+                    f"{(chunk + 1) * PER_CHUNK - 1}: {bad} failing\n{msg}", pytrace=False)
+    assert len(summary.programs) == PER_CHUNK
+
+
+# --- the fuzzer itself -----------------------------------------------------------------------
+
+SIMPLE = """import math
+import numpy as np
+
+
+def f(x, a, n):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i] * x[i] * a
+    return s + math.sin(a)
+"""
+
+
+def test_generator_is_deterministic_and_valid():
+    for i in range(40):
+        p, q = generate(3, i), generate(3, i)
+        assert p.source == q.source and p.shape == q.shape and p.wrt == q.wrt
+        compile(p.source, f"<fuzz {i}>", "exec")
+        assert "def f(x, a, n):" in p.source
+    assert generate(3, 1).source != generate(3, 2).source
+    assert generate(3, 1).source != generate(4, 1).source
+
+
+def test_generated_programs_run_as_plain_python():
+    """Most generated programs run and give finite scalars (the rest are regenerated)."""
+    tmp = tempfile.mkdtemp()
+    good = 0
+    for i in range(30):
+        mod, path = fcheck.load(generate(5, i), tmp)
+        try:
+            fcheck.plain(mod.f, fcheck.sample(generate(5, i), 0))
+            good += 1
+        except Exception:
+            pass
+        finally:
+            fcheck.unload(mod, path)
+    assert good >= 25
+
+
+class _Fake:
+    """Stands in for jitgrad.differentiate(f, wrt=(0, 1)) of SIMPLE, with a bug knob."""
+
+    def __init__(self, f, bug):
+        self.f, self.bug = f, bug
+
+    def __call__(self, x, a, n):
+        return self.f(x.copy(), a, n)
+
+    def _grads(self, x, a):
+        dx, da = 2 * x * a, float(np.sum(x * x)) + np.cos(a)
+        if self.bug == "grad":
+            dx = dx + np.array([0.0] * (len(x) - 1) + [0.5])
+        if self.bug == "mutate":
+            x[0] += 1.0
+        if self.bug == "refuse":
+            raise jitgrad.TransformError("no rule for this", filename=self.f.__code__.co_filename,
+                                         lineno=7, source_line="s += x[i] * x[i] * a")
+        if self.bug == "unlocated":
+            raise jitgrad.TransformError("no rule for this")
+        if self.bug == "crash":
+            raise TypeError("boom")
+        return dx, da
+
+    def value_and_grad(self, x, a, n):
+        v = self.f(x.copy(), a, n)
+        return v, self._grads(x, a)
+
+    def grad(self, x, a, n):
+        return self._grads(x, a)
+
+    def vjp(self, x, a, n):
+        v = self.f(x.copy(), a, n)
+        return v, lambda dy: tuple(np.multiply(dy, g) for g in self._grads(x.copy(), a))
+
+
+@pytest.mark.parametrize("bug, outcome", [(None, "ok"), ("grad", "wrong"), ("mutate", "wrong"),
+                                          ("refuse", "refused"), ("unlocated", "crash"),
+                                          ("crash", "crash")])
+def test_checker_classifies(monkeypatch, bug, outcome):
+    monkeypatch.setattr(jitgrad, "differentiate",
+                        lambda f, wrt, jit: _Fake(f, bug))
+    prog = Program(SIMPLE, (4,), 2, (0, 1))
+    res = fcheck.check(prog, jit=False, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == outcome, res
+    if bug == "grad":
+        assert "d/dx[3]" in res["reason"]
+
+
+def test_checker_on_real_jitgrad_simple_program():
+    res = fcheck.check(Program(SIMPLE, (4,), 2, (0, 1)), jit=False, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == "ok", res
+
+
+def test_checker_wrong_value(monkeypatch):
+    class Off(_Fake):
+        def value_and_grad(self, x, a, n):
+            v, g = super().value_and_grad(x, a, n)
+            return v + 1e-6, g
+
+    monkeypatch.setattr(jitgrad, "differentiate", lambda f, wrt, jit: Off(f, None))
+    res = fcheck.check(Program(SIMPLE, (4,), 2, (0, 1)), jit=False, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == "wrong" and "value" in res["reason"], res
+
+
+def test_pool_catches_hangs_and_dead_workers():
+    hang = Program(SIMPLE.replace("    s = 0.0\n", "    s = 0.0\n    while True:\n"
+                                                   "        s += 1.0\n"), (3,), 2, (0, 1))
+    die = Program("import ctypes\n" + SIMPLE.replace("    s = 0.0\n",
+                                                     "    s = ctypes.string_at(0)\n"),
+                  (3,), 2, (0, 1))
+    ok = Program(SIMPLE, (3,), 2, (0, 1))
+    with fcheck.Pool(1) as pool:
+        got = dict(pool.run([("hang", ("prog", hang, False), 3.0),
+                             ("die", ("prog", die, False), 20.0),
+                             ("ok", ("prog", ok, False), 20.0)]))
+    assert got["hang"]["outcome"] == "hang"
+    assert got["die"]["outcome"] == "crash" and "died" in got["die"]["reason"]
+    assert got["ok"]["outcome"] == "ok", got["ok"]
+
+
+def test_shrinker_minimises_while_the_failure_reproduces():
+    prog = max((generate(2, i) for i in range(10)), key=lambda p: len(p.source))
+    marker = "return"
+    small = shrink(prog, lambda p: marker in p.source, budget_s=30)
+    assert marker in small.source
+    assert len(small.source) < len(prog.source) / 2
+    compile(small.source, "<shrunk>", "exec")
