@@ -99,6 +99,23 @@ def plain(f, args) -> float:
     return v
 
 
+def overflows(f, args) -> bool:
+    """Does the plain function pass through inf/nan (overflow, 0/0) on the way to its value?
+
+    Float scalars become ``np.float64`` so that IEEE events raise under ``np.errstate``.
+    """
+    a = [np.float64(v) if isinstance(v, float) else v for v in copy_args(args)]
+    try:
+        with np.errstate(all="raise"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            f(*a)
+    except (FloatingPointError, OverflowError, RuntimeWarning, ZeroDivisionError):
+        return True
+    except Exception:
+        return False
+    return False
+
+
 def fd(f, args, pos: int, rel: float) -> np.ndarray:
     """Central differences w.r.t. argument ``pos`` (relative step ``rel``)."""
     x = args[pos]
@@ -157,6 +174,9 @@ def find_point(f, prog: Program, tries: int = 6):
             last = f"plain function: {type(exc).__name__}: {exc}"
             continue
         valid += 1
+        if overflows(f, args):
+            last = "non-finite intermediate values (0 * inf makes any reverse mode nan)"
+            continue
         got = smooth_fd(f, args, prog.wrt_positions, v)
         if got is not None:
             after = copy_args(args)
