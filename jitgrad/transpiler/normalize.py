@@ -310,3 +310,49 @@ class Normalizer:
 def normalize(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
     """Normalize a desugared, inlined body (see module docstring)."""
     return Normalizer(parsed, env, namer).block(body)
+
+
+def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
+                    namer: Namer) -> list[ast.stmt]:
+    """``u op= e`` on an array that views share becomes a write of the whole buffer.
+
+    Normalizing ``u += e`` to ``u = u + e`` is exact while no other name sees ``u``'s
+    buffer; where a view of ``u`` (or ``u`` as a view) is involved, Python's in-place
+    update must stay one (``_t = u + e; u[:] = _t``) so the views see it.
+    """
+    from .analyse import view_base  # (analyse imports this module)
+
+    viewed: set[str] = set()
+    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
+            k = kinds.get(n.targets[0].id)
+            base = view_base(n.value, env) if k is not None and k.is_array else None
+            if base is not None:
+                viewed |= {base, n.targets[0].id}
+    if not viewed:
+        return body
+
+    def block(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    setattr(s, f, block(sub))
+            t = s.targets[0] if isinstance(s, ast.Assign) else None
+            k = kinds.get(t.id) if isinstance(t, ast.Name) else None
+            if getattr(s, "_jg_aug", False) and t.id in viewed and k is not None \
+                    and k.ndim and isinstance(s.value, ast.BinOp) \
+                    and isinstance(s.value.left, ast.Name) and s.value.left.id == t.id:
+                tmp = namer.temp()
+                kinds[tmp] = k
+                whole = ast.Tuple(elts=[ast.Slice() for _ in range(k.ndim)], ctx=ast.Load()) \
+                    if k.ndim > 1 else ast.Slice()
+                out.append(ast.copy_location(assign(tmp, s.value), s))
+                out.append(ast.copy_location(ast.Assign(targets=[ast.Subscript(
+                    value=name(t.id), slice=whole, ctx=ast.Store())], value=name(tmp)), s))
+                continue
+            out.append(s)
+        return out
+
+    return block(body)

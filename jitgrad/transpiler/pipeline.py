@@ -21,7 +21,7 @@ from .inline import fold_param_binds, inline
 from .kinds import Kind, infer
 from .naming import Namer, names_in
 from .nodes import clone
-from .normalize import Normalizer
+from .normalize import Normalizer, inplace_updates
 from .optimize import dead_code, merge_accumulations
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
@@ -97,6 +97,7 @@ def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gen
     returns = clone(prep.returns)
     kinds = infer(body, env, arg_kinds)
     body = fold_param_binds(body, kinds)
+    body = inplace_updates(body, kinds, env, namer)
     an = analyse(body, env, kinds, prep.args, wrt, returns, prep.parsed)
     sw = reverse(prep.parsed, body, an, env, namer, prep.args, wrt, returns)
     name = prep.parsed.tree.name
