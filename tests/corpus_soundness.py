@@ -325,6 +325,15 @@ def rebound_twice_in_loop(x):
     return p
 
 
+def rows_from_scalars(x, a):
+    h = np.zeros((len(x), 3))
+    for t in range(len(x)):
+        h[t] = x[t] * a
+        h[t, :] = h[t, :] + x[t]
+    h[1:3] = x[0]
+    return np.sum(h * h)
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -371,6 +380,7 @@ CASES = [
     (view_sees_write_through_other_view, lambda: (X.copy(), 0.3), (0, 1)),
     (read_view_then_base_written, lambda: (X.copy(),), 0),
     (rebound_twice_in_loop, lambda: (X.copy(),), 0),
+    (rows_from_scalars, lambda: (X.copy(), 0.7), (0, 1)),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------
