@@ -468,7 +468,7 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
         raise parsed.error(
             f"'{user}' is a number here and an array elsewhere (line "
             f"{parsed.absolute_line(first)}); jitgrad needs one kind per variable", second,
-            f"use two names, one for the number and one for the array")
+            "use two names, one for the number and one for the array")
 
 
 def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],

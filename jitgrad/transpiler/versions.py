@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import ast
 
-from .analyse import flat_body
 from .inline import rename
 from .naming import Namer
 
 
 def _stored(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _top_targets(s: ast.stmt) -> list[str]:
@@ -66,4 +66,4 @@ def version_names(body: list[ast.stmt], returns: list[ast.expr], params: list[st
     return out, rets
 
 
-__all__ = ["version_names", "flat_body"]
+__all__ = ["version_names"]
