@@ -899,11 +899,12 @@ class FuncGen:
                           f"0.5 * math.tanh({Z} + {self.satom(sc)})",
                           f"0.5 * ({Z} + 0.6 / (1.0 + {Z} * {Z}))"])
         body = [f"{C} += 1", f"{ZN} = {step}", f"{D} = {ZN} - {Z}", f"{Z} = {ZN}"]
+        # the exit test comes before anything that may ``continue``: the loop must end
+        body += [f"if abs({D}) < 1e-3 or {C} > 20:", "    break"]
         if self.chance(0.5):
             extra = self.block(body_sc, 1, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
             if not _terminal(extra[-1]):
                 body += extra
-        body += [f"if abs({D}) < 1e-3 or {C} > 20:", "    break"]
         return init + [f"{C} = 0", "while True:"] + _ind(body)
 
     def st_if(self, sc, budget, ctx) -> list:
