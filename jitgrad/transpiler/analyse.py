@@ -168,8 +168,10 @@ class Analysis:
         return False
 
     def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
-        """Is ``n`` (re)defined by a statement strictly between ``a`` and ``b``?"""
-        return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.defs.get(n, ()))
+        """Is ``n`` (re)defined, or its buffer written through another name, by a
+        statement strictly between ``a`` and ``b``?"""
+        shared = [d for m in self.aliases.get(n, ()) if m != n for d in self.inplace.get(m, ())]
+        return any(a._jg_end < d._jg_pos < b._jg_pos for d in [*self.defs.get(n, ()), *shared])
 
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:
         """``n`` is the index of a loop around ``s`` that nothing else redefines."""

@@ -178,7 +178,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
         last = None
         local = [n for n, b in self.an.block_local.items() if b == id(stmts)]
         for s in reversed(stmts):
-            restored -= all_defs(s)
+            # a write through a name sharing a buffer changes every name on that buffer
+            restored -= {m for n in all_defs(s) for m in self.an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
             fwd[:0] = f
             line = getattr(s, "lineno", None)

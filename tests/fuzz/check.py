@@ -105,15 +105,35 @@ def overflows(f, args) -> bool:
     Float scalars become ``np.float64`` so that IEEE events raise under ``np.errstate``.
     """
     a = [np.float64(v) if isinstance(v, float) else v for v in copy_args(args)]
+    g = f.__globals__
+    saved = g.get("math")
+    g["math"] = _Float64Math()  # math.sin(...) returns np.float64: its arithmetic checks too
     try:
-        with np.errstate(all="raise"), warnings.catch_warnings():
+        with np.errstate(all="raise", under="ignore"), warnings.catch_warnings():
             warnings.simplefilter("error")
             f(*a)
     except (FloatingPointError, OverflowError, RuntimeWarning, ZeroDivisionError):
         return True
     except Exception:
         return False
+    finally:
+        g["math"] = saved
     return False
+
+
+class _Float64Math:
+    """The ``math`` module with float results as ``np.float64`` (IEEE events visible)."""
+
+    def __getattr__(self, name):
+        obj = getattr(math, name)
+        if not callable(obj):
+            return np.float64(obj) if isinstance(obj, float) else obj
+
+        def call(*args):
+            r = obj(*args)
+            return np.float64(r) if isinstance(r, float) else r
+
+        return call
 
 
 def fd(f, args, pos: int, rel: float) -> np.ndarray:

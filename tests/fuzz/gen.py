@@ -622,6 +622,7 @@ class FuncGen:
             body_sc = sc.copy()
             body_sc.ints[IV] = (0, shape[0] - 1)
             body_sc.frozen.append(IV)
+            body_sc.arrays.pop(name, None)  # the fill must not read the unfilled array
             fill = self.sexpr(body_sc, 1)
             lines = [f"for {IV} in range({shape[0]}):", f"    {name}[{IV}] = {fill}"]
         else:
