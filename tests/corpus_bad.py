@@ -84,8 +84,9 @@ def uses_recursion(x, n):
 
 def uses_alias_write(x):
     y = x.copy()
-    z = y
-    z[0] = x[0] * 2.0
+    for k in range(2):
+        z = y
+        z[k] = x[k] * 2.0
     return y[0] + z[1]
 
 
@@ -122,14 +123,10 @@ def uses_list_of_values(x):
     return values[0] + values[1]
 
 
-def uses_alias_then_sum(x):
+def uses_alias_then_rebind(x):
     y = x.copy()
     z = y
-    z[0] = z[0] * 3.0
-    return np.sum(y)
-
-
-def uses_move_from_argument(x):
-    y = x
-    y[0] = y[0] * 2.0
-    return np.sum(y)
+    for k in range(2):
+        z[k] = z[k] * 3.0
+        y = y * 2.0
+    return np.sum(y) + np.sum(z)

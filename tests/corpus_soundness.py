@@ -334,6 +334,34 @@ def rows_from_scalars(x, a):
     return np.sum(h * h)
 
 
+def alias_written(x):
+    y = x.copy()
+    z = y
+    z[0] = x[0] * 2.0
+    return y[0] + z[1]
+
+
+def alias_then_sum(x):
+    y = x.copy()
+    z = y
+    z[0] = z[0] * 3.0
+    return np.sum(y)
+
+
+def alias_of_argument(x):
+    y = x
+    y[0] = y[0] * 2.0
+    return np.sum(y * x)
+
+
+def shared_then_updated(x):
+    h = np.zeros(x.shape)
+    rv = h
+    h += x
+    h[2] -= rv[0]
+    return h.sum()
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -381,6 +409,10 @@ CASES = [
     (read_view_then_base_written, lambda: (X.copy(),), 0),
     (rebound_twice_in_loop, lambda: (X.copy(),), 0),
     (rows_from_scalars, lambda: (X.copy(), 0.7), (0, 1)),
+    (alias_written, lambda: (X.copy(),), 0),
+    (alias_then_sum, lambda: (X.copy(),), 0),
+    (alias_of_argument, lambda: (X.copy(),), 0),
+    (shared_then_updated, lambda: (X.copy(),), 0),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------
@@ -390,14 +422,6 @@ def array_made_in_loop_used_after(x):
     for k in range(2):
         u = x * k
     return np.sum(u)
-
-
-def shared_then_updated(x):
-    h = np.zeros(x.shape)
-    rv = h
-    h += x
-    h[2] -= rv[0]
-    return h.sum()
 
 
 def view_used_after_loop(x):
@@ -436,7 +460,6 @@ REFUSED = [
     (view_used_after_loop, lambda: (X.copy(),), "view of 'A'", "r = A[k]"),
     (view_of_rebound_base, lambda: (X.copy(),), "view of 'A'", "r = A[0]"),
     (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
-    (shared_then_updated, lambda: (X.copy(),), "share one array", "rv = h"),
     (number_then_array, lambda: (X.copy(),), "number here and an array", "v = p * x + v"),
     (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),
 ]

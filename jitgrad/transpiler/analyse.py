@@ -325,7 +325,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                 raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
                                    "real (float) values only", s,
                                    "split the value into real and imaginary float parts")
-    _check_views(stmts, an, varied, env, parsed)
+    _check_views(stmts, an, varied, env, parsed, args)
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     _block_local(body, an, args)
@@ -347,7 +347,7 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
     """
     for t, (base, s) in list(an.views.items()):
         v = s.value
-        kind_ok = isinstance(v, _VIEW_WRITES) or (
+        kind_ok = isinstance(v, (ast.Name, *_VIEW_WRITES)) or (
             isinstance(v, ast.Call) and primitive_of(v, env)[0] is np.transpose)
         if isinstance(v, ast.Subscript):
             idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
@@ -492,6 +492,7 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
         group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(
             v, ast.Name) else ())}
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
+                and an.modes.get(t) != "view" and t not in an.views \
                 and (an.used_after(v.id, s) or v.id in args) and (
                     (group | {v.id}) & an.aug_written  # the generated code would rebind
                     or (group | {v.id}) & an.written and (group | {v.id}) & varied):
@@ -515,7 +516,10 @@ _VIEW_FUNCS = {np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d,
 
 
 def view_base(v: ast.expr, env: dict) -> str | None:
-    """The array ``v`` may be a view of (slices, ``.T``, reshape, ravel...), else None."""
+    """The array ``v`` may share a buffer with (a name itself, slices, ``.T``, reshape,
+    ravel...), else None."""
+    if isinstance(v, ast.Name):
+        return v.id
     if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
         return v.value.id
     if isinstance(v, ast.Attribute) and v.attr in ("T", "real", "imag") \
@@ -530,7 +534,8 @@ def view_base(v: ast.expr, env: dict) -> str | None:
     return None
 
 
-def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> None:
+def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
+                 args: list[str]) -> None:
     """Group views with their bases; refuse what the adjoints could not follow."""
     before = None
     while before != (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()}):
@@ -545,6 +550,8 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed) -> No
         base = view_base(s.value, env) if an.kind(t).is_array else None
         if base is None or not ({t, base} & (an.active | varied)):
             continue
+        if isinstance(s.value, ast.Name) and not (an.used_after(base, s) or base in args):
+            continue  # a move (the source is not used again): one buffer, one adjoint
         if t in an.inplace or _written_while_live(t, s, an):
             an.views[t] = (base, s)  # settled (kept or refused) once modes are known
 
@@ -673,7 +680,8 @@ def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None
                     visit(sub, depth + 1)
 
     visit(body, 0)
-    buffer |= set(an.views)  # a view's adjoint is a view too: never a local copy
+    # a view's adjoint is a view of its base's adjoint: both are buffers, never locals
+    buffer |= set(an.views) | {b for b, _ in an.views.values()}
     for r in returns:
         if isinstance(r, ast.Name):
             uses.setdefault(r.id, []).append((id(body), len(body)))
