@@ -475,11 +475,12 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
 
 def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: set[str],
                                   parsed) -> None:
-    """Refuse what the adjoint could not follow: shared written arrays, containers of values.
+    """Refuse what the adjoint could not follow: containers of values, and arrays shared
+    by two live names and updated with ``op=`` (kept as a rebinding, not a write).
 
-    ``a = b`` on arrays is fine when ``b`` is never read again and is not an argument
-    (a move, e.g. a helper returning the array it filled) or when neither is written
-    in place.  The reverse pass relies on this: any remaining such copy is a move.
+    ``a = b`` on arrays written in place while both names live is an adjoint view
+    (``_check_views``); otherwise it is a move (``b`` not read again) or a copy whose
+    writes neither name sees while the other is used, and the adjoints add up.
     """
     for s in stmts:
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
@@ -493,9 +494,8 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
             v, ast.Name) else ())}
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
                 and an.modes.get(t) != "view" and t not in an.views \
-                and (an.used_after(v.id, s) or v.id in args) and (
-                    (group | {v.id}) & an.aug_written  # the generated code would rebind
-                    or (group | {v.id}) & an.written and (group | {v.id}) & varied):
+                and (an.used_after(v.id, s) or v.id in args) \
+                and (group | {v.id}) & an.aug_written:  # the generated code would rebind
             ut, uv = parsed.user_name(t), parsed.user_name(v.id)
             helper = getattr(s, "_jg_param_of", None)
             if helper is not None:

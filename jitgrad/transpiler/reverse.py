@@ -274,9 +274,11 @@ class Reverser(TapeMixin, ControlFlowMixin):
         if isinstance(v, ast.Name):
             if v.id == tgt:
                 return [s], []
-            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written):
-                # analyse refused every other sharing: this is a move (e.g. a helper returning
-                # the array it filled), so both names are one buffer and so are their adjoints
+            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written) \
+                    and not (self.an.used_after(v.id, s) or v.id in self.args):
+                # a move (e.g. a helper returning the array it filled): both names are one
+                # buffer and so are their adjoints (a copy both of whose names live on and see
+                # writes has an adjoint view instead; one whose writes neither sees adds up)
                 rev.append(assign(self.adj(v.id), dt))
                 self.reset(tgt, s, rev)
                 return self.finish(s, [s], rev, set(), restored)
