@@ -362,6 +362,14 @@ def shared_then_updated(x):
     return h.sum()
 
 
+def chain_of_copies_updated(x, a):
+    u = x * a
+    tmp = u
+    h = tmp
+    h -= u * 0.5
+    return h[1] * a + np.sum(u)
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -413,6 +421,7 @@ CASES = [
     (alias_then_sum, lambda: (X.copy(),), 0),
     (alias_of_argument, lambda: (X.copy(),), 0),
     (shared_then_updated, lambda: (X.copy(),), 0),
+    (chain_of_copies_updated, lambda: (X.copy(), 0.7), (0, 1)),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------

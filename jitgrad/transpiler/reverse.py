@@ -274,14 +274,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
         if isinstance(v, ast.Name):
             if v.id == tgt:
                 return [s], []
-            if self.an.kind(tgt).is_array and (tgt in self.an.written or v.id in self.an.written) \
-                    and not (self.an.used_after(v.id, s) or v.id in self.args):
-                # a move (e.g. a helper returning the array it filled): both names are one
-                # buffer and so are their adjoints (a copy both of whose names live on and see
-                # writes has an adjoint view instead; one whose writes neither sees adds up)
-                rev.append(assign(self.adj(v.id), dt))
-                self.reset(tgt, s, rev)
-                return self.finish(s, [s], rev, set(), restored)
+            # an array copy whose names both see later writes has an adjoint view (analyse);
+            # any other (a move, or writes neither name sees while the other is used) adds up
             self.contribute(v.id, dt, rev)
             self.reset(tgt, s, rev)
             return self.finish(s, [s], rev, set(), restored)
