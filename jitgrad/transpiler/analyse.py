@@ -550,9 +550,10 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
         base = view_base(s.value, env) if an.kind(t).is_array else None
         if base is None or not ({t, base} & (an.active | varied)):
             continue
-        if isinstance(s.value, ast.Name) and not (an.used_after(base, s) or base in args):
-            continue  # a move (the source is not used again): one buffer, one adjoint
-        if t in an.inplace or _written_while_live(t, s, an):
+        if isinstance(s.value, ast.Name) and not any(
+                an.used_after(m, s) or m in args for m in an.aliases.get(base, {base}) - {t}):
+            continue  # a move (nothing else reaches the buffer again): one adjoint suffices
+        if t in an.inplace or _written_while_live(t, base, s, an):
             an.views[t] = (base, s)  # settled (kept or refused) once modes are known
 
 
@@ -582,9 +583,10 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
                         "seen through views", s,
                         f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or write "
                         f"'{ub} = {ub} op ...' to make a new array")
-        if base in an.written:
-            # the view sees the base's writes: tape copies of it, never recompute from it
-            an.written.add(t)
+        if {base, t} & an.written:
+            # one buffer: the view sees the base's writes and the base the view's; tape
+            # copies of either, never recompute from them
+            an.written |= {t, base}
             group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
             for n in group:
                 an.aliases[n] = group
@@ -595,17 +597,32 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
                 an.aliases[n] = group
 
 
-def _written_while_live(t: str, s: ast.stmt, an: Analysis) -> bool:
-    """Can a write into ``t``'s buffer run between ``t = <view>`` (``s``) and a use of ``t``?"""
-    writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])]
+def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
+    """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
+    ``t`` or of ``base`` (either one's adjoint must then see what the write zeroes)?"""
+    loops_s = {id(x) for x in an.enclosing_loops(s)}
+
+    def same(name: str, x: ast.stmt) -> bool:
+        # ``name`` still names the object it named at ``s`` when ``x`` runs
+        for d in an.defs.get(name, []):
+            if _writes_in_place(d) or d is s:
+                continue
+            if s._jg_end < d._jg_pos < x._jg_pos:
+                return False
+            if {id(y) for y in an.enclosing_loops(d)} & (
+                    {id(y) for y in an.enclosing_loops(x)} - loops_s):
+                return False
+        return True
+
+    writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
+              if n not in (t, base) or same(n, w)]
     if not writes:
         return False
-    loops_s = {id(x) for x in an.enclosing_loops(s)}
     for w in writes:
-        if t in an.returned and w._jg_pos > s._jg_end:
+        if {t, base} & an.returned and w._jg_pos > s._jg_end:
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in an.uses.get(t, []):
+        for u in [*an.uses.get(t, []), *(u for u in an.uses.get(base, []) if same(base, u))]:
             if s._jg_end < w._jg_pos < u._jg_pos:
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
