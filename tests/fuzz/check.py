@@ -322,11 +322,30 @@ def _gist(msg: str) -> str:
     return " ".join(msg.split())[:100]
 
 
+class _NumbaRefuses(Exception):
+    """The user's own function does not compile with Numba; jitgrad said so (documented)."""
+
+
+def _numba_compiles(f, args) -> bool:
+    import numba
+
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            numba.njit(f)(*args)
+    except Exception:
+        return False
+    return True
+
+
 def _problem(exc: BaseException, what: str, path: str) -> dict:
     """Classify an exception raised by a jitgrad call."""
     import jitgrad
 
     text = str(exc)
+    if isinstance(exc, _NumbaRefuses):
+        return dict(outcome="refused", error_type="JitError", signature="refused:numba",
+                    reason=text, refusal=text)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     first = lines[0] if lines else type(exc).__name__
     if isinstance(exc, Mismatch):
@@ -398,7 +417,13 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
 
     def primal():
         p, _ = fresh()
-        v = d(*p)
+        try:
+            v = d(*p)
+        except jitgrad.JitError:
+            if jit and not _numba_compiles(f, fresh()[0]):
+                raise _NumbaRefuses("the plain function does not compile with Numba: "
+                                    "f(...) says so (JitError naming its file and line)") from None
+            raise
         _check_value("f(...)", v, value)
         _same_effects("f(...)", p, after)
 
