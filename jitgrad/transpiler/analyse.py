@@ -99,6 +99,10 @@ class Analysis:
     #: name -> (base, the statement making the view)
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
 
+    def shared_writes(self, n: str) -> list[ast.stmt]:
+        """In-place writes through the other names that share ``n``'s buffer."""
+        return [d for m in self.aliases.get(n, ()) if m != n for d in self.inplace.get(m, ())]
+
     def kind(self, n: str) -> Kind:
         return self.kinds.get(n, UNKNOWN)
 
@@ -109,7 +113,7 @@ class Analysis:
         """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
         loops = {id(x) for x in self.enclosing_loops(s)}
         # an array also changes when a name sharing its buffer is written in place
-        shared = [d for a in self.aliases.get(n, ()) if a != n for d in self.inplace.get(a, ())]
+        shared = self.shared_writes(n)
         for d in [*self.defs.get(n, ()), *shared]:
             if d._jg_pos > s._jg_end:
                 return True
@@ -170,7 +174,7 @@ class Analysis:
     def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
         """Is ``n`` (re)defined, or its buffer written through another name, by a
         statement strictly between ``a`` and ``b``?"""
-        shared = [d for m in self.aliases.get(n, ()) if m != n for d in self.inplace.get(m, ())]
+        shared = self.shared_writes(n)
         return any(a._jg_end < d._jg_pos < b._jg_pos for d in [*self.defs.get(n, ()), *shared])
 
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:

@@ -17,13 +17,8 @@ from __future__ import annotations
 
 import ast
 
-from .inline import rename
+from .inline import rename, stored_names
 from .naming import Namer
-
-
-def _stored(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _top_targets(s: ast.stmt) -> list[str]:
@@ -58,7 +53,7 @@ def version_names(body: list[ast.stmt], returns: list[ast.expr], params: list[st
             s.targets = [rename(t, mapping) for t in s.targets]
             has_value.update(targets)
         else:
-            has_value.update(_stored(s))
+            has_value.update(stored_names([s]))
             if current:
                 s = rename(s, dict(current))
         out.append(s)
