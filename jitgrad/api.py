@@ -20,11 +20,13 @@ import numpy as np
 
 from . import rules
 from .errors import JitError
-from .transpiler import emit
+from .transpiler import backend, emit
 from .transpiler.fence import fence, fence_entry
 from .transpiler.kinds import of_value
+from .transpiler.lower import VARIANTS
 from .transpiler.parse import parse_function, python_function
-from .transpiler.pipeline import STAGES, Generated, Prepared, prepare, transform
+from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
+from .transpiler.pipeline import stage as stage_source
 
 Wrt = int | str | tuple
 
@@ -117,28 +119,18 @@ class Differentiated:
             gen = self._cache.get(key)
             if gen is None:
                 wrt = [self.params[i] for i in self.wrt_positions]
-                gen = transform(prep, wrt, kinds)
-                if self.jit:
-                    for c in gen.callables:  # functions hooks call run compiled too
-                        if inspect.isfunction(gen.namespace.get(c)):
-                            gen.namespace[c] = emit.njit(gen.namespace[c])
-                    gen.jitted = emit.njit(gen.grad_fn)
-                    gen.grad_only_jitted = emit.njit(gen.grad_only_fn)
-                else:
-                    emit.ieee_namespace(gen.namespace)
+                gen = generate(prep, wrt, kinds)
+                u = gen.unit
+                gen.compiled = backend.build({v: u.sources[v] for v in VARIANTS}, u.names,
+                                             u.env, self.func.__qualname__, self.jit,
+                                             u.ir.callables)
                 self._cache[key] = gen
             self._last = gen
         return gen
 
     def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
-        if self.jit:
-            fn, src = (gen.jitted, gen.grad_src) if value else (gen.grad_only_jitted,
-                                                                gen.grad_only_src)
-            hint = ("hook functions must be Numba-compilable with jit=True "
-                    f"({', '.join(sorted(gen.callables))})" if gen.callables else "")
-            return emit.call_compiled(fn, src, (*args, dy), hint)
-        return emit.ieee_call(gen.grad_fn if value else gen.grad_only_fn, (*args, dy))
+        return backend.call(gen.compiled, "grad" if value else "grad_only", (*args, dy))
 
     def _primal_fn(self) -> Any:
         """The user's function as Numba compiles it: their dispatcher, else numba.njit."""
@@ -226,7 +218,9 @@ class Differentiated:
         return value, pullback
 
     def source(self, *example_args: Any, stage: str = "all") -> str:
-        """Generated code: ``stage`` is one of normalized, forward, adjoint, all.
+        """Generated code: ``stage`` is ``"all"`` (the compiled function), ``"forward"``,
+        ``"adjoint"`` (its sweeps), ``"normalized"``, or the name of any pass (what
+        that pass produced; see ``jitgrad.transpiler.pipeline.PASSES``).
 
         With example arguments the code is specialised to their kinds; without,
         the most recent specialisation is shown (or one guessed from the source).
@@ -239,8 +233,12 @@ class Differentiated:
             gen = self._last
         else:
             gen = self._generated(tuple(_guess_args(self._prep(), self.params)))
-        return {"normalized": gen.normalized_src, "forward": gen.forward_src,
-                "adjoint": gen.adjoint_src, "all": gen.grad_src}[stage]
+        u = gen.unit
+        if stage == "normalized":
+            return show_body(self._prep())
+        if stage in ("forward", "adjoint", "all"):
+            return u.sources["grad" if stage == "all" else stage]
+        return stage_source(self.func, stage, u.wrt, u.arg_kinds)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:

@@ -313,6 +313,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jitgrad`` command."""
     from . import __version__
+    from .transpiler.pipeline import PASSES, STAGES
 
     parser = argparse.ArgumentParser(
         prog="jitgrad",
@@ -322,9 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print the generated forward/adjoint code",
                           description="Print the code jitgrad generates for a function.")
     _common(show)
-    show.add_argument("--stage", default="all",
-                      choices=("normalized", "forward", "adjoint", "all"),
-                      help="which code to print (default: all, the full gradient function)")
+    show.add_argument("--stage", default="all", choices=STAGES, metavar="STAGE",
+                      help="which code to print: all (default: the compiled gradient "
+                           "function), forward, adjoint, normalized, or the output of one "
+                           f"pass ({', '.join(p.name for p in PASSES)})")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")
     show.set_defaults(run=cmd_show)
     check = sub.add_parser(

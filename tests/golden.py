@@ -60,7 +60,8 @@ def dump(out: str, fuzz: int = 200, seed: int = 7) -> None:
                 mod, path = load(prog, tmp)
             except Exception:
                 continue
-            entries[f"fuzz:{seed}:{i}"] = _source(mod.f, sample(prog, 0), prog.wrt)
+            src = _source(mod.f, sample(prog, 0), prog.wrt)
+            entries[f"fuzz:{seed}:{i}"] = src.replace(tmp, "<tmp>")
             unload(mod, path)
     with open(out, "w") as fh:
         for k, v in entries.items():

@@ -1,143 +1,512 @@
-"""The transpiler's passes, in order, in one place.
+"""The transpiler's passes, as data: two ordered lists run over one ``Unit``.
 
-parse -> fence -> single_exit -> inline -> loops -> normalize -> kinds -> analyse
--> reverse (tapes, reverse_flow) -> optimize -> emit.  ``transform`` runs them and
-returns the generated sources and functions; ``stage`` names let ``jitgrad show
---stage`` print what a pass produced.
+``PREPARE`` holds the passes that do not depend on argument kinds (run once per
+function and cached); ``SPECIALISE`` the ones run per (wrt, argument kinds).
+Each pass is a ``Pass``: a name, a function that updates the ``Unit`` in place,
+and a ``show`` that renders the unit after it.  ``stage(func, name, ...)`` (and
+``jitgrad show --stage NAME``, ``f.source(stage=NAME)``) prints any pass's
+output; every pass's docstring carries a before/after example that
+``tests/test_passes.py`` runs as a doctest (``example`` writes them).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
+import itertools
+import linecache
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import emit
-from .analyse import analyse
+from . import emit, lower
+from .analyse import Analysis, analyse
 from .desugar import loops, rotations, single_exit
 from .fence import fence
 from .inline import fold_param_binds, inline
+from .ir import Adjoint, result_expr
 from .kinds import Kind, infer
 from .naming import Namer, names_in
 from .nodes import clone
 from .normalize import Normalizer, inplace_updates
-from .optimize import dead_code, merge_accumulations
+from .optimize import merge_accumulations
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
 from .versions import version_names
 
-STAGES = ("normalized", "forward", "adjoint", "all")
-
 
 @dataclass
-class Prepared:
-    """The primal after the kind-independent passes (cached per function)."""
+class Unit:
+    """The function being transformed and everything the passes have learnt about it."""
 
-    parsed: Parsed
-    body: list[ast.stmt]
-    returns: list[ast.expr]
-    env: dict[str, Any]
-    namer: Namer
-    args: list[str]
+    func: Any
+    parsed: Parsed | None = None
+    namer: Namer | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    params: list[str] = field(default_factory=list)
+    body: list[ast.stmt] = field(default_factory=list)
+    #: the returned expressions (atoms once normalized)
+    returns: list[ast.expr] = field(default_factory=list)
+    # --- per specialisation ---
+    wrt: list[str] = field(default_factory=list)
+    arg_kinds: dict[str, Kind] = field(default_factory=dict)
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    analysis: Analysis | None = None
+    ir: Adjoint | None = None
+    #: lowered source per variant, and the generated function name of each
+    sources: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.parsed.tree.name
+
+    def specialise(self, wrt: list[str], arg_kinds: dict[str, Kind]) -> Unit:
+        """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
+        return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
+                    list(self.params), clone(self.body), clone(self.returns), list(wrt),
+                    dict(arg_kinds))
+
+
+def show_body(u: Unit) -> str:
+    """The unit's body as the function it stands for (returns included)."""
+    ret = ast.Return(value=clone(result_expr(u.returns))) if u.returns else None
+    body = clone(u.body) + ([ret] if ret is not None else [])
+    return emit.unparse(emit.function_def(u.name, u.params, body))
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One transpiler pass: ``run`` updates the unit; ``show`` renders it afterwards."""
+
+    name: str
+    run: Callable[[Unit], None]
+    show: Callable[[Unit], str] = show_body
+
+    @property
+    def doc(self) -> str:
+        return self.run.__doc__ or ""
+
+
+# --- the passes ------------------------------------------------------------------------
+# Each docstring's example is ``example(PASS, SOURCE)``: the unit after that pass.
+
+
+def parse_(u: Unit) -> None:
+    """Read the source, resolve free names (beniget), refuse unsupported syntax (fence).
+
+    >>> print(example("parse", '''
+    ... def f(x, y):
+    ...     "doc"
+    ...     return x * y + 1.0
+    ... '''))
+    def f(x, y):
+        return x * y + 1.0
+    """
+    u.parsed = parse_function(u.func)
+    fence(u.parsed)
+    tree = u.parsed.tree
+    u.namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
+    u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
+    u.env = u.parsed.env
+    u.params = [a.arg for a in tree.args.args]
+    body = clone(tree.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    u.body = body
+
+
+def single_exit_(u: Unit) -> None:
+    """One exit: early returns become a flag and a held value; the returns go to the end.
+
+    >>> print(example("single_exit", '''
+    ... def f(x):
+    ...     if x > 0.0:
+    ...         return x * 2.0
+    ...     return -x
+    ... '''))
+    def f(x):
+        if x > 0.0:
+            _ret = x * 2.0
+        else:
+            _ret = -x
+        return _ret
+    """
+    u.body, u.returns = single_exit(u.parsed, u.body, u.namer)
+
+
+def inline_(u: Unit) -> None:
+    """Calls of the user's own helper functions are replaced by their bodies.
+
+    >>> print(example("inline", '''
+    ... def f(x):
+    ...     return _sq(x) + 1.0
+    ... ''', helpers='''
+    ... def _sq(a):
+    ...     b = a * a
+    ...     return b
+    ... '''))
+    def f(x):
+        b1 = x * x
+        return b1 + 1.0
+    """
+    ret = ast.Return(value=ast.Tuple(elts=u.returns, ctx=ast.Load()))
+    body = inline(u.parsed, u.body + [ret], u.namer)
+    u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
+    u.body = body
+
+
+def loops_(u: Unit) -> None:
+    """Loops in one shape: ``for`` over ``range`` with a counted index, ``while`` flags.
+
+    >>> print(example("loops", '''
+    ... def f(x):
+    ...     s = 0.0
+    ...     for v in x:
+    ...         s += v
+    ...     return s
+    ... '''))
+    def f(x):
+        s = 0.0
+        for _i in range(len(x)):
+            v = x[_i]
+            s += v
+        return s
+    """
+    u.body = loops(u.parsed, u.body, u.env, u.namer)
+
+
+def normalize_(u: Unit) -> None:
+    """One operation per statement, on names and constants (three-address form).
+
+    >>> print(example("normalize", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... '''))
+    def f(x, y):
+        _t2 = x * y
+        _t3 = math.sin(x)
+        _t = _t2 + _t3
+        return _t
+    """
+    norm = Normalizer(u.parsed, u.env, u.namer)
+    body = rotations(norm.block(u.body), u.returns)
+    atoms = []
+    for r in u.returns:
+        if isinstance(r, (ast.Constant, ast.Name)):
+            atoms.append(r)
+        else:
+            atoms.append(norm.atom(r, body))
+    u.body, u.returns = body, atoms
+
+
+def versions_(u: Unit) -> None:
+    """A name rebound at the top level gets a new name per value (``x``, ``x_1``...).
+
+    >>> print(example("versions", '''
+    ... def f(x):
+    ...     y = x * x
+    ...     y = y * x
+    ...     return y
+    ... '''))
+    def f(x):
+        y = x * x
+        y_1 = y * x
+        return y_1
+    """
+    u.body, u.returns = version_names(u.body, u.returns, u.params, u.namer)
+
+
+def kinds_(u: Unit) -> None:
+    """The kind (scalar or array, ndim, int/float/bool) of every name, from the arguments'.
+
+    >>> print(example("kinds", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s + x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 3)))
+    # kinds: i int, n int, s float, x float 1-d array
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            _t = x[i]
+            s = s + _t
+        return s
+    """
+    u.kinds = infer(u.body, u.env, u.arg_kinds)
+    u.body = fold_param_binds(u.body, u.kinds)
+    u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
+
+
+def show_kinds(u: Unit) -> str:
+    """The body, headed by each user-visible name's kind."""
+    names = sorted(n for n in u.kinds if not n.startswith("_"))
+    head = "# kinds: " + ", ".join(f"{n} {_kind_text(u.kinds[n])}" for n in names)
+    return head + "\n" + show_body(u)
+
+
+def _kind_text(k: Kind) -> str:
+    """``float``, ``int``, ``float 2-d array``: a kind as ``show`` names it."""
+    cls = {"b": "bool", "i": "int", "f": "float", "c": "complex", "t": "tuple"}.get(k.cls, "?")
+    if not k.is_array:
+        return cls
+    return f"{cls} {'?' if k.ndim is None else k.ndim}-d array"
+
+
+def analyse_(u: Unit) -> None:
+    """Activity, how each adjoint is held (buffer, local, view), positions, aliases.
+
+    >>> print(example("analyse", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s + x[i] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 3)))
+    # active: s, x; adjoints: s buffer, x buffer
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            _t2 = x[i]
+            _t3 = x[i]
+            _t = _t2 * _t3
+            s = s + _t
+        return s
+    """
+    u.analysis = analyse(u.body, u.env, u.kinds, u.params, u.wrt, u.returns, u.parsed)
+
+
+def show_analysis(u: Unit) -> str:
+    """The body, headed by the user-visible active names and how their adjoints are held."""
+    an = u.analysis
+    act = sorted(n for n in an.active if not n.startswith("_"))
+    modes = ", ".join(f"{n} {an.modes[n]}" for n in act if n in an.modes)
+    return f"# active: {', '.join(act)}; adjoints: {modes}\n" + show_body(u)
+
+
+def reverse_(u: Unit) -> None:
+    """Reverse mode: the forward sweep with pushes, the adjoint sweep with pops (the IR).
+
+    >>> print(example("reverse", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... '''))
+    def f_grad(x, y, _dret):
+        _t2 = x * y
+        _t3 = math.sin(x)
+        _t = _t2 + _t3
+        dx = 0.0
+        dy = 0.0
+        # line 2: return x * y + math.sin(x)
+        dx += _dret * np.cos(x)
+        dx += _dret * y
+        dy += _dret * x
+        return (_t, (dx, dy))
+    """
+    sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, u.returns)
+    # the adjoint sweep may restore overwritten names: keep the outputs aside first
+    results = []
+    for r in u.returns:
+        if isinstance(r, ast.Name) and r.id in sw.restored:
+            keep = u.namer.fresh("_value")
+            sw.forward.append(ast.Assign(targets=[ast.Name(id=keep, ctx=ast.Store())],
+                                         value=ast.Name(id=r.id, ctx=ast.Load())))
+            results.append(ast.Name(id=keep, ctx=ast.Load()))
+        else:
+            results.append(r)
+    u.ir = Adjoint(u.name, tuple(u.params), "_dret", tuple(sw.prologue), tuple(sw.workspace),
+                   tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
+                   tuple(sw.grads), dict(sw.shared), frozenset(sw.callables))
+
+
+def show_ir(u: Unit) -> str:
+    """The IR as the value-and-gradient function, before optimisation."""
+    fn = emit.function_def(f"{u.name}_grad", [*u.ir.params, u.ir.seed],
+                           clone(u.ir.body()) + [lower._returns(u.ir, "grad")])
+    return emit.unparse(fn)
+
+
+def optimize_(u: Unit) -> None:
+    """Accumulations into one adjoint in a row become one statement (dead code goes at
+    lowering, per variant).
+
+    >>> print(example("optimize", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s + x[i] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 3)))
+    def f_grad(x, n, _dret):
+        s = 0.0
+        for i in range(n):
+            _t2 = x[i]
+            _t3 = x[i]
+            _t = _t2 * _t3
+            s = s + _t
+        dx = np.zeros_like(x)
+        ds = 0.0
+        ds += _dret
+        for i in range(n - 1, -1, -1):
+            # line 4: s = s + x[i] * x[i]
+            _dt = ds
+            _t2 = x[i]
+            _t3 = x[i]
+            _dt2 = _dt * _t3
+            _dt3 = _dt * _t2
+            dx[i] += _dt3 + _dt2
+        return (s, dx)
+    """
+    adjoint = merge_accumulations(list(u.ir.adjoint), u.ir.shared)
+    u.ir = dataclasses.replace(u.ir, adjoint=tuple(adjoint))
+
+
+def lower_(u: Unit) -> None:
+    """One function per variant from the IR: value and gradient, gradient only (CPU).
+
+    >>> print(example("lower", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... ''', variant="grad_only"))
+    def f_gradonly_1(x, y, _dret):
+        dx = 0.0
+        dy = 0.0
+        # line 2: return x * y + math.sin(x)
+        dx += _dret * np.cos(x)
+        dx += _dret * y
+        dy += _dret * x
+        return (None, (dx, dy))
+    """
+    u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
+               "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
+    for v in lower.VARIANTS:
+        u.sources[v] = emit.unparse(lower.lower(u.ir, v, u.names[v]))
+    for part in lower.PARTS:
+        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"))
+
+
+PREPARE: list[Pass] = [
+    Pass("parse", parse_),
+    Pass("single_exit", single_exit_),
+    Pass("inline", inline_),
+    Pass("loops", loops_),
+    Pass("normalize", normalize_),
+    Pass("versions", versions_),
+]
+SPECIALISE: list[Pass] = [
+    Pass("kinds", kinds_, show_kinds),
+    Pass("analyse", analyse_, show_analysis),
+    Pass("reverse", reverse_, show_ir),
+    Pass("optimize", optimize_, show_ir),
+    Pass("lower", lower_, lambda u: u.sources["grad"]),
+]
+PASSES: list[Pass] = PREPARE + SPECIALISE
+
+#: ``stage=`` names: every pass, plus the sweeps of the lowered code
+STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
+
+
+# --- running them -----------------------------------------------------------------------
+
+
+def prepare(func: Any, until: str | None = None) -> Unit:
+    """Run the kind-independent passes (up to and including ``until``)."""
+    u = Unit(func)
+    for p in PREPARE:
+        p.run(u)
+        if p.name == until:
+            break
+    return u
+
+
+def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
+              until: str | None = None) -> Unit:
+    """Run the passes of one specialisation on a copy of the prepared unit."""
+    u = prep.specialise(wrt, arg_kinds)
+    for p in SPECIALISE:
+        p.run(u)
+        if p.name == until:
+            break
+    return u
+
+
+def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind]) -> str:
+    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds."""
+    if name == "normalized":
+        return show_body(prepare(func))
+    if name in ("forward", "adjoint", "all"):
+        u = transform(prepare(func), wrt, arg_kinds)
+        return u.sources["grad" if name == "all" else name]
+    p = next((p for p in PASSES if p.name == name), None)
+    if p is None:
+        raise ValueError(f"stage must be one of {', '.join(STAGES)}")
+    u = prepare(func, until=name)
+    if p in SPECIALISE:
+        u = transform(u, wrt, arg_kinds, until=name)
+    return p.show(u).rstrip("\n") + "\n"
+
+
+_EXAMPLES = itertools.count(1)
+
+
+def example(pass_name: str, source: str, args: tuple | None = None, helpers: str = "",
+            variant: str = "") -> str:
+    """Run the passes up to ``pass_name`` on ``source`` (one def; floats by default) and
+    show the result: how the passes' docstrings show what each one does."""
+    import math
+
+    import numpy as np
+
+    from .kinds import of_value
+
+    fname = f"<jitgrad-example-{next(_EXAMPLES)}>"
+    text = textwrap.dedent(source).strip("\n") + "\n"
+    full = text + ("\n" + textwrap.dedent(helpers).strip("\n") + "\n" if helpers else "")
+    linecache.cache[fname] = (len(full), None, full.splitlines(True), fname)
+    ns: dict[str, Any] = {"np": np, "math": math}
+    exec(compile(full, fname, "exec"), ns)
+    func = ns[ast.parse(text).body[0].name]
+    params = func.__code__.co_varnames[:func.__code__.co_argcount]
+    values = args if args is not None else (1.0,) * len(params)
+    kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
+    wrt = [p for p in params if kinds[p].cls == "f"]
+    if variant:
+        return transform(prepare(func), wrt, kinds).sources[variant].rstrip("\n")
+    return stage(func, pass_name, wrt, kinds).rstrip("\n")
+
+
+# --- what the API keeps per specialisation ---------------------------------------------
+
+Prepared = Unit
 
 
 @dataclass
 class Generated:
-    """What ``transform`` produces for one (wrt, argument kinds) specialisation."""
+    """What ``transform`` produced for one specialisation, as the API keeps it."""
 
-    grad_src: str
-    normalized_src: str
-    forward_src: str
-    adjoint_src: str
-    grad_fn: Any
-    namespace: dict[str, Any]
-    return_kinds: list[Kind] = field(default_factory=list)
-    jitted: Any = None
-    grad_only_src: str = ""
-    grad_only_fn: Any = None
-    grad_only_jitted: Any = None
-    callables: set[str] = field(default_factory=set)
+    unit: Unit
+    return_kinds: list[Kind | None]
+    compiled: Any = None
 
+    @property
+    def sources(self) -> dict[str, str]:
+        return self.unit.sources
 
-def prepare(func: Any) -> Prepared:
-    """parse, fence, single exit, inline helpers, desugar loops, normalize."""
-    parsed = parse_function(func)
-    fence(parsed)
-    tree = parsed.tree
-    namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
-    parsed.origin = namer.origin  # messages name the user's variables, not generated ones
-    env = parsed.env
-    body = clone(tree.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    body, rets = single_exit(parsed, body, namer)
-    ret_tuple = ast.Tuple(elts=rets, ctx=ast.Load())
-    body = inline(parsed, body + [ast.Return(value=ret_tuple)], namer)
-    rets = list(body.pop().value.elts)  # helper calls in the returned expressions inlined too
-    body = loops(parsed, body, env, namer)
-    args = [a.arg for a in tree.args.args]
-    norm = Normalizer(parsed, env, namer)
-    body = rotations(norm.block(body), rets)
-    atoms = []
-    for r in rets:
-        if isinstance(r, ast.Constant):
-            atoms.append(r)
-        else:
-            atoms.append(norm.atom(r, body) if not isinstance(r, ast.Name) else r)
-    body, atoms = version_names(body, atoms, args, namer)
-    return Prepared(parsed, body, atoms, env, namer, args)
+    @property
+    def grad_src(self) -> str:
+        return self.unit.sources["grad"]
 
 
-def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
-    """kinds, analyse, reverse and emit for one specialisation."""
-    namer = copy.deepcopy(prep.namer)
-    env = dict(prep.env)
-    body = clone(prep.body)
-    returns = clone(prep.returns)
-    kinds = infer(body, env, arg_kinds)
-    body = fold_param_binds(body, kinds)
-    body = inplace_updates(body, kinds, env, namer)
-    an = analyse(body, env, kinds, prep.args, wrt, returns, prep.parsed)
-    sw = reverse(prep.parsed, body, an, env, namer, prep.args, wrt, returns)
-    name = prep.parsed.tree.name
-    gname = namer.fresh(f"{name}_grad_")
-    # the adjoint sweep may restore overwritten names: keep the outputs aside first
-    saved = []
-    for r in returns:
-        if isinstance(r, ast.Name) and r.id in sw.restored:
-            keep = namer.fresh("_value")
-            sw.forward.append(ast.Assign(targets=[ast.Name(id=keep, ctx=ast.Store())],
-                                         value=ast.Name(id=r.id, ctx=ast.Load())))
-            saved.append(ast.Name(id=keep, ctx=ast.Load()))
-        else:
-            saved.append(r)
-    ret = saved[0] if len(saved) == 1 else ast.Tuple(elts=saved, ctx=ast.Load())
-    grads = [ast.Name(id=g, ctx=ast.Load()) for g in sw.grads]
-    gtuple = grads[0] if len(grads) == 1 else ast.Tuple(elts=grads, ctx=ast.Load())
-    out = ast.Return(value=ast.Tuple(elts=[ret, gtuple], ctx=ast.Load()))
-    sw.adjoint = merge_accumulations(sw.adjoint, sw.shared)
-    body = sw.prologue + sw.forward + sw.init + sw.adjoint
-    full = emit.function_def(gname, [*prep.args, "_dret"],
-                             dead_code(clone(body) + [out], sw.shared))
-    grad_src = emit.unparse(full)
-    # gradient only: the forward work that only served the returned value goes
-    only = ast.Return(value=ast.Tuple(elts=[ast.Constant(value=None), gtuple], ctx=ast.Load()))
-    gonly_name = namer.fresh(f"{name}_gradonly_")
-    gonly = emit.function_def(gonly_name, [*prep.args, "_dret"],
-                              dead_code(clone(body) + [only], sw.shared))
-    gonly_src = emit.unparse(gonly)
-    fwd_src = emit.unparse(emit.function_def(f"{name}_forward", prep.args,
-                                             sw.prologue + sw.forward))
-    adj_src = emit.unparse(emit.function_def(f"{name}_adjoint", ["_dret"], sw.init + sw.adjoint))
-    norm_ret = returns[0] if len(returns) == 1 else ast.Tuple(elts=returns, ctx=ast.Load())
-    norm_src = emit.unparse(emit.function_def(name, prep.args, clone(prep.body) + [
-        ast.Return(value=clone(norm_ret))]))
-    fn = emit.load(grad_src, gname, env, prep.parsed.func.__qualname__)
-    gonly_fn = emit.load(gonly_src, gonly_name, env, prep.parsed.func.__qualname__)
-    rk = [kinds.get(r.id) if isinstance(r, ast.Name) else None for r in returns]
-    return Generated(grad_src, norm_src, fwd_src, adj_src, fn, env, rk,
-                     grad_only_src=gonly_src, grad_only_fn=gonly_fn, callables=sw.callables)
+def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
+    """All specialising passes; the return kinds tell the API what the function returns."""
+    u = transform(prep, wrt, arg_kinds)
+    rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
+    return Generated(u, rk)
 
 
-__all__ = ["STAGES", "Generated", "Prepared", "prepare", "transform", "fence"]
+__all__ = ["PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
+           "Unit", "example", "fence", "generate", "prepare", "stage", "transform"]

@@ -43,6 +43,8 @@ class Sweeps:
     callables: set[str] = field(default_factory=set)
     #: adjoint name -> the adjoint it is a view of (accumulations into either conflict)
     shared: dict[str, str] = field(default_factory=dict)
+    #: tape declarations (run after ``prologue``)
+    workspace: list[ast.stmt] = field(default_factory=list)
 
 
 class _Scalars:
@@ -523,5 +525,5 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
-    return Sweeps(prologue + tapes, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared)
+    return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
+                  r.restored_names, r.callables, shared, tapes)

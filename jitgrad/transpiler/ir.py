@@ -1,0 +1,57 @@
+"""The generated-code IR: what a mode pass produces and a lowering turns into source.
+
+Reverse mode produces an ``Adjoint``: the sweeps of one specialisation as statement
+lists plus the names that tie them together.  Nothing here is a Python function
+yet: ``lower`` assembles the variants (value and gradient, gradient only, one
+sweep for display) from the same record, so a new variant or target is a new
+lowering option, not another hand-assembled function.  Forward mode (tangents)
+and the CUDA target plug in as another record and another lowering.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Adjoint:
+    """Reverse mode's code for one (wrt, argument kinds) specialisation."""
+
+    #: the user's function name (generated functions are named after it)
+    name: str
+    #: the primal's parameters, in order
+    params: tuple[str, ...]
+    #: the parameter holding the output cotangent (a tuple of them for several outputs)
+    seed: str
+    #: copies of arguments the code writes (the caller's arrays are never written)
+    prologue: tuple[ast.stmt, ...]
+    #: tape and workspace declarations (``_tape = np.empty(0, np.float64)``...)
+    workspace: tuple[ast.stmt, ...]
+    #: the primal with pushes of what the adjoint sweep needs
+    forward: tuple[ast.stmt, ...]
+    #: adjoints of buffers and ``wrt`` arguments set to zero, adjoint views made
+    init: tuple[ast.stmt, ...]
+    #: the statements in reverse, each followed by its pullback
+    adjoint: tuple[ast.stmt, ...]
+    #: the returned values, read after ``forward`` (held aside where the adjoint restores them)
+    results: tuple[ast.expr, ...]
+    #: the adjoint names returned as the gradient, in ``wrt`` order
+    grads: tuple[str, ...]
+    #: adjoint name -> the adjoint it is a view of (writes through either reach both)
+    shared: dict[str, str] = field(default_factory=dict)
+    #: functions that compiled code calls through ``hook`` (compiled with it under jit)
+    callables: frozenset[str] = frozenset()
+
+    def body(self) -> list[ast.stmt]:
+        """Both sweeps in execution order (the lowering copies before changing them)."""
+        return [*self.prologue, *self.workspace, *self.forward, *self.init, *self.adjoint]
+
+
+def result_expr(values: list[ast.expr] | tuple[ast.expr, ...]) -> ast.expr:
+    """One value as itself, several as a tuple (how a Python function returns them)."""
+    vals = list(values)
+    return vals[0] if len(vals) == 1 else ast.Tuple(elts=vals, ctx=ast.Load())
+
+
+__all__ = ["Adjoint", "result_expr"]

@@ -1,0 +1,45 @@
+"""Lowering: from the IR to Python function definitions for the CPU target.
+
+One function per variant, all from the same ``Adjoint`` record:
+
+- ``"grad"``: ``f_grad(*params, seed) -> (value, grads)``, both sweeps;
+- ``"grad_only"``: ``(None, grads)``, without the forward work that only served
+  the returned value;
+- ``"forward"`` and ``"adjoint"``: one sweep each, for reading (``stage=``), not run.
+
+Dead code is removed per variant, since what is live depends on what is returned.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from . import emit
+from .ir import Adjoint, result_expr
+from .nodes import clone
+from .optimize import dead_code
+
+VARIANTS = ("grad", "grad_only")
+PARTS = ("forward", "adjoint")
+
+
+def _returns(ir: Adjoint, variant: str) -> ast.Return:
+    grads = result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads])
+    value = result_expr(clone(list(ir.results))) if variant == "grad" else ast.Constant(None)
+    return ast.Return(value=ast.Tuple(elts=[value, grads], ctx=ast.Load()))
+
+
+def lower(ir: Adjoint, variant: str, fname: str) -> ast.FunctionDef:
+    """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``)."""
+    if variant in VARIANTS:
+        body = dead_code(clone(ir.body()) + [_returns(ir, variant)], ir.shared)
+        return emit.function_def(fname, [*ir.params, ir.seed], body)
+    if variant == "forward":
+        return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,
+                                                          *ir.forward])
+    if variant == "adjoint":
+        return emit.function_def(fname, [ir.seed], [*ir.init, *ir.adjoint])
+    raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
+
+
+__all__ = ["PARTS", "VARIANTS", "lower"]

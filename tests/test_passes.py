@@ -1,0 +1,27 @@
+"""The pass list: every pass has a before/after example, and every example holds."""
+
+import doctest
+
+import pytest
+
+from jitgrad.transpiler import pipeline
+from jitgrad.transpiler.pipeline import PASSES
+
+
+@pytest.mark.parametrize("p", PASSES, ids=[p.name for p in PASSES])
+def test_pass_example(p):
+    assert ">>> print(example(" in p.doc, f"pass {p.name} has no before/after example"
+    finder = doctest.DocTestFinder(recurse=False)
+    globs = {"example": pipeline.example, "np": __import__("numpy")}
+    tests = finder.find(p.run, p.name, globs=globs)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for t in tests:
+        runner.run(t)
+    res = runner.summarize(verbose=False)
+    assert res.attempted >= 1 and res.failed == 0
+
+
+def test_pass_names_unique_and_stages():
+    names = [p.name for p in PASSES]
+    assert len(set(names)) == len(names)
+    assert set(names) <= set(pipeline.STAGES)
