@@ -9,6 +9,7 @@ Numba failures into ``JitError``s that quote the generated line.
 
 from __future__ import annotations
 
+import ast
 import inspect
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,9 +29,25 @@ class Compiled:
     jitted: dict[str, Any] = field(default_factory=dict)
 
 
-def build(sources: dict[str, str], names: dict[str, str], namespace: dict[str, Any],
+def imports(sources: dict[str, str], env: dict[str, Any]) -> dict[str, Any]:
+    """The module namespace the generated code runs in: exactly the global names it reads
+    (the user's modules, constants and helpers, and jitgrad's), taken from ``env``."""
+    read: set[str] = set()
+    for src in sources.values():
+        fn = ast.parse(src).body[0]
+        local = {a.arg for a in fn.args.args}
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Name):
+                (read if isinstance(n.ctx, ast.Load) else local).add(n.id)
+        read -= local
+    return {n: env[n] for n in sorted(read) if n in env}
+
+
+def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
           qualname: str, jit: bool, callables: frozenset[str] = frozenset()) -> Compiled:
-    """Exec each variant's source into ``namespace``; compile them when ``jit``."""
+    """Exec each variant's source into a namespace of what it reads from ``env``; compile
+    them when ``jit``."""
+    namespace = imports(sources, env)
     fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
     out = Compiled(sources, fns, namespace, jit, callables)
     if jit:
