@@ -39,7 +39,7 @@ def function_def(fname: str, args: list[str], body: list[ast.stmt]) -> ast.Funct
 
 
 _MARK = "__jitgrad_comment__: "
-_MARK_LINE = re.compile(r"^(\s*)(['\"])" + re.escape(_MARK) + r"(.*)\2$", re.M)
+_MARK_LINE = re.compile(r"^(\s*)(\"\"\"|'''|['\"])" + re.escape(_MARK) + r"(.*)\2$", re.M)
 
 
 def comment(text: str) -> ast.stmt:

@@ -54,6 +54,10 @@ class Namer:
             self._adjoints[name] = cand
         return self._adjoints[name]
 
+    def adjoints(self) -> dict[str, str]:
+        """Every name given an adjoint so far -> its adjoint's name."""
+        return dict(self._adjoints)
+
     def tape(self, name: str) -> str:
         return self.fresh(f"_tape_{name.lstrip('_')}_")
 

@@ -355,3 +355,98 @@ def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
     return rev
 
 
+
+
+#: most terms summed into one scalar adjoint statement
+_SUM_MAX = 8
+
+
+def _exits(s: ast.stmt) -> bool:
+    """Does ``s`` contain a jump (its successors may not run)?"""
+    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+               for n in ast.walk(s))
+
+
+def _written_roots(s: ast.stmt, shared: dict[str, str]) -> set[str]:
+    """Names (and the buffers they view) that ``s`` may write, anywhere inside it."""
+    out: set[str] = set()
+    for n in ast.walk(s):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store) \
+                and isinstance(n.value, ast.Name):
+            out.add(n.value.id)
+    return out | {_root(n, shared) for n in out}
+
+
+def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
+                         shared: dict[str, str] | None = None) -> list[ast.stmt]:
+    """``dc = 0.0; dc += a; ...; dc += b`` -> ``dc = a + b`` for scalar adjoints ``scalars``.
+
+    A pending ``dc = 0.0``, assignment or accumulation sinks to the next accumulation into ``dc``
+    in the same statement list when nothing between reads or writes ``dc``, writes
+    what its terms read, or may jump; sums stay a few terms deep.
+    """
+    shared = shared or {}
+    out: list[ast.stmt | None] = []
+    # adjoint -> (index in out, "set" or "add", [(sign, term)], roots the terms read)
+    pending: dict[str, tuple[int, str, list, set[str]]] = {}
+    for s in stmts:
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub and isinstance(s, (ast.If, ast.For, ast.While)):
+                setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
+        t = getattr(s, "target", None)
+        if (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
+                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value)):
+            d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
+            reads = {_root(n, shared) for n in _loads(s.value)} | _loads(s.value)
+            prev = pending.pop(d, None)
+            if prev is not None and len(prev[2]) < _SUM_MAX:
+                i, how, terms, prev_reads = prev
+                out[i] = None
+                terms = terms + [(sign, s.value)]
+                new = _scalar_sum(d, how, terms)
+                pending[d] = (len(out), how, terms, prev_reads | reads)
+            else:
+                new = s
+                pending[d] = (len(out), "add", [(sign, s.value)], reads)
+            out.append(ast.copy_location(new, s))
+            continue
+        if _exits(s) or (isinstance(s, ast.Expr) and not _is_comment(s)):
+            pending.clear()
+        else:
+            names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+            written = _written_roots(s, shared)
+            for d in [d for d, p in pending.items() if d in names or p[3] & written]:
+                del pending[d]
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name) and s.targets[0].id in scalars
+                and s.targets[0].id not in _loads(s.value)):
+            v = s.value
+            if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
+                pending[s.targets[0].id] = (len(out), "set", [], set())
+            else:
+                reads = {_root(n, shared) for n in _loads(v)} | _loads(v)
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)], reads)
+        out.append(s)
+    return [s for s in out if s is not None]
+
+
+def _is_comment(s: ast.stmt) -> bool:
+    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
+        and isinstance(s.value.value, str)
+
+
+def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
+    """``d = t1 + t2 - t3`` (``how == "set"``) or ``d += t1 + t2 - t3``."""
+    sign, total = terms[0]
+    if sign < 0:
+        total = ast.UnaryOp(op=ast.USub(), operand=total)
+    for sign, e in terms[1:]:
+        total = ast.BinOp(left=total, op=ast.Add() if sign > 0 else ast.Sub(), right=e)
+    if how == "set":
+        return ast.Assign(targets=[ast.Name(id=d, ctx=ast.Store())], value=total)
+    return ast.AugAssign(target=ast.Name(id=d, ctx=ast.Store()), op=ast.Add(), value=total)

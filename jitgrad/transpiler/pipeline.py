@@ -31,7 +31,7 @@ from .kinds import Kind, infer
 from .naming import Namer, names_in
 from .nodes import clone
 from .normalize import Normalizer, inplace_updates
-from .optimize import merge_accumulations
+from .optimize import fold_scalar_adjoints, merge_accumulations
 from .parse import Parsed, free_names, parse_function
 from .reverse import reverse
 from .versions import version_names
@@ -331,7 +331,8 @@ def show_ir(u: Unit) -> str:
 
 
 def optimize_(u: Unit) -> None:
-    """Accumulations into one adjoint in a row become one statement (dead code goes at
+    """Accumulations into one adjoint in a row become one statement, and a scalar adjoint
+    zeroed just before its first contribution is assigned it (dead code goes at
     lowering, per variant).
 
     >>> print(example("optimize", '''
@@ -349,8 +350,7 @@ def optimize_(u: Unit) -> None:
             _t = _t2 * _t3
             s = s + _t
         dx = np.zeros_like(x)
-        ds = 0.0
-        ds += _dret
+        ds = _dret
         for i in range(n - 1, -1, -1):
             # line 4: s = s + x[i] * x[i]
             _dt = ds
@@ -361,8 +361,15 @@ def optimize_(u: Unit) -> None:
             dx[i] += _dt3 + _dt2
         return (s, dx)
     """
-    adjoint = merge_accumulations(list(u.ir.adjoint), u.ir.shared)
-    u.ir = dataclasses.replace(u.ir, adjoint=tuple(adjoint))
+    ir = u.ir
+    adjoint = merge_accumulations(list(ir.adjoint), ir.shared)
+    scalars = {d for n, d in u.namer.adjoints().items()
+               if n in u.kinds and not u.kinds[n].is_array}
+    both = fold_scalar_adjoints([*ir.init, *adjoint], scalars, ir.shared)
+    kept = 0  # the zeroings that stay are still the first statements
+    while kept < len(both) and kept < len(ir.init) and both[kept] in ir.init:
+        kept += 1
+    u.ir = dataclasses.replace(ir, init=tuple(both[:kept]), adjoint=tuple(both[kept:]))
 
 
 def lower_(u: Unit) -> None:
@@ -373,12 +380,9 @@ def lower_(u: Unit) -> None:
     ...     return x * y + math.sin(x)
     ... ''', variant="grad_only"))
     def f_gradonly_1(x, y, _dret):
-        dx = 0.0
-        dy = 0.0
         # line 2: return x * y + math.sin(x)
-        dx += _dret * np.cos(x)
-        dx += _dret * y
-        dy += _dret * x
+        dx = _dret * np.cos(x) + _dret * y
+        dy = _dret * x
         return (None, (dx, dy))
     """
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
