@@ -328,7 +328,7 @@ def test_kinds_of_new_rules():
     args = (np.ones(3), np.ones((3, 3)), 0.5, 1.5)
     prep = prepare(C.kinds_demo)
     kinds = infer(copy.deepcopy(prep.body), dict(prep.env),
-                  {p: of_value(a) for p, a in zip(prep.args, args, strict=True)})
+                  {p: of_value(a) for p, a in zip(prep.params, args, strict=True)})
     expected = {"D": "f2", "d": "f1", "P": "f2", "Q": "f3", "K": "f2", "M": "f2", "N": "f2",
                 "r": "f1", "m": "f0", "i": "i0", "s": "f0", "mv": "f0", "arr": "f1",
                 "iarr": "i1", "farr": "f1", "B": "f2", "S": "f1", "F": "f2", "vd": "f0",
