@@ -57,7 +57,7 @@ def main(sizes: list[int]) -> None:
         gen = transform(prep, ["x", "a"], kinds)
         t2 = time.perf_counter()
         print(f"| {n} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t2 - t0:.2f} | "
-              f"{1e3 * (t2 - t0) / n:.1f} | {len(gen.grad_src.splitlines())} |", flush=True)
+              f"{1e3 * (t2 - t0) / n:.1f} | {len(gen.sources['grad'].splitlines())} |", flush=True)
 
 
 if __name__ == "__main__":
