@@ -370,9 +370,22 @@ def chain_of_copies_updated(x, a):
     return h[1] * a + np.sum(u)
 
 
+def adjoint_read_between_contributions(x, a):
+    # the adjoint of the second 'a' is read (a += w) between its two contributions:
+    # folding them into one statement must not move the first past that read
+    w = a * 2.0
+    a = np.dot(x, x) * a
+    w = w + a
+    a = w * a
+    w = a - w
+    a += w
+    return 0.5 * a + w * w
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
+    (adjoint_read_between_contributions, lambda: (X.copy(), 0.45), (0, 1)),
     (self_square, lambda: (1.3,), 0),
     (keep_then_square, lambda: (1.3,), 0),
     (self_times_shifted, lambda: (1.3,), 0),

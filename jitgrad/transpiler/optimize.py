@@ -399,10 +399,20 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             if sub and isinstance(s, (ast.If, ast.For, ast.While)):
                 setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
         t = getattr(s, "target", None)
-        if (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
-                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value)):
+        fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
+                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value))
+        # what ``s`` reads or writes keeps the pending statements it touches where they are
+        if _exits(s) or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
+            pending.clear()
+        else:
+            names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+            written = _written_roots(s, shared)
+            for d in [d for d, p in pending.items()
+                      if (d in names and not (fold and d == t.id)) or p[3] & written]:
+                del pending[d]
+        if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
-            reads = {_root(n, shared) for n in _loads(s.value)} | _loads(s.value)
+            reads = _term_reads(s.value, shared)
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
                 i, how, terms, prev_reads = prev
@@ -415,13 +425,6 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
                 pending[d] = (len(out), "add", [(sign, s.value)], reads)
             out.append(ast.copy_location(new, s))
             continue
-        if _exits(s) or (isinstance(s, ast.Expr) and not _is_comment(s)):
-            pending.clear()
-        else:
-            names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
-            written = _written_roots(s, shared)
-            for d in [d for d, p in pending.items() if d in names or p[3] & written]:
-                del pending[d]
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in scalars
                 and s.targets[0].id not in _loads(s.value)):
@@ -429,15 +432,16 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
                 pending[s.targets[0].id] = (len(out), "set", [], set())
             else:
-                reads = {_root(n, shared) for n in _loads(v)} | _loads(v)
-                pending[s.targets[0].id] = (len(out), "set", [(1, v)], reads)
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)],
+                                            _term_reads(v, shared))
         out.append(s)
     return [s for s in out if s is not None]
 
 
-def _is_comment(s: ast.stmt) -> bool:
-    return isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
-        and isinstance(s.value.value, str)
+def _term_reads(e: ast.expr, shared: dict[str, str]) -> set[str]:
+    """The names a term reads, with the buffers they view (writes to either block sinking)."""
+    loads = _loads(e)
+    return loads | {_root(n, shared) for n in loads}
 
 
 def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
