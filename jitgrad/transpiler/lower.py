@@ -23,7 +23,8 @@ VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
 
 
-def _returns(ir: Adjoint, variant: str) -> ast.Return:
+def result_return(ir: Adjoint, variant: str) -> ast.Return:
+    """``return (value, grads)``, or ``(None, grads)`` for the gradient-only variant."""
     grads = result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads])
     value = result_expr(clone(list(ir.results))) if variant == "grad" else ast.Constant(None)
     return ast.Return(value=ast.Tuple(elts=[value, grads], ctx=ast.Load()))
@@ -32,7 +33,7 @@ def _returns(ir: Adjoint, variant: str) -> ast.Return:
 def lower(ir: Adjoint, variant: str, fname: str) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``)."""
     if variant in VARIANTS:
-        body = dead_code(clone(ir.body()) + [_returns(ir, variant)], ir.shared)
+        body = dead_code(clone(ir.body()) + [result_return(ir, variant)], ir.shared)
         return emit.function_def(fname, [*ir.params, ir.seed], body)
     if variant == "forward":
         return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,

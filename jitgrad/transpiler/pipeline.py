@@ -326,7 +326,7 @@ def reverse_(u: Unit) -> None:
 def show_ir(u: Unit) -> str:
     """The IR as the value-and-gradient function, before optimisation."""
     fn = emit.function_def(f"{u.name}_grad", [*u.ir.params, u.ir.seed],
-                           clone(u.ir.body()) + [lower._returns(u.ir, "grad")])
+                           clone(u.ir.body()) + [lower.result_return(u.ir, "grad")])
     return emit.unparse(fn)
 
 
@@ -495,14 +495,6 @@ class Generated:
     unit: Unit
     return_kinds: list[Kind | None]
     compiled: Any = None
-
-    @property
-    def sources(self) -> dict[str, str]:
-        return self.unit.sources
-
-    @property
-    def grad_src(self) -> str:
-        return self.unit.sources["grad"]
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
