@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from ..rules.primitives import allocating_names
 from .inline import rename
 from .naming import loaded_names
 
@@ -59,8 +60,8 @@ def _pure(s: ast.stmt) -> bool:
     return isinstance(s, ast.Pass)
 
 
-_FRESH = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like",
-          "full_like", "copy", "array", "arange", "linspace"}
+#: what calls of allocating primitives are spelled as (``np.zeros``, ``x.copy``)
+_FRESH = allocating_names()
 
 
 def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
