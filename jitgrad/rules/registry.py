@@ -26,6 +26,10 @@ from .primitives import (
     version,
 )
 
+#: the record fields ``grad_rule``'s keywords may set (spellings and queries are the
+#: built-in table's; tangent rules wait for forward mode)
+RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs"))
+
 __all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable",
            "version"]
 
@@ -50,10 +54,10 @@ def _facts(meta: dict[str, Any]) -> dict[str, Any]:
         facts["result"] = declared(facts.pop("ndim_of"), bool(facts.pop("float_result", False)))
     if "kind_of" in facts:
         facts["result"] = argument(facts.pop("kind_of"))
-    unknown = sorted(set(facts) - set(SETTABLE))
+    unknown = sorted(set(facts) - set(RULE_FACTS))
     if unknown:
         raise RuleError(f"grad_rule: unknown keyword {', '.join(unknown)}; it takes ndim_of, "
-                        f"float_result, kind_of and the record fields {', '.join(SETTABLE)}")
+                        f"float_result, kind_of, {', '.join(RULE_FACTS)} (docs/rules.md)")
     return facts
 
 
