@@ -152,6 +152,13 @@ def test_grad_rule_keywords_set_record_fields():
 
     jg.grad_rule(first_of, kind_of=0, view=True)(_double)
     assert fact(first_of).result == Result("arg", arg=0) and fact(first_of).view
+
+    def fresh_buffer(x):
+        return x.copy()
+
+    assert "fresh_buffer" not in allocating_names()
+    jg.grad_rule(fresh_buffer, allocates=True)(_double)
+    assert "fresh_buffer" in allocating_names()
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
                                "device"}
     assert set(RULE_FACTS) < set(SETTABLE)

@@ -1,6 +1,6 @@
 """The built-in primitives' facts besides their rules: one table, read through ``primitives``.
 
-Rules (``arithmetic``, ``elementwise``, ``arrays``) say how to differentiate; this
+Rules (``operators``, ``elementwise``, ``arrays``) say how to differentiate; this
 table says what kind of value each primitive returns, which spell the same thing,
 which return views or fresh arrays, which are linear, cheap, or allowed on the
 device.  Ufuncs and ``math`` functions are elementwise and broadcast by default

@@ -170,7 +170,7 @@ def version() -> int:
 
 def bump() -> None:
     global _version
-    _version += 1
+    _version += 1  # the caches below notice
 
 
 def declare(*fns: Any, **facts: Any) -> None:
@@ -227,12 +227,22 @@ def cheap(fn: Any) -> bool:
 
 def allocating_names() -> frozenset[str]:
     """Names and method spellings of the functions whose results are fresh arrays."""
-    out = set()
-    for rec in _RECORDS.values():
-        if rec.allocates:
-            out.add(rec.fn.__name__)
-            out.update(rec.methods)
-    return frozenset(out)
+    if _ALLOCATING[0] != _version:
+        names = set()
+        for rec in _RECORDS.values():
+            if rec.allocates:
+                names.add(rec.fn.__name__)
+                names.update(rec.methods)
+        _ALLOCATING[:] = [_version, frozenset(names)]
+    return _ALLOCATING[1]
+
+
+_ALLOCATING: list[Any] = [-1, frozenset()]  # (version, names) of the last answer
+
+
+def allocating(name: str) -> bool:
+    """Is ``name`` (``np.zeros``'s, ``x.copy``'s) spelling a call that allocates a fresh array?"""
+    return name in allocating_names()
 
 
 def is_library(fn: Any) -> bool:
