@@ -1,6 +1,8 @@
-"""Gradient rules: the registry and the built-in rule tables (imported for their effect)."""
+"""Gradient rules and primitive facts: the registry, the built-in rules and the facts table
+(imported for their effect)."""
 
-from . import arrays, elementwise, operators, transpiled  # noqa: F401  (built-in rules)
+from . import arrays, elementwise, facts, operators, transpiled  # noqa: F401  (built-ins)
+from .primitives import Primitive, fact
 from .registry import (
     Rule,
     grad_rule,
@@ -10,4 +12,5 @@ from .registry import (
     version,
 )
 
-__all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable", "version"]
+__all__ = ["Primitive", "Rule", "fact", "grad_rule", "is_non_differentiable", "lookup",
+           "non_differentiable", "version"]

@@ -284,7 +284,7 @@ def copy(x):
     return np.copy(x), back
 
 
-@grad_rule(np.ascontiguousarray, np.asfortranarray, ndim_of=results.same, view=True)
+@grad_rule(np.ascontiguousarray, np.asfortranarray, ndim_of=results.same)
 def contiguous(x):
     """The same values, perhaps in a new layout (a view when the layout is already right)."""
     def back(dy):
@@ -292,7 +292,7 @@ def contiguous(x):
     return np.ascontiguousarray(x), back
 
 
-@grad_rule(np.array, np.asarray, ndim_of=results.same, view=True)
+@grad_rule(np.array, np.asarray, ndim_of=results.same)
 def array(values, dtype=None):
     """``np.array([a, b, c])`` of numbers (entry ``j`` of the list gets ``dy[j]``), or of an
     array (``np.asarray`` of an array is a view; Numba's ``np.array`` takes lists and tuples
@@ -302,35 +302,35 @@ def array(values, dtype=None):
     return np.array(values, dtype), back
 
 
-@grad_rule(np.atleast_1d, ndim_of=results.at_least(1), view=True)
+@grad_rule(np.atleast_1d, ndim_of=results.at_least(1))
 def atleast_1d(x):
     def back(dy):
         return (reshape_like(dy, x),)
     return np.atleast_1d(x), back
 
 
-@grad_rule(np.atleast_2d, ndim_of=results.at_least(2), view=True)
+@grad_rule(np.atleast_2d, ndim_of=results.at_least(2))
 def atleast_2d(x):
     def back(dy):
         return (reshape_like(dy, x),)
     return np.atleast_2d(x), back
 
 
-@grad_rule(np.atleast_3d, ndim_of=results.at_least(3), view=True)
+@grad_rule(np.atleast_3d, ndim_of=results.at_least(3))
 def atleast_3d(x):
     def back(dy):
         return (reshape_like(dy, x),)
     return np.atleast_3d(x), back
 
 
-@grad_rule(np.broadcast_to, ndim_of=results.shaped, view=True)
+@grad_rule(np.broadcast_to, ndim_of=results.shaped)
 def broadcast_to(x, shape):
     def back(dy):
         return (unbroadcast(dy, x), None)
     return np.broadcast_to(x, shape), back
 
 
-@grad_rule(np.swapaxes, ndim_of=results.same, view=True)
+@grad_rule(np.swapaxes, ndim_of=results.same)
 def swapaxes(x, axis1, axis2):
     def back(dy):
         return (np.swapaxes(dy, axis1, axis2), None, None)
@@ -362,7 +362,7 @@ def triu(m, k=0):
 # --- order ---------------------------------------------------------------------
 
 
-@grad_rule(np.flip, ndim_of=results.same, view=True)
+@grad_rule(np.flip, ndim_of=results.same)
 def flip(x, axis=None):
     """Every axis (axis None) or one int axis; flipping is its own pullback."""
     def back(dy):
@@ -370,14 +370,14 @@ def flip(x, axis=None):
     return flip_along(x, axis), back
 
 
-@grad_rule(np.fliplr, ndim_of=results.same, view=True)
+@grad_rule(np.fliplr, ndim_of=results.same)
 def fliplr(x):
     def back(dy):
         return (np.fliplr(dy),)
     return np.fliplr(x), back
 
 
-@grad_rule(np.flipud, ndim_of=results.same, view=True)
+@grad_rule(np.flipud, ndim_of=results.same)
 def flipud(x):
     def back(dy):
         return (np.flipud(dy),)

@@ -79,3 +79,8 @@ def shaped(nd, shape=None, **_):
     if isinstance(shape, int) and not isinstance(shape, bool):
         return 1
     return None
+
+
+def added(nd, **_):
+    """One more dimension than the first argument (``np.stack``, ``np.expand_dims``)."""
+    return nd + 1

@@ -24,15 +24,6 @@ from .backprop import Node, shape_of
 __all__ = ["Tracked", "apply", "data", "isleaf", "istracked", "param", "paused",
            "record", "recording", "track_call"]
 
-# ufuncs whose rule is registered under the Python operator of the same meaning
-_ALIASES: dict[Any, Any] = {
-    np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
-    np.true_divide: operator.truediv, np.negative: operator.neg, np.positive: operator.pos,
-    np.floor_divide: operator.floordiv, np.remainder: operator.mod,
-    np.matmul: operator.matmul, np.power: operator.pow,
-}
-
-
 # --- recording state ------------------------------------------------------------
 
 
@@ -363,17 +354,6 @@ def _record(value: Any, pullback: Callable[[Any], Sequence[Any]], args: Sequence
     return Tracked(value, Node(pullback, parents, shape_of(value), name, routes=routes))
 
 
-def _rule_for(fn: Any) -> Any:
-    rule = lookup(fn)
-    if rule is None and fn in _ALIASES:
-        rule = lookup(_ALIASES[fn])
-    return rule
-
-
-def _nondiff(fn: Any) -> bool:
-    return is_non_differentiable(fn) or (fn in _ALIASES and is_non_differentiable(_ALIASES[fn]))
-
-
 def apply(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     """Call ``fn`` on tracked arguments through its registered rule, recording one node."""
     if any(isinstance(v, Tracked) for v in kwargs.values()):
@@ -382,9 +362,9 @@ def apply(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     if not slots:
         return fn(*args, **kwargs)
     plain = [data(a) for a in args]
-    if _nondiff(fn):
+    if is_non_differentiable(fn):
         return fn(*plain, **kwargs)
-    rule = _rule_for(fn)
+    rule = lookup(fn)
     name = _name(fn)
     if rule is None:
         raise RuleError(f"no gradient rule for {name}: register one with "

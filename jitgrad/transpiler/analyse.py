@@ -18,18 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..rules import is_non_differentiable, lookup
+from ..rules.primitives import attribute_function, method_function, returns_view
 from .inline import resolve
-from .kinds import UNKNOWN, Kind, method_function
+from .kinds import UNKNOWN, Kind
 from .normalize import QUERY_ATTRS
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
           ast.Mod: operator.mod, ast.MatMult: operator.matmul}
 UNARYOPS = {ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-#: array attributes that are functions of the array (``x.T`` is ``np.transpose(x)``)
-_ATTR_FUNCS = {"T": np.transpose, "real": np.real, "imag": np.imag}
 
 
 def primitive_of(value: ast.expr, env: dict):
@@ -50,8 +47,8 @@ def primitive_of(value: ast.expr, env: dict):
             if fn is np.reshape and len(args) > 2:
                 args = [args[0], ast.Tuple(elts=args[1:], ctx=ast.Load())]
         return fn, args, {k.arg: k.value for k in value.keywords}
-    if isinstance(value, ast.Attribute) and value.attr in _ATTR_FUNCS:
-        return _ATTR_FUNCS[value.attr], [value.value], {}
+    if isinstance(value, ast.Attribute) and attribute_function(value.attr) is not None:
+        return attribute_function(value.attr), [value.value], {}
     if isinstance(value, ast.Subscript):
         return operator.getitem, [value.value, value.slice], {}
     return None
@@ -515,10 +512,6 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                 f"copy it: '{ut} = {uv}.copy()' (or swap with '{ut}, {uv} = {uv}, {ut}')")
 
 
-_VIEW_FUNCS = {np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d,
-               np.atleast_3d, np.squeeze, np.diagonal, np.flip, np.expand_dims, np.asarray}
-
-
 def view_base(v: ast.expr, env: dict) -> str | None:
     """The array ``v`` may share a buffer with (a name itself, slices, ``.T``, reshape,
     ravel...), else None."""
@@ -531,9 +524,8 @@ def view_base(v: ast.expr, env: dict) -> str | None:
         return v.value.id
     if isinstance(v, ast.Call):
         prim = primitive_of(v, env)
-        rule = lookup(prim[0]) if prim is not None and prim[0] is not None else None
-        if prim is not None and (prim[0] in _VIEW_FUNCS or (rule and rule.meta.get("view"))) \
-                and prim[0] is not np.array and prim[1] and isinstance(prim[1][0], ast.Name):
+        if prim is not None and returns_view(prim[0]) and prim[1] \
+                and isinstance(prim[1][0], ast.Name):
             return prim[1][0].id
     return None
 

@@ -37,15 +37,3 @@ def walk_values(e: ast.AST):
         if isinstance(n, (ast.Call, ast.Attribute)):
             continue
         stack.extend(ast.iter_child_nodes(n))
-
-
-def is_library(fn) -> bool:
-    import numpy as np
-
-    if fn is np.matmul:  # Numba has '@' and np.dot but not np.matmul
-        return False
-    mod = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return isinstance(fn, np.ufunc) or mod in ("numpy", "math", "builtins", "_operator",
-                                               "operator")
-
-

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import JitError
+from ..rules.primitives import library_module
 
 _COUNTER = itertools.count(1)
 
@@ -107,15 +108,12 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
 
 # --- the primal: the user's own function, compiled as the user would compile it ----------
 
-_LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
-
-
 def _is_helper(obj: Any) -> bool:
     """A plain Python function of the user's (Numba compiles it only if it is njit too)."""
     if not inspect.isfunction(obj):
         return False
     mod = getattr(obj, "__module__", None) or ""
-    return mod.split(".")[0] not in _LIBRARY_ROOTS
+    return not library_module(mod)
 
 
 def _code_names(code: types.CodeType) -> set[str]:
@@ -188,7 +186,7 @@ def _njit_with_helpers(fn: Any, memo: dict[int, tuple[Any, Any]]) -> Any:
 
 def _is_user_module(obj: Any) -> bool:
     return isinstance(obj, types.ModuleType) and \
-        obj.__name__.split(".")[0] not in _LIBRARY_ROOTS
+        not library_module(obj.__name__)
 
 
 _EMPTY = object()

@@ -22,14 +22,13 @@ import types
 from typing import Any
 
 from ..rules import is_non_differentiable, lookup
+from ..rules.primitives import library_module
 from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
 from .nodes import clone
 from .parse import Parsed, parse_function, python_function
-
-_LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
 
 
 def resolve(expr: ast.expr, env: dict[str, Any]) -> Any:
@@ -52,7 +51,7 @@ def user_function(obj: Any) -> Any:
     except TypeError:
         return None
     mod = getattr(py, "__module__", "") or ""
-    if mod.split(".")[0] in _LIBRARY_ROOTS or not inspect.isfunction(py) or _installed(py):
+    if library_module(mod) or not inspect.isfunction(py) or _installed(py):
         return None
     return py
 

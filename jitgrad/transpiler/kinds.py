@@ -8,17 +8,15 @@ bools never do), which adjoints are arrays, and when ``unbroadcast`` is a no-op.
 from __future__ import annotations
 
 import ast
-import builtins
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..rules import lookup
+from ..rules.primitives import RESULT_HOWS, Result, method_function, result_of
 from ..rules.results import RUNTIME
-from ..runtime.hooks import nobacksies
 from .inline import resolve
 
 _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
@@ -97,22 +95,6 @@ def of_value(v: Any) -> Kind:
     if isinstance(v, tuple):
         return TUPLE
     return UNKNOWN
-
-
-_SAME = {np.copy, np.transpose, np.clip, np.zeros_like, np.ones_like, np.empty_like,
-         np.full_like}
-_REDUCE = {np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
-           np.linalg.norm}
-_METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
-            "var": np.var, "std": np.std, "copy": np.copy, "dot": np.dot,
-            "reshape": np.reshape, "ravel": np.ravel, "flatten": np.ravel,
-            "transpose": np.transpose, "cumsum": np.cumsum, "clip": np.clip,
-            "item": float}
-
-
-def method_function(attr: str):
-    """The NumPy function an array method stands for (``x.sum()`` -> ``np.sum``)."""
-    return _METHODS.get(attr)
 
 
 def _entries(node: ast.expr, expr) -> Kind:
@@ -335,116 +317,141 @@ class KindInference:
             nodes = [e.func.value, *nodes]
         if fn is None:
             return UNKNOWN
-        if fn is nobacksies and len(args) == 2:
-            return args[1]
-        rule = lookup(fn)
-        if rule is not None and "kind_of" in rule.meta and len(args) > rule.meta["kind_of"]:
-            return args[rule.meta["kind_of"]]
-        if rule is not None and "ndim_of" in rule.meta:
-            # the rule declares its result's ndim (jitgrad/rules/results.py); the class
-            # is that of the arguments, float for float_result, or the dtype argument's
-            kinds = [_entries(x, self.expr) for x in nodes]
-            code = rule.impl.__code__
-            params = code.co_varnames[:code.co_argcount]
-            bound = dict(zip(params, nodes, strict=False)) | kw
-            opts = {p: _option(x, self.expr) for p, x in bound.items() if p != params[0]}
-            try:
-                nd = rule.meta["ndim_of"](kinds[0].ndim if kinds else None, **opts)
-            except TypeError:
-                nd = None
-            cls = None
-            for k in kinds:
-                if k.cls in _ORDER:
-                    cls = k.cls if cls is None else max(cls, k.cls, key=_ORDER.__getitem__)
-            if rule.meta.get("float_result") and cls != "c":
-                cls = "f"
-            if "dtype" in bound:
-                cls = _dtype_class(resolve(bound["dtype"], self.env)) or cls
-            return Kind(cls or "o", nd)
-        first = args[0] if args else UNKNOWN
-        cls_f = "f" if first.cls != "c" else "c"
-        if fn in (builtins.len, builtins.int, builtins.round, math.floor, math.ceil,
-                  math.trunc, np.argmax, np.argmin):
-            return INT
-        if fn in (builtins.float, np.float64, np.float32):
-            return FLOAT
-        if fn in (np.int64, np.int32, np.intp):
-            return INT
-        if fn in (builtins.bool, math.isnan, math.isinf, math.isfinite):
-            return BOOL
-        if fn in (builtins.abs, builtins.min, builtins.max):
-            k = first
-            for a in args[1:]:
-                k = join(k, a)
-            return k
-        if fn in (np.zeros, np.ones, np.empty, np.full):
-            dt = kw.get("dtype", e.args[2] if fn is np.full and len(e.args) > 2 else
-                        (e.args[1] if len(e.args) > 1 and fn is not np.full else None))
+        r = result_of(fn)  # how the primitive's record says its result kind follows
+        return _RESULTS[r.how](self, r, _Call(fn, e, args, kw, nodes))
+
+    # --- one method per kind of result (``primitives.Result.how``) ---------------------
+
+    def _arg(self, r: Result, c: _Call) -> Kind:
+        return c.args[r.arg] if len(c.args) > r.arg else UNKNOWN
+
+    def _declared(self, r: Result, c: _Call) -> Kind:
+        # the rule declares its result's ndim (jitgrad/rules/results.py); the class
+        # is that of the arguments, float for float_result, or the dtype argument's
+        rule = lookup(c.fn)
+        if rule is None:
+            return UNKNOWN
+        kinds = [_entries(x, self.expr) for x in c.nodes]
+        code = rule.impl.__code__
+        params = code.co_varnames[:code.co_argcount]
+        bound = dict(zip(params, c.nodes, strict=False)) | c.kw
+        opts = {p: _option(x, self.expr) for p, x in bound.items() if p != params[0]}
+        try:
+            nd = r.ndim(kinds[0].ndim if kinds else None, **opts)
+        except TypeError:
+            nd = None
+        cls = None
+        for k in kinds:
+            if k.cls in _ORDER:
+                cls = k.cls if cls is None else max(cls, k.cls, key=_ORDER.__getitem__)
+        if r.cls == "f" and cls != "c":
             cls = "f"
-            if dt is not None:
-                d = resolve(dt, self.env)
-                if d in (int, np.int64, np.int32, np.intp):
-                    cls = "i"
-                elif d in (bool, np.bool_):
-                    cls = "b"
-            return Kind(cls, self._shape_ndim(e.args[0]) if e.args else None)
-        if fn in _SAME:
-            return Kind(first.cls, first.ndim)
-        if fn is np.arange:
-            return Kind("i" if all(a.cls == "i" for a in args) else "f", 1)
-        if fn is np.linspace:
-            return Kind("f", 1)
-        if fn in (np.eye, np.identity, np.outer, np.linalg.inv):
-            return Kind("f", 2)
-        if fn in _REDUCE or fn in (np.trace, np.linalg.det):
-            axis = kw.get("axis", e.args[1] if len(e.args) > 1 and fn in _REDUCE
-                          and fn is not np.linalg.norm else None)
-            if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
-                return Kind(cls_f, 0)
-            return Kind(cls_f, None if first.ndim is None else max(first.ndim - 1, 0))
-        if fn in (np.dot, np.matmul, operator.matmul):
-            return Kind(cls_f, self._dot_ndim(first, args[1] if len(args) > 1 else UNKNOWN))
-        if fn is np.linalg.solve:
-            return Kind("f", args[1].ndim if len(args) > 1 else None)
-        if fn is np.reshape:
-            shp = e.args[1] if len(e.args) > 1 else kw.get("shape") or kw.get("newshape")
-            if isinstance(e.func, ast.Attribute) and resolve(e.func, self.env) is None:
-                shp = e.args[0] if len(e.args) == 1 else ast.Tuple(elts=e.args, ctx=ast.Load())
-            return Kind(first.cls, self._shape_ndim(shp) if shp is not None else None)
-        if fn in (np.ravel, np.cumsum):
-            return Kind(first.cls, 1 if fn is np.ravel or "axis" not in kw else first.ndim)
-        if fn in (np.concatenate, np.hstack, np.vstack, np.stack):
-            elts = e.args[0].elts if e.args and isinstance(e.args[0], ast.Tuple) else []
-            k = None
-            for x in elts:
-                k = join(k, self.expr(x))
-            k = k or UNKNOWN
-            nd = k.ndim
-            if nd is not None:
-                if fn is np.stack:
-                    nd += 1
-                elif fn is np.vstack:
-                    nd = max(nd, 2)
-            return Kind(k.cls, nd)
-        if fn is np.expand_dims:
-            return Kind(first.cls, None if first.ndim is None else first.ndim + 1)
-        if fn is np.where:
-            k = args[1] if len(args) > 1 else UNKNOWN
-            for a in args:
-                k = Kind(join(k, a).cls if a.cls != "b" else k.cls,
-                         None if (k.ndim is None or a.ndim is None) else max(k.ndim, a.ndim))
-            return k
-        if isinstance(fn, np.ufunc) or getattr(fn, "__module__", "") == "math" or (
-                lookup(fn) is not None and fn not in _REDUCE):
-            k = first
-            for a in args[1:]:
-                k = join(k, a)
-            if args and all(a.ndim is not None for a in args):  # broadcasting
-                k = Kind(k.cls, max(a.ndim for a in args))
-            if fn in (np.sign, np.floor, np.ceil, np.trunc, np.rint):
-                return Kind(k.cls, k.ndim)
-            return Kind(cls_f if k.cls != "o" else "o", k.ndim)
+        if "dtype" in bound:
+            cls = _dtype_class(resolve(bound["dtype"], self.env)) or cls
+        return Kind(cls or "o", nd)
+
+    def _fixed(self, r: Result, c: _Call) -> Kind:
+        return Kind(r.cls, r.ndim)
+
+    def _same(self, r: Result, c: _Call) -> Kind:
+        first = c.first
+        if r.ndim is None:
+            return first
+        if not callable(r.ndim):
+            return Kind(first.cls, r.ndim)
+        return Kind(first.cls, None if first.ndim is None else r.ndim(first.ndim))
+
+    def _reduce(self, r: Result, c: _Call) -> Kind:
+        axis = c.kw.get("axis")
+        if axis is None or (isinstance(axis, ast.Constant) and axis.value is None):
+            return Kind(c.cls_f, 0)
+        return Kind(c.cls_f, None if c.first.ndim is None else max(c.first.ndim - 1, 0))
+
+    def _sequence(self, r: Result, c: _Call) -> Kind:
+        e = c.node
+        elts = e.args[0].elts if e.args and isinstance(e.args[0], ast.Tuple) else []
+        k = None
+        for x in elts:
+            k = join(k, self.expr(x))
+        k = k or UNKNOWN
+        return Kind(k.cls, None if k.ndim is None else r.ndim(k.ndim))
+
+    def _broadcast(self, r: Result, c: _Call) -> Kind:
+        args = c.args
+        k = c.first
+        for a in args[1:]:
+            k = join(k, a)
+        if args and all(a.ndim is not None for a in args):  # broadcasting
+            k = Kind(k.cls, max(a.ndim for a in args))
+        if r.cls == "keep":
+            return Kind(k.cls, k.ndim)
+        return Kind(c.cls_f if k.cls != "o" else "o", k.ndim)
+
+    def _unknown(self, r: Result, c: _Call) -> Kind:
         return UNKNOWN
+
+    def _dot(self, r: Result, c: _Call) -> Kind:
+        return Kind(c.cls_f, self._dot_ndim(c.first, c.args[1] if len(c.args) > 1 else UNKNOWN))
+
+    def _solve(self, r: Result, c: _Call) -> Kind:
+        return Kind("f", c.args[1].ndim if len(c.args) > 1 else None)
+
+    def _alloc(self, r: Result, c: _Call) -> Kind:
+        e, full = c.node, c.fn is np.full
+        dt = c.kw.get("dtype", e.args[2] if full and len(e.args) > 2 else
+                      (e.args[1] if len(e.args) > 1 and not full else None))
+        cls = "f"
+        if dt is not None:
+            d = resolve(dt, self.env)
+            if d in (int, np.int64, np.int32, np.intp):
+                cls = "i"
+            elif d in (bool, np.bool_):
+                cls = "b"
+        return Kind(cls, self._shape_ndim(e.args[0]) if e.args else None)
+
+    def _arange(self, r: Result, c: _Call) -> Kind:
+        return Kind("i" if all(a.cls == "i" for a in c.args) else "f", 1)
+
+    def _reshape(self, r: Result, c: _Call) -> Kind:
+        e, kw = c.node, c.kw
+        shp = e.args[1] if len(e.args) > 1 else kw.get("shape") or kw.get("newshape")
+        if isinstance(e.func, ast.Attribute) and resolve(e.func, self.env) is None:
+            shp = e.args[0] if len(e.args) == 1 else ast.Tuple(elts=e.args, ctx=ast.Load())
+        return Kind(c.first.cls, self._shape_ndim(shp) if shp is not None else None)
+
+    def _cumsum(self, r: Result, c: _Call) -> Kind:
+        return Kind(c.first.cls, 1 if "axis" not in c.kw else c.first.ndim)
+
+    def _where(self, r: Result, c: _Call) -> Kind:
+        args = c.args
+        k = args[1] if len(args) > 1 else UNKNOWN
+        for a in args:
+            k = Kind(join(k, a).cls if a.cls != "b" else k.cls,
+                     None if (k.ndim is None or a.ndim is None) else max(k.ndim, a.ndim))
+        return k
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A call as the result-kind rules see it: ``args`` are the positional arguments'
+    kinds (a method's object first), ``nodes`` their expressions, ``kw`` the keywords'."""
+
+    fn: Any
+    node: ast.Call
+    args: list[Kind]
+    kw: dict[str, ast.expr]
+    nodes: list[ast.expr]
+
+    @property
+    def first(self) -> Kind:
+        return self.args[0] if self.args else UNKNOWN
+
+    @property
+    def cls_f(self) -> str:
+        return "f" if self.first.cls != "c" else "c"
+
+
+_RESULTS = {how: getattr(KindInference, f"_{how}") for how in RESULT_HOWS}
 
 
 def infer(body: list[ast.stmt], env: dict, args: dict[str, Kind]) -> dict[str, Kind]:

@@ -21,6 +21,7 @@ import ast
 import numpy as np
 
 from ..rules import is_non_differentiable
+from ..rules.primitives import query_attrs
 from .desugar import assign, name
 from .inline import resolve
 from .naming import Namer
@@ -28,7 +29,7 @@ from .nodes import clone
 from .parse import Parsed
 
 #: attributes that are plain (non-differentiable) queries
-QUERY_ATTRS = {"shape", "size", "ndim", "dtype"}
+QUERY_ATTRS = query_attrs()
 
 
 def is_atom(e: ast.expr) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from ..rules.primitives import allocating
 from .inline import rename
 from .naming import loaded_names
 
@@ -59,10 +60,6 @@ def _pure(s: ast.stmt) -> bool:
     return isinstance(s, ast.Pass)
 
 
-_FRESH = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like",
-          "full_like", "copy", "array", "arange", "linspace"}
-
-
 def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     """Names only ever bound to newly allocated arrays (writes to them touch nothing else)."""
     fresh: dict[str, bool] = {}
@@ -73,7 +70,7 @@ def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         v = s.value
                         ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
-                              and isinstance(v.func, ast.Attribute) and v.func.attr in _FRESH)
+                              and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
                         fresh[n.id] = fresh.get(n.id, True) and ok
         elif isinstance(s, ast.For):
             fresh[s.target.id] = False

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from ..errors import RuleError
 from ..rules import is_non_differentiable, lookup
+from ..rules.primitives import is_library
 from ..runtime import helpers
 from ..runtime.hooks import hook, nobacksies
 from .analyse import Analysis, is_permutation, operand_names, primitive_of
-from .astutil import all_defs, binop, is_library, names_of, own_defs, walk_values
+from .astutil import all_defs, binop, names_of, own_defs, walk_values
 from .desugar import assign, const, name
 from .emit import comment
 from .inline import rename, resolve

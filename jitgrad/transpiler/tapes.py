@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from ..rules.primitives import cheap
 from ..runtime import helpers
 from .analyse import Analysis
 from .astutil import all_defs, binop, own_defs
@@ -147,7 +148,7 @@ class TapeMixin:
                     return None
             return clone(v)
         if isinstance(v, ast.Call) and not self.an.kind(n).is_array and not v.keywords \
-                and resolve(v.func, self.env) in CHEAP:
+                and cheap(resolve(v.func, self.env)):
             args = [operand(a) for a in v.args]
             if all(a is not None for a in args):
                 return ast.Call(func=clone(v.func), args=args, keywords=[])
@@ -239,18 +240,6 @@ class TapeMixin:
         return pops, holder
 
     # --- blocks ------------------------------------------------------------------
-
-
-def cheap_calls() -> set:
-    import math
-
-    import numpy as np
-
-    return {np.sqrt, math.sqrt, np.abs, abs, math.fabs}
-
-
-#: scalar functions cheap enough to recompute in the adjoint rather than tape
-CHEAP = cheap_calls()
 
 
 def shape_query(v: ast.expr) -> bool:

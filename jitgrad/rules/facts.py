@@ -1,0 +1,111 @@
+"""The built-in primitives' facts besides their rules: one table, read through ``primitives``.
+
+Rules (``operators``, ``elementwise``, ``arrays``) say how to differentiate; this
+table says what kind of value each primitive returns, which spell the same thing,
+which return views or fresh arrays, which are linear, cheap, or allowed on the
+device.  Ufuncs and ``math`` functions are elementwise and broadcast by default
+(``primitives.record``); only what differs from the defaults is listed.
+"""
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from ..runtime.hooks import nobacksies
+from . import results
+from .primitives import (
+    BOOL,
+    BROADCAST_KEEP,
+    FLOAT,
+    INT,
+    REDUCE,
+    SAME,
+    Result,
+    argument,
+    declare,
+    fixed,
+)
+
+# --- result kinds (how the class and ndim follow from the arguments) ---------------
+
+declare(builtins.len, builtins.int, builtins.round, math.floor, math.ceil, math.trunc,
+        np.argmax, np.argmin, np.int64, np.int32, np.intp, result=INT)
+declare(builtins.float, np.float64, np.float32, result=FLOAT)
+declare(builtins.bool, math.isnan, math.isinf, math.isfinite, result=BOOL)
+declare(builtins.abs, np.copy, np.transpose, np.clip, np.zeros_like, np.ones_like,
+        np.empty_like, np.full_like, result=SAME)
+declare(np.ravel, result=Result("same", ndim=1))
+declare(np.expand_dims, result=Result("same", ndim=results.added))
+declare(np.sign, np.floor, np.ceil, np.trunc, np.rint, result=BROADCAST_KEEP)
+declare(np.linspace, result=fixed("f", 1))
+declare(np.eye, np.identity, np.outer, np.linalg.inv, result=fixed("f", 2))
+declare(np.linalg.norm, np.trace, np.linalg.det, result=REDUCE)
+declare(np.concatenate, np.hstack, result=Result("sequence", ndim=results.same))
+declare(np.vstack, result=Result("sequence", ndim=results.at_least(2)))
+declare(np.stack, result=Result("sequence", ndim=results.added))
+declare(np.dot, np.matmul, operator.matmul, result=Result("dot"))
+declare(np.linalg.solve, result=Result("solve"))
+declare(np.zeros, np.ones, np.empty, np.full, result=Result("alloc"))
+declare(np.arange, result=Result("arange"))
+declare(np.reshape, result=Result("reshape"))
+declare(np.cumsum, result=Result("cumsum"))
+declare(np.where, result=Result("where"))
+declare(nobacksies, result=argument(1))
+
+# --- spellings: array methods and attributes ------------------------------------------
+
+for fn, spelled in [(np.sum, "sum"), (np.mean, "mean"), (np.prod, "prod"), (np.max, "max"),
+                    (np.min, "min"), (np.var, "var"), (np.std, "std"), (np.copy, "copy"),
+                    (np.dot, "dot"), (np.reshape, "reshape"), (np.ravel, ("ravel", "flatten")),
+                    (np.transpose, "transpose"), (np.cumsum, "cumsum"), (np.clip, "clip"),
+                    (builtins.float, "item")]:
+    declare(fn, methods=spelled)
+for fn, spelled in [(np.transpose, "T"), (np.real, "real"), (np.imag, "imag"),
+                    (np.shape, "shape"), (np.size, "size"), (np.ndim, "ndim"),
+                    (np.dtype, "dtype")]:
+    declare(fn, attrs=spelled)
+declare(builtins.len, np.shape, np.size, np.ndim, np.dtype, query=True)
+
+# --- memory: views of the first argument, freshly allocated arrays ---------------------
+
+declare(np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+        np.squeeze, np.diagonal, np.flip, np.fliplr, np.flipud, np.expand_dims, np.asarray,
+        np.ascontiguousarray, np.asfortranarray, np.broadcast_to, np.swapaxes, view=True)
+declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
+        np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
+        allocates=True)
+
+# --- cost: scalar calls cheaper to recompute in the adjoint than to tape --------------
+
+declare(np.sqrt, math.sqrt, np.abs, builtins.abs, math.fabs, cheap=True)
+
+# --- linear (tangent = the primitive of the tangents) and elementwise ------------------
+
+declare(operator.add, operator.sub, operator.neg, operator.pos, np.real,
+        np.degrees, np.rad2deg, math.degrees, np.radians, np.deg2rad, math.radians,
+        builtins.float, np.float64, np.float32,
+        np.sum, np.ndarray.sum, np.mean, np.ndarray.mean, builtins.sum,
+        np.trace, np.ndarray.trace, np.cumsum, np.ndarray.cumsum, np.diff,
+        np.reshape, np.ravel, np.ndarray.ravel, np.expand_dims, np.transpose,
+        np.ndarray.transpose, np.swapaxes, np.broadcast_to, np.atleast_1d, np.atleast_2d,
+        np.atleast_3d, np.concatenate, np.stack, np.hstack, np.vstack, np.copy,
+        np.ndarray.copy, np.array, np.asarray, np.ascontiguousarray, np.asfortranarray,
+        np.diag, np.tril, np.triu, np.flip, np.fliplr, np.flipud, np.roll,
+        operator.getitem, np.where, linear=True)
+declare(np.add, np.subtract, np.negative, np.positive, linear=True)  # ufuncs: elementwise
+declare(np.real, np.imag, np.where, np.clip, builtins.abs, builtins.pow, builtins.float,
+        builtins.int, builtins.bool, builtins.round, np.float64, np.float32, np.int64,
+        np.int32, np.intp, elementwise=True)
+
+# --- device (CUDA) code: scalar math and operators; no allocation, no linear algebra ---
+
+_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+              operator.floordiv, operator.mod, operator.neg, operator.pos, operator.lt,
+              operator.le, operator.gt, operator.ge, operator.eq, operator.ne, operator.not_,
+              operator.and_, operator.or_, operator.xor, operator.invert)
+declare(*_OPERATORS, elementwise=True, device=True)
+declare(builtins.abs, builtins.pow, builtins.float, builtins.int, builtins.bool,
+        builtins.round, builtins.min, builtins.max, builtins.len, builtins.range,
+        operator.getitem, device=True)

@@ -1,0 +1,259 @@
+"""One record per primitive: everything jitgrad knows about a function it does not look inside.
+
+A :class:`Primitive` holds a function's gradient rule (value and pullback), a slot for
+its tangent rule, how its result's kind follows from its arguments, whether it returns
+a view or a fresh array, whether it is cheap to recompute or allowed in device code,
+and its other spellings (``x.sum()``, ``x.T``, ``np.add`` for ``+``).  The registry
+(``grad_rule``, ``non_differentiable``) and the built-in table (``facts.py``) fill the
+records; the transpiler's analyses and the runtime only read them, through ``fact``
+and the small helpers below.  Nothing here imports the transpiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import RuleError
+
+#: top-level modules that are not the user's code: never inlined, never compiled as helpers
+LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
+
+#: top-level modules whose functions generated code calls as spelled (Numba compiles them)
+_NUMBA_ROOTS = ("numpy", "math", "builtins", "_operator", "operator")
+
+
+@dataclass(frozen=True)
+class Result:
+    """How a call's result kind (dtype class and ndim) follows from its arguments.
+
+    ``how`` says which rule kind inference applies (``KindInference.call``):
+
+    * ``"broadcast"``: elementwise over the broadcast arguments; the class is float
+      (complex stays complex), or the arguments' own where ``cls="keep"`` (``np.floor``);
+    * ``"same"``: the first argument's class, its ndim or ``ndim`` (an int, or a
+      function of the first argument's ndim);
+    * ``"fixed"``: class ``cls`` (``"b"``, ``"i"``, ``"f"``) and ndim ``ndim``;
+    * ``"reduce"``: float, a scalar unless an ``axis=`` keyword keeps all but one axis;
+    * ``"declared"``: ndim ``ndim(nd, **options)`` (see ``jitgrad.rules.results``), the
+      arguments' class, float where ``cls="f"``, or the class of a ``dtype`` argument;
+    * ``"arg"``: the kind of argument ``arg`` (``jg.hook``: its second);
+    * ``"sequence"``: the joined kind of a tuple of arrays, ndim ``ndim(nd)`` of theirs;
+    * ``"unknown"``: nothing can be said (kind inference refuses the value);
+    * a name of one of kind inference's own rules: ``"dot"``, ``"solve"``, ``"alloc"``
+      (``np.zeros``...), ``"arange"``, ``"reshape"``, ``"cumsum"``, ``"where"``.
+    """
+
+    how: str
+    cls: str | None = None
+    ndim: int | Callable[..., Any] | None = None
+    arg: int = 0
+
+
+BROADCAST = Result("broadcast")
+BROADCAST_KEEP = Result("broadcast", cls="keep")
+SAME = Result("same")
+REDUCE = Result("reduce")
+UNKNOWN = Result("unknown")
+INT = Result("fixed", "i", 0)
+FLOAT = Result("fixed", "f", 0)
+BOOL = Result("fixed", "b", 0)
+SPECIAL = ("dot", "solve", "alloc", "arange", "reshape", "cumsum", "where")
+RESULT_HOWS = ("broadcast", "same", "fixed", "reduce", "declared", "arg", "sequence",
+               "unknown", *SPECIAL)
+
+
+def fixed(cls: str, ndim: int) -> Result:
+    """Always class ``cls`` and ``ndim`` dimensions (``np.eye``: ``fixed("f", 2)``)."""
+    return Result("fixed", cls, ndim)
+
+
+def declared(ndim_of: Callable[..., Any], float_result: bool = False) -> Result:
+    """The ndim from ``ndim_of`` (``@grad_rule(f, ndim_of=..., float_result=...)``)."""
+    return Result("declared", "f" if float_result else None, ndim_of)
+
+
+def argument(k: int) -> Result:
+    """The kind of the call's argument ``k`` (``@grad_rule(f, kind_of=k)``)."""
+    return Result("arg", arg=k)
+
+
+@dataclass
+class Primitive:
+    """Every fact about one primitive function.
+
+    ``rule`` is its ``(value, pullback)`` rule (a ``registry.Rule``) or None; a primitive
+    ``non_differentiable`` has outputs that carry no gradient; with neither, only the
+    facts below are known (the transpiler refuses to differentiate through it).
+    ``tangent`` is its forward-mode rule (none yet: forward mode comes later); ``linear``
+    means its tangent is the primitive applied to the arguments' tangents (its other
+    arguments, axes or indices, as they are), ``elementwise`` that it maps each element
+    (after broadcasting) on its own.  ``view``: the result may share the first
+    argument's buffer; ``allocates``: the result is a newly allocated array that nothing
+    else reaches.  ``cheap``: recomputing a scalar call costs less than taping it;
+    ``device``: allowed in CUDA device code; ``query``: depends only on its argument's
+    shape or type.  ``methods`` and ``attrs`` are the array methods (``x.sum()``) and
+    attributes (``x.T``) that spell it; ``aliases`` are the other functions that share
+    its rule (``np.add`` and ``operator.add``).
+    """
+
+    fn: Any
+    rule: Any = None
+    non_differentiable: bool = False
+    tangent: Callable[..., Any] | None = None
+    linear: bool = False
+    elementwise: bool = False
+    result: Result = UNKNOWN
+    view: bool = False
+    allocates: bool = False
+    cheap: bool = False
+    device: bool = False
+    query: bool = False
+    methods: tuple[str, ...] = ()
+    attrs: tuple[str, ...] = ()
+    aliases: tuple[Any, ...] = ()
+
+
+#: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
+SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "cheap",
+            "device", "query", "methods", "attrs")
+
+_RECORDS: dict[int, Primitive] = {}
+_version = 0
+_BY_METHOD: dict[str, Primitive] = {}
+_BY_ATTR: dict[str, Primitive] = {}
+
+
+def _math_like(fn: Any) -> bool:
+    return isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math"
+
+
+def record(fn: Any) -> Primitive:
+    """The record of ``fn``, created with the defaults if it has none yet.
+
+    A ufunc or ``math`` function defaults to an elementwise, broadcasting primitive
+    (``math``'s scalar functions are allowed on the device); anything else starts with
+    nothing known.
+    """
+    rec = _RECORDS.get(id(fn))
+    if rec is None:
+        ew = _math_like(fn)
+        rec = Primitive(fn, elementwise=ew, result=BROADCAST if ew else UNKNOWN,
+                        device=getattr(fn, "__module__", None) == "math")
+        _RECORDS[id(fn)] = rec
+    return rec
+
+
+def update(rec: Primitive, facts: dict[str, Any]) -> None:
+    """Set fields of ``rec`` (checked names and values), indexing its spellings."""
+    for key, value in facts.items():
+        if key not in SETTABLE:
+            raise RuleError(f"unknown primitive fact {key!r}; the facts are "
+                             f"{', '.join(SETTABLE)}")
+        if key == "result" and (not isinstance(value, Result) or value.how not in RESULT_HOWS):
+            raise RuleError(f"result={value!r} is not a primitives.Result")
+        if key in ("methods", "attrs"):
+            value = (value,) if isinstance(value, str) else tuple(value)
+            index = _BY_METHOD if key == "methods" else _BY_ATTR
+            for name in value:
+                index[name] = rec
+        setattr(rec, key, value)
+
+
+def version() -> int:
+    """Registry generation; bumps on every registration so caches can notice."""
+    return _version
+
+
+def bump() -> None:
+    global _version
+    _version += 1  # the caches below notice
+
+
+def declare(*fns: Any, **facts: Any) -> None:
+    """Record ``facts`` (field=value) for each of ``fns``; the built-in table uses this."""
+    for fn in fns:
+        update(record(fn), facts)
+    bump()
+
+
+def fact(fn: Any) -> Primitive | None:
+    """The record of ``fn``, or None if nothing is known about it."""
+    return _RECORDS.get(id(fn))
+
+
+def records() -> list[Primitive]:
+    """Every record, in the order they were made."""
+    return list(_RECORDS.values())
+
+
+def result_of(fn: Any) -> Result:
+    """How ``fn``'s result kind follows from its arguments (a default for unknown ones)."""
+    rec = _RECORDS.get(id(fn))
+    if rec is not None:
+        return rec.result
+    return BROADCAST if _math_like(fn) else UNKNOWN
+
+
+def method_function(attr: str) -> Any:
+    """The function an array method stands for (``x.sum()`` -> ``np.sum``), else None."""
+    rec = _BY_METHOD.get(attr)
+    return rec.fn if rec is not None else None
+
+
+def attribute_function(attr: str) -> Any:
+    """The function an array attribute stands for (``x.T`` -> ``np.transpose``), else None."""
+    rec = _BY_ATTR.get(attr)
+    return rec.fn if rec is not None and not rec.query else None
+
+
+def query_attrs() -> frozenset[str]:
+    """Array attributes that are plain queries of shape or type (``x.shape``, ``x.dtype``)."""
+    return frozenset(a for a, rec in _BY_ATTR.items() if rec.query)
+
+
+def returns_view(fn: Any) -> bool:
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.view
+
+
+def cheap(fn: Any) -> bool:
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.cheap
+
+
+def allocating_names() -> frozenset[str]:
+    """Names and method spellings of the functions whose results are fresh arrays."""
+    if _ALLOCATING[0] != _version:
+        names = set()
+        for rec in _RECORDS.values():
+            if rec.allocates:
+                names.add(rec.fn.__name__)
+                names.update(rec.methods)
+        _ALLOCATING[:] = [_version, frozenset(names)]
+    return _ALLOCATING[1]
+
+
+_ALLOCATING: list[Any] = [-1, frozenset()]  # (version, names) of the last answer
+
+
+def allocating(name: str) -> bool:
+    """Is ``name`` (``np.zeros``'s, ``x.copy``'s) spelling a call that allocates a fresh array?"""
+    return name in allocating_names()
+
+
+def is_library(fn: Any) -> bool:
+    """Generated code calls ``fn`` as spelled: a ufunc or a NumPy, ``math`` or builtin
+    function Numba compiles (not ``np.matmul``: Numba has ``@`` and ``np.dot`` only)."""
+    if fn is np.matmul:
+        return False
+    mod = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return isinstance(fn, np.ufunc) or mod in _NUMBA_ROOTS
+
+
+def library_module(name: str) -> bool:
+    """Is the module named ``name`` part of a library (``numpy.linalg``), not the user's code?"""
+    return name.split(".")[0] in LIBRARY_ROOTS
