@@ -84,25 +84,55 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
     """Remove statements whose results nothing live reads (the final return is live).
 
     Element writes stay unless their array is freshly allocated: another name may
-    share the array.
+    share the array.  A loop or ``if`` stays when any statement under it does.
+    Liveness is propagated once along a worklist (each statement and name at most once).
     """
-    live: set[str] = set()
+    shared = shared or {}
     fresh = _fresh_arrays(body)
+    live: set[str] = set()
+    keep: set[int] = set()
+    parent: dict[int, ast.stmt] = {}
+    definers: dict[str, list[ast.stmt]] = {}
+    work: list[ast.stmt] = []
+    for s in _walk(body):
+        for f in ("body", "orelse"):
+            for c in getattr(s, f, []) or []:
+                parent[id(c)] = s
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            continue
+        if _always_live(s, fresh):
+            work.append(s)
+        else:  # a write into an adjoint that is a view of another is a write into that one
+            for n in _defines(s):
+                for m in {n, _root(n, shared)}:
+                    definers.setdefault(m, []).append(s)
     for s in body:
         if isinstance(s, ast.Return):
-            live |= _loads(s)
-    changed = True
-    keep: set[int] = set()
-    while changed:
-        changed = False
-        for s in _walk(body):
-            if id(s) in keep:
-                continue
-            if _is_live(s, live, keep, fresh, shared or {}):
-                keep.add(id(s))
-                live |= _needs(s)
-                changed = True
+            _make_live(_loads(s), live, definers, work)
+    while work:
+        s = work.pop()
+        while s is not None and id(s) not in keep:  # the statement, then what encloses it
+            keep.add(id(s))
+            _make_live(_needs(s), live, definers, work)
+            s = parent.get(id(s))
     return _sweep(body, keep)
+
+
+def _always_live(s: ast.stmt, fresh: set[str]) -> bool:
+    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays."""
+    if isinstance(s, ast.Break) or not _pure(s):
+        return True
+    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
+    return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            and t.value.id not in fresh and not t.value.id.startswith("_tape"))
+
+
+def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stmt]],
+               work: list[ast.stmt]) -> None:
+    """Mark ``names`` live and queue the statements defining any newly live one."""
+    for n in names - live:
+        live.add(n)
+        work.extend(definers.pop(n, ()))
 
 
 def _walk(stmts):
@@ -121,22 +151,6 @@ def _needs(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
         out.add(s.target.id)
     return out
-
-
-def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str],
-             shared: dict[str, str]) -> bool:
-    if isinstance(s, (ast.For, ast.While, ast.If)):
-        return any(id(x) in keep for x in _walk(s.body + s.orelse))
-    if isinstance(s, ast.Break):
-        return True
-    if not _pure(s):
-        return True
-    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
-    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-            and t.value.id not in fresh and not t.value.id.startswith("_tape"):
-        return True
-    # a write into an adjoint that is a view of another is a write into that one
-    return bool({m for n in _defines(s) for m in (n, _root(n, shared))} & live)
 
 
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:

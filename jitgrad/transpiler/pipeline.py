@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,23 @@ from .reverse import reverse
 from .versions import version_names
 
 STAGES = ("normalized", "forward", "adjoint", "all")
+
+
+def _without_gc(fn):
+    """Run ``fn`` with the cyclic garbage collector paused: the passes allocate millions of
+    short-lived nodes, and each collection re-walks every live one (superlinear time)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return run
 
 
 @dataclass
@@ -60,6 +79,7 @@ class Generated:
     callables: set[str] = field(default_factory=set)
 
 
+@_without_gc
 def prepare(func: Any) -> Prepared:
     """parse, fence, single exit, inline helpers, desugar loops, normalize."""
     parsed = parse_function(func)
@@ -89,6 +109,7 @@ def prepare(func: Any) -> Prepared:
     return Prepared(parsed, body, atoms, env, namer, args)
 
 
+@_without_gc
 def transform(prep: Prepared, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
     """kinds, analyse, reverse and emit for one specialisation."""
     namer = copy.deepcopy(prep.namer)
