@@ -20,6 +20,7 @@ import numpy as np
 from ..rules import is_non_differentiable, lookup
 from .inline import resolve
 from .kinds import UNKNOWN, Kind, method_function
+from .nodes import walk
 from .normalize import QUERY_ATTRS
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -147,8 +148,7 @@ class Analysis:
         if k is not None:
             return k.cls in ("i", "b") and k.ndim == 0
         return isinstance(e, (ast.BinOp, ast.UnaryOp)) and all(
-            self.kind_of_index(n) for n in ast.walk(e) if isinstance(n, (ast.Name,
-                                                                        ast.Constant)))
+            self.kind_of_index(n) for n in walk(e) if isinstance(n, (ast.Name, ast.Constant)))
 
     def inside(self, s: ast.stmt, block: int) -> bool:
         """Is ``s`` in the block ``block`` or nested in one of its statements?"""
@@ -272,7 +272,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
         else:
             parts = [s]
         for p in parts:
-            for n in ast.walk(p):
+            for n in walk(p):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     an.uses.setdefault(n.id, []).append(s)
     an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
@@ -360,7 +360,7 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             s._jg_block == id(body) or t in an.block_local)
         rebound = any(d._jg_pos > s._jg_pos and not _writes_in_place(d)
                       for d in an.defs.get(base, []))
-        names = {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} - {base}
+        names = {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base}
         index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
                        or not an.may_redefine_after(m, s, include_self=False) for m in names)
         if kind_ok and where_ok and not rebound and index_ok and base in an.active \
@@ -687,10 +687,10 @@ def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None
                 if isinstance(s.value, ast.Subscript) and isinstance(s.value.value, ast.Name):
                     buffer.add(s.value.value.id)
                 if is_permutation(s) or isinstance(s, ast.AugAssign):
-                    for n in ast.walk(s):
+                    for n in walk(s):
                         if isinstance(n, ast.Name):
                             buffer.add(n.id)
-                for n in ast.walk(s.value):
+                for n in walk(s.value):
                     if isinstance(n, ast.Name):
                         uses.setdefault(n.id, []).append((bid, i))
                 if isinstance(t, ast.Name):

@@ -26,7 +26,7 @@ from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 from .parse import Parsed, parse_function, python_function
 
 _LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
@@ -96,7 +96,7 @@ def rename(node, mapping: dict[str, str | ast.expr]):
 
 def stored_names(stmts: list[ast.stmt]) -> set[str]:
     out = set()
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+    for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             out.add(n.id)
     return out
@@ -191,7 +191,7 @@ class Inliner:
         for local in sorted(stored - set(params)):
             mapping[local] = self.namer.fresh(local)
             self.namer.origin[mapping[local]] = local
-        for free in sorted({n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+        for free in sorted({n.id for n in walk(ast.Module(body=body, type_ignores=[]))
                             if isinstance(n, ast.Name)} - stored - set(params)):
             if free not in helper.env:
                 continue
@@ -212,7 +212,7 @@ class Inliner:
             self.stack.pop()
         body = [rename(s, mapping) for s in body]
         rets = [rename(r, mapping) for r in rets]
-        for s in ast.walk(ast.Module(body=body, type_ignores=[])):
+        for s in walk(ast.Module(body=body, type_ignores=[])):
             if hasattr(s, "lineno"):
                 s.lineno = node.lineno  # errors point at the call site
         pre += binds + body
@@ -238,14 +238,14 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     that is only updated in place (never rebound) is renamed to the caller's name.
     """
     defs: dict[str, list[ast.stmt]] = {}
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Assign):
-            for t in ast.walk(n.targets[0]):
+            for t in walk(n.targets[0]):
                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                     defs.setdefault(t.id, []).append(n)
     mapping: dict[str, str] = {}
     drop: set[int] = set()
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if not (getattr(n, "_jg_param_of", None) and isinstance(n, ast.Assign)
                 and isinstance(n.targets[0], ast.Name)
                 and isinstance(n.value, ast.Name)):

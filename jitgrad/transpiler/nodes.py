@@ -32,3 +32,37 @@ def clone(node: T) -> T:
         else:
             d[k] = v
     return new
+
+
+def walk(node: ast.AST):
+    """Every node under ``node``, in exactly ``ast.walk``'s order (breadth first), about
+    twice as fast: one growing list instead of a deque of per-node generators."""
+    todo = [node]
+    for n in todo:
+        if isinstance(n, ast.AST):
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)  # non-node items (identifiers, None keys) are skipped above
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
+            yield n
+
+
+def loaded_ids(node: ast.AST) -> set[str]:
+    """The names ``node`` reads (``Name`` nodes in a load context), without a generator."""
+    out: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+        elif isinstance(n, ast.AST):
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
+    return out

@@ -20,11 +20,11 @@ import ast
 
 from .inline import rename
 from .naming import loaded_names
+from .nodes import loaded_ids, walk
 
 
 def _loads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx,
-                                                                                   ast.Load)}
+    return loaded_ids(node)
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -32,7 +32,7 @@ def _defines(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.Assign):
         out = set()
         for t in s.targets:
-            for n in ast.walk(t):
+            for n in walk(t):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     out.add(n.id)
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
@@ -69,7 +69,7 @@ def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     for s in _walk(body):
         if isinstance(s, ast.Assign):
             for t in s.targets:
-                for n in ast.walk(t):
+                for n in walk(t):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         v = s.value
                         ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
@@ -303,13 +303,13 @@ class Simplify(ast.NodeTransformer):
 def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
     """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
     counts: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+    for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             counts[n.target.id] = counts.get(n.target.id, 0) + 2
     mapping: dict[str, str] = {}
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+    for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
                 and isinstance(n.value, ast.Name)):
             a, b = n.targets[0].id, n.value.id
@@ -344,7 +344,7 @@ def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
     if len(adds) != 1:
         return rev
     middle = rev[2:adds[0]] + rev[adds[0] + 1:]
-    writes = {n.id for x in middle for n in ast.walk(x)
+    writes = {n.id for x in middle for n in walk(x)
               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if d in writes or g in writes:
         return rev

@@ -18,7 +18,7 @@ from ..errors import RuleError
 from ..rules import Rule
 from .inline import rename
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 
 
 @dataclass
@@ -82,7 +82,7 @@ def template_of(rule: Rule) -> Template:
                      if d is not None})
     local = set()
     for s in pre + back.body:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 local.add(n.id)
     tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0],
@@ -135,7 +135,7 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
     mapping[tpl.dy] = dy
     free = set()
     for s in [*tpl.pre, tpl.value, *tpl.back_body, *[g for g in tpl.grads if g is not None]]:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and n.id not in tpl.params and n.id not in tpl.locals \
                     and n.id != tpl.dy:
                 free.add(n.id)
