@@ -76,22 +76,40 @@ def _installed(py: Any) -> bool:
     return path.startswith(_LIBRARY_DIRS)
 
 
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, mapping: dict[str, str | ast.expr]):
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name):
-        m = self.mapping.get(node.id)
-        if m is None:
-            return node
-        if isinstance(m, str):
-            return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
-        return ast.copy_location(clone(m), node)
+def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
+    """What ``rename`` puts in place of the name ``node``."""
+    m = mapping.get(node.id)
+    if m is None:
+        return node
+    if isinstance(m, str):
+        return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
+    return ast.copy_location(clone(m), node)
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
-    """Rename (or substitute expressions for) names throughout ``node``."""
-    return _Renamer(mapping).visit(node)
+    """Rename (or substitute expressions for) names throughout ``node``, in place.
+
+    One loop over an explicit stack (no visitor recursion); substituted expressions
+    are not searched again.
+    """
+    if isinstance(node, ast.Name):
+        return _renamed(node, mapping)
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.Name):
+                        v[i] = _renamed(x, mapping)
+                    elif isinstance(x, ast.AST):
+                        todo.append(x)
+            elif isinstance(v, ast.Name):
+                setattr(n, f, _renamed(v, mapping))
+            elif isinstance(v, ast.AST):
+                todo.append(v)
+    return node
 
 
 def stored_names(stmts: list[ast.stmt]) -> set[str]:
