@@ -107,6 +107,12 @@ class Analysis:
     def kind(self, n: str) -> Kind:
         return self.kinds.get(n, UNKNOWN)
 
+    def first_pos(self, n: str) -> int:
+        """Position of the first definition of ``n`` (-1 if none): ``defs`` lists are in
+        program order, so no scan over them."""
+        defs = self.defs.get(n)
+        return defs[0]._jg_pos if defs else -1
+
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
         return self.loops_of.get(id(s), [])
 
@@ -300,28 +306,19 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
                   and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
                   and view_base(s.value, env) is not None}
+    flows = [f for s in stmts for f in _flows(s, env, view_stmts)]
     # varied: forward dependence on wrt
-    varied = {w for w in wrt}
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            for tgt, srcs in _flows(s, env, view_stmts):
-                if tgt not in varied and diff(tgt) and any(x in varied for x in srcs):
-                    varied.add(tgt)
-                    changed = True
+    forward: dict[str, list[str]] = {}
+    for tgt, srcs in flows:
+        if diff(tgt):
+            for x in srcs:
+                forward.setdefault(x, []).append(tgt)
+    varied = _reachable(set(wrt), forward)
     # useful: backward dependence from the outputs
-    useful = {r.id for r in returns if isinstance(r, ast.Name)}
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            for tgt, srcs in _flows(s, env, view_stmts):
-                if tgt in useful:
-                    for x in srcs:
-                        if x not in useful:
-                            useful.add(x)
-                            changed = True
+    backward: dict[str, list[str]] = {}
+    for tgt, srcs in flows:
+        backward.setdefault(tgt, []).extend(srcs)
+    useful = _reachable({r.id for r in returns if isinstance(r, ast.Name)}, backward)
     an.active = {n for n in varied & useful if diff(n)}
     for s in stmts:
         for n in stmt_defs(s):
@@ -632,6 +629,19 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
                 return True  # w in one trip of a loop, u in the next, s before the loop
     return False
+
+
+def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
+    """``start`` and every name reachable from it along ``edges`` (each name expanded once,
+    not a re-scan of the body until nothing changes)."""
+    seen = set(start)
+    todo = list(seen)
+    while todo:
+        for m in edges.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
 
 
 def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):

@@ -34,8 +34,7 @@ class TapeMixin:
         if reads is None:
             reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
         # values defined earlier first: a later one may then be recomputed from them
-        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (
-            min((d._jg_pos for d in self.an.defs.get(n, [])), default=-1), n))
+        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
         defined = set(own_defs(s)) if not compound else all_defs(s)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
