@@ -26,7 +26,7 @@ from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
-from .nodes import clone, walk
+from .nodes import clone, replace_names, walk
 from .parse import Parsed, parse_function, python_function
 
 _LIBRARY_ROOTS = ("numpy", "math", "builtins", "numba", "scipy", "jitgrad")
@@ -87,28 +87,10 @@ def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
-    """Rename (or substitute expressions for) names throughout ``node``, in place.
-
-    One loop over an explicit stack (no visitor recursion); substituted expressions
-    are not searched again.
-    """
+    """Rename (or substitute expressions for) names throughout ``node``, in place."""
     if isinstance(node, ast.Name):
         return _renamed(node, mapping)
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        for f in n._fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                for i, x in enumerate(v):
-                    if isinstance(x, ast.Name):
-                        v[i] = _renamed(x, mapping)
-                    elif isinstance(x, ast.AST):
-                        todo.append(x)
-            elif isinstance(v, ast.Name):
-                setattr(n, f, _renamed(v, mapping))
-            elif isinstance(v, ast.AST):
-                todo.append(v)
+    replace_names(node, lambda n: _renamed(n, mapping))
     return node
 
 

@@ -9,6 +9,7 @@ keeps transform time linear in the size of the function.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -66,3 +67,26 @@ def loaded_ids(node: ast.AST) -> set[str]:
                 elif isinstance(v, ast.AST):
                     todo.append(v)
     return out
+
+
+def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
+    """Put ``new(n)`` in place of every ``Name`` ``n`` strictly under ``node``, in place.
+
+    What ``ast.NodeTransformer.visit_Name`` would do, with one loop over an explicit
+    stack (no recursion, no per-node dispatch); replacements are not searched again.
+    """
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.Name):
+                        v[i] = new(x)
+                    elif isinstance(x, ast.AST):
+                        todo.append(x)
+            elif isinstance(v, ast.Name):
+                setattr(n, f, new(v))
+            elif isinstance(v, ast.AST):
+                todo.append(v)

@@ -20,7 +20,7 @@ import ast
 
 from .inline import rename
 from .naming import loaded_names
-from .nodes import loaded_ids, walk
+from .nodes import loaded_ids, replace_names, walk
 
 
 def _loads(node: ast.AST) -> set[str]:
@@ -319,19 +319,20 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stm
     if not mapping:
         return stmts
 
-    class Drop(ast.NodeTransformer):
-        def visit_Assign(self, node):
-            if isinstance(node.targets[0], ast.Name) and node.targets[0].id in mapping:
-                return None
-            return self.generic_visit(node)
+    def copied(s: ast.AST) -> bool:
+        return (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id in mapping)
 
-        def visit_Name(self, node):
-            if node.id in mapping:
-                return ast.Name(id=mapping[node.id], ctx=node.ctx)
-            return node
-
-    out = [Drop().visit(x) for x in stmts]
-    return [x for x in out if x is not None]
+    out = [x for x in stmts if not copied(x)]
+    for n in walk(ast.Module(body=out, type_ignores=[])):
+        for f in n._fields:
+            sub = getattr(n, f, None)
+            if sub.__class__ is list and any(copied(x) for x in sub):
+                sub[:] = [x for x in sub if not copied(x)]
+    for x in out:
+        replace_names(x, lambda n: ast.Name(id=mapping[n.id], ctx=n.ctx)
+                      if n.id in mapping else n)
+    return out
 
 
 def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
