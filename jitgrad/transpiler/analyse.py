@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,6 +100,8 @@ class Analysis:
     #: views written in place whose adjoint is the same view of the base's adjoint:
     #: name -> (base, the statement making the view)
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
+    #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
+    _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def shared_writes(self, n: str) -> list[ast.stmt]:
         """In-place writes through the other names that share ``n``'s buffer."""
@@ -108,31 +111,44 @@ class Analysis:
         return self.kinds.get(n, UNKNOWN)
 
     def first_pos(self, n: str) -> int:
-        """Position of the first definition of ``n`` (-1 if none): ``defs`` lists are in
-        program order, so no scan over them."""
-        defs = self.defs.get(n)
-        return defs[0]._jg_pos if defs else -1
+        """Position of the first definition of ``n`` (-1 if none)."""
+        pos = self.def_positions(n)
+        return pos[0] if pos else -1
+
+    def def_positions(self, n: str) -> list[int]:
+        """The positions of ``n``'s definitions, ascending: ``defs`` lists are built in
+        program order, so position queries bisect instead of scanning every definition."""
+        pos = self._def_pos.get(n)
+        if pos is None:
+            pos = self._def_pos[n] = [d._jg_pos for d in self.defs.get(n, ())]
+        return pos
 
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
         return self.loops_of.get(id(s), [])
 
     def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
         """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
-        loops = {id(x) for x in self.enclosing_loops(s)}
+        loops = self.enclosing_loops(s)
+        pos = self.def_positions(n)
+        lo, hi = bisect_left(pos, s._jg_pos), bisect_right(pos, s._jg_end)
+        if hi < len(pos):
+            return True  # a definition after s
+        defs = self.defs.get(n, ())
+        if any(self._redefines(d, s, include_self, loops) for d in defs[lo:hi]):
+            return True  # s itself (or a statement nested in it)
+        if loops and lo > 0 and pos[lo - 1] > loops[0]._jg_pos:
+            return True  # an earlier definition in a loop around s: runs again next trip
         # an array also changes when a name sharing its buffer is written in place
-        shared = self.shared_writes(n)
-        for d in [*self.defs.get(n, ()), *shared]:
-            if d._jg_pos > s._jg_end:
-                return True
-            if s._jg_pos <= d._jg_pos <= s._jg_end:
-                if include_self or d is not s:
-                    return True
-                if loops:
-                    return True
-                continue
-            if loops & {id(x) for x in self.enclosing_loops(d)}:
-                return True
-        return False
+        return any(self._redefines(d, s, include_self, loops) for d in self.shared_writes(n))
+
+    def _redefines(self, d: ast.stmt, s: ast.stmt, include_self: bool,
+                   loops: list[ast.stmt]) -> bool:
+        """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``)?"""
+        if d._jg_pos > s._jg_end:
+            return True
+        if s._jg_pos <= d._jg_pos <= s._jg_end:
+            return include_self or d is not s or bool(loops)
+        return bool({id(x) for x in loops} & {id(x) for x in self.enclosing_loops(d)})
 
     def used_after(self, n: str, s: ast.stmt) -> bool:
         """May ``n`` be read after ``s`` (later statement, next iteration, or the return)?"""
@@ -180,15 +196,19 @@ class Analysis:
     def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
         """Is ``n`` (re)defined, or its buffer written through another name, by a
         statement strictly between ``a`` and ``b``?"""
-        shared = self.shared_writes(n)
-        return any(a._jg_end < d._jg_pos < b._jg_pos for d in [*self.defs.get(n, ()), *shared])
+        pos = self.def_positions(n)
+        k = bisect_right(pos, a._jg_end)
+        if k < len(pos) and pos[k] < b._jg_pos:
+            return True
+        return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.shared_writes(n))
 
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:
         """``n`` is the index of a loop around ``s`` that nothing else redefines."""
         for loop in reversed(self.enclosing_loops(s)):
             if isinstance(loop, ast.For) and loop.target.id == n:
-                return all(d is loop or not (loop._jg_pos < d._jg_pos <= loop._jg_end)
-                           for d in self.defs.get(n, ()))
+                pos = self.def_positions(n)  # no definition inside the loop (the loop's is at it)
+                k = bisect_right(pos, loop._jg_pos)
+                return not (k < len(pos) and pos[k] <= loop._jg_end)
         return False
 
 
