@@ -15,6 +15,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
+#: node classes without state (contexts, operators): a copy may share them, as the parser does
+_STATELESS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(
+    c, (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)))
+#: attribute values kept as they are: plain values and stateless nodes
+_KEPT = frozenset({int, float, str, bool, type(None)}) | _STATELESS
+
+
 def clone(node: T) -> T:
     """A copy of ``node`` (a node or a list of nodes); extra ``_jg_*`` attributes come too."""
     if isinstance(node, list):
@@ -24,10 +31,13 @@ def clone(node: T) -> T:
     new = node.__class__.__new__(node.__class__)
     d = new.__dict__
     for k, v in node.__dict__.items():
-        if isinstance(v, ast.AST):
-            d[k] = clone(v)
+        c = v.__class__
+        if c in _KEPT:
+            d[k] = v
         elif isinstance(v, list):
             d[k] = [clone(x) if isinstance(x, ast.AST) else x for x in v]
+        elif isinstance(v, ast.AST):
+            d[k] = clone(v)
         elif isinstance(v, (set, dict)):
             d[k] = v.copy()
         else:
