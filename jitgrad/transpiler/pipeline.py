@@ -25,7 +25,7 @@ from .naming import Namer, names_in
 from .nodes import clone
 from .normalize import Normalizer, inplace_updates
 from .optimize import dead_code, merge_accumulations
-from .parse import Parsed, free_names, parse_function
+from .parse import Parsed, parse_function
 from .reverse import reverse
 from .versions import version_names
 
@@ -85,7 +85,7 @@ def prepare(func: Any) -> Prepared:
     parsed = parse_function(func)
     fence(parsed)
     tree = parsed.tree
-    namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
+    namer = Namer(names_in(tree) | parsed.free | {"_dret"})
     parsed.origin = namer.origin  # messages name the user's variables, not generated ones
     env = parsed.env
     body = clone(tree.body)
