@@ -303,19 +303,21 @@ class Simplify(ast.NodeTransformer):
 def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
     """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
     counts: dict[str, int] = {}
+    copies: list[ast.Assign] = []  # every ``name = name``, in ``ast.walk`` order
     for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             counts[n.target.id] = counts.get(n.target.id, 0) + 2
+        elif (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and isinstance(n.value, ast.Name)):
+            copies.append(n)
     mapping: dict[str, str] = {}
-    for n in walk(ast.Module(body=stmts, type_ignores=[])):
-        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                and isinstance(n.value, ast.Name)):
-            a, b = n.targets[0].id, n.value.id
-            if (a.startswith("_d") and a not in protected and counts.get(a) == 1
-                    and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
-                mapping[a] = mapping.get(b, b)
+    for n in copies:
+        a, b = n.targets[0].id, n.value.id
+        if (a.startswith("_d") and a not in protected and counts.get(a) == 1
+                and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
+            mapping[a] = mapping.get(b, b)
     if not mapping:
         return stmts
 
@@ -324,10 +326,10 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stm
                 and s.targets[0].id in mapping)
 
     out = [x for x in stmts if not copied(x)]
-    for n in walk(ast.Module(body=out, type_ignores=[])):
-        for f in n._fields:
-            sub = getattr(n, f, None)
-            if sub.__class__ is list and any(copied(x) for x in sub):
+    for s in _walk(out):  # each nested block, after its own statements were filtered
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub and any(copied(x) for x in sub):
                 sub[:] = [x for x in sub if not copied(x)]
     for x in out:
         replace_names(x, lambda n: ast.Name(id=mapping[n.id], ctx=n.ctx)
