@@ -60,6 +60,23 @@ def walk(node: ast.AST):
             yield n
 
 
+#: fields that never hold a ``Name``: identifiers, flags, contexts and operators
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",
+                          "name", "names", "module", "level", "is_async", "conversion",
+                          "simple"})
+_NAME_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _name_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold a ``Name`` (cached per class)."""
+    fields = _NAME_FIELDS.get(cls)
+    if fields is None:
+        fields = () if cls is ast.Constant else tuple(
+            f for f in cls._fields if f not in _LEAF_FIELDS)
+        _NAME_FIELDS[cls] = fields
+    return fields
+
+
 def loaded_ids(node: ast.AST) -> set[str]:
     """The names ``node`` reads (``Name`` nodes in a load context), without a generator."""
     out: set[str] = set()
@@ -70,7 +87,7 @@ def loaded_ids(node: ast.AST) -> set[str]:
             if isinstance(n.ctx, ast.Load):
                 out.add(n.id)
         elif isinstance(n, ast.AST):
-            for f in n._fields:
+            for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
@@ -88,7 +105,7 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
     todo = [node]
     while todo:
         n = todo.pop()
-        for f in n._fields:
+        for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
             v = getattr(n, f, None)
             if v.__class__ is list:
                 for i, x in enumerate(v):
