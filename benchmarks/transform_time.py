@@ -2,18 +2,22 @@
 
 Usage::
 
-    python benchmarks/transform_time.py [150 300 600 1200]
+    python benchmarks/transform_time.py [--repeat K] [150 300 600 1200]
 
 Writes a function whose loop body repeats four scalar statements (the shape of an
 unrolled integrator step) to a temporary module, then times ``prepare`` (parse,
 inline, desugar, normalize) and ``transform`` (kinds, analyse, reverse, optimize,
-emit) separately; prints seconds, milliseconds per statement and generated lines.
-The time per statement should stay flat as the body grows.
+emit) separately; prints seconds (the median of K runs, default 1), milliseconds
+per statement, the ratio of each total to the previous size's (2.0 for a doubled
+body means linear) and generated lines.  The CPU column is process time, less
+disturbed than wall time when other work shares the machine.  The time per
+statement should stay flat as the body grows.
 """
 
 from __future__ import annotations
 
 import importlib
+import statistics
 import sys
 import tempfile
 import time
@@ -41,24 +45,42 @@ def module_source(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(sizes: list[int]) -> None:
+def timed(fn, kinds) -> tuple[float, float, float, int]:
+    """One run: prepare seconds, transform seconds, CPU seconds, generated lines."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    prep = prepare(fn)
+    t1 = time.perf_counter()
+    gen = transform(prep, ["x", "a"], kinds)
+    t2, c2 = time.perf_counter(), time.process_time()
+    return t1 - t0, t2 - t1, c2 - c0, len(gen.sources['grad'].splitlines())
+
+
+def main(sizes: list[int], repeat: int = 1) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="jitgrad_tt_"))
     sys.path.insert(0, str(tmp))
     args = (np.ones(3), 0.5, 0.3, 0.2)
     kinds = {p: of_value(v) for p, v in zip("xabc", args, strict=True)}
-    print("| statements | prepare (s) | transform (s) | total (s) | ms / statement | lines |")
-    print("|---|---|---|---|---|---|")
+    print("| statements | prepare (s) | transform (s) | total (s) | CPU (s) | ms / statement "
+          "| ratio | lines |")
+    print("|---|---|---|---|---|---|---|---|")
+    prev = None
     for n in sizes:
         (tmp / f"tt{n}.py").write_text(module_source(n))
         fn = importlib.import_module(f"tt{n}").f
-        t0 = time.perf_counter()
-        prep = prepare(fn)
-        t1 = time.perf_counter()
-        gen = transform(prep, ["x", "a"], kinds)
-        t2 = time.perf_counter()
-        print(f"| {n} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t2 - t0:.2f} | "
-              f"{1e3 * (t2 - t0) / n:.1f} | {len(gen.sources['grad'].splitlines())} |", flush=True)
+        runs = [timed(fn, kinds) for _ in range(repeat)]
+        prep, tr, cpu = (statistics.median(r[k] for r in runs) for k in range(3))
+        total = prep + tr
+        ratio = f"{total / prev:.2f}" if prev else "-"
+        prev = total
+        print(f"| {n} | {prep:.2f} | {tr:.2f} | {total:.2f} | {cpu:.2f} | "
+              f"{1e3 * total / n:.2f} | {ratio} | {runs[0][3]} |", flush=True)
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [150, 300, 600, 1200])
+    argv = sys.argv[1:]
+    k = 1
+    if "--repeat" in argv:
+        i = argv.index("--repeat")
+        k = int(argv[i + 1])
+        del argv[i:i + 2]
+    main([int(a) for a in argv] or [150, 300, 600, 1200], k)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..rules import is_non_differentiable, lookup
 from ..rules.primitives import attribute_function, method_function, returns_view
 from .inline import resolve
 from .kinds import UNKNOWN, Kind
+from .nodes import walk
 from .normalize import QUERY_ATTRS
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -95,6 +97,8 @@ class Analysis:
     #: views written in place whose adjoint is the same view of the base's adjoint:
     #: name -> (base, the statement making the view)
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
+    #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
+    _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def shared_writes(self, n: str) -> list[ast.stmt]:
         """In-place writes through the other names that share ``n``'s buffer."""
@@ -103,26 +107,45 @@ class Analysis:
     def kind(self, n: str) -> Kind:
         return self.kinds.get(n, UNKNOWN)
 
+    def first_pos(self, n: str) -> int:
+        """Position of the first definition of ``n`` (-1 if none)."""
+        pos = self.def_positions(n)
+        return pos[0] if pos else -1
+
+    def def_positions(self, n: str) -> list[int]:
+        """The positions of ``n``'s definitions, ascending: ``defs`` lists are built in
+        program order, so position queries bisect instead of scanning every definition."""
+        pos = self._def_pos.get(n)
+        if pos is None:
+            pos = self._def_pos[n] = [d._jg_pos for d in self.defs.get(n, ())]
+        return pos
+
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
         return self.loops_of.get(id(s), [])
 
     def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
         """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
-        loops = {id(x) for x in self.enclosing_loops(s)}
+        loops = self.enclosing_loops(s)
+        pos = self.def_positions(n)
+        lo, hi = bisect_left(pos, s._jg_pos), bisect_right(pos, s._jg_end)
+        if hi < len(pos):
+            return True  # a definition after s
+        defs = self.defs.get(n, ())
+        if any(self._redefines(d, s, include_self, loops) for d in defs[lo:hi]):
+            return True  # s itself (or a statement nested in it)
+        if loops and lo > 0 and pos[lo - 1] > loops[0]._jg_pos:
+            return True  # an earlier definition in a loop around s: runs again next trip
         # an array also changes when a name sharing its buffer is written in place
-        shared = self.shared_writes(n)
-        for d in [*self.defs.get(n, ()), *shared]:
-            if d._jg_pos > s._jg_end:
-                return True
-            if s._jg_pos <= d._jg_pos <= s._jg_end:
-                if include_self or d is not s:
-                    return True
-                if loops:
-                    return True
-                continue
-            if loops & {id(x) for x in self.enclosing_loops(d)}:
-                return True
-        return False
+        return any(self._redefines(d, s, include_self, loops) for d in self.shared_writes(n))
+
+    def _redefines(self, d: ast.stmt, s: ast.stmt, include_self: bool,
+                   loops: list[ast.stmt]) -> bool:
+        """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``)?"""
+        if d._jg_pos > s._jg_end:
+            return True
+        if s._jg_pos <= d._jg_pos <= s._jg_end:
+            return include_self or d is not s or bool(loops)
+        return bool({id(x) for x in loops} & {id(x) for x in self.enclosing_loops(d)})
 
     def used_after(self, n: str, s: ast.stmt) -> bool:
         """May ``n`` be read after ``s`` (later statement, next iteration, or the return)?"""
@@ -144,8 +167,7 @@ class Analysis:
         if k is not None:
             return k.cls in ("i", "b") and k.ndim == 0
         return isinstance(e, (ast.BinOp, ast.UnaryOp)) and all(
-            self.kind_of_index(n) for n in ast.walk(e) if isinstance(n, (ast.Name,
-                                                                        ast.Constant)))
+            self.kind_of_index(n) for n in walk(e) if isinstance(n, (ast.Name, ast.Constant)))
 
     def inside(self, s: ast.stmt, block: int) -> bool:
         """Is ``s`` in the block ``block`` or nested in one of its statements?"""
@@ -171,15 +193,19 @@ class Analysis:
     def defined_between(self, n: str, a: ast.stmt, b: ast.stmt) -> bool:
         """Is ``n`` (re)defined, or its buffer written through another name, by a
         statement strictly between ``a`` and ``b``?"""
-        shared = self.shared_writes(n)
-        return any(a._jg_end < d._jg_pos < b._jg_pos for d in [*self.defs.get(n, ()), *shared])
+        pos = self.def_positions(n)
+        k = bisect_right(pos, a._jg_end)
+        if k < len(pos) and pos[k] < b._jg_pos:
+            return True
+        return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.shared_writes(n))
 
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:
         """``n`` is the index of a loop around ``s`` that nothing else redefines."""
         for loop in reversed(self.enclosing_loops(s)):
             if isinstance(loop, ast.For) and loop.target.id == n:
-                return all(d is loop or not (loop._jg_pos < d._jg_pos <= loop._jg_end)
-                           for d in self.defs.get(n, ()))
+                pos = self.def_positions(n)  # no definition inside the loop (the loop's is at it)
+                k = bisect_right(pos, loop._jg_pos)
+                return not (k < len(pos) and pos[k] <= loop._jg_end)
         return False
 
 
@@ -269,7 +295,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
         else:
             parts = [s]
         for p in parts:
-            for n in ast.walk(p):
+            for n in walk(p):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     an.uses.setdefault(n.id, []).append(s)
     an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
@@ -297,28 +323,19 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
                   and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
                   and view_base(s.value, env) is not None}
+    flows = [f for s in stmts for f in _flows(s, env, view_stmts)]
     # varied: forward dependence on wrt
-    varied = {w for w in wrt}
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            for tgt, srcs in _flows(s, env, view_stmts):
-                if tgt not in varied and diff(tgt) and any(x in varied for x in srcs):
-                    varied.add(tgt)
-                    changed = True
+    forward: dict[str, list[str]] = {}
+    for tgt, srcs in flows:
+        if diff(tgt):
+            for x in srcs:
+                forward.setdefault(x, []).append(tgt)
+    varied = _reachable(set(wrt), forward)
     # useful: backward dependence from the outputs
-    useful = {r.id for r in returns if isinstance(r, ast.Name)}
-    changed = True
-    while changed:
-        changed = False
-        for s in stmts:
-            for tgt, srcs in _flows(s, env, view_stmts):
-                if tgt in useful:
-                    for x in srcs:
-                        if x not in useful:
-                            useful.add(x)
-                            changed = True
+    backward: dict[str, list[str]] = {}
+    for tgt, srcs in flows:
+        backward.setdefault(tgt, []).extend(srcs)
+    useful = _reachable({r.id for r in returns if isinstance(r, ast.Name)}, backward)
     an.active = {n for n in varied & useful if diff(n)}
     for s in stmts:
         for n in stmt_defs(s):
@@ -357,7 +374,7 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             s._jg_block == id(body) or t in an.block_local)
         rebound = any(d._jg_pos > s._jg_pos and not _writes_in_place(d)
                       for d in an.defs.get(base, []))
-        names = {n.id for n in ast.walk(v) if isinstance(n, ast.Name)} - {base}
+        names = {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base}
         index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
                        or not an.may_redefine_after(m, s, include_self=False) for m in names)
         if kind_ok and where_ok and not rebound and index_ok and base in an.active \
@@ -626,6 +643,19 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
     return False
 
 
+def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
+    """``start`` and every name reachable from it along ``edges`` (each name expanded once,
+    not a re-scan of the body until nothing changes)."""
+    seen = set(start)
+    todo = list(seen)
+    while todo:
+        for m in edges.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
 def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):
     """(target, differentiable sources) pairs of one statement."""
     if isinstance(s, ast.Assign):
@@ -679,10 +709,10 @@ def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None
                 if isinstance(s.value, ast.Subscript) and isinstance(s.value.value, ast.Name):
                     buffer.add(s.value.value.id)
                 if is_permutation(s) or isinstance(s, ast.AugAssign):
-                    for n in ast.walk(s):
+                    for n in walk(s):
                         if isinstance(n, ast.Name):
                             buffer.add(n.id)
-                for n in ast.walk(s.value):
+                for n in walk(s.value):
                     if isinstance(n, ast.Name):
                         uses.setdefault(n.id, []).append((bid, i))
                 if isinstance(t, ast.Name):

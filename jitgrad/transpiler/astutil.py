@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from .analyse import stmt_defs, walk_stmts
+from .nodes import walk
 
 
 def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -12,7 +13,7 @@ def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
 
 
 def names_of(e: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(e) if isinstance(n, ast.Name)]
+    return [n.id for n in walk(e) if isinstance(n, ast.Name)]
 
 
 def own_defs(s: ast.stmt) -> list[str]:

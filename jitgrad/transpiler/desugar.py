@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 from .parse import Parsed
 
 # --- small AST builders -------------------------------------------------------
@@ -154,7 +154,7 @@ class _SingleExit:
 
 def _return_arity(parsed: Parsed, body: list[ast.stmt]) -> int:
     arities = set()
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Return):
             arities.add(len(n.value.elts) if isinstance(n.value, ast.Tuple) else 1)
     if len(arities) > 1:
@@ -169,7 +169,7 @@ def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
     With ``keep_tail``, a body whose only return is its last statement is kept as
     is and that statement's value is returned (no extra variables).
     """
-    returns = [n for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+    returns = [n for n in walk(ast.Module(body=body, type_ignores=[]))
                if isinstance(n, ast.Return)]
     if keep_tail and len(returns) == 1 and body and body[-1] is returns[0]:
         v = returns[0].value
@@ -233,19 +233,19 @@ class _Loops:
                                     "write 'for i in range(len(x)):' and index x[i]")
         # (``x op= e`` on the iterated array updates it in place: Python's iteration sees
         # that, and so does reading x[i] each trip, so it does not count as rebinding)
-        aug_targets = {id(n.target) for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))
+        aug_targets = {id(n.target) for n in walk(ast.Module(body=s.body, type_ignores=[]))
                        if isinstance(n, ast.AugAssign)}
         rebound = isinstance(seq, ast.Name) and any(
             isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
             and id(n) not in aug_targets
-            for n in ast.walk(ast.Module(body=s.body, type_ignores=[])))
+            for n in walk(ast.Module(body=s.body, type_ignores=[])))
         if not isinstance(seq, ast.Name) or rebound:
             # Python iterates the array the loop started with, even if the body rebinds it;
             # a copy is that array when the body never writes through the name in place
             tmp = self.namer.fresh("_seq")
             written = any(isinstance(n, (ast.Subscript, ast.AugAssign)) and isinstance(
                 getattr(n, "ctx", ast.Store()), ast.Store) and _names_target(n, seq.id)
-                for n in ast.walk(ast.Module(body=s.body, type_ignores=[]))) \
+                for n in walk(ast.Module(body=s.body, type_ignores=[]))) \
                 if rebound else True
             pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
                 value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
@@ -376,7 +376,7 @@ def rotations(body: list[ast.stmt], returns: list[ast.expr]) -> list[ast.stmt]:
     buffers swap too instead of two names sharing one written array.
     """
     loads: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=body + [ast.Expr(value=r) for r in returns],
+    for n in walk(ast.Module(body=body + [ast.Expr(value=r) for r in returns],
                                  type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             loads[n.id] = loads.get(n.id, 0) + 1

@@ -27,7 +27,7 @@ from ..runtime.hooks import checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, replace_names, walk
 from .parse import Parsed, parse_function, python_function
 
 
@@ -75,27 +75,27 @@ def _installed(py: Any) -> bool:
     return path.startswith(_LIBRARY_DIRS)
 
 
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, mapping: dict[str, str | ast.expr]):
-        self.mapping = mapping
-
-    def visit_Name(self, node: ast.Name):
-        m = self.mapping.get(node.id)
-        if m is None:
-            return node
-        if isinstance(m, str):
-            return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
-        return ast.copy_location(clone(m), node)
+def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
+    """What ``rename`` puts in place of the name ``node``."""
+    m = mapping.get(node.id)
+    if m is None:
+        return node
+    if isinstance(m, str):
+        return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
+    return ast.copy_location(clone(m), node)
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
-    """Rename (or substitute expressions for) names throughout ``node``."""
-    return _Renamer(mapping).visit(node)
+    """Rename (or substitute expressions for) names throughout ``node``, in place."""
+    if isinstance(node, ast.Name):
+        return _renamed(node, mapping)
+    replace_names(node, lambda n: _renamed(n, mapping))
+    return node
 
 
 def stored_names(stmts: list[ast.stmt]) -> set[str]:
     out = set()
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+    for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             out.add(n.id)
     return out
@@ -190,7 +190,7 @@ class Inliner:
         for local in sorted(stored - set(params)):
             mapping[local] = self.namer.fresh(local)
             self.namer.origin[mapping[local]] = local
-        for free in sorted({n.id for n in ast.walk(ast.Module(body=body, type_ignores=[]))
+        for free in sorted({n.id for n in walk(ast.Module(body=body, type_ignores=[]))
                             if isinstance(n, ast.Name)} - stored - set(params)):
             if free not in helper.env:
                 continue
@@ -211,7 +211,7 @@ class Inliner:
             self.stack.pop()
         body = [rename(s, mapping) for s in body]
         rets = [rename(r, mapping) for r in rets]
-        for s in ast.walk(ast.Module(body=body, type_ignores=[])):
+        for s in walk(ast.Module(body=body, type_ignores=[])):
             if hasattr(s, "lineno"):
                 s.lineno = node.lineno  # errors point at the call site
         pre += binds + body
@@ -237,14 +237,14 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     that is only updated in place (never rebound) is renamed to the caller's name.
     """
     defs: dict[str, list[ast.stmt]] = {}
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Assign):
-            for t in ast.walk(n.targets[0]):
+            for t in walk(n.targets[0]):
                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                     defs.setdefault(t.id, []).append(n)
     mapping: dict[str, str] = {}
     drop: set[int] = set()
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if not (getattr(n, "_jg_param_of", None) and isinstance(n, ast.Assign)
                 and isinstance(n.targets[0], ast.Name)
                 and isinstance(n.value, ast.Name)):

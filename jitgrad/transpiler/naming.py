@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 
+from .nodes import loaded_ids, walk
+
 
 class Namer:
     """Hands out names that never collide with the user's (or each other)."""
@@ -65,7 +67,7 @@ class Namer:
 def names_in(node: ast.AST) -> set[str]:
     """All identifiers (loaded or stored) under ``node``."""
     out = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name):
             out.add(n.id)
         elif isinstance(n, ast.arg):
@@ -76,4 +78,4 @@ def names_in(node: ast.AST) -> set[str]:
 
 
 def loaded_names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loaded_ids(node)

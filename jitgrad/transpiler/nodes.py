@@ -9,9 +9,17 @@ keeps transform time linear in the size of the function.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+#: node classes without state (contexts, operators): a copy may share them, as the parser does
+_STATELESS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(
+    c, (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)))
+#: attribute values kept as they are: plain values and stateless nodes
+_KEPT = frozenset({int, float, str, bool, type(None)}) | _STATELESS
 
 
 def clone(node: T) -> T:
@@ -23,12 +31,89 @@ def clone(node: T) -> T:
     new = node.__class__.__new__(node.__class__)
     d = new.__dict__
     for k, v in node.__dict__.items():
-        if isinstance(v, ast.AST):
-            d[k] = clone(v)
+        c = v.__class__
+        if c in _KEPT:
+            d[k] = v
         elif isinstance(v, list):
             d[k] = [clone(x) if isinstance(x, ast.AST) else x for x in v]
+        elif isinstance(v, ast.AST):
+            d[k] = clone(v)
         elif isinstance(v, (set, dict)):
             d[k] = v.copy()
         else:
             d[k] = v
     return new
+
+
+def walk(node: ast.AST):
+    """Every node under ``node``, in exactly ``ast.walk``'s order (breadth first), about
+    twice as fast: one growing list instead of a deque of per-node generators."""
+    todo = [node]
+    for n in todo:
+        if isinstance(n, ast.AST):
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)  # non-node items (identifiers, None keys) are skipped above
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
+            yield n
+
+
+#: fields that never hold a ``Name``: identifiers, flags, contexts and operators
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",
+                          "name", "names", "module", "level", "is_async", "conversion",
+                          "simple"})
+_NAME_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _name_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold a ``Name`` (cached per class)."""
+    fields = _NAME_FIELDS.get(cls)
+    if fields is None:
+        fields = () if cls is ast.Constant else tuple(
+            f for f in cls._fields if f not in _LEAF_FIELDS)
+        _NAME_FIELDS[cls] = fields
+    return fields
+
+
+def loaded_ids(node: ast.AST) -> set[str]:
+    """The names ``node`` reads (``Name`` nodes in a load context), without a generator."""
+    out: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+        elif isinstance(n, ast.AST):
+            for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
+    return out
+
+
+def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
+    """Put ``new(n)`` in place of every ``Name`` ``n`` strictly under ``node``, in place.
+
+    What ``ast.NodeTransformer.visit_Name`` would do, with one loop over an explicit
+    stack (no recursion, no per-node dispatch); replacements are not searched again.
+    """
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.Name):
+                        v[i] = new(x)
+                    elif isinstance(x, ast.AST):
+                        todo.append(x)
+            elif isinstance(v, ast.Name):
+                setattr(n, f, new(v))
+            elif isinstance(v, ast.AST):
+                todo.append(v)

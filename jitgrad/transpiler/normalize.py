@@ -25,7 +25,7 @@ from ..rules.primitives import query_attrs
 from .desugar import assign, name
 from .inline import resolve
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 from .parse import Parsed
 
 #: attributes that are plain (non-differentiable) queries
@@ -75,7 +75,7 @@ class Normalizer:
         """Arithmetic on integer constants only (kept whole)."""
         return all(not isinstance(n, (ast.Name, ast.Constant)) or
                    (isinstance(n, ast.Constant) and isinstance(n.value, int))
-                   for n in ast.walk(e))
+                   for n in walk(e))
 
     def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
         """``e`` as a name or constant, emitting a temporary if needed."""
@@ -127,7 +127,7 @@ class Normalizer:
 
     @staticmethod
     def _has_slice(idx: ast.expr) -> bool:
-        return any(isinstance(n, ast.Slice) for n in ast.walk(idx))
+        return any(isinstance(n, ast.Slice) for n in walk(idx))
 
     def assign_expr(self, target: str, e: ast.expr, where: ast.AST) -> list[ast.stmt]:
         """Statements computing ``e`` into ``target``."""
@@ -148,7 +148,7 @@ class Normalizer:
         Numba prunes a branch whose test it can prove constant, and then rejects the
         adjoint's reads of values that branch defines; ``bool(...)`` keeps it a branch.
         """
-        if any(isinstance(n, (ast.Subscript, ast.Call)) for n in ast.walk(e)):
+        if any(isinstance(n, (ast.Subscript, ast.Call)) for n in walk(e)):
             return e
         self.env.setdefault("bool", bool)
         return ast.copy_location(ast.Call(func=name("bool"), args=[e], keywords=[]), e)
@@ -286,7 +286,7 @@ class Normalizer:
                     out.append(ast.copy_location(perm, s))
                     return out
                 # every value is read before any target is bound (``a, s = b, a``)
-                bound = {n.id for t in target.elts for n in ast.walk(t)
+                bound = {n.id for t in target.elts for n in walk(t)
                          if isinstance(n, ast.Name)}
                 temps = []
                 for v in value.elts:
@@ -324,7 +324,7 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
     from .analyse import view_base  # (analyse imports this module)
 
     viewed: set[str] = set()
-    for n in ast.walk(ast.Module(body=body, type_ignores=[])):
+    for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
             k = kinds.get(n.targets[0].id)
             base = view_base(n.value, env) if k is not None and k.is_array else None

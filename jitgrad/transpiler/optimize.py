@@ -21,11 +21,11 @@ import ast
 from ..rules.primitives import allocating
 from .inline import rename
 from .naming import loaded_names
+from .nodes import loaded_ids, replace_names, walk
 
 
 def _loads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx,
-                                                                                   ast.Load)}
+    return loaded_ids(node)
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -33,7 +33,7 @@ def _defines(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.Assign):
         out = set()
         for t in s.targets:
-            for n in ast.walk(t):
+            for n in walk(t):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     out.add(n.id)
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
@@ -66,7 +66,7 @@ def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     for s in _walk(body):
         if isinstance(s, ast.Assign):
             for t in s.targets:
-                for n in ast.walk(t):
+                for n in walk(t):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         v = s.value
                         ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
@@ -81,25 +81,55 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
     """Remove statements whose results nothing live reads (the final return is live).
 
     Element writes stay unless their array is freshly allocated: another name may
-    share the array.
+    share the array.  A loop or ``if`` stays when any statement under it does.
+    Liveness is propagated once along a worklist (each statement and name at most once).
     """
-    live: set[str] = set()
+    shared = shared or {}
     fresh = _fresh_arrays(body)
+    live: set[str] = set()
+    keep: set[int] = set()
+    parent: dict[int, ast.stmt] = {}
+    definers: dict[str, list[ast.stmt]] = {}
+    work: list[ast.stmt] = []
+    for s in _walk(body):
+        for f in ("body", "orelse"):
+            for c in getattr(s, f, []) or []:
+                parent[id(c)] = s
+        if isinstance(s, (ast.For, ast.While, ast.If)):
+            continue
+        if _always_live(s, fresh):
+            work.append(s)
+        else:  # a write into an adjoint that is a view of another is a write into that one
+            for n in _defines(s):
+                for m in {n, _root(n, shared)}:
+                    definers.setdefault(m, []).append(s)
     for s in body:
         if isinstance(s, ast.Return):
-            live |= _loads(s)
-    changed = True
-    keep: set[int] = set()
-    while changed:
-        changed = False
-        for s in _walk(body):
-            if id(s) in keep:
-                continue
-            if _is_live(s, live, keep, fresh, shared or {}):
-                keep.add(id(s))
-                live |= _needs(s)
-                changed = True
+            _make_live(_loads(s), live, definers, work)
+    while work:
+        s = work.pop()
+        while s is not None and id(s) not in keep:  # the statement, then what encloses it
+            keep.add(id(s))
+            _make_live(_needs(s), live, definers, work)
+            s = parent.get(id(s))
     return _sweep(body, keep)
+
+
+def _always_live(s: ast.stmt, fresh: set[str]) -> bool:
+    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays."""
+    if isinstance(s, ast.Break) or not _pure(s):
+        return True
+    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
+    return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            and t.value.id not in fresh and not t.value.id.startswith("_tape"))
+
+
+def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stmt]],
+               work: list[ast.stmt]) -> None:
+    """Mark ``names`` live and queue the statements defining any newly live one."""
+    for n in names - live:
+        live.add(n)
+        work.extend(definers.pop(n, ()))
 
 
 def _walk(stmts):
@@ -118,22 +148,6 @@ def _needs(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
         out.add(s.target.id)
     return out
-
-
-def _is_live(s: ast.stmt, live: set[str], keep: set[int], fresh: set[str],
-             shared: dict[str, str]) -> bool:
-    if isinstance(s, (ast.For, ast.While, ast.If)):
-        return any(id(x) in keep for x in _walk(s.body + s.orelse))
-    if isinstance(s, ast.Break):
-        return True
-    if not _pure(s):
-        return True
-    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
-    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-            and t.value.id not in fresh and not t.value.id.startswith("_tape"):
-        return True
-    # a write into an adjoint that is a view of another is a write into that one
-    return bool({m for n in _defines(s) for m in (n, _root(n, shared))} & live)
 
 
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
@@ -286,35 +300,38 @@ class Simplify(ast.NodeTransformer):
 def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
     """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
     counts: dict[str, int] = {}
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
+    copies: list[ast.Assign] = []  # every ``name = name``, in ``ast.walk`` order
+    for n in walk(ast.Module(body=stmts, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             counts[n.target.id] = counts.get(n.target.id, 0) + 2
+        elif (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and isinstance(n.value, ast.Name)):
+            copies.append(n)
     mapping: dict[str, str] = {}
-    for n in ast.walk(ast.Module(body=stmts, type_ignores=[])):
-        if (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-                and isinstance(n.value, ast.Name)):
-            a, b = n.targets[0].id, n.value.id
-            if (a.startswith("_d") and a not in protected and counts.get(a) == 1
-                    and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
-                mapping[a] = mapping.get(b, b)
+    for n in copies:
+        a, b = n.targets[0].id, n.value.id
+        if (a.startswith("_d") and a not in protected and counts.get(a) == 1
+                and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
+            mapping[a] = mapping.get(b, b)
     if not mapping:
         return stmts
 
-    class Drop(ast.NodeTransformer):
-        def visit_Assign(self, node):
-            if isinstance(node.targets[0], ast.Name) and node.targets[0].id in mapping:
-                return None
-            return self.generic_visit(node)
+    def copied(s: ast.AST) -> bool:
+        return (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id in mapping)
 
-        def visit_Name(self, node):
-            if node.id in mapping:
-                return ast.Name(id=mapping[node.id], ctx=node.ctx)
-            return node
-
-    out = [Drop().visit(x) for x in stmts]
-    return [x for x in out if x is not None]
+    out = [x for x in stmts if not copied(x)]
+    for s in _walk(out):  # each nested block, after its own statements were filtered
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub and any(copied(x) for x in sub):
+                sub[:] = [x for x in sub if not copied(x)]
+    for x in out:
+        replace_names(x, lambda n: ast.Name(id=mapping[n.id], ctx=n.ctx)
+                      if n.id in mapping else n)
+    return out
 
 
 def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
@@ -327,7 +344,7 @@ def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
     if len(adds) != 1:
         return rev
     middle = rev[2:adds[0]] + rev[adds[0] + 1:]
-    writes = {n.id for x in middle for n in ast.walk(x)
+    writes = {n.id for x in middle for n in walk(x)
               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if d in writes or g in writes:
         return rev

@@ -34,6 +34,8 @@ class Parsed:
     lines: list[str] = field(default_factory=list)
     #: generated name -> the user's name it stands for (versions, inlined locals)
     origin: dict[str, str] = field(default_factory=dict)
+    #: names the function reads but does not define (``free_names``, found once)
+    free: set[str] = field(default_factory=set)
 
     def user_name(self, name: str) -> str:
         """The name the user wrote for a (possibly renamed) variable."""
@@ -165,7 +167,7 @@ def parse_function(func: Any) -> Parsed:
                                   "session or exec) so jitgrad can read it") from None
     src = textwrap.dedent("".join(lines))
     try:
-        mod = gast.gast_to_ast(gast.parse(src))
+        mod = ast.parse(src)  # what a gast round trip gave back, without its two conversions
     except SyntaxError as exc:
         raise TransformError(f"cannot parse the source of {py.__qualname__}: {exc.msg}",
                              filename=filename, lineno=first,
@@ -188,7 +190,8 @@ def parse_function(func: Any) -> Parsed:
                 pass
     import builtins
 
-    for name in free_names(fn):
+    parsed.free = free_names(fn)
+    for name in parsed.free:
         if name not in env and hasattr(builtins, name):
             env[name] = getattr(builtins, name)
     parsed.env = env

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import functools
+import gc
 import itertools
 import linecache
 import textwrap
@@ -32,9 +34,26 @@ from .naming import Namer, names_in
 from .nodes import clone
 from .normalize import Normalizer, inplace_updates
 from .optimize import fold_scalar_adjoints, merge_accumulations
-from .parse import Parsed, free_names, parse_function
+from .parse import Parsed, parse_function
 from .reverse import reverse
 from .versions import version_names
+
+
+def _without_gc(fn):
+    """Run ``fn`` with the cyclic garbage collector paused: the passes allocate millions of
+    short-lived nodes, and each collection re-walks every live one (superlinear time)."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return run
 
 
 @dataclass
@@ -108,7 +127,7 @@ def parse_(u: Unit) -> None:
     u.parsed = parse_function(u.func)
     fence(u.parsed)
     tree = u.parsed.tree
-    u.namer = Namer(names_in(tree) | free_names(tree) | {"_dret"})
+    u.namer = Namer(names_in(tree) | u.parsed.free | {"_dret"})
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env
     u.params = [a.arg for a in tree.args.args]
@@ -417,6 +436,7 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 # --- running them -----------------------------------------------------------------------
 
 
+@_without_gc
 def prepare(func: Any, until: str | None = None) -> Unit:
     """Run the kind-independent passes (up to and including ``until``)."""
     u = Unit(func)
@@ -427,6 +447,7 @@ def prepare(func: Any, until: str | None = None) -> Unit:
     return u
 
 
+@_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
               until: str | None = None) -> Unit:
     """Run the passes of one specialisation on a copy of the prepared unit."""

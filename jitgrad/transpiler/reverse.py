@@ -23,7 +23,7 @@ from .desugar import assign, const, name
 from .emit import comment
 from .inline import rename, resolve
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 from .optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
 from .parse import Parsed
 from .reverse_flow import ControlFlowMixin
@@ -398,7 +398,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
                 continue
             a = inst.bound.get(p)
             gexpr = rename(gexpr, {inst.dy: g})
-            for c in ast.walk(gexpr):
+            for c in walk(gexpr):
                 if isinstance(c, ast.Call):
                     c._jg_scalar_result = scalar_res
             gexpr = Simplify(scalars, self.unb).visit(gexpr)

@@ -17,7 +17,7 @@ from .astutil import all_defs, binop, own_defs
 from .desugar import assign, const, name
 from .inline import rename, resolve
 from .naming import loaded_names
-from .nodes import clone
+from .nodes import clone, walk
 
 
 class TapeMixin:
@@ -35,8 +35,7 @@ class TapeMixin:
         if reads is None:
             reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
         # values defined earlier first: a later one may then be recomputed from them
-        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (
-            min((d._jg_pos for d in self.an.defs.get(n, [])), default=-1), n))
+        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
         defined = set(own_defs(s)) if not compound else all_defs(s)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
@@ -57,7 +56,7 @@ class TapeMixin:
                 continue
             again = self.recompute(n, s, restored, post=is_out)
             if again is not None and sum(isinstance(x, (ast.BinOp, ast.Call))
-                                         for x in ast.walk(again)) > 16:
+                                         for x in walk(again)) > 16:
                 again = None  # cheaper to tape than to redo a big expression
             if again is not None:
                 if not is_out and not compound and n not in defined:
@@ -125,11 +124,11 @@ class TapeMixin:
                 return name(m.id)  # a later statement restores it to its value here
             return self.recompute(m.id, s, restored, False, d, depth + 1)
 
-        for m in ast.walk(v):
+        for m in walk(v):
             if isinstance(m, ast.Name) and m.id in changed_by_d:
                 return None
         if int_arith(v, self.an):
-            for m in ast.walk(v):
+            for m in walk(v):
                 if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
                     continue  # the function name in len(x)
                 if isinstance(m, ast.Name) and not (
@@ -142,7 +141,7 @@ class TapeMixin:
             group = self.an.aliases.get(base, {base})
             if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
                 return None
-            for m in ast.walk(v.slice):
+            for m in walk(v.slice):
                 if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
                         and self.an.may_redefine_after(m.id, d, include_self=False):
                     return None
@@ -234,7 +233,7 @@ class TapeMixin:
         """Captures of a compound statement's header expressions (renamed in place)."""
         reads = set()
         for h in header:
-            reads |= {n.id for n in ast.walk(h) if isinstance(n, ast.Name)}
+            reads |= {n.id for n in walk(h) if isinstance(n, ast.Name)}
         holder = list(header)
         pops = self.captures(s, holder, set(), before, after, restored, True, reads)
         return pops, holder
@@ -261,7 +260,7 @@ def int_arith(v: ast.expr, an: Analysis) -> bool:
         return True
     if not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Name)):
         return False
-    for m in ast.walk(v):
+    for m in walk(v):
         if isinstance(m, ast.Name):
             if an.kind(m.id).cls not in ("i", "b") or an.kind(m.id).is_array:
                 return False

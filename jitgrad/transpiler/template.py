@@ -18,7 +18,7 @@ from ..errors import RuleError
 from ..rules import Rule
 from .inline import rename
 from .naming import Namer
-from .nodes import clone
+from .nodes import clone, walk
 
 
 @dataclass
@@ -36,6 +36,8 @@ class Template:
     grads: list[ast.expr | None]
     globals: dict[str, Any]
     locals: set[str] = field(default_factory=set)
+    #: names the rule reads from its module (found once, mapped at each call)
+    free: set[str] = field(default_factory=set)
 
 
 _CACHE: dict[int, Template] = {}
@@ -82,13 +84,25 @@ def template_of(rule: Rule) -> Template:
                      if d is not None})
     local = set()
     for s in pre + back.body:
-        for n in ast.walk(s):
+        for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 local.add(n.id)
     tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0],
                    back.args.args[0].arg, back.body[:-1], grads, impl.__globals__, local)
+    tpl.free = _free_names(tpl)
     _CACHE[key] = tpl
     return tpl
+
+
+def _free_names(tpl: Template) -> set[str]:
+    """Names in the rule that are neither its parameters, its locals nor its seed."""
+    free = set()
+    for s in [*tpl.pre, tpl.value, *tpl.back_body, *[g for g in tpl.grads if g is not None]]:
+        for n in walk(s):
+            if isinstance(n, ast.Name) and n.id not in tpl.params and n.id not in tpl.locals \
+                    and n.id != tpl.dy:
+                free.add(n.id)
+    return free
 
 
 @dataclass
@@ -133,13 +147,7 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
         mapping[local] = namer.fresh("_" + local.lstrip("_"))
     dy = namer.fresh("_seed")  # renamed at once with the parameters: no clash with user names
     mapping[tpl.dy] = dy
-    free = set()
-    for s in [*tpl.pre, tpl.value, *tpl.back_body, *[g for g in tpl.grads if g is not None]]:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and n.id not in tpl.params and n.id not in tpl.locals \
-                    and n.id != tpl.dy:
-                free.add(n.id)
-    for f in free:
+    for f in tpl.free:
         if f in tpl.globals:
             new = global_name(f, tpl.globals[f])
             if new != f:

@@ -1,0 +1,51 @@
+"""Long function bodies transform without RecursionError, in time linear in their size.
+
+No test asserts a tight timing (machines differ); each bound is generous.  The
+numbers per size come from ``benchmarks/transform_time.py``.
+"""
+
+import importlib
+import math
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+STEP = ("a = a * 0.9 + math.sin(b) * x[i] + 3.0 * c",
+        "b = b + a * 0.1 - math.cos(a) * 0.02",
+        "t = a * b + x[i] * x[i]",
+        "s = s + t * 0.5 + math.exp(-b * b)")
+
+
+def _source(n: int, loop: bool) -> str:
+    """``f(x, a, b, c)`` with ``n`` statements in a loop body (or at the top level)."""
+    pad = "        " if loop else "    "
+    lines = ["import math", "", "", "def f(x, a, b, c):", "    s = 0.0", "    t = 0.0"]
+    if loop:
+        lines.append("    for i in range(len(x)):")
+    else:
+        lines.append("    i = 0")
+    lines += [pad + STEP[k % len(STEP)] for k in range(n)]
+    lines.append("    return s")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("loop", [True, False], ids=["loop_body", "straight_line"])
+def test_two_thousand_statements(tmp_path, monkeypatch, loop):
+    name = f"long_body_{'loop' if loop else 'flat'}"
+    (tmp_path / f"{name}.py").write_text(_source(2000, loop))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = importlib.import_module(name).f
+    x = np.array([0.3, -0.2, 0.1])
+    t0 = time.perf_counter()
+    value, (gx, ga) = jg.differentiate(f, wrt=(0, 1), jit=False).value_and_grad(x, 0.5, 0.3, 0.2)
+    assert time.perf_counter() - t0 < 60  # linear: a few seconds on a laptop
+    assert value == pytest.approx(f(x, 0.5, 0.3, 0.2))
+    assert np.all(np.isfinite(gx)) and math.isfinite(ga)
+    h = 1e-6
+    fd = (f(x, 0.5 + h, 0.3, 0.2) - f(x, 0.5 - h, 0.3, 0.2)) / (2 * h)
+    assert ga == pytest.approx(fd, rel=1e-4, abs=1e-6)
+    sys.modules.pop(name, None)
