@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import pickle
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,11 +23,20 @@ import numpy as np
 from . import rules
 from .errors import JitError
 from .transpiler import backend, emit
+from .transpiler import cache as disk
 from .transpiler.fence import fence, fence_entry
 from .transpiler.kinds import of_value
 from .transpiler.lower import VARIANTS
 from .transpiler.parse import parse_function, python_function
-from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
+from .transpiler.pipeline import (
+    STAGES,
+    Generated,
+    Prepared,
+    Unit,
+    generate,
+    prepare,
+    show_body,
+)
 from .transpiler.pipeline import stage as stage_source
 
 Wrt = int | str | tuple
@@ -34,7 +45,8 @@ Wrt = int | str | tuple
 class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
-    def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu"):
+    def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
+                 cache: bool = False):
         if target != "cpu":
             raise NotImplementedError(f"target={target!r}: only 'cpu' is available")
         if isinstance(func, GradFunction):
@@ -45,6 +57,10 @@ class Differentiated:
         self._orig = func  # what the user passed (their Numba dispatcher, options and all)
         self._dispatcher = func if func is not self.func else None
         self.jit = bool(jit)
+        self.wrt = wrt
+        self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        self._disk_dir: str | None = None
+        self._disk_stats = {"hits": 0, "misses": 0, "uncached": 0}
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -104,7 +120,8 @@ class Differentiated:
 
     def _generated(self, args: tuple) -> Generated:
         """The generated code for these arguments' kinds (transformed once, cached)."""
-        prep = self._prep()  # unsupported source is reported before arity and kinds
+        if not self.cache:  # (a cache hit needs no transform: reported when one runs)
+            self._prep()  # unsupported source is reported before arity and kinds
         self._check_inputs(args)
         kinds = {p: of_value(a) for p, a in zip(self.params, args, strict=True)}
         for i in self.wrt_positions:
@@ -118,15 +135,69 @@ class Differentiated:
         with self._lock:
             gen = self._cache.get(key)
             if gen is None:
-                wrt = [self.params[i] for i in self.wrt_positions]
-                gen = generate(prep, wrt, kinds)
-                u = gen.unit
-                gen.compiled = backend.build({v: u.sources[v] for v in VARIANTS}, u.names,
-                                             u.env, self.func.__qualname__, self.jit,
-                                             u.ir.callables)
+                gen = self._build(kinds)
                 self._cache[key] = gen
             self._last = gen
         return gen
+
+    def _build(self, kinds: dict) -> Generated:
+        """Transform and compile one specialisation; with ``cache=True``, load it from the
+        on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
+        wrt = [self.params[i] for i in self.wrt_positions]
+        file = k = None
+        if self.cache:
+            k = disk.key(self.func, wrt, kinds, self.jit)
+            folder = self._cache_dir() if k is not None else None
+            if folder is not None:
+                file = disk.path(folder, self.func, k)
+                mod = disk.load(file, k)
+                if mod is not None:
+                    self._disk_stats["hits"] += 1
+                    meta = mod.__jitgrad__
+                    unit = Unit(self.func, sources=dict(meta["sources"]),
+                                names=dict(meta["names"]), wrt=wrt, arg_kinds=dict(kinds))
+                    return Generated(unit, list(meta["return_kinds"]),
+                                     disk.compile_module(mod, self.jit))
+        gen = generate(self._prep(), wrt, kinds)
+        u = gen.unit
+        sources = {v: u.sources[v] for v in VARIANTS}
+        if file is not None:
+            meta = {"format": disk.FORMAT, "names": u.names, "sources": u.sources,
+                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
+            if disk.save(file, k, self.func.__qualname__, sources, u.env, meta):
+                mod = disk.load(file, k)
+                if mod is not None:
+                    self._disk_stats["misses"] += 1
+                    gen.compiled = disk.compile_module(mod, self.jit)
+                    return gen
+        if self.cache:
+            self._disk_stats["uncached"] += 1
+        gen.compiled = backend.build(sources, u.names, u.env, self.func.__qualname__, self.jit,
+                                     u.ir.callables)
+        return gen
+
+    def _cache_dir(self) -> str | None:
+        if self._disk_dir is None:
+            self._disk_dir = disk.directory(self.func) or ""
+        return self._disk_dir or None
+
+    def cache_info(self) -> dict[str, Any]:
+        """The on-disk cache's counters for this function (``cache=True``): ``hits``
+        (specialisations loaded from disk, not transformed), ``misses`` (transformed and
+        written), ``uncached`` (transformed, but not cacheable: see ``cache.py``),
+        ``numba_hits``/``numba_misses`` (machine code Numba loaded from or compiled into its
+        cache), ``dir`` (where the generated modules go)."""
+        with self._lock:
+            gens = list(self._cache.values())
+        hits = misses = 0
+        for g in gens:
+            for d in getattr(g.compiled, "jitted", {}).values():
+                stats = getattr(d, "stats", None)
+                if stats is not None:
+                    hits += sum(stats.cache_hits.values())
+                    misses += sum(stats.cache_misses.values())
+        return {**self._disk_stats, "numba_hits": hits, "numba_misses": misses,
+                "dir": self._cache_dir() if self.cache else None}
 
     def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
@@ -271,6 +342,12 @@ class Differentiated:
     def __repr__(self) -> str:
         return f"<jitgrad.differentiate {self.func.__qualname__} wrt={self.wrt_positions}>"
 
+    def __reduce__(self):
+        """Pickled as a reference (module, qualified name) to the user's module-level
+        function plus the options: no code, locks or compiled functions travel; the other
+        side transforms again, or loads from the on-disk cache under ``cache=True``."""
+        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache)
+
 
 class GradFunction:
     """What ``jg.grad`` and ``jg.value_and_grad`` return: a callable with ``.source()``."""
@@ -285,6 +362,62 @@ class GradFunction:
 
     def source(self, *example_args: Any, stage: str = "all") -> str:
         return self.diff.source(*example_args, stage=stage)
+
+    def cache_info(self) -> dict[str, Any]:
+        return self.diff.cache_info()
+
+    def __reduce__(self):
+        return GradFunction, (self.diff, self.with_value)
+
+
+def _reference(d: Differentiated) -> tuple[str, str]:
+    """``(module, qualname)`` under which another process finds ``d``'s function."""
+    func = d.func
+    mod, qual = func.__module__, func.__qualname__
+    why = ""
+    if func.__name__ == "<lambda>":
+        why = "it is a lambda"
+    elif "<locals>" in qual:
+        why = "it is defined inside another function (a nested function or closure)"
+    elif mod == "__main__" and not getattr(sys.modules.get("__main__"), "__file__", None):
+        why = "it is defined in an interactive __main__ (a notebook, REPL or python -c)"
+    elif _underlying(disk.attr_or_none(mod, qual)) is not func:
+        why = f"{mod}.{qual} is not this function"
+    if why:
+        raise pickle.PicklingError(
+            f"cannot pickle the jitgrad gradient of {qual}: {why}. jitgrad pickles a "
+            "differentiated function as a reference to a module-level function (module and "
+            "name), which the receiving process imports; define it with def at the top "
+            "level of an importable module (a .py file on the workers' path, e.g. shipped "
+            "with Dask's client.upload_file) and pass that")
+    return mod, qual
+
+
+def _underlying(obj: Any) -> Any:
+    """The plain function behind a GradFunction, Differentiated or Numba dispatcher."""
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        return obj.func
+    return getattr(obj, "py_func", obj)
+
+
+def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Differentiated:
+    """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
+    decorated object itself where they match, so its compiled code is shared)."""
+    obj = disk.attr_or_none(mod, qual)
+    if obj is None:
+        where = (" (defined in the sending process's __main__ script, which this process "
+                 "does not run: move it to a module both can import)" if mod == "__main__"
+                 else "")
+        raise pickle.UnpicklingError(
+            f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
+            f"process{where}")
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        return _as_diff(obj, wrt, jit, "cpu", cache)
+    return Differentiated(obj, wrt, jit, "cpu", cache)
 
 
 def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ...], bool]:
@@ -349,37 +482,42 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu") -> Any:
-    """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``."""
+                  target: str = "cpu", cache: bool = False) -> Any:
+    """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
+
+    ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
+    disk (next to the source, where Numba caches), so another process skips both."""
     if func is None:
-        return lambda f: Differentiated(f, wrt, jit, target)
-    return Differentiated(func, wrt, jit, target)
+        return lambda f: Differentiated(f, wrt, jit, target, cache)
+    return Differentiated(func, wrt, jit, target, cache)
 
 
-def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu") -> GradFunction:
+def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
+         cache: bool = False) -> GradFunction:
     """Transform ``func`` into its gradient function (like ``jax.grad``)."""
-    return GradFunction(_as_diff(func, wrt, jit, target), with_value=False)
+    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
 
 
 def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
-                   target: str = "cpu") -> GradFunction:
+                   target: str = "cpu", cache: bool = False) -> GradFunction:
     """Transform ``func`` into a function returning ``(value, gradient)``."""
-    return GradFunction(_as_diff(func, wrt, jit, target), with_value=True)
+    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
 
 
-def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True) -> tuple[Any, Callable]:
+def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
+        cache: bool = False) -> tuple[Any, Callable]:
     """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
-    return _as_diff(func, wrt, jit, "cpu").vjp(*args)
+    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
 
 
-def _as_diff(func, wrt, jit, target) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=False) -> Differentiated:
     if isinstance(func, Differentiated):
         same = (_resolve_wrt(wrt, func.params, func.func.__name__)
                 == (func.wrt_positions, func.single))
-        if same and bool(jit) == func.jit and target == "cpu":
+        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
-    return Differentiated(func, wrt, jit, target)
+    return Differentiated(func, wrt, jit, target, cache)
 
 
 def _copies(args: tuple) -> tuple:
