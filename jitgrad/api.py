@@ -493,24 +493,27 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
 
 
 def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
-         cache: bool = False) -> GradFunction:
-    """Transform ``func`` into its gradient function (like ``jax.grad``)."""
+         cache: bool | None = None) -> GradFunction:
+    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``cache``: see
+    ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
     return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
 
 
 def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
-                   target: str = "cpu", cache: bool = False) -> GradFunction:
+                   target: str = "cpu", cache: bool | None = None) -> GradFunction:
     """Transform ``func`` into a function returning ``(value, gradient)``."""
     return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
 
 
 def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
-        cache: bool = False) -> tuple[Any, Callable]:
+        cache: bool | None = None) -> tuple[Any, Callable]:
     """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
     return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
 
 
-def _as_diff(func, wrt, jit, target, cache=False) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
+    if cache is None:
+        cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
         same = (_resolve_wrt(wrt, func.params, func.func.__name__)
                 == (func.wrt_positions, func.single))
