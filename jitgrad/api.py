@@ -402,10 +402,18 @@ def _underlying(obj: Any) -> Any:
     return getattr(obj, "py_func", obj)
 
 
+_REBUILT: dict[tuple, Differentiated] = {}
+
+
 def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Differentiated:
     """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
-    decorated object itself where they match, so its compiled code is shared)."""
+    decorated object itself where they match, so its compiled code is shared; one object
+    per process for each reference and options, so a worker's tasks share compiled code)."""
     obj = disk.attr_or_none(mod, qual)
+    key = (mod, qual, repr(wrt), bool(jit), bool(cache))
+    hit = _REBUILT.get(key)
+    if hit is not None and obj is not None and hit.func is _underlying(obj):
+        return hit
     if obj is None:
         where = (" (defined in the sending process's __main__ script, which this process "
                  "does not run: move it to a module both can import)" if mod == "__main__"
@@ -416,8 +424,11 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Different
     if isinstance(obj, GradFunction):
         obj = obj.diff
     if isinstance(obj, Differentiated):
-        return _as_diff(obj, wrt, jit, "cpu", cache)
-    return Differentiated(obj, wrt, jit, "cpu", cache)
+        out = _as_diff(obj, wrt, jit, "cpu", cache)
+    else:
+        out = Differentiated(obj, wrt, jit, "cpu", cache)
+    _REBUILT[key] = out
+    return out
 
 
 def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ...], bool]:
