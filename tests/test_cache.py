@@ -126,6 +126,17 @@ def test_second_process_loads_from_disk(tmp_path):
     again = _run(tmp_path)
     assert (again["hits"], again["transforms"]) == (1, 0)
 
+    # so is Numba's machine code: an unreadable index or data file is compiled again
+    numba_files = [f for f in os.listdir(folder / "__pycache__") if f.endswith((".nbi", ".nbc"))]
+    assert numba_files
+    for f in numba_files:
+        (folder / "__pycache__" / f).write_bytes(b"garbage\n")
+    recompiled = _run(tmp_path)
+    assert (recompiled["hits"], recompiled["numba_misses"], recompiled["numba_hits"]) == (1, 1, 0)
+    recompiled["folder"] = tmp_path
+    _check_fd(recompiled, 3.0)
+    assert _run(tmp_path)["numba_hits"] == 1
+
 
 def _key(f, *args):
     params = f.__code__.co_varnames[:f.__code__.co_argcount]
@@ -145,7 +156,22 @@ def _prim(x):
     return x * x
 
 
-def test_key_covers_kinds_rules_and_sources():
+@pytest.fixture
+def scratch_rules():
+    """Rules registered in the test are gone afterwards (other tests, and the worker
+    processes they start, see the registry as it was)."""
+    from jitgrad.rules import registry
+
+    saved = dict(registry._RULES), dict(registry._NONDIFF)
+    yield
+    registry._RULES.clear()
+    registry._RULES.update(saved[0])
+    registry._NONDIFF.clear()
+    registry._NONDIFF.update(saved[1])
+    registry._bump()
+
+
+def test_key_covers_kinds_rules_and_sources(scratch_rules):
     k = _key(_poly, 1.0)
     assert k == _key(_poly, 2.0)  # values do not matter, kinds do
     assert k != _key(_poly, np.ones(3))

@@ -178,7 +178,8 @@ def environment_digest() -> str:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256(repr((sys.version, np.__version__, numba.__version__,
                                  FORMAT)).encode())
-        for d, _, files in sorted(os.walk(root)):
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs[:] = [x for x in dirs if x != "__pycache__"]  # generated modules live there
             for f in sorted(files):
                 if f.endswith(".py"):
                     with open(os.path.join(d, f), "rb") as fh:
@@ -351,10 +352,34 @@ def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
         for c in out.callables:
             if inspect.isfunction(ns.get(c)):
                 ns[c] = emit.njit(ns[c])
-        out.jitted = {v: emit.njit(f, cache=True) for v, f in fns.items()}
+        out.jitted = {v: _tolerant(emit.njit(f, cache=True)) for v, f in fns.items()}
     else:
         emit.ieee_namespace(ns)
     return out
+
+
+def _tolerant(disp: Any) -> Any:
+    """A dispatcher whose on-disk machine code, when Numba cannot read it (a corrupt index
+    or data file), is recompiled and rewritten instead of failing the call."""
+    cache = getattr(disp, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None:
+        return disp
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        try:
+            return load(sig, target_context)
+        except Exception:  # unreadable: drop the index so the fresh compile can save
+            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            if index:
+                try:
+                    os.remove(index)
+                except OSError:
+                    pass
+            return None
+
+    cache.load_overload = load_overload
+    return disp
 
 
 __all__ = ["attr", "attr_or_none", "compile_module", "directory", "key", "load", "path",
