@@ -100,7 +100,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     dt, s0s = 0.001, members(a.members)
-    folder = Path(GRAD.diff._cache_dir())
+    folder = Path(GRAD.cache_info()["dir"])
     rows: dict[str, float] = {}
 
     shutil.rmtree(folder, ignore_errors=True)

@@ -28,15 +28,7 @@ from .transpiler.fence import fence, fence_entry
 from .transpiler.kinds import of_value
 from .transpiler.lower import VARIANTS
 from .transpiler.parse import parse_function, python_function
-from .transpiler.pipeline import (
-    STAGES,
-    Generated,
-    Prepared,
-    Unit,
-    generate,
-    prepare,
-    show_body,
-)
+from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
 
 Wrt = int | str | tuple
@@ -59,8 +51,7 @@ class Differentiated:
         self.jit = bool(jit)
         self.wrt = wrt
         self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
-        self._disk_dir: str | None = None
-        self._disk_stats = {"hits": 0, "misses": 0, "uncached": 0}
+        self._disk = disk.Store(self.func, self.jit) if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -144,60 +135,21 @@ class Differentiated:
         """Transform and compile one specialisation; with ``cache=True``, load it from the
         on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
         wrt = [self.params[i] for i in self.wrt_positions]
-        file = k = None
-        if self.cache:
-            k = disk.key(self.func, wrt, kinds, self.jit)
-            folder = self._cache_dir() if k is not None else None
-            if folder is not None:
-                file = disk.path(folder, self.func, k)
-                mod = disk.load(file, k)
-                if mod is not None:
-                    self._disk_stats["hits"] += 1
-                    meta = mod.__jitgrad__
-                    unit = Unit(self.func, sources=dict(meta["sources"]),
-                                names=dict(meta["names"]), wrt=wrt, arg_kinds=dict(kinds))
-                    return Generated(unit, list(meta["return_kinds"]),
-                                     disk.compile_module(mod, self.jit))
-        gen = generate(self._prep(), wrt, kinds)
-        u = gen.unit
-        sources = {v: u.sources[v] for v in VARIANTS}
-        if file is not None:
-            meta = {"format": disk.FORMAT, "names": u.names, "sources": u.sources,
-                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
-            if disk.save(file, k, self.func.__qualname__, sources, u.env, meta):
-                mod = disk.load(file, k)
-                if mod is not None:
-                    self._disk_stats["misses"] += 1
-                    gen.compiled = disk.compile_module(mod, self.jit)
-                    return gen
-        if self.cache:
-            self._disk_stats["uncached"] += 1
-        gen.compiled = backend.build(sources, u.names, u.env, self.func.__qualname__, self.jit,
-                                     u.ir.callables)
+        gen = self._disk.load(wrt, kinds) if self._disk is not None else None
+        if gen is None:
+            gen = generate(self._prep(), wrt, kinds)
+            u = gen.unit
+            gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
+                backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
+                              self.func.__qualname__, self.jit, u.ir.callables)
         return gen
 
-    def _cache_dir(self) -> str | None:
-        if self._disk_dir is None:
-            self._disk_dir = disk.directory(self.func) or ""
-        return self._disk_dir or None
-
     def cache_info(self) -> dict[str, Any]:
-        """The on-disk cache's counters for this function (``cache=True``): ``hits``
-        (specialisations loaded from disk, not transformed), ``misses`` (transformed and
-        written), ``uncached`` (transformed, but not cacheable: see ``cache.py``),
-        ``numba_hits``/``numba_misses`` (machine code Numba loaded from or compiled into its
-        cache), ``dir`` (where the generated modules go)."""
+        """What the on-disk cache did for this function (``cache=True``; see
+        ``jitgrad.transpiler.cache.Store.info``)."""
         with self._lock:
             gens = list(self._cache.values())
-        hits = misses = 0
-        for g in gens:
-            for d in getattr(g.compiled, "jitted", {}).values():
-                stats = getattr(d, "stats", None)
-                if stats is not None:
-                    hits += sum(stats.cache_hits.values())
-                    misses += sum(stats.cache_misses.values())
-        return {**self._disk_stats, "numba_hits": hits, "numba_misses": misses,
-                "dir": self._cache_dir() if self.cache else None}
+        return disk.Store.info(self._disk, gens)
 
     def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""

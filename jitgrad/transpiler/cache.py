@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 
 from .backend import Compiled, imports
+from .lower import VARIANTS
+from .pipeline import Generated, Unit
 
 FORMAT = 1
 _MAX_CONSTANT = 1 << 20  # bytes of pickled constant written into a cached module
@@ -358,6 +360,71 @@ def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
     return out
 
 
+class Store:
+    """The on-disk cache of one differentiated function (``cache=True``)."""
+
+    def __init__(self, func: Any, jit: bool):
+        self.func, self.jit = func, jit
+        self._dir: str | None = None
+        self.stats = {"hits": 0, "misses": 0, "uncached": 0}
+
+    def folder(self) -> str | None:
+        if self._dir is None:
+            self._dir = directory(self.func) or ""
+        return self._dir or None
+
+    def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
+        k = key(self.func, wrt, kinds, self.jit)
+        folder = self.folder() if k is not None else None
+        return None if folder is None else (path(folder, self.func, k), k)
+
+    def load(self, wrt: list[str], kinds: dict) -> Generated | None:
+        """The specialisation from disk (generated module, Numba's machine code), or None."""
+        where = self._where(wrt, kinds)
+        mod = load(*where) if where is not None else None
+        if mod is None:
+            return None
+        self.stats["hits"] += 1
+        meta = mod.__jitgrad__
+        unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
+                    wrt=list(wrt), arg_kinds=dict(kinds))
+        return Generated(unit, list(meta["return_kinds"]), compile_module(mod, self.jit))
+
+    def save(self, gen: Generated) -> Compiled | None:
+        """Write a freshly generated specialisation and compile it from the file; None
+        where it cannot be cached (the caller builds it in memory)."""
+        u = gen.unit
+        where = self._where(u.wrt, u.arg_kinds)
+        if where is not None:
+            meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
+                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
+            sources = {v: u.sources[v] for v in VARIANTS}
+            if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta):
+                mod = load(*where)
+                if mod is not None:
+                    self.stats["misses"] += 1
+                    return compile_module(mod, self.jit)
+        self.stats["uncached"] += 1
+        return None
+
+    @staticmethod
+    def info(store: Store | None, gens: list[Generated]) -> dict[str, Any]:
+        """``hits`` (specialisations loaded from disk, not transformed), ``misses``
+        (transformed and written), ``uncached`` (transformed, not cacheable),
+        ``numba_hits``/``numba_misses`` (machine code Numba loaded from or compiled into
+        its cache), ``dir`` (where the generated modules go; None without the cache)."""
+        hits = misses = 0
+        for g in gens:
+            for d in getattr(g.compiled, "jitted", {}).values():
+                stats = getattr(d, "stats", None)
+                if stats is not None:
+                    hits += sum(stats.cache_hits.values())
+                    misses += sum(stats.cache_misses.values())
+        counts = store.stats if store is not None else {"hits": 0, "misses": 0, "uncached": 0}
+        return {**counts, "numba_hits": hits, "numba_misses": misses,
+                "dir": store.folder() if store is not None else None}
+
+
 def _tolerant(disp: Any) -> Any:
     """A dispatcher whose on-disk machine code, when Numba cannot read it (a corrupt index
     or data file), is recompiled and rewritten instead of failing the call."""
@@ -382,5 +449,5 @@ def _tolerant(disp: Any) -> Any:
     return disp
 
 
-__all__ = ["attr", "attr_or_none", "compile_module", "directory", "key", "load", "path",
+__all__ = ["Store", "attr", "attr_or_none", "compile_module", "directory", "key", "load", "path",
            "rules_digest", "save"]
