@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import pickle
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +23,7 @@ import numpy as np
 from . import rules
 from .errors import JitError
 from .transpiler import backend, emit
+from .transpiler import cache as disk
 from .transpiler.fence import fence, fence_entry
 from .transpiler.kinds import of_value
 from .transpiler.lower import VARIANTS
@@ -34,7 +37,8 @@ Wrt = int | str | tuple
 class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
-    def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu"):
+    def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
+                 cache: bool = False):
         if target != "cpu":
             raise NotImplementedError(f"target={target!r}: only 'cpu' is available")
         if isinstance(func, GradFunction):
@@ -45,6 +49,9 @@ class Differentiated:
         self._orig = func  # what the user passed (their Numba dispatcher, options and all)
         self._dispatcher = func if func is not self.func else None
         self.jit = bool(jit)
+        self.wrt = wrt
+        self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        self._disk = disk.Store(self.func, self.jit) if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -104,7 +111,8 @@ class Differentiated:
 
     def _generated(self, args: tuple) -> Generated:
         """The generated code for these arguments' kinds (transformed once, cached)."""
-        prep = self._prep()  # unsupported source is reported before arity and kinds
+        if not self.cache:  # (a cache hit needs no transform: reported when one runs)
+            self._prep()  # unsupported source is reported before arity and kinds
         self._check_inputs(args)
         kinds = {p: of_value(a) for p, a in zip(self.params, args, strict=True)}
         for i in self.wrt_positions:
@@ -118,15 +126,30 @@ class Differentiated:
         with self._lock:
             gen = self._cache.get(key)
             if gen is None:
-                wrt = [self.params[i] for i in self.wrt_positions]
-                gen = generate(prep, wrt, kinds)
-                u = gen.unit
-                gen.compiled = backend.build({v: u.sources[v] for v in VARIANTS}, u.names,
-                                             u.env, self.func.__qualname__, self.jit,
-                                             u.ir.callables)
+                gen = self._build(kinds)
                 self._cache[key] = gen
             self._last = gen
         return gen
+
+    def _build(self, kinds: dict) -> Generated:
+        """Transform and compile one specialisation; with ``cache=True``, load it from the
+        on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
+        wrt = [self.params[i] for i in self.wrt_positions]
+        gen = self._disk.load(wrt, kinds) if self._disk is not None else None
+        if gen is None:
+            gen = generate(self._prep(), wrt, kinds)
+            u = gen.unit
+            gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
+                backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
+                              self.func.__qualname__, self.jit, u.ir.callables)
+        return gen
+
+    def cache_info(self) -> dict[str, Any]:
+        """What the on-disk cache did for this function (``cache=True``; see
+        ``jitgrad.transpiler.cache.Store.info``)."""
+        with self._lock:
+            gens = list(self._cache.values())
+        return disk.Store.info(self._disk, gens)
 
     def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
@@ -271,6 +294,12 @@ class Differentiated:
     def __repr__(self) -> str:
         return f"<jitgrad.differentiate {self.func.__qualname__} wrt={self.wrt_positions}>"
 
+    def __reduce__(self):
+        """Pickled as a reference (module, qualified name) to the user's module-level
+        function plus the options: no code, locks or compiled functions travel; the other
+        side transforms again, or loads from the on-disk cache under ``cache=True``."""
+        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache)
+
 
 class GradFunction:
     """What ``jg.grad`` and ``jg.value_and_grad`` return: a callable with ``.source()``."""
@@ -285,6 +314,73 @@ class GradFunction:
 
     def source(self, *example_args: Any, stage: str = "all") -> str:
         return self.diff.source(*example_args, stage=stage)
+
+    def cache_info(self) -> dict[str, Any]:
+        return self.diff.cache_info()
+
+    def __reduce__(self):
+        return GradFunction, (self.diff, self.with_value)
+
+
+def _reference(d: Differentiated) -> tuple[str, str]:
+    """``(module, qualname)`` under which another process finds ``d``'s function."""
+    func = d.func
+    mod, qual = func.__module__, func.__qualname__
+    why = ""
+    if func.__name__ == "<lambda>":
+        why = "it is a lambda"
+    elif "<locals>" in qual:
+        why = "it is defined inside another function (a nested function or closure)"
+    elif mod == "__main__" and not getattr(sys.modules.get("__main__"), "__file__", None):
+        why = "it is defined in an interactive __main__ (a notebook, REPL or python -c)"
+    elif _underlying(disk.attr_or_none(mod, qual)) is not func:
+        why = f"{mod}.{qual} is not this function"
+    if why:
+        raise pickle.PicklingError(
+            f"cannot pickle the jitgrad gradient of {qual}: {why}. jitgrad pickles a "
+            "differentiated function as a reference to a module-level function (module and "
+            "name), which the receiving process imports; define it with def at the top "
+            "level of an importable module (a .py file on the workers' path, e.g. shipped "
+            "with Dask's client.upload_file) and pass that")
+    return mod, qual
+
+
+def _underlying(obj: Any) -> Any:
+    """The plain function behind a GradFunction, Differentiated or Numba dispatcher."""
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        return obj.func
+    return getattr(obj, "py_func", obj)
+
+
+_REBUILT: dict[tuple, Differentiated] = {}
+
+
+def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Differentiated:
+    """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
+    decorated object itself where they match, so its compiled code is shared; one object
+    per process for each reference and options, so a worker's tasks share compiled code)."""
+    obj = disk.attr_or_none(mod, qual)
+    key = (mod, qual, repr(wrt), bool(jit), bool(cache))
+    hit = _REBUILT.get(key)
+    if hit is not None and obj is not None and hit.func is _underlying(obj):
+        return hit
+    if obj is None:
+        where = (" (defined in the sending process's __main__ script, which this process "
+                 "does not run: move it to a module both can import)" if mod == "__main__"
+                 else "")
+        raise pickle.UnpicklingError(
+            f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
+            f"process{where}")
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    if isinstance(obj, Differentiated):
+        out = _as_diff(obj, wrt, jit, "cpu", cache)
+    else:
+        out = Differentiated(obj, wrt, jit, "cpu", cache)
+    _REBUILT[key] = out
+    return out
 
 
 def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ...], bool]:
@@ -349,37 +445,45 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu") -> Any:
-    """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``."""
+                  target: str = "cpu", cache: bool = False) -> Any:
+    """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
+
+    ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
+    disk (next to the source, where Numba caches), so another process skips both."""
     if func is None:
-        return lambda f: Differentiated(f, wrt, jit, target)
-    return Differentiated(func, wrt, jit, target)
+        return lambda f: Differentiated(f, wrt, jit, target, cache)
+    return Differentiated(func, wrt, jit, target, cache)
 
 
-def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu") -> GradFunction:
-    """Transform ``func`` into its gradient function (like ``jax.grad``)."""
-    return GradFunction(_as_diff(func, wrt, jit, target), with_value=False)
+def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
+         cache: bool | None = None) -> GradFunction:
+    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``cache``: see
+    ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
+    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
 
 
 def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
-                   target: str = "cpu") -> GradFunction:
+                   target: str = "cpu", cache: bool | None = None) -> GradFunction:
     """Transform ``func`` into a function returning ``(value, gradient)``."""
-    return GradFunction(_as_diff(func, wrt, jit, target), with_value=True)
+    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
 
 
-def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True) -> tuple[Any, Callable]:
+def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
+        cache: bool | None = None) -> tuple[Any, Callable]:
     """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
-    return _as_diff(func, wrt, jit, "cpu").vjp(*args)
+    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
 
 
-def _as_diff(func, wrt, jit, target) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
+    if cache is None:
+        cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
         same = (_resolve_wrt(wrt, func.params, func.func.__name__)
                 == (func.wrt_positions, func.single))
-        if same and bool(jit) == func.jit and target == "cpu":
+        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
-    return Differentiated(func, wrt, jit, target)
+    return Differentiated(func, wrt, jit, target, cache)
 
 
 def _copies(args: tuple) -> tuple:

@@ -85,6 +85,19 @@ def test_custom_rule() -> None:
     assert "naive: loss inf  gradient [nan]" in out
 
 
+def test_dask_ensemble() -> None:
+    pytest.importorskip("distributed")
+    out = run_example("dask_ensemble.py")
+    m = re.search(r"max \|difference\| vs one process ([0-9.e+-]+)", out)
+    assert m and float(m.group(1)) < 1e-8, out
+    assert "100% Completed" in out, out  # Dask's progress bar
+    assert_decreasing(numbers_after("loss", out), factor=100)
+    m = re.search(r"recovered sigma=([0-9.]+) rho=([0-9.]+) beta=([0-9.]+)", out)
+    assert m, out
+    sigma, rho, beta = map(float, m.groups())
+    assert abs(sigma - 10.0) < 0.1 and abs(rho - 28.0) < 0.1 and abs(beta - 8 / 3) < 0.05, out
+
+
 def test_docs_build_strict(tmp_path: Path) -> None:
     """The MkDocs site builds with no warnings (broken links, missing nav pages)."""
     pytest.importorskip("mkdocs")

@@ -55,6 +55,9 @@ class Params:
     def __repr__(self) -> str:
         return f"Params({[p.shape for p in self._items]})"
 
+    def __reduce__(self):  # the identity set is rebuilt from the (pickled) values
+        return Params, (list(self._items),)
+
 
 class Grads(Mapping):
     """Gradients keyed by the parameter objects themselves: ``gs[W]``."""
@@ -77,6 +80,9 @@ class Grads(Mapping):
 
     def __len__(self) -> int:
         return len(self._map)
+
+    def __reduce__(self):  # keyed by identity: rebuilt from the (pickled) pairs
+        return Grads, (list(self._map.values()),)
 
     def __repr__(self) -> str:
         return f"Grads({len(self)} params)"

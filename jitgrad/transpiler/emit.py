@@ -68,13 +68,14 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
     return fn
 
 
-def njit(fn: Any) -> Any:
+def njit(fn: Any, cache: bool = False) -> Any:
     """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception,
     and bounds checks, so arguments of mismatched shapes raise IndexError (as without jit)
-    instead of the adjoint writing past the end of an array."""
+    instead of the adjoint writing past the end of an array.  ``cache``: Numba's on-disk
+    cache (for functions loaded from a file, see ``cache.py``)."""
     import numba
 
-    return numba.njit(error_model="numpy", boundscheck=True)(fn)
+    return numba.njit(error_model="numpy", boundscheck=True, cache=cache)(fn)
 
 
 def _numba_summary(text: str) -> str:
@@ -92,11 +93,12 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
         return jitted(*args)
     except NumbaError as exc:
         text = str(exc)
-        m = re.findall(r'File "<jitgrad:[^"]*>", line (\d+)', text)
+        code = jitted.py_func.__code__  # exec'd (<jitgrad:...>) or a cached module's file
+        m = re.findall(r'File "' + re.escape(code.co_filename) + r'", line (\d+)', text)
         lines = src.splitlines()
         where = ""
         if m:
-            n = int(m[-1])
+            n = int(m[-1]) - code.co_firstlineno + 1
             if 0 < n <= len(lines):
                 where = f"\n  generated line {n}: {lines[n - 1].strip()}"
         summary = _numba_summary(text)

@@ -1,0 +1,453 @@
+"""The on-disk cache (``cache=True``): one generated module per specialisation.
+
+Each specialisation's lowered sources go into a real ``.py`` file in the directory
+Numba would cache the user's function in (``__pycache__`` next to its source, else
+``NUMBA_CACHE_DIR`` or Numba's user-wide cache directory: Numba's own locators pick
+it), under ``jitgrad/``.  The file name carries a hash of everything the generated
+code depends on (``key``): the function's source and the code and constants of the
+helpers it reads, a digest of the rule registry's content, jitgrad's own source,
+the Python, NumPy and Numba versions, ``wrt``, ``jit`` and the argument kinds.
+
+The module binds the global names the generated code reads in a header: modules by
+import, functions and other objects by module and qualified name, constants as
+pickled literals.  Where some name cannot be written that way the specialisation is
+not cached (``save`` returns None and the caller builds it in memory).  The
+functions are compiled with ``numba.njit(..., cache=True)``, so Numba stores their
+machine code next to the module (its ``__pycache__``) and a second process loads
+both without transforming or compiling.  An unreadable, corrupt or mismatched file
+is regenerated, never trusted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import pickle
+import re
+import sys
+import tempfile
+import threading
+import types
+from typing import Any
+
+import numpy as np
+
+from .backend import Compiled, imports
+from .lower import VARIANTS
+from .pipeline import Generated, Unit
+
+FORMAT = 1
+_MAX_CONSTANT = 1 << 20  # bytes of pickled constant written into a cached module
+_SCALARS = (int, float, bool, complex, str, bytes, type(None), np.generic)
+_lock = threading.Lock()
+_memo: dict[str, Any] = {}
+
+
+# --- the key -----------------------------------------------------------------------------
+
+
+def _code_digest(code: types.CodeType, h: Any) -> None:
+    """Feed what a code object computes (not its addresses) into ``h``."""
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars,
+                   code.co_firstlineno)).encode())
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_digest(c, h)
+        else:
+            h.update(repr(c).encode())
+
+
+def _constant_digest(v: Any) -> bytes | None:
+    """A digest of a constant's value, None if ``v`` is not a constant."""
+    if isinstance(v, _SCALARS):
+        return repr((type(v).__name__, v)).encode()
+    if isinstance(v, np.ndarray) and v.dtype.kind in "biufc":
+        return repr((v.dtype.str, v.shape)).encode() + hashlib.sha256(v.tobytes()).digest()
+    if isinstance(v, tuple):
+        parts = [_constant_digest(e) for e in v]
+        return None if any(p is None for p in parts) else b"(" + b",".join(parts) + b")"
+    return None
+
+
+def _is_user_function(v: Any) -> bool:
+    from .emit import _LIBRARY_ROOTS
+
+    return inspect.isfunction(v) and (v.__module__ or "").split(".")[0] not in _LIBRARY_ROOTS
+
+
+def function_digest(func: Any) -> str | None:
+    """The function's source plus the code and constants of what it reads, recursively
+    (helpers it calls, as globals, closure cells or ``module.name``); None without source."""
+    try:
+        src = inspect.getsource(func)
+    except (OSError, TypeError):
+        return None
+    h = hashlib.sha256(src.encode())
+    seen: set[int] = set()
+    todo = [func]
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        _code_digest(fn.__code__, h)
+        scope = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+        names = _names(fn.__code__)
+        for n in sorted(names):
+            v = scope.get(n)
+            v = getattr(v, "py_func", v)  # a user's numba.njit helper
+            if isinstance(v, types.ModuleType):
+                for a in sorted(names):
+                    _read(h, f"{n}.{a}", getattr(v, a, None), todo)
+            else:
+                _read(h, n, v, todo)
+    return h.hexdigest()
+
+
+def _read(h: Any, name: str, v: Any, todo: list) -> None:
+    v = getattr(v, "py_func", v)
+    if _is_user_function(v):
+        todo.append(v)
+        return
+    d = _constant_digest(v)
+    if d is not None:
+        h.update(name.encode() + b"=" + d)
+
+
+def _names(code: types.CodeType) -> set[str]:
+    out = set(code.co_names) | set(code.co_freevars)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _names(c)
+    return out
+
+
+def rules_digest() -> str:
+    """The rule registry's content: each rule's primitives, template code and meta."""
+    from .. import rules
+    from ..rules import registry
+
+    version = rules.version()
+    hit = _memo.get("rules")
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    h = hashlib.sha256()
+    done: set[int] = set()
+    for rule in list(registry._RULES.values()):
+        if id(rule) in done:
+            continue
+        done.add(id(rule))
+        h.update(repr((rule.name, [_describe(p) for p in rule.primitives],
+                       sorted((k, _describe(v)) for k, v in rule.meta.items()))).encode())
+        code = getattr(rule.impl, "__code__", None)
+        if code is not None:
+            _code_digest(code, h)
+    h.update(repr(sorted(_describe(p) for p in list(registry._NONDIFF.values()))).encode())
+    digest = h.hexdigest()
+    _memo["rules"] = (version, digest)
+    return digest
+
+
+def _describe(v: Any) -> str:
+    """A stable name for a primitive or meta value (not its address)."""
+    if isinstance(v, _SCALARS):
+        return repr(v)
+    if isinstance(v, (tuple, list)):
+        return "(" + ",".join(_describe(e) for e in v) + ")"
+    mod = getattr(v, "__module__", None) or type(v).__module__
+    name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
+    code = getattr(v, "__code__", None)
+    extra = hashlib.sha256(code.co_code).hexdigest()[:12] if code is not None else ""
+    return f"{mod}.{name}{extra}"
+
+
+def environment_digest() -> str:
+    """jitgrad's own source and the versions of Python, NumPy and Numba."""
+    hit = _memo.get("environment")
+    if hit is None:
+        import numba
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = hashlib.sha256(repr((sys.version, np.__version__, numba.__version__,
+                                 FORMAT)).encode())
+        for d, dirs, files in sorted(os.walk(root)):
+            dirs[:] = [x for x in dirs if x != "__pycache__"]  # generated modules live there
+            for f in sorted(files):
+                if f.endswith(".py"):
+                    with open(os.path.join(d, f), "rb") as fh:
+                        h.update(f.encode() + fh.read())
+        hit = _memo["environment"] = h.hexdigest()
+    return hit
+
+
+def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool) -> str | None:
+    """The cache key of one specialisation, None where the function cannot be cached."""
+    fd = function_digest(func)
+    if fd is None:
+        return None
+    text = repr((fd, rules_digest(), environment_digest(), list(wrt), bool(jit),
+                 sorted((k, repr(v)) for k, v in kinds.items())))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- where ------------------------------------------------------------------------------
+
+
+def directory(func: Any) -> str | None:
+    """Where Numba would cache ``func`` (its first locator that can write), plus ``jitgrad``."""
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    try:
+        source = inspect.getfile(func)
+    except TypeError:
+        return None
+    for cls in getattr(impl, "_locator_classes", ()):
+        try:
+            loc = cls.from_function(func, source)
+            if loc is None:
+                continue
+            loc.ensure_cache_path()
+        except (OSError, RuntimeError):
+            continue
+        path = os.path.join(loc.get_cache_path(), "jitgrad")
+        try:
+            os.makedirs(path, exist_ok=True)
+            tempfile.TemporaryFile(dir=path).close()
+        except OSError:
+            continue
+        return path
+    return None
+
+
+def path(folder: str, func: Any, k: str) -> str:
+    base = os.path.splitext(os.path.basename(func.__code__.co_filename))[0]
+    name = re.sub(r"[^A-Za-z0-9_]", "_", f"{base}_{func.__qualname__}")
+    return os.path.join(folder, f"{name}_{k[:24]}.py")
+
+
+# --- writing and loading ------------------------------------------------------------------
+
+
+def _binding(name: str, v: Any) -> str | None:
+    """A line of the header binding ``name`` to ``v`` in a fresh process, or None."""
+    if v is getattr(builtins, name, None):
+        return ""  # the module's builtins have it
+    if isinstance(v, types.ModuleType):
+        if sys.modules.get(v.__name__) is v:
+            return f"{name} = __jg_module({v.__name__!r})"
+        return None
+    mod = getattr(v, "__module__", None)
+    qual = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
+    if isinstance(mod, str) and isinstance(qual, str) and "<" not in qual \
+            and attr_or_none(mod, qual) is v:
+        return f"{name} = __jg_attr({mod!r}, {qual!r})"
+    if _constant_digest(v) is not None:
+        data = pickle.dumps(v, protocol=4)
+        if len(data) <= _MAX_CONSTANT:
+            return f"{name} = __jg_pickle.loads({data!r})"
+    return None
+
+
+def attr_or_none(mod: str, qual: str) -> Any:
+    """``mod.qual`` (importing ``mod``), or None."""
+    m = sys.modules.get(mod)
+    try:
+        m = m if m is not None else importlib.import_module(mod)
+        for part in qual.split("."):
+            m = getattr(m, part)
+    except (ImportError, AttributeError):
+        return None
+    return m
+
+
+_HEADER = '''\
+"""Generated by jitgrad (cache=True): the gradient of {qualname}. Do not edit."""
+import pickle as __jg_pickle
+from jitgrad.transpiler.cache import attr as __jg_attr
+from jitgrad.transpiler.cache import module as __jg_module
+
+__jitgrad_key__ = {key!r}
+'''
+
+
+def attr(mod: str, qual: str) -> Any:
+    """``mod.qual`` for a cached module's header (ImportError where it is gone)."""
+    v = attr_or_none(mod, qual)
+    if v is None:
+        raise ImportError(f"{mod}.{qual} is not available")
+    return v
+
+
+module = importlib.import_module
+
+
+def save(file: str, k: str, qualname: str, sources: dict[str, str], env: dict[str, Any],
+         meta: dict[str, Any]) -> bool:
+    """Write the module for one specialisation; False where a name cannot be bound."""
+    lines = []
+    for name, v in imports(sources, env).items():
+        b = _binding(name, v)
+        if b is None:
+            return False
+        if b:
+            lines.append(b)
+    try:
+        blob = pickle.dumps(meta, protocol=4)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
+    text = (_HEADER.format(qualname=qualname, key=k) + "\n".join(lines) + "\n\n\n"
+            + "\n\n".join(sources.values())
+            + f"\n\n__jitgrad__ = __jg_pickle.loads({blob!r})\n")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(file), suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, file)
+    except OSError:
+        return False
+    return True
+
+
+def load(file: str, k: str) -> types.ModuleType | None:
+    """Import a cached module; None where it is missing, unreadable or not for ``k``."""
+    if not os.path.exists(file):
+        return None
+    name = f"jitgrad_cached_{k[:32]}"
+    with _lock:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None) == file:
+            return mod
+        try:
+            spec = importlib.util.spec_from_file_location(name, file)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod  # Numba's cache rebuilds environments by module name
+            spec.loader.exec_module(mod)
+            meta = mod.__jitgrad__
+            if mod.__jitgrad_key__ != k or meta.get("format") != FORMAT:
+                raise ValueError("stale")
+        except Exception:  # corrupt, stale, or a binding that is gone: rebuild it
+            sys.modules.pop(name, None)
+            return None
+    return mod
+
+
+def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
+    """The callables of a loaded module: njit(cache=True) dispatchers under ``jit``."""
+    from . import emit
+
+    meta = mod.__jitgrad__
+    ns = mod.__dict__
+    fns = {v: ns[n] for v, n in meta["names"].items()}
+    out = Compiled(meta["sources"], fns, ns, jit, frozenset(meta["callables"]))
+    if jit:
+        for c in out.callables:
+            if inspect.isfunction(ns.get(c)):
+                ns[c] = emit.njit(ns[c])
+        out.jitted = {v: _tolerant(emit.njit(f, cache=True)) for v, f in fns.items()}
+    else:
+        emit.ieee_namespace(ns)
+    return out
+
+
+class Store:
+    """The on-disk cache of one differentiated function (``cache=True``)."""
+
+    def __init__(self, func: Any, jit: bool):
+        self.func, self.jit = func, jit
+        self._dir: str | None = None
+        self.stats = {"hits": 0, "misses": 0, "uncached": 0}
+
+    def folder(self) -> str | None:
+        if self._dir is None:
+            self._dir = directory(self.func) or ""
+        return self._dir or None
+
+    def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
+        k = key(self.func, wrt, kinds, self.jit)
+        folder = self.folder() if k is not None else None
+        return None if folder is None else (path(folder, self.func, k), k)
+
+    def load(self, wrt: list[str], kinds: dict) -> Generated | None:
+        """The specialisation from disk (generated module, Numba's machine code), or None."""
+        where = self._where(wrt, kinds)
+        mod = load(*where) if where is not None else None
+        if mod is None:
+            return None
+        self.stats["hits"] += 1
+        meta = mod.__jitgrad__
+        unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
+                    wrt=list(wrt), arg_kinds=dict(kinds))
+        return Generated(unit, list(meta["return_kinds"]), compile_module(mod, self.jit))
+
+    def save(self, gen: Generated) -> Compiled | None:
+        """Write a freshly generated specialisation and compile it from the file; None
+        where it cannot be cached (the caller builds it in memory)."""
+        u = gen.unit
+        where = self._where(u.wrt, u.arg_kinds)
+        if where is not None:
+            meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
+                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
+            sources = {v: u.sources[v] for v in VARIANTS}
+            if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta):
+                mod = load(*where)
+                if mod is not None:
+                    self.stats["misses"] += 1
+                    return compile_module(mod, self.jit)
+        self.stats["uncached"] += 1
+        return None
+
+    @staticmethod
+    def info(store: Store | None, gens: list[Generated]) -> dict[str, Any]:
+        """``hits`` (specialisations loaded from disk, not transformed), ``misses``
+        (transformed and written), ``uncached`` (transformed, not cacheable),
+        ``numba_hits``/``numba_misses`` (machine code Numba loaded from or compiled into
+        its cache), ``dir`` (where the generated modules go; None without the cache)."""
+        hits = misses = 0
+        for g in gens:
+            for d in getattr(g.compiled, "jitted", {}).values():
+                stats = getattr(d, "stats", None)
+                if stats is not None:
+                    hits += sum(stats.cache_hits.values())
+                    misses += sum(stats.cache_misses.values())
+        counts = store.stats if store is not None else {"hits": 0, "misses": 0, "uncached": 0}
+        return {**counts, "numba_hits": hits, "numba_misses": misses,
+                "dir": store.folder() if store is not None else None}
+
+
+def _tolerant(disp: Any) -> Any:
+    """A dispatcher whose on-disk machine code, when Numba cannot read it (a corrupt index
+    or data file), is recompiled and rewritten instead of failing the call."""
+    cache = getattr(disp, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    if load is None:
+        return disp
+
+    def load_overload(sig: Any, target_context: Any) -> Any:
+        try:
+            return load(sig, target_context)
+        except Exception:  # unreadable: drop the index so the fresh compile can save
+            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            if index:
+                try:
+                    os.remove(index)
+                except OSError:
+                    pass
+            return None
+
+    cache.load_overload = load_overload
+    return disp
+
+
+__all__ = ["Store", "attr", "attr_or_none", "compile_module", "directory", "key", "load", "path",
+           "rules_digest", "save"]

@@ -1,0 +1,219 @@
+"""The on-disk cache (``cache=True``): a second process loads the generated module and
+Numba's machine code instead of transforming and compiling; edits and corrupt entries
+are rebuilt, never trusted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.transpiler import cache
+from jitgrad.transpiler.kinds import of_value
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODULE = '''
+import math
+
+import numpy as np
+
+import jitgrad as jg
+
+SCALE = {scale}
+
+
+def _sq(a):
+    return a * a * SCALE
+
+
+@jg.differentiate(wrt=(0, 1), cache=True)
+def energy(x, k):
+    e = 0.0
+    for i in range(len(x) - 1):
+        d = x[i + 1] - x[i] - 1.0
+        e += k * _sq(d)
+    if x[0] < 0.0:
+        e += np.exp(-x[0]) - 1.0
+    return e + math.sin(k)
+'''
+
+SCRIPT = '''
+import json, sys, time
+sys.path.insert(0, {folder!r})
+import numpy as np
+import jitgrad.api as api
+calls = []
+_generate = api.generate
+api.generate = lambda *a: calls.append(1) or _generate(*a)
+from cachefn import energy
+x = np.array([-0.1, 0.9, 2.2, 2.8, 4.1])
+t = time.perf_counter()
+dx, dk = energy.grad(x, 2.0)
+seconds = time.perf_counter() - t
+info = energy.cache_info()
+print(json.dumps({{"dx": dx.tolist(), "dk": dk, "seconds": seconds, "transforms": len(calls),
+                  **info}}))
+'''
+
+
+def _write(folder, scale="2.0"):
+    (folder / "cachefn.py").write_text(MODULE.format(scale=scale))
+    (folder / "run.py").write_text(SCRIPT.format(folder=str(folder)))
+
+
+def _run(folder) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, str(folder / "run.py")], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _check_fd(res, scale):
+    sys.path.insert(0, str(res["folder"]))
+    x = np.array([-0.1, 0.9, 2.2, 2.8, 4.1])
+
+    def energy(x, k):
+        e = sum(k * scale * (x[i + 1] - x[i] - 1.0) ** 2 for i in range(len(x) - 1))
+        return e + (np.exp(-x[0]) - 1.0 if x[0] < 0 else 0.0) + np.sin(k)
+
+    h = 1e-6
+    fd = [(energy(x + h * e, 2.0) - energy(x - h * e, 2.0)) / (2 * h) for e in np.eye(len(x))]
+    np.testing.assert_allclose(res["dx"], fd, rtol=1e-6, atol=1e-6)
+    dk = (energy(x, 2.0 + h) - energy(x, 2.0 - h)) / (2 * h)
+    np.testing.assert_allclose(res["dk"], dk, rtol=1e-6)
+
+
+def test_second_process_loads_from_disk(tmp_path):
+    _write(tmp_path)
+    first = _run(tmp_path)
+    assert (first["misses"], first["hits"], first["transforms"]) == (1, 0, 1)
+    assert first["numba_misses"] == 1
+    assert first["dir"] == str(tmp_path / "__pycache__" / "jitgrad")
+    second = _run(tmp_path)
+    # no transform, no Numba compile: the module and the machine code come from disk
+    assert (second["hits"], second["misses"], second["transforms"]) == (1, 0, 0)
+    assert (second["numba_hits"], second["numba_misses"]) == (1, 0)
+    assert second["seconds"] < first["seconds"]
+    for res in (first, second):
+        res["folder"] = tmp_path
+        _check_fd(res, 2.0)
+
+    # an edited function (here a constant its helper reads) is a new entry
+    _write(tmp_path, scale="3.0")
+    edited = _run(tmp_path)
+    assert (edited["hits"], edited["misses"], edited["transforms"]) == (0, 1, 1)
+    edited["folder"] = tmp_path
+    _check_fd(edited, 3.0)
+
+    # a corrupt entry is rebuilt, not trusted
+    folder = tmp_path / "__pycache__" / "jitgrad"
+    files = [f for f in os.listdir(folder) if f.endswith(".py")]
+    assert len(files) == 2
+    for f in files:
+        (folder / f).write_text("this is not python (\n")
+    fixed = _run(tmp_path)
+    assert (fixed["hits"], fixed["misses"], fixed["transforms"]) == (0, 1, 1)
+    fixed["folder"] = tmp_path
+    _check_fd(fixed, 3.0)
+    again = _run(tmp_path)
+    assert (again["hits"], again["transforms"]) == (1, 0)
+
+    # so is Numba's machine code: an unreadable index or data file is compiled again
+    numba_files = [f for f in os.listdir(folder / "__pycache__") if f.endswith((".nbi", ".nbc"))]
+    assert numba_files
+    for f in numba_files:
+        (folder / "__pycache__" / f).write_bytes(b"garbage\n")
+    recompiled = _run(tmp_path)
+    assert (recompiled["hits"], recompiled["numba_misses"], recompiled["numba_hits"]) == (1, 1, 0)
+    recompiled["folder"] = tmp_path
+    _check_fd(recompiled, 3.0)
+    assert _run(tmp_path)["numba_hits"] == 1
+
+
+def _key(f, *args):
+    params = f.__code__.co_varnames[:f.__code__.co_argcount]
+    kinds = {p: of_value(a) for p, a in zip(params, args, strict=True)}
+    return cache.key(f, [params[0]], kinds, True)
+
+
+def _poly(x):
+    return x * x + 1.0
+
+
+def _uses_prim(x):
+    return _prim(x) * 2.0
+
+
+def _prim(x):
+    return x * x
+
+
+@pytest.fixture
+def scratch_rules():
+    """Rules registered in the test are gone afterwards (other tests, and the worker
+    processes they start, see the registry as it was)."""
+    from jitgrad.rules import registry
+
+    saved = dict(registry._RULES), dict(registry._NONDIFF)
+    yield
+    registry._RULES.clear()
+    registry._RULES.update(saved[0])
+    registry._NONDIFF.clear()
+    registry._NONDIFF.update(saved[1])
+    registry._bump()
+
+
+def test_key_covers_kinds_rules_and_sources(scratch_rules):
+    k = _key(_poly, 1.0)
+    assert k == _key(_poly, 2.0)  # values do not matter, kinds do
+    assert k != _key(_poly, np.ones(3))
+    before = _key(_uses_prim, 1.0)
+
+    # a new rule changes the registry's content, so every key
+    @jg.grad_rule(_prim)
+    def _prim_rule(x):
+        return x * x, lambda dy: (2.0 * x * dy,)
+
+    assert _key(_uses_prim, 1.0) != before
+    assert _key(_poly, 1.0) != k
+
+
+def test_unbindable_names_are_not_cached():
+    assert cache._binding("np", np) == "np = __jg_module('numpy')"
+    assert cache._binding("len", len) == ""
+    assert cache._binding("c", 2.5).startswith("c = __jg_pickle.loads(")
+    assert cache._binding("obj", object()) is None
+    assert cache._binding("f", lambda x: x) is None
+
+
+def test_cache_off_by_default():
+    d = jg.differentiate(_poly)
+    assert d.cache is False
+    d.grad(1.0)
+    assert d.cache_info()["hits"] == 0 and d.cache_info()["dir"] is None
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_in_process_cache_dir(tmp_path, monkeypatch, jit):
+    (tmp_path / "cachefn2.py").write_text(textwrap.dedent('''
+        def cube(x):
+            return x * x * x
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cachefn2
+
+    g = jg.grad(cachefn2.cube, cache=True, jit=jit)
+    assert g(2.0) == pytest.approx(12.0)
+    assert g.cache_info()["misses"] == 1
+    fresh = jg.grad(cachefn2.cube, cache=True, jit=jit)  # a new object: from disk
+    assert fresh(2.0) == pytest.approx(12.0)
+    assert fresh.cache_info()["hits"] == 1
+    sys.modules.pop("cachefn2", None)
