@@ -370,6 +370,15 @@ def chain_of_copies_updated(x, a):
     return h[1] * a + np.sum(u)
 
 
+def alias_rebound_before_write(x):
+    # the rebinding runs before the write on every path: s keeps the first array
+    y = x.copy()
+    s = y
+    y = 2.0 * y
+    y[2] -= y[0]
+    return np.sum(y) + np.sum(s * s)
+
+
 def adjoint_read_between_contributions(x, a):
     # the adjoint of the second 'a' is read (a += w) between its two contributions:
     # folding them into one statement must not move the first past that read
@@ -385,6 +394,7 @@ def adjoint_read_between_contributions(x, a):
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
+    (alias_rebound_before_write, lambda: (X.copy(),), 0),
     (adjoint_read_between_contributions, lambda: (X.copy(), 0.45), (0, 1)),
     (self_square, lambda: (1.3,), 0),
     (keep_then_square, lambda: (1.3,), 0),
@@ -473,6 +483,34 @@ def number_then_array(x):
     return p
 
 
+def alias_rebound_in_loop(x):
+    # 's' shares y's buffer on the first trip only: the write there reaches s
+    y = x.copy()
+    s = y
+    for i in range(len(s)):
+        val = s[i]
+        y[2] -= val
+        y = 0.5 * y
+    return np.sum(y)
+
+
+def alias_rebound_in_branch(x, c):
+    y = x.copy()
+    s = y
+    if c > 0.0:
+        y = 2.0 * y
+    y[2] -= y[0]  # writes s too when the branch is not taken
+    return np.sum(y) + np.sum(s * s)
+
+
+def enumerate_rebound_and_written(x):
+    y = x.copy()
+    for i, val in enumerate(y):  # Python iterates the first y, written on trip 0
+        y[2] -= val
+        y = 0.5 * y
+    return np.sum(y)
+
+
 def random_kind(x):
     g = np.random.default_rng(0)
     return np.sum(x) * g.random()
@@ -484,4 +522,8 @@ REFUSED = [
     (array_made_in_loop_used_after, lambda: (X.copy(),), "used after it", "u = x * k"),
     (number_then_array, lambda: (X.copy(),), "number here and an array", "v = p * x + v"),
     (random_kind, lambda: (X.copy(),), "number or an array", "g = np.random.default_rng(0)"),
+    (alias_rebound_in_loop, lambda: (X.copy(),), "view of 'y'", "s = y"),
+    (alias_rebound_in_branch, lambda: (X.copy(), -1.0), "view of 'y'", "s = y"),
+    (enumerate_rebound_and_written, lambda: (X.copy(),), "iterates over 'y'",
+     "for i, val in enumerate(y):"),
 ]

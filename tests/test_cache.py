@@ -160,15 +160,18 @@ def _prim(x):
 def scratch_rules():
     """Rules registered in the test are gone afterwards (other tests, and the worker
     processes they start, see the registry as it was)."""
-    from jitgrad.rules import registry
+    from jitgrad.rules import primitives as P
 
-    saved = dict(registry._RULES), dict(registry._NONDIFF)
+    tables = (P._RECORDS, P._BY_METHOD, P._BY_ATTR)
+    saved = [dict(t) for t in tables]
+    fields = {id(r): dict(vars(r)) for r in P._RECORDS.values()}
     yield
-    registry._RULES.clear()
-    registry._RULES.update(saved[0])
-    registry._NONDIFF.clear()
-    registry._NONDIFF.update(saved[1])
-    registry._bump()
+    for t, s in zip(tables, saved, strict=True):
+        t.clear()
+        t.update(s)
+    for r in P._RECORDS.values():
+        vars(r).update(fields[id(r)])
+    P.bump()
 
 
 def test_key_covers_kinds_rules_and_sources(scratch_rules):

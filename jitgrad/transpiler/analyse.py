@@ -385,6 +385,12 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             del an.views[t]
             continue
         ut, ub = parsed.user_name(t), parsed.user_name(base)
+        if getattr(s, "_jg_loop_seq", False):
+            raise parsed.error(
+                f"the loop iterates over '{ub}' while its body writes into '{ub}' in place "
+                f"and rebinds it; jitgrad cannot follow which array each trip reads", s,
+                f"loop over 'range(len({ub}))' and index the array you mean, or give the "
+                "rebound array another name")
         what = (f"'{ut}' is a view of '{ub}' and is written in place" if t in an.inplace else
                 f"'{ut}' is a view of '{ub}', which is written in place while '{ut}' is used")
         raise parsed.error(
@@ -616,16 +622,11 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
     def same(name: str, x: ast.stmt) -> bool:
-        # ``name`` still names the object it named at ``s`` when ``x`` runs
-        for d in an.defs.get(name, []):
-            if _writes_in_place(d) or d is s:
-                continue
-            if s._jg_end < d._jg_pos < x._jg_pos:
-                return False
-            if {id(y) for y in an.enclosing_loops(d)} & (
-                    {id(y) for y in an.enclosing_loops(x)} - loops_s):
-                return False
-        return True
+        # may ``name`` still name the object it named at ``s`` when ``x`` runs?  Only a
+        # rebinding after ``s`` that runs before every execution of ``x`` says no: one in
+        # a branch, or later in a loop body (the first trip runs ``x`` before it), may not
+        return not any(d._jg_pos > s._jg_end and an.dominates(d, x)
+                       for d in an.defs.get(name, []) if not _writes_in_place(d))
 
     writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
               if n not in (t, base) or same(n, w)]

@@ -21,6 +21,7 @@ is regenerated, never trusted.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
@@ -36,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from ..rules import primitives
+from ..rules.primitives import LIBRARY_ROOTS
 from .backend import Compiled, imports
 from .lower import VARIANTS
 from .pipeline import Generated, Unit
@@ -75,9 +78,7 @@ def _constant_digest(v: Any) -> bytes | None:
 
 
 def _is_user_function(v: Any) -> bool:
-    from .emit import _LIBRARY_ROOTS
-
-    return inspect.isfunction(v) and (v.__module__ or "").split(".")[0] not in _LIBRARY_ROOTS
+    return inspect.isfunction(v) and (v.__module__ or "").split(".")[0] not in LIBRARY_ROOTS
 
 
 def function_digest(func: Any) -> str | None:
@@ -134,25 +135,21 @@ def _names(code: types.CodeType) -> set[str]:
 
 def rules_digest() -> str:
     """The rule registry's content: each rule's primitives, template code and meta."""
-    from .. import rules
-    from ..rules import registry
-
-    version = rules.version()
+    version = primitives.version()
     hit = _memo.get("rules")
     if hit is not None and hit[0] == version:
         return hit[1]
     h = hashlib.sha256()
-    done: set[int] = set()
-    for rule in list(registry._RULES.values()):
-        if id(rule) in done:
-            continue
-        done.add(id(rule))
-        h.update(repr((rule.name, [_describe(p) for p in rule.primitives],
-                       sorted((k, _describe(v)) for k, v in rule.meta.items()))).encode())
-        code = getattr(rule.impl, "__code__", None)
-        if code is not None:
-            _code_digest(code, h)
-    h.update(repr(sorted(_describe(p) for p in list(registry._NONDIFF.values()))).encode())
+    for rec in primitives.records():  # every fact a specialisation can depend on
+        facts = [(f.name, _describe(getattr(rec, f.name))) for f in dataclasses.fields(rec)
+                 if f.name not in ("fn", "rule", "aliases")]
+        h.update(repr((_describe(rec.fn), facts, [_describe(a) for a in rec.aliases])).encode())
+        rule = rec.rule
+        if rule is not None:
+            h.update(repr((rule.name, [_describe(p) for p in rule.primitives])).encode())
+            code = getattr(rule.impl, "__code__", None)
+            if code is not None:
+                _code_digest(code, h)
     digest = h.hexdigest()
     _memo["rules"] = (version, digest)
     return digest
@@ -164,6 +161,8 @@ def _describe(v: Any) -> str:
         return repr(v)
     if isinstance(v, (tuple, list)):
         return "(" + ",".join(_describe(e) for e in v) + ")"
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return type(v).__name__ + _describe([getattr(v, f.name) for f in dataclasses.fields(v)])
     mod = getattr(v, "__module__", None) or type(v).__module__
     name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
     code = getattr(v, "__code__", None)

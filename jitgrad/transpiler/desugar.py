@@ -249,6 +249,7 @@ class _Loops:
                 if rebound else True
             pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
                 value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
+            pre._jg_loop_seq = True  # refusals name the loop, not the hidden copy
             seq = name(tmp)
         else:
             pre = None

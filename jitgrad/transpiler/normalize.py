@@ -186,8 +186,10 @@ class Normalizer:
                         ast.Assign(targets=[t], value=clone(first)), s))
                 return out
             out = self.assign_stmt(s.targets[0], s.value, s)
-            if hasattr(s, "_jg_param_of") and out and isinstance(out[-1], ast.Assign):
-                out[-1]._jg_param_of = s._jg_param_of
+            if out and isinstance(out[-1], ast.Assign):
+                for mark in ("_jg_param_of", "_jg_loop_seq"):  # for messages
+                    if hasattr(s, mark):
+                        setattr(out[-1], mark, getattr(s, mark))
             return out
         if isinstance(s, ast.AugAssign):
             t = s.target
