@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the source-tr
 
 import numpy as np  # noqa: E402
 
-from jitgrad.transpiler.kinds import of_value  # noqa: E402
+from jitgrad.transpiler.analysis.kinds import of_value  # noqa: E402
 from jitgrad.transpiler.pipeline import prepare, transform  # noqa: E402
 
 BODY = ("a = a * 0.9 + math.sin(b) * x[i] + 3.0 * c",

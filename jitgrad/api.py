@@ -22,12 +22,13 @@ import numpy as np
 
 from . import rules
 from .errors import JitError
-from .transpiler import backend, emit
-from .transpiler import cache as disk
-from .transpiler.fence import fence, fence_entry
-from .transpiler.kinds import of_value
-from .transpiler.lower import VARIANTS
-from .transpiler.parse import parse_function, python_function
+from .transpiler.analysis.kinds import of_value
+from .transpiler.backend import cache as disk
+from .transpiler.backend import emit
+from .transpiler.backend import jit as backend
+from .transpiler.backend.lower import VARIANTS
+from .transpiler.front.fence import fence, fence_entry
+from .transpiler.front.parse import parse_function, python_function
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
 
@@ -146,7 +147,7 @@ class Differentiated:
 
     def cache_info(self) -> dict[str, Any]:
         """What the on-disk cache did for this function (``cache=True``; see
-        ``jitgrad.transpiler.cache.Store.info``)."""
+        ``jitgrad.transpiler.backend.cache.Store.info``)."""
         with self._lock:
             gens = list(self._cache.values())
         return disk.Store.info(self._disk, gens)

@@ -101,7 +101,7 @@ def _plain_function(obj: Any, target: str) -> Callable[..., Any]:
     """The user's function behind a ``@jg.differentiate`` object (or ``obj`` itself: a
     Python function or a ``numba.njit`` dispatcher); anything else is a CLIError."""
     from .api import Differentiated, GradFunction
-    from .transpiler.parse import python_function
+    from .transpiler.front.parse import python_function
 
     if isinstance(obj, GradFunction):
         obj = obj.diff

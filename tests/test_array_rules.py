@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jitgrad.rules.arrays  # noqa: F401  (registers the rules)
+from jitgrad.kernels import arrays as array_helpers
 from jitgrad.rules.registry import lookup
-from jitgrad.runtime import array_helpers
 
 FAST = settings(max_examples=12, deadline=None, derandomize=True)
 

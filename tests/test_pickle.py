@@ -102,7 +102,19 @@ def test_params_and_grads_roundtrip():
     np.testing.assert_allclose(gs2[ps2[1]], gs[b])
 
 
+def _unrelated(x):
+    return x + 1.0
+
+
+@jg.grad_rule(_unrelated)
+def _unrelated_rule(x):
+    return x + 1.0, lambda dy: (dy,)
+
+
 def test_spawn_pool():
+    # a rule registered in this process only (as the suite's other modules do) for a
+    # primitive dloss never reaches must not change dloss's key: the workers, which
+    # never saw it, load what this process saved
     g = jg.grad(dloss, wrt=(0, 1))  # cache=True: the pool's workers load from disk
     want = g(X, 0.25)
     ctx = multiprocessing.get_context("spawn")

@@ -10,6 +10,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad.errors import RuleError
+from jitgrad.markers import nobacksies
 from jitgrad.rules import fact, is_non_differentiable, lookup, version
 from jitgrad.rules.primitives import (
     RESULT_HOWS,
@@ -25,7 +26,6 @@ from jitgrad.rules.primitives import (
     result_of,
 )
 from jitgrad.rules.registry import RULE_FACTS
-from jitgrad.runtime.hooks import nobacksies
 
 FLAGS = ("non_differentiable", "linear", "elementwise", "view", "allocates", "cheap",
          "device", "query")

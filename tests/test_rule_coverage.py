@@ -322,7 +322,7 @@ def test_gamma_at_a_pole_is_nan_not_an_error(jit):
 
 
 def test_kinds_of_new_rules():
-    from jitgrad.transpiler.kinds import infer, of_value
+    from jitgrad.transpiler.analysis.kinds import infer, of_value
     from jitgrad.transpiler.pipeline import prepare
 
     args = (np.ones(3), np.ones((3, 3)), 0.5, 1.5)

@@ -1,7 +1,7 @@
 """Gradient rules and primitive facts: the registry, the built-in rules and the facts table
 (imported for their effect)."""
 
-from . import arrays, elementwise, facts, operators, transpiled  # noqa: F401  (built-ins)
+from . import arrays, elementwise, facts, hooks, operators  # noqa: F401  (built-ins)
 from .primitives import Primitive, fact
 from .registry import (
     Rule,

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from ..runtime.array_helpers import (
+from ..kernels.arrays import (
     argextreme,
     axis_count,
     centered,
@@ -44,7 +44,7 @@ from ..runtime.array_helpers import (
     transpose_back,
     unsort,
 )
-from ..runtime.helpers import unbroadcast
+from ..kernels.helpers import unbroadcast
 from . import results
 from .registry import grad_rule, non_differentiable
 

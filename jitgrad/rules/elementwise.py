@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..runtime.helpers import digamma, guard, unbroadcast
+from ..kernels.helpers import digamma, guard, unbroadcast
 from .registry import grad_rule, non_differentiable
 
 # --- trigonometric ----------------------------------------------------------------

@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from ..runtime.hooks import nobacksies
+from ..markers import nobacksies
 from . import results
 from .primitives import (
     BOOL,

@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from ..runtime.helpers import guard, pow_log, unbroadcast
+from ..kernels.helpers import guard, pow_log, unbroadcast
 from .registry import grad_rule, non_differentiable
 
 # --- arithmetic ---------------------------------------------------------------

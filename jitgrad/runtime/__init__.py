@@ -3,9 +3,9 @@
 The Numba-compilable helpers that generated code calls live in ``helpers``.
 """
 
+from ..markers import checkpoint, hook, nobacksies
 from .backprop import BackpropError, back
 from .checks import gradcheck, gradcheck_report, ngradient
-from .hooks import checkpoint, hook, nobacksies
 from .params import Grads, Params, forward, gradient, update, zero_grad
 from .tracked import Tracked, data, isleaf, istracked, param, track_call
 

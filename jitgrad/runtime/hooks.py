@@ -1,4 +1,6 @@
-"""Nodes that change how gradients flow: ``hook``, ``checkpoint``, ``nobacksies``."""
+"""The eager (Tracker) versions of ``jitgrad.markers``: nodes that change how gradients
+flow.  Users call ``jg.hook``/``jg.checkpoint``/``jg.nobacksies`` (the markers), which
+call these."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .analyse import stmt_defs, walk_stmts
+from .analysis.analyse import stmt_defs, walk_stmts
 from .nodes import walk
 
 

@@ -23,20 +23,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import emit, lower
-from .analyse import Analysis, analyse
-from .desugar import loops, rotations, single_exit
-from .fence import fence
-from .inline import fold_param_binds, inline
+from .analysis.analyse import Analysis, analyse
+from .analysis.kinds import Kind, infer
+from .backend import emit, lower
+from .backend.optimize import fold_scalar_adjoints, merge_accumulations
+from .front.desugar import loops, rotations, single_exit
+from .front.fence import fence
+from .front.inline import fold_param_binds, inline
+from .front.normalize import Normalizer, inplace_updates
+from .front.parse import Parsed, parse_function
+from .front.versions import version_names
 from .ir import Adjoint, result_expr
-from .kinds import Kind, infer
+from .modes.reverse import reverse
 from .naming import Namer, names_in
 from .nodes import clone
-from .normalize import Normalizer, inplace_updates
-from .optimize import fold_scalar_adjoints, merge_accumulations
-from .parse import Parsed, parse_function
-from .reverse import reverse
-from .versions import version_names
 
 
 def _without_gc(fn):
@@ -486,7 +486,7 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
 
     import numpy as np
 
-    from .kinds import of_value
+    from .analysis.kinds import of_value
 
     fname = f"<jitgrad-example-{next(_EXAMPLES)}>"
     text = textwrap.dedent(source).strip("\n") + "\n"

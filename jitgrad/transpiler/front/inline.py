@@ -21,13 +21,13 @@ import sysconfig
 import types
 from typing import Any
 
-from ..rules import is_non_differentiable, lookup
-from ..rules.primitives import library_module
-from ..runtime.hooks import checkpoint
+from ...markers import checkpoint
+from ...rules import is_non_differentiable, lookup
+from ...rules.primitives import library_module
+from ..naming import Namer
+from ..nodes import clone, replace_names, walk
 from .desugar import assign, name, single_exit
 from .fence import fence
-from .naming import Namer
-from .nodes import clone, replace_names, walk
 from .parse import Parsed, parse_function, python_function
 
 

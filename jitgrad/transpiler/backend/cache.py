@@ -5,7 +5,7 @@ Numba would cache the user's function in (``__pycache__`` next to its source, el
 ``NUMBA_CACHE_DIR`` or Numba's user-wide cache directory: Numba's own locators pick
 it), under ``jitgrad/``.  The file name carries a hash of everything the generated
 code depends on (``key``): the function's source and the code and constants of the
-helpers it reads, a digest of the rule registry's content, jitgrad's own source,
+helpers it reads, the records of the primitives they reach, jitgrad's own source,
 the Python, NumPy and Numba versions, ``wrt``, ``jit`` and the argument kinds.
 
 The module binds the global names the generated code reads in a header: modules by
@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import primitives
-from ..rules.primitives import LIBRARY_ROOTS
-from .backend import Compiled, imports
+from ...rules import primitives
+from ...rules.primitives import LIBRARY_ROOTS
+from ..pipeline import Generated, Unit
+from .jit import Compiled, imports
 from .lower import VARIANTS
-from .pipeline import Generated, Unit
 
 FORMAT = 1
 _MAX_CONSTANT = 1 << 20  # bytes of pickled constant written into a cached module
@@ -83,13 +83,16 @@ def _is_user_function(v: Any) -> bool:
 
 def function_digest(func: Any) -> str | None:
     """The function's source plus the code and constants of what it reads, recursively
-    (helpers it calls, as globals, closure cells or ``module.name``); None without source."""
+    (helpers it calls, as globals, closure cells or ``module.name``), and the records of
+    the primitives it can reach; None without source."""
     try:
         src = inspect.getsource(func)
     except (OSError, TypeError):
         return None
     h = hashlib.sha256(src.encode())
     seen: set[int] = set()
+    reached: dict[int, Any] = {}  # every value the code reads, by id: primitives among them
+    spelled: set[str] = set()  # every name it reads: method and attribute spellings
     todo = [func]
     while todo:
         fn = todo.pop()
@@ -104,19 +107,22 @@ def function_digest(func: Any) -> str | None:
             except ValueError:
                 pass
         names = _names(fn.__code__)
+        spelled |= names
         for n in sorted(names):
             v = scope.get(n)
             v = getattr(v, "py_func", v)  # a user's numba.njit helper
             if isinstance(v, types.ModuleType):
                 for a in sorted(names):
-                    _read(h, f"{n}.{a}", getattr(v, a, None), todo)
+                    _read(h, f"{n}.{a}", getattr(v, a, None), todo, reached)
             else:
-                _read(h, n, v, todo)
+                _read(h, n, v, todo, reached)
+    h.update(rules_digest(reached, spelled).encode())
     return h.hexdigest()
 
 
-def _read(h: Any, name: str, v: Any, todo: list) -> None:
+def _read(h: Any, name: str, v: Any, todo: list, reached: dict[int, Any]) -> None:
     v = getattr(v, "py_func", v)
+    reached[id(v)] = v
     if _is_user_function(v):
         todo.append(v)
         return
@@ -133,14 +139,16 @@ def _names(code: types.CodeType) -> set[str]:
     return out
 
 
-def rules_digest() -> str:
-    """The rule registry's content: each rule's primitives, template code and meta."""
-    version = primitives.version()
-    hit = _memo.get("rules")
-    if hit is not None and hit[0] == version:
-        return hit[1]
+def rules_digest(reached: dict[int, Any], spelled: set[str]) -> str:
+    """The content of the primitive records a function can reach: those of the values it
+    reads (``reached``, by id) and of the method/attribute names it spells.  The built-in
+    table is jitgrad's source (``environment_digest``); rules registered elsewhere in the
+    process, for primitives the function never reaches, do not change its key."""
     h = hashlib.sha256()
-    for rec in primitives.records():  # every fact a specialisation can depend on
+    for rec in primitives.records():
+        if id(rec.fn) not in reached and not spelled.intersection(rec.methods, rec.attrs) \
+                and not any(id(a) in reached for a in rec.aliases):
+            continue
         facts = [(f.name, _describe(getattr(rec, f.name))) for f in dataclasses.fields(rec)
                  if f.name not in ("fn", "rule", "aliases")]
         h.update(repr((_describe(rec.fn), facts, [_describe(a) for a in rec.aliases])).encode())
@@ -150,9 +158,7 @@ def rules_digest() -> str:
             code = getattr(rule.impl, "__code__", None)
             if code is not None:
                 _code_digest(code, h)
-    digest = h.hexdigest()
-    _memo["rules"] = (version, digest)
-    return digest
+    return h.hexdigest()
 
 
 def _describe(v: Any) -> str:
@@ -194,7 +200,7 @@ def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool) -> str | No
     fd = function_digest(func)
     if fd is None:
         return None
-    text = repr((fd, rules_digest(), environment_digest(), list(wrt), bool(jit),
+    text = repr((fd, environment_digest(), list(wrt), bool(jit),
                  sorted((k, repr(v)) for k, v in kinds.items())))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -273,8 +279,8 @@ def attr_or_none(mod: str, qual: str) -> Any:
 _HEADER = '''\
 """Generated by jitgrad (cache=True): the gradient of {qualname}. Do not edit."""
 import pickle as __jg_pickle
-from jitgrad.transpiler.cache import attr as __jg_attr
-from jitgrad.transpiler.cache import module as __jg_module
+from jitgrad.transpiler.backend.cache import attr as __jg_attr
+from jitgrad.transpiler.backend.cache import module as __jg_module
 
 __jitgrad_key__ = {key!r}
 '''

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import ast
 
-from .naming import Namer
-from .nodes import clone, walk
+from ..naming import Namer
+from ..nodes import clone, walk
 from .parse import Parsed
 
 # --- small AST builders -------------------------------------------------------

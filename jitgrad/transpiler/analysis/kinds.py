@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import lookup
-from ..rules.primitives import RESULT_HOWS, Result, method_function, result_of
-from ..rules.results import RUNTIME
-from .inline import resolve
+from ...rules import lookup
+from ...rules.primitives import RESULT_HOWS, Result, method_function, result_of
+from ...rules.results import RUNTIME
+from ..front.inline import resolve
 
 _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rules import is_non_differentiable, lookup
-from ..rules.primitives import attribute_function, method_function, returns_view
-from .inline import resolve
+from ...rules import is_non_differentiable, lookup
+from ...rules.primitives import attribute_function, method_function, returns_view
+from ..front.inline import resolve
+from ..front.normalize import QUERY_ATTRS
+from ..nodes import walk
 from .kinds import UNKNOWN, Kind
-from .nodes import walk
-from .normalize import QUERY_ATTRS
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,

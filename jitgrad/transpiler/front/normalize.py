@@ -20,12 +20,12 @@ import ast
 
 import numpy as np
 
-from ..rules import is_non_differentiable
-from ..rules.primitives import query_attrs
+from ...rules import is_non_differentiable
+from ...rules.primitives import query_attrs
+from ..naming import Namer
+from ..nodes import clone, walk
 from .desugar import assign, name
 from .inline import resolve
-from .naming import Namer
-from .nodes import clone, walk
 from .parse import Parsed
 
 #: attributes that are plain (non-differentiable) queries
@@ -323,7 +323,7 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
     buffer; where a view of ``u`` (or ``u`` as a view) is involved, Python's in-place
     update must stay one (``_t = u + e; u[:] = _t``) so the views see it.
     """
-    from .analyse import view_base  # (analyse imports this module)
+    from ..analysis.analyse import view_base  # (analyse imports this module)
 
     viewed: set[str] = set()
     for n in walk(ast.Module(body=body, type_ignores=[])):

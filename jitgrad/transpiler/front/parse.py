@@ -18,8 +18,8 @@ from typing import Any
 import beniget
 import gast
 
-from ..errors import TransformError
-from .nodes import clone
+from ...errors import TransformError
+from ..nodes import clone
 
 
 @dataclass

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 
-from ..runtime import helpers
-from .analyse import walk_stmts
-from .astutil import all_defs, binop
-from .desugar import assign, const, name
-from .kinds import INT
-from .naming import loaded_names
-from .nodes import clone
+from ...kernels import helpers
+from ..analysis.analyse import walk_stmts
+from ..analysis.kinds import INT
+from ..astutil import all_defs, binop
+from ..front.desugar import assign, const, name
+from ..naming import loaded_names
+from ..nodes import clone
 
 
 class ControlFlowMixin:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import ast
 
-from ..rules.primitives import cheap
-from ..runtime import helpers
-from .analyse import Analysis
-from .astutil import all_defs, binop, own_defs
-from .desugar import assign, const, name
-from .inline import rename, resolve
-from .naming import loaded_names
-from .nodes import clone, walk
+from ...kernels import helpers
+from ...rules.primitives import cheap
+from ..analysis.analyse import Analysis
+from ..astutil import all_defs, binop, own_defs
+from ..front.desugar import assign, const, name
+from ..front.inline import rename, resolve
+from ..naming import loaded_names
+from ..nodes import clone, walk
 
 
 class TapeMixin:

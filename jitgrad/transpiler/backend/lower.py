@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ast
 
+from ..ir import Adjoint, result_expr
+from ..nodes import clone
 from . import emit
-from .ir import Adjoint, result_expr
-from .nodes import clone
 from .optimize import dead_code
 
 VARIANTS = ("grad", "grad_only")

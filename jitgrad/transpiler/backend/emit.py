@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import JitError
-from ..rules.primitives import library_module
+from ...errors import JitError
+from ...rules.primitives import library_module
 
 _COUNTER = itertools.count(1)
 
@@ -204,7 +204,7 @@ def _register_primal_overloads() -> None:
     _OVERLOADS_DONE = True
     from numba.extending import overload
 
-    from ..runtime.hooks import checkpoint, hook, nobacksies
+    from ...markers import checkpoint, hook, nobacksies
 
     @overload(hook)
     def _ol_hook(fn, x):

@@ -12,20 +12,20 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..errors import RuleError
-from ..rules import is_non_differentiable, lookup
-from ..rules.primitives import is_library
-from ..runtime import helpers
-from ..runtime.hooks import hook, nobacksies
-from .analyse import Analysis, is_permutation, operand_names, primitive_of
-from .astutil import all_defs, binop, names_of, own_defs, walk_values
-from .desugar import assign, const, name
-from .emit import comment
-from .inline import rename, resolve
-from .naming import Namer
-from .nodes import clone, walk
-from .optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
-from .parse import Parsed
+from ...errors import RuleError
+from ...kernels import helpers
+from ...markers import hook, nobacksies
+from ...rules import is_non_differentiable, lookup
+from ...rules.primitives import is_library
+from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
+from ..astutil import all_defs, binop, names_of, own_defs, walk_values
+from ..backend.emit import comment
+from ..backend.optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
+from ..front.desugar import assign, const, name
+from ..front.inline import rename, resolve
+from ..front.parse import Parsed
+from ..naming import Namer
+from ..nodes import clone, walk
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of

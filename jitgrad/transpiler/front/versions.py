@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import ast
 
+from ..naming import Namer
 from .inline import rename, stored_names
-from .naming import Namer
 
 
 def _top_targets(s: ast.stmt) -> list[str]:

@@ -14,11 +14,11 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import RuleError
-from ..rules import Rule
-from .inline import rename
-from .naming import Namer
-from .nodes import clone, walk
+from ...errors import RuleError
+from ...rules import Rule
+from ..front.inline import rename
+from ..naming import Namer
+from ..nodes import clone, walk
 
 
 @dataclass

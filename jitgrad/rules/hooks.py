@@ -3,10 +3,10 @@
 ``jg.hook(fn, x)`` is the identity whose pullback passes the incoming gradient
 through ``fn``; ``jg.nobacksies(msg, x)`` is the identity whose gradient is refused.
 (``jg.checkpoint`` is a control construct, handled by the transpiler itself.)
-The runtime implements the same functions eagerly in ``runtime/hooks.py``.
+The functions are ``jitgrad.markers``; called eagerly, they run ``runtime/hooks.py``.
 """
 
-from ..runtime.hooks import hook
+from ..markers import hook
 from .registry import grad_rule
 
 

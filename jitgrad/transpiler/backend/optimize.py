@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ast
 
-from ..rules.primitives import allocating
-from .inline import rename
-from .naming import loaded_names
-from .nodes import loaded_ids, replace_names, walk
+from ...rules.primitives import allocating
+from ..front.inline import rename
+from ..naming import loaded_names
+from ..nodes import loaded_ids, replace_names, walk
 
 
 def _loads(node: ast.AST) -> set[str]:

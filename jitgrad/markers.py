@@ -1,0 +1,48 @@
+"""The calls differentiated code uses to steer gradients: ``hook``, ``nobacksies``,
+``checkpoint``.
+
+The transpiler and the rule table recognise them by identity; called outside a
+differentiated function they run the eager runtime's versions (``runtime/hooks.py``),
+imported on first use so that neither the transpiler nor the rules import the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["checkpoint", "hook", "nobacksies"]
+
+
+def hook(fn: Callable[[Any], Any], x: Any) -> Any:
+    """``x`` unchanged, but the gradient arriving through this use of it passes through ``fn``.
+
+    ``hook(lambda g: -g, x)`` reverses the sign of the gradient sent to ``x`` from here;
+    other uses of ``x`` are unaffected. Untracked ``x`` is returned as is.
+    """
+    from .runtime import hooks
+
+    return hooks.hook(fn, x)
+
+
+def nobacksies(msg: str, x: Any) -> Any:
+    """``x`` unchanged; differentiating through it raises ``BackpropError(msg)``.
+
+    Marks values whose gradient is not defined (e.g. nested AD); maps over tuples.
+    """
+    from .runtime import hooks
+
+    return hooks.nobacksies(msg, x)
+
+
+def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
+    """``f(*args)`` without storing its intermediates; ``f`` runs again in the reverse pass.
+
+    The first run records nothing but notes every tracked value ``f`` reads, its
+    arguments and anything captured in its closure, so all of them receive
+    gradients (Tracker drops the captured ones). The recompute sees the same numpy
+    and ``random`` global RNG state as the first run, so random draws match.
+    """
+    from .runtime import hooks
+
+    return hooks.checkpoint(f, *args)

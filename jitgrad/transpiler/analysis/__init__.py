@@ -1,0 +1,1 @@
+"""Analyses: kinds, then activity, positions, aliases and views of a normalized body."""

@@ -1,0 +1,1 @@
+"""Front end: parse, fence, desugar, inline, normalize, versions (kind-independent)."""

@@ -1,0 +1,1 @@
+"""Modes: reverse (sweeps and tapes) now; forward (tangents) plugs in here next."""

@@ -1,0 +1,82 @@
+"""The package layout: no import cycles between jitgrad's modules, and the halves kept apart
+(the transpiler and the rules never import the eager runtime)."""
+
+import ast
+from pathlib import Path
+
+import jitgrad
+
+ROOT = Path(jitgrad.__file__).parent
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module's top-level imports of other jitgrad modules (a function-level import
+    runs at call time, after every module is loaded, so it cannot close a cycle)."""
+    mods = {_module(p): p for p in ROOT.rglob("*.py")}
+    out: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        deps: set[str] = set()
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")
+                if node.level:
+                    base = base[:len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    full = f"{target}.{alias.name}"
+                    deps.add(full if full in mods else target)
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        out[name] = {d for d in deps if d in mods and d != name}
+    return out
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of imports (a package's ``__init__`` importing its submodules counts)."""
+    def edges(m):
+        return graph[m]
+
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(edges(m)):
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state:
+                found = visit(d)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = _cycle(_imports())
+    assert cycle is None, " -> ".join(cycle)
+
+
+def test_transpiler_and_rules_do_not_import_the_runtime():
+    graph = _imports()
+    for name, deps in graph.items():
+        if name.startswith(("jitgrad.transpiler", "jitgrad.rules", "jitgrad.kernels")):
+            bad = {d for d in deps if d.startswith("jitgrad.runtime")}
+            assert not bad, f"{name} imports {bad}"
