@@ -80,3 +80,16 @@ def test_transpiler_and_rules_do_not_import_the_runtime():
         if name.startswith(("jitgrad.transpiler", "jitgrad.rules", "jitgrad.kernels")):
             bad = {d for d in deps if d.startswith("jitgrad.runtime")}
             assert not bad, f"{name} imports {bad}"
+
+
+def test_node_facts_only_through_notes():
+    """Facts one pass leaves on a syntax node for another are declared in
+    ``transpiler/notes.py`` and read and written only through it."""
+    import re
+
+    attr = re.compile(r"""\._jg_\w|["']_jg_\w""")
+    for path in ROOT.rglob("*.py"):
+        if path.name == "notes.py":
+            continue
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            assert not attr.search(line), f"{path.relative_to(ROOT)}:{k}: {line.strip()}"

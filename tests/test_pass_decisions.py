@@ -597,6 +597,30 @@ def test_line_comments_name_user_lines():
         assert f"# line {user_line(overwritten_needed, text)}: {text}" in src
 
 
+def _line_helper(a, b):
+    c = math.sin(a) * b
+    return c * c + a
+
+
+def calls_line_helper(x, b):
+    s = 0.0
+    for i in range(3):
+        s = s + _line_helper(x[i], b)
+    return s
+
+
+def test_line_comments_of_an_inlined_helper_name_the_call():
+    """Every statement inlined from a helper, its return expression's included, is
+    attributed to the call site (the return's own line in the helper once leaked out as a
+    line of the caller: ``# line 3: s = 0.0``)."""
+    x = vec(3)
+    src = gen(calls_line_helper, x, 2.0)
+    call = user_line(calls_line_helper, "s = s + _line_helper(x[i], b)")
+    lines = set(re.findall(r"# line (\d+): (.*)", src))
+    assert lines == {(str(call), "s = s + _line_helper(x[i], b)")}, lines
+    check_grad(calls_line_helper, (x, 2.0), wrt=(0, 1), jit=False)
+
+
 # --- 5. the stage API ---------------------------------------------------------------------
 
 

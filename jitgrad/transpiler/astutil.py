@@ -1,11 +1,11 @@
-"""Small AST helpers shared by the reverse pass and its tape and control-flow parts."""
+"""Small AST helpers shared by the reverse pass and its tape and control-flow parts
+(syntax only: nothing here reads an analysis)."""
 
 from __future__ import annotations
 
 import ast
 
-from .analysis.analyse import stmt_defs, walk_stmts
-from .nodes import walk
+from .nodes import stmt_defs, walk, walk_stmts
 
 
 def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -14,10 +14,6 @@ def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
 
 def names_of(e: ast.AST) -> list[str]:
     return [n.id for n in walk(e) if isinstance(n, ast.Name)]
-
-
-def own_defs(s: ast.stmt) -> list[str]:
-    return stmt_defs(s)
 
 
 def all_defs(s: ast.stmt) -> set[str]:

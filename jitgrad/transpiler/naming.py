@@ -1,10 +1,11 @@
-"""Every generated-name pattern in one place: adjoints ``dx``, temporaries, tapes, flags."""
+"""Every generated-name pattern in one place: adjoints ``dx``, temporaries, tapes, flags,
+and the predicates the passes ask of a name (no pass tests a name's prefix itself)."""
 
 from __future__ import annotations
 
 import ast
 
-from .nodes import loaded_ids, walk
+from .nodes import walk
 
 
 class Namer:
@@ -14,6 +15,7 @@ class Namer:
         self.taken: set[str] = set(taken or ())
         self._adjoints: dict[str, str] = {}
         self._counts: dict[str, int] = {}
+        self._names_of: set[str] = set()
         self.origin: dict[str, str] = {}
 
     def reserve(self, names) -> None:
@@ -63,6 +65,35 @@ class Namer:
     def tape(self, name: str) -> str:
         return self.fresh(f"_tape_{name.lstrip('_')}_")
 
+    def is_adjoint(self, name: str) -> bool:
+        """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
+        (``_dt``) or the output cotangent."""
+        return name == SEED or is_adjoint_temp(name) or name in self._adjoint_names()
+
+    def _adjoint_names(self) -> set[str]:
+        if len(self._names_of) != len(self._adjoints):
+            self._names_of = set(self._adjoints.values())
+        return self._names_of
+
+
+#: the parameter holding the output cotangent in generated gradients
+SEED = "_dret"
+
+
+def is_generated(name: str) -> bool:
+    """A name of the kind jitgrad makes (temporaries, tapes, flags start with ``_``)."""
+    return name.startswith("_")
+
+
+def is_adjoint_temp(name: str) -> bool:
+    """A pullback temporary (``_dt``, ``_dt2``) or the adjoint of a generated name."""
+    return name.startswith("_d")
+
+
+def is_tape(name: str) -> bool:
+    """A tape array (``_tape_x_``)."""
+    return name.startswith("_tape")
+
 
 def names_in(node: ast.AST) -> set[str]:
     """All identifiers (loaded or stored) under ``node``."""
@@ -76,6 +107,3 @@ def names_in(node: ast.AST) -> set[str]:
             out.add(n.name)
     return out
 
-
-def loaded_names(node: ast.AST) -> set[str]:
-    return loaded_ids(node)

@@ -23,7 +23,7 @@ _KEPT = frozenset({int, float, str, bool, type(None)}) | _STATELESS
 
 
 def clone(node: T) -> T:
-    """A copy of ``node`` (a node or a list of nodes); extra ``_jg_*`` attributes come too."""
+    """A copy of ``node`` (a node or a list of nodes); the notes on it (``notes``) come too."""
     if isinstance(node, list):
         return [clone(x) for x in node]  # type: ignore[return-value]
     if not isinstance(node, ast.AST):
@@ -117,3 +117,32 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
                 setattr(n, f, new(v))
             elif isinstance(v, ast.AST):
                 todo.append(v)
+
+
+def stmt_defs(s: ast.stmt) -> list[str]:
+    """Names (re)bound or written in place by ``s`` itself (not nested statements)."""
+    if isinstance(s, ast.Assign):
+        t = s.targets[0]
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return [t.value.id]
+        if isinstance(t, ast.Tuple):
+            return [e.id for e in t.elts if isinstance(e, ast.Name)]
+    if isinstance(s, ast.AugAssign):
+        t = s.target
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return [t.value.id]
+        if isinstance(t, ast.Name):
+            return [t.id]
+    if isinstance(s, ast.For):
+        return [s.target.id]
+    return []
+
+
+def walk_stmts(body: list[ast.stmt]):
+    """Every statement of ``body`` and of the blocks nested in it, in source order."""
+    for s in body:
+        yield s
+        for f in ("body", "orelse"):
+            yield from walk_stmts(getattr(s, f, []) or [])

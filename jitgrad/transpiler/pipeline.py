@@ -35,8 +35,9 @@ from .front.parse import Parsed, parse_function
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, names_in
+from .naming import SEED, Namer, is_generated, names_in
 from .nodes import clone
+from .notes import checkpoint
 
 
 def _without_gc(fn):
@@ -92,8 +93,22 @@ class Unit:
 def show_body(u: Unit) -> str:
     """The unit's body as the function it stands for (returns included)."""
     ret = ast.Return(value=clone(result_expr(u.returns))) if u.returns else None
-    body = clone(u.body) + ([ret] if ret is not None else [])
+    body = _shown_regions(clone(u.body)) + ([ret] if ret is not None else [])
     return emit.unparse(emit.function_def(u.name, u.params, body))
+
+
+def _shown_regions(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` with each checkpointed region printed as a commented ``if True:`` block."""
+    out: list[ast.stmt] = []
+    for s in body:
+        for f in ("body", "orelse"):
+            if getattr(s, f, None):
+                setattr(s, f, _shown_regions(getattr(s, f)))
+        if checkpoint(s):
+            out.append(emit.comment("jg.checkpoint region: run without tapes, rerun in reverse"))
+            s = ast.copy_location(ast.If(test=s.test, body=s.body, orelse=[]), s)
+        out.append(s)
+    return out
 
 
 @dataclass(frozen=True)
@@ -127,7 +142,7 @@ def parse_(u: Unit) -> None:
     u.parsed = parse_function(u.func)
     fence(u.parsed)
     tree = u.parsed.tree
-    u.namer = Namer(names_in(tree) | u.parsed.free | {"_dret"})
+    u.namer = Namer(names_in(tree) | u.parsed.free | {SEED})
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env
     u.params = [a.arg for a in tree.args.args]
@@ -263,7 +278,7 @@ def kinds_(u: Unit) -> None:
 
 def show_kinds(u: Unit) -> str:
     """The body, headed by each user-visible name's kind."""
-    names = sorted(n for n in u.kinds if not n.startswith("_"))
+    names = sorted(n for n in u.kinds if not is_generated(n))
     head = "# kinds: " + ", ".join(f"{n} {_kind_text(u.kinds[n])}" for n in names)
     return head + "\n" + show_body(u)
 
@@ -302,7 +317,7 @@ def analyse_(u: Unit) -> None:
 def show_analysis(u: Unit) -> str:
     """The body, headed by the user-visible active names and how their adjoints are held."""
     an = u.analysis
-    act = sorted(n for n in an.active if not n.startswith("_"))
+    act = sorted(n for n in an.active if not is_generated(n))
     modes = ", ".join(f"{n} {an.modes[n]}" for n in act if n in an.modes)
     return f"# active: {', '.join(act)}; adjoints: {modes}\n" + show_body(u)
 
@@ -337,7 +352,7 @@ def reverse_(u: Unit) -> None:
             results.append(ast.Name(id=keep, ctx=ast.Load()))
         else:
             results.append(r)
-    u.ir = Adjoint(u.name, tuple(u.params), "_dret", tuple(sw.prologue), tuple(sw.workspace),
+    u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables))
 

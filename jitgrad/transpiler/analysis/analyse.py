@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import operator
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -22,7 +24,9 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import attribute_function, method_function, returns_view
 from ..front.inline import resolve
 from ..front.normalize import QUERY_ATTRS
-from ..nodes import walk
+from ..naming import is_generated
+from ..nodes import stmt_defs, walk, walk_stmts
+from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from .kinds import UNKNOWN, Kind
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -100,6 +104,19 @@ class Analysis:
     #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
     _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
+    def freeze(self) -> None:
+        """Make the results read-only: the mode passes and codegen read them, never write
+        (a write is a ``TypeError``/``AttributeError`` at the offending line, not a fact
+        that silently changes under a later pass)."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name.startswith("_"):
+                continue  # memos
+            if isinstance(v, set):
+                setattr(self, f.name, frozenset(v))
+            elif isinstance(v, dict):
+                setattr(self, f.name, MappingProxyType(v))
+
     def shared_writes(self, n: str) -> list[ast.stmt]:
         """In-place writes through the other names that share ``n``'s buffer."""
         return [d for m in self.aliases.get(n, ()) if m != n for d in self.inplace.get(m, ())]
@@ -117,7 +134,7 @@ class Analysis:
         program order, so position queries bisect instead of scanning every definition."""
         pos = self._def_pos.get(n)
         if pos is None:
-            pos = self._def_pos[n] = [d._jg_pos for d in self.defs.get(n, ())]
+            pos = self._def_pos[n] = [POS.get(d) for d in self.defs.get(n, ())]
         return pos
 
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
@@ -127,13 +144,13 @@ class Analysis:
         """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
         loops = self.enclosing_loops(s)
         pos = self.def_positions(n)
-        lo, hi = bisect_left(pos, s._jg_pos), bisect_right(pos, s._jg_end)
+        lo, hi = bisect_left(pos, POS.get(s)), bisect_right(pos, END.get(s))
         if hi < len(pos):
             return True  # a definition after s
         defs = self.defs.get(n, ())
         if any(self._redefines(d, s, include_self, loops) for d in defs[lo:hi]):
             return True  # s itself (or a statement nested in it)
-        if loops and lo > 0 and pos[lo - 1] > loops[0]._jg_pos:
+        if loops and lo > 0 and pos[lo - 1] > POS.get(loops[0]):
             return True  # an earlier definition in a loop around s: runs again next trip
         # an array also changes when a name sharing its buffer is written in place
         return any(self._redefines(d, s, include_self, loops) for d in self.shared_writes(n))
@@ -141,9 +158,9 @@ class Analysis:
     def _redefines(self, d: ast.stmt, s: ast.stmt, include_self: bool,
                    loops: list[ast.stmt]) -> bool:
         """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``)?"""
-        if d._jg_pos > s._jg_end:
+        if POS.get(d) > END.get(s):
             return True
-        if s._jg_pos <= d._jg_pos <= s._jg_end:
+        if POS.get(s) <= POS.get(d) <= END.get(s):
             return include_self or d is not s or bool(loops)
         return bool({id(x) for x in loops} & {id(x) for x in self.enclosing_loops(d)})
 
@@ -155,7 +172,7 @@ class Analysis:
         for u in self.uses.get(n, ()):
             if u is s:
                 continue
-            if u._jg_pos > s._jg_end or loops & {id(x) for x in self.enclosing_loops(u)}:
+            if POS.get(u) > END.get(s) or loops & {id(x) for x in self.enclosing_loops(u)}:
                 return True
         return False
 
@@ -171,7 +188,7 @@ class Analysis:
 
     def inside(self, s: ast.stmt, block: int) -> bool:
         """Is ``s`` in the block ``block`` or nested in one of its statements?"""
-        b = s._jg_block
+        b = BLOCK.get(s)
         while b is not None:
             if b == block:
                 return True
@@ -181,11 +198,11 @@ class Analysis:
     def dominates(self, d: ast.stmt, s: ast.stmt) -> bool:
         """Does every execution of ``s`` follow one of ``d`` (``d`` earlier, in ``s``'s
         block or in a block around it)?"""
-        if d._jg_pos >= s._jg_pos:
+        if POS.get(d) >= POS.get(s):
             return False
-        b = s._jg_block
+        b = BLOCK.get(s)
         while b is not None:
-            if b == d._jg_block:
+            if b == BLOCK.get(d):
                 return True
             b = self.block_parent.get(b)
         return False
@@ -194,18 +211,18 @@ class Analysis:
         """Is ``n`` (re)defined, or its buffer written through another name, by a
         statement strictly between ``a`` and ``b``?"""
         pos = self.def_positions(n)
-        k = bisect_right(pos, a._jg_end)
-        if k < len(pos) and pos[k] < b._jg_pos:
+        k = bisect_right(pos, END.get(a))
+        if k < len(pos) and pos[k] < POS.get(b):
             return True
-        return any(a._jg_end < d._jg_pos < b._jg_pos for d in self.shared_writes(n))
+        return any(END.get(a) < POS.get(d) < POS.get(b) for d in self.shared_writes(n))
 
     def recomputed_index(self, n: str, s: ast.stmt) -> bool:
         """``n`` is the index of a loop around ``s`` that nothing else redefines."""
         for loop in reversed(self.enclosing_loops(s)):
             if isinstance(loop, ast.For) and loop.target.id == n:
                 pos = self.def_positions(n)  # no definition inside the loop (the loop's is at it)
-                k = bisect_right(pos, loop._jg_pos)
-                return not (k < len(pos) and pos[k] <= loop._jg_end)
+                k = bisect_right(pos, POS.get(loop))
+                return not (k < len(pos) and pos[k] <= END.get(loop))
         return False
 
 
@@ -215,14 +232,14 @@ def _number(body: list[ast.stmt], an: Analysis) -> None:
     def visit(stmts, loops, parent):
         an.block_parent[id(stmts)] = parent
         for s in stmts:
-            s._jg_pos = counter[0]
-            s._jg_block = id(stmts)
+            POS.set(s, counter[0])
+            BLOCK.set(s, id(stmts))
             counter[0] += 1
             an.loops_of[id(s)] = list(loops)
             inner = loops + [s] if isinstance(s, (ast.For, ast.While)) else loops
             for f in ("body", "orelse"):
                 visit(getattr(s, f, []) or [], inner, id(stmts))
-            s._jg_end = counter[0] - 1
+            END.set(s, counter[0] - 1)
 
     visit(body, [], None)
 
@@ -231,39 +248,11 @@ def flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
     """A block with checkpointed regions opened up (they run unconditionally)."""
     out = []
     for s in stmts:
-        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
+        if checkpoint(s):
             out += flat_body(s.body)
         else:
             out.append(s)
     return out
-
-
-def stmt_defs(s: ast.stmt) -> list[str]:
-    """Names (re)bound or written in place by ``s`` itself (not nested statements)."""
-    if isinstance(s, ast.Assign):
-        t = s.targets[0]
-        if isinstance(t, ast.Name):
-            return [t.id]
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return [t.value.id]
-        if isinstance(t, ast.Tuple):
-            return [e.id for e in t.elts if isinstance(e, ast.Name)]
-    if isinstance(s, ast.AugAssign):
-        t = s.target
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return [t.value.id]
-        if isinstance(t, ast.Name):
-            return [t.id]
-    if isinstance(s, ast.For):
-        return [s.target.id]
-    return []
-
-
-def walk_stmts(body: list[ast.stmt]):
-    for s in body:
-        yield s
-        for f in ("body", "orelse"):
-            yield from walk_stmts(getattr(s, f, []) or [])
 
 
 def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[str],
@@ -274,7 +263,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     stmts = list(walk_stmts(body))
     _check_kinds(stmts, an, env, parsed)
     for s in stmts:  # ``u -= e`` on an array writes the buffer ``u`` names in place
-        if getattr(s, "_jg_aug", False) and isinstance(s.value, ast.BinOp) \
+        if AUG.get(s) and isinstance(s.value, ast.BinOp) \
                 and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
             an.aug_written.add(s.value.left.id)
     for s in stmts:
@@ -349,6 +338,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _block_local(body, an, args)
     _settle_views(body, an, env, parsed)
     _args_written(stmts, an, args, env)
+    an.freeze()
     return an
 
 
@@ -371,8 +361,8 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
             kind_ok = all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx)
         where_ok = [d for d in an.defs.get(t, []) if not _writes_in_place(d)] == [s] and (
-            s._jg_block == id(body) or t in an.block_local)
-        rebound = any(d._jg_pos > s._jg_pos and not _writes_in_place(d)
+            BLOCK.get(s) == id(body) or t in an.block_local)
+        rebound = any(POS.get(d) > POS.get(s) and not _writes_in_place(d)
                       for d in an.defs.get(base, []))
         names = {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base}
         index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
@@ -385,7 +375,7 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
             del an.views[t]
             continue
         ut, ub = parsed.user_name(t), parsed.user_name(base)
-        if getattr(s, "_jg_loop_seq", False):
+        if LOOP_SEQ.get(s):
             raise parsed.error(
                 f"the loop iterates over '{ub}' while its body writes into '{ub}' in place "
                 f"and rebinds it; jitgrad cannot follow which array each trip reads", s,
@@ -443,7 +433,7 @@ def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
             continue
         binds = [d for d in an.defs.get(n, []) if isinstance(d, ast.Assign)
                  and isinstance(d.targets[0], ast.Name)]
-        blocks = {d._jg_block for d in binds}
+        blocks = {BLOCK.get(d) for d in binds}
         if len(blocks) != 1 or n in an.returned:
             continue
         block = blocks.pop()
@@ -473,7 +463,7 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
                         "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
                         "compute this value outside the differentiated function")
                 user = parsed.user_name(e.id)
-                subject = f"'{user}' (from '{what}')" if not user.startswith("_") else \
+                subject = f"'{user}' (from '{what}')" if not is_generated(user) else \
                     f"'{what}'"
                 raise parsed.error(
                     f"cannot tell whether {subject} is a number or an array", s,
@@ -485,11 +475,11 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
     array_at: dict[str, ast.stmt] = {}
     for s in stmts:
         if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name):
-            k = getattr(s.value, "_jg_kind", None)
+            k = KIND.get(s.value)
             if k is not None and k.cls in ("b", "i", "f", "c") and k.ndim is not None:
                 (array_at if k.ndim else scalar_at).setdefault(s.targets[0].id, s)
     for n in sorted(scalar_at.keys() & array_at.keys()):
-        first, second = sorted((scalar_at[n], array_at[n]), key=lambda x: x._jg_pos)
+        first, second = sorted((scalar_at[n], array_at[n]), key=lambda x: POS.get(x))
         user = parsed.user_name(n)
         raise parsed.error(
             f"'{user}' is a number here and an array elsewhere (line "
@@ -521,7 +511,7 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                 and (an.used_after(v.id, s) or v.id in args) \
                 and (group | {v.id}) & an.aug_written:  # the generated code would rebind
             ut, uv = parsed.user_name(t), parsed.user_name(v.id)
-            helper = getattr(s, "_jg_param_of", None)
+            helper = PARAM_OF.get(s)
             if helper is not None:
                 raise parsed.error(
                     f"helper '{helper}' changes its array parameter '{ut}' in place (with "
@@ -593,8 +583,8 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
                 f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or update '{ub}' directly")
         if base in an.aug_written:
             for d in an.defs.get(base, []):
-                if getattr(d, "_jg_aug", False) and an.used_after(t, d) and (
-                        s._jg_pos < d._jg_pos or an.enclosing_loops(d)):
+                if AUG.get(d) and an.used_after(t, d) and (
+                        POS.get(s) < POS.get(d) or an.enclosing_loops(d)):
                     ut, ub = parsed.user_name(t), parsed.user_name(base)
                     raise parsed.error(
                         f"'{ut}' is a view of '{ub}', which is updated in place ('{ub} op= "
@@ -625,7 +615,7 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
         # may ``name`` still name the object it named at ``s`` when ``x`` runs?  Only a
         # rebinding after ``s`` that runs before every execution of ``x`` says no: one in
         # a branch, or later in a loop body (the first trip runs ``x`` before it), may not
-        return not any(d._jg_pos > s._jg_end and an.dominates(d, x)
+        return not any(POS.get(d) > END.get(s) and an.dominates(d, x)
                        for d in an.defs.get(name, []) if not _writes_in_place(d))
 
     writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
@@ -633,11 +623,11 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
     if not writes:
         return False
     for w in writes:
-        if {t, base} & an.returned and w._jg_pos > s._jg_end:
+        if {t, base} & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
         for u in [*an.uses.get(t, []), *(u for u in an.uses.get(base, []) if same(base, u))]:
-            if s._jg_end < w._jg_pos < u._jg_pos:
+            if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
                 return True  # w in one trip of a loop, u in the next, s before the loop

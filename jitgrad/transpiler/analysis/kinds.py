@@ -18,6 +18,7 @@ from ...rules import lookup
 from ...rules.primitives import RESULT_HOWS, Result, method_function, result_of
 from ...rules.results import RUNTIME
 from ..front.inline import resolve
+from ..notes import KIND
 
 _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
 
@@ -182,7 +183,7 @@ class KindInference:
 
     def expr(self, e: ast.expr) -> Kind:
         k = self._expr(e)
-        e._jg_kind = k
+        KIND.set(e, k)
         return k
 
     def _expr(self, e: ast.expr) -> Kind:
@@ -455,5 +456,5 @@ _RESULTS = {how: getattr(KindInference, f"_{how}") for how in RESULT_HOWS}
 
 
 def infer(body: list[ast.stmt], env: dict, args: dict[str, Kind]) -> dict[str, Kind]:
-    """Kinds of every variable of a normalized body (expressions get ``_jg_kind``)."""
+    """Kinds of every variable of a normalized body (expressions get a ``notes.KIND``)."""
     return KindInference(env, args).run(body)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import JitError
 from ...rules.primitives import library_module
+from ..notes import COMMENT
 
 _COUNTER = itertools.count(1)
 
@@ -46,7 +47,7 @@ _MARK_LINE = re.compile(r"^(\s*)(\"\"\"|'''|['\"])" + re.escape(_MARK) + r"(.*)\
 def comment(text: str) -> ast.stmt:
     """A statement that ``unparse`` prints as ``# text`` (links adjoints to user lines)."""
     node = ast.Expr(value=ast.Constant(value=_MARK + text))
-    node._jg_comment = True
+    COMMENT.set(node, True)
     return node
 
 
@@ -63,9 +64,7 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     code = compile(src, filename, "exec")
     exec(code, namespace)
-    fn = namespace[fname]
-    fn._jg_filename = filename
-    return fn
+    return namespace[fname]
 
 
 def njit(fn: Any, cache: bool = False) -> Any:

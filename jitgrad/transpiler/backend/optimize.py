@@ -17,15 +17,14 @@ Before::                                 After::
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...rules.primitives import allocating
 from ..front.inline import rename
-from ..naming import loaded_names
-from ..nodes import loaded_ids, replace_names, walk
-
-
-def _loads(node: ast.AST) -> set[str]:
-    return loaded_ids(node)
+from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
+from ..nodes import loaded_ids, replace_names, walk, walk_stmts
+from ..notes import COMMENT, SCALAR_RESULT
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -63,7 +62,7 @@ def _pure(s: ast.stmt) -> bool:
 def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     """Names only ever bound to newly allocated arrays (writes to them touch nothing else)."""
     fresh: dict[str, bool] = {}
-    for s in _walk(body):
+    for s in walk_stmts(body):
         if isinstance(s, ast.Assign):
             for t in s.targets:
                 for n in walk(t):
@@ -91,7 +90,7 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
     parent: dict[int, ast.stmt] = {}
     definers: dict[str, list[ast.stmt]] = {}
     work: list[ast.stmt] = []
-    for s in _walk(body):
+    for s in walk_stmts(body):
         for f in ("body", "orelse"):
             for c in getattr(s, f, []) or []:
                 parent[id(c)] = s
@@ -105,7 +104,7 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
                     definers.setdefault(m, []).append(s)
     for s in body:
         if isinstance(s, ast.Return):
-            _make_live(_loads(s), live, definers, work)
+            _make_live(loaded_ids(s), live, definers, work)
     while work:
         s = work.pop()
         while s is not None and id(s) not in keep:  # the statement, then what encloses it
@@ -121,7 +120,7 @@ def _always_live(s: ast.stmt, fresh: set[str]) -> bool:
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
     return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-            and t.value.id not in fresh and not t.value.id.startswith("_tape"))
+            and t.value.id not in fresh and not is_tape(t.value.id))
 
 
 def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stmt]],
@@ -132,19 +131,12 @@ def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stm
         work.extend(definers.pop(n, ()))
 
 
-def _walk(stmts):
-    for s in stmts:
-        yield s
-        for f in ("body", "orelse"):
-            yield from _walk(getattr(s, f, []) or [])
-
-
 def _needs(s: ast.stmt) -> set[str]:
     if isinstance(s, (ast.For,)):
-        return _loads(s.iter)
+        return loaded_ids(s.iter)
     if isinstance(s, (ast.If, ast.While)):
-        return _loads(s.test)
-    out = _loads(s)
+        return loaded_ids(s.test)
+    out = loaded_ids(s)
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
         out.add(s.target.id)
     return out
@@ -153,8 +145,8 @@ def _needs(s: ast.stmt) -> set[str]:
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
     out = _sweep_all(stmts, keep)
     # a source comment stays only if the statements under it do
-    return [s for k, s in enumerate(out) if not getattr(s, "_jg_comment", False)
-            or (k + 1 < len(out) and not getattr(out[k + 1], "_jg_comment", False)
+    return [s for k, s in enumerate(out) if not COMMENT.get(s)
+            or (k + 1 < len(out) and not COMMENT.get(out[k + 1])
                 and not isinstance(out[k + 1], ast.Return))]
 
 
@@ -212,8 +204,20 @@ def _root(n: str, shared: dict[str, str]) -> str:
     return n
 
 
+@dataclass
+class _Pending:
+    """One accumulation being merged: its first statement, the values summed so far, the
+    array (root of its views) it stores into, the names its index reads and its values read."""
+
+    first: ast.AugAssign
+    values: list[ast.expr]
+    base: str
+    idx: set[str]
+    reads: set[str]
+
+
 def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
-    pending: dict[str, tuple[ast.AugAssign, list[ast.expr]]] = {}
+    pending: dict[str, _Pending] = {}
     order: list[str] = []
     head: list[ast.stmt] = []
     for s in run:
@@ -221,45 +225,44 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
                  and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name))
         if accum:
             # one that reads an array with pending stores (or its own) runs where it is
-            reads = {_root(n, shared) for n in _loads(s.value) | _loads(s.target.slice)}
-            accum = not (reads & ({pending[k][0]._jg_base for k in order}
+            reads = {_root(n, shared) for n in loaded_ids(s.value) | loaded_ids(s.target.slice)}
+            accum = not (reads & ({pending[k].base for k in order}
                                   | {_root(s.target.value.id, shared)}))
         if accum:
             key = ast.unparse(s.target)
-            base = _root(s.target.value.id, shared)
-            idx_names = _loads(s.target.slice)
             # a later statement may not touch the array or change the index names
-            if key in pending and len(pending[key][1]) >= _MERGE_MAX:
-                head.append(_emit(*pending.pop(key)))  # keep each sum a few terms deep
+            if key in pending and len(pending[key].values) >= _MERGE_MAX:
+                head.append(_emit(pending.pop(key)))  # keep each sum a few terms deep
                 order.remove(key)
+            value_reads = {_root(n, shared) for n in loaded_ids(s.value)}
             if key in pending:
-                pending[key][1].append(s.value)
-                pending[key][0]._jg_reads |= {_root(n, shared) for n in _loads(s.value)}
+                p = pending[key]
+                p.values.append(s.value)
+                p.reads |= value_reads  # same target text: same array and index names
             else:
-                pending[key] = (s, [s.value])
+                pending[key] = _Pending(s, [s.value], _root(s.target.value.id, shared),
+                                        loaded_ids(s.target.slice), value_reads)
                 order.append(key)
-                s._jg_reads = {_root(n, shared) for n in _loads(s.value)}
-            s._jg_base, s._jg_idx = base, idx_names
             continue
-        touched = {_root(n, shared) for n in _loads(s) | _defines(s)}
+        touched = {_root(n, shared) for n in loaded_ids(s) | _defines(s)}
         defined = _defines(s) | {_root(n, shared) for n in _defines(s)}
-        flush = [k for k in order if pending[k][0]._jg_base in touched
-                 or pending[k][0]._jg_idx & _defines(s)
-                 or pending[k][0]._jg_reads & defined]
+        flush = [k for k in order if pending[k].base in touched
+                 or pending[k].idx & _defines(s)
+                 or pending[k].reads & defined]
         for k in flush:
-            head.append(_emit(*pending.pop(k)))
+            head.append(_emit(pending.pop(k)))
             order.remove(k)
         head.append(s)
     for k in order:
-        head.append(_emit(*pending[k]))
+        head.append(_emit(pending[k]))
     return head
 
 
-def _emit(s: ast.AugAssign, values: list[ast.expr]) -> ast.AugAssign:
-    total = values[0]
-    for v in values[1:]:
+def _emit(p: _Pending) -> ast.AugAssign:
+    total = p.values[0]
+    for v in p.values[1:]:
         total = ast.BinOp(left=total, op=ast.Add(), right=v)
-    return ast.AugAssign(target=s.target, op=ast.Add(), value=total)
+    return ast.AugAssign(target=p.first.target, op=ast.Add(), value=total)
 
 
 class Simplify(ast.NodeTransformer):
@@ -273,7 +276,7 @@ class Simplify(ast.NodeTransformer):
         self.generic_visit(node)
         if (isinstance(node.func, ast.Name) and node.func.id == self.unb and len(node.args) == 2
                 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.scalar
-                and getattr(node, "_jg_scalar_result", False)):
+                and SCALAR_RESULT.get(node)):
             return node.args[0]
         return node
 
@@ -297,8 +300,10 @@ class Simplify(ast.NodeTransformer):
 
 
 
-def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stmt]:
-    """Drop ``a = b`` between adjoint names each assigned once: readers use ``b``."""
+def propagate_copies(stmts: list[ast.stmt], protected: set[str],
+                     adjoint: Callable[[str], bool]) -> list[ast.stmt]:
+    """Drop ``a = b`` between adjoint names (``adjoint``) each assigned once: readers use
+    ``b``."""
     counts: dict[str, int] = {}
     copies: list[ast.Assign] = []  # every ``name = name``, in ``ast.walk`` order
     for n in walk(ast.Module(body=stmts, type_ignores=[])):
@@ -312,8 +317,8 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stm
     mapping: dict[str, str] = {}
     for n in copies:
         a, b = n.targets[0].id, n.value.id
-        if (a.startswith("_d") and a not in protected and counts.get(a) == 1
-                and (counts.get(b) == 1 or b == "_dret") and b.startswith(("_d", "d"))):
+        if (is_adjoint_temp(a) and a not in protected and counts.get(a) == 1
+                and (counts.get(b) == 1 or b == SEED) and adjoint(b)):
             mapping[a] = mapping.get(b, b)
     if not mapping:
         return stmts
@@ -323,7 +328,7 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str]) -> list[ast.stm
                 and s.targets[0].id in mapping)
 
     out = [x for x in stmts if not copied(x)]
-    for s in _walk(out):  # each nested block, after its own statements were filtered
+    for s in walk_stmts(out):  # each nested block, after its own statements were filtered
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if sub and any(copied(x) for x in sub):
@@ -356,12 +361,12 @@ def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
     changed = True
     while changed:
         changed = False
-        used = loaded_names(ast.Module(body=rev, type_ignores=[]))
+        used = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         keep = []
         for x in rev:
             if (isinstance(x, ast.Assign) and isinstance(x.targets[0], ast.Name)
-                    and x.targets[0].id.startswith("_") and x.targets[0].id not in used
-                    and not x.targets[0].id.startswith("_d")):
+                    and is_generated(x.targets[0].id) and x.targets[0].id not in used
+                    and not is_adjoint_temp(x.targets[0].id)):
                 changed = True
                 continue
             keep.append(x)
@@ -414,9 +419,9 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
                 setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
-                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value))
+                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in loaded_ids(s.value))
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        if _exits(s) or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
+        if _exits(s) or (isinstance(s, ast.Expr) and not COMMENT.get(s)):
             pending.clear()
         else:
             names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
@@ -441,7 +446,7 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             continue
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in scalars
-                and s.targets[0].id not in _loads(s.value)):
+                and s.targets[0].id not in loaded_ids(s.value)):
             v = s.value
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
                 pending[s.targets[0].id] = (len(out), "set", [], set())
@@ -454,7 +459,7 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
 
 def _term_reads(e: ast.expr, shared: dict[str, str]) -> set[str]:
     """The names a term reads, with the buffers they view (writes to either block sinking)."""
-    loads = _loads(e)
+    loads = loaded_ids(e)
     return loads | {_root(n, shared) for n in loads}
 
 

@@ -22,6 +22,7 @@ import ast
 
 from ..naming import Namer
 from ..nodes import clone, walk
+from ..notes import BREAK_FLAG, LOOP_SEQ, PRE
 from .parse import Parsed
 
 # --- small AST builders -------------------------------------------------------
@@ -249,7 +250,7 @@ class _Loops:
                 if rebound else True
             pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
                 value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
-            pre._jg_loop_seq = True  # refusals name the loop, not the hidden copy
+            LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy
             seq = name(tmp)
         else:
             pre = None
@@ -261,7 +262,7 @@ class _Loops:
                       body=body + s.body, orelse=[], lineno=s.lineno)
         self.env.setdefault("range", range)
         ast.copy_location(new, s)
-        new._jg_pre = pre  # an assignment to hoist before the loop
+        PRE.set(new, pre)  # an assignment to hoist before the loop
         return new
 
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -269,12 +270,12 @@ class _Loops:
         for s in stmts:
             if isinstance(s, ast.For):
                 s = self.for_target(s)
-                pre = getattr(s, "_jg_pre", None)
+                pre = PRE.get(s)
                 if pre is not None:
                     out.append(ast.copy_location(pre, s))
             if isinstance(s, (ast.For, ast.While)):
                 s.body = self.loop_body(s)
-                brk = getattr(s, "_jg_break_flag", None)
+                brk = BREAK_FLAG.get(s)
                 if brk:
                     out.append(ast.copy_location(assign(brk, const(False)), s))
             elif isinstance(s, ast.If):
@@ -288,7 +289,7 @@ class _Loops:
         state = {"brk": None, "jump": None}
         new = self.jumps(body, state, tail=True)
         if state["brk"]:
-            loop._jg_break_flag = state["brk"]
+            BREAK_FLAG.set(loop, state["brk"])
             new.append(ast.If(test=name(state["brk"]), body=[ast.Break()], orelse=[]))
         if state["jump"]:
             new.insert(0, assign(state["jump"], const(False)))

@@ -26,6 +26,7 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..naming import Namer
 from ..nodes import clone, replace_names, walk
+from ..notes import AUG, PARAM_OF, Checkpoint
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
@@ -154,10 +155,7 @@ class Inliner:
                                  node)
         region: list[ast.stmt] = []
         out = self.call(fn, call, parsed, region)
-        marker = ast.copy_location(ast.If(test=ast.Constant(value=True), body=region,
-                                          orelse=[]), node)
-        marker._jg_checkpoint = True
-        pre.append(marker)
+        pre.append(Checkpoint.region(region, node))
         return out
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
@@ -185,7 +183,7 @@ class Inliner:
                 self.namer.origin[new] = p
                 mapping[p] = new
                 bind = ast.copy_location(assign(new, a), node)
-                bind._jg_param_of = fn.__name__  # for messages about the helper's parameter
+                PARAM_OF.set(bind, fn.__name__)  # messages name the helper's parameter
                 binds.append(bind)
         for local in sorted(stored - set(params)):
             mapping[local] = self.namer.fresh(local)
@@ -211,9 +209,10 @@ class Inliner:
             self.stack.pop()
         body = [rename(s, mapping) for s in body]
         rets = [rename(r, mapping) for r in rets]
-        for s in walk(ast.Module(body=body, type_ignores=[])):
+        for s in walk(ast.Module(body=body + [ast.Expr(value=r) for r in rets],
+                                 type_ignores=[])):
             if hasattr(s, "lineno"):
-                s.lineno = node.lineno  # errors point at the call site
+                s.lineno = node.lineno  # errors and comments point at the call site
         pre += binds + body
         if len(rets) == 1:
             return rets[0]
@@ -245,7 +244,7 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     mapping: dict[str, str] = {}
     drop: set[int] = set()
     for n in walk(ast.Module(body=body, type_ignores=[])):
-        if not (getattr(n, "_jg_param_of", None) and isinstance(n, ast.Assign)
+        if not (PARAM_OF.get(n) and isinstance(n, ast.Assign)
                 and isinstance(n.targets[0], ast.Name)
                 and isinstance(n.value, ast.Name)):
             continue
@@ -253,7 +252,7 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
         k = kinds.get(p)
         if k is None or not k.is_array or src in mapping:
             continue
-        if all(d is n or getattr(d, "_jg_aug", False) for d in defs.get(p, [])) \
+        if all(d is n or AUG.get(d) for d in defs.get(p, [])) \
                 and len(defs.get(p, [])) > 1:
             mapping[p] = src
             drop.add(id(n))

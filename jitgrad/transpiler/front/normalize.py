@@ -24,6 +24,7 @@ from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
 from ..naming import Namer
 from ..nodes import clone, walk
+from ..notes import AUG, Checkpoint, carry, checkpoint
 from .desugar import assign, name
 from .inline import resolve
 from .parse import Parsed
@@ -187,9 +188,7 @@ class Normalizer:
                 return out
             out = self.assign_stmt(s.targets[0], s.value, s)
             if out and isinstance(out[-1], ast.Assign):
-                for mark in ("_jg_param_of", "_jg_loop_seq"):  # for messages
-                    if hasattr(s, mark):
-                        setattr(out[-1], mark, getattr(s, mark))
+                carry(s, out[-1])  # for messages
             return out
         if isinstance(s, ast.AugAssign):
             t = s.target
@@ -197,7 +196,7 @@ class Normalizer:
                 val = ast.BinOp(left=name(t.id), op=s.op, right=s.value)
                 out = self.assign_stmt(name(t.id, True), val, s)
                 # on an array, Python's ``x += e`` writes x's buffer in place
-                out[-1]._jg_aug = True
+                AUG.set(out[-1], True)
                 return out
             if isinstance(t, ast.Subscript):
                 base = self.subscript_base(t, out)
@@ -214,11 +213,8 @@ class Normalizer:
                 new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
                 return out + self.assign_stmt(new_t, val, s)
             raise self.parsed.error("unsupported augmented assignment target", s)
-        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
-            region = ast.copy_location(ast.If(test=s.test, body=self.block(s.body) or
-                                              [ast.Pass()], orelse=[]), s)
-            region._jg_checkpoint = True
-            return [region]
+        if checkpoint(s):
+            return [Checkpoint.region(self.block(s.body) or [ast.Pass()], s)]
         if isinstance(s, ast.If):
             test = self.test(s.test, out)
             out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or
@@ -344,7 +340,7 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
                     setattr(s, f, block(sub))
             t = s.targets[0] if isinstance(s, ast.Assign) else None
             k = kinds.get(t.id) if isinstance(t, ast.Name) else None
-            if getattr(s, "_jg_aug", False) and t.id in viewed and k is not None \
+            if AUG.get(s) and t.id in viewed and k is not None \
                     and k.ndim and isinstance(s.value, ast.BinOp) \
                     and isinstance(s.value.left, ast.Name) and s.value.left.id == t.id:
                 tmp = namer.temp()

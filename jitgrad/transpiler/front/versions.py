@@ -18,12 +18,13 @@ from __future__ import annotations
 import ast
 
 from ..naming import Namer
+from ..notes import AUG
 from .inline import rename, stored_names
 
 
 def _top_targets(s: ast.stmt) -> list[str]:
     """Names a top-level statement rebinds unconditionally (plain and tuple assignment)."""
-    if isinstance(s, ast.Assign) and not getattr(s, "_jg_aug", False):
+    if isinstance(s, ast.Assign) and not AUG.get(s):
         # (``x += e`` keeps its name: on an array it updates the same buffer)
         t = s.targets[0]
         if isinstance(t, ast.Name):

@@ -18,14 +18,15 @@ from ...markers import hook, nobacksies
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
-from ..astutil import all_defs, binop, names_of, own_defs, walk_values
+from ..astutil import all_defs, binop, names_of, walk_values
 from ..backend.emit import comment
 from ..backend.optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..front.parse import Parsed
-from ..naming import Namer
-from ..nodes import clone, walk
+from ..naming import SEED, Namer
+from ..nodes import clone, stmt_defs, walk
+from ..notes import POS, SCALAR_RESULT, checkpoint
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
@@ -155,10 +156,10 @@ class Reverser(TapeMixin, ControlFlowMixin):
             return
         if var in self.an.block_local and s is min(
                 (d for d in self.an.defs.get(var, []) if isinstance(d, ast.Assign)
-                 and isinstance(d.targets[0], ast.Name)), key=lambda d: d._jg_pos):
+                 and isinstance(d.targets[0], ast.Name)), key=lambda d: POS.get(d)):
             return  # the block's first binding: zeroed where the sweep enters the block
         first = (var not in self.args and not self.an.enclosing_loops(s)
-                 and all(d._jg_pos >= s._jg_pos for d in self.an.defs.get(var, [])))
+                 and all(POS.get(d) >= POS.get(s) for d in self.an.defs.get(var, [])))
         if first:
             return
         d = self.adj(var)
@@ -174,8 +175,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
             seeds: list[ast.stmt] = []
             for k, r in enumerate(self.returns):
                 if self.is_active(r):
-                    seed = name("_dret") if len(self.returns) == 1 else ast.Subscript(
-                        value=name("_dret"), slice=const(k), ctx=ast.Load())
+                    seed = name(SEED) if len(self.returns) == 1 else ast.Subscript(
+                        value=name(SEED), slice=const(k), ctx=ast.Load())
                     self.contribute(r.id, seed, seeds)
             rev += seeds
         last = None
@@ -195,7 +196,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
             rev[:0] = [self.adjoint_view(n) if n in self.an.views else
                        assign(self.adj(n), self.zero(n))
-                       for n in sorted(local, key=lambda n: self.an.defs[n][0]._jg_pos)]
+                       for n in sorted(local, key=lambda n: POS.get(self.an.defs[n][0]))]
         return fwd, rev
 
     def source_comment(self, line: int) -> ast.stmt:
@@ -204,7 +205,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
         return comment(f"line {line + self.parsed.first_line - 1}: {text}")
 
     def stmt(self, s: ast.stmt, restored: set[str]):
-        if isinstance(s, ast.If) and getattr(s, "_jg_checkpoint", False):
+        if checkpoint(s):
             return self.checkpoint_(s, restored)
         if isinstance(s, ast.If):
             return self.if_(s, restored)
@@ -212,7 +213,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
             return self.for_(s, restored)
         if isinstance(s, ast.While):
             return self.while_(s, restored)
-        self.fwd_vars.update(own_defs(s))
+        self.fwd_vars.update(stmt_defs(s))
         if isinstance(s, ast.Assign):
             return self.assign(s, restored)
         if isinstance(s, ast.AugAssign):
@@ -400,7 +401,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
             gexpr = rename(gexpr, {inst.dy: g})
             for c in walk(gexpr):
                 if isinstance(c, ast.Call):
-                    c._jg_scalar_result = scalar_res
+                    SCALAR_RESULT.set(c, scalar_res)
             gexpr = Simplify(scalars, self.unb).visit(gexpr)
             if isinstance(a, ast.Name) and a.id in self.an.active:
                 self.contribute(a.id, gexpr, rev)
@@ -503,15 +504,16 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             un = parsed.user_name(n)
             raise parsed.error(f"the array '{un}' carries a gradient, is first created inside "
                                "a loop or branch and is used after it",
-                               min(an.defs.get(n, [None]), key=lambda d: d._jg_pos),
+                               min(an.defs.get(n, [None]), key=lambda d: POS.get(d)),
                                f"create '{un}' before the loop or branch (e.g. '{un} = "
                                "np.zeros(...)') and fill it inside")
         init.append(assign(r.adj(n), r.zero(n)))
-    for n in sorted(an.views, key=lambda n: an.views[n][1]._jg_pos):
+    for n in sorted(an.views, key=lambda n: POS.get(an.views[n][1])):
         if an.modes.get(n) == "view" and n not in an.block_local:
             init.append(r.adjoint_view(n))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] in ("buffer",
-                                                                             "view")})
+                                                                             "view")},
+                           r.namer.is_adjoint)
     tapes: list[ast.stmt] = []
     np_name = r.global_name("np", __import__("numpy"))
     for t, typed in r.tapes:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers
-from ..analysis.analyse import walk_stmts
 from ..analysis.kinds import INT
 from ..astutil import all_defs, binop
 from ..front.desugar import assign, const, name
-from ..naming import loaded_names
-from ..nodes import clone
+from ..nodes import clone, loaded_ids, walk_stmts
+from ..notes import END, POS, PUSH
 
 
 class ControlFlowMixin:
@@ -36,19 +35,19 @@ class ControlFlowMixin:
         for x in walk_stmts(s.body):
             t = x.targets[0] if isinstance(x, ast.Assign) else getattr(x, "target", None)
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and any(
-                    not (s._jg_pos <= d._jg_pos <= s._jg_end)
+                    not (POS.get(s) <= POS.get(d) <= END.get(s))
                     for d in self.an.defs.get(t.value.id, [])
                     if not isinstance(d, ast.For)):
                 raise self.parsed.error(
                     f"a checkpointed function writes into '{t.value.id}', an array from "
                     "outside it; rerunning it in the reverse sweep would write twice", x,
                     "let the checkpointed function allocate and return its result")
-        reads = sorted(loaded_names(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
+        reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
         before: list[ast.stmt] = []
         pops: list[ast.stmt] = []
         for n in reads:
             defs = self.an.defs.get(n, [])
-            outside = n in self.args or any(not (s._jg_pos <= d._jg_pos <= s._jg_end)
+            outside = n in self.args or any(not (POS.get(s) <= POS.get(d) <= END.get(s))
                                             for d in defs)
             if not outside:
                 continue
@@ -158,8 +157,7 @@ class ControlFlowMixin:
     def _counted(self, s, fwd, rev, cnt, restored):
         """Push a loop's trip counter after the loop when an outer loop reruns it."""
         if self.an.enclosing_loops(s):
-            self.an.kinds[cnt] = INT
-            push, pop = self.new_tape(self.namer.tape(cnt), cnt, s)
+            push, pop = self.new_tape(self.namer.tape(cnt), cnt, s, INT)
             return fwd + push, pop(cnt) + rev
         return fwd, rev
 
@@ -169,7 +167,7 @@ def strip_pushes(stmts: list[ast.stmt]) -> list[ast.stmt]:
     """The forward statements without tape pushes (for a checkpointed region)."""
     out = []
     for s in stmts:
-        if getattr(s, "_jg_push", False):
+        if PUSH.get(s):
             continue
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)

@@ -13,11 +13,12 @@ import ast
 from ...kernels import helpers
 from ...rules.primitives import cheap
 from ..analysis.analyse import Analysis
-from ..astutil import all_defs, binop, own_defs
+from ..analysis.kinds import Kind
+from ..astutil import all_defs, binop
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
-from ..naming import loaded_names
-from ..nodes import clone, walk
+from ..nodes import clone, loaded_ids, stmt_defs, walk
+from ..notes import BLOCK, PUSH
 
 
 class TapeMixin:
@@ -33,10 +34,10 @@ class TapeMixin:
         expressions) are given by the caller.
         """
         if reads is None:
-            reads = loaded_names(ast.Module(body=rev, type_ignores=[]))
+            reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # values defined earlier first: a later one may then be recomputed from them
         reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
-        defined = set(own_defs(s)) if not compound else all_defs(s)
+        defined = set(stmt_defs(s)) if not compound else all_defs(s)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
         for n in reads:
@@ -109,7 +110,7 @@ class TapeMixin:
                   and self.an.dominates(d, at)):
             return None
         v = d.value
-        changed_by_d = set(own_defs(d))
+        changed_by_d = set(stmt_defs(d))
 
         def operand(m: ast.expr) -> ast.expr | None:
             if isinstance(m, ast.Constant):
@@ -119,8 +120,8 @@ class TapeMixin:
             if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
                     m.id, d, include_self=False):
                 return name(m.id)
-            if (m.id in restored and d._jg_block == s._jg_block
-                    and not self.an.defined_between(m.id, d, s) and m.id not in own_defs(s)):
+            if (m.id in restored and BLOCK.get(d) == BLOCK.get(s)
+                    and not self.an.defined_between(m.id, d, s) and m.id not in stmt_defs(s)):
                 return name(m.id)  # a later statement restores it to its value here
             return self.recompute(m.id, s, restored, False, d, depth + 1)
 
@@ -163,28 +164,29 @@ class TapeMixin:
                 return ast.UnaryOp(op=v.op, operand=a)
         return None
 
-    def new_tape(self, tape: str, n: str, s: ast.stmt):
+    def new_tape(self, tape: str, n: str, s: ast.stmt, kind: Kind | None = None):
         """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
 
         Scalars go to a typed array with a cursor, reserved before the innermost
         range loop (one slot per iteration) or grown at the push elsewhere; arrays
-        and values of unknown kind go to a list.
+        and values of unknown kind go to a list.  ``kind`` is ``n``'s kind where ``n`` is
+        the pass's own (a trip counter), not one the analysis knows.
         """
-        k = self.an.kind(n)
+        k = kind or self.an.kind(n)
         dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls) if k.ndim == 0 else None
         if dtype is None:
             self.tapes.append((tape, None))
             val = name(n)
             # a rule's own value (not in the kinds) may be the very array the statement
             # binds to a name that is written in place later
-            shared = n not in self.an.kinds and bool(set(own_defs(s)) & self.an.written)
+            shared = n not in self.an.kinds and bool(set(stmt_defs(s)) & self.an.written)
             if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
             push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
                                                                ctx=ast.Load()),
                                             args=[val], keywords=[]))]
-            push[0]._jg_push = True
+            PUSH.set(push[0], True)
             return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
                 value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
         cur = self.namer.fresh(tape + "n")
@@ -202,7 +204,7 @@ class TapeMixin:
                                                       ctx=ast.Store())], value=name(n)))
         push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
         for p in push:
-            p._jg_push = True
+            PUSH.set(p, True)
 
         def pop(t: str) -> list[ast.stmt]:
             return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)),
@@ -226,7 +228,7 @@ class TapeMixin:
         out = [assign(t, ast.Call(func=name(res), args=[name(t), binop(
             name(c), ast.Add(), clone(trips))], keywords=[])) for t, c in entries]
         for x in out:
-            x._jg_push = True
+            PUSH.set(x, True)
         return out
 
     def header_captures(self, s, header: list[ast.expr], restored, before, after):

@@ -1,0 +1,134 @@
+"""Every fact one pass leaves on a syntax node for a later pass, declared in one place.
+
+A pass that learns something about a statement or expression that a later pass needs
+records it here, as a ``Note``: ``POS.set(s, 3)``, then ``POS.get(s)``.  No other
+module reads or writes per-node facts (``tests/test_layout.py`` checks), so this file
+is the list of what crosses pass boundaries, who writes each fact and what it means.
+
+A note lives on the node (one attribute per note, ``_jg_<name>``), so ``nodes.clone``
+copies it with the node and a rewritten statement can carry its notes over
+(``carry``).  Checkpointed regions are not a note but a node type of their own,
+``Checkpoint``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Note(Generic[T]):
+    """One kind of fact about a node: written by ``by``, read by later passes."""
+
+    __slots__ = ("attr", "default", "by", "doc")
+
+    def __init__(self, name: str, default: T, by: str, doc: str):
+        self.attr = f"_jg_{name}"
+        self.default = default
+        self.by = by
+        self.doc = doc
+
+    def get(self, node: ast.AST) -> T:
+        """The fact recorded on ``node``, or the default where none was."""
+        return getattr(node, self.attr, self.default)
+
+    def set(self, node: ast.AST, value: T) -> None:
+        """Record the fact on ``node``."""
+        setattr(node, self.attr, value)
+
+    def has(self, node: ast.AST) -> bool:
+        return hasattr(node, self.attr)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.attr[4:]!r}, by={self.by!r})"
+
+
+class Required(Note[T]):
+    """A note every node it is asked of must carry (a missing one is a bug, not a default:
+    reading it raises ``AttributeError`` rather than guessing)."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, by: str, doc: str):
+        super().__init__(name, None, by, doc)  # type: ignore[arg-type]
+
+    def get(self, node: ast.AST) -> T:
+        return getattr(node, self.attr)
+
+
+# --- front end: facts for messages and for the analyses -----------------------------
+
+PARAM_OF: Note[str | None] = Note(
+    "param_of", None, "inline",
+    "an assignment binding a helper's parameter: the helper's name (messages name it)")
+LOOP_SEQ: Note[bool] = Note(
+    "loop_seq", False, "desugar",
+    "the hidden copy of the array a `for v in x` loop iterates (refusals name the loop)")
+PRE: Note[ast.stmt | None] = Note(
+    "pre", None, "desugar",
+    "a `for` loop rewritten over range: the assignment to hoist before it")
+BREAK_FLAG: Note[str | None] = Note(
+    "break_flag", None, "desugar",
+    "a loop whose non-trailing breaks became a flag: the flag's name (set False before it)")
+AUG: Note[bool] = Note(
+    "aug", False, "normalize",
+    "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
+
+# --- analyses ------------------------------------------------------------------------
+
+KIND: Note[Any] = Note(
+    "kind", None, "kinds", "an expression's kind (scalar or array, ndim, dtype class)")
+POS: Required[int] = Required(
+    "pos", "analyse", "a statement's position in a preorder walk of the body")
+END: Required[int] = Required(
+    "end", "analyse", "the last position inside a statement (its own for a simple one)")
+BLOCK: Required[int] = Required(
+    "block", "analyse", "the statement list holding a statement (same value: same block)")
+
+# --- reverse mode and the backend ----------------------------------------------------
+
+PUSH: Note[bool] = Note(
+    "push", False, "reverse (tapes)",
+    "a tape push: dropped where a region's forward code runs without tapes")
+SCALAR_RESULT: Note[bool] = Note(
+    "scalar_result", False, "reverse",
+    "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
+COMMENT: Note[bool] = Note(
+    "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
+
+NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, AUG, KIND, POS, END, BLOCK, PUSH,
+         SCALAR_RESULT, COMMENT)
+
+#: notes a statement rewritten into another keeps (what messages need to name the user's code)
+_CARRIED = (PARAM_OF, LOOP_SEQ)
+
+
+def carry(old: ast.AST, new: ast.AST) -> None:
+    """Give ``new`` (a rewrite of ``old``) the message notes ``old`` has."""
+    for note in _CARRIED:
+        if note.has(old):
+            note.set(new, note.get(old))
+
+
+class Checkpoint(ast.If):
+    """A ``jg.checkpoint(f, ...)`` call inlined as a region: it runs as its body, once
+    (``test`` is always ``True``); reverse mode runs it without tapes and reruns it in the
+    reverse sweep.  Generic code sees an ``if True:``; the passes ask ``isinstance``."""
+
+    @classmethod
+    def region(cls, body: list[ast.stmt], where: ast.AST) -> Checkpoint:
+        """A region holding ``body``, at ``where``'s location."""
+        return ast.copy_location(cls(test=ast.Constant(value=True), body=body, orelse=[]),
+                                 where)
+
+
+def checkpoint(s: ast.AST) -> bool:
+    """Whether ``s`` is a checkpointed region."""
+    return isinstance(s, Checkpoint)
+
+
+__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "COMMENT", "END", "KIND", "LOOP_SEQ", "NOTES",
+           "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note", "Required",
+           "carry", "checkpoint"]
