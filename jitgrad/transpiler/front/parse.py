@@ -42,9 +42,13 @@ class Parsed:
         return self.origin.get(name, name)
 
     def absolute_line(self, node: ast.AST) -> int | None:
-        """``node``'s line in the user's file."""
-        n = getattr(node, "lineno", None)
-        return None if n is None else n + self.first_line - 1
+        """``node``'s line in the user's file (line numbers are the file's from parse on)."""
+        return getattr(node, "lineno", None)
+
+    def source_line(self, line: int) -> str:
+        """The text of the user's file line ``line`` within this function ("" outside it)."""
+        idx = line - self.first_line
+        return self.lines[idx] if 0 <= idx < len(self.lines) else ""
 
     def user_source(self, e: ast.AST) -> str:
         """``e`` as source text, with the names the user wrote."""
@@ -52,13 +56,8 @@ class Parsed:
 
     def error(self, msg: str, node: ast.AST | None = None, hint: str = "") -> TransformError:
         """A TransformError pointing at ``node``'s line in the user's file."""
-        lineno = None
-        line = ""
-        if node is not None and getattr(node, "lineno", None) is not None:
-            lineno = node.lineno + self.first_line - 1
-            idx = node.lineno - 1
-            if 0 <= idx < len(self.lines):
-                line = self.lines[idx]
+        lineno = None if node is None else self.absolute_line(node)
+        line = "" if lineno is None else self.source_line(lineno)
         return TransformError(msg, filename=self.filename, lineno=lineno, source_line=line,
                               hint=hint)
 
@@ -174,6 +173,7 @@ def parse_function(func: Any) -> Parsed:
                              source_line=lines[0] if lines else "",
                              hint="define the function with a plain def statement "
                                   "jitgrad can read on its own") from None
+    ast.increment_lineno(mod, first - 1)  # every node carries its line in the user's file
     fn = next((n for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
               None)
     parsed = Parsed(py, fn, {}, filename, first, [ln.rstrip("\n") for ln in lines])

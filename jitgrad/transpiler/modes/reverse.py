@@ -201,8 +201,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
 
     def source_comment(self, line: int) -> ast.stmt:
         """A marker that ``emit`` turns into ``# line N: <the user's source line>``."""
-        text = self.parsed.lines[line - 1].strip() if 0 < line <= len(self.parsed.lines) else ""
-        return comment(f"line {line + self.parsed.first_line - 1}: {text}")
+        return comment(f"line {line}: {self.parsed.source_line(line).strip()}")
 
     def stmt(self, s: ast.stmt, restored: set[str]):
         if checkpoint(s):
