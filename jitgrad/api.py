@@ -22,6 +22,7 @@ import numpy as np
 
 from . import rules
 from .errors import JitError
+from .runtime.tracked import Tracked
 from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import cache as disk
 from .transpiler.backend import emit
@@ -33,6 +34,11 @@ from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare,
 from .transpiler.pipeline import stage as stage_source
 
 Wrt = int | str | tuple
+
+#: held while any function is transformed or its generated code built: CPython's syntax-tree
+#: conversion keeps per-interpreter state that two threads parsing at once corrupt
+#: ("SystemError: AST constructor recursion depth mismatch", seen with concurrent first calls)
+_TRANSFORMING = threading.RLock()
 
 
 class Differentiated:
@@ -67,6 +73,9 @@ class Differentiated:
         self._primal = None
         self._uncompilable: set[tuple] = set()  # argument types Numba refused in the primal
         self._cache: dict[tuple, Generated] = {}
+        #: argument signature (exact types, dtypes, ndims) -> (rules version, generated code):
+        #: a repeated call skips the argument checks and the kinds (they follow from these)
+        self._by_signature: dict[tuple, tuple[int, Generated]] = {}
         self._lock = threading.Lock()
         self._last: Generated | None = None
         functools.update_wrapper(self, self.func)
@@ -78,13 +87,15 @@ class Differentiated:
         become primitives)."""
         version = rules.version()
         if self._prepared is None or self._prepared_version != version:
-            if not self._entry_checked:  # refusals first, in terms of the user's source
-                parsed = parse_function(self.func)
-                fence(parsed)
-                fence_entry(parsed)
-                self._entry_checked = True
-            self._prepared = prepare(self.func)
-            self._prepared_version = version
+            with _TRANSFORMING:
+                if self._prepared is None or self._prepared_version != version:
+                    if not self._entry_checked:  # refusals first, in the user's source
+                        parsed = parse_function(self.func)
+                        fence(parsed)
+                        fence_entry(parsed)
+                        self._entry_checked = True
+                    self._prepared = prepare(self.func)
+                    self._prepared_version = version
         return self._prepared
 
     def _check_args(self, args: tuple) -> None:
@@ -112,6 +123,19 @@ class Differentiated:
 
     def _generated(self, args: tuple) -> Generated:
         """The generated code for these arguments' kinds (transformed once, cached)."""
+        sig = _signature(args)
+        if sig is not None:
+            hit = self._by_signature.get(sig)
+            if hit is not None and hit[0] == rules.version():
+                self._last = hit[1]
+                return hit[1]
+        gen = self._generated_for(args)
+        if sig is not None:
+            self._by_signature[sig] = (rules.version(), gen)
+        return gen
+
+    def _generated_for(self, args: tuple) -> Generated:
+        """``_generated`` the long way: checks, kinds, and the cache keyed by kinds."""
         if not self.cache:  # (a cache hit needs no transform: reported when one runs)
             self._prep()  # unsupported source is reported before arity and kinds
         self._check_inputs(args)
@@ -136,13 +160,14 @@ class Differentiated:
         """Transform and compile one specialisation; with ``cache=True``, load it from the
         on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
         wrt = [self.params[i] for i in self.wrt_positions]
-        gen = self._disk.load(wrt, kinds) if self._disk is not None else None
-        if gen is None:
-            gen = generate(self._prep(), wrt, kinds)
-            u = gen.unit
-            gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
-                backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
-                              self.func.__qualname__, self.jit, u.ir.callables)
+        with _TRANSFORMING:
+            gen = self._disk.load(wrt, kinds) if self._disk is not None else None
+            if gen is None:
+                gen = generate(self._prep(), wrt, kinds)
+                u = gen.unit
+                gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
+                    backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
+                                  self.func.__qualname__, self.jit, u.ir.callables)
         return gen
 
     def cache_info(self) -> dict[str, Any]:
@@ -184,10 +209,11 @@ class Differentiated:
     def __call__(self, *args: Any) -> Any:
         """The user's function: compiled with Numba when ``jit=True`` (their own
         ``@numba.njit`` dispatcher if they passed one), as plain Python otherwise."""
-        from . import runtime
+        for a in args:
+            if isinstance(a, Tracked):
+                from .runtime import track_call
 
-        if any(runtime.istracked(a) for a in args):
-            return runtime.track_call(self._vjp_all, args, self.func.__name__)
+                return track_call(self._vjp_all, args, self.func.__name__)
         if self._positional:
             self._check_args(args)
         if not self.jit:
@@ -206,7 +232,8 @@ class Differentiated:
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
                              f"returns {what}; use .vjp(...) for non-scalar outputs")
         value, grads = self._run(gen, args, 1.0, want_value)
-        if want_value and (np.ndim(value) != 0 or isinstance(value, tuple)):
+        if want_value and type(value) is not float and (np.ndim(value) != 0
+                                                       or isinstance(value, tuple)):
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, got "
                              f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
         return value, self._shape(grads)
@@ -258,11 +285,12 @@ class Differentiated:
         else:
             gen = self._generated(tuple(_guess_args(self._prep(), self.params)))
         u = gen.unit
-        if stage == "normalized":
-            return show_body(self._prep())
         if stage in ("forward", "adjoint", "all"):
             return u.sources["grad" if stage == "all" else stage]
-        return stage_source(self.func, stage, u.wrt, u.arg_kinds)
+        with _TRANSFORMING:
+            if stage == "normalized":
+                return show_body(self._prep())
+            return stage_source(self.func, stage, u.wrt, u.arg_kinds)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:
@@ -490,3 +518,23 @@ def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
 def _copies(args: tuple) -> tuple:
     """The arguments with every array copied (the caller's arrays are never written)."""
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+#: argument types whose kind follows from the type alone (arrays: from dtype and ndim)
+_SCALAR_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32,
+                           np.bool_})
+
+
+def _signature(args: tuple) -> tuple | None:
+    """What a call's generated code depends on, cheaply: each argument's exact type, and an
+    array's dtype and ndim; None for anything else (tuples, subclasses: the long way)."""
+    out = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            out.append((a.dtype, a.ndim))
+        elif t in _SCALAR_TYPES:
+            out.append(t)
+        else:
+            return None
+    return tuple(out)

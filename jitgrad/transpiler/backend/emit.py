@@ -86,11 +86,13 @@ def _numba_summary(text: str) -> str:
 
 def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
     """Call a Numba-compiled generated function, turning Numba failures into JitError."""
-    from numba.core.errors import NumbaError
-
     try:
         return jitted(*args)
-    except NumbaError as exc:
+    except Exception as exc:  # (the import costs a call's time: only on failure)
+        from numba.core.errors import NumbaError
+
+        if not isinstance(exc, NumbaError):
+            raise
         text = str(exc)
         code = jitted.py_func.__code__  # exec'd (<jitgrad:...>) or a cached module's file
         m = re.findall(r'File "' + re.escape(code.co_filename) + r'", line (\d+)', text)
@@ -222,11 +224,13 @@ def _register_primal_overloads() -> None:
 
 def call_primal(jitted: Any, func: Any, args: tuple) -> Any:
     """Call the compiled primal; a Numba failure becomes a JitError about ``func``."""
-    from numba.core.errors import NumbaError
-
     try:
         return jitted(*args)
-    except NumbaError as exc:
+    except Exception as exc:
+        from numba.core.errors import NumbaError
+
+        if not isinstance(exc, NumbaError):
+            raise
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
         code = func.__code__
         where = f"{code.co_filename}:{code.co_firstlineno}"

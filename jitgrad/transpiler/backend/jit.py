@@ -63,8 +63,10 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
 def call(compiled: Compiled, variant: str, args: tuple) -> Any:
     """Run ``variant`` on ``args`` (the seed last)."""
     if compiled.jit:
+        if not compiled.callables:
+            return emit.call_compiled(compiled.jitted[variant], compiled.sources[variant], args)
         hint = ("hook functions must be Numba-compilable with jit=True "
-                f"({', '.join(sorted(compiled.callables))})" if compiled.callables else "")
+                f"({', '.join(sorted(compiled.callables))})")
         return emit.call_compiled(compiled.jitted[variant], compiled.sources[variant], args,
                                   hint)
     return emit.ieee_call(compiled.functions[variant], args)
