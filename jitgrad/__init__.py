@@ -7,6 +7,7 @@ is an eager port of Flux's Tracker for model-level Python.
 
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
+from .markers import checkpointed
 from .rules import grad_rule, non_differentiable
 from .runtime import (
     BackpropError,
@@ -34,7 +35,8 @@ __all__ = [
     "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
     "JitError", "JitgradError", "RuleError", "TransformError", "BackpropError",
     "grad_rule", "non_differentiable",
-    "Grads", "Params", "Tracked", "back", "checkpoint", "data", "forward", "gradcheck",
+    "Grads", "Params", "Tracked", "back", "checkpoint", "checkpointed", "data", "forward",
+    "gradcheck",
     "gradcheck_report", "gradient", "hook", "isleaf", "istracked", "ngradient", "nobacksies",
     "param", "update", "zero_grad",
 ]

@@ -1,5 +1,5 @@
 """The calls differentiated code uses to steer gradients: ``hook``, ``nobacksies``,
-``checkpoint``.
+``checkpoint``, ``checkpointed``.
 
 The transpiler and the rule table recognise them by identity; called outside a
 differentiated function they run the eager runtime's versions (``runtime/hooks.py``),
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["checkpoint", "hook", "nobacksies"]
+__all__ = ["checkpoint", "checkpointed", "hook", "nobacksies"]
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -46,3 +46,11 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     from .runtime import hooks
 
     return hooks.checkpoint(f, *args)
+
+
+def checkpointed(r: range, snapshots: int | None = None) -> range:
+    """``r`` itself; as the range of a ``for`` loop in a differentiated function, the loop's
+    reverse sweep keeps ``snapshots`` copies of the loop-carried state (about sqrt(len(r))
+    when None) instead of a tape of every step, and recomputes each segment of steps
+    between two of them once, with its tape, when the reverse sweep reaches it."""
+    return r

@@ -11,8 +11,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["unbroadcast", "zeros_like", "snapshot", "trip_count", "pow_log", "guard",
-           "tape_reserve", "digamma"]
+__all__ = ["unbroadcast", "zeros_like", "snapshot", "restore_into", "trip_count", "pow_log",
+           "guard", "tape_reserve", "digamma"]
 
 
 def _is_array(t) -> bool:
@@ -123,6 +123,19 @@ def _ol_snapshot(x):
     if _is_array(x):
         return lambda x: x.copy()
     return lambda x: x
+
+
+def restore_into(dst, src):
+    """Write the snapshot ``src`` back into ``dst``'s own buffer (names sharing it see it)."""
+    np.copyto(dst, src)
+
+
+@overload(restore_into)
+def _ol_restore_into(dst, src):
+    def impl(dst, src):
+        for i in np.ndindex(dst.shape):
+            dst[i] = src[i]
+    return impl
 
 
 # --- trip_count: iterations of range(start, stop, step) ---------------------

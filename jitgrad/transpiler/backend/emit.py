@@ -197,15 +197,19 @@ _OVERLOADS_DONE = False
 
 
 def _register_primal_overloads() -> None:
-    """``jg.hook``, ``jg.nobacksies`` and ``jg.checkpoint`` inside a compiled primal: the
-    value they pass through (they only change how gradients flow)."""
+    """``jg.hook``, ``jg.nobacksies``, ``jg.checkpoint`` and ``jg.checkpointed`` inside a
+    compiled primal: the value they pass through (they only change how gradients flow)."""
     global _OVERLOADS_DONE
     if _OVERLOADS_DONE:
         return
     _OVERLOADS_DONE = True
     from numba.extending import overload
 
-    from ...markers import checkpoint, hook, nobacksies
+    from ...markers import checkpoint, checkpointed, hook, nobacksies
+
+    @overload(checkpointed)
+    def _ol_checkpointed(r, snapshots=None):
+        return lambda r, snapshots=None: r
 
     @overload(hook)
     def _ol_hook(fn, x):

@@ -15,19 +15,21 @@ Before::                               After::
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import os
 import sysconfig
 import types
 from typing import Any
 
-from ...markers import checkpoint
+from ...markers import checkpoint, checkpointed
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
+from ..astutil import binop
 from ..naming import Namer
 from ..nodes import clone, replace_names, walk
 from ..notes import AUG, PARAM_OF, Checkpoint
-from .desugar import assign, name, single_exit
+from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
 
@@ -102,6 +104,16 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
+def _this_loop(body: list[ast.stmt]):
+    """The statements of a loop body, nested blocks included but not nested loops' bodies
+    (a ``break`` there leaves the inner loop)."""
+    for s in body:
+        yield s
+        if not isinstance(s, (ast.For, ast.While)):
+            for f in ("body", "orelse"):
+                yield from _this_loop(getattr(s, f, []) or [])
+
+
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
@@ -114,6 +126,10 @@ class Inliner:
     def run(self, body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for s in body:
+            if isinstance(s, ast.For) and isinstance(s.iter, ast.Call) \
+                    and resolve(s.iter.func, parsed.env) is checkpointed:
+                out += self.run(self.checkpointed(s, parsed), parsed)
+                continue
             for field, value in ast.iter_fields(s):
                 if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                     setattr(s, field, self.run(value, parsed))
@@ -157,6 +173,71 @@ class Inliner:
         out = self.call(fn, call, parsed, region)
         pre.append(Checkpoint.region(region, node))
         return out
+
+    def checkpointed(self, loop: ast.For, parsed: Parsed) -> list[ast.stmt]:
+        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body`` as segments of
+        steps, each a checkpointed region (its entry state is what the reverse sweep keeps,
+        and it is rerun with its tape when the reverse sweep reaches it)::
+
+            _n = len(range(a, b, c)); _len = max(1, (_n + k - 1) // k)
+            for _s in range(0, _n, _len):
+                <region>: for _j in range(_s, min(_s + _len, _n)): t = a + _j * c; body
+        """
+        call = loop.iter
+        kw = {k.arg: k.value for k in call.keywords}
+        rng = call.args[0] if len(call.args) == 1 else None
+        if (rng is None or set(kw) - {"snapshots"} or not isinstance(rng, ast.Call)
+                or resolve(rng.func, parsed.env) is not range or rng.keywords
+                or not 1 <= len(rng.args) <= 3 or not isinstance(loop.target, ast.Name)):
+            raise parsed.error("jg.checkpointed takes a range and snapshots=k: "
+                               "for t in jg.checkpointed(range(T), snapshots=k)", loop)
+        if loop.orelse:
+            raise parsed.error("a checkpointed loop cannot have an else block", loop)
+        for n in _this_loop(loop.body):
+            if isinstance(n, ast.Break):  # (an early return inside the loop is one too)
+                raise parsed.error(
+                    "break (or return) inside a jg.checkpointed loop is not supported: "
+                    "its segments run a fixed number of steps",
+                    n if getattr(n, "lineno", None) else loop,  # (a return's break: the loop)
+                    "loop over jg.checkpointed(range(...)) without leaving early, or use a "
+                    "plain range")
+        args = list(rng.args)
+        start, stop, step = ([const(0)] + args + [const(1)])[:3] if len(args) == 1 else \
+            (args + [const(1)])[:3]
+        fresh = self.namer.fresh
+        a, c, n, seg, s0, j = (fresh(x) for x in ("_start", "_step", "_steps", "_seg",
+                                                   "_s", "_j"))
+        for b in ("len", "range", "max", "min", "int"):
+            self.env.setdefault(b, getattr(builtins, b))
+        k = kw.get("snapshots")
+        if k is None or (isinstance(k, ast.Constant) and k.value is None):
+            size = ast.parse("max(1, int(N ** 0.5 + 0.5))", mode="eval").body  # ~sqrt(T)
+        else:
+            size = ast.parse("max(1, (N + K - 1) // max(1, K))", mode="eval").body
+        size = rename(size, {"N": n})
+        if k is not None:
+            size.args[1].left.left.right = k  # N + K
+            size.args[1].right.args[1] = clone(k)  # max(1, K)
+        t = loop.target.id
+        inner = ast.For(target=name(j, True), iter=ast.Call(
+            func=name("range"), args=[name(s0), ast.Call(
+                func=name("min"), args=[binop(name(s0), ast.Add(), name(seg)), name(n)],
+                keywords=[])], keywords=[]),
+            body=[assign(t, binop(name(a), ast.Add(), binop(name(j), ast.Mult(), name(c)))),
+                  *loop.body], orelse=[])
+        outer = ast.For(target=name(s0, True), iter=ast.Call(
+            func=name("range"), args=[const(0), name(n), name(seg)], keywords=[]),
+            body=[Checkpoint.region([inner], loop)], orelse=[])
+        pre = [assign(a, start), assign(c, step),
+               assign(n, ast.Call(func=name("len"), args=[ast.Call(
+                   func=name("range"), args=[name(a), stop, name(c)], keywords=[])],
+                   keywords=[])),
+               assign(seg, size), outer]
+        for x in pre:  # what the rewrite made stands at the loop's line; the body keeps its own
+            for m in walk(x):
+                if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
+                    ast.copy_location(m, loop)
+        return pre
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
         if fn in self.stack:

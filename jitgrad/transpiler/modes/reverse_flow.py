@@ -13,7 +13,7 @@ from ...kernels import helpers
 from ..analysis.kinds import INT
 from ..astutil import all_defs, binop
 from ..front.desugar import assign, const, name
-from ..nodes import clone, loaded_ids, walk_stmts
+from ..nodes import clone, loaded_ids, walk, walk_stmts
 from ..notes import END, POS, PUSH
 
 
@@ -32,20 +32,41 @@ class ControlFlowMixin:
             return plain, []
         inside = all_defs(s)
         self.restored_names |= inside  # the reverse sweep reruns the region
-        for x in walk_stmts(s.body):
-            t = x.targets[0] if isinstance(x, ast.Assign) else getattr(x, "target", None)
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and any(
-                    not (POS.get(s) <= POS.get(d) <= END.get(s))
-                    for d in self.an.defs.get(t.value.id, [])
-                    if not isinstance(d, ast.For)):
-                raise self.parsed.error(
-                    f"a checkpointed function writes into '{t.value.id}', an array from "
-                    "outside it; rerunning it in the reverse sweep would write twice", x,
-                    "let the checkpointed function allocate and return its result")
-        reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
         before: list[ast.stmt] = []
         pops: list[ast.stmt] = []
-        for n in reads:
+        # arrays from outside that the region writes in place: snapshot at entry, written
+        # back into their own buffer before the rerun (so it starts from the same state)
+        outer = sorted({t.value.id for x in walk_stmts(s.body)
+                        for t in [x.targets[0] if isinstance(x, ast.Assign)
+                                  else getattr(x, "target", None)]
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                        and (t.value.id in self.args or any(
+                            not (POS.get(s) <= POS.get(d) <= END.get(s))
+                            for d in self.an.defs.get(t.value.id, [])
+                            if not isinstance(d, ast.For)))})
+        rebound = {t.id for x in walk_stmts(s.body) if isinstance(x, (ast.Assign, ast.For))
+                   for t in walk(x.targets[0] if isinstance(x, ast.Assign) else x.target)
+                   if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        restores: list[ast.stmt] = []
+        for n in outer:
+            if n in rebound or self.an.may_redefine_after(n, s, include_self=True):
+                ref = self.namer.tape(n)  # the array object itself (a swap rebinds the name)
+                self.tapes.append((ref, None))
+                before.append(ast.Expr(value=ast.Call(func=ast.Attribute(
+                    value=name(ref), attr="append", ctx=ast.Load()), args=[name(n)],
+                    keywords=[])))
+                PUSH.set(before[-1], True)
+                pops.append(assign(n, ast.Call(func=ast.Attribute(
+                    value=name(ref), attr="pop", ctx=ast.Load()), args=[], keywords=[])))
+            push, pop = self.new_tape(self.namer.tape(n), n, s)  # its elements, copied
+            snap = self.namer.fresh("_snap")
+            restore = self.global_name("restore_into", helpers.restore_into)
+            before += push
+            restores += [*pop(snap), ast.Expr(value=ast.Call(func=name(restore), args=[
+                name(n), name(snap)], keywords=[]))]
+            self.restored_names.add(n)
+        reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
+        for n in sorted(set(reads) - set(outer)):
             defs = self.an.defs.get(n, [])
             outside = n in self.args or any(not (POS.get(s) <= POS.get(d) <= END.get(s))
                                             for d in defs)
@@ -56,7 +77,7 @@ class ControlFlowMixin:
                 before += push
                 pops += pop(n)
                 self.restored_names.add(n)
-        return before + plain, pops + bf + br
+        return before + plain, pops + restores + bf + br
 
     def if_(self, s: ast.If, restored):
         bf, br = self.block(s.body)
