@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .nodes import stmt_defs, walk, walk_stmts
+from .nodes import loaded_ids, stmt_defs, walk, walk_stmts
 
 
 def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -23,6 +23,36 @@ def all_defs(s: ast.stmt) -> set[str]:
             out.update(stmt_defs(x))
     return out
 
+
+def exposed_reads(stmts: list[ast.stmt]) -> set[str]:
+    """The names a block may read before it binds them on the way there: its inputs (a
+    loop body's names read before they are bound in the body count, as in the first trip)."""
+    out: set[str] = set()
+    _exposed(stmts, set(), out)
+    return out
+
+
+def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str]) -> None:
+    for s in stmts:
+        if isinstance(s, (ast.For, ast.While)):
+            head = s.iter if isinstance(s, ast.For) else s.test
+            out |= loaded_ids(head) - bound
+            inner = set(bound)
+            if isinstance(s, ast.For):
+                inner |= {n.id for n in walk(s.target) if isinstance(n, ast.Name)}
+            _exposed(s.body, inner, out)  # the loop may not run: binds nothing for after
+            _exposed(s.orelse, set(bound), out)
+        elif isinstance(s, ast.If):
+            out |= loaded_ids(s.test) - bound
+            yes, no = set(bound), set(bound)
+            _exposed(s.body, yes, out)
+            _exposed(s.orelse, no, out)
+            bound |= yes & no
+        else:
+            out |= loaded_ids(s) - bound
+            if isinstance(s, ast.Assign):
+                bound |= {n.id for n in walk(s.targets[0])
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def walk_values(e: ast.AST):

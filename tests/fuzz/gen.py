@@ -106,6 +106,9 @@ class Module:
         self.r = rnd
         self.shape = shape
         self.n = n
+        #: a second stream for checkpointed loops, so programs without one are unchanged
+        self.ck = random.Random(f"ck:{rnd.getstate()[1][:4]}")
+        self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
 
@@ -803,6 +806,12 @@ class FuncGen:
         body_sc.frozen.append(IV)
         nb = self.r.randint(1, min(5, budget - 1))
         body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+        leaves = any(ln.strip() == "break" or ln.strip().startswith("return")
+                     for ln in body)
+        if not leaves and self.mod.ck.random() < 0.25:  # the loop's reverse by segments
+            k = self.mod.ck.choice(["1", "2", "3", "None", "n"])
+            text = f"jg.checkpointed({text}, snapshots={k})"
+            self.mod.uses_jg = True
         return [f"for {IV} in {text}:"] + _ind(body)
 
     def st_for_iter(self, sc, budget, ctx) -> list:
@@ -1065,7 +1074,8 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     if not last.startswith("return "):
         body.append(f"return {g.return_expr(sc)}")
     fsrc = "\n".join(["def f(x, a, n):"] + _ind(body))
-    parts = [HEADER] + [h[3] for h in mod.helpers] + [fsrc]
+    header = HEADER + ("\nimport jitgrad as jg\n" if mod.uses_jg else "")
+    parts = [header] + [h[3] for h in mod.helpers] + [fsrc]
     src = "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
     src = ast.unparse(ast.parse(src))  # normalise parentheses and spacing
     src = src.replace("import numpy as np\n", "import numpy as np\n\n", 1) + "\n"

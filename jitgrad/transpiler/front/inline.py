@@ -210,7 +210,9 @@ class Inliner:
         for b in ("len", "range", "max", "min", "int"):
             self.env.setdefault(b, getattr(builtins, b))
         k = kw.get("snapshots")
-        if k is None or (isinstance(k, ast.Constant) and k.value is None):
+        if isinstance(k, ast.Constant) and k.value is None:
+            k = None
+        if k is None:
             size = ast.parse("max(1, int(N ** 0.5 + 0.5))", mode="eval").body  # ~sqrt(T)
         else:
             size = ast.parse("max(1, (N + K - 1) // max(1, K))", mode="eval").body

@@ -11,7 +11,7 @@ import ast
 
 from ...kernels import helpers
 from ..analysis.kinds import INT
-from ..astutil import all_defs, binop
+from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..nodes import clone, loaded_ids, walk, walk_stmts
 from ..notes import END, POS, PUSH
@@ -48,7 +48,8 @@ class ControlFlowMixin:
                    for t in walk(x.targets[0] if isinstance(x, ast.Assign) else x.target)
                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
         restores: list[ast.stmt] = []
-        for n in outer:
+        exposed = exposed_reads(s.body)  # what the rerun reads of the state at entry
+        for n in [n for n in outer if n in exposed]:
             if n in rebound or self.an.may_redefine_after(n, s, include_self=True):
                 ref = self.namer.tape(n)  # the array object itself (a swap rebinds the name)
                 self.tapes.append((ref, None))
@@ -66,7 +67,7 @@ class ControlFlowMixin:
                 name(n), name(snap)], keywords=[]))]
             self.restored_names.add(n)
         reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
-        for n in sorted(set(reads) - set(outer)):
+        for n in sorted(set(reads) & exposed - set(outer)):
             defs = self.an.defs.get(n, [])
             outside = n in self.args or any(not (POS.get(s) <= POS.get(d) <= END.get(s))
                                             for d in defs)
