@@ -1,7 +1,14 @@
 """Gradient rules and primitive facts: the registry, the built-in rules and the facts table
 (imported for their effect)."""
 
-from . import arrays, elementwise, facts, hooks, operators  # noqa: F401  (built-ins)
+from . import (  # noqa: F401  (built-ins)
+    arrays,
+    elementwise,
+    facts,
+    hooks,
+    operators,
+    tangents,  # noqa: F401  (forward-mode rules, after the gradient rules)
+)
 from .primitives import Primitive, fact
 from .registry import (
     Rule,
