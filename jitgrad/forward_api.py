@@ -214,13 +214,69 @@ def jacrev(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
 __all__ = ["hessian", "hvp", "jacfwd", "jacrev", "jvp", "jvp_of", "jvp_source"]
 
 
+def _second(d: Any, args: tuple) -> Any:
+    """The ``Differentiated`` gradient code of ``d`` at these kinds (same ``wrt``), whose
+    jvp is the Hessian-vector product (cached on ``d``)."""
+    from .api import Differentiated
+    from .second_order import gradient_function
+
+    gen = d._generated(args)
+    rk = gen.return_kinds
+    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
+        raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
+    g = gradient_function(d, args)
+    cache = d.__dict__.setdefault("_second_cache", {})
+    d2 = cache.get(id(g))
+    if d2 is None or d2.func is not g:
+        d2 = Differentiated(g, wrt=d.wrt, jit=d.jit)
+        cache[id(g)] = d2
+    return d2
+
+
 def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
         jit: bool = True) -> Any:
-    """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse);
-    the structure of ``tangents``."""
-    raise NotImplementedError("hvp")
+    """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
+    forward mode applied to the generated gradient code); the structure of ``tangents``."""
+    d = _diff(f, wrt, jit)
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"hvp of {d.func.__name__}: primals must be a tuple of all "
+                        f"{len(d.params)} positional arguments")
+    primals = tuple(primals)
+    d2 = _second(d, primals)
+    t = jvp_of(d2, (*primals, 1.0), tangents)[1]
+    return t if d.single or isinstance(t, tuple) else (t,)
 
 
 def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
-    """The Hessian function of a scalar ``f`` (forward-over-reverse): ``x.shape + x.shape``."""
-    raise NotImplementedError("hessian")
+    """The Hessian function of a scalar ``f`` (forward-over-reverse): shape
+    ``x.shape + x.shape``; for a tuple ``wrt`` a tuple of tuples (``H[i][j]`` of shape
+    ``x_i.shape + x_j.shape``), as JAX nests them."""
+    d = _diff(f, wrt, jit)
+
+    def hess(*args: Any) -> Any:
+        d2 = _second(d, args)
+        positions = _wrt_list(d)
+        zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+        cols: list[list[Any]] = [[] for _ in positions]
+        for k, i in enumerate(positions):
+            for j in range(int(np.size(args[i]))):
+                seeds = list(zeros)
+                if np.ndim(args[i]):
+                    e = np.zeros(np.shape(args[i]))
+                    e.flat[j] = 1.0
+                    seeds[k] = e
+                else:
+                    seeds[k] = 1.0
+                _, t = jvp_of(d2, (*args, 1.0), seeds[0] if d.single else tuple(seeds))
+                cols[k].append(t if isinstance(t, tuple) else (t,))
+        rows = []
+        for a, ia in enumerate(positions):  # the gradient w.r.t. argument ia, outer
+            row = []
+            for k, ib in enumerate(positions):  # differentiated w.r.t. argument ib, inner
+                m = np.stack([np.asarray(c[a], dtype=float).reshape(-1) for c in cols[k]],
+                             axis=-1)
+                row.append(m.reshape(np.shape(args[ia]) + np.shape(args[ib])))
+            rows.append(row[0] if d.single else tuple(row))
+        return rows[0] if d.single else tuple(rows)
+
+    return hess

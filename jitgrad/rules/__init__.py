@@ -7,8 +7,8 @@ from . import (  # noqa: F401  (built-ins)
     facts,
     hooks,
     operators,
-    tangents,  # noqa: F401  (forward-mode rules, after the gradient rules)
 )
+from . import second_order, tangents  # noqa: F401  (tangent rules, after the gradient rules)
 from .primitives import Primitive, fact
 from .registry import (
     Rule,
