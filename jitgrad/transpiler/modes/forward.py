@@ -80,8 +80,19 @@ class Forwarder:
         return isinstance(e, ast.Name) and e.id in self.an.active
 
     def tangent(self, e: ast.expr) -> ast.expr | None:
-        """The tangent of an operand, None if it has none (inactive, constant)."""
-        return name(self.dot(e.id)) if self.active(e) else None
+        """The tangent of an operand, None if it has none (inactive, constant); a list or
+        tuple of tangents (zeros for inactive entries) for a list or tuple operand."""
+        if isinstance(e, ast.Name):
+            return name(self.dot(e.id)) if self.active(e) else None
+        if isinstance(e, (ast.Tuple, ast.List)):
+            if not any(self.active(x) for x in e.elts):
+                return None
+            return type(e)(elts=[self.tangent(x) or self.zero(x) for x in e.elts],
+                           ctx=ast.Load())
+        if any(isinstance(n, ast.Name) and n.id in self.an.active
+               for n in walk_values(e)):  # never drop a tangent silently
+            raise RuleError(f"cannot take the tangent of '{ast.unparse(e)}'")
+        return None
 
     def zero(self, e: ast.expr) -> ast.expr:
         """A zero tangent for an operand (0.0, or zeros shaped like the array)."""

@@ -205,7 +205,7 @@ def _from_push(pt: PushTemplate, args, kw, tangent, namer: Namer, global_name) -
     dead: set[str] = set()
     for k, dy in enumerate(pt.dys):
         p = tpl.params[k] if k < len(tpl.params) else None
-        t = tangent(bound[p]) if p is not None and isinstance(bound[p], ast.Name) else None
+        t = tangent(bound[p]) if p is not None else None
         if t is None:
             dead.add(dy)
         else:
