@@ -233,6 +233,21 @@ def _second(d: Any, args: tuple) -> Any:
     return d2
 
 
+def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
+    """The jvp of the gradient code; a refusal says it is about the generated code."""
+    from .errors import TransformError
+
+    try:
+        return jvp_of(d2, (*primals, 1.0), tangents)[1]
+    except TransformError as e:
+        raise TransformError(
+            f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
+            f"generated gradient code: {e.msg}", filename=e.filename, lineno=e.lineno,
+            source_line=e.source_line,
+            hint="see d.source() for the gradient code; jacfwd of a hand-written gradient "
+                 "or finite differences of jg.grad are the alternatives") from None
+
+
 def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
         jit: bool = True) -> Any:
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
@@ -243,7 +258,7 @@ def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
                         f"{len(d.params)} positional arguments")
     primals = tuple(primals)
     d2 = _second(d, primals)
-    t = jvp_of(d2, (*primals, 1.0), tangents)[1]
+    t = _second_jvp(d, d2, primals, tangents)
     return t if d.single or isinstance(t, tuple) else (t,)
 
 
@@ -267,7 +282,7 @@ def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any
                     seeds[k] = e
                 else:
                     seeds[k] = 1.0
-                _, t = jvp_of(d2, (*args, 1.0), seeds[0] if d.single else tuple(seeds))
+                t = _second_jvp(d, d2, args, seeds[0] if d.single else tuple(seeds))
                 cols[k].append(t if isinstance(t, tuple) else (t,))
         rows = []
         for a, ia in enumerate(positions):  # the gradient w.r.t. argument ia, outer

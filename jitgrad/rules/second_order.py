@@ -15,7 +15,8 @@ import numpy as np
 
 from ..kernels import arrays as K
 from ..kernels import helpers as H
-from .primitives import BROADCAST, FLOAT, INT, argument, declare
+from .primitives import BROADCAST, FLOAT, INT, argument, declare, declared
+from .results import RUNTIME
 from .registry import non_differentiable
 from .tangents import tangent_rule
 
@@ -29,6 +30,31 @@ declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, result=INT)
 declare(K.axis_count, result=FLOAT)
+
+
+
+def _reduced(nd, axis=None, **_):
+    """``reduce_*(x, axis)``: a scalar for axis None, one axis fewer for an int."""
+    if axis is None:
+        return 0
+    if axis is RUNTIME or nd is None:
+        return None
+    return nd - 1
+
+
+def _kept(nd, axis=None, keepdims=False, **_):
+    """``kept(y, x, axis, keepdims)``: ``y``'s ndim, one more with keepdims and an int axis
+    (axis None with keepdims needs ``x``'s ndim, not known here: refused)."""
+    if keepdims is RUNTIME or nd is None:
+        return None
+    if not keepdims:
+        return nd
+    return nd + 1 if isinstance(axis, int) else None
+
+
+declare(K.reduce_sum, K.reduce_mean, K.reduce_max, K.reduce_min, K.reduce_prod,
+        result=declared(_reduced, float_result=True))
+declare(K.kept, result=declared(_kept, float_result=True))
 
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
                    K.argextreme)
@@ -174,3 +200,50 @@ def dot_grad_b_t(dy, a, b):
     def push(ddy, da, db):
         return (K.dot_grad_b(ddy, a, b), K.dot_grad_b(dy, da, b), None)
     return K.dot_grad_b(dy, a, b), push
+
+
+# --- reductions (the forward parts of the reduction rules) -------------------------------
+
+
+@tangent_rule(K.reduce_sum)
+def reduce_sum_t(x, axis):
+    def push(dx, daxis):
+        return (K.reduce_sum(dx, axis), None)
+    return K.reduce_sum(x, axis), push
+
+
+@tangent_rule(K.reduce_mean)
+def reduce_mean_t(x, axis):
+    def push(dx, daxis):
+        return (K.reduce_mean(dx, axis), None)
+    return K.reduce_mean(x, axis), push
+
+
+@tangent_rule(K.reduce_max)
+def reduce_max_t(x, axis):
+    y = K.reduce_max(x, axis)
+    def push(dx, daxis):
+        return (K.reduce_sum(dx * K.chooser_weights(x, y, axis), axis), None)
+    return y, push
+
+
+@tangent_rule(K.reduce_min)
+def reduce_min_t(x, axis):
+    y = K.reduce_min(x, axis)
+    def push(dx, daxis):
+        return (K.reduce_sum(dx * K.chooser_weights(x, y, axis), axis), None)
+    return y, push
+
+
+@tangent_rule(K.reduce_prod)
+def reduce_prod_t(x, axis):
+    def push(dx, daxis):
+        return (K.reduce_sum(dx * K.prod_others(x, axis), axis), None)
+    return K.reduce_prod(x, axis), push
+
+
+@tangent_rule(K.kept)
+def kept_t(y, x, axis, keepdims):
+    def push(dy, dx, daxis, dkeepdims):
+        return (K.kept(dy, x, axis, keepdims), None, None, None)
+    return K.kept(y, x, axis, keepdims), push
