@@ -16,8 +16,8 @@ import numpy as np
 from ..kernels import arrays as K
 from ..kernels import helpers as H
 from .primitives import BROADCAST, FLOAT, INT, argument, declare, declared
-from .results import RUNTIME
 from .registry import non_differentiable
+from .results import RUNTIME
 from .tangents import tangent_rule
 
 # --- result kinds ---------------------------------------------------------------------
