@@ -24,8 +24,13 @@ _LOCK = threading.Lock()
 
 
 def _diff(f: Any, wrt: Any, jit: bool) -> Any:
-    from .api import _as_diff
+    from .api import GradFunction, _as_diff
 
+    if isinstance(f, GradFunction):  # would otherwise differentiate the function itself
+        raise TypeError(f"{f.diff.func.__name__} is a jg.grad/jg.value_and_grad transform; "
+                        "forward mode and jacobians take the function itself: use "
+                        "jg.hvp(f, primals, v) or jg.hessian(f) for derivatives of the "
+                        "gradient")
     return _as_diff(f, wrt, jit, "cpu")
 
 

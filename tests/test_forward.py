@@ -6,6 +6,7 @@ directional derivative and against reverse mode by the transpose identity
 import subprocess
 import sys
 
+import corpus_forward as CF
 import corpus_loops as CL
 import corpus_soundness as CS
 import numpy as np
@@ -19,11 +20,12 @@ import jitgrad as jg
 #: corpus functions that call np.sort, which forward mode refuses (rules.tangents.UNSUPPORTED)
 REFUSED = {"orders", "loop_rules"}
 ALL = ([(f, (lambda a=a: a), (0, 1)) for f, a in TS.SCALAR_CASES] + list(TN.CASES)
-       + list(CL.CASES) + list(TR.CASES) + list(CS.CASES))
+       + list(CL.CASES) + list(TR.CASES) + list(CS.CASES) + list(CF.CASES))
 CASES = [c for c in ALL if c[0].__name__ not in REFUSED]
 IDS = [f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)]
 JIT_SAMPLE = {"for_break_data", "while_newton_sqrt", "arr_heat", "arr_swap_buffers",
-              "softmax_ce", "mlp", "combo_lorenz", "arr_view_write", "helper_call"}
+              "softmax_ce", "mlp", "combo_lorenz", "arr_view_write", "helper_call", "row_view_loop",
+              "alias_arg"}
 
 
 def _copy(args):
@@ -178,6 +180,14 @@ def test_bad_input_is_refused_clearly():
         jg.jvp(poly, x, np.ones(3), jit=False)
     with pytest.raises(TypeError, match="positional arguments"):
         jg.jvp(poly, (x,), np.ones(3), jit=False)
+
+
+def test_gradient_transforms_are_not_silently_differentiated_as_the_function():
+    for t in (jg.jacfwd, jg.jacrev, jg.hessian):
+        with pytest.raises(TypeError, match="hvp"):
+            t(jg.grad(poly))
+    with pytest.raises(TypeError, match="hvp"):
+        jg.jvp(jg.grad(poly), (np.ones(3), 0.5), np.ones(3))
 
 
 def lambda_free_int(x, n):

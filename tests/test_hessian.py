@@ -3,6 +3,7 @@ differences of the reverse-mode gradient, every element, for loops with overwrit
 ``while`` Newton iterations, in-place stencils with buffer swaps, softmax cross-entropy,
 an MLP and straight-line math; both ``jit=False`` and (a sample) ``jit=True``."""
 
+import corpus_forward as CF
 import corpus_loops as CL
 import corpus_numpy as CN
 import corpus_straight as CS
@@ -26,7 +27,9 @@ CASES = [_BY_NAME[n] for n in NAMES] + [
      (0, 1, 2, 3)),
     (CS.math_scalars, lambda: (0.7, 1.3), (0, 1)),
     (CS.arith, lambda: (0.7, 1.3), (0, 1)),
-]
+] + [c for c in CF.CASES if c[0].__name__ in ("view_write", "alias_arg", "transpose_write",
+                                              "swap_loop", "row_view_loop", "while_newton",
+                                              "early_ret", "pos_then_write")]
 JIT = {"while_newton_sqrt", "arr_heat", "combo_rosenbrock"}
 
 
@@ -78,7 +81,7 @@ def check_hessian(f, args, wrt, jit):
     return H
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)])
 def test_hessian_nojit(case):
     f, make, wrt = case
     check_hessian(f, make(), wrt, jit=False)
