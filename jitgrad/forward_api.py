@@ -68,14 +68,15 @@ def generated_jvp(d: Any, args: tuple) -> Any:
 
 
 def _tangent_like(t: Any, p: Any, what: str) -> Any:
-    """``t`` as a tangent of the primal ``p``: same shape, ``p``'s float dtype (a copy)."""
+    """``t`` as a tangent of the primal ``p``: same shape, ``p``'s float dtype."""
     if isinstance(p, np.ndarray):
         ta = np.asarray(t)
         if ta.dtype.kind not in "fiub" or ta.shape != p.shape:
             raise ValueError(f"{what}: tangent has shape {ta.shape}"
                              f"{'' if ta.dtype.kind in 'fiub' else ' and dtype ' + str(ta.dtype)}"
                              f", the primal has shape {p.shape}")
-        return np.array(ta, dtype=p.dtype if p.dtype.kind == "f" else np.float64)
+        # no copy: the generated code copies the tangents of arguments it writes
+        return np.asarray(ta, dtype=p.dtype if p.dtype.kind == "f" else np.float64)
     if np.ndim(t) != 0 or isinstance(t, (complex, np.complexfloating)):
         raise ValueError(f"{what}: the primal is a scalar, the tangent is "
                          f"{'an array of shape ' + str(np.shape(t)) if np.ndim(t) else 'complex'}")
@@ -104,8 +105,8 @@ def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
     seeds = tuple(_tangent_like(t, primals[i], f"jvp of {name}, argument {i} "
                                 f"('{d.params[i]}')")
                   for t, i in zip(tans, d.wrt_positions, strict=True))
-    args = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in primals)
-    return backend.call(gen.compiled, "jvp", (*args, *seeds))
+    # the generated prologue copies the arguments it writes (and their tangents)
+    return backend.call(gen.compiled, "jvp", (*primals, *seeds))
 
 
 def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
