@@ -242,6 +242,19 @@ def test_cli_show_mode_jvp():
     assert "x_dot" in out.stdout and "s_dot" in out.stdout
 
 
+def test_forward_passes_doctests():
+    """Forward mode's pass docstrings show what each pass produces (as test_passes does)."""
+    import doctest
+
+    from jitgrad.transpiler import forward_pipeline as FP
+
+    for p in FP.JVP[2:]:
+        for t in doctest.DocTestFinder().find(p.run, globs=vars(FP)):
+            assert t.examples, p.name
+            r = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE).run(t)
+            assert r.failed == 0, p.name
+
+
 # --- markers and refusals -------------------------------------------------------------
 
 

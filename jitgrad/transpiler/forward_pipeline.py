@@ -35,7 +35,7 @@ def forward_(u: Unit) -> None:
     ...     return x * y + math.sin(x)
     ... '''))
     def f_jvp(x, y, x_dot, y_dot):
-        _t2_dot = x_dot * y + x * y_dot
+        _t2_dot = x_dot * y + y_dot * x
         _t2 = x * y
         _t3_dot = x_dot * np.cos(x)
         _t3 = math.sin(x)
@@ -58,7 +58,25 @@ def show_tangent(u: Unit) -> str:
 
 
 def lower_jvp_(u: Unit) -> None:
-    """The jvp function from the Tangent IR, without dead code."""
+    """The jvp function from the Tangent IR, without dead code.
+
+    >>> print(example_jvp("lower_jvp", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s * x + 1.0
+    ...     return s
+    ... ''', args=(0.5, 3)))
+    def f_jvp_1(x, n, x_dot):
+        s = 0.0
+        s_dot = 0.0
+        for i in range(n):
+            _t_dot = s_dot * x + x_dot * s
+            _t = s * x
+            s_dot = _t_dot
+            s = _t + 1.0
+        return (s, s_dot)
+    """
     u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
     u.sources["jvp"] = emit.unparse(lower.lower(u.ir, "jvp", u.names["jvp"]))
 
