@@ -6,6 +6,7 @@ an MLP and straight-line math; both ``jit=False`` and (a sample) ``jit=True``.""
 import corpus_forward as CF
 import corpus_loops as CL
 import corpus_numpy as CN
+import corpus_rules2 as CR
 import corpus_straight as CS
 import numpy as np
 import pytest
@@ -27,10 +28,15 @@ CASES = [_BY_NAME[n] for n in NAMES] + [
      (0, 1, 2, 3)),
     (CS.math_scalars, lambda: (0.7, 1.3), (0, 1)),
     (CS.arith, lambda: (0.7, 1.3), (0, 1)),
+    (CN.reductions, lambda: (R.uniform(0.5, 1.5, size=(4, 3)),), 0),  # prod, max, var, std
+    (CR.math_new, lambda: (0.3, 1.7), (0, 1)),  # gamma, lgamma: digamma's tangent
+    (CR.nary_max_min, lambda: (0.3, -0.7, 1.2), (0, 1, 2)),
+    (CR.keepdims, lambda: (R.uniform(0.5, 1.5, size=(3, 4)),), 0),
+    (CR.orders, lambda: (R.normal(size=4), R.normal(size=(3, 4))), (0, 1)),  # sort, flip
 ] + [c for c in CF.CASES if c[0].__name__ in ("view_write", "alias_arg", "transpose_write",
                                               "swap_loop", "row_view_loop", "while_newton",
                                               "early_ret", "pos_then_write")]
-JIT = {"while_newton_sqrt", "arr_heat", "combo_rosenbrock"}
+JIT = {"while_newton_sqrt", "arr_heat", "combo_rosenbrock", "nary_max_min"}
 
 
 def _copy(args):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..kernels import arrays as K
 from ..kernels import helpers as H
+from ..kernels.tangents import pick_tangent, prod_others_tangent, sort_tangent, trigamma
 from .primitives import BROADCAST, FLOAT, INT, argument, declare, declared
 from .registry import non_differentiable
 from .results import RUNTIME
@@ -28,7 +29,7 @@ declare(K.dot_grad_b, result=argument(2))
 declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others,
         K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
-declare(H.trip_count, result=INT)
+declare(H.trip_count, K.argextreme, result=INT)
 declare(K.axis_count, result=FLOAT)
 
 
@@ -55,6 +56,25 @@ def _kept(nd, axis=None, keepdims=False, **_):
 declare(K.reduce_sum, K.reduce_mean, K.reduce_max, K.reduce_min, K.reduce_prod,
         result=declared(_reduced, float_result=True))
 declare(K.kept, result=declared(_kept, float_result=True))
+
+
+def _sorted(nd, axis=-1, **_):
+    """``sort_along(x, axis)``: flattened for axis None, else ``x``'s ndim."""
+    return 1 if axis is None else nd
+
+
+declare(K.sort_along, result=declared(_sorted))
+
+
+def _extreme(nd, b=None, **_):
+    """``extreme_at(a, b, c, d, k)``: an entry of ``a`` when it is the only one, else one of
+    the numbers."""
+    if b is None:
+        return None if nd is None else max(nd - 1, 0)
+    return nd
+
+
+declare(K.extreme_at, result=declared(_extreme))
 
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
                    K.argextreme)
@@ -161,6 +181,37 @@ def unsort_t(dy, x, axis):
     def push(ddy, dx, daxis):
         return (K.unsort(ddy, x, axis), None, None)
     return K.unsort(dy, x, axis), push
+
+
+@tangent_rule(K.sort_along)
+def sort_along_t(x, axis):
+    def push(dx, daxis):
+        return (sort_tangent(dx, x, axis), None)
+    return K.sort_along(x, axis), push
+
+
+@tangent_rule(H.digamma)
+def digamma_t(x):
+    """The gradients of ``math.gamma`` and ``math.lgamma`` call ``digamma``."""
+    def push(dx):
+        return (dx * trigamma(x),)
+    return H.digamma(x), push
+
+
+@tangent_rule(K.prod_others)
+def prod_others_t(x, axis):
+    def push(dx, daxis):
+        return (prod_others_tangent(dx, x, axis), None)
+    return K.prod_others(x, axis), push
+
+
+@tangent_rule(K.extreme_at)
+def extreme_at_t(a, b, c, d, k):
+    """The value ``max``/``min`` chose: the tangent of the same argument (entry)."""
+    def push(da, db, dc, dd, dk):
+        return (pick_tangent(da, a, k), K.select(k == 1, db), K.select(k == 2, dc),
+                K.select(k == 3, dd), None)
+    return K.extreme_at(a, b, c, d, k), push
 
 
 @tangent_rule(K.centered)

@@ -41,8 +41,9 @@ from ..kernels.arrays import (
     reduce_prod,
     reduce_sum,
     select,
+    sort_along,
 )
-from ..kernels.tangents import pick_tangent
+from ..kernels.tangents import pick_tangent, sort_tangent
 from ..markers import hook, nobacksies
 from .primitives import bump, declare, fact, record, records
 
@@ -65,8 +66,8 @@ class TangentRule:
         n = len(primals)
         full = [_zero_like(p) if t is None else t for p, t in zip(primals, tangents,
                                                                   strict=True)]
-        extra = push.__code__.co_argcount - n  # parameters left at their defaults
-        terms = push(*full[:n], *[None] * extra)
+        arity = push.__code__.co_argcount  # options (axis...) get no tangent parameter;
+        terms = push(*full[:arity], *[None] * (arity - n))  # defaults left out get None
         terms = terms if isinstance(terms, tuple) else (terms,)
         out = None
         for t, term in zip(tangents, terms, strict=False):
@@ -177,9 +178,7 @@ def _fit(t: Any, value: Any) -> Any:
 # --- primitives forward mode refuses (no tangent rule yet) -------------------------------
 
 #: primitives with a gradient rule but no tangent: the forward pass raises TransformError
-UNSUPPORTED: dict[Any, str] = {
-    np.sort: "the tangent of sort needs a compiled gather along an axis (not written yet)",
-}
+UNSUPPORTED: dict[Any, str] = {}
 
 # the gradient rules' forward is linear in these arguments (constants and shapes aside)
 declare(np.full, np.full_like, np.linspace, linear=True)
@@ -305,6 +304,14 @@ def min_builtin(a, b=None, c=None, d=None):
         return (pick_tangent(da, a, k), select(k == 1, db), select(k == 2, dc),
                 select(k == 3, dd))
     return extreme_at(a, b, c, d, k), push
+
+
+@tangent_rule(np.sort)
+def sort(x, axis=-1):
+    """Each tangent entry moves with the element sorted into its place."""
+    def push(dx):
+        return (sort_tangent(dx, x, axis),)
+    return sort_along(x, axis), push
 
 
 # --- jitgrad's own markers: identities in forward mode -----------------------------------

@@ -89,6 +89,9 @@ class Forwarder:
                 return None
             return type(e)(elts=[self.tangent(x) or self.zero(x) for x in e.elts],
                            ctx=ast.Load())
+        if isinstance(e, ast.Compare) or isinstance(e, ast.UnaryOp) and isinstance(
+                e.op, ast.Not):
+            return None  # a boolean: piecewise constant, no tangent
         if any(isinstance(n, ast.Name) and n.id in self.an.active
                for n in walk_values(e)):  # never drop a tangent silently
             raise RuleError(f"cannot take the tangent of '{ast.unparse(e)}'")
