@@ -289,6 +289,15 @@ def test_sort_tangent_compiled():
     check_jvp(sorted_sum, [x], 0, jit=True)
 
 
+def keepdims_sum(A):
+    return np.sum(np.sum(A, axis=1, keepdims=True) * A)
+
+
+def test_numpy_options_numba_lacks_compile():
+    """``axis=``/``keepdims=`` spelled calls run the rule's forward code under jit=True."""
+    check_jvp(keepdims_sum, [np.arange(6.0).reshape(2, 3)], 0, jit=True)
+
+
 def test_float32_tangent_keeps_dtype():
     x = np.linspace(-1, 1, 4).astype(np.float32)
     v, t = jg.jvp(vec, (x, 0.5), np.ones(4), jit=False)

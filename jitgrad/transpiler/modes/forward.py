@@ -33,6 +33,7 @@ from ...rules.tangents import UNSUPPORTED, how_tangent
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
 from ..astutil import names_of, walk_values
 from ..front.desugar import assign, const, name
+from ..front.inline import resolve
 from ..front.parse import Parsed
 from ..ir import Tangent
 from ..naming import Namer
@@ -190,14 +191,26 @@ class Forwarder:
         """A statement without a tangent (a rule's forward where the call is not a library
         call Numba compiles as spelled)."""
         prim = primitive_of(s.value, self.env)
-        if prim is None or prim[0] is None or is_library(prim[0]) \
-                or not isinstance(s.targets[0], ast.Name):
+        if prim is None or prim[0] is None or not isinstance(s.targets[0], ast.Name):
             return [s]
         fn, args, kw = prim
-        if lookup(fn) is None and how_tangent(fn) != "rule":
+        if lookup(fn) is None and how_tangent(fn) != "rule" or how_tangent(fn) is None:
             return [s]
         code = self._code(fn, args, kw, s)
+        if not code.primal_pre and self.as_spelled(s.value, fn, code):
+            return [s]
         return [*code.primal_pre, ast.copy_location(assign(s.targets[0].id, code.value), s)]
+
+    def as_spelled(self, v: ast.expr, fn, code) -> bool:
+        """Can the user's call stay as spelled (a library call Numba compiles, without
+        options such as ``axis=``/``keepdims=`` Numba's NumPy may lack)?  Otherwise the
+        rule's forward code computes the value, as in reverse mode."""
+        if not is_library(fn):
+            return False
+        if not isinstance(v, ast.Call):
+            return True
+        method = isinstance(v.func, ast.Attribute) and resolve(v.func, self.env) is None
+        return not v.keywords and len(v.args) + method <= code.positional
 
     def _code(self, fn, args, kw, s):
         try:
@@ -229,8 +242,7 @@ class Forwarder:
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
         code = self._code(fn, args, kw, s)
-        call_kw = isinstance(v, ast.Call) and bool(v.keywords) and not is_library(fn)
-        if code.primal_pre or not is_library(fn) or call_kw:
+        if code.primal_pre or not self.as_spelled(v, fn, code):
             primal = ast.copy_location(assign(tgt, code.value), s)
         else:
             primal = s

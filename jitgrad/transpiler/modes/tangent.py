@@ -101,6 +101,8 @@ class TangentCode:
     #: elementwise: the sum of the terms may be smaller than the result (broadcasting)
     broadcasts: bool = False
     outputs: set[str] = field(default_factory=set)
+    #: the rule's positional parameters (a call passing more spells options Numba may lack)
+    positional: int = 0
 
 
 def differentiable_params(fn: Any) -> list[bool] | None:
@@ -134,14 +136,17 @@ def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
         raise RuleError(f"no tangent rule for {getattr(fn, '__name__', fn)}")
     if how == "rule":
         pt = push_template_of(fact(fn).tangent)
-        return _from_push(pt, args, kw, tangent, namer, global_name)
+        code = _from_push(pt, args, kw, tangent, namer, global_name)
+        code.positional = len(pt.tpl.positional)
+        return code
     rule = lookup(fn)
     tpl = template_of(rule)
     inst = instantiate(tpl, args, kw, namer, global_name)
     primal_pre = list(inst.forward)
     value = inst.value
+    npos = len(tpl.positional)
     if how == "zero":
-        return TangentCode(primal_pre, value, [], None, False, inst.outputs)
+        return TangentCode(primal_pre, value, [], None, False, inst.outputs, npos)
     diff = [g is not None for g in tpl.grads]
     if how == "linear":
         targs: list[ast.expr] = []
@@ -162,10 +167,10 @@ def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
             any_active |= t is not None
             targs.append(t if t is not None else zero(a))
         if not any_active:
-            return TangentCode(primal_pre, value, [], None, False, inst.outputs)
+            return TangentCode(primal_pre, value, [], None, False, inst.outputs, npos)
         second = instantiate(tpl, targs, kw, namer, global_name)
         return TangentCode(primal_pre, value, list(second.forward), second.value, False,
-                           inst.outputs)
+                           inst.outputs, npos)
     # elementwise
     expr = None
     pre: list[ast.stmt] = []
@@ -184,7 +189,7 @@ def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
                 raise RuleError(f"the pullback of {rule.name} is not elementwise in its seed; "
                                 "register a tangent rule (jitgrad.rules.tangents)")
             pre.append(s)
-    return TangentCode(primal_pre, value, pre, expr, True, inst.outputs)
+    return TangentCode(primal_pre, value, pre, expr, True, inst.outputs, npos)
 
 
 def _from_push(pt: PushTemplate, args, kw, tangent, namer: Namer, global_name) -> TangentCode:
