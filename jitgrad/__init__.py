@@ -7,6 +7,7 @@ is an eager port of Flux's Tracker for model-level Python.
 
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
+from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
 from .markers import checkpointed
 from .rules import grad_rule, non_differentiable
 from .runtime import (
@@ -33,6 +34,7 @@ from .runtime import (
 
 __all__ = [
     "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
+    "jvp", "jacfwd", "jacrev", "hessian", "hvp",
     "JitError", "JitgradError", "RuleError", "TransformError", "BackpropError",
     "grad_rule", "non_differentiable",
     "Grads", "Params", "Tracked", "back", "checkpoint", "checkpointed", "data", "forward",

@@ -268,14 +268,28 @@ class Differentiated:
 
         return value, pullback
 
-    def source(self, *example_args: Any, stage: str = "all") -> str:
+    def jvp(self, primals: tuple, tangents: Any) -> tuple[Any, Any]:
+        """``(f(*primals), J @ tangents)`` by forward mode; ``tangents``: one per ``wrt``
+        argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
+        from .forward_api import jvp_of
+
+        return jvp_of(self, primals, tangents)
+
+    def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
         """Generated code: ``stage`` is ``"all"`` (the compiled function), ``"forward"``,
         ``"adjoint"`` (its sweeps), ``"normalized"``, or the name of any pass (what
         that pass produced; see ``jitgrad.transpiler.pipeline.PASSES``).
 
         With example arguments the code is specialised to their kinds; without,
         the most recent specialisation is shown (or one guessed from the source).
+        ``mode="jvp"``: the forward-mode (tangent) code instead (``docs/forward.md``).
         """
+        if mode == "jvp":
+            from .forward_api import jvp_source
+
+            return jvp_source(self, example_args, stage)
+        if mode != "vjp":
+            raise ValueError(f"mode must be 'vjp' or 'jvp', got {mode!r}")
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args:
@@ -341,8 +355,8 @@ class GradFunction:
     def __call__(self, *args: Any) -> Any:
         return self.diff.value_and_grad(*args) if self.with_value else self.diff.grad(*args)
 
-    def source(self, *example_args: Any, stage: str = "all") -> str:
-        return self.diff.source(*example_args, stage=stage)
+    def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
+        return self.diff.source(*example_args, stage=stage, mode=mode)
 
     def cache_info(self) -> dict[str, Any]:
         return self.diff.cache_info()

@@ -212,10 +212,17 @@ def cmd_show(ns: argparse.Namespace) -> int:
     wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
     args = _example_args(ns)
     diff = _differentiate(func, wrt, ns, args)
-    text = diff.source(*(args or ()), stage=ns.stage)
+    mode = getattr(ns, "mode", "vjp")
+    try:
+        text = diff.source(*(args or ()), stage=ns.stage, mode=mode)
+    except ValueError as e:
+        if mode != "jvp":
+            raise
+        raise CLIError(f"--stage {ns.stage}: {e}") from e
     names = ", ".join(diff.params[i] for i in diff.wrt_positions)
     spec = "the example arguments" if args else "arguments guessed from the source"
-    header = (f"# jitgrad show {func.__name__}: stage {ns.stage}, wrt ({names}), "
+    what = " (forward mode, jvp)" if mode == "jvp" else ""
+    header = (f"# jitgrad show {func.__name__}: stage {ns.stage}{what}, wrt ({names}), "
               f"specialised for {spec}\n")
     text = header + text.rstrip("\n") + "\n"
     sys.stdout.write(_highlight(text) if _use_color(ns) else text)
@@ -327,6 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="which code to print: all (default: the compiled gradient "
                            "function), forward, adjoint, normalized, or the output of one "
                            f"pass ({', '.join(p.name for p in PASSES)})")
+    show.add_argument("--mode", default="vjp", choices=("vjp", "jvp"),
+                      help="vjp (default): the reverse-mode gradient code; jvp: the "
+                           "forward-mode tangent code (stages all, kinds, analyse, forward)")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")
     show.set_defaults(run=cmd_show)
     check = sub.add_parser(

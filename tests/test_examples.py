@@ -110,8 +110,8 @@ def test_docs_build_strict(tmp_path: Path) -> None:
 # --- generated code quoted in the docs ----------------------------------------------------
 #
 # A block after ``<!-- source: NAME -->`` defines a function; a block after
-# ``<!-- generated: NAME stage=STAGE args=EXPR -->`` must be exactly
-# ``NAME.source(*(EXPR), stage=STAGE)``.  When the transpiler's output changes, refresh
+# ``<!-- generated: NAME stage=STAGE [mode=MODE] args=EXPR -->`` must be exactly
+# ``NAME.source(*(EXPR), stage=STAGE, mode=MODE)``.  When the transpiler's output changes, refresh
 # the quoted code with:   python tests/test_examples.py --update-docs
 
 _BLOCK = r"<!-- {kind}: (?P<head>[^>]*?) -->\n```python\n(?P<code>.*?)```"
@@ -135,9 +135,11 @@ def _generated_blocks(text: str, where: Path) -> list[tuple[re.Match, str]]:
     namespace = _doc_functions(text, where)
     out = []
     for m in re.finditer(_BLOCK.format(kind="generated"), text, re.S):
-        name, stage, args = re.fullmatch(r"(\w+) stage=(\w+) args=(.*)", m.group("head")).groups()
+        name, stage, mode, args = re.fullmatch(r"(\w+) stage=(\w+)(?: mode=(\w+))? args=(.*)",
+                                               m.group("head")).groups()
         example = eval(f"({args},)", {"np": np, "math": __import__("math")})
-        out.append((m, namespace[name].source(*example, stage=stage).rstrip("\n") + "\n"))
+        out.append((m, namespace[name].source(*example, stage=stage, mode=mode or "vjp")
+                    .rstrip("\n") + "\n"))
     return out
 
 

@@ -132,6 +132,12 @@ class _Fake:
         v = self.f(x.copy(), a, n)
         return v, lambda dy: tuple(np.multiply(dy, g) for g in self._grads(x.copy(), a))
 
+    def jvp(self, primals, tangents):
+        x, a, n = primals
+        v = self.f(x.copy(), a, n)
+        g = self._grads(x, a)
+        return v, float(np.sum(g[0] * tangents[0]) + g[1] * tangents[1])
+
 
 @pytest.mark.parametrize("bug, outcome", [(None, "ok"), ("grad", "wrong"), ("mutate", "wrong"),
                                           ("refuse", "refused"), ("unlocated", "crash"),

@@ -72,7 +72,10 @@ def test_every_registered_primitive_has_a_complete_record():
 
 
 def test_records_without_rule_or_declaration_are_the_known_few():
-    loose = {r.fn for r in records() if r.rule is None and not r.non_differentiable}
+    # the helpers generated gradient code calls have only kinds and tangent rules (second
+    # order, jitgrad/rules/second_order.py)
+    loose = {r.fn for r in records() if r.rule is None and not r.non_differentiable
+             and not r.fn.__module__.startswith("jitgrad.kernels")}
     assert loose == {np.squeeze, np.diagonal, nobacksies}
 
 

@@ -1,7 +1,15 @@
 """Gradient rules and primitive facts: the registry, the built-in rules and the facts table
 (imported for their effect)."""
 
-from . import arrays, elementwise, facts, hooks, operators  # noqa: F401  (built-ins)
+from . import (  # noqa: F401  (built-ins)  # noqa: F401  (tangent rules, after the gradient rules)
+    arrays,
+    elementwise,
+    facts,
+    hooks,
+    operators,
+    second_order,
+    tangents,
+)
 from .primitives import Primitive, fact
 from .registry import (
     Rule,

@@ -48,10 +48,34 @@ class Adjoint:
         return [*self.prologue, *self.workspace, *self.forward, *self.init, *self.adjoint]
 
 
+@dataclass(frozen=True)
+class Tangent:
+    """Forward mode's code for one (wrt, argument kinds) specialisation: the primal with
+    a tangent statement next to each statement of an active value (``modes/forward.py``)."""
+
+    #: the user's function name (generated functions are named after it)
+    name: str
+    #: the primal's parameters, in order
+    params: tuple[str, ...]
+    #: the tangent parameters, one per ``wrt`` argument (``x_dot``...)
+    seeds: tuple[str, ...]
+    #: copies of arguments (and their tangents) the code writes
+    prologue: tuple[ast.stmt, ...]
+    #: the primal with tangent statements interleaved
+    sweep: tuple[ast.stmt, ...]
+    #: the returned values, and their tangents (zeros for inactive outputs)
+    results: tuple[ast.expr, ...]
+    tangents: tuple[ast.expr, ...]
+
+    def body(self) -> list[ast.stmt]:
+        """The statements in execution order."""
+        return [*self.prologue, *self.sweep]
+
+
 def result_expr(values: list[ast.expr] | tuple[ast.expr, ...]) -> ast.expr:
     """One value as itself, several as a tuple (how a Python function returns them)."""
     vals = list(values)
     return vals[0] if len(vals) == 1 else ast.Tuple(elts=vals, ctx=ast.Load())
 
 
-__all__ = ["Adjoint", "result_expr"]
+__all__ = ["Adjoint", "Tangent", "result_expr"]

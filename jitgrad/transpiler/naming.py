@@ -1,5 +1,6 @@
-"""Every generated-name pattern in one place: adjoints ``dx``, temporaries, tapes, flags,
-and the predicates the passes ask of a name (no pass tests a name's prefix itself)."""
+"""Every generated-name pattern in one place: adjoints ``dx``, tangents ``x_dot``,
+temporaries, tapes, flags, and the predicates the passes ask of a name (no pass tests
+a name's prefix itself)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class Namer:
         self._adjoints: dict[str, str] = {}
         self._counts: dict[str, int] = {}
         self._names_of: set[str] = set()
+        self._tangents: dict[str, str] = {}
         self.origin: dict[str, str] = {}
 
     def reserve(self, names) -> None:
@@ -61,6 +63,16 @@ class Namer:
     def adjoints(self) -> dict[str, str]:
         """Every name given an adjoint so far -> its adjoint's name."""
         return dict(self._adjoints)
+
+    def tangent(self, name: str) -> str:
+        """The tangent of ``name`` in forward mode: ``x_dot`` (``x_dot_`` if that is taken)."""
+        if name not in self._tangents:
+            cand = name + "_dot"
+            while cand in self.taken:
+                cand += "_"
+            self.taken.add(cand)
+            self._tangents[name] = cand
+        return self._tangents[name]
 
     def tape(self, name: str) -> str:
         return self.fresh(f"_tape_{name.lstrip('_')}_")

@@ -370,7 +370,7 @@ def _problem(exc: BaseException, what: str, path: str) -> dict:
                 traceback=traceback.format_exc(limit=-8))
 
 
-APIS = ("value_and_grad", "grad", "f(...)", "vjp")
+APIS = ("value_and_grad", "grad", "f(...)", "vjp", "jvp")
 
 
 def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dict:
@@ -436,9 +436,42 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
         _unchanged("vjp pullback(1.0)", p, before)
         grads["vjp"] = _check_grads(prog, "vjp pullback(1.0)", g, args, fds, noise)
 
+    def jvp():
+        """Forward mode along a random direction against the finite-difference gradients
+        (the directional derivative); a located forward-mode refusal is noted, not counted
+        (reverse mode may support what forward mode refuses)."""
+        p, before = fresh()
+        rng = np.random.default_rng(prog.seed & 0xFFFFFFFF)
+        vs = [rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else
+              float(rng.standard_normal()) for k in prog.wrt_positions]
+        try:
+            v, t = d.jvp(tuple(p), tuple(vs) if isinstance(prog.wrt, tuple) else vs[0])
+        except (jitgrad.TransformError, jitgrad.RuleError) as exc:
+            if located(exc, path):
+                notes.append(f"jvp refused: {str(exc).splitlines()[0]}")
+                return
+            raise
+        _unchanged("jvp", p, before)
+        _check_value("jvp", v, value)
+        small = sum(float(np.sum(np.asarray(sv) * vv)) for (sv, _), vv in zip(fds, vs,
+                                                                              strict=True))
+        big = sum(float(np.sum(np.asarray(bv) * vv)) for (_, bv), vv in zip(fds, vs,
+                                                                            strict=True))
+        scale = sum(float(np.sum(np.abs(bv) * np.abs(vv))) for (_, bv), vv in zip(
+            fds, vs, strict=True))
+        tol = GRAD_TOL * (1.0 + scale) + 10 * noise * sum(np.size(vv) for vv in vs)
+        try:
+            tf = float(t)
+        except Exception:
+            raise Mismatch(f"jvp tangent is {t!r:.200}, expected a scalar") from None
+        if not (math.isfinite(tf) and (abs(tf - small) <= tol or abs(tf - big) <= tol)):
+            raise Mismatch(f"jvp: tangent {tf:.9g}, finite differences of the directional "
+                           f"derivative {big:.9g}")
+
+    notes: list = []
     if d is not None:
         for what, fn in (("value_and_grad", vag), ("grad", grad), ("f(...)", primal),
-                         ("vjp", vjp)):
+                         ("vjp", vjp), ("jvp", jvp)):
             if what in apis:
                 step(what, fn)
         ref = grads.get("value_and_grad")
@@ -452,7 +485,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
                         f"{_fmt(ga)}"), other, path), api=other))
                     break
     if not problems:
-        return dict(outcome="ok", reason="", problems=[])
+        return dict(outcome="ok", reason="", problems=[], notes=notes)
     if jit and any(p["outcome"] == "wrong" for p in problems):
         differs = numba_differs(f, args, value, after)
         if differs:

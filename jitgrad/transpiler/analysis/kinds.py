@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...rules import lookup
-from ...rules.primitives import RESULT_HOWS, Result, method_function, result_of
+from ...rules.primitives import RESULT_HOWS, Result, fact, method_function, result_of
 from ...rules.results import RUNTIME
 from ..front.inline import resolve
 from ..notes import KIND
@@ -330,10 +330,13 @@ class KindInference:
         # the rule declares its result's ndim (jitgrad/rules/results.py); the class
         # is that of the arguments, float for float_result, or the dtype argument's
         rule = lookup(c.fn)
-        if rule is None:
+        # a helper with only a tangent rule (rules/second_order.py) names its parameters there
+        impl = rule.impl if rule is not None else getattr(getattr(fact(c.fn), "tangent", None),
+                                                          "impl", None)
+        if impl is None:
             return UNKNOWN
         kinds = [_entries(x, self.expr) for x in c.nodes]
-        code = rule.impl.__code__
+        code = impl.__code__
         params = code.co_varnames[:code.co_argcount]
         bound = dict(zip(params, c.nodes, strict=False)) | c.kw
         opts = {p: _option(x, self.expr) for p, x in bound.items() if p != params[0]}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from ..ir import Adjoint, result_expr
+from ..ir import Adjoint, Tangent, result_expr
 from ..nodes import clone
 from . import emit
 from .optimize import dead_code
@@ -30,8 +30,20 @@ def result_return(ir: Adjoint, variant: str) -> ast.Return:
     return ast.Return(value=ast.Tuple(elts=[value, grads], ctx=ast.Load()))
 
 
-def lower(ir: Adjoint, variant: str, fname: str) -> ast.FunctionDef:
-    """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``)."""
+def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
+    """Forward mode's ``"jvp"`` variant: ``f_jvp(*params, *seeds) -> (value, tangent)``."""
+    ret = ast.Return(value=ast.Tuple(elts=[result_expr(clone(list(ir.results))),
+                                           result_expr(clone(list(ir.tangents)))],
+                                     ctx=ast.Load()))
+    body = dead_code(clone(ir.body()) + [ret], {})
+    return emit.function_def(fname, [*ir.params, *ir.seeds], body)
+
+
+def lower(ir: Adjoint | Tangent, variant: str, fname: str) -> ast.FunctionDef:
+    """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
+    ``"jvp"`` for a ``Tangent`` record)."""
+    if variant == "jvp":
+        return lower_tangent(ir, fname)
     if variant in VARIANTS:
         body = dead_code(clone(ir.body()) + [result_return(ir, variant)], ir.shared)
         return emit.function_def(fname, [*ir.params, ir.seed], body)
@@ -43,4 +55,4 @@ def lower(ir: Adjoint, variant: str, fname: str) -> ast.FunctionDef:
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower"]
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent"]

@@ -1,0 +1,140 @@
+"""Forward mode's passes, as data: the shared front end, then kinds, analyse, forward, lower.
+
+``JVP`` reuses the kind-independent passes (``pipeline.PREPARE``: parse, single_exit,
+inline, loops, normalize, versions) and the ``kinds`` and ``analyse`` passes of reverse
+mode, then builds the ``Tangent`` record (``modes/forward.py``) and lowers it to one
+function ``f_jvp(*params, *tangents) -> (value, tangent)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+from .analysis.kinds import Kind
+from .backend import emit, lower
+from .modes.forward import forward
+from .nodes import clone
+from .pipeline import (
+    Generated,
+    Pass,
+    Unit,
+    _without_gc,
+    analyse_,
+    kinds_,
+    show_analysis,
+    show_kinds,
+)
+
+
+def forward_(u: Unit) -> None:
+    """Forward mode: tangent statements next to the primal's (the ``Tangent`` IR).
+
+    >>> print(example_jvp("forward", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... '''))
+    def f_jvp(x, y, x_dot, y_dot):
+        _t2_dot = x_dot * y + y_dot * x
+        _t2 = x * y
+        _t3_dot = x_dot * np.cos(x)
+        _t3 = math.sin(x)
+        _t_dot = _t2_dot + _t3_dot
+        _t = _t2 + _t3
+        return (_t, _t_dot)
+    """
+    u.ir = forward(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, u.returns,
+                   u.name)
+
+
+def show_tangent(u: Unit) -> str:
+    """The Tangent IR as the jvp function, before dead code is removed."""
+    ir = u.ir
+    ret = ast.Return(value=ast.Tuple(elts=[lower.result_expr(clone(list(ir.results))),
+                                           lower.result_expr(clone(list(ir.tangents)))],
+                                     ctx=ast.Load()))
+    return emit.unparse(emit.function_def(f"{u.name}_jvp", [*ir.params, *ir.seeds],
+                                          clone(ir.body()) + [ret]))
+
+
+def lower_jvp_(u: Unit) -> None:
+    """The jvp function from the Tangent IR, without dead code.
+
+    >>> print(example_jvp("lower_jvp", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s * x + 1.0
+    ...     return s
+    ... ''', args=(0.5, 3)))
+    def f_jvp_1(x, n, x_dot):
+        s = 0.0
+        s_dot = 0.0
+        for i in range(n):
+            _t_dot = s_dot * x + x_dot * s
+            _t = s * x
+            s_dot = _t_dot
+            s = _t + 1.0
+        return (s, s_dot)
+    """
+    u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
+    u.sources["jvp"] = emit.unparse(lower.lower(u.ir, "jvp", u.names["jvp"]))
+
+
+JVP: list[Pass] = [
+    Pass("kinds", kinds_, show_kinds),
+    Pass("analyse", analyse_, show_analysis),
+    Pass("forward", forward_, show_tangent),
+    Pass("lower_jvp", lower_jvp_, lambda u: u.sources["jvp"]),
+]
+
+
+@_without_gc
+def transform_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
+                  until: str | None = None) -> Unit:
+    """Run forward mode's specialising passes on a copy of the prepared unit."""
+    u = prep.specialise(wrt, arg_kinds)
+    for p in JVP:
+        p.run(u)
+        if p.name == until:
+            break
+    return u
+
+
+def generate_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
+    """Forward mode's generated code for one specialisation, as the API keeps it."""
+    u = transform_jvp(prep, wrt, arg_kinds)
+    rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
+    return Generated(u, rk)
+
+
+def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:
+    """Like ``pipeline.example``, for forward mode's passes (floats are the ``wrt``)."""
+    import linecache
+    import math
+    import textwrap
+
+    import numpy as np
+
+    from .analysis.kinds import of_value
+    from .pipeline import prepare
+
+    fname = f"<jitgrad-jvp-example-{next(_EXAMPLES)}>"
+    text = textwrap.dedent(source).strip("\n") + "\n"
+    linecache.cache[fname] = (len(text), None, text.splitlines(True), fname)
+    ns: dict = {"np": np, "math": math}
+    exec(compile(text, fname, "exec"), ns)
+    func = ns[ast.parse(text).body[0].name]
+    params = func.__code__.co_varnames[:func.__code__.co_argcount]
+    values = args if args is not None else (1.0,) * len(params)
+    kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
+    wrt = [p for p in params if kinds[p].cls == "f"]
+    u = transform_jvp(prepare(func), wrt, kinds, until=pass_name)
+    p = next(p for p in JVP if p.name == pass_name)
+    return p.show(u).rstrip("\n")
+
+
+_EXAMPLES = itertools.count(1)
+
+
+__all__ = ["JVP", "example_jvp", "generate_jvp", "transform_jvp"]

@@ -1,0 +1,304 @@
+"""Forward mode (jvp, jacfwd, jacrev): the corpora against central differences of the
+directional derivative and against reverse mode by the transpose identity
+<J v, w> = <v, J^T w>, every output element, in both ``jit=False`` (every case) and
+``jit=True`` (a sample: each Numba compile costs ~0.5 s)."""
+
+import subprocess
+import sys
+
+import corpus_forward as CF
+import corpus_loops as CL
+import corpus_soundness as CS
+import numpy as np
+import pytest
+import test_numpy_transpiled as TN
+import test_rule_coverage as TR
+import test_straightline as TS
+
+import jitgrad as jg
+
+ALL = ([(f, (lambda a=a: a), (0, 1)) for f, a in TS.SCALAR_CASES] + list(TN.CASES)
+       + list(CL.CASES) + list(TR.CASES) + list(CS.CASES) + list(CF.CASES))
+CASES = ALL
+IDS = [f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)]
+JIT_SAMPLE = {"for_break_data", "while_newton_sqrt", "arr_heat", "arr_swap_buffers",
+              "softmax_ce", "mlp", "combo_lorenz", "arr_view_write", "helper_call", "row_view_loop",
+              "alias_arg"}
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _rand(rng, x):
+    return rng.standard_normal(np.shape(x)) if np.ndim(x) else float(rng.standard_normal())
+
+
+def _inner(a, b):
+    if isinstance(a, tuple):
+        return sum(_inner(x, y) for x, y in zip(a, b, strict=True))
+    return float(np.sum(np.asarray(a, dtype=float) * np.asarray(b, dtype=float)))
+
+
+def directional_fd(f, args, wrts, vs, eps=1e-6):
+    """Central differences of ``f`` along ``vs`` (one per ``wrts`` argument)."""
+    def at(h):
+        a = _copy(args)
+        for w, v in zip(wrts, vs, strict=True):
+            a[w] = a[w] + h * v
+        return f(*a)
+
+    hi, lo = at(eps), at(-eps)
+    if isinstance(hi, tuple):
+        return tuple((np.asarray(p, float) - np.asarray(q, float)) / (2 * eps)
+                     for p, q in zip(hi, lo, strict=True))
+    return (np.asarray(hi, float) - np.asarray(lo, float)) / (2 * eps)
+
+
+def check_jvp(f, args, wrt, jit, rtol=1e-5, atol=1e-6):
+    """jvp against FD of the directional derivative and against vjp (transpose identity);
+    the inputs (primals and tangents) unchanged."""
+    wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+    rng = np.random.default_rng(sum(map(ord, f.__name__)))
+    vs = tuple(_rand(rng, args[w]) for w in wrts)
+    before, vbefore = _copy(args), _copy(vs)
+    value, tan = jg.jvp(f, tuple(args), vs, wrt=wrts, jit=jit)
+    for a, b in zip([*args, *vs], [*before, *vbefore], strict=True):
+        np.testing.assert_array_equal(a, b, err_msg="jvp mutated an input")
+    expected = f(*_copy(args))
+    if isinstance(expected, tuple):
+        assert isinstance(tan, tuple) and len(tan) == len(expected)
+    else:
+        assert np.shape(tan) == np.shape(expected)
+    np.testing.assert_allclose(np.asarray(value, float) if not isinstance(value, tuple)
+                               else np.concatenate([np.ravel(v) for v in value]),
+                               np.asarray(expected, float) if not isinstance(expected, tuple)
+                               else np.concatenate([np.ravel(v) for v in expected]),
+                               rtol=1e-10, atol=1e-12)
+    fd = directional_fd(f, args, wrts, vs)
+    for t, e in zip(tan if isinstance(tan, tuple) else (tan,),
+                    fd if isinstance(fd, tuple) else (fd,), strict=True):
+        np.testing.assert_allclose(t, e, rtol=rtol, atol=atol, err_msg="jvp vs finite "
+                                   "differences of the directional derivative")
+    # the transpose identity against reverse mode
+    w = tuple(_rand(rng, e) for e in expected) if isinstance(expected, tuple) \
+        else _rand(rng, expected)
+    d = jg.differentiate(f, wrt=wrts, jit=False)
+    if np.ndim(expected) == 0 and not isinstance(expected, tuple):
+        g = tuple(w * gk for gk in d.value_and_grad(*_copy(args))[1])
+    else:
+        g = d.vjp(*_copy(args))[1](w)
+    rhs = sum(_inner(v, gk) for v, gk in zip(vs, g, strict=True))
+    assert _inner(tan, w) == pytest.approx(rhs, rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_corpus_jvp_nojit(case):
+    f, make, wrt = case
+    check_jvp(f, make(), wrt, jit=False)
+
+
+JIT_CASES = [c for c in CASES if c[0].__name__ in JIT_SAMPLE]
+
+
+@pytest.mark.parametrize("case", JIT_CASES, ids=[c[0].__name__ for c in JIT_CASES])
+def test_corpus_jvp_jit(case):
+    f, make, wrt = case
+    check_jvp(f, make(), wrt, jit=True)
+
+
+def test_jit_sample_is_present():
+    assert len({c[0].__name__ for c in JIT_CASES}) >= 8
+
+
+def test_corpus_size():
+    assert len(CASES) >= 150
+
+
+# --- the API ------------------------------------------------------------------------
+
+
+def poly(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s * c + x[i] * x[i]
+    return s
+
+
+def vec(x, a):
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = a * np.sin(x[i]) * x[(i + 1) % x.shape[0]]
+    return y
+
+
+def two_out(x, a):
+    return np.sum(x * x) * a, x * a
+
+
+def test_method_form_and_single_tangent():
+    d = jg.differentiate(poly, jit=False)
+    x = np.array([0.3, -0.2, 0.5])
+    v, t = d.jvp((x, 0.7), np.ones(3))
+    assert v == pytest.approx(poly(x, 0.7))
+    assert t == pytest.approx(float(d.grad(x, 0.7) @ np.ones(3)))
+
+
+def test_tuple_wrt_needs_tuple_of_tangents():
+    x = np.array([0.3, -0.2, 0.5])
+    v, t = jg.jvp(poly, (x, 0.7), (np.ones(3), 1.0), wrt=(0, 1), jit=False)
+    g = jg.grad(poly, wrt=(0, 1), jit=False)(x, 0.7)
+    assert t == pytest.approx(float(g[0].sum() + g[1]))
+    with pytest.raises(TypeError, match="tuple"):
+        jg.jvp(poly, (x, 0.7), np.ones(3), wrt=(0, 1), jit=False)
+    with pytest.raises(ValueError, match="1 tangents for 2"):
+        jg.jvp(poly, (x, 0.7), (np.ones(3),), wrt=(0, 1), jit=False)
+
+
+def test_bad_input_is_refused_clearly():
+    x = np.array([0.3, -0.2, 0.5])
+    with pytest.raises(ValueError, match=r"shape \(2,\).*\(3,\)"):
+        jg.jvp(poly, (x, 0.7), np.ones(2), jit=False)
+    with pytest.raises(ValueError, match="scalar"):
+        jg.jvp(poly, (x, 0.7), np.ones(3), wrt=1, jit=False)
+    with pytest.raises(TypeError, match="integer"):
+        jg.jvp(lambda_free_int, (np.ones(3), 2), 1, wrt=1, jit=False)
+    with pytest.raises(TypeError, match="primals must be a tuple"):
+        jg.jvp(poly, x, np.ones(3), jit=False)
+    with pytest.raises(TypeError, match="positional arguments"):
+        jg.jvp(poly, (x,), np.ones(3), jit=False)
+
+
+def test_gradient_transforms_are_not_silently_differentiated_as_the_function():
+    for t in (jg.jacfwd, jg.jacrev, jg.hessian):
+        with pytest.raises(TypeError, match="hvp"):
+            t(jg.grad(poly))
+    with pytest.raises(TypeError, match="hvp"):
+        jg.jvp(jg.grad(poly), (np.ones(3), 0.5), np.ones(3))
+
+
+def lambda_free_int(x, n):
+    return np.sum(x) * n
+
+
+def test_jacobians_agree_with_each_other_and_fd():
+    x = np.array([0.3, -0.2, 0.5, 1.1])
+    jf = jg.jacfwd(vec, jit=False)(x, 0.7)
+    jr = jg.jacrev(vec, jit=False)(x, 0.7)
+    assert jf.shape == (4, 4)
+    fd = np.stack([directional_fd(vec, [x, 0.7], (0,), (e,)) for e in np.eye(4)], axis=-1)
+    np.testing.assert_allclose(jf, fd, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(jr, jf, rtol=1e-12, atol=1e-12)
+    both = jg.jacfwd(vec, wrt=(0, 1), jit=False)(x, 0.7)
+    assert both[0].shape == (4, 4) and both[1].shape == (4,)
+    np.testing.assert_allclose(both[1], vec(x, 1.0), rtol=1e-12)
+    np.testing.assert_allclose(jg.jacrev(vec, wrt=(0, 1), jit=False)(x, 0.7)[1], both[1])
+
+
+def test_jacobian_of_tuple_outputs_nests_outputs_outer():
+    x = np.array([0.3, -0.2, 0.5])
+    jf = jg.jacfwd(two_out, wrt=(0, 1), jit=False)(x, 0.7)
+    jr = jg.jacrev(two_out, wrt=(0, 1), jit=False)(x, 0.7)
+    assert jf[0][0].shape == (3,) and jf[0][1].shape == () and jf[1][0].shape == (3, 3)
+    for a, b in zip(jf, jr, strict=True):
+        for p, q in zip(a, b, strict=True):
+            np.testing.assert_allclose(p, q, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(jf[1][0], 0.7 * np.eye(3))
+
+
+def test_jit_jacfwd_matches_nojit():
+    x = np.array([0.3, -0.2, 0.5, 1.1])
+    np.testing.assert_allclose(jg.jacfwd(vec)(x, 0.7), jg.jacfwd(vec, jit=False)(x, 0.7),
+                               rtol=1e-12)
+
+
+def test_source_shows_tangent_variables():
+    src = jg.differentiate(poly).source(np.ones(3), 0.5, mode="jvp")
+    assert "def poly_jvp" in src and "s_dot = _t_dot + _t2_dot" in src and "_tape" not in src
+    with pytest.raises(ValueError, match="mode"):
+        jg.differentiate(poly).source(np.ones(3), 0.5, mode="fwd")
+    stage = jg.differentiate(poly).source(np.ones(3), 0.5, mode="jvp", stage="analyse")
+    assert "# active" in stage
+
+
+def test_cli_show_mode_jvp():
+    out = subprocess.run([sys.executable, "-m", "jitgrad", "show", f"{__file__}:poly",
+                          "--mode", "jvp", "--args", "np.ones(3), 0.5", "--no-color"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "x_dot" in out.stdout and "s_dot" in out.stdout
+
+
+def test_forward_passes_doctests():
+    """Forward mode's pass docstrings show what each pass produces (as test_passes does)."""
+    import doctest
+
+    from jitgrad.transpiler import forward_pipeline as FP
+
+    for p in FP.JVP[2:]:
+        for t in doctest.DocTestFinder().find(p.run, globs=vars(FP)):
+            assert t.examples, p.name
+            r = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE).run(t)
+            assert r.failed == 0, p.name
+
+
+# --- markers and refusals -------------------------------------------------------------
+
+
+def hooked(x):
+    y = jg.hook(lambda_neg, x * x)
+    return jg.nobacksies("no reverse here", y) * 2.0
+
+
+def lambda_neg(g):
+    return -g
+
+
+def checkpointed(x):
+    return jg.checkpoint(_inner_sq, x) + x
+
+
+def _inner_sq(x):
+    return x * x * x
+
+
+def test_hook_nobacksies_checkpoint_are_identities():
+    _, t = jg.jvp(hooked, (0.7,), 1.0, jit=False)
+    assert t == pytest.approx(4 * 0.7)
+    _, t = jg.jvp(checkpointed, (0.7,), 1.0, jit=False)
+    assert t == pytest.approx(3 * 0.49 + 1)
+
+
+def unknown_primitive(x):
+    return np.sum(np.diagonal(np.outer(x, x)))
+
+
+def test_unsupported_primitive_raises_located_error():
+    with pytest.raises(jg.TransformError) as e:
+        jg.jvp(unknown_primitive, (np.ones(3),), np.ones(3), jit=False)
+    msg = str(e.value)
+    assert "test_forward.py" in msg and "np.diagonal" in msg
+
+
+def sorted_sum(x):
+    return np.sum(np.sort(x) * x)
+
+
+def test_sort_tangent_compiled():
+    x = np.array([0.3, -0.2, 0.5, 0.1])
+    check_jvp(sorted_sum, [x], 0, jit=True)
+
+
+def keepdims_sum(A):
+    return np.sum(np.sum(A, axis=1, keepdims=True) * A)
+
+
+def test_numpy_options_numba_lacks_compile():
+    """``axis=``/``keepdims=`` spelled calls run the rule's forward code under jit=True."""
+    check_jvp(keepdims_sum, [np.arange(6.0).reshape(2, 3)], 0, jit=True)
+
+
+def test_float32_tangent_keeps_dtype():
+    x = np.linspace(-1, 1, 4).astype(np.float32)
+    v, t = jg.jvp(vec, (x, 0.5), np.ones(4), jit=False)
+    assert t.dtype == np.float32

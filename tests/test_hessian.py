@@ -1,0 +1,137 @@
+"""Second order (forward-over-reverse): ``jg.hessian`` and ``jg.hvp`` against central
+differences of the reverse-mode gradient, every element, for loops with overwrites,
+``while`` Newton iterations, in-place stencils with buffer swaps, softmax cross-entropy,
+an MLP and straight-line math; both ``jit=False`` and (a sample) ``jit=True``."""
+
+import corpus_forward as CF
+import corpus_loops as CL
+import corpus_numpy as CN
+import corpus_rules2 as CR
+import corpus_straight as CS
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+R = np.random.default_rng(5)
+_BY_NAME = {c[0].__name__: c for c in CL.CASES}
+
+NAMES = ["while_newton_sqrt", "arr_heat", "combo_rosenbrock", "combo_lorenz",
+         "for_loop_carried_scalar", "arr_2d_stencil", "combo_softplus_sum", "combo_pow_loop",
+         "combo_max_tracking", "for_break_data", "if_array_cond", "arr_write_local",
+         "combo_ode_euler", "arr_swap_buffers", "while_return_inside",
+         "call_helper_mutates_arg", "arr_rebind_in_loop"]
+CASES = [_BY_NAME[n] for n in NAMES] + [
+    (CN.softmax_ce, lambda: (R.normal(size=(4, 3)), np.array([0, 2, 1, 2])), 0),
+    (CN.mlp, lambda: (R.normal(size=(3, 4)), R.normal(size=4), R.normal(size=(4, 2)),
+                      R.normal(size=2), R.normal(size=(5, 3)), R.normal(size=(5, 2))),
+     (0, 1, 2, 3)),
+    (CS.math_scalars, lambda: (0.7, 1.3), (0, 1)),
+    (CS.arith, lambda: (0.7, 1.3), (0, 1)),
+    (CN.reductions, lambda: (R.uniform(0.5, 1.5, size=(4, 3)),), 0),  # prod, max, var, std
+    (CR.math_new, lambda: (0.3, 1.7), (0, 1)),  # gamma, lgamma: digamma's tangent
+    (CR.nary_max_min, lambda: (0.3, -0.7, 1.2), (0, 1, 2)),
+    (CR.keepdims, lambda: (R.uniform(0.5, 1.5, size=(3, 4)),), 0),
+    (CR.orders, lambda: (R.normal(size=4), R.normal(size=(3, 4))), (0, 1)),  # sort, flip
+] + [c for c in CF.CASES if c[0].__name__ in ("view_write", "alias_arg", "transpose_write",
+                                              "swap_loop", "row_view_loop", "while_newton",
+                                              "early_ret", "pos_then_write")]
+JIT = {"while_newton_sqrt", "arr_heat", "combo_rosenbrock", "nary_max_min"}
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def fd_hessian(f, args, wrts, eps=1e-5):
+    """Central differences of the (reverse-mode, jit=False) gradient: H[a][b]."""
+    g = jg.differentiate(f, wrt=wrts, jit=False)
+    out = [[None] * len(wrts) for _ in wrts]
+    for b, wb in enumerate(wrts):
+        xb = args[wb]
+        cols = []
+        for j in range(int(np.size(xb))):
+            e = np.zeros(np.shape(xb))
+            e.flat[j] = 1.0
+            e = e if np.ndim(xb) else 1.0
+            hi, lo = _copy(args), _copy(args)
+            hi[wb] = xb + eps * e
+            lo[wb] = xb - eps * e
+            gh, gl = g.grad(*hi), g.grad(*lo)
+            cols.append([(np.asarray(p, float) - np.asarray(q, float)) / (2 * eps)
+                         for p, q in zip(gh, gl, strict=True)])
+        for a, wa in enumerate(wrts):
+            m = np.stack([c[a].reshape(-1) for c in cols], axis=-1)
+            out[a][b] = m.reshape(np.shape(args[wa]) + np.shape(xb))
+    return out
+
+
+def check_hessian(f, args, wrt, jit):
+    wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+    before = _copy(args)
+    H = jg.hessian(f, wrt=wrts, jit=jit)(*args)
+    for a, b in zip(args, before, strict=True):
+        np.testing.assert_array_equal(a, b, err_msg="hessian mutated an input")
+    fd = fd_hessian(f, args, wrts)
+    for a in range(len(wrts)):
+        for b in range(len(wrts)):
+            assert np.shape(H[a][b]) == np.shape(fd[a][b])
+            np.testing.assert_allclose(H[a][b], fd[a][b], rtol=1e-4, atol=1e-5,
+                                       err_msg=f"H[{a}][{b}]")
+    # symmetric, as a Hessian of a twice-differentiable function is
+    for a in range(len(wrts)):
+        for b in range(len(wrts)):
+            na, nb = np.size(args[wrts[a]]), np.size(args[wrts[b]])
+            np.testing.assert_allclose(np.reshape(H[a][b], (na, nb)),
+                                       np.reshape(H[b][a], (nb, na)).T, rtol=1e-7, atol=1e-9)
+    return H
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)])
+def test_hessian_nojit(case):
+    f, make, wrt = case
+    check_hessian(f, make(), wrt, jit=False)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0].__name__ in JIT],
+                         ids=lambda c: c[0].__name__)
+def test_hessian_jit(case):
+    f, make, wrt = case
+    check_hessian(f, make(), wrt, jit=True)
+
+
+def test_at_least_fifteen_functions():
+    assert len(CASES) >= 15
+
+
+def quad(x, A):
+    return 0.5 * x @ (A @ x) + np.sum(np.sin(x))
+
+
+def test_hvp_structure_and_value():
+    A = R.normal(size=(3, 3))
+    A = A + A.T
+    x, v = R.normal(size=3), R.normal(size=3)
+    hv = jg.hvp(quad, (x, A), v, jit=False)
+    np.testing.assert_allclose(hv, A @ v - np.sin(x) * v, rtol=1e-12)
+    H = jg.hessian(quad, jit=False)(x, A)
+    np.testing.assert_allclose(H, A - np.diag(np.sin(x)), rtol=1e-12)
+    both = jg.hvp(CS.arith, (0.7, 1.3), (1.0, 0.0), wrt=(0, 1), jit=False)
+    assert isinstance(both, tuple) and len(both) == 2
+
+
+def test_hvp_refuses_non_scalar_output():
+    with pytest.raises(ValueError, match="scalar output"):
+        jg.hvp(np_vec, (np.ones(3),), np.ones(3), jit=False)
+
+
+def np_vec(x):
+    return x * 2.0
+
+
+def test_hessian_refusal_is_clear():
+    f, make, wrt = _BY_NAME["combo_min_builtin"]
+    with pytest.raises(jg.TransformError, match="generated gradient code"):
+        jg.hvp(f, tuple(make()), tuple(np.ones(np.shape(make()[w])) for w in
+                                       (wrt if isinstance(wrt, tuple) else (wrt,))),
+               wrt=wrt if isinstance(wrt, tuple) else (wrt,), jit=False)
