@@ -49,3 +49,29 @@ def test_two_thousand_statements(tmp_path, monkeypatch, loop):
     fd = (f(x, 0.5 + h, 0.3, 0.2) - f(x, 0.5 - h, 0.3, 0.2)) / (2 * h)
     assert ga == pytest.approx(fd, rel=1e-4, abs=1e-6)
     sys.modules.pop(name, None)
+
+
+def test_global_reads_match_the_parsed_sources():
+    """The namespace found from the lowered trees is the one parsing the sources finds."""
+    import corpus_loops
+    import corpus_soundness
+
+    from jitgrad.transpiler.analysis.kinds import of_value
+    from jitgrad.transpiler.backend import jit
+    from jitgrad.transpiler.backend.lower import VARIANTS
+    from jitgrad.transpiler.pipeline import prepare, transform
+
+    checked = 0
+    for f, make, wrt in corpus_loops.CASES + corpus_soundness.CASES:
+        params = f.__code__.co_varnames[:f.__code__.co_argcount]
+        kinds = {p: of_value(a) for p, a in zip(params, make(), strict=True)}
+        names = [params[i] for i in ((wrt,) if isinstance(wrt, int) else wrt)]
+        try:
+            u = transform(prepare(f), names, kinds)
+        except Exception:  # refused: nothing to run
+            continue
+        sources = {v: u.sources[v] for v in VARIANTS}
+        assert u.reads is not None
+        assert jit.imports(sources, u.env, u.reads) == jit.imports(sources, u.env), f.__name__
+        checked += 1
+    assert checked > 50

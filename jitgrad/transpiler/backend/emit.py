@@ -50,9 +50,34 @@ def comment(text: str) -> ast.stmt:
     return node
 
 
+#: fields of a statement that hold statements (or handlers, which hold statements)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def locate_statements(node: ast.AST, lineno: int = 1) -> None:
+    """Give every statement under ``node`` a ``lineno`` (its parent's where it has none),
+    as ``ast.fix_missing_locations`` would, without walking into expressions.
+
+    ``ast.unparse`` reads only statements' line numbers (for type comments), so this is
+    all it needs; visiting each expression node too was most of the cost of emitting."""
+    todo = [(node, lineno)]
+    while todo:
+        n, line = todo.pop()
+        if "lineno" in n._attributes:
+            if not hasattr(n, "lineno"):
+                n.lineno = line
+            else:
+                line = n.lineno
+        for f in _BLOCK_FIELDS:
+            sub = getattr(n, f, None)
+            if sub:
+                todo.extend((c, line) for c in sub)
+
+
 def unparse(fn: ast.FunctionDef) -> str:
+    """The source of the generated function ``fn``, with comment markers as comments."""
     mod = ast.Module(body=[fn], type_ignores=[])
-    ast.fix_missing_locations(mod)
+    locate_statements(mod)
     src = ast.unparse(mod) + "\n"
     return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
 

@@ -52,18 +52,19 @@ def _defines(s: ast.stmt) -> set[str]:
     return set()
 
 
-def _pure(s: ast.stmt) -> bool:
+def _pure(s: ast.stmt, defines: set[str]) -> bool:
     if isinstance(s, (ast.Assign, ast.AugAssign)):
         return True
     if isinstance(s, ast.Expr):
-        return bool(_defines(s))
+        return bool(defines)
     return isinstance(s, ast.Pass)
 
 
-def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
-    """Names only ever bound to newly allocated arrays (writes to them touch nothing else)."""
+def _fresh_arrays(stmts: list[ast.stmt]) -> set[str]:
+    """Names only ever bound to newly allocated arrays (writes to them touch nothing else),
+    in ``stmts`` (every statement, nested ones included: ``_preorder``)."""
     fresh: dict[str, bool] = {}
-    for s in _walk(body):
+    for s in stmts:
         if isinstance(s, ast.Assign):
             for t in s.targets:
                 for n in walk(t):
@@ -77,30 +78,44 @@ def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
     return {n for n, ok in fresh.items() if ok}
 
 
-def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> list[ast.stmt]:
+#: per simple statement, kept between ``dead_code`` runs on the same statements:
+#: id -> [the statement, what it defines, what it needs (None until needed)]
+Facts = dict[int, list]
+
+
+def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
+              memo: Facts | None = None) -> list[ast.stmt]:
     """Remove statements whose results nothing live reads (the final return is live).
+
+    ``body`` is not changed: the result shares its kept simple statements and holds
+    copies of the compound ones whose blocks lost statements.  ``memo``: the facts of
+    each simple statement, shared by the runs over the variants of one function (a
+    statement must not change between them).
 
     Element writes stay unless their array is freshly allocated: another name may
     share the array.  A loop or ``if`` stays when any statement under it does.
     Liveness is propagated once along a worklist (each statement and name at most once).
     """
     shared = shared or {}
-    fresh = _fresh_arrays(body)
+    memo = {} if memo is None else memo
+    every = _preorder(body)
+    fresh = _fresh_arrays(every)
     live: set[str] = set()
     keep: set[int] = set()
     parent: dict[int, ast.stmt] = {}
     definers: dict[str, list[ast.stmt]] = {}
     work: list[ast.stmt] = []
-    for s in _walk(body):
+    for s in every:
         for f in ("body", "orelse"):
             for c in getattr(s, f, []) or []:
                 parent[id(c)] = s
         if isinstance(s, (ast.For, ast.While, ast.If)):
             continue
-        if _always_live(s, fresh):
+        defines = _facts(s, memo)[1]
+        if _always_live(s, fresh, defines):
             work.append(s)
         else:  # a write into an adjoint that is a view of another is a write into that one
-            for n in _defines(s):
+            for n in defines:
                 for m in {n, _root(n, shared)}:
                     definers.setdefault(m, []).append(s)
     for s in body:
@@ -110,14 +125,52 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
         s = work.pop()
         while s is not None and id(s) not in keep:  # the statement, then what encloses it
             keep.add(id(s))
-            _make_live(_needs(s), live, definers, work)
+            if isinstance(s, (ast.For, ast.While, ast.If)):
+                needs = _needs(s)
+            else:
+                facts = _facts(s, memo)
+                needs = facts[2]
+                if needs is None:
+                    needs = facts[2] = _needs(s)
+            _make_live(needs, live, definers, work)
             s = parent.get(id(s))
     return _sweep(body, keep)
 
 
-def _always_live(s: ast.stmt, fresh: set[str]) -> bool:
-    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays."""
-    if isinstance(s, ast.Break) or not _pure(s):
+def _facts(s: ast.stmt, memo: Facts) -> list:
+    """``[s, _defines(s), _needs(s) or None until asked]`` for a simple statement, kept in
+    ``memo`` (the statement itself is kept too, so an id is never reused meanwhile)."""
+    hit = memo.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit
+    hit = memo[id(s)] = [s, _defines(s), None]
+    return hit
+
+
+def _preorder(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of ``stmts`` and of the blocks under them, each before its blocks'
+    (``_walk``'s order), without a generator per level."""
+    out: list[ast.stmt] = []
+    todo = [iter(stmts)]
+    while todo:
+        s = next(todo[-1], None)
+        if s is None:
+            todo.pop()
+            continue
+        out.append(s)
+        orelse = getattr(s, "orelse", None)
+        if orelse:
+            todo.append(iter(orelse))
+        body = getattr(s, "body", None)
+        if body:
+            todo.append(iter(body))
+    return out
+
+
+def _always_live(s: ast.stmt, fresh: set[str], defines: set[str]) -> bool:
+    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays
+    (``defines``: ``_defines(s)``)."""
+    if isinstance(s, ast.Break) or not _pure(s, defines):
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
     return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
@@ -150,6 +203,13 @@ def _needs(s: ast.stmt) -> set[str]:
     return out
 
 
+def _shallow_copy(s: ast.stmt) -> ast.stmt:
+    """A new node with the same fields and attributes as ``s`` (its children shared)."""
+    new = s.__class__.__new__(s.__class__)
+    new.__dict__.update(s.__dict__)
+    return new
+
+
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
     out = _sweep_all(stmts, keep)
     # a source comment stays only if the statements under it do
@@ -166,14 +226,16 @@ def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
             continue
         if id(s) not in keep and not isinstance(s, ast.Return):
             continue
-        for f in ("body", "orelse"):
-            sub = getattr(s, f, None)
-            if sub:
-                setattr(s, f, _sweep(sub, keep))
-        if isinstance(s, (ast.For, ast.While)) and not s.body:
-            continue
-        if isinstance(s, ast.If) and not s.body:
-            s.body = [ast.Pass()]
+        if "body" in s._fields:
+            s = _shallow_copy(s)  # the input is left as it is (the variants share it)
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    setattr(s, f, _sweep(sub, keep))
+            if isinstance(s, (ast.For, ast.While)) and not s.body:
+                continue
+            if isinstance(s, ast.If) and not s.body:
+                s.body = [ast.Pass()]
         out.append(s)
     return out
 
@@ -375,24 +437,29 @@ def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
 _SUM_MAX = 8
 
 
-def _exits(s: ast.stmt) -> bool:
-    """Does ``s`` contain a jump (its successors may not run)?"""
-    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-               for n in ast.walk(s))
+_JUMPS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
 
 
-def _written_roots(s: ast.stmt, shared: dict[str, str]) -> set[str]:
-    """Names (and the buffers they view) that ``s`` may write, anywhere inside it."""
+def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[str]]:
+    """In one walk: does ``s`` contain a jump (its successors may not run), every name it
+    mentions, and the names (with the buffers they view) it may write anywhere inside."""
+    exits = False
+    names: set[str] = set()
     out: set[str] = set()
-    for n in ast.walk(s):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store) \
-                and isinstance(n.value, ast.Name):
-            out.add(n.value.id)
-    return out | {_root(n, shared) for n in out}
+    for n in walk(s):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+            if isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+        elif isinstance(n, ast.AugAssign):
+            if isinstance(n.target, ast.Name):
+                out.add(n.target.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)):
+            if isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                out.add(n.value.id)
+        elif isinstance(n, _JUMPS):
+            exits = True
+    return exits, names, out | {_root(n, shared) for n in out}
 
 
 def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
@@ -416,11 +483,10 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
                 and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value))
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        if _exits(s) or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
+        exits, names, written = _touches(s, shared)
+        if exits or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
             pending.clear()
         else:
-            names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
-            written = _written_roots(s, shared)
             for d in [d for d, p in pending.items()
                       if (d in names and not (fold and d == t.id)) or p[3] & written]:
                 del pending[d]
