@@ -410,12 +410,13 @@ def lower_(u: Unit) -> None:
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
     memo: Facts = {}
+    texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
     fns = [lower.lower(u.ir, v, u.names[v], memo) for v in lower.VARIANTS]
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
-        u.sources[v] = emit.unparse(fn)
+        u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
     for part in lower.PARTS:
-        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"))
+        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"), texts)
 
 
 PREPARE: list[Pass] = [

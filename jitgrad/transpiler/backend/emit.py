@@ -74,11 +74,74 @@ def locate_statements(node: ast.AST, lineno: int = 1) -> None:
                 todo.extend((c, line) for c in sub)
 
 
-def unparse(fn: ast.FunctionDef) -> str:
-    """The source of the generated function ``fn``, with comment markers as comments."""
+#: statements printed on one line of their own (their text depends only on their indentation)
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Break,
+           ast.Continue, ast.Return, ast.Raise, ast.Delete)
+#: (id, indentation) -> (the statement, its text): see ``unparse``
+Texts = dict[tuple[int, int], tuple[ast.stmt, str]]
+
+
+def _text_unparser() -> Any:
+    """``ast.unparse``'s unparser, reusing the text of simple statements printed before at
+    the same indentation; None where this Python's unparser is not the one expected."""
+    base = getattr(ast, "_Unparser", None)
+    if base is None:
+        try:
+            from _ast_unparse import Unparser as base  # Python 3.14 moved it
+        except ImportError:
+            return None
+    if not all(hasattr(base, a) for a in ("traverse", "visit", "fill")):
+        return None
+
+    class TextUnparser(base):
+        def __init__(self, texts: Texts):
+            super().__init__()
+            self._jg_texts = texts
+
+        def traverse(self, node):
+            if not isinstance(node, _SIMPLE):
+                return super().traverse(node)
+            key = (id(node), self._indent)
+            hit = self._jg_texts.get(key)
+            if hit is not None and hit[0] is node:
+                self._source.append(hit[1])
+                return None
+            source = self._source
+            start = len(source)
+            self._precedences = {}  # as if printed on its own: the text fits every variant
+            super().traverse(node)
+            self._jg_texts[key] = (node, "".join(source[start:]))
+            return None
+
+    probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
+                      "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n")
+    texts: Texts = {}
+    try:
+        same = all(TextUnparser(texts).visit(probe) == ast.unparse(probe) for _ in range(2))
+    except Exception:
+        return None
+    return TextUnparser if same else None
+
+
+_TEXT_UNPARSER: Any = False  # not looked for yet
+
+
+def unparse(fn: ast.FunctionDef, texts: Texts | None = None) -> str:
+    """The source of the generated function ``fn``, with comment markers as comments.
+
+    ``texts``: kept between the functions of one specialisation, which share most simple
+    statements; each is printed once per indentation, as ``ast.unparse`` prints it on
+    its own (the same text as in the whole function: the passes share no expression
+    nodes between statements but names and constants, whose text has no parentheses)."""
+    global _TEXT_UNPARSER
     mod = ast.Module(body=[fn], type_ignores=[])
     locate_statements(mod)
-    src = ast.unparse(mod) + "\n"
+    if texts is not None and _TEXT_UNPARSER is False:
+        _TEXT_UNPARSER = _text_unparser()
+    if texts is not None and _TEXT_UNPARSER:
+        src = _TEXT_UNPARSER(texts).visit(mod) + "\n"
+    else:
+        src = ast.unparse(mod) + "\n"
     return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
 
 
