@@ -33,6 +33,10 @@ def _defines(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.Assign):
         out = set()
         for t in s.targets:
+            if t.__class__ is ast.Name:  # the usual target, without a walk
+                if isinstance(t.ctx, ast.Store):
+                    out.add(t.id)
+                continue
             for n in walk(t):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     out.add(n.id)
@@ -60,27 +64,39 @@ def _pure(s: ast.stmt, defines: set[str]) -> bool:
     return isinstance(s, ast.Pass)
 
 
-def _fresh_arrays(stmts: list[ast.stmt]) -> set[str]:
+def _binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
+    """The names an assignment binds, each with whether it binds a newly allocated array."""
+    if not isinstance(s, ast.Assign):
+        return ()
+    out = []
+    v = s.value
+    for t in s.targets:
+        for n in ([t] if t.__class__ is ast.Name else walk(t)):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
+                      and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+                out.append((n.id, ok))
+    return tuple(out)
+
+
+def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:
     """Names only ever bound to newly allocated arrays (writes to them touch nothing else),
-    in ``stmts`` (every statement, nested ones included: ``_preorder``)."""
+    in ``stmts`` (every statement, nested ones included: ``_preorder``; ``facts``: theirs)."""
     fresh: dict[str, bool] = {}
-    for s in stmts:
-        if isinstance(s, ast.Assign):
-            for t in s.targets:
-                for n in walk(t):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                        v = s.value
-                        ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
-                              and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
-                        fresh[n.id] = fresh.get(n.id, True) and ok
+    for s, f in zip(stmts, facts, strict=True):
+        if f is not None:
+            for n, ok in f[3]:
+                fresh[n] = fresh.get(n, True) and ok
         elif isinstance(s, ast.For):
             fresh[s.target.id] = False
     return {n for n, ok in fresh.items() if ok}
 
 
 #: per simple statement, kept between ``dead_code`` runs on the same statements:
-#: id -> [the statement, what it defines, what it needs (None until needed)]
+#: id -> [the statement, what it defines, what it needs (None until needed), what it binds
+#: (``_binds``), ``_live_key``]
 Facts = dict[int, list]
+_COMPOUND = (ast.For, ast.While, ast.If)
 
 
 def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
@@ -99,23 +115,26 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
     shared = shared or {}
     memo = {} if memo is None else memo
     every = _preorder(body)
-    fresh = _fresh_arrays(every)
+    facts = [None if isinstance(s, _COMPOUND) else _facts(s, memo) for s in every]
+    fresh = _fresh_arrays(every, facts)
     live: set[str] = set()
     keep: set[int] = set()
     parent: dict[int, ast.stmt] = {}
     definers: dict[str, list[ast.stmt]] = {}
     work: list[ast.stmt] = []
-    for s in every:
-        for f in ("body", "orelse"):
-            for c in getattr(s, f, []) or []:
-                parent[id(c)] = s
-        if isinstance(s, (ast.For, ast.While, ast.If)):
+    for s, fs in zip(every, facts, strict=True):
+        if fs is None or _has_blocks(s):
+            for f in ("body", "orelse"):
+                for c in getattr(s, f, []) or []:
+                    parent[id(c)] = s
+        if fs is None:
             continue
-        defines = _facts(s, memo)[1]
-        if _always_live(s, fresh, defines):
+        key = fs[4]
+        # kept whatever is live: effects, breaks, writes into arrays that may be shared
+        if key is True or (key is not None and key not in fresh):
             work.append(s)
         else:  # a write into an adjoint that is a view of another is a write into that one
-            for n in defines:
+            for n in fs[1]:
                 for m in {n, _root(n, shared)}:
                     definers.setdefault(m, []).append(s)
     for s in body:
@@ -125,26 +144,50 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
         s = work.pop()
         while s is not None and id(s) not in keep:  # the statement, then what encloses it
             keep.add(id(s))
-            if isinstance(s, (ast.For, ast.While, ast.If)):
+            if isinstance(s, _COMPOUND):
                 needs = _needs(s)
             else:
-                facts = _facts(s, memo)
-                needs = facts[2]
+                fs = _facts(s, memo)
+                needs = fs[2]
                 if needs is None:
-                    needs = facts[2] = _needs(s)
+                    needs = fs[2] = _needs(s)
             _make_live(needs, live, definers, work)
             s = parent.get(id(s))
     return _sweep(body, keep)
 
 
+_BLOCKS: dict[type, bool] = {}
+
+
+def _has_blocks(s: ast.stmt) -> bool:
+    """Does the class of ``s`` have ``body`` or ``orelse`` fields (cached per class)?"""
+    has = _BLOCKS.get(s.__class__)
+    if has is None:
+        has = _BLOCKS[s.__class__] = bool({"body", "orelse"} & set(s._fields))
+    return has
+
+
 def _facts(s: ast.stmt, memo: Facts) -> list:
-    """``[s, _defines(s), _needs(s) or None until asked]`` for a simple statement, kept in
-    ``memo`` (the statement itself is kept too, so an id is never reused meanwhile)."""
+    """The facts of a simple statement (see ``Facts``), kept in ``memo`` (the statement
+    itself is kept too, so an id is never reused meanwhile)."""
     hit = memo.get(id(s))
     if hit is not None and hit[0] is s:
         return hit
-    hit = memo[id(s)] = [s, _defines(s), None]
+    defines = _defines(s)
+    hit = memo[id(s)] = [s, defines, None, _binds(s), _live_key(s, defines)]
     return hit
+
+
+def _live_key(s: ast.stmt, defines: set[str]) -> bool | str | None:
+    """True for a simple statement kept whatever is live (effects, breaks), the array
+    whose element it writes (kept unless that array is fresh), else None."""
+    if isinstance(s, ast.Break) or not _pure(s, defines):
+        return True
+    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
+    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            and not t.value.id.startswith("_tape")):
+        return t.value.id
+    return None
 
 
 def _preorder(stmts: list[ast.stmt]) -> list[ast.stmt]:
@@ -165,16 +208,6 @@ def _preorder(stmts: list[ast.stmt]) -> list[ast.stmt]:
         if body:
             todo.append(iter(body))
     return out
-
-
-def _always_live(s: ast.stmt, fresh: set[str], defines: set[str]) -> bool:
-    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays
-    (``defines``: ``_defines(s)``)."""
-    if isinstance(s, ast.Break) or not _pure(s, defines):
-        return True
-    t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
-    return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-            and t.value.id not in fresh and not t.value.id.startswith("_tape"))
 
 
 def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stmt]],
