@@ -357,6 +357,18 @@ def _emit(s: ast.AugAssign, values: list[ast.expr]) -> ast.AugAssign:
     return ast.AugAssign(target=s.target, op=ast.Add(), value=total)
 
 
+#: fields that never hold a node other than a stateless one (context, operator)
+_NO_CHILD = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",
+                       "name", "names", "module", "level", "is_async", "conversion", "simple"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold nodes with fields (cached per class)."""
+    fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NO_CHILD)
+    return fields
+
+
 class Simplify(ast.NodeTransformer):
     """Fold constants and drop no-op unbroadcast calls in inlined pullbacks."""
 
@@ -364,16 +376,39 @@ class Simplify(ast.NodeTransformer):
         self.scalar = scalar
         self.unb = unb
 
+    def visit(self, node):
+        """What ``NodeTransformer.visit`` does with these two visitors (children first,
+        replaced in place), without a dispatch and a ``generic_visit`` per node."""
+        for f in _CHILD_FIELDS.get(node.__class__) or _child_fields(node.__class__):
+            v = getattr(node, f, None)
+            if v.__class__ is list:
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.AST):
+                        v[i] = self.visit(x)
+            elif isinstance(v, ast.AST):
+                setattr(node, f, self.visit(v))
+        if node.__class__ is ast.Call:
+            return self._call(node)
+        if node.__class__ is ast.BinOp:
+            return self._binop(node)
+        return node
+
     def visit_Call(self, node):
         self.generic_visit(node)
+        return self._call(node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return self._binop(node)
+
+    def _call(self, node):
         if (isinstance(node.func, ast.Name) and node.func.id == self.unb and len(node.args) == 2
                 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.scalar
                 and getattr(node, "_jg_scalar_result", False)):
             return node.args[0]
         return node
 
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
+    def _binop(self, node):
         a, b = node.left, node.right
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant) \
                 and isinstance(a.value, (int, float)) and isinstance(b.value, (int, float)):
