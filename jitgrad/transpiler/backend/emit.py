@@ -98,6 +98,12 @@ def _text_unparser() -> Any:
             super().__init__()
             self._jg_texts = texts
 
+        def get_type_comment(self, node):
+            # the module has no type ignores: only the node's own comment (no line numbers
+            # needed, so the statements need not be located first)
+            comment = node.type_comment
+            return None if comment is None else f" # type: {comment}"
+
         def traverse(self, node):
             if not isinstance(node, _SIMPLE):
                 return super().traverse(node)
@@ -115,9 +121,13 @@ def _text_unparser() -> Any:
 
     probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
                       "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n")
+    expected = ast.unparse(probe)
+    for n in ast.walk(probe):  # as the passes make them: statements without locations
+        if isinstance(n, ast.stmt):
+            del n.lineno
     texts: Texts = {}
     try:
-        same = all(TextUnparser(texts).visit(probe) == ast.unparse(probe) for _ in range(2))
+        same = all(TextUnparser(texts).visit(probe) == expected for _ in range(2))
     except Exception:
         return None
     return TextUnparser if same else None
@@ -135,12 +145,12 @@ def unparse(fn: ast.FunctionDef, texts: Texts | None = None) -> str:
     nodes between statements but names and constants, whose text has no parentheses)."""
     global _TEXT_UNPARSER
     mod = ast.Module(body=[fn], type_ignores=[])
-    locate_statements(mod)
     if texts is not None and _TEXT_UNPARSER is False:
         _TEXT_UNPARSER = _text_unparser()
     if texts is not None and _TEXT_UNPARSER:
         src = _TEXT_UNPARSER(texts).visit(mod) + "\n"
     else:
+        locate_statements(mod)
         src = ast.unparse(mod) + "\n"
     return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
 

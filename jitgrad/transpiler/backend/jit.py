@@ -64,35 +64,68 @@ def global_reads(fns: list[ast.FunctionDef]) -> set[str] | None:
     """The names ``imports`` finds in the unparsed sources of ``fns`` (in that order), from
     the trees themselves: a name is bound where the parser would bind it (a target), not
     where its ``ctx`` says.  None where a tree would not parse back to the same names
-    (a ``Name`` that is not an identifier, a constant that prints as an expression)."""
+    (a ``Name`` that is not an identifier, a constant that prints as an expression).
+
+    The functions share most simple statements (the variants of one IR): the names of
+    each are found once."""
     read: set[str] = set()
+    seen: dict[int, tuple[ast.stmt, set[str], set[str]]] = {}
     for fn in fns:
         local = {a.arg for a in fn.args.args}
-        todo: list[tuple[ast.AST, bool]] = [(fn, False)]  # (node, in a binding target)
-        while todo:
-            n, target = todo.pop()
-            cls = n.__class__
-            if cls is ast.Name:
-                if not n.id.isidentifier() or keyword.iskeyword(n.id):
+        stmts: list[ast.stmt] = []
+        if not _names(fn, read, local, stmts):
+            return None
+        for st in stmts:  # the simple statements, from ``seen`` when met before
+            hit = seen.get(id(st))
+            if hit is None or hit[0] is not st:
+                loads: set[str] = set()
+                stores: set[str] = set()
+                if not _names(st, loads, stores, None):
                     return None
-                (local if target else read).add(n.id)
-                continue
-            if cls is ast.Constant:
-                if type(n.value) not in _LITERALS:
-                    return None
-                continue
-            fields = _FIELDS.get(cls) or _fields(cls)
-            # inside a target, tuples, lists and starred bind their names; the parts of a
-            # subscript or attribute target are read
-            keep = target and cls in _UNPACKING
-            for f, bound in fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend((x, keep or bound) for x in v if isinstance(x, ast.AST))
-                elif isinstance(v, ast.AST):
-                    todo.append((v, keep or bound))
+                hit = seen[id(st)] = (st, loads, stores)
+            read |= hit[1]
+            local |= hit[2]
         read -= local
     return read
+
+
+#: statements holding no statements (their names are found once per specialisation)
+_SIMPLE_STMTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return,
+                           ast.Pass, ast.Break, ast.Continue, ast.Raise, ast.Delete})
+
+
+def _names(node: ast.AST, read: set[str], local: set[str],
+           stmts: list[ast.stmt] | None) -> bool:
+    """Add the names ``node`` reads to ``read`` and those it binds to ``local``; False where
+    it would not parse back to the same names.  With ``stmts``, the simple statements
+    under ``node`` are put there instead of walked."""
+    todo: list[tuple[ast.AST, bool]] = [(node, False)]  # (node, in a binding target)
+    while todo:
+        n, target = todo.pop()
+        cls = n.__class__
+        if cls is ast.Name:
+            if not n.id.isidentifier() or keyword.iskeyword(n.id):
+                return False
+            (local if target else read).add(n.id)
+            continue
+        if cls is ast.Constant:
+            if type(n.value) not in _LITERALS:
+                return False
+            continue
+        if stmts is not None and cls in _SIMPLE_STMTS:
+            stmts.append(n)
+            continue
+        fields = _FIELDS.get(cls) or _fields(cls)
+        # inside a target, tuples, lists and starred bind their names; the parts of a
+        # subscript or attribute target are read
+        keep = target and cls in _UNPACKING
+        for f, bound in fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                todo.extend((x, keep or bound) for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                todo.append((v, keep or bound))
+    return True
 
 
 _UNPACKING = (ast.Tuple, ast.List, ast.Starred)
