@@ -25,7 +25,7 @@ from ...markers import checkpoint
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..naming import Namer
-from ..nodes import clone, replace_names, walk
+from ..nodes import clone, clone_with, replace_names, walk
 from .desugar import assign, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
@@ -80,9 +80,22 @@ def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
     m = mapping.get(node.id)
     if m is None:
         return node
-    if isinstance(m, str):
-        return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
+    if isinstance(m, str):  # ``ast.copy_location`` of one name to another, inline
+        new = ast.Name(id=m, ctx=node.ctx)
+        for a in ("lineno", "col_offset"):
+            v = getattr(node, a, None)
+            if v is not None:
+                setattr(new, a, v)
+        for a in ("end_lineno", "end_col_offset"):
+            if hasattr(node, a):
+                setattr(new, a, getattr(node, a))
+        return new
     return ast.copy_location(clone(m), node)
+
+
+def renamed_copy(node, mapping: dict[str, str | ast.expr]):
+    """``rename(clone(node), mapping)`` in one pass."""
+    return clone_with(node, lambda n: _renamed(n, mapping))
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
