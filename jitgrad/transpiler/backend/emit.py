@@ -92,6 +92,7 @@ def _text_unparser() -> Any:
             return None
     if not all(hasattr(base, a) for a in ("traverse", "visit", "fill")):
         return None
+    dispatch = ast.NodeVisitor.visit
 
     class TextUnparser(base):
         def __init__(self, texts: Texts):
@@ -105,18 +106,25 @@ def _text_unparser() -> Any:
             return None if comment is None else f" # type: {comment}"
 
         def traverse(self, node):
-            if not isinstance(node, _SIMPLE):
-                return super().traverse(node)
-            key = (id(node), self._indent)
-            hit = self._jg_texts.get(key)
-            if hit is not None and hit[0] is node:
-                self._source.append(hit[1])
-                return None
-            source = self._source
-            start = len(source)
-            self._precedences = {}  # as if printed on its own: the text fits every variant
-            super().traverse(node)
-            self._jg_texts[key] = (node, "".join(source[start:]))
+            # the unparser's own traverse (a list item by item, else dispatch), with the
+            # simple statements of a block (the only place they occur) printed once
+            if node.__class__ is not list:
+                return dispatch(self, node)
+            texts = self._jg_texts
+            for item in node:
+                if not isinstance(item, _SIMPLE):
+                    self.traverse(item)
+                    continue
+                key = (id(item), self._indent)
+                hit = texts.get(key)
+                if hit is not None and hit[0] is item:
+                    self._source.append(hit[1])
+                    continue
+                source = self._source
+                start = len(source)
+                self._precedences = {}  # as if printed on its own: the text fits every variant
+                dispatch(self, item)
+                texts[key] = (item, "".join(source[start:]))
             return None
 
     probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
