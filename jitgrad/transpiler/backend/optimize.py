@@ -316,30 +316,31 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
                  and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name))
         if accum:
             # one that reads an array with pending stores (or its own) runs where it is
-            reads = {_root(n, shared) for n in _loads(s.value) | _loads(s.target.slice)}
+            value_loads, idx_names = _loads(s.value), _loads(s.target.slice)
+            reads = {_root(n, shared) for n in value_loads | idx_names}
             accum = not (reads & ({pending[k][0]._jg_base for k in order}
                                   | {_root(s.target.value.id, shared)}))
         if accum:
             key = ast.unparse(s.target)
             base = _root(s.target.value.id, shared)
-            idx_names = _loads(s.target.slice)
             # a later statement may not touch the array or change the index names
             if key in pending and len(pending[key][1]) >= _MERGE_MAX:
                 head.append(_emit(*pending.pop(key)))  # keep each sum a few terms deep
                 order.remove(key)
             if key in pending:
                 pending[key][1].append(s.value)
-                pending[key][0]._jg_reads |= {_root(n, shared) for n in _loads(s.value)}
+                pending[key][0]._jg_reads |= {_root(n, shared) for n in value_loads}
             else:
                 pending[key] = (s, [s.value])
                 order.append(key)
-                s._jg_reads = {_root(n, shared) for n in _loads(s.value)}
+                s._jg_reads = {_root(n, shared) for n in value_loads}
             s._jg_base, s._jg_idx = base, idx_names
             continue
-        touched = {_root(n, shared) for n in _loads(s) | _defines(s)}
-        defined = _defines(s) | {_root(n, shared) for n in _defines(s)}
+        defines = _defines(s)
+        touched = {_root(n, shared) for n in _loads(s) | defines}
+        defined = defines | {_root(n, shared) for n in defines}
         flush = [k for k in order if pending[k][0]._jg_base in touched
-                 or pending[k][0]._jg_idx & _defines(s)
+                 or pending[k][0]._jg_idx & defines
                  or pending[k][0]._jg_reads & defined]
         for k in flush:
             head.append(_emit(*pending.pop(k)))
@@ -549,7 +550,10 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
                 setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
-                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in _loads(s.value))
+                and isinstance(s.op, (ast.Add, ast.Sub)))
+        if fold:
+            value_loads = _loads(s.value)
+            fold = t.id not in value_loads
         # what ``s`` reads or writes keeps the pending statements it touches where they are
         exits, names, written = _touches(s, shared)
         if exits or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
@@ -560,7 +564,8 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
                 del pending[d]
         if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
-            reads = _term_reads(s.value, shared)
+            # the names the term reads, with the buffers they view
+            reads = value_loads | {_root(n, shared) for n in value_loads}
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
                 i, how, terms, prev_reads = prev
@@ -575,21 +580,15 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             continue
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in scalars
-                and s.targets[0].id not in _loads(s.value)):
+                and s.targets[0].id not in (value_loads := _loads(s.value))):
             v = s.value
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
                 pending[s.targets[0].id] = (len(out), "set", [], set())
             else:
-                pending[s.targets[0].id] = (len(out), "set", [(1, v)],
-                                            _term_reads(v, shared))
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)], value_loads | {
+                    _root(n, shared) for n in value_loads})
         out.append(s)
     return [s for s in out if s is not None]
-
-
-def _term_reads(e: ast.expr, shared: dict[str, str]) -> set[str]:
-    """The names a term reads, with the buffers they view (writes to either block sinking)."""
-    loads = _loads(e)
-    return loads | {_root(n, shared) for n in loads}
 
 
 def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
