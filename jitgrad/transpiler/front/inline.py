@@ -250,18 +250,18 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     that is only updated in place (never rebound) is renamed to the caller's name.
     """
     defs: dict[str, list[ast.stmt]] = {}
+    binds: list[ast.Assign] = []  # the parameter binds, in ``walk`` order
     for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Assign):
             for t in walk(n.targets[0]):
                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                     defs.setdefault(t.id, []).append(n)
+            if (getattr(n, "_jg_param_of", None) and isinstance(n.targets[0], ast.Name)
+                    and isinstance(n.value, ast.Name)):
+                binds.append(n)
     mapping: dict[str, str] = {}
     drop: set[int] = set()
-    for n in walk(ast.Module(body=body, type_ignores=[])):
-        if not (getattr(n, "_jg_param_of", None) and isinstance(n, ast.Assign)
-                and isinstance(n.targets[0], ast.Name)
-                and isinstance(n.value, ast.Name)):
-            continue
+    for n in binds:
         p, src = n.targets[0].id, n.value.id
         k = kinds.get(p)
         if k is None or not k.is_array or src in mapping:
