@@ -46,10 +46,11 @@ def clone(node: T) -> T:
 
 
 def clone_with(node: T, new: Callable[[ast.Name], ast.AST]) -> T:
-    """``clone(node)`` with every ``Name`` in its fields (``node`` itself included) replaced
-    by ``new(its copy)``: what ``replace_names`` on a clone does, in one pass."""
+    """``clone(node)`` with every ``Name`` ``n`` in its fields (``node`` itself included)
+    replaced by ``new(n)``, which must not change ``n`` and returns a new node (a copy of
+    ``n`` where it keeps it): ``replace_names`` on a clone, in one pass."""
     if isinstance(node, ast.Name):
-        return new(clone(node))  # type: ignore[return-value]
+        return new(node)  # type: ignore[return-value]
     if not isinstance(node, ast.AST):
         return node
     cls = node.__class__

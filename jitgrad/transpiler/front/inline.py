@@ -80,22 +80,35 @@ def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
     m = mapping.get(node.id)
     if m is None:
         return node
-    if isinstance(m, str):  # ``ast.copy_location`` of one name to another, inline
-        new = ast.Name(id=m, ctx=node.ctx)
-        for a in ("lineno", "col_offset"):
-            v = getattr(node, a, None)
-            if v is not None:
-                setattr(new, a, v)
-        for a in ("end_lineno", "end_col_offset"):
-            if hasattr(node, a):
-                setattr(new, a, getattr(node, a))
-        return new
-    return ast.copy_location(clone(m), node)
+    if isinstance(m, str):
+        return _located(ast.Name(id=m, ctx=node.ctx), node)
+    new = clone(m)
+    if isinstance(new, ast.expr):
+        return _located(new, node)
+    return ast.copy_location(new, node)
+
+
+def _located(new: ast.expr, old: ast.Name) -> ast.expr:
+    """``ast.copy_location(new, old)`` for an expression (its location attributes are a
+    name's), inline."""
+    for a in ("lineno", "col_offset"):
+        v = getattr(old, a, None)
+        if v is not None:
+            setattr(new, a, v)
+    for a in ("end_lineno", "end_col_offset"):
+        if hasattr(old, a):
+            setattr(new, a, getattr(old, a))
+    return new
+
+
+def _renamed_copy(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
+    """``_renamed(clone(node), mapping)``, without the copy where the name is replaced."""
+    return clone(node) if mapping.get(node.id) is None else _renamed(node, mapping)
 
 
 def renamed_copy(node, mapping: dict[str, str | ast.expr]):
     """``rename(clone(node), mapping)`` in one pass."""
-    return clone_with(node, lambda n: _renamed(n, mapping))
+    return clone_with(node, lambda n: _renamed_copy(n, mapping))
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
