@@ -531,6 +531,31 @@ def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[s
     return exits, names, out | {_root(n, shared) for n in out}
 
 
+def _compound_touches(s: ast.stmt, shared: dict[str, str],
+                      memo: dict[int, tuple[ast.stmt, Touches]]) -> Touches:
+    """``_touches(s, shared)`` of a loop or branch whose blocks are folded: the union of
+    its header's and of each statement's of its blocks (from ``memo`` where there)."""
+    exits = False
+    names: set[str] = set()
+    written: set[str] = set()
+    parts: list[Touches] = []
+    for f in s._fields:
+        v = getattr(s, f, None)
+        if f in ("body", "orelse"):
+            for x in v or ():
+                hit = memo.get(id(x))
+                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x, shared))
+        elif isinstance(v, ast.AST):
+            parts.append(_touches(v, shared))
+        elif isinstance(v, list):
+            parts.extend(_touches(x, shared) for x in v if isinstance(x, ast.AST))
+    for e, n, w in parts:
+        exits = exits or e
+        names |= n
+        written |= w
+    return exits, names, written
+
+
 def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
                          shared: dict[str, str] | None = None) -> list[ast.stmt]:
     """``dc = 0.0; dc += a; ...; dc += b`` -> ``dc = a + b`` for scalar adjoints ``scalars``.
@@ -539,15 +564,26 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
     in the same statement list when nothing between reads or writes ``dc``, writes
     what its terms read, or may jump; sums stay a few terms deep.
     """
-    shared = shared or {}
+    return _fold(stmts, scalars, shared or {}, {})
+
+
+Touches = tuple[bool, set[str], set[str]]
+
+
+def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
+          memo: dict[int, tuple[ast.stmt, Touches]]) -> list[ast.stmt]:
+    """``fold_scalar_adjoints`` of one block; ``memo`` keeps what each statement touches
+    (``_touches``), so a loop or branch is not walked again whole: its facts are its
+    header's and its folded blocks' statements'."""
     out: list[ast.stmt | None] = []
     # adjoint -> (index in out, "set" or "add", [(sign, term)], roots the terms read)
     pending: dict[str, tuple[int, str, list, set[str]]] = {}
     for s in stmts:
+        compound = isinstance(s, (ast.If, ast.For, ast.While))
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
-            if sub and isinstance(s, (ast.If, ast.For, ast.While)):
-                setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
+            if sub and compound:
+                setattr(s, f, _fold(sub, scalars, shared, memo) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
                 and isinstance(s.op, (ast.Add, ast.Sub)))
@@ -555,7 +591,9 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             value_loads = _loads(s.value)
             fold = t.id not in value_loads
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        exits, names, written = _touches(s, shared)
+        touched = _compound_touches(s, shared, memo) if compound else _touches(s, shared)
+        memo[id(s)] = (s, touched)
+        exits, names, written = touched
         if exits or (isinstance(s, ast.Expr) and not getattr(s, "_jg_comment", False)):
             pending.clear()
         else:
