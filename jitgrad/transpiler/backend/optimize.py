@@ -135,7 +135,8 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
             work.append(s)
         else:  # a write into an adjoint that is a view of another is a write into that one
             for n in fs[1]:
-                for m in {n, _root(n, shared)}:
+                definers.setdefault(n, []).append(s)
+                if n in shared and (m := _root(n, shared)) != n:
                     definers.setdefault(m, []).append(s)
     for s in body:
         if isinstance(s, ast.Return):
