@@ -367,15 +367,17 @@ class Reverser(TapeMixin, ControlFlowMixin):
             raise self.parsed.error(f"cannot differentiate '{ast.unparse(v)}'", s,
                                     "split it into supported operations")
         fn, args, kw = prim
-        label = ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
+        def label() -> str:  # for messages only (printed when one is raised)
+            return ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
+
         if fn is None or (lookup(fn) is None and not is_non_differentiable(fn)):
             raise self.parsed.error(
-                f"no gradient rule for '{label}'", s,
+                f"no gradient rule for '{label()}'", s,
                 "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
                 "compute this value outside the differentiated function")
         for kv in kw.values():
             if set(names_of(kv)) & self.an.active:
-                raise self.parsed.error(f"keyword argument of '{label}' depends on a "
+                raise self.parsed.error(f"keyword argument of '{label()}' depends on a "
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
         rule = lookup(fn)
