@@ -167,7 +167,6 @@ class Reverser(TapeMixin, ControlFlowMixin):
     # --- captures ----------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], top: bool = False):
-        fwd: list[ast.stmt] = []
         rev: list[ast.stmt] = []
         restored: set[str] = set()
         if top:
@@ -180,11 +179,12 @@ class Reverser(TapeMixin, ControlFlowMixin):
             rev += seeds
         last = None
         local = [n for n, b in self.an.block_local.items() if b == id(stmts)]
+        chunks: list[list[ast.stmt]] = []  # each statement's forward, last statement first
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
             restored -= {m for n in all_defs(s) for m in self.an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
-            fwd[:0] = f
+            chunks.append(list(f))  # as it is now, like the slice assignment was
             line = getattr(s, "lineno", None)
             if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
                 r = [self.source_comment(line), *r]
@@ -192,6 +192,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
             elif r:
                 last = line if not isinstance(s, (ast.For, ast.While, ast.If)) else None
             rev += r
+        # joined once (prepending each statement's forward was quadratic in the block)
+        fwd: list[ast.stmt] = [x for f in reversed(chunks) for x in f]
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
             rev[:0] = [self.adjoint_view(n) if n in self.an.views else
                        assign(self.adj(n), self.zero(n))
