@@ -18,9 +18,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import jitgrad as jg  # noqa: E402
 from workloads import heat, lorenz, rosenbrock  # noqa: E402
 from workloads.base import Workload  # noqa: E402
+
+import jitgrad as jg  # noqa: E402
 
 
 def best(fn, repeats: int = 7) -> float:

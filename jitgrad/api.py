@@ -167,7 +167,7 @@ class Differentiated:
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
-                                  self.func.__qualname__, self.jit, u.ir.callables)
+                                  self.func.__qualname__, self.jit, u.ir.callables, u.reads)
         return gen
 
     def cache_info(self) -> dict[str, Any]:

@@ -49,3 +49,51 @@ def test_two_thousand_statements(tmp_path, monkeypatch, loop):
     fd = (f(x, 0.5 + h, 0.3, 0.2) - f(x, 0.5 - h, 0.3, 0.2)) / (2 * h)
     assert ga == pytest.approx(fd, rel=1e-4, abs=1e-6)
     sys.modules.pop(name, None)
+
+
+def test_global_reads_match_the_parsed_sources():
+    """The namespace found from the lowered trees is the one parsing the sources finds."""
+    import corpus_loops
+    import corpus_soundness
+
+    from jitgrad.transpiler.analysis.kinds import of_value
+    from jitgrad.transpiler.backend import jit
+    from jitgrad.transpiler.backend.lower import VARIANTS
+    from jitgrad.transpiler.pipeline import prepare, transform
+
+    checked = 0
+    for f, make, wrt in corpus_loops.CASES + corpus_soundness.CASES:
+        params = f.__code__.co_varnames[:f.__code__.co_argcount]
+        kinds = {p: of_value(a) for p, a in zip(params, make(), strict=True)}
+        names = [params[i] for i in ((wrt,) if isinstance(wrt, int) else wrt)]
+        try:
+            u = transform(prepare(f), names, kinds)
+        except Exception:  # refused: nothing to run
+            continue
+        sources = {v: u.sources[v] for v in VARIANTS}
+        assert u.reads is not None
+        assert jit.imports(sources, u.env, u.reads) == jit.imports(sources, u.env), f.__name__
+        checked += 1
+    assert checked > 50
+
+
+def test_plain_free_names_match_the_def_use_chains():
+    """The fast path for functions without inner scopes finds beniget's free names."""
+    import ast
+    import glob
+    import os
+
+    from jitgrad.transpiler.front.parse import _plain_free_names, chains_free_names
+
+    plain = 0
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "*.py"))):
+        with open(path) as fh:
+            tree = ast.parse(fh.read())
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef):
+                fn.decorator_list = []
+                found = _plain_free_names(fn)
+                if found is not None:
+                    assert found == chains_free_names(fn), (path, fn.name)
+                    plain += 1
+    assert plain > 100

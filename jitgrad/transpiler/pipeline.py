@@ -26,7 +26,8 @@ from typing import Any
 from .analysis.analyse import Analysis, analyse
 from .analysis.kinds import Kind, infer
 from .backend import emit, lower
-from .backend.optimize import fold_scalar_adjoints, merge_accumulations
+from .backend.jit import global_reads
+from .backend.optimize import Facts, fold_scalar_adjoints, merge_accumulations
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
@@ -78,6 +79,8 @@ class Unit:
     #: lowered source per variant, and the generated function name of each
     sources: dict[str, str] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
+    reads: set[str] | None = None
 
     @property
     def name(self) -> str:
@@ -421,10 +424,14 @@ def lower_(u: Unit) -> None:
     """
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
-    for v in lower.VARIANTS:
-        u.sources[v] = emit.unparse(lower.lower(u.ir, v, u.names[v]))
+    memo: Facts = {}
+    texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
+    fns = [lower.lower(u.ir, v, u.names[v], memo) for v in lower.VARIANTS]
+    for v, fn in zip(lower.VARIANTS, fns, strict=True):
+        u.sources[v] = emit.unparse(fn, texts)
+    u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
     for part in lower.PARTS:
-        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"))
+        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"), texts)
 
 
 PREPARE: list[Pass] = [

@@ -298,10 +298,11 @@ module = importlib.import_module
 
 
 def save(file: str, k: str, qualname: str, sources: dict[str, str], env: dict[str, Any],
-         meta: dict[str, Any]) -> bool:
-    """Write the module for one specialisation; False where a name cannot be bound."""
+         meta: dict[str, Any], reads: set[str] | None = None) -> bool:
+    """Write the module for one specialisation; False where a name cannot be bound
+    (``reads``: the global names the sources read, see ``jit.imports``)."""
     lines = []
-    for name, v in imports(sources, env).items():
+    for name, v in imports(sources, env, reads).items():
         b = _binding(name, v)
         if b is None:
             return False
@@ -404,7 +405,7 @@ class Store:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
                     "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
             sources = {v: u.sources[v] for v in VARIANTS}
-            if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta):
+            if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta, u.reads):
                 mod = load(*where)
                 if mod is not None:
                     self.stats["misses"] += 1

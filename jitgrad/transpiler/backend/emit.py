@@ -51,10 +51,116 @@ def comment(text: str) -> ast.stmt:
     return node
 
 
-def unparse(fn: ast.FunctionDef) -> str:
+#: fields of a statement that hold statements (or handlers, which hold statements)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def locate_statements(node: ast.AST, lineno: int = 1) -> None:
+    """Give every statement under ``node`` a ``lineno`` (its parent's where it has none),
+    as ``ast.fix_missing_locations`` would, without walking into expressions.
+
+    ``ast.unparse`` reads only statements' line numbers (for type comments), so this is
+    all it needs; visiting each expression node too was most of the cost of emitting."""
+    todo = [(node, lineno)]
+    while todo:
+        n, line = todo.pop()
+        if "lineno" in n._attributes:
+            if not hasattr(n, "lineno"):
+                n.lineno = line
+            else:
+                line = n.lineno
+        for f in _BLOCK_FIELDS:
+            sub = getattr(n, f, None)
+            if sub:
+                todo.extend((c, line) for c in sub)
+
+
+#: statements printed on one line of their own (their text depends only on their indentation)
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Break,
+           ast.Continue, ast.Return, ast.Raise, ast.Delete)
+#: (id, indentation) -> (the statement, its text): see ``unparse``
+Texts = dict[tuple[int, int], tuple[ast.stmt, str]]
+
+
+def _text_unparser() -> Any:
+    """``ast.unparse``'s unparser, reusing the text of simple statements printed before at
+    the same indentation; None where this Python's unparser is not the one expected."""
+    base = getattr(ast, "_Unparser", None)
+    if base is None:
+        try:
+            from _ast_unparse import Unparser as base  # Python 3.14 moved it
+        except ImportError:
+            return None
+    if not all(hasattr(base, a) for a in ("traverse", "visit", "fill")):
+        return None
+    dispatch = ast.NodeVisitor.visit
+
+    class TextUnparser(base):
+        def __init__(self, texts: Texts):
+            super().__init__()
+            self._texts = texts
+
+        def get_type_comment(self, node):
+            # the module has no type ignores: only the node's own comment (no line numbers
+            # needed, so the statements need not be located first)
+            comment = node.type_comment
+            return None if comment is None else f" # type: {comment}"
+
+        def traverse(self, node):
+            # the unparser's own traverse (a list item by item, else dispatch), with the
+            # simple statements of a block (the only place they occur) printed once
+            if node.__class__ is not list:
+                return dispatch(self, node)
+            texts = self._texts
+            for item in node:
+                if not isinstance(item, _SIMPLE):
+                    self.traverse(item)
+                    continue
+                key = (id(item), self._indent)
+                hit = texts.get(key)
+                if hit is not None and hit[0] is item:
+                    self._source.append(hit[1])
+                    continue
+                source = self._source
+                start = len(source)
+                self._precedences = {}  # as if printed on its own: the text fits every variant
+                dispatch(self, item)
+                texts[key] = (item, "".join(source[start:]))
+            return None
+
+    probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
+                      "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n")
+    expected = ast.unparse(probe)
+    for n in ast.walk(probe):  # as the passes make them: statements without locations
+        if isinstance(n, ast.stmt):
+            del n.lineno
+    texts: Texts = {}
+    try:
+        same = all(TextUnparser(texts).visit(probe) == expected for _ in range(2))
+    except Exception:
+        return None
+    return TextUnparser if same else None
+
+
+_TEXT_UNPARSER: Any = False  # not looked for yet
+
+
+def unparse(fn: ast.FunctionDef, texts: Texts | None = None) -> str:
+    """The source of the generated function ``fn``, with comment markers as comments.
+
+    ``texts``: kept between the functions of one specialisation, which share most simple
+    statements; each is printed once per indentation, as ``ast.unparse`` prints it on
+    its own (the same text as in the whole function: the passes share no expression
+    nodes between statements but names and constants, whose text has no parentheses)."""
+    global _TEXT_UNPARSER
     mod = ast.Module(body=[fn], type_ignores=[])
-    ast.fix_missing_locations(mod)
-    src = ast.unparse(mod) + "\n"
+    if texts is not None and _TEXT_UNPARSER is False:
+        _TEXT_UNPARSER = _text_unparser()
+    if texts is not None and _TEXT_UNPARSER:
+        src = _TEXT_UNPARSER(texts).visit(mod) + "\n"
+    else:
+        locate_statements(mod)
+        src = ast.unparse(mod) + "\n"
     return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,25 +30,128 @@ class Compiled:
     jitted: dict[str, Any] = field(default_factory=dict)
 
 
-def imports(sources: dict[str, str], env: dict[str, Any]) -> dict[str, Any]:
+def imports(sources: dict[str, str], env: dict[str, Any],
+            reads: set[str] | None = None) -> dict[str, Any]:
     """The module namespace the generated code runs in: exactly the global names it reads
-    (the user's modules, constants and helpers, and jitgrad's), taken from ``env``."""
+    (the user's modules, constants and helpers, and jitgrad's), taken from ``env``.
+
+    ``reads``: those names, found by ``global_reads`` on the trees the sources were
+    unparsed from (then no source is parsed again)."""
     read: set[str] = set()
-    for src in sources.values():
-        fn = ast.parse(src).body[0]
-        local = {a.arg for a in fn.args.args}
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name):
-                (read if isinstance(n.ctx, ast.Load) else local).add(n.id)
-        read -= local
+    if reads is not None:
+        read = reads
+    else:
+        for src in sources.values():
+            fn = ast.parse(src).body[0]
+            local = {a.arg for a in fn.args.args}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Name):
+                    (read if isinstance(n.ctx, ast.Load) else local).add(n.id)
+            read -= local
     return {n: env[n] for n in sorted(read) if n in env}
 
 
+#: constant values ``ast.unparse`` writes as literals (other values print as expressions)
+_LITERALS = frozenset({int, float, complex, str, bytes, bool, type(None), type(...)})
+#: node fields holding binding targets (Name there is bound, as the parser sets ``Store``)
+_TARGETS: dict[type, tuple[str, ...]] = {
+    ast.Assign: ("targets",), ast.AugAssign: ("target",), ast.AnnAssign: ("target",),
+    ast.For: ("target",), ast.AsyncFor: ("target",), ast.withitem: ("optional_vars",),
+    ast.comprehension: ("target",), ast.NamedExpr: ("target",), ast.Delete: ("targets",)}
+
+
+def global_reads(fns: list[ast.FunctionDef]) -> set[str] | None:
+    """The names ``imports`` finds in the unparsed sources of ``fns`` (in that order), from
+    the trees themselves: a name is bound where the parser would bind it (a target), not
+    where its ``ctx`` says.  None where a tree would not parse back to the same names
+    (a ``Name`` that is not an identifier, a constant that prints as an expression).
+
+    The functions share most simple statements (the variants of one IR): the names of
+    each are found once."""
+    read: set[str] = set()
+    seen: dict[int, tuple[ast.stmt, set[str], set[str]]] = {}
+    for fn in fns:
+        local = {a.arg for a in fn.args.args}
+        stmts: list[ast.stmt] = []
+        if not _names(fn, read, local, stmts):
+            return None
+        for st in stmts:  # the simple statements, from ``seen`` when met before
+            hit = seen.get(id(st))
+            if hit is None or hit[0] is not st:
+                loads: set[str] = set()
+                stores: set[str] = set()
+                if not _names(st, loads, stores, None):
+                    return None
+                hit = seen[id(st)] = (st, loads, stores)
+            read |= hit[1]
+            local |= hit[2]
+        read -= local
+    return read
+
+
+#: statements holding no statements (their names are found once per specialisation)
+_SIMPLE_STMTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return,
+                           ast.Pass, ast.Break, ast.Continue, ast.Raise, ast.Delete})
+
+
+def _names(node: ast.AST, read: set[str], local: set[str],
+           stmts: list[ast.stmt] | None) -> bool:
+    """Add the names ``node`` reads to ``read`` and those it binds to ``local``; False where
+    it would not parse back to the same names.  With ``stmts``, the simple statements
+    under ``node`` are put there instead of walked."""
+    todo: list[tuple[ast.AST, bool]] = [(node, False)]  # (node, in a binding target)
+    while todo:
+        n, target = todo.pop()
+        cls = n.__class__
+        if cls is ast.Name:
+            if not n.id.isidentifier() or keyword.iskeyword(n.id):
+                return False
+            (local if target else read).add(n.id)
+            continue
+        if cls is ast.Constant:
+            if type(n.value) not in _LITERALS:
+                return False
+            continue
+        if stmts is not None and cls in _SIMPLE_STMTS:
+            stmts.append(n)
+            continue
+        fields = _FIELDS.get(cls) or _fields(cls)
+        # inside a target, tuples, lists and starred bind their names; the parts of a
+        # subscript or attribute target are read
+        keep = target and cls in _UNPACKING
+        for f, bound in fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                todo.extend((x, keep or bound) for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                todo.append((v, keep or bound))
+    return True
+
+
+_UNPACKING = (ast.Tuple, ast.List, ast.Starred)
+#: fields that hold no names: contexts, operators, identifiers, flags
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",
+                          "name", "names", "module", "level", "is_async", "conversion",
+                          "simple"})
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(field, holds a binding target) for the fields of ``cls`` that may hold names."""
+    out = _FIELDS.get(cls)
+    if out is None:
+        bound = _TARGETS.get(cls, ())
+        out = _FIELDS[cls] = tuple((f, f in bound) for f in cls._fields
+                                   if f not in _LEAF_FIELDS)
+    return out
+
+
 def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
-          qualname: str, jit: bool, callables: frozenset[str] = frozenset()) -> Compiled:
-    """Exec each variant's source into a namespace of what it reads from ``env``; compile
-    them when ``jit``."""
-    namespace = imports(sources, env)
+          qualname: str, jit: bool, callables: frozenset[str] = frozenset(),
+          reads: set[str] | None = None) -> Compiled:
+    """Exec each variant's source into a namespace of what it reads from ``env`` (``reads``:
+    those names, see ``imports``); compile them when ``jit``."""
+    namespace = imports(sources, env, reads)
     fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
     out = Compiled(sources, fns, namespace, jit, callables)
     if jit:
@@ -72,4 +176,4 @@ def call(compiled: Compiled, variant: str, args: tuple) -> Any:
     return emit.ieee_call(compiled.functions[variant], args)
 
 
-__all__ = ["Compiled", "build", "call"]
+__all__ = ["Compiled", "build", "call", "global_reads", "imports"]

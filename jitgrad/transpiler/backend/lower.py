@@ -17,7 +17,7 @@ import ast
 from ..ir import Adjoint, Tangent, result_expr
 from ..nodes import clone
 from . import emit
-from .optimize import dead_code
+from .optimize import Facts, dead_code
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -39,13 +39,16 @@ def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
     return emit.function_def(fname, [*ir.params, *ir.seeds], body)
 
 
-def lower(ir: Adjoint | Tangent, variant: str, fname: str) -> ast.FunctionDef:
+def lower(ir: Adjoint | Tangent, variant: str, fname: str,
+          memo: Facts | None = None) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
-    ``"jvp"`` for a ``Tangent`` record)."""
+    ``"jvp"`` for a ``Tangent`` record); ``memo``: what dead-code removal learnt of the IR's
+    statements in another variant."""
     if variant == "jvp":
         return lower_tangent(ir, fname)
     if variant in VARIANTS:
-        body = dead_code(clone(ir.body()) + [result_return(ir, variant)], ir.shared)
+        # dead_code copies what it changes: the variants share the IR's simple statements
+        body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared, memo)
         return emit.function_def(fname, [*ir.params, ir.seed], body)
     if variant == "forward":
         return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,

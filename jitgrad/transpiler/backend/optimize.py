@@ -32,6 +32,10 @@ def _defines(s: ast.stmt) -> set[str]:
     if isinstance(s, ast.Assign):
         out = set()
         for t in s.targets:
+            if t.__class__ is ast.Name:  # the usual target, without a walk
+                if isinstance(t.ctx, ast.Store):
+                    out.add(t.id)
+                continue
             for n in walk(t):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                     out.add(n.id)
@@ -51,56 +55,87 @@ def _defines(s: ast.stmt) -> set[str]:
     return set()
 
 
-def _pure(s: ast.stmt) -> bool:
+def _pure(s: ast.stmt, defines: set[str]) -> bool:
     if isinstance(s, (ast.Assign, ast.AugAssign)):
         return True
     if isinstance(s, ast.Expr):
-        return bool(_defines(s))
+        return bool(defines)
     return isinstance(s, ast.Pass)
 
 
-def _fresh_arrays(body: list[ast.stmt]) -> set[str]:
-    """Names only ever bound to newly allocated arrays (writes to them touch nothing else)."""
+def _binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
+    """The names an assignment binds, each with whether it binds a newly allocated array."""
+    if not isinstance(s, ast.Assign):
+        return ()
+    out = []
+    v = s.value
+    for t in s.targets:
+        for n in ([t] if t.__class__ is ast.Name else walk(t)):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
+                      and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+                out.append((n.id, ok))
+    return tuple(out)
+
+
+def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:
+    """Names only ever bound to newly allocated arrays (writes to them touch nothing else),
+    in ``stmts`` (every statement, nested ones included: ``_preorder``; ``facts``: theirs)."""
     fresh: dict[str, bool] = {}
-    for s in walk_stmts(body):
-        if isinstance(s, ast.Assign):
-            for t in s.targets:
-                for n in walk(t):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                        v = s.value
-                        ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
-                              and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
-                        fresh[n.id] = fresh.get(n.id, True) and ok
+    for s, f in zip(stmts, facts, strict=True):
+        if f is not None:
+            for n, ok in f[3]:
+                fresh[n] = fresh.get(n, True) and ok
         elif isinstance(s, ast.For):
             fresh[s.target.id] = False
     return {n for n, ok in fresh.items() if ok}
 
 
-def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> list[ast.stmt]:
+#: per simple statement, kept between ``dead_code`` runs on the same statements:
+#: id -> [the statement, what it defines, what it needs (None until needed), what it binds
+#: (``_binds``), ``_live_key``]
+Facts = dict[int, list]
+_COMPOUND = (ast.For, ast.While, ast.If)
+
+
+def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
+              memo: Facts | None = None) -> list[ast.stmt]:
     """Remove statements whose results nothing live reads (the final return is live).
+
+    ``body`` is not changed: the result shares its kept simple statements and holds
+    copies of the compound ones whose blocks lost statements.  ``memo``: the facts of
+    each simple statement, shared by the runs over the variants of one function (a
+    statement must not change between them).
 
     Element writes stay unless their array is freshly allocated: another name may
     share the array.  A loop or ``if`` stays when any statement under it does.
     Liveness is propagated once along a worklist (each statement and name at most once).
     """
     shared = shared or {}
-    fresh = _fresh_arrays(body)
+    memo = {} if memo is None else memo
+    every = _preorder(body)
+    facts = [None if isinstance(s, _COMPOUND) else _facts(s, memo) for s in every]
+    fresh = _fresh_arrays(every, facts)
     live: set[str] = set()
     keep: set[int] = set()
     parent: dict[int, ast.stmt] = {}
     definers: dict[str, list[ast.stmt]] = {}
     work: list[ast.stmt] = []
-    for s in walk_stmts(body):
-        for f in ("body", "orelse"):
-            for c in getattr(s, f, []) or []:
-                parent[id(c)] = s
-        if isinstance(s, (ast.For, ast.While, ast.If)):
+    for s, fs in zip(every, facts, strict=True):
+        if fs is None or _has_blocks(s):
+            for f in ("body", "orelse"):
+                for c in getattr(s, f, []) or []:
+                    parent[id(c)] = s
+        if fs is None:
             continue
-        if _always_live(s, fresh):
+        key = fs[4]
+        # kept whatever is live: effects, breaks, writes into arrays that may be shared
+        if key is True or (key is not None and key not in fresh):
             work.append(s)
         else:  # a write into an adjoint that is a view of another is a write into that one
-            for n in _defines(s):
-                for m in {n, _root(n, shared)}:
+            for n in fs[1]:
+                definers.setdefault(n, []).append(s)
+                if n in shared and (m := _root(n, shared)) != n:
                     definers.setdefault(m, []).append(s)
     for s in body:
         if isinstance(s, ast.Return):
@@ -109,18 +144,70 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None) -> lis
         s = work.pop()
         while s is not None and id(s) not in keep:  # the statement, then what encloses it
             keep.add(id(s))
-            _make_live(_needs(s), live, definers, work)
+            if isinstance(s, _COMPOUND):
+                needs = _needs(s)
+            else:
+                fs = _facts(s, memo)
+                needs = fs[2]
+                if needs is None:
+                    needs = fs[2] = _needs(s)
+            _make_live(needs, live, definers, work)
             s = parent.get(id(s))
     return _sweep(body, keep)
 
 
-def _always_live(s: ast.stmt, fresh: set[str]) -> bool:
-    """A simple statement kept whatever is live: effects, breaks, writes into shared arrays."""
-    if isinstance(s, ast.Break) or not _pure(s):
+_BLOCKS: dict[type, bool] = {}
+
+
+def _has_blocks(s: ast.stmt) -> bool:
+    """Does the class of ``s`` have ``body`` or ``orelse`` fields (cached per class)?"""
+    has = _BLOCKS.get(s.__class__)
+    if has is None:
+        has = _BLOCKS[s.__class__] = bool({"body", "orelse"} & set(s._fields))
+    return has
+
+
+def _facts(s: ast.stmt, memo: Facts) -> list:
+    """The facts of a simple statement (see ``Facts``), kept in ``memo`` (the statement
+    itself is kept too, so an id is never reused meanwhile)."""
+    hit = memo.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit
+    defines = _defines(s)
+    hit = memo[id(s)] = [s, defines, None, _binds(s), _live_key(s, defines)]
+    return hit
+
+
+def _live_key(s: ast.stmt, defines: set[str]) -> bool | str | None:
+    """True for a simple statement kept whatever is live (effects, breaks), the array
+    whose element it writes (kept unless that array is fresh), else None."""
+    if isinstance(s, ast.Break) or not _pure(s, defines):
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
-    return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-            and t.value.id not in fresh and not is_tape(t.value.id))
+    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            and not is_tape(t.value.id)):
+        return t.value.id
+    return None
+
+
+def _preorder(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of ``stmts`` and of the blocks under them, each before its blocks'
+    (``walk_stmts``' order), without a generator per level."""
+    out: list[ast.stmt] = []
+    todo = [iter(stmts)]
+    while todo:
+        s = next(todo[-1], None)
+        if s is None:
+            todo.pop()
+            continue
+        out.append(s)
+        orelse = getattr(s, "orelse", None)
+        if orelse:
+            todo.append(iter(orelse))
+        body = getattr(s, "body", None)
+        if body:
+            todo.append(iter(body))
+    return out
 
 
 def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stmt]],
@@ -142,6 +229,13 @@ def _needs(s: ast.stmt) -> set[str]:
     return out
 
 
+def _shallow_copy(s: ast.stmt) -> ast.stmt:
+    """A new node with the same fields and attributes as ``s`` (its children shared)."""
+    new = s.__class__.__new__(s.__class__)
+    new.__dict__.update(s.__dict__)
+    return new
+
+
 def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
     out = _sweep_all(stmts, keep)
     # a source comment stays only if the statements under it do
@@ -158,14 +252,16 @@ def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
             continue
         if id(s) not in keep and not isinstance(s, ast.Return):
             continue
-        for f in ("body", "orelse"):
-            sub = getattr(s, f, None)
-            if sub:
-                setattr(s, f, _sweep(sub, keep))
-        if isinstance(s, (ast.For, ast.While)) and not s.body:
-            continue
-        if isinstance(s, ast.If) and not s.body:
-            s.body = [ast.Pass()]
+        if "body" in s._fields:
+            s = _shallow_copy(s)  # the input is left as it is (the variants share it)
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if sub:
+                    setattr(s, f, _sweep(sub, keep))
+            if isinstance(s, (ast.For, ast.While)) and not s.body:
+                continue
+            if isinstance(s, ast.If) and not s.body:
+                s.body = [ast.Pass()]
         out.append(s)
     return out
 
@@ -225,7 +321,8 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
                  and isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name))
         if accum:
             # one that reads an array with pending stores (or its own) runs where it is
-            reads = {_root(n, shared) for n in loaded_ids(s.value) | loaded_ids(s.target.slice)}
+            value_loads, idx_names = loaded_ids(s.value), loaded_ids(s.target.slice)
+            reads = {_root(n, shared) for n in value_loads | idx_names}
             accum = not (reads & ({pending[k].base for k in order}
                                   | {_root(s.target.value.id, shared)}))
         if accum:
@@ -234,20 +331,21 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
             if key in pending and len(pending[key].values) >= _MERGE_MAX:
                 head.append(_emit(pending.pop(key)))  # keep each sum a few terms deep
                 order.remove(key)
-            value_reads = {_root(n, shared) for n in loaded_ids(s.value)}
+            value_reads = {_root(n, shared) for n in value_loads}
             if key in pending:
                 p = pending[key]
                 p.values.append(s.value)
                 p.reads |= value_reads  # same target text: same array and index names
             else:
                 pending[key] = _Pending(s, [s.value], _root(s.target.value.id, shared),
-                                        loaded_ids(s.target.slice), value_reads)
+                                        idx_names, value_reads)
                 order.append(key)
             continue
-        touched = {_root(n, shared) for n in loaded_ids(s) | _defines(s)}
-        defined = _defines(s) | {_root(n, shared) for n in _defines(s)}
+        defines = _defines(s)
+        touched = {_root(n, shared) for n in loaded_ids(s) | defines}
+        defined = defines | {_root(n, shared) for n in defines}
         flush = [k for k in order if pending[k].base in touched
-                 or pending[k].idx & _defines(s)
+                 or pending[k].idx & defines
                  or pending[k].reads & defined]
         for k in flush:
             head.append(_emit(pending.pop(k)))
@@ -265,6 +363,18 @@ def _emit(p: _Pending) -> ast.AugAssign:
     return ast.AugAssign(target=p.first.target, op=ast.Add(), value=total)
 
 
+#: fields that never hold a node other than a stateless one (context, operator)
+_NO_CHILD = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",
+                       "name", "names", "module", "level", "is_async", "conversion", "simple"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold nodes with fields (cached per class)."""
+    fields = _CHILD_FIELDS[cls] = tuple(f for f in cls._fields if f not in _NO_CHILD)
+    return fields
+
+
 class Simplify(ast.NodeTransformer):
     """Fold constants and drop no-op unbroadcast calls in inlined pullbacks."""
 
@@ -272,16 +382,39 @@ class Simplify(ast.NodeTransformer):
         self.scalar = scalar
         self.unb = unb
 
+    def visit(self, node):
+        """What ``NodeTransformer.visit`` does with these two visitors (children first,
+        replaced in place), without a dispatch and a ``generic_visit`` per node."""
+        for f in _CHILD_FIELDS.get(node.__class__) or _child_fields(node.__class__):
+            v = getattr(node, f, None)
+            if v.__class__ is list:
+                for i, x in enumerate(v):
+                    if isinstance(x, ast.AST):
+                        v[i] = self.visit(x)
+            elif isinstance(v, ast.AST):
+                setattr(node, f, self.visit(v))
+        if node.__class__ is ast.Call:
+            return self._call(node)
+        if node.__class__ is ast.BinOp:
+            return self._binop(node)
+        return node
+
     def visit_Call(self, node):
         self.generic_visit(node)
+        return self._call(node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return self._binop(node)
+
+    def _call(self, node):
         if (isinstance(node.func, ast.Name) and node.func.id == self.unb and len(node.args) == 2
                 and isinstance(node.args[1], ast.Name) and node.args[1].id in self.scalar
                 and SCALAR_RESULT.get(node)):
             return node.args[0]
         return node
 
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
+    def _binop(self, node):
         a, b = node.left, node.right
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant) \
                 and isinstance(a.value, (int, float)) and isinstance(b.value, (int, float)):
@@ -380,24 +513,54 @@ def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
 _SUM_MAX = 8
 
 
-def _exits(s: ast.stmt) -> bool:
-    """Does ``s`` contain a jump (its successors may not run)?"""
-    return any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-               for n in ast.walk(s))
+_JUMPS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
 
 
-def _written_roots(s: ast.stmt, shared: dict[str, str]) -> set[str]:
-    """Names (and the buffers they view) that ``s`` may write, anywhere inside it."""
+def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[str]]:
+    """In one walk: does ``s`` contain a jump (its successors may not run), every name it
+    mentions, and the names (with the buffers they view) it may write anywhere inside."""
+    exits = False
+    names: set[str] = set()
     out: set[str] = set()
-    for n in ast.walk(s):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, ast.Store) \
-                and isinstance(n.value, ast.Name):
-            out.add(n.value.id)
-    return out | {_root(n, shared) for n in out}
+    for n in walk(s):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+            if isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+        elif isinstance(n, ast.AugAssign):
+            if isinstance(n.target, ast.Name):
+                out.add(n.target.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)):
+            if isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                out.add(n.value.id)
+        elif isinstance(n, _JUMPS):
+            exits = True
+    return exits, names, out | {_root(n, shared) for n in out}
+
+
+def _compound_touches(s: ast.stmt, shared: dict[str, str],
+                      memo: dict[int, tuple[ast.stmt, Touches]]) -> Touches:
+    """``_touches(s, shared)`` of a loop or branch whose blocks are folded: the union of
+    its header's and of each statement's of its blocks (from ``memo`` where there)."""
+    exits = False
+    names: set[str] = set()
+    written: set[str] = set()
+    parts: list[Touches] = []
+    for f in s._fields:
+        v = getattr(s, f, None)
+        if f in ("body", "orelse"):
+            for x in v or ():
+                hit = memo.get(id(x))
+                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x, shared))
+        elif isinstance(v, ast.AST):
+            parts.append(_touches(v, shared))
+        elif isinstance(v, list):
+            parts.extend(_touches(x, shared) for x in v if isinstance(x, ast.AST))
+    for e, n, w in parts:
+        exits = exits or e
+        names |= n
+        written |= w
+    return exits, names, written
 
 
 def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
@@ -408,30 +571,46 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
     in the same statement list when nothing between reads or writes ``dc``, writes
     what its terms read, or may jump; sums stay a few terms deep.
     """
-    shared = shared or {}
+    return _fold(stmts, scalars, shared or {}, {})
+
+
+Touches = tuple[bool, set[str], set[str]]
+
+
+def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
+          memo: dict[int, tuple[ast.stmt, Touches]]) -> list[ast.stmt]:
+    """``fold_scalar_adjoints`` of one block; ``memo`` keeps what each statement touches
+    (``_touches``), so a loop or branch is not walked again whole: its facts are its
+    header's and its folded blocks' statements'."""
     out: list[ast.stmt | None] = []
     # adjoint -> (index in out, "set" or "add", [(sign, term)], roots the terms read)
     pending: dict[str, tuple[int, str, list, set[str]]] = {}
     for s in stmts:
+        compound = isinstance(s, (ast.If, ast.For, ast.While))
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
-            if sub and isinstance(s, (ast.If, ast.For, ast.While)):
-                setattr(s, f, fold_scalar_adjoints(sub, scalars, shared) or [ast.Pass()])
+            if sub and compound:
+                setattr(s, f, _fold(sub, scalars, shared, memo) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
-                and isinstance(s.op, (ast.Add, ast.Sub)) and t.id not in loaded_ids(s.value))
+                and isinstance(s.op, (ast.Add, ast.Sub)))
+        if fold:
+            value_loads = loaded_ids(s.value)
+            fold = t.id not in value_loads
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        if _exits(s) or (isinstance(s, ast.Expr) and not COMMENT.get(s)):
+        touched = _compound_touches(s, shared, memo) if compound else _touches(s, shared)
+        memo[id(s)] = (s, touched)
+        exits, names, written = touched
+        if exits or (isinstance(s, ast.Expr) and not COMMENT.get(s)):
             pending.clear()
         else:
-            names = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
-            written = _written_roots(s, shared)
             for d in [d for d, p in pending.items()
                       if (d in names and not (fold and d == t.id)) or p[3] & written]:
                 del pending[d]
         if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
-            reads = _term_reads(s.value, shared)
+            # the names the term reads, with the buffers they view
+            reads = value_loads | {_root(n, shared) for n in value_loads}
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
                 i, how, terms, prev_reads = prev
@@ -446,21 +625,15 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
             continue
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and s.targets[0].id in scalars
-                and s.targets[0].id not in loaded_ids(s.value)):
+                and s.targets[0].id not in (value_loads := loaded_ids(s.value))):
             v = s.value
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
                 pending[s.targets[0].id] = (len(out), "set", [], set())
             else:
-                pending[s.targets[0].id] = (len(out), "set", [(1, v)],
-                                            _term_reads(v, shared))
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)], value_loads | {
+                    _root(n, shared) for n in value_loads})
         out.append(s)
     return [s for s in out if s is not None]
-
-
-def _term_reads(e: ast.expr, shared: dict[str, str]) -> set[str]:
-    """The names a term reads, with the buffers they view (writes to either block sinking)."""
-    loads = loaded_ids(e)
-    return loads | {_root(n, shared) for n in loads}
 
 
 def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:

@@ -27,7 +27,7 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..astutil import binop
 from ..naming import Namer
-from ..nodes import clone, replace_names, walk
+from ..nodes import clone, clone_with, replace_names, walk
 from ..notes import AUG, PARAM_OF, Checkpoint
 from .desugar import assign, const, name, single_exit
 from .fence import fence
@@ -84,8 +84,34 @@ def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
     if m is None:
         return node
     if isinstance(m, str):
-        return ast.copy_location(ast.Name(id=m, ctx=node.ctx), node)
-    return ast.copy_location(clone(m), node)
+        return _located(ast.Name(id=m, ctx=node.ctx), node)
+    new = clone(m)
+    if isinstance(new, ast.expr):
+        return _located(new, node)
+    return ast.copy_location(new, node)
+
+
+def _located(new: ast.expr, old: ast.Name) -> ast.expr:
+    """``ast.copy_location(new, old)`` for an expression (its location attributes are a
+    name's), inline."""
+    for a in ("lineno", "col_offset"):
+        v = getattr(old, a, None)
+        if v is not None:
+            setattr(new, a, v)
+    for a in ("end_lineno", "end_col_offset"):
+        if hasattr(old, a):
+            setattr(new, a, getattr(old, a))
+    return new
+
+
+def _renamed_copy(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
+    """``_renamed(clone(node), mapping)``, without the copy where the name is replaced."""
+    return clone(node) if mapping.get(node.id) is None else _renamed(node, mapping)
+
+
+def renamed_copy(node, mapping: dict[str, str | ast.expr]):
+    """``rename(clone(node), mapping)`` in one pass."""
+    return clone_with(node, lambda n: _renamed_copy(n, mapping))
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
@@ -319,18 +345,18 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     that is only updated in place (never rebound) is renamed to the caller's name.
     """
     defs: dict[str, list[ast.stmt]] = {}
+    binds: list[ast.Assign] = []  # the parameter binds, in ``walk`` order
     for n in walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Assign):
             for t in walk(n.targets[0]):
                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                     defs.setdefault(t.id, []).append(n)
+            if (PARAM_OF.get(n) and isinstance(n.targets[0], ast.Name)
+                    and isinstance(n.value, ast.Name)):
+                binds.append(n)
     mapping: dict[str, str] = {}
     drop: set[int] = set()
-    for n in walk(ast.Module(body=body, type_ignores=[])):
-        if not (PARAM_OF.get(n) and isinstance(n, ast.Assign)
-                and isinstance(n.targets[0], ast.Name)
-                and isinstance(n.value, ast.Name)):
-            continue
+    for n in binds:
         p, src = n.targets[0].id, n.value.id
         k = kinds.get(p)
         if k is None or not k.is_array or src in mapping:

@@ -126,8 +126,67 @@ def _describe_callable(obj: Any) -> str:
     return f"a {kind_name} object"
 
 
+#: node classes of a function without inner scopes or unusual bindings: in one made of
+#: these only, the names it defines are its parameters and the names it stores
+_PLAIN = frozenset({
+    ast.Assign, ast.AugAssign, ast.For, ast.While, ast.If, ast.Return, ast.Expr, ast.Pass,
+    ast.Break, ast.Continue, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Dict,
+    ast.Set, ast.Compare, ast.Call, ast.FormattedValue, ast.JoinedStr, ast.Constant,
+    ast.Attribute, ast.Subscript, ast.Starred, ast.Name, ast.List, ast.Tuple, ast.Slice,
+    ast.keyword, ast.arguments, ast.arg, ast.Load, ast.Store})
+
+
+def _plain_free_names(tree: ast.FunctionDef) -> set[str] | None:
+    """``free_names`` of a function made of ``_PLAIN`` nodes only (what beniget finds for
+    it, without its def-use chains); None for any other function."""
+    loads: set[str] = set()
+    local: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    a = tree.args
+    for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+        if arg is not None:
+            local.add(arg.arg)
+    todo.append(a)
+    todo.extend(tree.decorator_list)
+    if tree.returns is not None:
+        todo.append(tree.returns)
+    for n in _walk_all(todo):
+        cls = n.__class__
+        if cls not in _PLAIN and not issubclass(cls, (ast.operator, ast.unaryop, ast.cmpop,
+                                                      ast.boolop)):
+            return None
+        if cls is ast.Name:
+            if n.ctx.__class__ is ast.Load:
+                loads.add(n.id)
+            else:
+                local.add(n.id)
+    return loads - local
+
+
+def _walk_all(nodes: list[ast.AST]) -> list[ast.AST]:
+    """Every node under ``nodes`` (any order)."""
+    out: list[ast.AST] = []
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        for f in n._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                todo.extend(x for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                todo.append(v)
+    return out
+
+
 def free_names(tree: ast.FunctionDef) -> set[str]:
     """Names the function reads but does not define (globals, closure, builtins)."""
+    plain = _plain_free_names(tree)
+    return plain if plain is not None else chains_free_names(tree)
+
+
+def chains_free_names(tree: ast.FunctionDef) -> set[str]:
+    """``free_names`` from beniget's def-use chains (any function)."""
     gmod = gast.ast_to_gast(ast.Module(body=[tree], type_ignores=[]))
     chains = _QuietChains()
     chains.visit(gmod)

@@ -168,7 +168,6 @@ class Reverser(TapeMixin, ControlFlowMixin):
     # --- captures ----------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], top: bool = False):
-        fwd: list[ast.stmt] = []
         rev: list[ast.stmt] = []
         restored: set[str] = set()
         if top:
@@ -181,11 +180,12 @@ class Reverser(TapeMixin, ControlFlowMixin):
             rev += seeds
         last = None
         local = [n for n, b in self.an.block_local.items() if b == id(stmts)]
+        chunks: list[list[ast.stmt]] = []  # each statement's forward, last statement first
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
             restored -= {m for n in all_defs(s) for m in self.an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
-            fwd[:0] = f
+            chunks.append(list(f))  # as it is now, like the slice assignment was
             line = getattr(s, "lineno", None)
             if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
                 r = [self.source_comment(line), *r]
@@ -193,6 +193,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
             elif r:
                 last = line if not isinstance(s, (ast.For, ast.While, ast.If)) else None
             rev += r
+        # joined once (prepending each statement's forward was quadratic in the block)
+        fwd: list[ast.stmt] = [x for f in reversed(chunks) for x in f]
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
             rev[:0] = [self.adjoint_view(n) if n in self.an.views else
                        assign(self.adj(n), self.zero(n))
@@ -367,15 +369,17 @@ class Reverser(TapeMixin, ControlFlowMixin):
             raise self.parsed.error(f"cannot differentiate '{ast.unparse(v)}'", s,
                                     "split it into supported operations")
         fn, args, kw = prim
-        label = ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
+        def label() -> str:  # for messages only (printed when one is raised)
+            return ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
+
         if fn is None or (lookup(fn) is None and not is_non_differentiable(fn)):
             raise self.parsed.error(
-                f"no gradient rule for '{label}'", s,
+                f"no gradient rule for '{label()}'", s,
                 "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
                 "compute this value outside the differentiated function")
         for kv in kw.values():
             if set(names_of(kv)) & self.an.active:
-                raise self.parsed.error(f"keyword argument of '{label}' depends on a "
+                raise self.parsed.error(f"keyword argument of '{label()}' depends on a "
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
         rule = lookup(fn)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import RuleError
 from ...rules import Rule
-from ..front.inline import rename
+from ..front.inline import renamed_copy
 from ..naming import Namer
 from ..nodes import clone, walk
 
@@ -152,9 +152,9 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
             new = global_name(f, tpl.globals[f])
             if new != f:
                 mapping[f] = new
-    fwd = [rename(clone(s), mapping) for s in tpl.pre]
-    value = rename(clone(tpl.value), mapping)
-    back = [rename(clone(s), mapping) for s in tpl.back_body]
-    grads = [rename(clone(g), mapping) if g is not None else None for g in tpl.grads]
+    fwd = [renamed_copy(s, mapping) for s in tpl.pre]
+    value = renamed_copy(tpl.value, mapping)
+    back = [renamed_copy(s, mapping) for s in tpl.back_body]
+    grads = [renamed_copy(g, mapping) if g is not None else None for g in tpl.grads]
     outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
     return Instance(fwd, value, outputs, back, grads, bound, dy)
