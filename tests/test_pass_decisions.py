@@ -656,3 +656,24 @@ def test_sweeps_split_the_compiled_function():
     norm = gen(stage_case, x, 3, stage="normalized")
     assert "_tape" not in norm and "_dret" not in norm
     check_grad(stage_case, (x, 3), wrt=0, jit=False)
+
+
+def loop_var_read_after(x):
+    s = 0.0
+    for i in range(len(x)):
+        s += x[i]
+    return s * i
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_grad_only_keeps_a_loop_whose_variable_is_read_after_it(jit):
+    """The gradient-only variant needs no forward work of the loop but does need ``i``
+    after it: the loop stays (as ``for i in range(n): pass``) instead of ``i`` being
+    unbound (it was: UnboundLocalError, or a Numba error under jit)."""
+    x = vec(5)
+    d = jg.differentiate(loop_var_read_after, jit=False)
+    only = d._generated((x,)).unit.sources["grad_only"]
+    assert re.search(r"for i in range\(_n\):\n\s+pass", only), only
+    g = jg.grad(loop_var_read_after, jit=jit)(x)
+    np.testing.assert_allclose(g, np.full(5, 4.0))
+    check_grad(loop_var_read_after, (x,), jit=jit)

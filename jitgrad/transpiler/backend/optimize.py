@@ -127,6 +127,10 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
                 for c in getattr(s, f, []) or []:
                     parent[id(c)] = s
         if fs is None:
+            if isinstance(s, ast.For):  # the loop binds its target (read after the loop)
+                for n in walk(s.target):
+                    if isinstance(n, ast.Name):
+                        definers.setdefault(n.id, []).append(s)
             continue
         key = fs[4]
         # kept whatever is live: effects, breaks, writes into arrays that may be shared
@@ -153,7 +157,9 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
                     needs = fs[2] = _needs(s)
             _make_live(needs, live, definers, work)
             s = parent.get(id(s))
-    return _sweep(body, keep)
+    bound = {id(s) for s in every if isinstance(s, ast.For) and id(s) in keep
+             and any(isinstance(n, ast.Name) and n.id in live for n in walk(s.target))}
+    return _sweep(body, keep, bound)
 
 
 _BLOCKS: dict[type, bool] = {}
@@ -236,15 +242,18 @@ def _shallow_copy(s: ast.stmt) -> ast.stmt:
     return new
 
 
-def _sweep(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
-    out = _sweep_all(stmts, keep)
+def _sweep(stmts: list[ast.stmt], keep: set[int],
+           bound: frozenset[int] | set[int] = frozenset()) -> list[ast.stmt]:
+    """The kept statements; a loop whose body is all dead stays as ``for ...: pass`` where
+    its target is read after it (``bound``), else it goes."""
+    out = _sweep_all(stmts, keep, bound)
     # a source comment stays only if the statements under it do
     return [s for k, s in enumerate(out) if not COMMENT.get(s)
             or (k + 1 < len(out) and not COMMENT.get(out[k + 1])
                 and not isinstance(out[k + 1], ast.Return))]
 
 
-def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
+def _sweep_all(stmts: list[ast.stmt], keep: set[int], bound) -> list[ast.stmt]:
     out = []
     for s in stmts:
         if isinstance(s, ast.Break):
@@ -253,13 +262,16 @@ def _sweep_all(stmts: list[ast.stmt], keep: set[int]) -> list[ast.stmt]:
         if id(s) not in keep and not isinstance(s, ast.Return):
             continue
         if "body" in s._fields:
+            needed = id(s) in bound
             s = _shallow_copy(s)  # the input is left as it is (the variants share it)
             for f in ("body", "orelse"):
                 sub = getattr(s, f, None)
                 if sub:
-                    setattr(s, f, _sweep(sub, keep))
+                    setattr(s, f, _sweep(sub, keep, bound))
             if isinstance(s, (ast.For, ast.While)) and not s.body:
-                continue
+                if not needed:
+                    continue
+                s.body = [ast.Pass()]
             if isinstance(s, ast.If) and not s.body:
                 s.body = [ast.Pass()]
         out.append(s)
