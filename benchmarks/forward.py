@@ -1,10 +1,13 @@
 """Forward mode and second order against the primal, as time ratios (one run, one table).
 
-    PYTHONPATH=. python benchmarks/forward.py [--scale quick]
+    PYTHONPATH=. python benchmarks/forward.py [--scale quick] [--no-jax]
 
 For each loop workload: the Numba-compiled primal, ``jg.jvp`` (one tangent direction,
 compiled), the reverse-mode gradient, and ``jg.hvp`` (forward-over-reverse, compiled),
-each timed as the best of several repeats after a warm-up call (compile time excluded).
+each timed as the best of several repeats after a warm-up call (compile time excluded);
+where JAX is installed, also ``jax.jit(jax.jvp(f))`` and ``jax.jit(jax.jvp(jax.grad(f)))``
+on the workload's JAX version (loops as ``lax.scan``), in the same process, as ratios to
+the same Numba primal.
 """
 
 from __future__ import annotations
@@ -45,18 +48,43 @@ def row(w: Workload, scale: str) -> tuple:
     t_j = best(lambda: d.jvp(args, vs))
     t_g = best(lambda: d.grad(*args))
     t_h = best(lambda: jg.hvp(d, args, vs, wrt=wrt))
-    return w.name, t_p, t_j / t_p, t_g / t_p, t_h / t_p
+    return w.name, t_p, t_j / t_p, t_g / t_p, t_h / t_p, args, vs
+
+
+def jax_ratios(w: Workload, args: tuple, vs: tuple, t_p: float) -> tuple[float, float]:
+    """JAX's jvp and hvp time over the Numba primal's (``nan`` where JAX is missing)."""
+    try:
+        from harness.peers import JaxBackend
+
+        b = JaxBackend(1)
+    except ImportError:
+        return float("nan"), float("nan")
+    jax, jnp = b.jax, b.jnp
+    loss = w.peer_loss(b, args)
+    k = len(w.wrt)
+    xs = [jnp.asarray(np.asarray(args[i], dtype=np.float64)) for i in w.wrt]
+    ts = [jnp.asarray(np.asarray(v, dtype=np.float64)) for v in vs]
+    jvp = jax.jit(lambda *a: jax.jvp(loss, tuple(a[:k]), tuple(a[k:])))
+    hvp = jax.jit(lambda *a: jax.jvp(jax.grad(loss, argnums=tuple(range(k))), tuple(a[:k]),
+                                     tuple(a[k:]))[1])
+    t_j = best(lambda: jax.block_until_ready(jvp(*xs, *ts)))
+    t_h = best(lambda: jax.block_until_ready(hvp(*xs, *ts)))
+    return t_j / t_p, t_h / t_p
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", default="quick")
+    p.add_argument("--no-jax", action="store_true", help="skip the JAX columns")
     ns = p.parse_args()
-    print(f"{'workload':12} {'primal':>10} {'jvp/primal':>11} {'grad/primal':>12} "
-          f"{'hvp/primal':>11}")
+    print("| workload | primal | jvp/primal | grad/primal | hvp/primal | JAX jvp/primal "
+          "| JAX hvp/primal | jvp: JAX/jitgrad | hvp: JAX/jitgrad |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mod in (heat, lorenz, rosenbrock):
-        name, t_p, rj, rg, rh = row(mod.WORKLOAD, ns.scale)
-        print(f"{name:12} {t_p * 1e3:8.3f}ms {rj:11.2f} {rg:12.2f} {rh:11.2f}")
+        name, t_p, rj, rg, rh, args, vs = row(mod.WORKLOAD, ns.scale)
+        jj, jh = (float("nan"),) * 2 if ns.no_jax else jax_ratios(mod.WORKLOAD, args, vs, t_p)
+        print(f"| {name} | {t_p * 1e3:.3f} ms | {rj:.2f}x | {rg:.2f}x | {rh:.2f}x | {jj:.1f}x "
+              f"| {jh:.1f}x | {jj / rj:.1f}x | {jh / rh:.1f}x |", flush=True)
 
 
 if __name__ == "__main__":
