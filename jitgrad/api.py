@@ -121,6 +121,20 @@ class Differentiated:
                 raise TypeError(f"{what} is a 0-d array: pass a scalar ({self.params[i]}[()] "
                                 "or float(...)) or a 1-element array")
 
+    def _kinds(self, args: tuple, carry: str = "gradients") -> dict:
+        """The argument kinds, after refusing what the generated code cannot take (arity,
+        complex, float16, 0-d arrays, ``wrt`` arguments that cannot carry ``carry``)."""
+        self._check_inputs(args)
+        kinds = {p: of_value(a) for p, a in zip(self.params, args, strict=True)}
+        for i in self.wrt_positions:
+            k = kinds[self.params[i]]
+            if not k.differentiable or k.cls == "o":
+                what = "an integer" if k.cls in ("i", "b") else f"a {type(args[i]).__name__}"
+                raise TypeError(f"wrt argument {i} ('{self.params[i]}') of "
+                                f"{self.func.__name__} is {what}; only float scalars and float "
+                                f"arrays carry {carry} (pass e.g. float(x) or x.astype(float))")
+        return kinds
+
     def _generated(self, args: tuple) -> Generated:
         """The generated code for these arguments' kinds (transformed once, cached)."""
         sig = _signature(args)
@@ -138,15 +152,7 @@ class Differentiated:
         """``_generated`` the long way: checks, kinds, and the cache keyed by kinds."""
         if not self.cache:  # (a cache hit needs no transform: reported when one runs)
             self._prep()  # unsupported source is reported before arity and kinds
-        self._check_inputs(args)
-        kinds = {p: of_value(a) for p, a in zip(self.params, args, strict=True)}
-        for i in self.wrt_positions:
-            k = kinds[self.params[i]]
-            if not k.differentiable or k.cls == "o":
-                what = "an integer" if k.cls in ("i", "b") else f"a {type(args[i]).__name__}"
-                raise TypeError(f"wrt argument {i} ('{self.params[i]}') of "
-                                f"{self.func.__name__} is {what}; only float scalars and float "
-                                "arrays carry gradients (pass e.g. float(x) or x.astype(float))")
+        kinds = self._kinds(args)
         key = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
             gen = self._cache.get(key)

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import jit as backend
 from .transpiler.forward_pipeline import JVP, generate_jvp, transform_jvp
 
@@ -38,16 +37,7 @@ def check_wrt_kinds(d: Any, args: tuple) -> dict:
     """The argument kinds, after refusing what the generated code cannot take (arity,
     complex, float16, 0-d arrays, integer ``wrt`` arguments)."""
     d._prep()
-    d._check_inputs(args)
-    kinds = {p: of_value(a) for p, a in zip(d.params, args, strict=True)}
-    for i in d.wrt_positions:
-        k = kinds[d.params[i]]
-        if not k.differentiable or k.cls == "o":
-            what = "an integer" if k.cls in ("i", "b") else f"a {type(args[i]).__name__}"
-            raise TypeError(f"wrt argument {i} ('{d.params[i]}') of {d.func.__name__} is "
-                            f"{what}; only float scalars and float arrays carry tangents "
-                            "(pass e.g. float(x) or x.astype(float))")
-    return kinds
+    return d._kinds(args, "tangents")
 
 
 def generated_jvp(d: Any, args: tuple) -> Any:

@@ -77,6 +77,19 @@ class Namer:
     def tape(self, name: str) -> str:
         return self.fresh(f"_tape_{name.lstrip('_')}_")
 
+    def global_name(self, env: dict, name: str, obj: object) -> str:
+        """The module-level name generated code reaches ``obj`` by in ``env``: ``name``
+        itself where free or already ``obj``, else a fresh ``_name``."""
+        if name in env and env[name] is obj:
+            return name
+        if name not in env and name not in self.taken:
+            env[name] = obj
+            self.reserve([name])
+            return name
+        alt = self.fresh("_" + name.lstrip("_"))
+        env[alt] = obj
+        return alt
+
     def is_adjoint(self, name: str) -> bool:
         """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
         (``_dt``) or the output cotangent."""

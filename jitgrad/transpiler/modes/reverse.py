@@ -83,15 +83,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
 
     def global_name(self, n: str, obj) -> str:
         """Make ``obj`` reachable in the generated module, preferably as ``n``."""
-        if n in self.env and self.env[n] is obj:
-            return n
-        if n not in self.env and n not in self.namer.taken:
-            self.env[n] = obj
-            self.namer.reserve([n])
-            return n
-        alt = self.namer.fresh("_" + n.lstrip("_"))
-        self.env[alt] = obj
-        return alt
+        return self.namer.global_name(self.env, n, obj)
 
     def adj(self, n: str) -> str:
         return self.namer.adjoint(n)
