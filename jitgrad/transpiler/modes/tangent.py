@@ -16,8 +16,6 @@ Parameters and locals are renamed exactly as for gradient templates (``template.
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +28,7 @@ from ...rules.tangents import TangentRule, how_tangent
 from ..front.inline import rename
 from ..naming import Namer
 from ..nodes import clone, walk
-from .template import Template, bind_args, instantiate, template_of
+from .template import Template, bind_args, instantiate, split_rule, template_of
 
 
 @dataclass
@@ -50,22 +48,7 @@ def push_template_of(rule: TangentRule) -> PushTemplate:
     key = id(rule.impl)
     if key in _CACHE and _CACHE[key].tpl.rule is rule:
         return _CACHE[key]
-    try:
-        src = textwrap.dedent(inspect.getsource(rule.impl))
-    except (OSError, TypeError) as exc:
-        raise RuleError(f"cannot read the source of tangent rule {rule.name}: {exc}") from None
-    fn = ast.parse(src).body[0]
-    body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    pushes = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef)]
-    ret = body[-1] if body else None
-    if (len(pushes) != 1 or not isinstance(ret, ast.Return)
-            or not isinstance(ret.value, ast.Tuple) or len(ret.value.elts) != 2):
-        raise RuleError(f"tangent rule {rule.name} must end with 'def push(...): ...' and "
-                        "'return value, push'")
-    push = body[pushes[0]]
-    pre = body[:pushes[0]] + body[pushes[0] + 1:-1]
+    fn, pre, push, value = split_rule(rule.impl, f"tangent rule {rule.name}", "push(...)", "push")
     pret = push.body[-1] if push.body else None
     if not isinstance(pret, ast.Return) or len(push.body) != 1:
         raise RuleError(f"push of tangent rule {rule.name} must be one 'return (t1, ...)'")
@@ -79,7 +62,7 @@ def push_template_of(rule: TangentRule) -> PushTemplate:
     dys = [x.arg for x in push.args.args]
     local = {n.id for s in pre for n in walk(s)
              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0], dys[0] if dys
+    tpl = Template(rule, params, positional, defaults, pre, value, dys[0] if dys
                    else "_", [], terms, rule.impl.__globals__, local)
     tpl.free = {n.id for s in [*pre, tpl.value, *[t for t in terms if t is not None]]
                 for n in walk(s) if isinstance(n, ast.Name) and n.id not in params

@@ -43,30 +43,37 @@ class Template:
 _CACHE: dict[int, Template] = {}
 
 
+def split_rule(impl: Any, what: str, inner: str, inner_name: str
+               ) -> tuple[ast.FunctionDef, list[ast.stmt], ast.FunctionDef, ast.expr]:
+    """A rule's source as (its def, the statements of its forward part, the one inner def
+    it returns beside its value, the value), or a RuleError saying the shape it must have:
+    ``def rule(...): <forward>; def <inner>: ...; return value, <inner_name>``."""
+    try:
+        src = textwrap.dedent(inspect.getsource(impl))
+    except (OSError, TypeError) as exc:
+        raise RuleError(f"cannot read the source of {what}: {exc}") from None
+    fn = ast.parse(src).body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        raise RuleError(f"{what} must be a def function")
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    inners = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef)]
+    ret = body[-1] if body else None
+    if (len(inners) != 1 or not isinstance(ret, ast.Return)
+            or not isinstance(ret.value, ast.Tuple) or len(ret.value.elts) != 2):
+        raise RuleError(f"{what} must end with 'def {inner}: ...' and "
+                        f"'return value, {inner_name}'")
+    return fn, body[:inners[0]] + body[inners[0] + 1:-1], body[inners[0]], ret.value.elts[0]
+
+
 def template_of(rule: Rule) -> Template:
     """Parse (once) the template of ``rule``; RuleError if it is not in the expected form."""
     key = id(rule.impl)
     if key in _CACHE and _CACHE[key].rule is rule:
         return _CACHE[key]
     impl = rule.impl
-    try:
-        src = textwrap.dedent(inspect.getsource(impl))
-    except (OSError, TypeError) as exc:
-        raise RuleError(f"cannot read the source of rule {rule.name}: {exc}") from None
-    fn = ast.parse(src).body[0]
-    if not isinstance(fn, ast.FunctionDef):
-        raise RuleError(f"rule {rule.name} must be a def function")
-    body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    backs = [i for i, s in enumerate(body) if isinstance(s, ast.FunctionDef)]
-    ret = body[-1] if body else None
-    if (len(backs) != 1 or not isinstance(ret, ast.Return)
-            or not isinstance(ret.value, ast.Tuple) or len(ret.value.elts) != 2):
-        raise RuleError(f"rule {rule.name} must end with 'def back(dy): ...' and "
-                        "'return value, back'")
-    back = body[backs[0]]
-    pre = body[:backs[0]] + body[backs[0] + 1:-1]
+    fn, pre, back, value = split_rule(impl, f"rule {rule.name}", "back(dy)", "back")
     if len(back.args.args) != 1:
         raise RuleError(f"pullback of rule {rule.name} must take exactly one argument")
     bret = back.body[-1] if back.body else None
@@ -87,7 +94,7 @@ def template_of(rule: Rule) -> Template:
         for n in walk(s):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 local.add(n.id)
-    tpl = Template(rule, params, positional, defaults, pre, ret.value.elts[0],
+    tpl = Template(rule, params, positional, defaults, pre, value,
                    back.args.args[0].arg, back.body[:-1], grads, impl.__globals__, local)
     tpl.free = _free_names(tpl)
     _CACHE[key] = tpl
