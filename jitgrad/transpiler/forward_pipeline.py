@@ -19,11 +19,11 @@ from .pipeline import (
     Generated,
     Pass,
     Unit,
-    _without_gc,
     analyse_,
     kinds_,
     show_analysis,
     show_kinds,
+    transform,
 )
 
 
@@ -89,16 +89,10 @@ JVP: list[Pass] = [
 ]
 
 
-@_without_gc
 def transform_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
                   until: str | None = None) -> Unit:
     """Run forward mode's specialising passes on a copy of the prepared unit."""
-    u = prep.specialise(wrt, arg_kinds)
-    for p in JVP:
-        p.run(u)
-        if p.name == until:
-            break
-    return u
+    return transform(prep, wrt, arg_kinds, until, JVP)
 
 
 def generate_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:

@@ -471,10 +471,11 @@ def prepare(func: Any, until: str | None = None) -> Unit:
 
 @_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
-              until: str | None = None) -> Unit:
-    """Run the passes of one specialisation on a copy of the prepared unit."""
+              until: str | None = None, passes: list[Pass] | None = None) -> Unit:
+    """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
+    copy of the prepared unit, up to and including ``until``."""
     u = prep.specialise(wrt, arg_kinds)
-    for p in SPECIALISE:
+    for p in SPECIALISE if passes is None else passes:
         p.run(u)
         if p.name == until:
             break
