@@ -174,3 +174,13 @@ def walk_stmts(body: list[ast.stmt]):
         yield s
         for f in ("body", "orelse"):
             yield from walk_stmts(getattr(s, f, []) or [])
+
+
+def this_loop(body: list[ast.stmt]):
+    """The statements of a loop body, nested blocks included but not nested loops' bodies
+    (a ``break`` there leaves the inner loop)."""
+    for s in body:
+        yield s
+        if not isinstance(s, (ast.For, ast.While)):
+            for f in ("body", "orelse"):
+                yield from this_loop(getattr(s, f, []) or [])

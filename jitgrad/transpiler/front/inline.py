@@ -27,7 +27,7 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..astutil import binop
 from ..naming import Namer
-from ..nodes import clone, clone_with, replace_names, walk
+from ..nodes import clone, clone_with, replace_names, this_loop, walk
 from ..notes import AUG, PARAM_OF, Checkpoint
 from .desugar import assign, const, name, single_exit
 from .fence import fence
@@ -130,16 +130,6 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
-def _this_loop(body: list[ast.stmt]):
-    """The statements of a loop body, nested blocks included but not nested loops' bodies
-    (a ``break`` there leaves the inner loop)."""
-    for s in body:
-        yield s
-        if not isinstance(s, (ast.For, ast.While)):
-            for f in ("body", "orelse"):
-                yield from _this_loop(getattr(s, f, []) or [])
-
-
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
@@ -219,7 +209,7 @@ class Inliner:
                                "for t in jg.checkpointed(range(T), snapshots=k)", loop)
         if loop.orelse:
             raise parsed.error("a checkpointed loop cannot have an else block", loop)
-        for n in _this_loop(loop.body):
+        for n in this_loop(loop.body):
             if isinstance(n, ast.Break):  # (an early return inside the loop is one too)
                 raise parsed.error(
                     "break (or return) inside a jg.checkpointed loop is not supported: "
@@ -242,10 +232,7 @@ class Inliner:
             size = ast.parse("max(1, int(N ** 0.5 + 0.5))", mode="eval").body  # ~sqrt(T)
         else:
             size = ast.parse("max(1, (N + K - 1) // max(1, K))", mode="eval").body
-        size = rename(size, {"N": n})
-        if k is not None:
-            size.args[1].left.left.right = k  # N + K
-            size.args[1].right.args[1] = clone(k)  # max(1, K)
+        size = rename(size, {"N": n} if k is None else {"N": n, "K": k})  # (K: a copy each)
         t = loop.target.id
         inner = ast.For(target=name(j, True), iter=ast.Call(
             func=name("range"), args=[name(s0), ast.Call(

@@ -13,7 +13,8 @@ from ...kernels import helpers
 from ..analysis.kinds import INT
 from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
-from ..nodes import clone, loaded_ids, walk, walk_stmts
+from ..front.inline import stored_names
+from ..nodes import clone, loaded_ids, this_loop, walk_stmts
 from ..notes import END, POS, PUSH
 
 
@@ -44,9 +45,7 @@ class ControlFlowMixin:
                             not (POS.get(s) <= POS.get(d) <= END.get(s))
                             for d in self.an.defs.get(t.value.id, [])
                             if not isinstance(d, ast.For)))})
-        rebound = {t.id for x in walk_stmts(s.body) if isinstance(x, (ast.Assign, ast.For))
-                   for t in walk(x.targets[0] if isinstance(x, ast.Assign) else x.target)
-                   if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        rebound = stored_names(s.body)
         restores: list[ast.stmt] = []
         exposed = exposed_reads(s.body)  # what the rerun reads of the state at entry
         for n in [n for n in outer if n in exposed]:
@@ -95,20 +94,9 @@ class ControlFlowMixin:
     def _has_break(self, s) -> bool:
         cache = self.__dict__.setdefault("_breaks", {})
         if id(s) not in cache:
-            cache[id(s)] = self._find_break(s)
+            cache[id(s)] = any(isinstance(n, ast.Break) for n in this_loop(s.body))
         return cache[id(s)]
 
-    @staticmethod
-    def _find_break(s) -> bool:
-        stack = list(s.body)
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ast.Break):
-                return True
-            if isinstance(n, (ast.For, ast.While)):
-                continue
-            stack.extend(x for x in ast.iter_child_nodes(n) if isinstance(x, ast.stmt))
-        return False
 
     def for_(self, s: ast.For, restored):
         bf, br = self.block(s.body)
