@@ -176,6 +176,18 @@ def walk_stmts(body: list[ast.stmt]):
             yield from walk_stmts(getattr(s, f, []) or [])
 
 
+def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of ``body`` and of the blocks nested in it, in the order ``walk``
+    meets them (depth by depth), without visiting any expression."""
+    todo = list(body)
+    for s in todo:
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if sub.__class__ is list:
+                todo.extend(sub)
+    return todo
+
+
 def this_loop(body: list[ast.stmt]):
     """The statements of a loop body, nested blocks included but not nested loops' bodies
     (a ``break`` there leaves the inner loop)."""

@@ -27,7 +27,7 @@ from .analysis.analyse import Analysis, analyse
 from .analysis.kinds import Kind, infer
 from .backend import emit, lower
 from .backend.jit import global_reads
-from .backend.optimize import Facts, fold_scalar_adjoints, merge_accumulations
+from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
@@ -424,9 +424,8 @@ def lower_(u: Unit) -> None:
     """
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
-    memo: Facts = {}
     texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
-    fns = [lower.lower(u.ir, v, u.names[v], memo) for v in lower.VARIANTS]
+    fns = list(lower.lower_variants(u.ir, u.names).values())
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 
 from ..ir import Adjoint, Tangent, result_expr
-from ..nodes import clone
+from ..nodes import clone, loaded_ids
 from . import emit
-from .optimize import Facts, dead_code
+from .optimize import Facts, dead_code, dead_code_variants
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -39,6 +39,16 @@ def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
     return emit.function_def(fname, [*ir.params, *ir.seeds], body)
 
 
+def lower_variants(ir: Adjoint, fnames: dict[str, str]) -> dict[str, ast.FunctionDef]:
+    """``lower`` of every one of ``VARIANTS`` (``fnames``: their names), with one dead-code
+    propagation: what the gradients need, then what the value adds."""
+    rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
+    roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
+    bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
+    return {v: emit.function_def(fnames[v], [*ir.params, ir.seed], [*bodies[v], rets[v]])
+            for v in VARIANTS}
+
+
 def lower(ir: Adjoint | Tangent, variant: str, fname: str,
           memo: Facts | None = None) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
@@ -58,4 +68,4 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str,
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent"]
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "lower_variants"]

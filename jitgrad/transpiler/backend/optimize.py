@@ -111,6 +111,19 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
     share the array.  A loop or ``if`` stays when any statement under it does.
     Liveness is propagated once along a worklist (each statement and name at most once).
     """
+    roots = set().union(*(loaded_ids(s) for s in body if isinstance(s, ast.Return)))
+    return dead_code_variants(body, [roots], shared, memo)[0]
+
+
+def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
+                       shared: dict[str, str] | None = None,
+                       memo: Facts | None = None) -> list[list[ast.stmt]]:
+    """``dead_code`` of ``body`` once per set of names live at its end (each set holding
+    the one before it: a variant returns more than the one before), in one propagation:
+    the statements that the first set needs, then those the second one adds, ...
+
+    ``body``'s own top-level ``return`` statements appear in every result; their names
+    are live in none unless a root set names them."""
     shared = shared or {}
     memo = {} if memo is None else memo
     every = _preorder(body)
@@ -141,25 +154,26 @@ def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
                 definers.setdefault(n, []).append(s)
                 if n in shared and (m := _root(n, shared)) != n:
                     definers.setdefault(m, []).append(s)
-    for s in body:
-        if isinstance(s, ast.Return):
-            _make_live(loaded_ids(s), live, definers, work)
-    while work:
-        s = work.pop()
-        while s is not None and id(s) not in keep:  # the statement, then what encloses it
-            keep.add(id(s))
-            if isinstance(s, _COMPOUND):
-                needs = _needs(s)
-            else:
-                fs = _facts(s, memo)
-                needs = fs[2]
-                if needs is None:
-                    needs = fs[2] = _needs(s)
-            _make_live(needs, live, definers, work)
-            s = parent.get(id(s))
-    bound = {id(s) for s in every if isinstance(s, ast.For) and id(s) in keep
-             and any(isinstance(n, ast.Name) and n.id in live for n in walk(s.target))}
-    return _sweep(body, keep, bound)
+    out = []
+    for names in roots:
+        _make_live(names, live, definers, work)
+        while work:
+            s = work.pop()
+            while s is not None and id(s) not in keep:  # the statement, then what encloses it
+                keep.add(id(s))
+                if isinstance(s, _COMPOUND):
+                    needs = _needs(s)
+                else:
+                    fs = _facts(s, memo)
+                    needs = fs[2]
+                    if needs is None:
+                        needs = fs[2] = _needs(s)
+                _make_live(needs, live, definers, work)
+                s = parent.get(id(s))
+        bound = {id(s) for s in every if isinstance(s, ast.For) and id(s) in keep
+                 and any(isinstance(n, ast.Name) and n.id in live for n in walk(s.target))}
+        out.append(_sweep(body, keep, bound))
+    return out
 
 
 _BLOCKS: dict[type, bool] = {}

@@ -20,6 +20,7 @@ import inspect
 import os
 import sysconfig
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ...markers import checkpoint, checkpointed
@@ -27,7 +28,15 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..astutil import binop
 from ..naming import Namer
-from ..nodes import clone, clone_with, replace_names, this_loop, walk
+from ..nodes import (
+    _STATELESS,
+    clone,
+    clone_with,
+    replace_names,
+    stmts_by_depth,
+    this_loop,
+    walk,
+)
 from ..notes import AUG, PARAM_OF, Checkpoint
 from .desugar import assign, const, name, single_exit
 from .fence import fence
@@ -112,6 +121,44 @@ def _renamed_copy(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.exp
 def renamed_copy(node, mapping: dict[str, str | ast.expr]):
     """``rename(clone(node), mapping)`` in one pass."""
     return clone_with(node, lambda n: _renamed_copy(n, mapping))
+
+
+def renaming_copier(node) -> Callable[[dict[str, str | ast.expr]], Any]:
+    """A function of ``mapping`` returning ``renamed_copy(node, mapping)``, compiled once
+    for a node copied at every call site (a rule's template): one dict per node, no
+    per-field dispatch.  ``node``: a node or a list of nodes."""
+    consts: list[Any] = []
+
+    def lit(v: Any) -> str:
+        consts.append(v)
+        return f"_c[{len(consts) - 1}]"
+
+    def value(v: Any) -> str:
+        if isinstance(v, ast.AST):
+            return lit(v) if v.__class__ in _STATELESS else expr(v)
+        if isinstance(v, list):
+            return "[" + "".join(value(x) + ", " for x in v) + "]"
+        if isinstance(v, (set, dict)):
+            return lit(v) + ".copy()"
+        return lit(v)
+
+    def expr(n: ast.AST) -> str:
+        if isinstance(n, ast.Name):
+            return f"_nm({lit(n)}, M)"
+        items = "".join(f"{k!r}: {value(v)}, " for k, v in n.__dict__.items())
+        return f"_mk({lit(n.__class__)}, {{{items}}})"
+
+    src = f"def _copy(M):\n    return {value(node)}\n"
+    space = {"_c": consts, "_mk": _make, "_nm": _renamed_copy}
+    exec(compile(src, "<template>", "exec"), space)
+    return space["_copy"]
+
+
+def _make(cls: type, fields: dict[str, Any]) -> ast.AST:
+    """A node of class ``cls`` whose attributes are ``fields`` (the dict itself)."""
+    n = cls.__new__(cls)
+    n.__dict__ = fields
+    return n
 
 
 def rename(node, mapping: dict[str, str | ast.expr]):
@@ -333,7 +380,7 @@ def fold_param_binds(body: list[ast.stmt], kinds: dict) -> list[ast.stmt]:
     """
     defs: dict[str, list[ast.stmt]] = {}
     binds: list[ast.Assign] = []  # the parameter binds, in ``walk`` order
-    for n in walk(ast.Module(body=body, type_ignores=[])):
+    for n in stmts_by_depth(body):
         if isinstance(n, ast.Assign):
             for t in walk(n.targets[0]):
                 if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):

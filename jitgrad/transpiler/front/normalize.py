@@ -23,7 +23,7 @@ import numpy as np
 from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
 from ..naming import Namer
-from ..nodes import clone, walk
+from ..nodes import clone, stmts_by_depth, walk
 from ..notes import AUG, Checkpoint, carry, checkpoint
 from .desugar import assign, name
 from .inline import resolve
@@ -322,7 +322,7 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
     from ..analysis.analyse import view_base  # (analyse imports this module)
 
     viewed: set[str] = set()
-    for n in walk(ast.Module(body=body, type_ignores=[])):
+    for n in stmts_by_depth(body):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
             k = kinds.get(n.targets[0].id)
             base = view_base(n.value, env) if k is not None and k.is_array else None

@@ -309,11 +309,11 @@ class Reverser(TapeMixin, ControlFlowMixin):
         self.note_callables(fn, inst)
         return self.forward_of(s, s.targets[0].id, s.value, fn, tpl, inst, operand_names(args))
 
-    def instance(self, rule, args, kw, s: ast.stmt):
+    def instance(self, rule, args, kw, s: ast.stmt, dy: str | None = None):
         """The rule's template bound to this call; a RuleError names the user's line."""
         try:
             tpl = template_of(rule)
-            return tpl, instantiate(tpl, args, kw, self.namer, self.global_name)
+            return tpl, instantiate(tpl, args, kw, self.namer, self.global_name, dy)
         except RuleError as exc:
             where = self.parsed.error(str(exc), s, "check the call's arguments against the "
                                       f"rule for {rule.name} (see docs/supported.md)")
@@ -375,25 +375,27 @@ class Reverser(TapeMixin, ControlFlowMixin):
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
         rule = lookup(fn)
-        tpl, inst = self.instance(rule, args, kw, s)
         operands = operand_names(args)
+        stashed = tgt in operands
+        # the pullback reads the target's adjoint itself, unless that is stashed first
+        tpl, inst = self.instance(rule, args, kw, s, None if stashed else self.adj(tgt))
         self.note_callables(fn, inst)
         rev: list[ast.stmt] = []
         fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
         self.fwd_vars.update(inst.outputs)
         g = self.stash(tgt, operands, rev)
-        stashed = tgt in operands
         if stashed:
             self.reset(tgt, s, rev)
-        back = [rename(x, {inst.dy: g}) for x in inst.back]
-        rev += back
+        seed = {inst.dy: g} if inst.dy != g.id else None
+        rev += [rename(x, seed) for x in inst.back] if seed else inst.back
         scalar_res = not self.an.kind(tgt).is_array
         scalars = _Scalars(self.fwd_vars, self.an)
         for p, gexpr in zip(tpl.params, inst.grads, strict=False):
             if gexpr is None:
                 continue
             a = inst.bound.get(p)
-            gexpr = rename(gexpr, {inst.dy: g})
+            if seed:
+                gexpr = rename(gexpr, seed)
             for c in walk(gexpr):
                 if isinstance(c, ast.Call):
                     SCALAR_RESULT.set(c, scalar_res)

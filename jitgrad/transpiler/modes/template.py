@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import RuleError
 from ...rules import Rule
-from ..front.inline import renamed_copy
+from ..front.inline import renaming_copier
 from ..naming import Namer
 from ..nodes import clone, walk
 
@@ -38,6 +38,8 @@ class Template:
     locals: set[str] = field(default_factory=set)
     #: names the rule reads from its module (found once, mapped at each call)
     free: set[str] = field(default_factory=set)
+    #: ``mapping -> (pre, value, back_body, grads)`` renamed copies (compiled once)
+    copy: Any = None
 
 
 _CACHE: dict[int, Template] = {}
@@ -146,22 +148,23 @@ def bind_args(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr]
 
 
 def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.expr],
-                namer: Namer, global_name) -> Instance:
-    """Bind ``tpl`` to a call; ``global_name(name, obj)`` maps rule globals into the module."""
+                namer: Namer, global_name, dy: str | None = None) -> Instance:
+    """Bind ``tpl`` to a call; ``global_name(name, obj)`` maps rule globals into the module;
+    ``dy``: the name the pullback reads its seed from (default a fresh ``_seed``)."""
     bound = bind_args(tpl, args, keywords)
     mapping: dict[str, str | ast.expr] = dict(bound)
     for local in sorted(tpl.locals):
         mapping[local] = namer.fresh("_" + local.lstrip("_"))
-    dy = namer.fresh("_seed")  # renamed at once with the parameters: no clash with user names
+    seed = namer.fresh("_seed")  # (allocated either way: names stay numbered alike)
+    dy = dy or seed  # renamed at once with the parameters: no clash with user names
     mapping[tpl.dy] = dy
     for f in tpl.free:
         if f in tpl.globals:
             new = global_name(f, tpl.globals[f])
             if new != f:
                 mapping[f] = new
-    fwd = [renamed_copy(s, mapping) for s in tpl.pre]
-    value = renamed_copy(tpl.value, mapping)
-    back = [renamed_copy(s, mapping) for s in tpl.back_body]
-    grads = [renamed_copy(g, mapping) if g is not None else None for g in tpl.grads]
+    if tpl.copy is None:
+        tpl.copy = renaming_copier([tpl.pre, tpl.value, tpl.back_body, tpl.grads])
+    fwd, value, back, grads = tpl.copy(mapping)
     outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
     return Instance(fwd, value, outputs, back, grads, bound, dy)
