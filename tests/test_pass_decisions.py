@@ -416,10 +416,13 @@ def test_straight_line_has_no_tape():
 
 def test_range_a_b_reverses_to_b_minus_1_down_to_a():
     x = vec(6)
-    src = gen(range_ab, x, 1, 4)
+    src = gen(range_ab, x, 1, 4, stage="reverse")
     assert "for i in range(a, b):" in src
     assert re.search(r"for i in range\(b - 1, a - 1, -1\):", src)
+    src = gen(range_ab, x, 1, 4)
     assert "_tape" not in src
+    # then gather form: over the output index, i in [a - 1, b), dx[i] written once each
+    assert "_lo = a" in src and "_hi = b" in src and "dx[i - 1]" not in src
     g = check_grad(range_ab, (x, 1, 4), wrt=0, jit=False)[0]
     assert g[4] == 0.0 and g[5] == 0.0, "elements outside [a-1, b) get no gradient"
 

@@ -26,6 +26,7 @@ from typing import Any
 from .analysis.analyse import Analysis, analyse
 from .analysis.kinds import Kind, infer
 from .backend import emit, lower
+from .backend.gather import gather_form
 from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .front.desugar import loops, rotations, single_exit
@@ -409,6 +410,59 @@ def optimize_(u: Unit) -> None:
     u.ir = dataclasses.replace(ir, init=tuple(both[:kept]), adjoint=tuple(both[kept:]))
 
 
+def gather_(u: Unit) -> None:
+    """A reversed loop that scatters into ``dx[i + c]`` runs over the output index
+    instead, writing each element once (``backend/gather.py``; edges guarded).
+
+    >>> print(example("gather", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s + x[i] * x[i + 1]
+    ...     return s
+    ... ''', args=(np.ones(4), 3), variant="adjoint"))
+    def f_adjoint(_dret):
+        dx = np.zeros_like(x)
+        ds = _dret
+        _lo = 0
+        _hi = n
+        _inner_lo = _lo + 1
+        _inner_hi = max(_inner_lo, _hi)
+        _head = _inner_lo - _lo
+        _edges = _head + (_hi + 1 - _inner_hi)
+        if _lo < _hi:
+            # line 4: s = s + x[i] * x[i + 1]
+            for i in range(_inner_lo, _inner_hi):
+                _dt = ds
+                _t3 = x[i + 1]
+                _dt2 = _dt * _t3
+                _i_prev = i - 1
+                _dt_prev = ds
+                _t2_prev = x[_i_prev]
+                _dt3_prev = _dt_prev * _t2_prev
+                dx[i] += _dt2 + _dt3_prev
+            for _e in range(_edges):
+                i = _lo + _e if _e < _head else _inner_hi + (_e - _head)
+                _gdx = 0.0
+                if _lo <= i < _hi:
+                    _dt = ds
+                    _t3 = x[i + 1]
+                    _dt2 = _dt * _t3
+                    _gdx += _dt2
+                if _lo <= i - 1 < _hi:
+                    _i_prev = i - 1
+                    _dt_prev = ds
+                    _t2_prev = x[_i_prev]
+                    _dt3_prev = _dt_prev * _t2_prev
+                    _gdx += _dt3_prev
+                dx[i] += _gdx
+    """
+    ir = u.ir
+    before = [*ir.prologue, *ir.workspace, *ir.forward, *ir.init]
+    adjoint = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared, set(ir.grads))
+    u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
+
+
 def lower_(u: Unit) -> None:
     """One function per variant from the IR: value and gradient, gradient only (CPU).
 
@@ -446,6 +500,7 @@ SPECIALISE: list[Pass] = [
     Pass("analyse", analyse_, show_analysis),
     Pass("reverse", reverse_, show_ir),
     Pass("optimize", optimize_, show_ir),
+    Pass("gather", gather_, show_ir),
     Pass("lower", lower_, lambda u: u.sources["grad"]),
 ]
 PASSES: list[Pass] = PREPARE + SPECIALISE

@@ -1,0 +1,472 @@
+"""Gather form: scatter accumulations of a reversed loop turned into one write per element.
+
+The adjoint of ``y += f(x[i], x[i + 1])`` over ``i`` accumulates ``dx[i] += a_i`` and
+``dx[i + 1] += b_i`` in every iteration: each element is read, added to and written
+twice, and the loop carries a dependence through ``dx`` that stops LLVM from
+vectorising it.  When every write of an adjoint array in the loop is such an
+accumulation at ``i + c`` for constants ``c``, the loop can run over the output index
+``j`` instead, each iteration computing the terms that land on ``dx[j]`` (``a_j`` and
+``b_{j-1}``) and writing ``dx[j]`` once, the way an expert writes the adjoint of a
+stencil::
+
+    for i in range(n - 1, -1, -1):          for i in range(_j0, _j1):   # all terms exist
+        <a, b from x[i], x[i + 1]>              <a at i>; _i1 = i - 1; <b at _i1>
+        dx[i] += a                   ->         dx[i] += a + b_1
+        dx[i + 1] += b                      + the few edge indices, each term guarded
+
+It applies only where it is exact: a straight-line body whose statements are pure
+(element reads, arithmetic, calls of NumPy/``math`` functions), no value carried from
+one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter: the
+loop does not vectorise either way), no element
+written except the gathered accumulations (and ``dv[i] = 0.0`` resets at the
+iteration's own index, moved to a loop of their own after it), gathered arrays that
+are freshly allocated buffers the body does not read, and tape reads whose cursor
+moves by one per iteration (read at ``base + i`` instead).  Anything else stays a
+scatter.  Sums are formed in another order: results agree to round-off.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...kernels import helpers
+from ..astutil import exposed_reads
+from ..front.desugar import assign, const, name
+from ..front.inline import rename, resolve
+from ..naming import Namer
+from ..nodes import clone, loaded_ids, walk, walk_stmts
+from ..notes import COMMENT
+
+#: helpers the generated adjoint calls that only compute a value
+_PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
+
+
+def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, Any],
+                namer: Namer, shared: dict[str, str], keep: set[str]) -> list[ast.stmt]:
+    """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form;
+    ``before``: the statements run before it (where adjoint buffers are allocated);
+    ``keep``: names read after the sweep (the gradients).  The input is not changed."""
+    fresh = distinct_buffers([*before, *stmts], shared, env)
+    if any(_resolve(name(b), env) is not getattr(builtins, b) for b in ("min", "max", "range")):
+        return list(stmts)  # the module shadows a builtin the gather form calls
+    top = list(stmts)
+    return _rewrite(top, env, namer, fresh, _ReadsOutside(top, keep))
+
+
+def _rewrite(stmts, env, namer, fresh, outside) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if isinstance(s, ast.For):
+            plan = _plan(s, env, fresh, outside, stmts)
+            if plan is not None:
+                out += _emit(s, plan, namer)
+                continue
+            if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
+                new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=_rewrite(
+                    s.body, env, namer, fresh, outside), orelse=s.orelse), s)
+                out.append(new)
+                continue
+        elif isinstance(s, (ast.If, ast.While)) and any(
+                isinstance(x, (ast.For, ast.While, ast.If)) for x in s.body + s.orelse):
+            new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
+            new.body = _rewrite(s.body, env, namer, fresh, outside)
+            new.orelse = _rewrite(s.orelse, env, namer, fresh, outside)
+            out.append(new)
+            continue
+        out.append(s)
+    return out
+
+
+class _ReadsOutside:
+    """Which names some statement outside a given loop may read before binding them: the
+    loop's own temporaries must not be (their values after it would change)."""
+
+    def __init__(self, top: list[ast.stmt], keep: set[str]):
+        self.top = top
+        self.keep = keep
+
+    def any_read(self, names: set[str], loop: ast.For, where: list[ast.stmt]) -> bool:
+        """Does code outside ``loop`` (an element of ``where``) read one of ``names``?"""
+        k = next(k for k, x in enumerate(where) if x is loop)
+        where[k] = ast.Pass()  # (restored at once)
+        try:
+            exposed = exposed_reads(self.top)
+        finally:
+            where[k] = loop
+        return bool(names & (exposed | self.keep))
+
+
+def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
+                     env: dict[str, Any]) -> set[str]:
+    """Names that always hold an array of their own: each binding allocates a new array
+    (``np.zeros_like(x)``...) or permutes such names (``du, dv = dv, du``).  Two of them
+    are never the same array, and none is any other name's array or a view of one."""
+    binds: dict[str, list[ast.stmt]] = {}
+    for s in walk_stmts(stmts):
+        targets = s.targets if isinstance(s, ast.Assign) else \
+            [s.target] if isinstance(s, (ast.For, ast.AugAssign)) else []
+        for t in targets:
+            for n in walk(t):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    binds.setdefault(n.id, []).append(s)
+    views = set(shared) | set(shared.values())
+    good = {n for n, ss in binds.items() if n not in views and all(
+        _allocates(s, env) or _permutes(s) for s in ss)}
+    changed = True
+    while changed:  # a permutation with a name outside the set puts that one's array in
+        changed = False
+        for n in sorted(good):
+            for s in binds[n]:
+                if _permutes(s) and not {e.id for e in s.value.elts} <= good:
+                    good.discard(n)
+                    changed = True
+                    break
+    return good
+
+
+def _allocates(s: ast.stmt, env: dict[str, Any]) -> bool:
+    v = getattr(s, "value", None)
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
+            and any(_resolve(v.func, env) is f for f in _ALLOCATORS))
+
+
+_ALLOCATORS = (np.zeros, np.zeros_like, np.empty, np.empty_like, np.ones, np.full,
+               helpers.zeros_like)
+
+
+def _permutes(s: ast.stmt) -> bool:
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Tuple) and isinstance(s.value, ast.Tuple)):
+        return False
+    ts, vs = s.targets[0].elts, s.value.elts
+    if not all(isinstance(e, ast.Name) for e in ts + vs):
+        return False
+    return sorted(e.id for e in ts) == sorted(e.id for e in vs) and len({e.id for e in ts}) \
+        == len(ts)
+
+
+# --- deciding ----------------------------------------------------------------------------
+
+
+class _Plan:
+    """What a loop's gather form needs: the loop's index range, its statements by kind."""
+
+    def __init__(self) -> None:
+        self.index = ""
+        self.lo: ast.expr = const(0)
+        self.hi: ast.expr = const(0)
+        self.temps: list[ast.Assign] = []          # value statements, in order
+        self.adds: list[tuple[str, int, ast.expr]] = []   # (array, offset, value)
+        self.resets: list[ast.Assign] = []         # ``dv[i] = 0.0``, moved after the loop
+        self.cursors: dict[str, str] = {}          # tape cursor -> its tape
+        self.order: list[ast.stmt] = []            # the body without resets and cursor moves
+
+
+def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
+          where: list[ast.stmt]) -> _Plan | None:
+    """The gather plan of ``loop``, or None where the scatter must stay."""
+    rng = _reversed_range(loop)
+    if rng is None or loop.orelse:
+        return None
+    p = _Plan()
+    p.index = loop.target.id
+    p.lo, p.hi = rng
+    body = [s for s in loop.body if not COMMENT.get(s)]
+    assigned: set[str] = set()
+    reset_arrays: set[str] = set()
+    moved: set[str] = set()  # cursors moved so far in the iteration
+    for s in body:
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            t = s.target.id
+            if isinstance(s.op, ast.Sub) and isinstance(s.value, ast.Constant) \
+                    and s.value.value == 1 and t not in p.cursors and t not in assigned:
+                p.cursors[t] = ""  # a tape cursor moved down once per iteration
+                moved.add(t)
+                continue
+            # a sum into a scalar (``dk += e``) keeps the loop from vectorising either
+            # way: the gather form's edge and reset loops would cost more than they save
+            return None
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            t = s.target
+            off = _offset(t.slice, p.index)
+            if (not isinstance(s.op, ast.Add) or not isinstance(t.value, ast.Name)
+                    or off is None or t.value.id not in fresh):
+                return None
+            p.adds.append((t.value.id, off, s.value))
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1:
+            t = s.targets[0]
+            if isinstance(t, ast.Name):
+                if t.id in assigned or t.id == p.index or t.id in p.cursors:
+                    return None
+                v = s.value
+                if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) \
+                        and v.slice.id in p.cursors and v.slice.id not in moved:
+                    return None  # a tape read before its cursor moved
+                assigned.add(t.id)
+                p.temps.append(s)
+            elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                  and t.value.id in fresh and _offset(t.slice, p.index) == 0
+                  and isinstance(s.value, ast.Constant)):
+                reset_arrays.add(t.value.id)
+                p.resets.append(s)
+                continue
+            else:
+                return None
+        else:
+            return None
+        p.order.append(s)
+    if not any(off for _, off, _ in p.adds):
+        return None  # each array written at the iteration's own index: a gather already
+    gathered = {a for a, _, _ in p.adds}
+    # tape reads: ``_t = _tape[cursor]`` right after the cursor moved, nothing else
+    for s in p.temps:
+        v = s.value
+        if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) \
+                and v.slice.id in p.cursors and isinstance(v.value, ast.Name):
+            if p.cursors[v.slice.id]:
+                return None  # two reads of one cursor in an iteration
+            p.cursors[v.slice.id] = v.value.id
+    if any(not tape for tape in p.cursors.values()):
+        return None
+    seen: set[str] = set()
+    for s in p.order:  # each value read is made earlier in the iteration or not at all here
+        value = s.value
+        for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
+                s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
+            if n in gathered:
+                return None
+            if n in assigned and n not in seen:
+                return None  # carried from the previous iteration
+            if n in p.cursors and not (isinstance(value, ast.Subscript)
+                                       and _is_name(value.slice, n)):
+                return None
+        if not _pure(value, env):
+            return None
+        for n in walk(value):  # arrays read: not written in the loop, except reset ones
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                base = n.value.id
+                if base in reset_arrays and _offset(n.slice, p.index) != 0:
+                    return None
+        if isinstance(s, ast.Assign):
+            seen.add(s.targets[0].id)
+    for r in p.resets:  # a reset array is read at the own index, before its reset
+        arr = r.targets[0].value.id
+        if arr in gathered:
+            return None
+        k = body.index(r)
+        if any(isinstance(n, ast.Subscript) and _is_name(n.value, arr)
+               for s in body[k + 1:] for n in walk(s)):
+            return None
+    if outside.any_read(assigned | {p.index}, loop, where):
+        return None
+    return p
+
+
+def _reversed_range(loop: ast.For) -> tuple[ast.expr, ast.expr] | None:
+    """``(lo, hi)`` of ``for i in range(hi - 1, lo - 1, -1)`` (i runs from hi - 1 down to lo)."""
+    it = loop.iter
+    if not (isinstance(loop.target, ast.Name) and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and len(it.args) == 3 and not it.keywords):
+        return None
+    start, stop, step = it.args
+    if not (isinstance(step, ast.UnaryOp) and isinstance(step.op, ast.USub)
+            and isinstance(step.operand, ast.Constant) and step.operand.value == 1) \
+            and not (isinstance(step, ast.Constant) and step.value == -1):
+        return None
+    return _plus(stop, 1), _plus(start, 1)
+
+
+def _plus(e: ast.expr, k: int) -> ast.expr:
+    """``e + k``, folding constants (``n - 1`` plus 1 is ``n``)."""
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return const(e.value + k)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) \
+            and isinstance(e.operand, ast.Constant) and type(e.operand.value) is int:
+        return const(-e.operand.value + k)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) \
+            and isinstance(e.right, ast.Constant) and type(e.right.value) is int:
+        c = e.right.value if isinstance(e.op, ast.Add) else -e.right.value
+        return _plus(clone(e.left), c + k) if c + k else clone(e.left)
+    if k == 0:
+        return clone(e)
+    return ast.BinOp(left=clone(e), op=ast.Add() if k > 0 else ast.Sub(), right=const(abs(k)))
+
+
+def _offset(idx: ast.expr, i: str) -> int | None:
+    """``c`` where ``idx`` is ``i + c`` (or ``i``, ``i - c``); else None."""
+    if _is_name(idx, i):
+        return 0
+    if isinstance(idx, ast.BinOp) and isinstance(idx.op, (ast.Add, ast.Sub)) \
+            and _is_name(idx.left, i) and isinstance(idx.right, ast.Constant) \
+            and type(idx.right.value) is int:
+        return idx.right.value if isinstance(idx.op, ast.Add) else -idx.right.value
+    return None
+
+
+def _is_name(e: ast.expr, n: str) -> bool:
+    return isinstance(e, ast.Name) and e.id == n
+
+
+def _pure(e: ast.expr, env: dict[str, Any]) -> bool:
+    """Only reads and arithmetic, and calls of functions that compute a value."""
+    for n in walk(e):
+        if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(n, ast.Call):
+            fn = _resolve(n.func, env)
+            if fn is None or not (any(fn is h for h in _PURE_HELPERS)
+                                  or isinstance(fn, np.ufunc)
+                                  or getattr(fn, "__module__", None) in ("math",)
+                                  or (callable(fn) and str(getattr(fn, "__module__", ""))
+                                      .startswith("numpy") and fn.__name__ in _NP_FUNCS)):
+                return False
+    return True
+
+
+def _resolve(f: ast.expr, env: dict[str, Any]) -> Any:
+    """What ``f`` names in the generated code's namespace (which falls back to builtins)."""
+    if isinstance(f, ast.Name) and f.id not in env:
+        return getattr(builtins, f.id, None)
+    return resolve(f, env)
+
+
+#: NumPy functions (not ufuncs) that only compute a value from scalars
+_NP_FUNCS = frozenset({"where", "clip", "round", "float64", "float32", "int64"})
+
+
+# --- emitting ----------------------------------------------------------------------------
+
+
+def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
+    """The gather form of ``loop`` (see the module docstring)."""
+    i = p.index
+    offsets = sorted({c for _, c, _ in p.adds})
+    cmin, cmax = offsets[0], offsets[-1]
+    lo, hi, j0, j1 = (namer.fresh(x) for x in ("_lo", "_hi", "_inner_lo", "_inner_hi"))
+    pre: list[ast.stmt] = [assign(lo, p.lo), assign(hi, p.hi)]
+    bases: dict[str, str] = {}
+    for cur in p.cursors:  # the read of iteration i: base + i
+        bases[cur] = namer.fresh(cur + "_base")
+        pre.append(assign(bases[cur], ast.BinOp(left=name(cur), op=ast.Sub(), right=name(hi))))
+    # [lo + cmin, hi + cmax): every output index; [j0, j1): those all terms reach
+    pre += [assign(j0, _plus(name(lo), cmax)),
+            assign(j1, ast.Call(func=name("max"), args=[name(j0), _plus(name(hi), cmin)],
+                                keywords=[]))]
+    made: dict[tuple[str, int], str] = {}
+
+    def names(n: str, c: int) -> str:  # one name per value and offset, in both loops
+        if c == 0 and n in (i, *(s.targets[0].id for s in p.temps)):
+            return n
+        if (n, c) not in made:  # ``a`` at i - 1: ``_a_prev``; at i + 1: ``_a_next``
+            word = ("prev" if c > 0 else "next") + (str(abs(c)) if abs(c) > 1 else "")
+            made[n, c] = namer.fresh(f"_{n.lstrip('_')}_{word}" if c else n)
+        return made[n, c]
+
+    main = _terms(p, offsets, i, bases, names, guarded=None)
+    e, m, head = (namer.fresh(x) for x in ("_e", "_edges", "_head"))
+    pre += [assign(head, ast.BinOp(left=name(j0), op=ast.Sub(), right=_plus(name(lo), cmin))),
+            assign(m, ast.BinOp(left=name(head), op=ast.Add(), right=ast.BinOp(
+                left=_plus(name(hi), cmax), op=ast.Sub(), right=name(j1))))]
+    # edge index: the head's [lo + cmin, j0), then the tail's [j1, hi + cmax)
+    pick = ast.IfExp(test=ast.Compare(left=name(e), ops=[ast.Lt()], comparators=[name(head)]),
+                     body=ast.BinOp(left=_plus(name(lo), cmin), op=ast.Add(), right=name(e)),
+                     orelse=ast.BinOp(left=name(j1), op=ast.Add(), right=ast.BinOp(
+                         left=name(e), op=ast.Sub(), right=name(head))))
+    edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi))]
+    for_ = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
+        name(j0), name(j1)], keywords=[]), body=main, orelse=[])
+    edges = ast.For(target=name(e, True), iter=ast.Call(func=name("range"), args=[name(m)],
+                                                       keywords=[]), body=edge, orelse=[])
+    post: list[ast.stmt] = []
+    trips = ast.Call(func=name("max"), args=[const(0), ast.BinOp(
+        left=name(hi), op=ast.Sub(), right=name(lo))], keywords=[])
+    for cur in p.cursors:
+        post.append(ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=clone(trips)))
+    if p.resets:
+        post.append(ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
+            name(lo), name(hi)], keywords=[]), body=[clone(r) for r in p.resets], orelse=[]))
+    comments = [s for s in loop.body if COMMENT.get(s)][:1]
+    guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
+                   body=[*comments, for_, edges, *post], orelse=[])
+    return [ast.copy_location(x, loop) for x in [*pre, guard]]
+
+
+def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
+           names: Callable[[str, int], str], guarded: tuple[str, str] | None
+           ) -> list[ast.stmt]:
+    """One output index's statements: per offset ``c``, the loop body's values at
+    ``i - c`` that its terms need, then one accumulation per gathered array; with
+    ``guarded = (lo, hi)``, each offset's part only where ``lo <= i - c < hi``.
+    ``names(n, c)``: the name of the body's ``n`` at offset ``c``."""
+    out: list[ast.stmt] = []
+    arrays = list(dict.fromkeys(a for a, _, _ in p.adds))
+    totals: dict[str, list[ast.expr]] = {a: [] for a in arrays}
+    accs = {a: names("_g" + a, 0) for a in arrays}
+    if guarded:
+        out += [assign(accs[a], const(0.0)) for a in arrays]
+    for c in offsets:
+        at = names(i, c)
+        wanted = [(a, v) for a, off, v in p.adds if off == c]
+        roots = set().union(*(loaded_ids(v) for _, v in wanted))
+        need = _slice(p.temps, roots)
+        mapping = {} if c == 0 else {i: at} | {
+            s.targets[0].id: names(s.targets[0].id, c) for s in p.temps if id(s) in need}
+        part: list[ast.stmt] = [] if c == 0 else [assign(at, _plus(name(i), -c))]
+        part += [_tape_read(rename(clone(s), mapping), bases, at)
+                 for s in p.temps if id(s) in need]
+        for a, v in wanted:
+            term = rename(clone(v), mapping)
+            if guarded:
+                part.append(ast.AugAssign(target=name(accs[a], True), op=ast.Add(),
+                                          value=term))
+            else:
+                totals[a].append(term)
+        if guarded:  # ``lo <= i - c < hi`` (written before ``i - c`` has its name)
+            lo, hi = guarded
+            test = ast.Compare(left=name(lo), ops=[ast.LtE(), ast.Lt()],
+                               comparators=[_plus(name(i), -c), name(hi)])
+            out.append(ast.If(test=test, body=part, orelse=[]))
+        else:
+            out += part
+    for a in arrays:
+        value: ast.expr = name(accs[a]) if guarded else _sum(totals[a])
+        out.append(ast.AugAssign(target=ast.Subscript(value=name(a), slice=name(i),
+                                                      ctx=ast.Store()),
+                                 op=ast.Add(), value=value))
+    return out
+
+
+def _tape_read(s: ast.Assign, bases: dict[str, str], at: str) -> ast.Assign:
+    """``_t = _tape[cursor]`` read at ``base + at`` (the cursor is not moved in the loop)."""
+    v = s.value
+    if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) and v.slice.id in bases:
+        v.slice = ast.BinOp(left=name(bases[v.slice.id]), op=ast.Add(), right=name(at))
+    return s
+
+
+def _slice(temps: list[ast.Assign], roots: set[str]) -> set[int]:
+    """The value statements the names ``roots`` depend on (by id)."""
+    need: set[int] = set()
+    want = set(roots)
+    for s in reversed(temps):
+        if s.targets[0].id in want:
+            need.add(id(s))
+            want |= loaded_ids(s.value)
+    return need
+
+
+def _sum(terms: list[ast.expr]) -> ast.expr:
+    out = terms[0]
+    for t in terms[1:]:
+        out = ast.BinOp(left=out, op=ast.Add(), right=t)
+    return out
+
+
+__all__ = ["distinct_buffers", "gather_form"]

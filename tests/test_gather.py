@@ -1,0 +1,194 @@
+"""Gather form (``backend/gather.py``): reversed loops whose adjoint scatters into
+``dx[i + c]`` run over the output index instead.  Each case checks where the pass
+applies (or must not) in the generated source, and every gradient element against
+central differences in both ``jit`` modes."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+
+import numpy as np
+import pytest
+from gradcheck import check_grad
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import jitgrad as jg
+
+GATHERED = "_inner_lo"  # the gather form's main range
+
+
+def rosen(x):
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += 100.0 * (x[i + 1] - x[i] * x[i]) ** 2 + (1.0 - x[i]) ** 2
+    return s
+
+
+def wraps(x):
+    """``x[i - 1]`` at ``i = 0`` is the last element (Python's negative index)."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i - 1] * math.sin(x[i])
+    return s
+
+
+def three_point(x, k):
+    s = 0.0
+    for i in range(1, x.shape[0] - 1):
+        s += k * x[i - 1] * x[i + 1] - math.cos(x[i]) * x[i + 1]
+    return s
+
+
+def heat_state(u0, alpha, nsteps):
+    """Two buffers and a swap: the adjoint resets ``dv[i]`` (moved after the gather)."""
+    n = u0.shape[0]
+    u = u0.copy()
+    v = u0.copy()
+    for _ in range(nsteps):
+        for i in range(1, n - 1):
+            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u, v = v, u
+    total = 0.0
+    for i in range(n):
+        total += u[i] * u[i]
+    return total
+
+
+def taped(x, n):
+    """``x`` is written after the loop, so the loop's reads of it come from tapes (read at
+    ``base + i`` in the gather form)."""
+    s = 0.0
+    for j in range(1, n):
+        s += math.exp(0.5 * math.tanh(x[j])) - x[j - 1] * x[j + 1]
+    x[0] += s * s
+    return s + x[0] * x[1]
+
+
+def with_sum(x, k):
+    """The adjoint sums into ``dk`` in the loop: the scatter stays."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += k * x[i] * x[i + 1]
+    return s
+
+
+def reads_late(x):
+    """The adjoint of the second loop needs ``dx`` complete: each loop is its own sweep."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += x[i] * x[i + 1]
+    t = 0.0
+    for i in range(x.shape[0]):
+        t += s * x[i]
+    return t
+
+
+def _src(f, *args, **kw) -> str:
+    return jg.differentiate(f, **kw).source(*args)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 8])
+def test_rosenbrock(n, jit):
+    x = np.random.default_rng(n).uniform(-1.2, 1.2, n)
+    check_grad(rosen, (x,), 0, jit=jit)
+
+
+def test_rosenbrock_is_gathered():
+    src = _src(rosen, np.ones(5), wrt=0)
+    assert GATHERED in src
+    assert "dx[i + 1] +=" not in src  # one write per element
+    assert src.count("dx[i] +=") == 2  # the main loop and the edge loop
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_negative_index_wraps(n, jit):
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    check_grad(wraps, (x,), 0, jit=jit)
+    assert GATHERED in _src(wraps, x, wrt=0)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n", [2, 3, 4, 9])
+def test_three_point(n, jit):
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    check_grad(three_point, (x, 0.7), 0, jit=jit)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n,steps", [(3, 1), (4, 3), (7, 4), (2, 2)])
+def test_two_buffer_stencil(n, steps, jit):
+    u0 = np.random.default_rng(n).uniform(0, 1, n)
+    check_grad(heat_state, (u0, 0.2, steps), 0, jit=jit)
+    src = _src(heat_state, u0, 0.2, steps, wrt=0)
+    assert GATHERED in src and "dv[i] = 0.0" in src
+
+
+def test_sum_into_a_scalar_keeps_the_scatter():
+    src = _src(heat_state, np.ones(5), 0.2, 2, wrt=(0, 1))
+    assert "du[i + 1] +=" in src  # dalpha += ... in the loop
+    assert GATHERED not in src.split("for _ in range(nsteps - 1")[1]
+    assert GATHERED not in _src(with_sum, np.ones(4), 0.5, wrt=(0, 1))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_sum_into_a_scalar(jit):
+    u0 = np.random.default_rng(1).uniform(0, 1, 6)
+    check_grad(heat_state, (u0, 0.2, 3), (0, 1), jit=jit)
+    check_grad(with_sum, (u0, 0.5), (0, 1), jit=jit)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_tape_reads_at_base_plus_index(n, jit):
+    x = np.random.default_rng(n).uniform(-1, 1, n + 2)
+    check_grad(taped, (x, n), 0, jit=jit)
+    src = _src(taped, x, n, wrt=0)
+    assert GATHERED in src and "_base + j]" in src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_two_loops(jit):
+    x = np.random.default_rng(3).uniform(-1, 1, 6)
+    check_grad(reads_late, (x,), 0, jit=jit)
+
+
+# --- random stencils ---------------------------------------------------------------------
+
+_FUNCS = ("math.sin", "math.cos", "math.tanh", "")
+
+
+def _stencil_source(terms: list[tuple[int, int, str]], lo: int, hi_off: int) -> str:
+    body = " + ".join(f"{f}(x[i + {a}]) * x[i + {b}]" if f else f"x[i + {a}] * x[i + {b}]"
+                      for a, b, f in terms)
+    return ("import math\n\n\ndef f(x):\n    s = 0.0\n"
+            f"    for i in range({lo}, x.shape[0] - {hi_off}):\n"
+            f"        s += {body}\n    return s\n")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(terms=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2),
+                                st.sampled_from(_FUNCS)), min_size=1, max_size=3),
+       n=st.integers(1, 9), data=st.data())
+def test_random_stencils(tmp_path_factory, terms, n, data):
+    """Loops reading ``x`` at offsets -2..2 (from a start that keeps indices in range, or
+    wrapping below 0), every element of the gradient in both modes."""
+    lo = data.draw(st.integers(0, 2))
+    hi_off = max(0, max(max(a, b) for a, b, _ in terms))
+    if n - hi_off - lo < 0:
+        n = hi_off + lo
+    mod = tmp_path_factory.mktemp("gather")
+    name = f"stencil_{abs(hash((tuple(terms), lo, hi_off))) % 10**12}"
+    (mod / f"{name}.py").write_text(_stencil_source(terms, lo, hi_off))
+    sys.path.insert(0, str(mod))
+    try:
+        f = importlib.import_module(name).f
+    finally:
+        sys.path.remove(str(mod))
+    x = np.random.default_rng(n).uniform(-1, 1, max(n, 1))
+    for jit in (False, True):
+        check_grad(f, (x,), 0, jit=jit)
