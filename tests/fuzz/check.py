@@ -370,7 +370,7 @@ def _problem(exc: BaseException, what: str, path: str) -> dict:
                 traceback=traceback.format_exc(limit=-8))
 
 
-APIS = ("value_and_grad", "grad", "f(...)", "vjp", "jvp")
+APIS = ("value_and_grad", "grad", "f(...)", "vjp", "jvp", "hvp")
 
 
 def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dict:
@@ -468,10 +468,50 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
             raise Mismatch(f"jvp: tangent {tf:.9g}, finite differences of the directional "
                            f"derivative {big:.9g}")
 
+    def hvp():
+        """Forward over the generated reverse code along a random direction, against
+        central differences of jitgrad's own gradient (checked above) at two step sizes;
+        a located refusal is noted, not counted.  Run as Python (``jit=False``) in both
+        modes: compiling one more function per program would double the jit=True time."""
+        if "grad" not in grads:
+            return
+        p, before = fresh()
+        rng = np.random.default_rng((prog.seed ^ 0x5BD1E995) & 0xFFFFFFFF)
+        vs = [rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else
+              float(rng.standard_normal()) for k in prog.wrt_positions]
+        try:
+            hv = jitgrad.hvp(f, tuple(p), tuple(vs) if isinstance(prog.wrt, tuple) else vs[0],
+                             wrt=prog.wrt, jit=False)
+        except (jitgrad.TransformError, jitgrad.RuleError) as exc:
+            # refused at the user's line, or at a line of the gradient code it names
+            if located(exc, path) or "generated gradient code" in str(exc):
+                notes.append(f"hvp refused: {str(exc).splitlines()[0]}")
+                return
+            raise
+        _unchanged("hvp", p, before)
+        hv = hv if isinstance(prog.wrt, tuple) else (hv,)
+        fds2 = []
+        for eps in (1e-4, 1e-5):
+            hi, lo = copy_args(args), copy_args(args)
+            for k, vv in zip(prog.wrt_positions, vs, strict=True):
+                hi[k] = args[k] + eps * vv
+                lo[k] = args[k] - eps * vv
+            gh, gl = d.grad(*hi), d.grad(*lo)
+            gh, gl = (gh, gl) if isinstance(prog.wrt, tuple) else ((gh,), (gl,))
+            fds2.append([(np.asarray(a, float) - np.asarray(b, float)) / (2 * eps)
+                         for a, b in zip(gh, gl, strict=True)])
+        for k, h in enumerate(hv):
+            h = np.asarray(h, float)
+            ok = any(np.all(np.abs(h - fd[k]) <= 1e-3 * (1.0 + np.abs(fd[k])))
+                     for fd in fds2)
+            if not (np.all(np.isfinite(h)) and ok):
+                raise Mismatch(f"hvp {k}: {_fmt(h)}, central differences of the gradient "
+                               f"{_fmt(fds2[-1][k])}")
+
     notes: list = []
     if d is not None:
         for what, fn in (("value_and_grad", vag), ("grad", grad), ("f(...)", primal),
-                         ("vjp", vjp), ("jvp", jvp)):
+                         ("vjp", vjp), ("jvp", jvp), ("hvp", hvp)):
             if what in apis:
                 step(what, fn)
         ref = grads.get("value_and_grad")

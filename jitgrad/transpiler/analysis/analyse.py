@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ...kernels.helpers import restore_into
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import attribute_function, method_function, returns_view
 from ..front.inline import resolve
@@ -274,6 +275,11 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
                 an.inplace.setdefault(t.value.id, []).append(s)
+        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and s.value.args
+              and isinstance(s.value.args[0], ast.Name)
+              and resolve(s.value.func, env) is restore_into):
+            an.written.add(s.value.args[0].id)  # (gradient code under hvp) an in-place copy
+            an.inplace.setdefault(s.value.args[0].id, []).append(s)
     for s in flat_body(body):
         an.top_defined.update(stmt_defs(s))
     for s in stmts:
@@ -312,7 +318,8 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
                   and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
                   and view_base(s.value, env) is not None}
-    flows = [f for s in stmts for f in _flows(s, env, view_stmts)]
+    lists = {n for n, k in an.kinds.items() if k.cls == "l"}
+    flows = [f for s in stmts for f in _flows(s, env, view_stmts, lists)]
     # varied: forward dependence on wrt
     forward: dict[str, list[str]] = {}
     for tgt, srcs in flows:
@@ -647,11 +654,21 @@ def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):
-    """(target, differentiable sources) pairs of one statement."""
+def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
+           lists: set[str] = frozenset()):
+    """(target, differentiable sources) pairs of one statement (``lists``: the list tapes,
+    where ``X.append(v)`` flows from ``v`` into ``X`` and ``v = X.pop()`` back)."""
+    if isinstance(s, ast.Expr) and _list_call(s.value, lists, "append"):
+        return [(s.value.func.value.id, _sources(s.value.args[0], env))]
+    if (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and resolve(s.value.func, env) is restore_into and len(s.value.args) == 2
+            and all(isinstance(a, ast.Name) for a in s.value.args)):
+        return [(s.value.args[0].id, [s.value.args[1].id])]  # copies src's elements into dst
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         v = s.value
+        if isinstance(t, ast.Name) and _list_call(v, lists, "pop"):
+            return [(t.id, [v.func.value.id])]
         if id(s) in view_stmts:
             return [(t.id, [view_base(v, env)]), (view_base(v, env), [t.id])]
         if is_permutation(s):
@@ -664,6 +681,14 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset()):
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
         return [(s.target.value.id, _sources(s.value, env))]
     return []
+
+
+def _list_call(e: ast.expr, lists: set[str], method: str) -> bool:
+    """Is ``e`` ``X.append(v)`` / ``X.pop()`` on a list tape ``X``?"""
+    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+            and e.func.attr == method and isinstance(e.func.value, ast.Name)
+            and e.func.value.id in lists and not e.keywords
+            and len(e.args) == (method == "append"))
 
 
 def _sources(v: ast.expr, env: dict) -> list[str]:

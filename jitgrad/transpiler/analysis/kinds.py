@@ -18,6 +18,7 @@ from ...rules import lookup
 from ...rules.primitives import RESULT_HOWS, Result, fact, method_function, result_of
 from ...rules.results import RUNTIME
 from ..front.inline import resolve
+from ..naming import is_tape
 from ..notes import KIND
 
 _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
@@ -25,7 +26,8 @@ _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
 
 @dataclass(frozen=True)
 class Kind:
-    """``cls`` is b(ool), i(nt), f(loat), c(omplex), t(uple) or o(ther); ``ndim`` 0 = scalar."""
+    """``cls`` is b(ool), i(nt), f(loat), c(omplex), t(uple), l(ist tape: generated code's
+    stack of values, ``_tape_x = []``) or o(ther); ``ndim`` 0 = scalar."""
 
     cls: str
     ndim: int | None = 0
@@ -36,7 +38,7 @@ class Kind:
 
     @property
     def differentiable(self) -> bool:
-        return self.cls in ("f", "c", "o")
+        return self.cls in ("f", "c", "o", "l")
 
     def __str__(self) -> str:
         return f"{self.cls}{'?' if self.ndim is None else self.ndim}"
@@ -47,6 +49,7 @@ FLOAT = Kind("f", 0)
 INT = Kind("i", 0)
 BOOL = Kind("b", 0)
 TUPLE = Kind("t", 0)
+LIST = Kind("l", 0)
 
 
 def join(a: Kind | None, b: Kind | None) -> Kind:
@@ -143,6 +146,8 @@ class KindInference:
     def __init__(self, env: dict, args: dict[str, Kind]):
         self.env = env
         self.kinds: dict[str, Kind] = dict(args)
+        #: a list tape's values (what ``pop`` gives back): the join of what is appended
+        self.elems: dict[str, Kind] = {}
 
     def run(self, body: list[ast.stmt]) -> dict[str, Kind]:
         for _ in range(20):
@@ -157,9 +162,17 @@ class KindInference:
 
     def block(self, stmts):
         for s in stmts:
-            if isinstance(s, ast.Assign):
+            if isinstance(s, ast.Expr) and (tape := self.list_tape(s.value, "append")):
+                self.elems[tape] = join(self.elems.get(tape), self.expr(s.value.args[0]))
+            elif isinstance(s, ast.Assign):
                 t = s.targets[0]
-                if isinstance(t, ast.Name):
+                if isinstance(t, ast.Name) and is_tape(t.id) and isinstance(s.value, ast.List) \
+                        and not s.value.elts:
+                    self.set(t.id, LIST)
+                elif isinstance(t, ast.Name) and (tape := self.list_tape(s.value, "pop")):
+                    if tape in self.elems:  # (known once the appends were seen)
+                        self.set(t.id, self.elems[tape])
+                elif isinstance(t, ast.Name):
                     self.set(t.id, self.expr(s.value))
                 elif isinstance(t, ast.Tuple):
                     vk = self.expr(s.value) if not isinstance(s.value, ast.Tuple) else None
@@ -180,6 +193,16 @@ class KindInference:
             elif isinstance(s, (ast.If, ast.While)):
                 self.block(s.body)
                 self.block(s.orelse)
+
+    def list_tape(self, e: ast.expr, method: str) -> str | None:
+        """``X`` where ``e`` is ``X.append(v)`` (``method="append"``) or ``X.pop()`` on a
+        list tape ``X``."""
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and e.func.attr == method and isinstance(e.func.value, ast.Name)
+                and self.kinds.get(e.func.value.id) == LIST and not e.keywords
+                and len(e.args) == (method == "append")):
+            return e.func.value.id
+        return None
 
     def expr(self, e: ast.expr) -> Kind:
         k = self._expr(e)

@@ -105,6 +105,8 @@ class Forwarder:
         return ast.Call(func=name(zl), args=[name(n)], keywords=[])
 
     def zero_of(self, n: str) -> ast.expr:
+        if self.an.kind(n).cls == "l":
+            return ast.List(elts=[], ctx=ast.Load())  # a list tape's tangent tape
         return self._zeros_like(n) if self.an.kind(n).is_array else const(0.0)
 
     # --- statements --------------------------------------------------------------
@@ -131,7 +133,58 @@ class Forwarder:
             return self.assign(s)
         if isinstance(s, ast.AugAssign):
             return self.aug(s)
+        if isinstance(s, ast.Expr):
+            return self.expr_stmt(s)
         return [s]
+
+    # --- list tapes (generated gradient code, under hvp) ---------------------------
+
+    def list_call(self, e: ast.expr, method: str) -> str | None:
+        """``X`` where ``e`` is ``X.append(v)`` / ``X.pop()`` on a list tape ``X``."""
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+                and e.func.attr == method and isinstance(e.func.value, ast.Name)
+                and self.an.kind(e.func.value.id).cls == "l" and not e.keywords
+                and len(e.args) == (method == "append")):
+            return e.func.value.id
+        return None
+
+    def expr_stmt(self, s: ast.Expr) -> list[ast.stmt]:
+        """``X.append(v)`` pushes ``v``'s tangent on ``X``'s tangent tape (a zero one for an
+        inactive ``v``, so the two stay in step); ``restore_into(u, snap)`` restores the
+        tangent too.  Any other statement that reads an active value is refused."""
+        v = s.value
+        tape = self.list_call(v, "append")
+        if tape is not None:
+            if tape not in self.an.active:
+                return [s]
+            push = ast.Call(func=ast.Attribute(value=name(self.dot(tape)), attr="append",
+                                               ctx=ast.Load()),
+                            args=[self.pushed(v.args[0], s)], keywords=[])
+            return [s, ast.copy_location(ast.Expr(value=push), s)]
+        if isinstance(v, ast.Call) and resolve(v.func, self.env) is helpers.restore_into \
+                and len(v.args) == 2 and all(isinstance(a, ast.Name) for a in v.args):
+            dst, src = v.args
+            if not self.active(dst):
+                return [s]
+            tangent = ast.Call(func=v.func, args=[name(self.dot(dst.id)),
+                                                  self.tangent(src) or self.zero(src)],
+                               keywords=[])
+            return [s, ast.copy_location(ast.Expr(value=tangent), s)]
+        if any(isinstance(n, ast.Name) and n.id in self.an.active for n in walk_values(v)):
+            raise self.parsed.error(f"forward mode cannot differentiate the statement "
+                                    f"'{ast.unparse(v)}'", s,
+                                    "assign the values it computes to variables")
+        return [s]
+
+    def pushed(self, e: ast.expr, s: ast.stmt) -> ast.expr:
+        """The tangent of a value pushed on a list tape (a name, or a snapshot of one)."""
+        if isinstance(e, ast.Name):
+            return self.tangent(e) or self.zero(e)
+        if (isinstance(e, ast.Call) and resolve(e.func, self.env) is helpers.snapshot
+                and len(e.args) == 1 and isinstance(e.args[0], ast.Name)):
+            return ast.Call(func=e.func, args=[self.tangent(e.args[0]) or self.zero(e.args[0])],
+                            keywords=[])
+        raise self.parsed.error(f"forward mode cannot push '{ast.unparse(e)}'", s)
 
     def check_index(self, idx: ast.expr, s: ast.stmt) -> None:
         for n in walk_values(idx):
@@ -157,6 +210,15 @@ class Forwarder:
                                         "forward mode", s, "assign the values one by one")
             return self.primal_only(s)
         tgt = t.id
+        tape = self.list_call(v, "pop")
+        if tape is not None:  # the tangent tape is popped in step, whether or not tgt is active
+            if tape not in self.an.active:
+                return [s]
+            pop = ast.Call(func=ast.Attribute(value=name(self.dot(tape)), attr="pop",
+                                              ctx=ast.Load()), args=[], keywords=[])
+            if tgt not in self.an.active:
+                return [ast.copy_location(ast.Expr(value=pop), s), s]
+            return [ast.copy_location(assign(self.dot(tgt), pop), s), s]
         if tgt not in self.an.active:
             return self.primal_only(s)
         prim = primitive_of(v, self.env)
