@@ -81,6 +81,10 @@ class Unit:
     names: dict[str, str] = field(default_factory=dict)
     #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
     reads: set[str] | None = None
+    #: a CUDA kernel's shape (``front.kernel.KernelShape``), None for other functions
+    kernel: Any = None
+    #: what the CUDA lowering produced (``backend.cuda.Lowered``)
+    lowered: Any = None
 
     @property
     def name(self) -> str:
@@ -90,7 +94,7 @@ class Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds))
+                    dict(arg_kinds), kernel=self.kernel)
 
 
 def show_body(u: Unit) -> str:
