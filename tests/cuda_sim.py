@@ -17,9 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
     sys.exit("set NUMBA_ENABLE_CUDASIM=1 before running this script")
 
-from numba import cuda  # noqa: E402
-
 import corpus_cuda as C  # noqa: E402
+from numba import cuda  # noqa: E402
 
 
 def _loss(kernel, config, args, seeds):

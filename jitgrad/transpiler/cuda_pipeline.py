@@ -172,11 +172,11 @@ def example_cuda(pass_name: str, source: str, args: tuple | None = None) -> str:
     ns: dict[str, Any] = {"np": np, "math": math, "cuda": cuda}
     exec(compile(text, fname, "exec"), ns)
     func = ns[ast.parse(text).body[0].name]
-    prep = prepare_cuda(func)
-    if pass_name == "parse":
+    if pass_name in [p.name for p in CUDA_PREPARE]:
         from .pipeline import show_body
 
-        return show_body(prep).rstrip("\n")
+        return show_body(prepare_cuda(func, until=pass_name)).rstrip("\n")
+    prep = prepare_cuda(func)
     values = args or ()
     kinds = {p: of_value(a) for p, a in zip(prep.params, values, strict=False)}
     wrt = [p for p in kinds if kinds[p].cls == "f"]

@@ -200,6 +200,7 @@ def _check_body(parsed: Parsed, guard: ast.If, index: list[str], params: list[st
                 raise parsed.error(f"cuda.{path} in a differentiated kernel: {why}", n,
                                    "each thread must compute its outputs from the inputs "
                                    "alone; see docs/cuda.md for what kernels may contain")
+    for n in ast.walk(guard):
         targets: list[ast.AST] = []
         if isinstance(n, ast.Assign):
             targets = list(n.targets)
