@@ -47,7 +47,9 @@ def _python_function(func: Any) -> Any:
 
 
 def _is_device_array(a: Any) -> bool:
-    return hasattr(a, "__cuda_array_interface__") and not isinstance(a, np.ndarray)
+    """A ``numba.cuda`` device array (the simulator's too), by what it offers."""
+    return (hasattr(a, "__cuda_array_interface__") or hasattr(a, "copy_to_host")) \
+        and not isinstance(a, np.ndarray)
 
 
 def _kind(a: Any) -> Kind:
@@ -185,6 +187,7 @@ class CudaDifferentiated:
                              f"{self.func.__name__} writes only "
                              f"{', '.join(map(repr, shape.outputs))}")
         on_device = any(_is_device_array(a) for a in args)
+        _refuse_overlap(values, shape.outputs)
         kargs = [_copy(a) if p in low.writes else a for p, a in values.items()]
         grads: list[tuple[Any, bool]] = []
         for w in [self.params[i] for i in self.wrt_positions]:
@@ -309,6 +312,26 @@ class _VJP:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("launch the adjoint on a grid: step.vjp[blocks, threads](...)")
+
+
+def _refuse_overlap(values: dict[str, Any], outputs: tuple[str, ...]) -> None:
+    """An output passed as another array argument too would be read by other threads
+    while written: refused (the adjoint assumes they are distinct arrays)."""
+    for o in outputs:
+        for p, a in values.items():
+            b = values[o]
+            if p == o or not hasattr(a, "shape") or not hasattr(b, "shape"):
+                continue
+            same = a is b or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                              and np.shares_memory(a, b))
+            if not same and _is_device_array(a) and _is_device_array(b):
+                ia = getattr(a, "__cuda_array_interface__", None)
+                ib = getattr(b, "__cuda_array_interface__", None)
+                same = ia is not None and ib is not None and ia["data"][0] == ib["data"][0]
+            if same:
+                raise ValueError(f"the output '{o}' and the argument '{p}' are the same "
+                                 "array: pass distinct arrays (the adjoint kernel treats "
+                                 f"'{p}' as an input no thread writes)")
 
 
 def _zeros(shape: tuple, dtype: Any, on_device: bool) -> Any:

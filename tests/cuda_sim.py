@@ -124,7 +124,57 @@ def device_case(name, fn, point):
             "repeat": True, "dtypes": True, "scalars": True}
 
 
+def device_arrays_case():
+    """Device arrays in, device arrays out, the same gradients as NumPy in."""
+    x, k, out = C.CASES[0][2]()
+    dout = np.random.default_rng(0).uniform(-1, 1, out.shape)
+    want = C.stencil.vjp[2, 16](x, k, out, cotangents={"out": dout})
+    xd, outd, doutd = cuda.to_device(x), cuda.to_device(out), cuda.to_device(dout)
+    dx, dk = C.stencil.vjp[2, 16](xd, k, outd, cotangents={"out": doutd})
+    placed = hasattr(dx, "copy_to_host") and isinstance(dk, float)
+    err = max(float(np.max(np.abs(dx.copy_to_host() - want[0]))), abs(dk - want[1]))
+    unchanged = np.array_equal(xd.copy_to_host(), x) and np.array_equal(doutd.copy_to_host(),
+                                                                        dout)
+    return {"name": "device_arrays", "err": err, "scale": 1.0, "tol": 1e-12,
+            "unchanged": bool(unchanged), "repeat": True, "dtypes": bool(placed),
+            "scalars": True}
+
+
+def float32_device_case():
+    """A float32 device function against the float64 one."""
+    f32 = C.mixed.device_function(np.float32(0.5), np.float32(0.25))
+    f64 = C.mixed.device_grad
+
+    @cuda.jit
+    def use(a, b, out32, out64):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            v, (da, db) = f32(a[i], b[i], np.float32(1.0))
+            out32[i, 0] = da
+            out32[i, 1] = db
+            v, (da, db) = f64(np.float64(a[i]), np.float64(b[i]), 1.0)
+            out64[i, 0] = da
+            out64[i, 1] = db
+
+    a = np.array([0.5, 0.2, -0.4], np.float32)
+    b = np.array([0.25, -0.3, 0.9], np.float32)
+    o32, o64 = np.zeros((3, 2), np.float32), np.zeros((3, 2))
+    use[1, 3](a, b, o32, o64)
+    return {"name": "device_float32", "err": float(np.max(np.abs(o32 - o64))), "scale": 1.0,
+            "tol": 1e-5, "unchanged": True, "repeat": True, "dtypes": True, "scalars": True}
+
+
+EXTRA = {"device_arrays": device_arrays_case, "device_float32": float32_device_case}
+
+
 def main(names):
+    for name, case in EXTRA.items():
+        if not names or name in names:
+            try:
+                res = case()
+            except Exception as e:
+                res = {"name": name, "error": f"{type(e).__name__}: {e}"}
+            print(json.dumps(res), flush=True)
     for name, kernel, make, config in C.CASES:
         if not names or name in names:
             try:

@@ -43,7 +43,7 @@ def simulated():
     return out
 
 
-@pytest.mark.parametrize("name", [*KERNELS, *DEVICE])
+@pytest.mark.parametrize("name", [*KERNELS, *DEVICE, "device_arrays", "device_float32"])
 def test_simulator_matches_finite_differences(simulated, name):
     res = simulated[name]
     assert "error" not in res, res.get("error")
@@ -200,3 +200,10 @@ def test_cuda_pass_examples():
         runner = doctest.DocTestRunner()
         runner.run(test)
         assert runner.failures == 0, p.name
+
+
+def test_an_output_passed_as_an_input_too_is_refused():
+    k, make, cfg = KERNELS["private"]
+    x, y, out = make()
+    with pytest.raises(ValueError, match="same array"):
+        k._launch_args((x, out, out), None)

@@ -338,6 +338,9 @@ class _Rewriter:
         serves = next((a for a in after if isinstance(a, ast.For)), None)
         loop = serves if serves is not None else (loops[-1] if loops else None)
         total: ast.expr | None = self.host(need.right)
+        if total is not None:  # a range that runs backwards reserves nothing
+            total = ast.Call(func=ast.Name(id="max", ctx=ast.Load()),
+                             args=[ast.Constant(value=0), total], keywords=[])
         for outer in loops:
             trips = self.trips(outer)
             total = None if total is None or trips is None else \
