@@ -24,15 +24,16 @@ from .pipeline import (
     PREPARE,
     Pass,
     Unit,
-    _without_gc,
     analyse_,
     kinds_,
     optimize_,
     parse_,
+    prepare,
     reverse_,
     show_analysis,
     show_ir,
     show_kinds,
+    transform,
 )
 
 
@@ -97,27 +98,15 @@ CUDA_SPECIALISE: list[Pass] = [
 ]
 
 
-@_without_gc
 def prepare_cuda(func: Any, until: str | None = None) -> Unit:
     """The kind-independent passes of the CUDA target."""
-    u = Unit(func)
-    for p in CUDA_PREPARE:
-        p.run(u)
-        if p.name == until:
-            break
-    return u
+    return prepare(func, until, CUDA_PREPARE)
 
 
-@_without_gc
 def transform_cuda(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
                    until: str | None = None) -> Unit:
     """The specialising passes of the CUDA target on a copy of ``prep``."""
-    u = prep.specialise(wrt, arg_kinds)
-    for p in CUDA_SPECIALISE:
-        p.run(u)
-        if p.name == until:
-            break
-    return u
+    return transform(prep, wrt, arg_kinds, until, CUDA_SPECIALISE)
 
 
 @dataclass

@@ -462,10 +462,11 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 
 
 @_without_gc
-def prepare(func: Any, until: str | None = None) -> Unit:
-    """Run the kind-independent passes (up to and including ``until``)."""
+def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None) -> Unit:
+    """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
+    including ``until``."""
     u = Unit(func)
-    for p in PREPARE:
+    for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
             break
