@@ -207,3 +207,32 @@ def test_an_output_passed_as_an_input_too_is_refused():
     x, y, out = make()
     with pytest.raises(ValueError, match="same array"):
         k._launch_args((x, out, out), None)
+
+
+def test_benchmark_runs_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "cuda.py"), "--scale", "tiny",
+                        "--repeats", "1"], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "jitgrad/hand" in r.stdout and "heat 2-D" in r.stdout, r.stdout
+
+
+def test_benchmark_hand_kernels_compile_to_ptx():
+    _nvvm_or_skip()
+    import numba
+
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("jitgrad_bench_cuda",
+                                                  REPO / "benchmarks" / "cuda.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    f64, a1, a2 = numba.float64, numba.float64[:], numba.float64[:, :]
+    from numba import cuda
+
+    for k, sig in ((bench.stencil_hand, (a1, f64, a1, a1, a1)),
+                   (bench.relax_hand, (a1, f64, numba.int64, a1, a1, a1)),
+                   (bench.heat_hand, (a2, f64, a2, a2, a1))):
+        ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
+        assert ".target sm_90" in ptx
