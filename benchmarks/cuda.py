@@ -47,7 +47,7 @@ def relax(x, k, steps, out):
     i = cuda.grid(1)
     if i < out.shape[0]:
         v = x[i]
-        for t in range(steps):
+        for _ in range(steps):
             v = v - k * math.sin(v)
         out[i] = v
 

@@ -220,9 +220,9 @@ def test_benchmark_runs_in_the_simulator():
 
 def test_benchmark_hand_kernels_compile_to_ptx():
     _nvvm_or_skip()
-    import numba
-
     import importlib.util
+
+    import numba
 
     spec = importlib.util.spec_from_file_location("jitgrad_bench_cuda",
                                                   REPO / "benchmarks" / "cuda.py")
