@@ -87,6 +87,25 @@ def two_outputs(x, y, out, out2):
         out2[i] = out[i] + math.cos(x[i])
 
 
+@jg.differentiate(wrt=("a", "v"), target="cuda")
+def matvec(a, v, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        s = 0.0
+        for t in range(v.shape[0]):
+            s += a[i, t] * math.tanh(v[t])
+        out[i] = s
+
+
+@jg.differentiate(wrt="c", target="cuda")
+def accumulate(x, c, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        out[i] = c * x[i]
+        out[i] += math.sin(c * out[i])
+        out[i] = out[i] * out[i]
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -107,6 +126,10 @@ CASES = [
     ("two_outputs", two_outputs, lambda: (_rng(9).uniform(-1, 1, 12),
                                           _rng(10).uniform(-1, 1, 12), np.zeros(12),
                                           np.zeros(12)), (1, 16)),
+    ("matvec", matvec, lambda: (_rng(12).uniform(-1, 1, (10, 6)), _rng(13).uniform(-1, 1, 6),
+                                np.zeros(10)), (1, 16)),
+    ("accumulate", accumulate, lambda: (_rng(14).uniform(-1, 1, 12), 0.6, np.zeros(12)),
+     (1, 16)),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
 ]

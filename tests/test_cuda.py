@@ -71,6 +71,9 @@ def test_atomics_exactly_where_a_read_is_shared():
     assert "dx[i] +=" in src and "atomic" not in src
     src = _source("gather")  # x read through idx[i]: atomics
     assert "cuda.atomic.add(dx, idx[i]," in src
+    src = _source("matvec")  # a[i, t]: thread i's row, private; v[t]: shared
+    assert "da[i, t] +=" in src and "cuda.atomic.add(dv, t," in src
+    assert "cuda.atomic.add(da" not in src
     src = _source("heat")  # 2-D: neighbours are shared
     assert "cuda.atomic.add(du, (i - 1, j)," in src or "cuda.atomic.add(du, (i - 1, j)" in src
 

@@ -30,7 +30,6 @@ import numpy as np
 from ...kernels import helpers
 from ...rules.primitives import fact
 from ..front.inline import resolve
-from ..front.kernel import own_index
 from ..naming import SEED
 from ..nodes import clone
 from . import emit, lower
@@ -154,15 +153,36 @@ def _expressions(s: ast.stmt):
 
 def private_arrays(body: list[ast.stmt], arrays: list[str], index: tuple[str, ...]) \
         -> frozenset[str]:
-    """The arrays of ``arrays`` that one thread's part reads only at its own index (their
-    adjoints need no atomics)."""
-    shared: set[str] = set()
+    """The arrays of ``arrays`` whose every element one thread's part reads no other thread
+    reads (their adjoints need no atomics): each read holds every grid index once as a
+    whole component, at the same position in every read of that array (``x[i]``;
+    ``a[i, t]``, thread ``i``'s row).  Any other read makes the array shared."""
+    places: dict[str, tuple[int, ...] | None] = {}
     for s in _statements(body):
         for n in _expressions(s):
-            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
-                    and not own_index(n.slice, index):
-                shared.add(n.value.id)
-    return frozenset(a for a in arrays if a not in shared)
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                where = _grid_positions(n.slice, index)
+                a = n.value.id
+                if a not in places:
+                    places[a] = where
+                elif places[a] != where:
+                    places[a] = None
+    return frozenset(a for a in arrays if places.get(a, ()) is not None)
+
+
+def _grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The component position of each grid index in the subscript ``sl`` (in ``index``
+    order), None unless each appears exactly once as a whole component."""
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(e, ast.Slice) for e in elts):
+        return None
+    out = []
+    for g in index:
+        at = [k for k, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == g]
+        if len(at) != 1:
+            return None
+        out.append(at[0])
+    return tuple(out)
 
 
 # --- the lowering ----------------------------------------------------------------------
