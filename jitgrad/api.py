@@ -508,6 +508,11 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
     if target == "cuda":
         from .cuda_api import CudaDifferentiated
 
+        if cache or not jit:
+            raise ValueError("target='cuda' takes neither cache=True nor jit=False (it always "
+                             "compiles with numba.cuda; run it in Numba's simulator, "
+                             "NUMBA_ENABLE_CUDASIM=1, to execute it as Python)")
+
         if func is None:
             return lambda f: CudaDifferentiated(f, wrt)
         return CudaDifferentiated(func, wrt)

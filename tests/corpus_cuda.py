@@ -106,6 +106,19 @@ def accumulate(x, c, out):
         out[i] = out[i] * out[i]
 
 
+@jg.differentiate(wrt=("u", "w"), target="cuda")
+def box(u, w, out):
+    i, j, m = cuda.grid(3)
+    if i < u.shape[0] and j < u.shape[1] and m < u.shape[2] - 1:
+        out[i, j, m] = w * u[i, j, m] * u[i, j, m + 1]
+
+
+def _smooth(a, b):
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -130,6 +143,8 @@ CASES = [
                                 np.zeros(10)), (1, 16)),
     ("accumulate", accumulate, lambda: (_rng(14).uniform(-1, 1, 12), 0.6, np.zeros(12)),
      (1, 16)),
+    ("box3d", box, lambda: (_rng(15).uniform(-1, 1, (2, 3, 4)), 0.8, np.zeros((2, 3, 4))),
+     ((1, 1, 1), (2, 3, 4))),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
 ]
@@ -161,5 +176,11 @@ def with_n(a, n):
     return s
 
 
+@jg.differentiate(wrt=(0, 1), target="cuda")
+def helped(a, b):
+    return _smooth(a * b, a - b) * a
+
+
 DEVICE_CASES = [("mixed", mixed, (0.4, -0.7)), ("looped", looped, (0.3, 0.8)),
-                ("looped_neg", looped, (-0.5, 0.6))]
+                ("looped_neg", looped, (-0.5, 0.6)), ("helped", helped, (0.7, 0.2)),
+                ("helped_other_branch", helped, (-0.6, 0.9))]
