@@ -459,6 +459,8 @@ class _Rewriter:
             bad = None
             if isinstance(n, (ast.List, ast.ListComp, ast.Dict, ast.Set)):
                 bad = "a list or other container"
+            elif isinstance(n, ast.Name) and self.env.get(n.id) is np:
+                bad = "a use of NumPy"
             elif isinstance(n, ast.Name) and n.id == SEED and self.kernel:
                 bad = "the seed used as an array"
             elif isinstance(n, (ast.Assign, ast.AugAssign)) and self.kernel and any(
@@ -486,6 +488,14 @@ class _Spellings(ast.NodeTransformer):
 
     def __init__(self, rw: _Rewriter):
         self.rw = rw
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        """``np.pi``, ``np.inf``: NumPy's float constants as literals."""
+        self.generic_visit(node)
+        base = resolve(node.value, self.rw.env)
+        if base is np and isinstance(getattr(np, node.attr, None), float):
+            return ast.Constant(value=getattr(np, node.attr))
+        return node
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
