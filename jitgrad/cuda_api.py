@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .api import Wrt, _guess_args, _resolve_wrt
+from .api import _TRANSFORMING, Wrt, _guess_args, _resolve_wrt
 from .transpiler.analysis.kinds import Kind, of_value
 from .transpiler.cuda_pipeline import (
     CUDA_PREPARE,
@@ -81,7 +81,7 @@ class CudaDifferentiated:
 
     def _prep(self) -> Unit:
         version = rules.version()
-        with self._lock:
+        with self._lock, _TRANSFORMING:  # (parsing is not thread-safe: see api)
             if self._prepared is None or self._version != version:
                 fence(parse_function(self.func))
                 prep = prepare_cuda(self.func)
@@ -132,7 +132,7 @@ class CudaDifferentiated:
         if prep.kernel is not None:
             kinds.update({n: of_value(0) for n in prep.kernel.index})
         key = (tuple(sorted(kinds.items())), rules.version())
-        with self._lock:
+        with self._lock, _TRANSFORMING:
             u = self._units.get(key)
             if u is None:
                 wrt = [self.params[i] for i in self.wrt_positions]
