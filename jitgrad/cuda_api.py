@@ -75,6 +75,8 @@ class CudaDifferentiated:
         self._built: dict[tuple, Built] = {}
         self._primal: Any = None
         self._last: tuple[Unit, Built] | None = None
+        #: per specialisation: the capacities checked tapes needed in earlier launches
+        self._checked: dict[int, dict[str, int]] = {}
         functools.update_wrapper(self, self.func)
 
     # --- transformation -----------------------------------------------------------
@@ -140,7 +142,7 @@ class CudaDifferentiated:
         return u
 
     def _compiled(self, u: Unit, values: dict[str, Any]) -> Built:
-        caps = capacities(u, values)
+        caps = capacities(u, values, self._checked.get(id(u)))
         key = (id(u), tuple(sorted(caps.items())))
         with self._lock:
             b = self._built.get(key)
@@ -196,6 +198,7 @@ class CudaDifferentiated:
                 _zeros(values[w].shape, values[w].dtype, _is_device_array(values[w]))
             grads.append((buf, scalar))
             kargs.append(buf)
+        need = None
         for o in shape.outputs:
             out = values[o]
             seed = cot.get(o)
@@ -207,17 +210,39 @@ class CudaDifferentiated:
                                  f"'{o}' has {tuple(out.shape)}")
             kargs.append(_copy(seed, out.dtype) if low.seeds[o] in low.writes
                          else _as(seed, out.dtype))
+        if low.need:
+            need = _zeros((len(low.checked),), np.int64, on_device)
+            kargs.append(need)
 
         def finish() -> Any:
+            if need is not None:
+                self._grow(u, built, _host(need))
             res = tuple(float(_host(b)[0]) if scalar else b for b, scalar in grads)
             return res[0] if self.single else res
 
         return built, kargs, finish
 
     def _vjp(self, config: Any, *args: Any, cotangents: dict | None = None) -> Any:
-        built, kargs, finish = self._launch_args(args, cotangents)
-        built.dispatcher[config](*kargs)
-        return finish()
+        for _ in range(3):
+            built, kargs, finish = self._launch_args(args, cotangents)
+            built.dispatcher[config](*kargs)
+            try:
+                return finish()
+            except _Overflow:  # a checked tape was too short: again, with room for it
+                continue
+        raise RuntimeError(f"the adjoint of {self.func.__name__} kept overflowing its tapes")
+
+    def _grow(self, u: Unit, built: Built, need: np.ndarray) -> None:
+        """After a launch: where a thread needed a longer checked tape than it had, remember
+        the length (rounded up to a power of two) and discard the launch's results."""
+        over = {cap: int(need[k]) for cap, k in u.lowered.checked.items()
+                if int(need[k]) > built.caps[cap]}
+        if over:
+            grown = dict(self._checked.get(id(u), {}))
+            for cap, n in over.items():
+                grown[cap] = 1 << max(0, n - 1).bit_length()
+            self._checked[id(u)] = grown
+            raise _Overflow()
 
     # --- device functions -----------------------------------------------------------
 
@@ -299,6 +324,10 @@ def transform_cuda_stage(prep: Unit, u: Unit, stage: str) -> str:
     """What the specialising pass ``stage`` produced for ``u``'s kinds."""
     again = transform_cuda(prep, u.wrt, u.arg_kinds, until=stage)
     return next(p for p in CUDA_SPECIALISE if p.name == stage).show(again)
+
+
+class _Overflow(Exception):
+    """A checked tape overflowed in a launch (its results are discarded)."""
 
 
 class _VJP:

@@ -113,6 +113,26 @@ def box(u, w, out):
         out[i, j, m] = w * u[i, j, m] * u[i, j, m + 1]
 
 
+@jg.differentiate(wrt="x", target="cuda")
+def while_loop(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        while v > 0.1:
+            v = v * math.sin(v)
+        out[i] = v
+
+
+@jg.differentiate(wrt=("x", "k"), target="cuda")
+def per_thread_trips(x, k, n, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        v = x[i]
+        for t in range(n[i]):
+            v = v - k * math.sin(v)
+        out[i] = v
+
+
 def _smooth(a, b):
     if a > b:
         return a + math.log1p(math.exp(b - a))
@@ -145,6 +165,12 @@ CASES = [
      (1, 16)),
     ("box3d", box, lambda: (_rng(15).uniform(-1, 1, (2, 3, 4)), 0.8, np.zeros((2, 3, 4))),
      ((1, 1, 1), (2, 3, 4))),
+    ("while_loop", while_loop, lambda: (_rng(16).uniform(0.2, 1.2, 12), np.zeros(12)),
+     (1, 16)),
+    # up to 40 trips: the first launch overflows the 16-slot tapes and is run again
+    ("per_thread_trips", per_thread_trips, lambda: (_rng(17).uniform(-1, 1, 10), 0.2,
+                                                    np.array([0, 1, 3, 40, 7, 2, 17, 5, 9, 33]),
+                                                    np.zeros(10)), (1, 16)),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
 ]

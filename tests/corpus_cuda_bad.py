@@ -76,24 +76,6 @@ def guard_else(x, out):
         out[0] = 0.0
 
 
-def while_tape(x, out):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        v = x[i]
-        while v > 0.1:
-            v = v * math.sin(v)
-        out[i] = v
-
-
-def per_thread_trips(x, n, out):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        v = x[i]
-        for t in range(n[i]):
-            v = v * math.sin(v)
-        out[i] = v
-
-
 def makes_array(x, out):
     i = cuda.grid(1)
     if i < x.shape[0]:
@@ -133,9 +115,6 @@ BAD = [
     (no_guard, "x", lambda: (_x(), np.zeros(8)), "one guard"),
     (no_grid, "x", lambda: (_x(), np.zeros(8)), "threadIdx"),
     (guard_else, "x", lambda: (_x(), np.zeros(8)), "one guard"),
-    (while_tape, "x", lambda: (_x(), np.zeros(8)), "cannot know before the launch"),
-    (per_thread_trips, "x", lambda: (_x(), np.arange(8), np.zeros(8)),
-     "cannot know before the launch"),
     (makes_array, "x", lambda: (_x(), np.zeros(8)), "cannot allocate"),
     (library_call, "x", lambda: (_x(), np.zeros(8)), "not allowed in CUDA device code"),
     (device_loop_n, 0, lambda: (0.5, 3), "not known when the device function is compiled"),

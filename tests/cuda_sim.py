@@ -91,7 +91,8 @@ def kernel_case(name, kernel, make, config):
               for g, w in zip(got, want, strict=True))
     scale = max(float(np.max(np.abs(np.asarray(w)))) for w in want)
     return {"name": name, "err": err, "scale": scale, "tol": tol, "unchanged": unchanged,
-            "repeat": repeat, "dtypes": dtypes_ok, "scalars": scalars_ok}
+            "repeat": repeat, "dtypes": dtypes_ok, "scalars": scalars_ok,
+            "regrown": bool(kernel._checked)}
 
 
 def device_case(name, fn, point):

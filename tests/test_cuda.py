@@ -107,6 +107,17 @@ def test_loop_tape_is_a_local_array_sized_by_the_host():
     assert "cuda.local.array(9, numba.float64)" in src
 
 
+def test_checked_tapes_grow_after_an_overflow(simulated):
+    assert simulated["per_thread_trips"]["regrown"], "the 40-trip thread overflowed nothing"
+    assert not simulated["relax"]["regrown"]
+    k, make, _ = KERNELS["while_loop"]
+    src = k.source(*make())
+    assert "cuda.local.array(16, numba.float64)" in src
+    assert "if _tape_v_1n < 16:" in src or "< 16:" in src
+    assert "cuda.atomic.max(_tape_need, 0," in src
+    assert "_tape_v_1n if _tape_v_1n < 16 else 16 - 1]" in src  # pops stay in bounds
+
+
 def test_device_function_signature_and_tape():
     src = C.looped.source(0.3, 0.8)
     assert src.splitlines()[0] == "def looped_device_grad(a, b, _dret):"
@@ -158,7 +169,7 @@ def test_unsupported_cuda_code_is_refused(fn, wrt, make, fragment):
 
 
 def test_cpu_target_refuses_a_plain_kernel_at_once():
-    d = jg.differentiate(B.while_tape, wrt=0)
+    d = jg.differentiate(B.barrier, wrt=0)
     with pytest.raises(jg.TransformError, match="target=\"cuda\""):
         d.grad(np.ones(4), np.zeros(4))
 

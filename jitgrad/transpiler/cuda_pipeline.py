@@ -119,10 +119,19 @@ class Built:
     caps: dict[str, int] = field(default_factory=dict)
 
 
-def capacities(u: Unit, values: dict[str, Any]) -> dict[str, int]:
-    """Each tape's capacity for a launch with parameter values ``values`` (ValueError when
-    the tapes would not fit in a thread's local memory)."""
-    caps = {c: max(1, int(device.evaluate(e, values))) for c, (e, _) in u.lowered.caps.items()}
+#: the first capacity of a checked tape (one whose length only the kernel knows)
+CHECKED_START = 16
+
+
+def capacities(u: Unit, values: dict[str, Any], checked: dict[str, int] | None = None) \
+        -> dict[str, int]:
+    """Each tape's capacity for a launch with parameter values ``values``; ``checked``: the
+    capacities of checked tapes (else ``CHECKED_START``).  ValueError when the tapes
+    would not fit in a thread's local memory."""
+    checked = checked or {}
+    caps = {c: checked.get(c, CHECKED_START) if c in u.lowered.checked
+            else max(1, int(device.evaluate(e, values)))
+            for c, (e, _) in u.lowered.caps.items()}
     total = sum(caps[c] * size for c, (_, size) in u.lowered.caps.items())
     if total > device.LOCAL_BYTES:
         raise ValueError(f"the adjoint of {u.name} needs {total} bytes of tape per thread "

@@ -76,14 +76,20 @@ class Lowered:
     private: frozenset[str] = frozenset()
     #: the outputs the adjoint kernel still writes (the host passes copies of these)
     writes: frozenset[str] = frozenset()
+    #: checked tapes (their length is known only in the kernel): capacity placeholder ->
+    #: its slot in the ``need`` parameter, where a thread that overflowed the capacity
+    #: records the length it needed (the host then launches again with room for it)
+    checked: dict[str, int] = field(default_factory=dict)
+    #: the int64 array parameter of those lengths ("" when no tape is checked)
+    need: str = ""
 
     def with_caps(self, values: dict[str, int]) -> ast.FunctionDef:
         """The function with each capacity placeholder replaced by its value."""
+        from ..nodes import replace_names
+
         fn = clone(self.fn)
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Name) \
-                    and n.args[0].id in values:
-                n.args[0] = ast.Constant(value=int(values[n.args[0].id]))
+        replace_names(fn, lambda n: ast.Constant(value=int(values[n.id])) if n.id in values
+                      else n)
         return fn
 
 
@@ -230,6 +236,13 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
         extra.append(d)
     out.private = frozenset(adjoints[a] for a in private if a in adjoints)
     rw = _Rewriter(u, out, cuda_names, params=set(user_params), kernel=True)
+    rw.scan(fn.body, [])
+    if rw.unbounded_tapes:
+        out.need = "_tape_need"
+        while out.need in u.namer.taken:
+            out.need += "_"
+        u.namer.reserve([out.need])
+        extra.append(out.need)
     body = rw.block(fn.body, [])
     out.atomic = frozenset(rw.atomics)
     once = {out.seeds[o] for o in shape.outputs if _written_once(u.body, o)
@@ -262,6 +275,8 @@ class _Rewriter:
         self.reserve_loop: dict[str, ast.AST] = {}  # placeholder -> the loop it serves
         self.atomics: set[str] = set()
         self.defs = _single_defs(u.ir.body())
+        self.unbounded_tapes: set[str] = set()  # the checked tapes (kernels only)
+        self.need_var: dict[str, str] = {}  # checked tape -> the length it needs
 
     # --- statements ----------------------------------------------------------------
 
@@ -269,10 +284,11 @@ class _Rewriter:
         out: list[ast.stmt] = []
         for k, s in enumerate(stmts):
             if isinstance(s, (ast.For, ast.While)):
-                s = clone(s) if isinstance(s, ast.For) else clone(s)
+                s = clone(s)
                 s.body = self.block(s.body, [*loops, s])
-                s.iter = self.expr(s.iter) if isinstance(s, ast.For) else s.iter
-                if isinstance(s, ast.While):
+                if isinstance(s, ast.For):
+                    s.iter = self.expr(s.iter)
+                else:
                     s.test = self.expr(s.test)
                 out.append(s)
                 continue
@@ -300,12 +316,33 @@ class _Rewriter:
                 cap = u.namer.fresh(f"_cap{t}")
                 self.tapes[t] = cap
                 self.out.caps[cap] = (ast.Constant(value=0), np.dtype(dtype).itemsize)
-                return [_assign(t, _call(_attr(self.names["cuda"], "local", "array"),
+                decl = [_assign(t, _call(_attr(self.names["cuda"], "local", "array"),
                                          [ast.Name(id=cap, ctx=ast.Load()),
                                           _attr(self.names["numba"], dtype)]))]
+                if t in self.unbounded_tapes and self.kernel:
+                    var = f"{t}_need"
+                    while var in u.namer.taken:
+                        var += "_"
+                    u.namer.reserve([var])
+                    self.need_var[t] = var
+                    self.out.checked[cap] = len(self.out.checked)
+                    decl.append(_assign(var, ast.Constant(value=0)))
+                return decl
             if fn is helpers.tape_reserve:
-                self.reserve(t, v, loops, after)
-                return []
+                return self.reserve(t, v, loops, after)
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                    and v.value.id in self.unbounded_tapes and self.kernel:
+                # a pop of a checked tape: in bounds even after an overflow (whose results
+                # the host discards)
+                tape = v.value.id
+                last = ast.BinOp(left=ast.Name(id=self.tapes[tape], ctx=ast.Load()),
+                                 op=ast.Sub(), right=ast.Constant(value=1))
+                at = ast.IfExp(test=ast.Compare(left=clone(v.slice), ops=[ast.Lt()],
+                                                comparators=[ast.Name(id=self.tapes[tape],
+                                                                      ctx=ast.Load())]),
+                               body=clone(v.slice), orelse=last)
+                return [_assign(t, ast.Subscript(value=ast.Name(id=tape, ctx=ast.Load()),
+                                                 slice=at, ctx=ast.Load()))]
             if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
                     and v.func.attr == "copy" and isinstance(v.func.value, ast.Name) \
                     and v.func.value.id == t and t in self.params:
@@ -313,6 +350,17 @@ class _Rewriter:
             if self.kernel and t in self.array_adjoints and (
                     _is_seed(v) or fn in (np.zeros_like, helpers.zeros_like)):
                 return []  # a gradient buffer or seed: a kernel parameter, set by the host
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], ast.Subscript) \
+                and isinstance(s.targets[0].value, ast.Name) \
+                and s.targets[0].value.id in self.unbounded_tapes and self.kernel:
+            tape = s.targets[0].value.id  # a push of a checked tape: only while it fits
+            push = clone(s)
+            push.value = self.expr(push.value)
+            return [ast.If(test=ast.Compare(left=clone(s.targets[0].slice), ops=[ast.Lt()],
+                                            comparators=[ast.Name(id=self.tapes[tape],
+                                                                  ctx=ast.Load())]),
+                           body=[push], orelse=[])]
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
                 and self.kernel and s.target.id in self.array_adjoints and _is_seed(s.value):
             return []
@@ -333,6 +381,15 @@ class _Rewriter:
                                           self.expr(s.target.slice), value]))]
         if isinstance(s, ast.Return) and self.kernel:
             out = []
+            for t, var in self.need_var.items():
+                cap = self.tapes[t]
+                out.append(ast.If(test=ast.Compare(
+                    left=ast.Name(id=var, ctx=ast.Load()), ops=[ast.Gt()],
+                    comparators=[ast.Name(id=cap, ctx=ast.Load())]),
+                    body=[ast.Expr(value=_call(_attr(self.names["cuda"], "atomic", "max"), [
+                        ast.Name(id=self.out.need, ctx=ast.Load()),
+                        ast.Constant(value=self.out.checked[cap]),
+                        ast.Name(id=var, ctx=ast.Load())]))], orelse=[]))
             for w, (total, scalar) in self.out.grads.items():
                 if scalar:
                     out.append(ast.Expr(value=_call(
@@ -348,16 +405,57 @@ class _Rewriter:
                 setattr(s, f, [self.expr(e) if isinstance(e, ast.expr) else e for e in v])
         return [s]
 
-    def reserve(self, tape: str, v: ast.Call, loops: list[ast.AST], after: list[ast.stmt]):
+    def scan(self, stmts: list[ast.stmt], loops: list[ast.AST]) -> None:
+        """Before the rewrite: the tapes of a kernel with a reservation the host cannot
+        bound (they become checked tapes: every push and pop of theirs is guarded)."""
+        for s in stmts:
+            if isinstance(s, (ast.For, ast.While)):
+                self.scan(s.body, [*loops, s])
+            elif isinstance(s, ast.If):
+                self.scan(s.body, loops)
+                self.scan(s.orelse, loops)
+            elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) \
+                    and resolve(s.value.func, self.env) is helpers.tape_reserve \
+                    and isinstance(s.targets[0], ast.Name) and len(s.value.args) == 2 \
+                    and isinstance(s.value.args[1], ast.BinOp) \
+                    and self.total(s.value.args[1], loops) is None:
+                self.unbounded_tapes.add(s.targets[0].id)
+
+    def total(self, need: ast.BinOp, loops: list[ast.AST]) -> ast.expr | None:
+        """What ``cursor + E`` reserves over every trip of the loops around it, as a host
+        expression (None where the host cannot know it before the launch)."""
+        total: ast.expr | None = self.host(need.right)
+        if total is not None:  # a range that runs backwards reserves nothing
+            total = ast.Call(func=ast.Name(id="max", ctx=ast.Load()),
+                             args=[ast.Constant(value=0), total], keywords=[])
+        for outer in loops:
+            trips = self.trips(outer)
+            total = None if total is None or trips is None else \
+                ast.BinOp(left=total, op=ast.Mult(), right=trips)
+        return total
+
+    def reserve(self, tape: str, v: ast.Call, loops: list[ast.AST],
+                after: list[ast.stmt]) -> list[ast.stmt]:
         """Count what ``tape = tape_reserve(tape, cursor + E)`` adds to ``tape``'s capacity:
-        E for every trip of the loops around it."""
+        E for every trip of the loops around it; for a checked tape, the length it needs
+        (``_need = max(_need, cursor + E)``)."""
         cap = self.tapes.get(tape)
         need = v.args[1]
         if cap is None or not (isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add)):
             raise self.error(f"an unexpected tape reservation for '{tape}'")
+        if tape in self.unbounded_tapes and self.kernel:
+            # (``max`` of ints would call a device function that needs a driver to type)
+            var = self.need_var[tape]
+            return [ast.If(test=ast.Compare(left=self.expr(need), ops=[ast.Gt()],
+                                            comparators=[ast.Name(id=var, ctx=ast.Load())]),
+                           body=[_assign(var, self.expr(need))], orelse=[])]
         serves = next((a for a in after if isinstance(a, ast.For)), None)
         loop = serves if serves is not None else (loops[-1] if loops else None)
-        total: ast.expr | None = self.host(need.right)
+        total = self.total(need, [])
+        for outer in loops:
+            trips = self.trips(outer)
+            total = None if total is None or trips is None else \
+                ast.BinOp(left=total, op=ast.Mult(), right=trips)
         if total is not None:  # a range that runs backwards reserves nothing
             total = ast.Call(func=ast.Name(id="max", ctx=ast.Load()),
                              args=[ast.Constant(value=0), total], keywords=[])
@@ -373,6 +471,7 @@ class _Rewriter:
         if not self.kernel and not isinstance(self.out.caps[cap][0], ast.Constant):
             self.reserve_loop[cap] = loop
             raise self.unbounded(cap)
+        return []
 
     def trips(self, loop: ast.AST) -> ast.expr | None:
         """The trip count of ``loop`` as a host expression (None: not known before launch)."""
@@ -542,13 +641,15 @@ class _Spellings(ast.NodeTransformer):
                                                            right=clone(b)),
                                             op=ast.Sub(), right=clone(c)),
                              op=ast.Sub(), right=ast.Constant(value=1))
+            def nonneg(e: ast.expr) -> ast.expr:  # (no int max: see reserve)
+                return ast.IfExp(test=_cmp(e, ast.Gt(), 0), body=clone(e),
+                                 orelse=ast.Constant(value=0))
+
             return ast.IfExp(
                 test=_cmp(c, ast.Gt(), 0),
-                body=_call(ast.Name(id="max", ctx=ast.Load()), [ast.Constant(value=0), ast.BinOp(
-                    left=up, op=ast.FloorDiv(), right=clone(c))]),
-                orelse=_call(ast.Name(id="max", ctx=ast.Load()), [ast.Constant(value=0), ast.BinOp(
-                    left=down, op=ast.FloorDiv(), right=ast.UnaryOp(op=ast.USub(),
-                                                                    operand=clone(c)))]))
+                body=nonneg(ast.BinOp(left=up, op=ast.FloorDiv(), right=clone(c))),
+                orelse=nonneg(ast.BinOp(left=down, op=ast.FloorDiv(),
+                                        right=ast.UnaryOp(op=ast.USub(), operand=clone(c)))))
         if isinstance(fn, np.ufunc) or getattr(fn, "__module__", "") == "numpy":
             raise rw.error(f"np.{getattr(fn, '__name__', '?')} has no CUDA spelling")
         return node
