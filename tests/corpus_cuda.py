@@ -133,6 +133,17 @@ def per_thread_trips(x, k, n, out):
         out[i] = v
 
 
+@jg.differentiate(wrt=("x", "k"), target="cuda")
+def nested(x, k, m, n, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        v = x[i]
+        for a in range(m):
+            for b in range(n):
+                v = v - k * math.sin(v + a)
+        out[i] = v
+
+
 def _smooth(a, b):
     if a > b:
         return a + math.log1p(math.exp(b - a))
@@ -171,6 +182,7 @@ CASES = [
     ("per_thread_trips", per_thread_trips, lambda: (_rng(17).uniform(-1, 1, 10), 0.2,
                                                     np.array([0, 1, 3, 40, 7, 2, 17, 5, 9, 33]),
                                                     np.zeros(10)), (1, 16)),
+    ("nested", nested, lambda: (_rng(18).uniform(-1, 1, 8), 0.3, 3, 4, np.zeros(8)), (1, 16)),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
 ]

@@ -107,6 +107,13 @@ def test_loop_tape_is_a_local_array_sized_by_the_host():
     assert "cuda.local.array(9, numba.float64)" in src
 
 
+def test_nested_loop_tape_holds_every_trip():
+    k, make, _ = KERNELS["nested"]
+    src = k.source(*make())  # 3 x 4 trips
+    assert "cuda.local.array(12, numba.float64)" in src, src
+    assert "_tape_need" not in src
+
+
 def test_checked_tapes_grow_after_an_overflow(simulated):
     assert simulated["per_thread_trips"]["regrown"], "the 40-trip thread overflowed nothing"
     assert not simulated["relax"]["regrown"]

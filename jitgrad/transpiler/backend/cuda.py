@@ -438,7 +438,7 @@ class _Rewriter:
                 after: list[ast.stmt]) -> list[ast.stmt]:
         """Count what ``tape = tape_reserve(tape, cursor + E)`` adds to ``tape``'s capacity:
         E for every trip of the loops around it; for a checked tape, the length it needs
-        (``_need = max(_need, cursor + E)``)."""
+        (``if cursor + E > _need: _need = cursor + E``)."""
         cap = self.tapes.get(tape)
         need = v.args[1]
         if cap is None or not (isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add)):
@@ -451,18 +451,7 @@ class _Rewriter:
                            body=[_assign(var, self.expr(need))], orelse=[])]
         serves = next((a for a in after if isinstance(a, ast.For)), None)
         loop = serves if serves is not None else (loops[-1] if loops else None)
-        total = self.total(need, [])
-        for outer in loops:
-            trips = self.trips(outer)
-            total = None if total is None or trips is None else \
-                ast.BinOp(left=total, op=ast.Mult(), right=trips)
-        if total is not None:  # a range that runs backwards reserves nothing
-            total = ast.Call(func=ast.Name(id="max", ctx=ast.Load()),
-                             args=[ast.Constant(value=0), total], keywords=[])
-        for outer in loops:
-            trips = self.trips(outer)
-            total = None if total is None or trips is None else \
-                ast.BinOp(left=total, op=ast.Mult(), right=trips)
+        total = self.total(need, loops)
         if total is None:
             self.reserve_loop[cap] = loop
             raise self.unbounded(cap)
