@@ -141,6 +141,13 @@ class CudaDifferentiated:
                 u = self._units[key] = transform_cuda(prep, wrt, kinds)
         return u
 
+    def _built_for(self, args: tuple) -> tuple[Unit, Built]:
+        """The specialisation and compiled code for these arguments (kernel launch
+        arguments, or a device function's example arguments)."""
+        u = self._unit(args)
+        values = dict(zip(self.params, args, strict=True)) if u.kernel is not None else {}
+        return u, self._compiled(u, values)
+
     def _compiled(self, u: Unit, values: dict[str, Any]) -> Built:
         caps = capacities(u, values, self._checked.get(id(u)))
         key = (id(u), tuple(sorted(caps.items())))
@@ -177,11 +184,10 @@ class CudaDifferentiated:
             -> tuple[Built, list[Any], Callable[[], Any]]:
         """The adjoint kernel, its arguments for these inputs and seeds, and a function
         collecting the gradients after the launch."""
-        u = self._unit(args)
+        u, built = self._built_for(args)
         low = u.lowered
         shape = u.kernel
         values = dict(zip(self.params, args, strict=True))
-        built = self._compiled(u, values)
         cot = dict(cotangents or {})
         unknown = sorted(set(cot) - set(shape.outputs))
         if unknown:
@@ -268,8 +274,7 @@ class CudaDifferentiated:
 
     # --- reading and checking the generated code ---------------------------------------
 
-    def source(self, *example_args: Any, stage: str = "all", cotangents: dict | None = None) \
-            -> str:
+    def source(self, *example_args: Any, stage: str = "all") -> str:
         """The generated adjoint kernel or device function (``stage="all"``), or what any
         pass of ``CUDA_PREPARE``/``CUDA_SPECIALISE`` produced; with a kernel's launch
         arguments, the tape capacities are those of that launch."""
@@ -286,11 +291,10 @@ class CudaDifferentiated:
         elif self.is_kernel:
             if not example_args:
                 raise TypeError("source() of a kernel needs its launch arguments")
-            b, _, _ = self._launch_args(example_args, cotangents)
-            u, b = self._last
+            u, b = self._built_for(example_args)
         else:
-            self.device_function(*example_args)
-            u, b = self._last
+            args = example_args or tuple(_guess_args(self._prep(), self.params))
+            u, b = self._built_for(args)
         if stage == "all":
             return b.source
         return transform_cuda_stage(self._prep(), u, stage)
