@@ -356,7 +356,7 @@ def _refuse_overlap(values: dict[str, Any], outputs: tuple[str, ...]) -> None:
             if p == o or not hasattr(a, "shape") or not hasattr(b, "shape"):
                 continue
             same = a is b or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                              and np.shares_memory(a, b))
+                              and np.may_share_memory(a, b))
             if not same and _is_device_array(a) and _is_device_array(b):
                 ia = getattr(a, "__cuda_array_interface__", None)
                 ib = getattr(b, "__cuda_array_interface__", None)
