@@ -29,6 +29,7 @@ from .transpiler.backend import emit
 from .transpiler.backend import jit as backend
 from .transpiler.backend.lower import VARIANTS
 from .transpiler.front.fence import fence, fence_entry
+from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.parse import parse_function, python_function
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
@@ -47,7 +48,10 @@ class Differentiated:
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
                  cache: bool = False):
         if target != "cpu":
-            raise NotImplementedError(f"target={target!r}: only 'cpu' is available")
+            refuse_target(target)
+            raise ValueError("target='cuda' gives kernels and device functions, not CPU "
+                             "gradients: use jg.differentiate(f, wrt=..., target='cuda') and "
+                             "its .vjp[blocks, threads] or .device_grad (docs/cuda.md)")
         if isinstance(func, GradFunction):
             func = func.diff
         if isinstance(func, Differentiated):
@@ -92,6 +96,7 @@ class Differentiated:
                     if not self._entry_checked:  # refusals first, in the user's source
                         parsed = parse_function(self.func)
                         fence(parsed)
+                        refuse_on_cpu(parsed)
                         fence_entry(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func)
@@ -499,9 +504,27 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
     disk (next to the source, where Numba caches), so another process skips both."""
+    refuse_target(target)
+    if target == "cuda":
+        from .cuda_api import CudaDifferentiated
+
+        if cache or not jit:
+            raise ValueError("target='cuda' takes neither cache=True nor jit=False (it always "
+                             "compiles with numba.cuda; run it in Numba's simulator, "
+                             "NUMBA_ENABLE_CUDASIM=1, to execute it as Python)")
+
+        if func is None:
+            return lambda f: CudaDifferentiated(f, wrt)
+        return CudaDifferentiated(func, wrt)
     if func is None:
         return lambda f: Differentiated(f, wrt, jit, target, cache)
     return Differentiated(func, wrt, jit, target, cache)
+
+
+def refuse_target(target: str) -> None:
+    """Refuse an unknown ``target=`` at once."""
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
 
 
 def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",

@@ -109,3 +109,12 @@ declare(*_OPERATORS, elementwise=True, device=True)
 declare(builtins.abs, builtins.pow, builtins.float, builtins.int, builtins.bool,
         builtins.round, builtins.min, builtins.max, builtins.len, builtins.range,
         operator.getitem, device=True)
+# NumPy's scalar math: the CUDA lowering spells each as ``math``'s or a builtin
+# (``backend/cuda.py``: NP_MATH, NP_BUILTIN); ufuncs default to host-only
+declare(np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.sinh, np.cosh,
+        np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.exp, np.expm1, np.log, np.log2,
+        np.log10, np.log1p, np.sqrt, np.hypot, np.copysign, np.fabs, np.floor, np.ceil,
+        np.trunc, np.fmod, np.degrees, np.rad2deg, np.radians, np.deg2rad, np.isnan, np.isinf,
+        np.isfinite, np.power, np.float_power, np.abs, np.absolute, np.minimum, np.maximum,
+        np.fmin, np.fmax, np.float64, np.float32, np.int64, np.intp, np.square,
+        np.reciprocal, np.sign, device=True)

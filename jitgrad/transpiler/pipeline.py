@@ -82,6 +82,10 @@ class Unit:
     names: dict[str, str] = field(default_factory=dict)
     #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
     reads: set[str] | None = None
+    #: a CUDA kernel's shape (``front.kernel.KernelShape``), None for other functions
+    kernel: Any = None
+    #: what the CUDA lowering produced (``backend.cuda.Lowered``)
+    lowered: Any = None
 
     @property
     def name(self) -> str:
@@ -91,7 +95,7 @@ class Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds))
+                    dict(arg_kinds), kernel=self.kernel)
 
 
 def show_body(u: Unit) -> str:
@@ -513,10 +517,11 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 
 
 @_without_gc
-def prepare(func: Any, until: str | None = None) -> Unit:
-    """Run the kind-independent passes (up to and including ``until``)."""
+def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None) -> Unit:
+    """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
+    including ``until``."""
     u = Unit(func)
-    for p in PREPARE:
+    for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
             break

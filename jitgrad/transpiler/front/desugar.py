@@ -196,6 +196,21 @@ def _is_call_to(node: ast.expr, parsed_env: dict, obj) -> bool:
     return isinstance(f, ast.Name) and parsed_env.get(f.id) is obj
 
 
+def _is_prange(node: ast.expr, env: dict) -> bool:
+    """``prange(...)`` or ``numba.prange(...)`` (Numba's parallel range)."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    obj = env.get(f.id) if isinstance(f, ast.Name) else None
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        obj = getattr(env.get(f.value.id), f.attr, None) if f.attr == "prange" else None
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return False
+    return obj is not None and obj is getattr(numba, "prange", None)
+
+
 def _names_target(n: ast.AST, name_: str) -> bool:
     """Is ``n`` a write into ``name_`` in place (``name_[i] = ...``, ``name_ += ...``)?"""
     t = n.target if isinstance(n, ast.AugAssign) else n
@@ -213,6 +228,12 @@ class _Loops:
     # for v in x / for i, v in enumerate(x)  ->  for i in range(len(x)): v = x[i]
     def for_target(self, s: ast.For) -> ast.For:
         it = s.iter
+        if _is_prange(it, self.env):
+            # numba.prange: differentiated as the range it iterates (the sweeps run serially;
+            # the primal is the user's own, parallel, dispatcher)
+            it = s.iter = ast.copy_location(ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
+                                                     args=it.args, keywords=it.keywords), it)
+            self.env.setdefault("range", range)
         if _is_call_to(it, self.env, range):
             if not isinstance(s.target, ast.Name):
                 raise self.parsed.error("range loops need a single loop variable", s)

@@ -59,7 +59,7 @@ def user_function(obj: Any) -> Any:
     if obj is None or lookup(obj) is not None or is_non_differentiable(obj):
         return None
     try:
-        py = python_function(obj)
+        py = python_function(obj, cuda=True)  # a cuda device function's body inlines too
     except TypeError:
         return None
     mod = getattr(py, "__module__", "") or ""

@@ -78,22 +78,25 @@ class _QuietChains(beniget.DefUseChains):
         pass
 
 
-def python_function(func: Any) -> Any:
-    """The plain Python function behind ``func`` (unwraps numba.njit dispatchers).
+def python_function(func: Any, cuda: bool = False) -> Any:
+    """The plain Python function behind ``func`` (unwraps numba.njit dispatchers, and
+    ``numba.cuda.jit`` ones where ``cuda``: the CPU target refuses those).
 
     Only Numba's own ``py_func`` is followed: a ``functools.wraps`` wrapper is the
     function the user passed, and is read as itself (never its ``__wrapped__``).
     """
+    if is_cuda_dispatcher(func) and cuda:
+        return func.py_func
     if is_cuda_dispatcher(func):
         py = getattr(func, "py_func", None)
         code = getattr(py, "__code__", None)
         raise TransformError(
             f"{getattr(func, '__name__', func)!r} is a CUDA kernel or device function "
-            "(numba.cuda.jit); jitgrad differentiates CPU code only",
+            "(numba.cuda.jit); the CPU target differentiates CPU code only",
             filename=getattr(code, "co_filename", "<unknown>"),
             lineno=getattr(code, "co_firstlineno", None),
-            hint="the CUDA target is not available yet: differentiate a CPU version of the "
-                 "computation (a plain or @numba.njit function) instead")
+            hint="differentiate it for the GPU with jg.differentiate(f, wrt=..., "
+                 "target=\"cuda\") (docs/cuda.md)")
     py = getattr(func, "py_func", None)
     if py is not None and type(func).__module__.split(".")[0] == "numba":
         func = py
@@ -205,7 +208,7 @@ def parse_function(func: Any) -> Parsed:
     The source is read from the function's own code object, so a decorator made
     with ``functools.wraps`` is read as the wrapper it is, not as ``__wrapped__``.
     """
-    py = python_function(func)
+    py = python_function(func, cuda=True)
     code = py.__code__
     filename = inspect.getsourcefile(code) or code.co_filename
     if py.__name__ == "<lambda>" or code.co_name == "<lambda>":
