@@ -2,8 +2,8 @@
 
     PYTHONPATH=. python benchmarks/forward.py [--scale quick] [--no-jax]
 
-For each loop workload: the Numba-compiled primal, ``jg.jvp`` (one tangent direction,
-compiled), the reverse-mode gradient, and ``jg.hvp`` (forward-over-reverse, compiled),
+For each loop workload (heat, Lorenz, pairwise energy, Rosenbrock): the Numba-compiled
+primal, ``jg.jvp`` (one tangent direction, compiled), the reverse-mode gradient, and ``jg.hvp`` (forward-over-reverse, compiled),
 each timed as the best of several repeats after a warm-up call (compile time excluded);
 where JAX is installed, also ``jax.jit(jax.jvp(f))`` and ``jax.jit(jax.jvp(jax.grad(f)))``
 on the workload's JAX version (loops as ``lax.scan``), in the same process, as ratios to
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from workloads import heat, lorenz, rosenbrock  # noqa: E402
+from workloads import heat, lorenz, pairwise, rosenbrock  # noqa: E402
 from workloads.base import Workload  # noqa: E402
 
 import jitgrad as jg  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> None:
     print("| workload | primal | jvp/primal | grad/primal | hvp/primal | JAX jvp/primal "
           "| JAX hvp/primal | jvp: JAX/jitgrad | hvp: JAX/jitgrad |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for mod in (heat, lorenz, rosenbrock):
+    for mod in (heat, lorenz, pairwise, rosenbrock):
         name, t_p, rj, rg, rh, args, vs = row(mod.WORKLOAD, ns.scale)
         jj, jh = (float("nan"),) * 2 if ns.no_jax else jax_ratios(mod.WORKLOAD, args, vs, t_p)
         print(f"| {name} | {t_p * 1e3:.3f} ms | {rj:.2f}x | {rg:.2f}x | {rh:.2f}x | {jj:.1f}x "

@@ -44,6 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-call", type=float,
                    help="skip a tool whose single call would exceed this many seconds "
                         "(default 30, quick 2)")
+    p.add_argument("--plot", type=Path, metavar="FILE.png",
+                   help="also draw the table as a grouped bar chart (needs matplotlib)")
     p.add_argument("--keep-going", action="store_true",
                    help="on a gradient disagreement, drop that tool for the workload and "
                         "continue instead of aborting (the report flags it)")
@@ -133,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_json(results, opts.json)
     print(markdown(results))
+    if opts.plot:
+        from harness.plot import plot
+
+        plot(results, opts.plot)
+        log(f"[plot] {opts.plot}")
     log(f"[done] {time.perf_counter() - t_start:.1f} s; JSON written to {opts.json}")
     return 0
 
