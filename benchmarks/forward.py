@@ -4,7 +4,8 @@
 
 For each loop workload (heat, Lorenz, pairwise energy, Rosenbrock): the Numba-compiled
 primal, ``jg.jvp`` (one tangent direction, compiled), the reverse-mode gradient, and
-``jg.hvp`` (forward-over-reverse, compiled), each timed as the best of several repeats after a warm-up call (compile time excluded);
+``jg.hvp`` (forward-over-reverse, compiled), each timed as the best of several repeats
+after a warm-up call (compile time excluded);
 where JAX is installed, also ``jax.jit(jax.jvp(f))`` and ``jax.jit(jax.jvp(jax.grad(f)))``
 on the workload's JAX version (loops as ``lax.scan``), in the same process, as ratios to
 the same Numba primal.
