@@ -186,18 +186,20 @@ def _ol_guard(dy, g):
 
 # --- typed tapes: a growable buffer of scalars with a cursor -----------------
 
-def tape_reserve(buf, needed):
-    """``buf`` with room for at least ``needed`` entries (doubling when it grows)."""
+def tape_reserve(buf, used, more):
+    """``buf`` with room for ``more`` entries after its first ``used`` (doubling when it
+    grows; only those ``used`` are copied: a reused tape's tail holds nothing live)."""
+    needed = used + more
     if needed <= buf.shape[0]:
         return buf
     new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
-    for k in range(buf.shape[0]):  # a loop: slice assignment costs Numba ~2 s to compile
+    for k in range(used):  # a loop: slice assignment costs Numba ~2 s to compile
         new[k] = buf[k]
     return new
 
 
 @overload(tape_reserve)
-def _ol_tape_reserve(buf, needed):
+def _ol_tape_reserve(buf, used, more):
     return tape_reserve  # the Python twin compiles as it is
 
 

@@ -47,6 +47,8 @@ class Sweeps:
     shared: dict[str, str] = field(default_factory=dict)
     #: tape declarations (run after ``prologue``)
     workspace: list[ast.stmt] = field(default_factory=list)
+    #: (name, dtype) of the typed tapes among them (reused across calls, see ``Adjoint``)
+    reused: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _Scalars:
@@ -512,6 +514,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                                              "view")},
                            r.namer.is_adjoint)
     tapes: list[ast.stmt] = []
+    reused: list[tuple[str, str]] = []
     np_name = r.global_name("np", __import__("numpy"))
     for t, typed in r.tapes:
         if typed is None:
@@ -524,6 +527,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 value=name(np_name), attr=dtype,
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
+            reused.append((t, dtype))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes)
+                  r.restored_names, r.callables, shared, tapes, reused)
