@@ -185,3 +185,4 @@ def test_reentrant_call_from_a_hook_gets_its_own_tapes():
     inner_x = np.linspace(0.5, 0.6, 5)
     np.testing.assert_allclose(NESTED[-1], numeric_grad(plain, (inner_x, 5), 0), rtol=1e-5,
                                atol=1e-6)
+

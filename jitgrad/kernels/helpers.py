@@ -171,17 +171,64 @@ def _ol_pow_log(a):
 # --- guard: a zero adjoint gives a zero contribution, even at singular points --
 
 def guard(dy, g):
-    """``g`` where ``dy != 0``, else 0: keeps ``0 * inf`` NaNs out of masked branches."""
+    """``g`` where ``dy != 0``, else 0: keeps ``0 * inf`` NaNs out of masked branches.
+
+    Where ``g`` is already zero (either sign) wherever ``dy`` is, that is ``g`` itself,
+    returned as it is (the rules pass a temporary): the common case (finite partials)
+    costs one read of ``dy`` and ``g``, not a new array.  Scalars compile to a select."""
+    if isinstance(g, np.ndarray) and np.shape(dy) in ((), g.shape) and \
+            not np.any((np.asarray(dy) == 0) & (g != 0)):
+        return g
     if isinstance(g, np.ndarray) or isinstance(dy, np.ndarray):
         return np.where(np.asarray(dy) != 0, g, 0.0)
     return g if dy != 0 else 0.0 * g if np.isfinite(g) else 0.0
 
 
+def _masked_zero(dy, g):
+    """``g`` is zero wherever ``dy`` is (``dy`` an array of ``g``'s shape)."""
+    a = dy.ravel()
+    b = g.ravel()
+    for i in range(a.shape[0]):
+        if a[i] == 0 and b[i] != 0:
+            return False
+    return True
+
+
+def _all_zero(g):
+    """Every element of ``g`` is zero (either sign)."""
+    for v in g.ravel():
+        if v != 0:
+            return False
+    return True
+
+
 @overload(guard)
 def _ol_guard(dy, g):
+    # g itself where it is zero wherever dy is; only where np.where gives g's type anyway
+    same = _is_array(g) and g.dtype == types.float64
+    if same and not _is_array(dy):
+        all_zero = _njit_once(_all_zero)
+        return lambda dy, g: g if dy != 0 or all_zero(g) else np.where(dy != 0, g, 0.0)
+    if same and dy.ndim == g.ndim:
+        masked_zero = _njit_once(_masked_zero)
+        return lambda dy, g: g if dy.shape == g.shape and masked_zero(dy, g) \
+            else np.where(dy != 0, g, 0.0)
     if _is_array(g) or _is_array(dy):
         return lambda dy, g: np.where(dy != 0, g, 0.0)
     return lambda dy, g: g if dy != 0 else 0.0
+
+
+_JITTED: dict = {}
+
+
+def _njit_once(fn):
+    """``numba.njit(fn)``, made once."""
+    out = _JITTED.get(fn)
+    if out is None:
+        import numba
+
+        out = _JITTED[fn] = numba.njit(fn)
+    return out
 
 
 # --- typed tapes: a growable buffer of scalars with a cursor -----------------
