@@ -32,6 +32,27 @@ def two_tapes(x, n):
     return s * s
 
 
+def smooth(u, steps):
+    v = np.empty_like(u)
+    for _ in range(steps):
+        for i in range(1, u.shape[0] - 1):
+            v[i] = 0.25 * u[i - 1] + 0.5 * u[i] + 0.25 * u[i + 1]
+        v[0] = u[0]
+        v[-1] = u[-1]
+        u, v = v, u
+    return np.sum(u * u)
+
+
+def local_buffer(x, k):
+    w = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        w[i] = math.sin(k * x[i])
+    total = 0.0
+    for i in range(1, x.shape[0]):
+        total += w[i] * w[i - 1]
+    return total
+
+
 def straight(x, y):
     return x * y + math.sin(x)
 
@@ -186,3 +207,53 @@ def test_reentrant_call_from_a_hook_gets_its_own_tapes():
     np.testing.assert_allclose(NESTED[-1], numeric_grad(plain, (inner_x, 5), 0), rtol=1e-5,
                                atol=1e-6)
 
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_local_adjoint_buffers_are_kept_and_zeroed(jit):
+    d = jg.differentiate(local_buffer, wrt=(0, 1), jit=jit)
+    src = d.source(np.ones(4), 0.5)
+    assert "ws_zeros_like(" in src and "dw = np.zeros_like" not in src
+    rng = np.random.default_rng(5)
+    stores = []
+    for n in (6, 30, 4, 30):  # grow, shrink, grow again
+        x = rng.uniform(-1.0, 1.0, n)
+        dx, dk = d.grad(x, 0.7)
+        want = _fd(local_buffer, (x, 0.7), (0, 1))
+        np.testing.assert_allclose(dx, want[0], rtol=1e-5, atol=1e-6)
+        assert dk == pytest.approx(want[1], rel=1e-5, abs=1e-6)
+        stores.append(_pool(d)["grad_only"][-1])
+        assert stores[-1].shape[0] >= n
+    assert stores[2] is stores[1] and stores[3] is stores[1], "kept, not reallocated"
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("steps", [2, 3])
+def test_swapped_buffer_returned_as_a_gradient_is_not_kept(jit, steps):
+    d = jg.differentiate(smooth, wrt=0, jit=jit)
+    u = np.linspace(0.0, 1.0, 7) ** 2
+    g1 = d.grad(u, steps)
+    kept = g1.copy()
+    for w in _pool(d)["grad_only"]:
+        assert not np.may_share_memory(g1, w), "the caller's gradient is not a workspace"
+    g2 = d.grad(u * 3.0, steps)
+    np.testing.assert_array_equal(g1, kept)
+    np.testing.assert_allclose(g2, numeric_grad(smooth, (u * 3.0, steps), 0), rtol=1e-5,
+                               atol=1e-6)
+
+
+def hooked_buffer(x, k):
+    w = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        w[i] = math.sin(k * x[i])
+    w = jg.hook(_keep_gradient, w)
+    return np.sum(w * w)
+
+
+def _keep_gradient(g):
+    return g
+
+
+def test_no_buffer_reuse_where_a_hook_sees_gradients():
+    src = jg.differentiate(hooked_buffer, wrt=(0, 1), jit=False).source(np.ones(3), 0.5)
+    assert "ws_zeros_like" not in src

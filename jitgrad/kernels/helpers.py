@@ -12,7 +12,7 @@ from numba import types
 from numba.extending import overload
 
 __all__ = ["unbroadcast", "zeros_like", "snapshot", "restore_into", "trip_count", "pow_log",
-           "guard", "tape_reserve", "digamma"]
+           "guard", "tape_reserve", "ws_zeros_like", "digamma"]
 
 
 def _is_array(t) -> bool:
@@ -248,6 +248,37 @@ def tape_reserve(buf, used, more):
 @overload(tape_reserve)
 def _ol_tape_reserve(buf, used, more):
     return tape_reserve  # the Python twin compiles as it is
+
+
+# --- ws_zeros_like: an adjoint buffer zeroed in memory kept between calls ------------
+
+def ws_zeros_like(store, like):
+    """``(store, zeros)``: a zero float64 array shaped like ``like`` in the memory of the
+    1-d float64 ``store`` (grown, doubling, when too small); a new ``np.zeros_like(like)``
+    for other dtypes.  The caller keeps ``store`` for its next call."""
+    if like.dtype != np.float64:
+        return store, np.zeros_like(like)
+    n = like.size
+    if store.shape[0] < n:
+        store = np.empty(max(n, 2 * store.shape[0]))
+    out = store[:n].reshape(like.shape)
+    out[...] = 0.0
+    return store, out
+
+
+@overload(ws_zeros_like)
+def _ol_ws_zeros_like(store, like):
+    if like.dtype != types.float64:
+        return lambda store, like: (store, np.zeros_like(like))
+
+    def impl(store, like):
+        n = like.size
+        if store.shape[0] < n:
+            store = np.empty(max(n, 2 * store.shape[0]))
+        for k in range(n):
+            store[k] = 0.0
+        return store, store[:n].reshape(like.shape)
+    return impl
 
 
 # --- digamma: the derivative of log|Gamma| (math.gamma and math.lgamma rules) ---

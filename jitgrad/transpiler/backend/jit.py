@@ -6,12 +6,15 @@ call are compiled alongside); under ``jit=False`` the plain functions run with
 IEEE results in a NumPy-backed namespace.  ``call`` runs one variant and turns
 Numba failures into ``JitError``s that quote the generated line.
 
-Workspaces: a variant that keeps typed tapes takes them as its last argument and
-returns them, grown (``lower.with_workspace``).  ``call`` keeps them per thread in
-the ``Compiled`` record (a ``threading.local``), so a later call on the same thread
-reuses them; a call that finds none (the first, one made while another call of the
-same variant runs on this thread, from a hook, or after ``release``) starts from
-empty tapes.  Tapes hold primal values only and are never returned to the caller.
+Workspaces: a variant that keeps typed tapes (or zeroes adjoint buffers of local
+arrays) takes them as its last argument and returns them, grown
+(``lower.with_workspace``).  ``call`` keeps them per thread in the ``Compiled`` record
+(a ``threading.local``), so a later call on the same thread reuses them; a call that
+finds none (the first, one made while another call of the same variant runs on this
+thread, from a hook, or after ``release``) starts from empty ones.  Tapes hold primal
+values only and are never returned to the caller; the storage of adjoint buffers is
+dropped from the workspace where a returned gradient shares it (a buffer swapped into
+a returned name).
 """
 
 from __future__ import annotations
@@ -193,10 +196,27 @@ def call(compiled: Compiled, variant: str, args: tuple) -> Any:
     # taken out while the call runs: a reentrant call of the variant starts afresh
     ws = pool.pop(variant, None)
     if ws is None:
-        ws = tuple(np.empty(0, d) for d in dtypes)
-    *out, ws = _call(compiled, variant, (*args, ws))
+        ws = tuple(np.empty(0, np.float64 if d == BUFFER else d) for d in dtypes)
+    value, grads, ws = _call(compiled, variant, (*args, ws))
+    if BUFFER in dtypes:
+        ws = _unshared(ws, dtypes, grads)
     pool[variant] = ws
-    return tuple(out)
+    return value, grads
+
+
+#: a workspace entry holding the storage of adjoint buffers (float64), not a tape
+BUFFER = "buffer"
+
+
+def _unshared(ws: tuple, dtypes: tuple[str, ...], grads: Any) -> tuple:
+    """``ws`` without the adjoint-buffer storage that a returned gradient shares (a buffer
+    swapped into a returned name): the caller owns that memory now."""
+    arrays = [g for g in (grads if isinstance(grads, tuple) else (grads,))
+              if isinstance(g, np.ndarray)]
+    if not arrays:
+        return ws
+    return tuple(np.empty(0) if d == BUFFER and any(np.may_share_memory(g, w) for g in arrays)
+                 else w for w, d in zip(ws, dtypes, strict=True))
 
 
 def _call(compiled: Compiled, variant: str, args: tuple) -> Any:

@@ -35,32 +35,61 @@ def result_return(ir: Adjoint, variant: str) -> ast.Return:
 
 
 def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], tuple[str, ...]]:
-    """``body`` (ending in its return) taking the typed tapes it still declares from
-    ``_ws`` and returning them after the gradients; with the dtypes of those tapes (the
-    workspace the caller passes: empty arrays the first time).  Unchanged without tapes."""
+    """``body`` (ending in its return) taking from ``_ws`` the typed tapes it still declares
+    and the storage of the adjoint buffers it still zeroes (``dv = np.zeros_like(v)``
+    becomes ``_ws_dv, dv = ws_zeros_like(_ws_dv, v)``), and returning them after the
+    gradients; with what the caller passes the first time: a tape's dtype, or ``"buffer"``
+    (an empty float64 storage).  Unchanged without either."""
     decls = {id(st): st for st in ir.workspace}
     dtypes = dict(ir.reused)
+    stores = {d: (store, helper) for d, store, helper in ir.buffers}
     kept: list[str] = []
+    kinds: list[str] = []
     out: list[ast.stmt] = []
     for st in body:
         if decls.get(id(st)) is st and st.targets[0].id in dtypes:
-            if not kept:
-                out.append(None)  # the unpacking goes here
             kept.append(st.targets[0].id)
+            kinds.append(dtypes[st.targets[0].id])
             continue
+        like = _zeroing(st, stores)
+        if like is not None:
+            d = st.targets[0].id
+            store, helper = stores.pop(d)  # the first zeroing only
+            kept.append(store)
+            kinds.append("buffer")
+            st = ast.Assign(targets=[ast.Tuple(elts=[_name(store, True), _name(d, True)],
+                                               ctx=ast.Store())],
+                            value=ast.Call(func=_name(helper), args=[_name(store), like],
+                                           keywords=[]))
         out.append(st)
     if not kept:
         return body, ()
-    names = [ast.Name(id=t, ctx=ast.Store()) for t in kept]
+    names = [_name(t, True) for t in kept]
     target = names[0] if len(names) == 1 else ast.Tuple(elts=names, ctx=ast.Store())
-    value: ast.expr = ast.Name(id=WORKSPACE, ctx=ast.Load())
+    value: ast.expr = _name(WORKSPACE)
     if len(names) == 1:
         value = ast.Subscript(value=value, slice=ast.Constant(0), ctx=ast.Load())
-    out[out.index(None)] = ast.Assign(targets=[target], value=value)
     ret = out[-1]
-    ws = ast.Tuple(elts=[ast.Name(id=t, ctx=ast.Load()) for t in kept], ctx=ast.Load())
+    ws = ast.Tuple(elts=[_name(t) for t in kept], ctx=ast.Load())
     out[-1] = ast.Return(value=ast.Tuple(elts=[*ret.value.elts, ws], ctx=ast.Load()))
-    return out, tuple(dtypes[t] for t in kept)
+    return [ast.Assign(targets=[target], value=value), *out], tuple(kinds)
+
+
+def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | None:
+    """``v`` where ``st`` is ``dv = np.zeros_like(v)`` for an adjoint ``dv`` in ``stores``."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name) and st.targets[0].id in stores):
+        return None
+    v = st.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+            and v.func.attr == "zeros_like" and len(v.args) == 1 and not v.keywords \
+            and isinstance(v.args[0], ast.Name):
+        return ast.Name(id=v.args[0].id, ctx=ast.Load())
+    return None
+
+
+def _name(n: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
 
 
 def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
