@@ -185,9 +185,10 @@ class Differentiated:
         return disk.Store.info(self._disk, gens)
 
     def release_workspaces(self) -> None:
-        """Free the tapes kept between calls, on every thread: they are kept (per thread
-        and specialisation) so repeated gradient calls allocate nothing; the next call
-        allocates them again.  Dropping the function frees them too."""
+        """Free the workspaces (tapes, adjoint buffers of local arrays) kept between
+        gradient calls, on every thread: they are kept per thread and specialisation so
+        that repeated calls allocate nothing; the next call allocates them again.
+        Dropping the function frees them too."""
         with self._lock:
             gens = list(self._cache.values())
         for g in gens:

@@ -81,7 +81,7 @@ class Unit:
     names: dict[str, str] = field(default_factory=dict)
     #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
     reads: set[str] | None = None
-    #: variant -> dtypes of the tapes it takes in ``_ws`` and returns (``lower.with_workspace``)
+    #: variant -> what it takes in ``_ws`` and returns (``lower.with_workspace``)
     workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property

@@ -41,9 +41,10 @@ class Compiled:
     jit: bool
     callables: frozenset[str] = frozenset()
     jitted: dict[str, Any] = field(default_factory=dict)
-    #: variant -> dtypes of the tapes it takes and returns (empty: no workspace argument)
+    #: variant -> what it takes in its workspace argument and returns: a tape's dtype, or
+    #: ``BUFFER`` (adjoint-buffer storage); empty: no workspace argument
     workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: per thread: variant -> the tapes the last call returned (see the module docstring)
+    #: per thread: variant -> the workspace the last call returned (module docstring)
     pool: threading.local = field(default_factory=threading.local, repr=False)
 
     def release(self) -> None:
@@ -172,8 +173,8 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
           reads: set[str] | None = None,
           workspaces: dict[str, tuple[str, ...]] | None = None) -> Compiled:
     """Exec each variant's source into a namespace of what it reads from ``env`` (``reads``:
-    those names, see ``imports``); compile them when ``jit``.  ``workspaces``: each
-    variant's tape dtypes (``Unit.workspaces``)."""
+    those names, see ``imports``); compile them when ``jit``.  ``workspaces``: what each
+    variant takes in its workspace argument (``Unit.workspaces``)."""
     namespace = imports(sources, env, reads)
     fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
     out = Compiled(sources, fns, namespace, jit, callables, workspaces=dict(workspaces or {}))

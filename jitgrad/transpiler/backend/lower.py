@@ -8,9 +8,10 @@ One function per variant, all from the same ``Adjoint`` record:
 - ``"forward"`` and ``"adjoint"``: one sweep each, for reading (``stage=``), not run.
 
 Dead code is removed per variant, since what is live depends on what is returned.
-A variant that keeps typed tapes takes them as one more parameter, ``_ws``, and
-returns them, grown, after the gradients (``with_workspace``): the caller keeps them
-for its next call, so a call allocates tapes only when they must grow.
+A variant that keeps typed tapes (or zeroes adjoint buffers of local arrays) takes
+them as one more parameter, ``_ws``, and returns them, grown, after the gradients
+(``with_workspace``): the caller keeps them for its next call, so a call allocates
+them only when they must grow.
 """
 
 from __future__ import annotations
