@@ -257,3 +257,20 @@ def _keep_gradient(g):
 def test_no_buffer_reuse_where_a_hook_sees_gradients():
     src = jg.differentiate(hooked_buffer, wrt=(0, 1), jit=False).source(np.ones(3), 0.5)
     assert "ws_zeros_like" not in src
+
+
+@pytest.mark.parametrize("f, make", [
+    (relax, lambda n: (np.linspace(0.0, 1.0, n), 0.4, n)),
+    (two_tapes, lambda n: (np.linspace(-1.0, 1.0, n), n)),
+    (smooth, lambda n: (np.linspace(0.0, 1.0, n), 3)),
+    (local_buffer, lambda n: (np.linspace(0.0, 1.0, n), 0.7)),
+], ids=["relax", "two_tapes", "smooth", "local_buffer"])
+def test_kept_workspaces_compile_once(f, make):
+    """The workspace a call returns has the types of the empty one the first call got:
+    Numba compiles each variant once, whatever the sizes."""
+    d = jg.differentiate(f, wrt=0)
+    for n in (5, 50, 7):
+        d.grad(*make(n))
+        d.value_and_grad(*make(n))
+    assert {v: len(j.signatures) for v, j in d._last.compiled.jitted.items()} == \
+        {"grad": 1, "grad_only": 1}
