@@ -178,7 +178,8 @@ class Differentiated:
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
-                                  self.func.__qualname__, self.jit, u.ir.callables, u.reads)
+                                  self.func.__qualname__, self.jit, u.ir.callables, u.reads,
+                                  u.workspaces)
         return gen
 
     def cache_info(self) -> dict[str, Any]:
@@ -187,6 +188,21 @@ class Differentiated:
         with self._lock:
             gens = list(self._cache.values())
         return disk.Store.info(self._disk, gens)
+
+    def release_workspaces(self) -> None:
+        """Free the workspaces (tapes, adjoint buffers of local arrays) kept between
+        gradient calls, on every thread: they are kept per thread and specialisation so
+        that repeated calls allocate nothing; the next call allocates them again.
+        Dropping the function frees them too."""
+        with self._lock:
+            gens = list(self._cache.values())
+        for g in gens:
+            release = getattr(g.compiled, "release", None)
+            if release is not None:
+                release()
+        for other in list(self._bridges.values()):  # what calls on tracked values compiled
+            if other is not self:
+                other.release_workspaces()
 
     def _run(self, gen: Generated, args: tuple, dy: Any, value: bool = True) -> tuple[Any, Any]:
         """Run the generated sweeps; ``value=False`` runs the gradient-only variant."""
@@ -371,6 +387,10 @@ class GradFunction:
 
     def cache_info(self) -> dict[str, Any]:
         return self.diff.cache_info()
+
+    def release_workspaces(self) -> None:
+        """See ``Differentiated.release_workspaces``."""
+        self.diff.release_workspaces()
 
     def __reduce__(self):
         return GradFunction, (self.diff, self.with_value)

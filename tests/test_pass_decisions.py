@@ -30,8 +30,13 @@ def gen(f, *args, wrt=0, stage="all"):
 
 
 def tape_names(src):
-    """The tapes the code declares (``_tape_x = np.empty(0, dtype)``), with their dtypes."""
-    return dict(re.findall(r"^\s*(_tape_\w+) = np\.empty\(0, ([\w.]+)\)", src, re.M))
+    """The tapes the code declares (``_tape_x = np.empty(0, dtype)``), with their dtypes;
+    those a compiled variant takes from its workspace (``_tape_x, _tape_y = _ws``) have
+    dtype None (the ``forward`` stage declares them all)."""
+    out = dict(re.findall(r"^\s*(_tape_\w+) = np\.empty\(0, ([\w.]+)\)", src, re.M))
+    for m in re.finditer(r"^\s*\(?([\w, ]+?),?\)? = _ws(?:\[0\])?$", src, re.M):
+        out.update(dict.fromkeys((t.strip() for t in m.group(1).split(",")), None))
+    return out
 
 
 def pushes(src):
@@ -300,7 +305,7 @@ def test_overwritten_push_sits_after_the_write_in_the_loop():
     p = next(k for k, ln in enumerate(order) if re.match(r"_tape_\w+\[\w+\] = y$", ln))
     assert w < p, "the push records the value the adjoint will read (after its write)"
     # a loop with a known trip count reserves the tape once, before the loop
-    assert re.search(r"_tape_\w+ = tape_reserve\(_tape_\w+, _tape_\w+ \+ n\)", src)
+    assert re.search(r"_tape_\w+ = tape_reserve\(_tape_\w+, _tape_\w+, n\)", src)
     assert "tape_reserve" not in loop
 
 
@@ -370,7 +375,7 @@ def test_value_only_compared_is_not_taped():
     src = gen(compare_only, x, 4)
     assert "t" not in pushed_values(src), "t feeds only the test: the adjoint never reads it"
     # only the branch condition is recorded, as a bool per trip
-    dtypes = tape_names(src)
+    dtypes = tape_names(gen(compare_only, x, 4, stage="forward"))
     assert list(dtypes.values()) == ["np.bool_"]
     assert_tapes_balanced(src)
     check_grad(compare_only, (x, 4), wrt=0, jit=False)
@@ -381,7 +386,8 @@ def test_integer_index_is_recomputed_not_taped():
     idx = np.array([2, 0, 3, 2])
     src = gen(index_only, x, idx, 4)
     assert "k" not in pushed_values(src), "k = idx[i] reads an unwritten int array"
-    assert all(d != "np.int64" for d in tape_names(src).values())
+    fwd = gen(index_only, x, idx, 4, stage="forward")
+    assert all(d != "np.int64" for d in tape_names(fwd).values())
     adj = gen(index_only, x, idx, 4, stage="adjoint")
     assert lines_matching(adj, r"^\s*k = idx\[i\]$")
     check_grad(index_only, (x, idx, 4), wrt=0, jit=False)
@@ -398,7 +404,8 @@ def test_loop_indices_are_never_taped():
     x = vec(6).reshape(2, 3)
     src = gen(nested_indices, x, 2, 3)
     assert not {"i", "j"} & set(pushed_values(src))
-    assert all(d != "np.int64" for d in tape_names(src).values())
+    fwd = gen(nested_indices, x, 2, 3, stage="forward")
+    assert all(d != "np.int64" for d in tape_names(fwd).values())
     assert "for i in range(n - 1, -1, -1):" in src
     assert "for j in range(m - 1, -1, -1):" in src
     check_grad(nested_indices, (x, 2, 3), wrt=0, jit=False)
@@ -477,7 +484,7 @@ def test_nested_loops_reverse_inside_out():
     # s (read by d sin(s)) is pushed once per inner trip; reserves sit in the outer loop
     assert pushed_values(src).count("s") == 1
     fwd_outer = body_of(src, r"for i in range\(n\):")
-    assert "tape_reserve" in fwd_outer and "+ m)" in fwd_outer
+    assert "tape_reserve" in fwd_outer and ", m)" in fwd_outer
     assert_tapes_balanced(src)
 
 

@@ -12,7 +12,7 @@ from numba import types
 from numba.extending import overload
 
 __all__ = ["unbroadcast", "zeros_like", "snapshot", "restore_into", "trip_count", "pow_log",
-           "guard", "tape_reserve", "digamma"]
+           "guard", "tape_reserve", "ws_zeros_like", "digamma"]
 
 
 def _is_array(t) -> bool:
@@ -171,34 +171,116 @@ def _ol_pow_log(a):
 # --- guard: a zero adjoint gives a zero contribution, even at singular points --
 
 def guard(dy, g):
-    """``g`` where ``dy != 0``, else 0: keeps ``0 * inf`` NaNs out of masked branches."""
+    """``g`` where ``dy != 0``, else 0: keeps ``0 * inf`` NaNs out of masked branches.
+
+    Where ``g`` is already zero (either sign) wherever ``dy`` is, that is ``g`` itself,
+    returned as it is (the rules pass a temporary): the common case (finite partials)
+    costs one read of ``dy`` and ``g``, not a new array.  Scalars compile to a select."""
+    if isinstance(g, np.ndarray) and np.shape(dy) in ((), g.shape) and \
+            not np.any((np.asarray(dy) == 0) & (g != 0)):
+        return g
     if isinstance(g, np.ndarray) or isinstance(dy, np.ndarray):
         return np.where(np.asarray(dy) != 0, g, 0.0)
     return g if dy != 0 else 0.0 * g if np.isfinite(g) else 0.0
 
 
+def _masked_zero(dy, g):
+    """``g`` is zero wherever ``dy`` is (``dy`` an array of ``g``'s shape).  No early exit:
+    a branch per element mispredicts where zeros are scattered; this loop vectorises."""
+    a = dy.ravel()
+    b = g.ravel()
+    bad = False
+    for i in range(a.shape[0]):
+        bad |= (a[i] == 0) & (b[i] != 0)
+    return not bad
+
+
+def _all_zero(g):
+    """Every element of ``g`` is zero (either sign)."""
+    b = g.ravel()
+    bad = False
+    for i in range(b.shape[0]):
+        bad |= b[i] != 0
+    return not bad
+
+
 @overload(guard)
 def _ol_guard(dy, g):
+    # g itself where it is zero wherever dy is; only where np.where gives g's type anyway
+    same = _is_array(g) and g.dtype == types.float64
+    if same and not _is_array(dy):
+        all_zero = _njit_once(_all_zero)
+        return lambda dy, g: g if dy != 0 or all_zero(g) else np.where(dy != 0, g, 0.0)
+    if same and dy.ndim == g.ndim:
+        masked_zero = _njit_once(_masked_zero)
+        return lambda dy, g: g if dy.shape == g.shape and masked_zero(dy, g) \
+            else np.where(dy != 0, g, 0.0)
     if _is_array(g) or _is_array(dy):
         return lambda dy, g: np.where(dy != 0, g, 0.0)
     return lambda dy, g: g if dy != 0 else 0.0
 
 
+_JITTED: dict = {}
+
+
+def _njit_once(fn):
+    """``numba.njit(fn)``, made once."""
+    out = _JITTED.get(fn)
+    if out is None:
+        import numba
+
+        out = _JITTED[fn] = numba.njit(fn)
+    return out
+
+
 # --- typed tapes: a growable buffer of scalars with a cursor -----------------
 
-def tape_reserve(buf, needed):
-    """``buf`` with room for at least ``needed`` entries (doubling when it grows)."""
+def tape_reserve(buf, used, more):
+    """``buf`` with room for ``more`` entries after its first ``used`` (doubling when it
+    grows; only those ``used`` are copied: a reused tape's tail holds nothing live)."""
+    needed = used + more
     if needed <= buf.shape[0]:
         return buf
     new = np.empty(max(needed, 2 * buf.shape[0]), dtype=buf.dtype)
-    for k in range(buf.shape[0]):  # a loop: slice assignment costs Numba ~2 s to compile
+    for k in range(used):  # a loop: slice assignment costs Numba ~2 s to compile
         new[k] = buf[k]
     return new
 
 
 @overload(tape_reserve)
-def _ol_tape_reserve(buf, needed):
+def _ol_tape_reserve(buf, used, more):
     return tape_reserve  # the Python twin compiles as it is
+
+
+# --- ws_zeros_like: an adjoint buffer zeroed in memory kept between calls ------------
+
+def ws_zeros_like(store, like):
+    """``(store, zeros)``: a zero float64 array shaped like ``like`` in the memory of the
+    1-d float64 ``store`` (grown, doubling, when too small); a new ``np.zeros_like(like)``
+    for other dtypes.  The caller keeps ``store`` for its next call."""
+    if like.dtype != np.float64:
+        return store, np.zeros_like(like)
+    n = like.size
+    if store.shape[0] < n:
+        store = np.empty(max(n, 2 * store.shape[0]))
+    out = store[:n].reshape(like.shape)
+    out[...] = 0.0
+    return store, out
+
+
+@overload(ws_zeros_like)
+def _ol_ws_zeros_like(store, like):
+    if like.dtype != types.float64:
+        return lambda store, like: (store, np.zeros_like(like))
+
+    def impl(store, like):
+        n = like.size
+        if store.shape[0] < n:
+            store = np.empty(max(n, 2 * store.shape[0]))
+        for k in range(n):
+            store[k] = 0.0
+        return store, store[:n].reshape(like.shape)
+    return impl
 
 
 # --- digamma: the derivative of log|Gamma| (math.gamma and math.lgamma rules) ---

@@ -105,11 +105,11 @@ def snapshot_t(x):
 
 
 @tangent_rule(H.tape_reserve)
-def tape_reserve_t(buf, needed):
+def tape_reserve_t(buf, used, more):
     """The tangent tape grows with the tape (same sizes, same cursor)."""
-    def push(dbuf, dneeded):
-        return (H.tape_reserve(dbuf, needed), None)
-    return H.tape_reserve(buf, needed), push
+    def push(dbuf, dused, dmore):
+        return (H.tape_reserve(dbuf, used, more), None, None)
+    return H.tape_reserve(buf, used, more), push
 
 
 @tangent_rule(H.pow_log)

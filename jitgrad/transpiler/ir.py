@@ -42,6 +42,13 @@ class Adjoint:
     shared: dict[str, str] = field(default_factory=dict)
     #: functions that compiled code calls through ``hook`` (compiled with it under jit)
     callables: frozenset[str] = frozenset()
+    #: (name, dtype) of the typed tapes declared in ``workspace``: the compiled variants take
+    #: them in ``WORKSPACE`` and return them, grown, so that later calls reuse them
+    reused: tuple[tuple[str, str], ...] = ()
+    #: (adjoint, storage name, name of the zeroing helper) of the adjoint buffers of local
+    #: float arrays (zeroed in ``init``, never returned): the compiled variants zero them in
+    #: workspace memory kept between calls, taken and returned like the tapes
+    buffers: tuple[tuple[str, str, str], ...] = ()
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""

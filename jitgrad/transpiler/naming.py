@@ -103,6 +103,8 @@ class Namer:
 
 #: the parameter holding the output cotangent in generated gradients
 SEED = "_dret"
+#: the parameter holding the reused buffers (tapes) of a generated gradient, returned grown
+WORKSPACE = "_ws"
 
 
 def is_generated(name: str) -> bool:

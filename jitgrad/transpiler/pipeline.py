@@ -37,7 +37,7 @@ from .front.parse import Parsed, parse_function
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import SEED, Namer, is_generated, names_in
+from .naming import SEED, WORKSPACE, Namer, is_generated, names_in
 from .nodes import clone
 from .notes import checkpoint
 
@@ -86,6 +86,8 @@ class Unit:
     kernel: Any = None
     #: what the CUDA lowering produced (``backend.cuda.Lowered``)
     lowered: Any = None
+    #: variant -> what it takes in ``_ws`` and returns (``lower.with_workspace``)
+    workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -150,7 +152,7 @@ def parse_(u: Unit) -> None:
     u.parsed = parse_function(u.func)
     fence(u.parsed)
     tree = u.parsed.tree
-    u.namer = Namer(names_in(tree) | u.parsed.free | {SEED})
+    u.namer = Namer(names_in(tree) | u.parsed.free | {SEED, WORKSPACE})
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env
     u.params = [a.arg for a in tree.args.args]
@@ -362,7 +364,8 @@ def reverse_(u: Unit) -> None:
             results.append(r)
     u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
-                   tuple(sw.grads), dict(sw.shared), frozenset(sw.callables))
+                   tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
+                   tuple(sw.reused), tuple(sw.buffers))
 
 
 def show_ir(u: Unit) -> str:
@@ -483,7 +486,7 @@ def lower_(u: Unit) -> None:
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
     texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
-    fns = list(lower.lower_variants(u.ir, u.names).values())
+    fns = list(lower.lower_variants(u.ir, u.names, u.workspaces).values())
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources

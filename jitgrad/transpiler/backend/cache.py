@@ -43,7 +43,7 @@ from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
 
-FORMAT = 1
+FORMAT = 2
 _MAX_CONSTANT = 1 << 20  # bytes of pickled constant written into a cached module
 _SCALARS = (int, float, bool, complex, str, bytes, type(None), np.generic)
 _lock = threading.Lock()
@@ -355,7 +355,8 @@ def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
     meta = mod.__jitgrad__
     ns = mod.__dict__
     fns = {v: ns[n] for v, n in meta["names"].items()}
-    out = Compiled(meta["sources"], fns, ns, jit, frozenset(meta["callables"]))
+    out = Compiled(meta["sources"], fns, ns, jit, frozenset(meta["callables"]),
+                   workspaces=dict(meta["workspaces"]))
     if jit:
         for c in out.callables:
             if inspect.isfunction(ns.get(c)):
@@ -393,7 +394,7 @@ class Store:
         self.stats["hits"] += 1
         meta = mod.__jitgrad__
         unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
-                    wrt=list(wrt), arg_kinds=dict(kinds))
+                    wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
         return Generated(unit, list(meta["return_kinds"]), compile_module(mod, self.jit))
 
     def save(self, gen: Generated) -> Compiled | None:
@@ -403,7 +404,8 @@ class Store:
         where = self._where(u.wrt, u.arg_kinds)
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
-                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables)}
+                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables),
+                    "workspaces": u.workspaces}
             sources = {v: u.sources[v] for v in VARIANTS}
             if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta, u.reads):
                 mod = load(*where)

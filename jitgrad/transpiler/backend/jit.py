@@ -5,6 +5,16 @@
 call are compiled alongside); under ``jit=False`` the plain functions run with
 IEEE results in a NumPy-backed namespace.  ``call`` runs one variant and turns
 Numba failures into ``JitError``s that quote the generated line.
+
+Workspaces: a variant that keeps typed tapes (or zeroes adjoint buffers of local
+arrays) takes them as its last argument and returns them, grown
+(``lower.with_workspace``).  ``call`` keeps them per thread in the ``Compiled`` record
+(a ``threading.local``), so a later call on the same thread reuses them; a call that
+finds none (the first, one made while another call of the same variant runs on this
+thread, from a hook, or after ``release``) starts from empty ones.  Tapes hold primal
+values only and are never returned to the caller; the storage of adjoint buffers is
+dropped from the workspace where a returned gradient shares it (a buffer swapped into
+a returned name).
 """
 
 from __future__ import annotations
@@ -12,8 +22,11 @@ from __future__ import annotations
 import ast
 import inspect
 import keyword
+import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from . import emit
 
@@ -28,6 +41,15 @@ class Compiled:
     jit: bool
     callables: frozenset[str] = frozenset()
     jitted: dict[str, Any] = field(default_factory=dict)
+    #: variant -> what it takes in its workspace argument and returns: a tape's dtype, or
+    #: ``BUFFER`` (adjoint-buffer storage); empty: no workspace argument
+    workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: per thread: variant -> the workspace the last call returned (module docstring)
+    pool: threading.local = field(default_factory=threading.local, repr=False)
+
+    def release(self) -> None:
+        """Drop the kept workspaces of every thread (a later call allocates afresh)."""
+        self.pool = threading.local()
 
 
 def imports(sources: dict[str, str], env: dict[str, Any],
@@ -148,12 +170,14 @@ def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
 
 def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
           qualname: str, jit: bool, callables: frozenset[str] = frozenset(),
-          reads: set[str] | None = None) -> Compiled:
+          reads: set[str] | None = None,
+          workspaces: dict[str, tuple[str, ...]] | None = None) -> Compiled:
     """Exec each variant's source into a namespace of what it reads from ``env`` (``reads``:
-    those names, see ``imports``); compile them when ``jit``."""
+    those names, see ``imports``); compile them when ``jit``.  ``workspaces``: what each
+    variant takes in its workspace argument (``Unit.workspaces``)."""
     namespace = imports(sources, env, reads)
     fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
-    out = Compiled(sources, fns, namespace, jit, callables)
+    out = Compiled(sources, fns, namespace, jit, callables, workspaces=dict(workspaces or {}))
     if jit:
         for c in callables:  # functions hooks call run compiled too
             if inspect.isfunction(namespace.get(c)):
@@ -165,7 +189,39 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
 
 
 def call(compiled: Compiled, variant: str, args: tuple) -> Any:
-    """Run ``variant`` on ``args`` (the seed last)."""
+    """Run ``variant`` on ``args`` (the seed last), with this thread's workspace."""
+    dtypes = compiled.workspaces.get(variant)
+    if not dtypes:
+        return _call(compiled, variant, args)
+    pool = compiled.pool.__dict__  # this thread's
+    # taken out while the call runs: a reentrant call of the variant starts afresh
+    ws = pool.pop(variant, None)
+    if ws is None:
+        ws = tuple(np.empty(0, np.float64 if d == BUFFER else d) for d in dtypes)
+    value, grads, ws = _call(compiled, variant, (*args, ws))
+    if BUFFER in dtypes:
+        ws = _unshared(ws, dtypes, grads)
+    pool[variant] = ws
+    return value, grads
+
+
+#: a workspace entry holding the storage of adjoint buffers (float64), not a tape
+BUFFER = "buffer"
+
+
+def _unshared(ws: tuple, dtypes: tuple[str, ...], grads: Any) -> tuple:
+    """``ws`` without the adjoint-buffer storage that a returned gradient shares (a buffer
+    swapped into a returned name): the caller owns that memory now."""
+    arrays = [g for g in (grads if isinstance(grads, tuple) else (grads,))
+              if isinstance(g, np.ndarray)]
+    if not arrays:
+        return ws
+    return tuple(np.empty(0) if d == BUFFER and any(np.may_share_memory(g, w) for g in arrays)
+                 else w for w, d in zip(ws, dtypes, strict=True))
+
+
+def _call(compiled: Compiled, variant: str, args: tuple) -> Any:
+    """Run ``variant`` on ``args`` as they are."""
     if compiled.jit:
         if not compiled.callables:
             return emit.call_compiled(compiled.jitted[variant], compiled.sources[variant], args)

@@ -8,6 +8,10 @@ One function per variant, all from the same ``Adjoint`` record:
 - ``"forward"`` and ``"adjoint"``: one sweep each, for reading (``stage=``), not run.
 
 Dead code is removed per variant, since what is live depends on what is returned.
+A variant that keeps typed tapes (or zeroes adjoint buffers of local arrays) takes
+them as one more parameter, ``_ws``, and returns them, grown, after the gradients
+(``with_workspace``): the caller keeps them for its next call, so a call allocates
+them only when they must grow.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import Adjoint, Tangent, result_expr
+from ..naming import WORKSPACE
 from ..nodes import clone, loaded_ids
 from . import emit
 from .optimize import Facts, dead_code, dead_code_variants
@@ -30,6 +35,64 @@ def result_return(ir: Adjoint, variant: str) -> ast.Return:
     return ast.Return(value=ast.Tuple(elts=[value, grads], ctx=ast.Load()))
 
 
+def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], tuple[str, ...]]:
+    """``body`` (ending in its return) taking from ``_ws`` the typed tapes it still declares
+    and the storage of the adjoint buffers it still zeroes (``dv = np.zeros_like(v)``
+    becomes ``_ws_dv, dv = ws_zeros_like(_ws_dv, v)``), and returning them after the
+    gradients; with what the caller passes the first time: a tape's dtype, or ``"buffer"``
+    (an empty float64 storage).  Unchanged without either."""
+    decls = {id(st): st for st in ir.workspace}
+    dtypes = dict(ir.reused)
+    stores = {d: (store, helper) for d, store, helper in ir.buffers}
+    kept: list[str] = []
+    kinds: list[str] = []
+    out: list[ast.stmt] = []
+    for st in body:
+        if decls.get(id(st)) is st and st.targets[0].id in dtypes:
+            kept.append(st.targets[0].id)
+            kinds.append(dtypes[st.targets[0].id])
+            continue
+        like = _zeroing(st, stores)
+        if like is not None:
+            d = st.targets[0].id
+            store, helper = stores.pop(d)  # the first zeroing only
+            kept.append(store)
+            kinds.append("buffer")
+            st = ast.Assign(targets=[ast.Tuple(elts=[_name(store, True), _name(d, True)],
+                                               ctx=ast.Store())],
+                            value=ast.Call(func=_name(helper), args=[_name(store), like],
+                                           keywords=[]))
+        out.append(st)
+    if not kept:
+        return body, ()
+    names = [_name(t, True) for t in kept]
+    target = names[0] if len(names) == 1 else ast.Tuple(elts=names, ctx=ast.Store())
+    value: ast.expr = _name(WORKSPACE)
+    if len(names) == 1:
+        value = ast.Subscript(value=value, slice=ast.Constant(0), ctx=ast.Load())
+    ret = out[-1]
+    ws = ast.Tuple(elts=[_name(t) for t in kept], ctx=ast.Load())
+    out[-1] = ast.Return(value=ast.Tuple(elts=[*ret.value.elts, ws], ctx=ast.Load()))
+    return [ast.Assign(targets=[target], value=value), *out], tuple(kinds)
+
+
+def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | None:
+    """``v`` where ``st`` is ``dv = np.zeros_like(v)`` for an adjoint ``dv`` in ``stores``."""
+    if not (isinstance(st, ast.Assign) and len(st.targets) == 1
+            and isinstance(st.targets[0], ast.Name) and st.targets[0].id in stores):
+        return None
+    v = st.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+            and v.func.attr == "zeros_like" and len(v.args) == 1 and not v.keywords \
+            and isinstance(v.args[0], ast.Name):
+        return ast.Name(id=v.args[0].id, ctx=ast.Load())
+    return None
+
+
+def _name(n: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
+
+
 def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
     """Forward mode's ``"jvp"`` variant: ``f_jvp(*params, *seeds) -> (value, tangent)``."""
     ret = ast.Return(value=ast.Tuple(elts=[result_expr(clone(list(ir.results))),
@@ -39,27 +102,41 @@ def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
     return emit.function_def(fname, [*ir.params, *ir.seeds], body)
 
 
-def lower_variants(ir: Adjoint, fnames: dict[str, str]) -> dict[str, ast.FunctionDef]:
+def lower_variants(ir: Adjoint, fnames: dict[str, str],
+                   workspaces: dict[str, tuple[str, ...]] | None = None
+                   ) -> dict[str, ast.FunctionDef]:
     """``lower`` of every one of ``VARIANTS`` (``fnames``: their names), with one dead-code
-    propagation: what the gradients need, then what the value adds."""
+    propagation: what the gradients need, then what the value adds.  ``workspaces``: filled
+    with each variant's workspace dtypes (see ``with_workspace``)."""
     rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
     roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
     bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
-    return {v: emit.function_def(fnames[v], [*ir.params, ir.seed], [*bodies[v], rets[v]])
+    return {v: _function(ir, fnames[v], [*bodies[v], rets[v]], v, workspaces)
             for v in VARIANTS}
 
 
+def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
+              workspaces: dict[str, tuple[str, ...]] | None) -> ast.FunctionDef:
+    """The variant's function, with its workspace parameter where it keeps tapes."""
+    body, dtypes = with_workspace(ir, body)
+    if workspaces is not None:
+        workspaces[variant] = dtypes
+    params = [*ir.params, ir.seed] + ([WORKSPACE] if dtypes else [])
+    return emit.function_def(fname, params, body)
+
+
 def lower(ir: Adjoint | Tangent, variant: str, fname: str,
-          memo: Facts | None = None) -> ast.FunctionDef:
+          memo: Facts | None = None,
+          workspaces: dict[str, tuple[str, ...]] | None = None) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
     ``"jvp"`` for a ``Tangent`` record); ``memo``: what dead-code removal learnt of the IR's
-    statements in another variant."""
+    statements in another variant; ``workspaces``: see ``lower_variants``."""
     if variant == "jvp":
         return lower_tangent(ir, fname)
     if variant in VARIANTS:
         # dead_code copies what it changes: the variants share the IR's simple statements
         body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared, memo)
-        return emit.function_def(fname, [*ir.params, ir.seed], body)
+        return _function(ir, fname, body, variant, workspaces)
     if variant == "forward":
         return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,
                                                           *ir.forward])
@@ -68,4 +145,5 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str,
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "lower_variants"]
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "lower_variants",
+           "with_workspace"]

@@ -47,6 +47,10 @@ class Sweeps:
     shared: dict[str, str] = field(default_factory=dict)
     #: tape declarations (run after ``prologue``)
     workspace: list[ast.stmt] = field(default_factory=list)
+    #: (name, dtype) of the typed tapes among them (reused across calls, see ``Adjoint``)
+    reused: list[tuple[str, str]] = field(default_factory=list)
+    #: adjoint buffers kept in workspace memory (``Adjoint.buffers``)
+    buffers: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 class _Scalars:
@@ -491,6 +495,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                       ctx=ast.Load()), args=[], keywords=[]))
                 for a in args if a in an.args_written]
     init: list[ast.stmt] = []
+    kept: list[tuple[str, str, str]] = []  # adjoint buffers kept between calls
     buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
                      key=lambda n: (n not in args, n))
     for n in buffers:
@@ -505,6 +510,11 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                f"create '{un}' before the loop or branch (e.g. '{un} = "
                                "np.zeros(...)') and fill it inside")
         init.append(assign(r.adj(n), r.zero(n)))
+        # not with hooks: a hook may keep the gradient it is passed
+        if n not in args and n not in wrt and k.is_array and k.ndim and k.cls == "f" \
+                and not r.callables:
+            kept.append((r.adj(n), namer.fresh("_ws_" + r.adj(n).lstrip("_")),
+                         r.global_name("ws_zeros_like", helpers.ws_zeros_like)))
     for n in sorted(an.views, key=lambda n: POS.get(an.views[n][1])):
         if an.modes.get(n) == "view" and n not in an.block_local:
             init.append(r.adjoint_view(n))
@@ -512,6 +522,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                                              "view")},
                            r.namer.is_adjoint)
     tapes: list[ast.stmt] = []
+    reused: list[tuple[str, str]] = []
     np_name = r.global_name("np", __import__("numpy"))
     for t, typed in r.tapes:
         if typed is None:
@@ -524,6 +535,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                                                 value=name(np_name), attr=dtype,
                                                 ctx=ast.Load())], keywords=[])))
             tapes.append(assign(cur, const(0)))
+            reused.append((t, dtype))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes)
+                  r.restored_names, r.callables, shared, tapes, reused, kept)

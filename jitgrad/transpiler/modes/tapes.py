@@ -199,7 +199,7 @@ class TapeMixin:
         else:
             res = self.global_name("tape_reserve", helpers.tape_reserve)
             push.append(assign(tape, ast.Call(func=name(res), args=[
-                name(tape), binop(name(cur), ast.Add(), const(1))], keywords=[])))
+                name(tape), name(cur), const(1)], keywords=[])))
         push.append(ast.Assign(targets=[ast.Subscript(value=name(tape), slice=name(cur),
                                                       ctx=ast.Store())], value=name(n)))
         push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
@@ -225,8 +225,8 @@ class TapeMixin:
             trips = ast.Call(func=name(tc), args=[clone(start), clone(stop),
                                                   clone(step)], keywords=[])
         res = self.global_name("tape_reserve", helpers.tape_reserve)
-        out = [assign(t, ast.Call(func=name(res), args=[name(t), binop(
-            name(c), ast.Add(), clone(trips))], keywords=[])) for t, c in entries]
+        out = [assign(t, ast.Call(func=name(res), args=[name(t), name(c), clone(trips)],
+                              keywords=[])) for t, c in entries]
         for x in out:
             PUSH.set(x, True)
         return out

@@ -1,0 +1,276 @@
+"""Workspaces: the tapes of a compiled gradient are kept per thread between calls, grown
+when a bigger input needs more, never handed to the caller, dropped by
+``release_workspaces()``, and a reentrant call (from a hook) gets its own."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+import pytest
+from gradcheck import numeric_grad
+
+import jitgrad as jg
+
+
+def relax(x, k, n):
+    s = 0.0
+    for i in range(n):
+        s = s + k * math.sin(s + x[i])
+    return s * s
+
+
+def two_tapes(x, n):
+    s = 0.0
+    for i in range(n):
+        t = math.sin(x[i] * s + 0.3)
+        if t > 0.0:
+            s = s + t * t
+        else:
+            s = s - 0.5 * t
+    return s * s
+
+
+def smooth(u, steps):
+    v = np.empty_like(u)
+    for _ in range(steps):
+        for i in range(1, u.shape[0] - 1):
+            v[i] = 0.25 * u[i - 1] + 0.5 * u[i] + 0.25 * u[i + 1]
+        v[0] = u[0]
+        v[-1] = u[-1]
+        u, v = v, u
+    return np.sum(u * u)
+
+
+def local_buffer(x, k):
+    w = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        w[i] = math.sin(k * x[i])
+    total = 0.0
+    for i in range(1, x.shape[0]):
+        total += w[i] * w[i - 1]
+    return total
+
+
+def straight(x, y):
+    return x * y + math.sin(x)
+
+
+def _pool(d):
+    """This thread's kept workspaces of ``d``'s last specialisation."""
+    return d._last.compiled.pool.__dict__
+
+
+def _fd(f, args, wrt):
+    return tuple(numeric_grad(f, args, i) for i in wrt)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_second_call_reuses_the_tapes(jit):
+    d = jg.differentiate(relax, wrt=(0, 1), jit=jit)
+    x = np.linspace(0.1, 0.9, 50)
+    first = d.grad(x, 0.4, 50)
+    ws = _pool(d)["grad_only"]
+    assert all(t.shape[0] >= 50 for t in ws)
+    second = d.grad(x, 0.4, 50)
+    again = _pool(d)["grad_only"]
+    assert all(a is b for a, b in zip(ws, again, strict=True)), "the same buffers"
+    np.testing.assert_array_equal(first[0], second[0])
+    assert first[1] == second[1]
+    d.grad(x[:10], 0.4, 10)  # smaller: the same buffers again
+    assert all(a is b for a, b in zip(ws, _pool(d)["grad_only"], strict=True))
+    d.value_and_grad(x, 0.4, 50)  # the other variant has its own
+    assert set(_pool(d)) == {"grad_only", "grad"}
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_workspace_grows_and_gradients_stay_right(jit):
+    d = jg.differentiate(two_tapes, wrt=0, jit=jit)
+    rng = np.random.default_rng(3)
+    for n in (5, 40, 3, 90, 40):  # grow, shrink, grow: every call checked against FD
+        x = rng.uniform(-1.0, 1.0, n)
+        g = d.grad(x, n)
+        np.testing.assert_allclose(g, numeric_grad(two_tapes, (x, n), 0), rtol=1e-5,
+                                   atol=1e-6)
+        assert all(t.shape[0] >= n for t in _pool(d)["grad_only"])
+    dtypes = {t.dtype for t in _pool(d)["grad_only"]}
+    assert np.dtype(np.bool_) in dtypes and np.dtype(np.float64) in dtypes
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_gradients_never_alias_a_workspace(jit):
+    d = jg.differentiate(relax, wrt=(0, 1), jit=jit)
+    x = np.linspace(0.1, 0.9, 30)
+    dx, _ = d.grad(x, 0.4, 30)
+    kept = dx.copy()
+    for t in _pool(d)["grad_only"]:
+        assert not np.may_share_memory(dx, t)
+    d.grad(x * 2.0, 0.9, 30)  # a later call does not write into what the user holds
+    np.testing.assert_array_equal(dx, kept)
+
+
+def test_release_frees_every_thread_and_the_next_call_is_right():
+    d = jg.differentiate(relax, wrt=(0, 1))
+    x = np.linspace(0.1, 0.9, 20)
+    want = d.grad(x, 0.4, 20)
+    assert _pool(d)
+    d.release_workspaces()
+    assert not _pool(d)
+    got = d.grad(x, 0.4, 20)
+    np.testing.assert_array_equal(got[0], want[0])
+    jg.grad(relax, wrt=(0, 1)).release_workspaces()  # the functional form has it too
+
+
+def test_function_without_tapes_takes_no_workspace():
+    d = jg.differentiate(straight, wrt=(0, 1))
+    assert "_ws" not in d.source(1.0, 2.0)
+    assert d.grad(1.0, 2.0) == pytest.approx((2.0 + math.cos(1.0), 1.0))
+    assert not _pool(d)
+
+
+def test_source_takes_and_returns_the_tapes():
+    src = jg.differentiate(relax, wrt=(0, 1)).source(np.ones(3), 0.5, 3)
+    assert "_ws):" in src.splitlines()[0]
+    assert "np.empty(0" not in src
+    assert "= _ws" in src and src.rstrip().splitlines()[-1].startswith("    return (")
+
+
+def test_threads_keep_their_own_workspaces():
+    d = jg.differentiate(relax, wrt=(0, 1))
+    sizes = [7, 60, 25, 120]
+    rng = np.random.default_rng(0)
+    xs = {n: rng.uniform(0.0, 1.0, n) for n in sizes}
+    want = {n: jg.grad(relax, wrt=(0, 1), jit=False)(xs[n], 0.3, n) for n in sizes}
+    d.grad(xs[7], 0.3, 7)  # compiled before the threads start
+    got: dict[int, list] = {}
+    barrier = threading.Barrier(len(sizes))
+
+    def work(n):
+        barrier.wait()
+        out = []
+        for _ in range(20):  # each thread its own size, all at once
+            out.append(d.grad(xs[n], 0.3, n))
+        got[n] = out
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in sizes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n in sizes:
+        assert len(got[n]) == 20
+        for dx, dk in got[n]:
+            np.testing.assert_allclose(dx, want[n][0], rtol=1e-12, atol=1e-15)
+            assert dk == pytest.approx(want[n][1], rel=1e-12)
+
+
+# a gradient of the same function called from a hook while its own tapes are in use
+NESTED: list = []
+
+
+def _nested_hook(g):
+    if not NESTED:  # once: the inner call runs this hook too
+        NESTED.append(None)
+        NESTED.append(REENTRANT.grad(np.linspace(0.5, 0.6, 5), 5))
+    return g
+
+
+def reentrant(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + math.sin(0.1 * s + x[i])
+    s = jg.hook(_nested_hook, s)
+    return s * s
+
+
+REENTRANT = jg.differentiate(reentrant, wrt=0, jit=False)
+
+
+def test_reentrant_call_from_a_hook_gets_its_own_tapes():
+    NESTED.clear()
+    x = np.linspace(-0.4, 0.3, 9)
+
+    def plain(x, n):
+        s = 0.0
+        for i in range(n):
+            s = s + math.sin(0.1 * s + x[i])
+        return s * s
+
+    NESTED[:] = [None]  # a first call without the nested one: its tapes are kept
+    REENTRANT.grad(x, 9)
+    NESTED.clear()
+    g = REENTRANT.grad(x, 9)  # the nested call must not write into the tapes in use
+    np.testing.assert_allclose(g, numeric_grad(plain, (x, 9), 0), rtol=1e-5, atol=1e-6)
+    assert len(NESTED) == 2
+    inner_x = np.linspace(0.5, 0.6, 5)
+    np.testing.assert_allclose(NESTED[-1], numeric_grad(plain, (inner_x, 5), 0), rtol=1e-5,
+                               atol=1e-6)
+
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_local_adjoint_buffers_are_kept_and_zeroed(jit):
+    d = jg.differentiate(local_buffer, wrt=(0, 1), jit=jit)
+    src = d.source(np.ones(4), 0.5)
+    assert "ws_zeros_like(" in src and "dw = np.zeros_like" not in src
+    rng = np.random.default_rng(5)
+    stores = []
+    for n in (6, 30, 4, 30):  # grow, shrink, grow again
+        x = rng.uniform(-1.0, 1.0, n)
+        dx, dk = d.grad(x, 0.7)
+        want = _fd(local_buffer, (x, 0.7), (0, 1))
+        np.testing.assert_allclose(dx, want[0], rtol=1e-5, atol=1e-6)
+        assert dk == pytest.approx(want[1], rel=1e-5, abs=1e-6)
+        stores.append(_pool(d)["grad_only"][-1])
+        assert stores[-1].shape[0] >= n
+    assert stores[2] is stores[1] and stores[3] is stores[1], "kept, not reallocated"
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("steps", [2, 3])
+def test_swapped_buffer_returned_as_a_gradient_is_not_kept(jit, steps):
+    d = jg.differentiate(smooth, wrt=0, jit=jit)
+    u = np.linspace(0.0, 1.0, 7) ** 2
+    g1 = d.grad(u, steps)
+    kept = g1.copy()
+    for w in _pool(d)["grad_only"]:
+        assert not np.may_share_memory(g1, w), "the caller's gradient is not a workspace"
+    g2 = d.grad(u * 3.0, steps)
+    np.testing.assert_array_equal(g1, kept)
+    np.testing.assert_allclose(g2, numeric_grad(smooth, (u * 3.0, steps), 0), rtol=1e-5,
+                               atol=1e-6)
+
+
+def hooked_buffer(x, k):
+    w = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        w[i] = math.sin(k * x[i])
+    w = jg.hook(_keep_gradient, w)
+    return np.sum(w * w)
+
+
+def _keep_gradient(g):
+    return g
+
+
+def test_no_buffer_reuse_where_a_hook_sees_gradients():
+    src = jg.differentiate(hooked_buffer, wrt=(0, 1), jit=False).source(np.ones(3), 0.5)
+    assert "ws_zeros_like" not in src
+
+
+@pytest.mark.parametrize("f, make", [
+    (relax, lambda n: (np.linspace(0.0, 1.0, n), 0.4, n)),
+    (two_tapes, lambda n: (np.linspace(-1.0, 1.0, n), n)),
+    (smooth, lambda n: (np.linspace(0.0, 1.0, n), 3)),
+    (local_buffer, lambda n: (np.linspace(0.0, 1.0, n), 0.7)),
+], ids=["relax", "two_tapes", "smooth", "local_buffer"])
+def test_kept_workspaces_compile_once(f, make):
+    """The workspace a call returns has the types of the empty one the first call got:
+    Numba compiles each variant once, whatever the sizes."""
+    d = jg.differentiate(f, wrt=0)
+    for n in (5, 50, 7):
+        d.grad(*make(n))
+        d.value_and_grad(*make(n))
+    assert {v: len(j.signatures) for v, j in d._last.compiled.jitted.items()} == \
+        {"grad": 1, "grad_only": 1}
