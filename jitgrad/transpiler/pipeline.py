@@ -29,6 +29,7 @@ from .backend import emit, lower
 from .backend.gather import gather_form
 from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
+from .backend.promote import promote_accumulations
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
@@ -470,6 +471,42 @@ def gather_(u: Unit) -> None:
     u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
 
 
+def promote_(u: Unit) -> None:
+    """An inner loop's accumulations into one element (``dpos[i, k] += e`` with ``i`` from
+    an outer loop) go to a scalar, added once after the loop (``backend/promote.py``).
+
+    >>> print(example("promote", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         for j in range(i + 1, n):
+    ...             s = s + x[i] * x[j]
+    ...     return s
+    ... ''', args=(np.ones(3), 3), variant="adjoint"))
+    def f_adjoint(_dret):
+        dx = np.zeros_like(x)
+        ds = _dret
+        for i in range(n - 1, -1, -1):
+            _n_1 = i + 1
+            _dx_i_sum = 0.0
+            for j in range(n - 1, _n_1 - 1, -1):
+                # line 5: s = s + x[i] * x[j]
+                _dt = ds
+                _t2 = x[i]
+                _t3 = x[j]
+                _dt2 = _dt * _t3
+                _dt3 = _dt * _t2
+                dx[j] += _dt3
+                _dx_i_sum += _dt2
+            if n > _n_1:
+                dx[i] += _dx_i_sum
+    """
+    ir = u.ir
+    before = [*ir.prologue, *ir.workspace, *ir.forward, *ir.init]
+    adjoint = promote_accumulations(list(ir.adjoint), before, u.env, u.namer, ir.shared)
+    u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
+
+
 def lower_(u: Unit) -> None:
     """One function per variant from the IR: value and gradient, gradient only (CPU).
 
@@ -508,6 +545,7 @@ SPECIALISE: list[Pass] = [
     Pass("reverse", reverse_, show_ir),
     Pass("optimize", optimize_, show_ir),
     Pass("gather", gather_, show_ir),
+    Pass("promote", promote_, show_ir),
     Pass("lower", lower_, lambda u: u.sources["grad"]),
 ]
 PASSES: list[Pass] = PREPARE + SPECIALISE

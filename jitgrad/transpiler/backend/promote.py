@@ -1,0 +1,208 @@
+"""Accumulations into one element across a loop, kept in a scalar until the loop ends.
+
+The adjoint of a pair loop (``for j in range(i + 1, n): ... pos[i, k] ... pos[j, k]``)
+adds into ``dpos[i, k]`` in every iteration of the inner loop: a load and a store of
+the same element per iteration, which the compiler cannot keep in a register while
+``dpos[j, k]`` is written beside it (it cannot tell the two apart).  When the index
+does not change in the loop and no other access in the loop can reach that element,
+the sum is kept in a local and added once after the loop, as an expert writes it::
+
+    for j in range(n - 1, _n_1 - 1, -1):        _dpos_i_0_sum = 0.0
+        ...                                      for j in range(n - 1, _n_1 - 1, -1):
+        dpos[j, 0] += _dt2              ->           ...
+        dpos[i, 0] += _dt                            dpos[j, 0] += _dt2
+                                                     _dpos_i_0_sum += _dt
+                                                 if n > _n_1:
+                                                     dpos[i, 0] += _dpos_i_0_sum
+
+Only where it is exact: a straight-line loop body, an array that is a buffer of its
+own (``gather.distinct_buffers``) and that the loop reads nowhere, an index made of
+names the loop does not assign and constants, and every other write of the array in
+the loop provably at another element: some component is a constant that differs, or
+is the loop index against an enclosing loop's index ``i`` while the loop runs over
+``range(i + c, ...)`` with ``c >= 1`` (or stops at ``i``).  Sums are formed in another
+order: results agree to round-off.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from ..front.desugar import assign, const, name
+from ..naming import Namer
+from ..nodes import clone, loaded_ids, walk
+from ..notes import COMMENT
+from .gather import _plus, _reversed_range, distinct_buffers
+
+
+def promote_accumulations(stmts: list[ast.stmt], before: list[ast.stmt],
+                          env: dict[str, Any], namer: Namer,
+                          shared: dict[str, str]) -> list[ast.stmt]:
+    """``stmts`` (the adjoint sweep) with loop-invariant element accumulations of inner
+    loops kept in scalars (see the module docstring); the input is not changed."""
+    fresh = distinct_buffers([*before, *stmts], shared, env)
+    return _rewrite(list(stmts), fresh, namer, set(), {})
+
+
+def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[str],
+             binds: dict[str, ast.expr]) -> list[ast.stmt]:
+    """``outer``: the indices of the enclosing reversed loops that run over non-negative
+    values and are not rebound in their bodies; ``binds``: names bound in the enclosing
+    blocks to a value that still holds (``_n_1 = i + 1``), for the range proof."""
+    out: list[ast.stmt] = []
+    binds = dict(binds)
+    for s in stmts:
+        if isinstance(s, ast.For):
+            rng = _reversed_range(s)
+            stored = _stores(s)  # (the target among them)
+            inside = {k: v for k, v in binds.items()
+                      if k not in stored and not (loaded_ids(v) & stored)}
+            i = s.target.id
+            ok = (rng is not None and isinstance(rng[0], ast.Constant)
+                  and type(rng[0].value) is int and rng[0].value >= 0
+                  and i not in {n for b in s.body for n in _stores(b)})
+            body = _rewrite(s.body, fresh, namer, outer | {i} if ok else outer - {i},
+                            inside)
+            new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body,
+                                            orelse=s.orelse), s)
+            out += _promote(new, fresh, namer, outer, binds) if rng is not None else [new]
+        else:
+            out.append(s)
+        for n in _stores(s):  # what s rebinds no longer holds, nor what was made from it
+            binds = {k: v for k, v in binds.items() if k != n and n not in loaded_ids(v)}
+        if (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id not in loaded_ids(s.value)):
+            binds[s.targets[0].id] = s.value
+    return out
+
+
+def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
+             binds: dict[str, ast.expr]) -> list[ast.stmt]:
+    body = [s for s in loop.body if not COMMENT.get(s)]
+    if not body or any(not isinstance(s, (ast.Assign, ast.AugAssign)) for s in body):
+        return [loop]
+    j = loop.target.id
+    assigned = {n for s in body for n in _stores(s)} | {j}
+    writes = [s for s in body if isinstance(s, (ast.Assign, ast.AugAssign))
+              and isinstance(_target(s), ast.Subscript)]
+    candidates: dict[str, list[ast.AugAssign]] = {}
+    for s in writes:
+        t = _target(s)
+        if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
+                and isinstance(t.value, ast.Name) and t.value.id in fresh
+                and not (loaded_ids(t.slice) & assigned)):
+            candidates.setdefault(ast.unparse(t), []).append(s)
+    if not candidates:
+        return [loop]
+    lo, hi = _reversed_range(loop)
+    chosen: dict[str, list[ast.AugAssign]] = {}
+    for key, adds in candidates.items():
+        arr = _target(adds[0]).value.id
+        reads = [n for s in body for part in _reads_of(s) for n in walk(part)
+                 if isinstance(n, ast.Name) and n.id == arr]
+        if reads:
+            continue  # the loop reads the array: its elements must be current
+        idx = _components(_target(adds[0]).slice)
+        mine = {id(a) for a in adds}
+        others = [w for w in writes if id(w) not in mine and isinstance(_target(w).value,
+                                                                       ast.Name)
+                  and _target(w).value.id == arr]  # (one at this very index is not apart)
+        if all(_apart(idx, _components(_target(w).slice), j, lo, hi, outer, binds)
+               for w in others):
+            chosen[key] = adds
+    if not chosen:
+        return [loop]
+    pre: list[ast.stmt] = []
+    post: list[ast.stmt] = []
+    replace: dict[int, ast.stmt] = {}
+    for adds in chosen.values():
+        t = _target(adds[0])
+        acc = namer.fresh("_" + "_".join(  # ``_dpos_i_0_sum``
+            [t.value.id, *(ast.unparse(c) for c in _components(t.slice)), "sum"])
+            .replace(" ", "").replace("-", "m").replace("+", "p"))
+        acc = acc if acc.isidentifier() else namer.fresh("_acc")
+        pre.append(assign(acc, const(0.0)))
+        for s in adds:
+            replace[id(s)] = ast.copy_location(ast.AugAssign(
+                target=name(acc, True), op=ast.Add(), value=s.value), s)
+        post.append(ast.AugAssign(target=clone(t), op=ast.Add(), value=name(acc)))
+    new_body = [replace.get(id(s), s) for s in loop.body]
+    new = ast.copy_location(ast.For(target=loop.target, iter=loop.iter, body=new_body,
+                                    orelse=[]), loop)
+    ran = ast.Compare(left=clone(hi), ops=[ast.Gt()], comparators=[clone(lo)])
+    return [*pre, new, ast.copy_location(ast.If(test=ran, body=post, orelse=[]), loop)]
+
+
+def _target(s: ast.stmt) -> ast.expr:
+    return s.targets[0] if isinstance(s, ast.Assign) else s.target
+
+
+def _reads_of(s: ast.stmt) -> list[ast.expr]:
+    """The expressions a statement reads (a target's index, not its base)."""
+    t = _target(s)
+    parts: list[ast.expr] = [s.value]
+    if isinstance(t, ast.Subscript):
+        parts.append(t.slice)
+    return parts
+
+
+def _stores(s: ast.stmt) -> set[str]:
+    return {n.id for n in walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _components(idx: ast.expr) -> list[ast.expr]:
+    return list(idx.elts) if isinstance(idx, ast.Tuple) else [idx]
+
+
+def _apart(a: list[ast.expr], b: list[ast.expr], j: str, lo: ast.expr, hi: ast.expr,
+           outer: set[str], binds: dict[str, ast.expr]) -> bool:
+    """Are ``x[a]`` and ``x[b]`` different elements in every iteration of the loop over
+    ``j`` in ``[lo, hi)``?  Yes where some component is two different non-negative
+    constants, or an enclosing loop's non-negative index ``i`` against ``j`` while
+    ``j >= i + 1`` (``lo`` is ``i + c``, ``c >= 1``, possibly through a name bound to it),
+    or ``0 <= j < i``: two different non-negative integers (a negative index would wrap
+    around to the end)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if (isinstance(x, ast.Constant) and isinstance(y, ast.Constant)
+                and type(x.value) is int and type(y.value) is int
+                and x.value >= 0 and y.value >= 0 and x.value != y.value):
+            return True
+        if isinstance(x, ast.Name) and x.id in outer and isinstance(y, ast.Name) and y.id == j:
+            nonneg = isinstance(lo, ast.Constant) and type(lo.value) is int and lo.value >= 0
+            if _at_least(lo, x.id, 1, binds) or (nonneg and _at_most(hi, x.id, 0, binds)):
+                return True
+    return False
+
+
+def _offset_of(e: ast.expr, i: str, binds: dict[str, ast.expr]) -> int | None:
+    """``c`` where ``e`` is ``i + c`` (through names bound to such a sum), else None."""
+    for _ in range(4):
+        if isinstance(e, ast.Name) and e.id in binds:
+            e = binds[e.id]
+            continue
+        break
+    if isinstance(e, ast.Name) and e.id == i:
+        return 0
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) \
+            and isinstance(e.right, ast.Constant) and type(e.right.value) is int:
+        inner = _offset_of(e.left, i, binds)
+        if inner is None:
+            return None
+        return inner + (e.right.value if isinstance(e.op, ast.Add) else -e.right.value)
+    return None
+
+
+def _at_least(lo: ast.expr, i: str, c: int, binds) -> bool:
+    off = _offset_of(_plus(lo, 0), i, binds)
+    return off is not None and off >= c
+
+
+def _at_most(hi: ast.expr, i: str, c: int, binds) -> bool:
+    off = _offset_of(_plus(hi, 0), i, binds)
+    return off is not None and off <= c
+
+
+__all__ = ["promote_accumulations"]
