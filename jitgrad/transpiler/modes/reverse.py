@@ -26,8 +26,8 @@ from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk
-from ..notes import POS, SCALAR_RESULT, checkpoint
-from .reverse_flow import ControlFlowMixin
+from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
+from .reverse_flow import BinomialMixin, ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
 
@@ -59,7 +59,7 @@ class _Scalars:
         return n in self.names and not self.an.kind(n).is_array
 
 
-class Reverser(TapeMixin, ControlFlowMixin):
+class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
     """Generates both sweeps; see the module docstring."""
 
     def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
@@ -200,6 +200,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
     def stmt(self, s: ast.stmt, restored: set[str]):
         if checkpoint(s):
             return self.checkpoint_(s, restored)
+        if isinstance(s, ast.For) and CHECKPOINTED.get(s):
+            return self.binomial_(s, restored)
         if isinstance(s, ast.If):
             return self.if_(s, restored)
         if isinstance(s, ast.For):
