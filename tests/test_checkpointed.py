@@ -136,6 +136,22 @@ def sqrt_default_plain(x, T, k):
     return acc
 
 
+def nested(x, T):
+    y = x[0]
+    for e in range(3):
+        for t in jg.checkpointed(range(T), snapshots=3):  # in a loop: segments
+            y = y * 0.9 + math.sin(y * x[1]) * 0.1
+    return y
+
+
+def nested_plain(x, T):
+    y = x[0]
+    for e in range(3):
+        for t in range(T):
+            y = y * 0.9 + math.sin(y * x[1]) * 0.1
+    return y
+
+
 P = np.array([10.0, 28.0, 8.0 / 3.0])
 U0 = np.sin(np.linspace(0.0, 3.0, 9))
 X2 = np.array([0.7, 1.3])
@@ -186,13 +202,16 @@ def test_finite_differences(name, jit):
 
 
 def test_keeps_snapshots_not_a_tape_per_step():
-    """The reverse sweep holds the snapshots and one segment's tape at a time: with
-    sqrt(T) snapshots the largest tape is about sqrt(T) steps, not T."""
+    """The reverse sweep holds the snapshots and one step's tape at a time (binomial
+    schedule); a checkpointed loop inside another loop keeps the segment schedule."""
     src = jg.grad(lorenz, jit=False).source(P, 400, 20)
     assert "restore_into" not in src  # scalars only: restored by rebinding
-    assert "for _s in range(0, _steps, _seg):" in src
+    assert "binomial schedule (revolve), snapshots of x, y, z, acc" in src
+    assert "revolve_split(" in src and "for _s in range(0, _steps, _seg):" not in src
     src = jg.grad(heat_inplace, wrt=(0, 1), jit=False).source(U0, 0.2, 40, 5)
-    assert src.count("restore_into(u, _snap") == 1  # the state array, written in place
+    assert src.count("restore_into(u, _snaps_u[_top])") == 1  # the state array, in place
+    src = jg.grad(nested, jit=False).source(X2, 5)
+    assert "for _s in range(0, _steps, _seg):" in src and "revolve_split" not in src
 
 
 def _region(u, a):
@@ -282,3 +301,154 @@ def test_forward_mode_and_hvp_see_the_plain_loop(name):
         return
     np.testing.assert_allclose(jg.hvp(ck, full, v, wrt=w, jit=False),
                                jg.hvp(plain, full, v, wrt=w, jit=False), rtol=1e-10, atol=1e-12)
+
+
+# --- the binomial schedule ------------------------------------------------------------
+
+from functools import lru_cache  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from jitgrad.kernels.revolve import revolve_split, simulate, snapshot_count  # noqa: E402
+
+
+@lru_cache(None)
+def _reverse_cost(n: int, free: int) -> int:
+    """Fewest untaped step runs to reverse n steps whose first state is kept, with ``free``
+    more slots (the last step runs taped from its own state): Griewank and Walther's."""
+    if n == 1:
+        return 0
+    if free == 0:
+        return n * (n - 1) // 2
+    return min(j + _reverse_cost(n - j, free - 1) + _reverse_cost(j, free)
+               for j in range(1, n))
+
+
+@lru_cache(None)
+def _optimum(n: int, free: int) -> int:
+    """The same when the forward sweep must run all n steps (the loop's value is needed
+    after it), by brute force over the first snapshot's place."""
+    if n == 1:
+        return 1
+    if free == 0:
+        return n + _reverse_cost(n, 0)
+    return min(j + _optimum(n - j, free - 1) + _reverse_cost(j, free) for j in range(1, n))
+
+
+def test_schedule_reverses_each_step_once_in_order_with_k_slots_at_the_optimum():
+    for T in range(1, 61):
+        for k in range(1, T + 2):
+            order = np.zeros(T, np.int64)
+            runs = np.zeros(T, np.int64)
+            untaped, taped, peak = simulate(T, k, order, runs)
+            assert list(order) == list(range(T - 1, -1, -1)), (T, k)
+            assert taped == T and peak <= k and runs.sum() == untaped
+            assert untaped == _optimum(T, min(k, T) - 1), (T, k)
+    assert simulate(0, 3, order[:0], runs[:0]) == (0, 0, 0)
+
+
+def test_schedule_report():
+    s = jg.schedule(10**6, 32, state_bytes=24, step_tape_bytes=64)
+    assert (s.snapshots, s.taped, s.peak_snapshots) == (32, 10**6, 32)
+    assert s.peak_tape_bytes == 64 and s.peak_bytes == 32 * 24 + 64
+    assert 6 < s.recompute_factor < 7 and s.repetitions == 6
+    d = jg.schedule(10**4)  # snapshots=None: each step recomputed at most once
+    assert d.repetitions == 2 and d.recompute_factor <= 3.0
+    assert snapshot_count(10**4, -1) == d.snapshots == 140
+    assert jg.schedule(12, 40).recompute_factor == 2.0  # a slot per step: no recompute
+    assert "recompute factor" in str(s)
+    assert revolve_split(0, 1, 5) == 1 and revolve_split(0, 10, 0) == 10
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """Compiled gradients of every case, checkpointed and plain (compiled once)."""
+    return {(n, jit): (jg.value_and_grad(ck, wrt=wrt, jit=jit),
+                       jg.value_and_grad(plain, wrt=wrt, jit=jit))
+            for n, (ck, plain, _, wrt) in CASES.items() for jit in (False, True)}
+
+
+@pytest.mark.parametrize("name", ["lorenz", "heat_inplace", "heat_buffers", "inner_while"])
+def test_long_loops_and_every_snapshot_count(compiled, name):
+    """T up to a few thousand (compiled), snapshots from 1 to T (small T, both modes)."""
+    _, _, args, _ = CASES[name]
+    ck, plain = compiled[(name, True)]
+    for T, k in [(2500, 1), (2500, 7), (3000, 32), (3000, 78), (3000, 3000)]:
+        v1, d1 = ck(*args, T, k)
+        v2, d2 = plain(*args, T, k)
+        assert v1 == pytest.approx(v2, rel=1e-12)
+        _same(d1, d2)
+    for jit in (False, True):
+        ck, plain = compiled[(name, jit)]
+        for T in (1, 2, 5, 9):
+            for k in range(1, T + 1):
+                _same(ck(*args, T, k)[1], plain(*args, T, k)[1])
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+@pytest.mark.parametrize("name", ["heat_inplace", "sqrt_default"])
+def test_finite_differences_more(name, jit):
+    ck, _, args, wrt = CASES[name]
+    check_grad(ck, (*args, 17, 3), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(T=st.integers(0, 120), k=st.integers(1, 130),
+       name=st.sampled_from(["lorenz", "heat_buffers", "inner_while"]))
+def test_property_equals_the_plain_loop(compiled, T, k, name):
+    _, _, args, _ = CASES[name]
+    ck, plain = compiled[(name, True)]
+    v1, d1 = ck(*args, T, k)
+    v2, d2 = plain(*args, T, k)
+    assert v1 == pytest.approx(v2, rel=1e-12, abs=1e-14)
+    _same(d1, d2)
+
+
+def test_nested_loop_keeps_segments():
+    for jit in (False, True):
+        _same(jg.grad(nested, jit=jit)(X2, 7), jg.grad(nested_plain, jit=jit)(X2, 7))
+
+
+def _trajectory(x, T):
+    out = np.zeros(T)
+    y = x[0]
+    for t in jg.checkpointed(range(T), snapshots=3):
+        y = y * 0.9 + math.sin(y * x[1]) * 0.1
+        out[t] = y  # written, never read in the loop: not part of the state
+    return np.sum(out * out)
+
+
+def _changed_after(x, T):
+    c = x * 1.0
+    y = x[0]
+    for t in jg.checkpointed(range(T), snapshots=3):
+        y = y * 0.9 + math.sin(y * c[1]) * 0.1
+    c[1] = 5.0  # read by the loop, changed after it: kept once
+    return y + np.sum(c * c)
+
+
+def _view_written(x, T):
+    u = x * 1.0
+    v = u[1:]
+    s = 0.0
+    for t in jg.checkpointed(range(T), snapshots=2):
+        for i in range(v.shape[0]):
+            v[i] = v[i] * 0.5 + u[i] * 0.3  # u changes through its view
+        s = s + u[0] * u[2]
+    return s + np.sum(u * u)
+
+
+def _rebinds_array(x, T):
+    u = x * 1.0
+    for t in jg.checkpointed(range(1, T, 2), snapshots=2):
+        u = np.sin(u) * 0.9 + x * 0.1 * t
+    return np.sum(u)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+@pytest.mark.parametrize("f", [_trajectory, _changed_after, _view_written, _rebinds_array])
+def test_state_shapes(f, jit):
+    x = np.array([0.7, 1.3, 0.4])
+    check_grad(f, (x, 9), wrt=0, jit=jit, rtol=1e-6, atol=1e-8)
+    assert "revolve_split" in jg.grad(f, jit=False).source(x, 9)

@@ -276,7 +276,7 @@ class Inliner:
         self.env.setdefault("range", range)
         plain = ast.copy_location(ast.For(target=loop.target, iter=rng, body=loop.body,
                                           orelse=[]), loop)
-        CHECKPOINTED.set(plain, snaps)
+        CHECKPOINTED.set(plain, (snaps, "None" if k is None else ast.unparse(k)))
         return [pre, plain]
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:

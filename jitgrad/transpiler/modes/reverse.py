@@ -47,6 +47,8 @@ class Sweeps:
     shared: dict[str, str] = field(default_factory=dict)
     #: tape declarations (run after ``prologue``)
     workspace: list[ast.stmt] = field(default_factory=list)
+    #: the checkpointed loops on the binomial schedule (``jitgrad show --schedule``)
+    schedules: list = field(default_factory=list)
 
 
 class _Scalars:
@@ -77,6 +79,7 @@ class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
         self.restored_names: set[str] = set()
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
+        self.schedules: list = []
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     # --- names -------------------------------------------------------------------
@@ -526,4 +529,4 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             tapes.append(assign(cur, const(0)))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes)
+                  r.restored_names, r.callables, shared, tapes, r.schedules)

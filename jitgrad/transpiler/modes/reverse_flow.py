@@ -15,6 +15,7 @@ from ..astutil import all_defs, binop, exposed_reads
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
+from ..ir import LoopSchedule
 from ..nodes import clone, loaded_ids, this_loop, walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PUSH
 
@@ -293,13 +294,15 @@ class BinomialMixin:
         tc = self.global_name("trip_count", helpers.trip_count)
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
-                 SNAPS=name(CHECKPOINTED.get(s)),
+                 SNAPS=name(CHECKPOINTED.get(s)[0]),
                  TRIPS=ast.Call(func=name(tc), args=[name(first), clone(stop), name(stride)],
                                 keywords=[]))
         index = [assign(t, binop(name(first), ast.Add(), binop(
             name(v["J"]), ast.Mult(), name(stride))))]
         slots, store, load, once_save, once_load, state = self.binomial_state(s, v["K"],
                                                                              v["TOP"])
+        slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
+            x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
         plain = strip_pushes(clone(bf))
         taped = self.reserves(s, const(0), const(1), const(1)) + bf + br
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
@@ -313,6 +316,16 @@ class BinomialMixin:
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
                *splice(_FORWARD, v, blocks)]
         rev = [note, *once_load, *splice(_REVERSE, v, blocks)]
+        kinds = []
+        for n in state:
+            k = self.an.kind(n)
+            kinds.append((self.parsed.user_name(n), ("array" if n in slotted else
+                                                     "array reference") if k.is_array else
+                          {"f": "float64", "i": "int64", "b": "bool"}.get(k.cls, "?")))
+        counts, arrays = tape_summary(bf, None)
+        self.schedules.append(LoopSchedule(line, CHECKPOINTED.get(s)[1], tuple(kinds),
+                                           tuple(sorted(counts.items(), key=lambda c: (
+                                               c[0] is not None, c[0] or 0))), arrays))
         return fwd, rev
 
     def binomial_state(self, s: ast.For, K: str, top: str):
@@ -444,6 +457,25 @@ class BinomialMixin:
                 once_load.append(assign(n, name(keep)))
             state.append(n)
         return slots, store, load, once_save, once_load, state
+
+
+def tape_summary(stmts: list[ast.stmt], loop: int | None,
+                 counts: dict | None = None) -> tuple[dict[int | None, int], int]:
+    """What one run of ``stmts`` pushes: {None (once) or an inner loop's line (per trip):
+    scalar values}, and the number of arrays pushed (list tapes)."""
+    counts = {} if counts is None else counts
+    arrays = 0
+    for s in stmts:
+        if PUSH.get(s):
+            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
+                counts[loop] = counts.get(loop, 0) + 1
+            elif isinstance(s, ast.Expr):
+                arrays += 1
+            continue
+        inner = getattr(s, "lineno", loop) if isinstance(s, (ast.For, ast.While)) else loop
+        for f in ("body", "orelse"):
+            arrays += tape_summary(getattr(s, f, []) or [], inner, counts)[1]
+    return counts, arrays
 
 
 def element_reads(body: list[ast.stmt]) -> set[str]:
