@@ -50,6 +50,24 @@ def lorenz_plain(p, T, k):
     return acc + z
 
 
+def lorenz_rk4(p, T, k):
+    x, y, z = 1.0, 1.0, 1.0
+    s, r, b = p[0], p[1], p[2]
+    h = 0.004
+    for t in jg.checkpointed(range(T), snapshots=k):
+        k1x, k1y, k1z = s * (y - x), x * (r - z) - y, x * y - b * z
+        x2, y2, z2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y, z + 0.5 * h * k1z
+        k2x, k2y, k2z = s * (y2 - x2), x2 * (r - z2) - y2, x2 * y2 - b * z2
+        x3, y3, z3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y, z + 0.5 * h * k2z
+        k3x, k3y, k3z = s * (y3 - x3), x3 * (r - z3) - y3, x3 * y3 - b * z3
+        x4, y4, z4 = x + h * k3x, y + h * k3y, z + h * k3z
+        k4x, k4y, k4z = s * (y4 - x4), x4 * (r - z4) - y4, x4 * y4 - b * z4
+        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+    return x * 0.1 + y * 0.2 + z * 0.3
+
+
 def heat_inplace(u0, a, T, k):
     u = u0.copy()
     n = u.shape[0]
@@ -57,6 +75,24 @@ def heat_inplace(u0, a, T, k):
         for i in range(1, n - 1):
             u[i] = u[i] + a * (u[i - 1] - 2.0 * u[i] + u[i + 1])
     return np.sum(u * u)
+
+
+def lorenz_rk4_plain(p, T, k):
+    x, y, z = 1.0, 1.0, 1.0
+    s, r, b = p[0], p[1], p[2]
+    h = 0.004
+    for t in range(T):
+        k1x, k1y, k1z = s * (y - x), x * (r - z) - y, x * y - b * z
+        x2, y2, z2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y, z + 0.5 * h * k1z
+        k2x, k2y, k2z = s * (y2 - x2), x2 * (r - z2) - y2, x2 * y2 - b * z2
+        x3, y3, z3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y, z + 0.5 * h * k2z
+        k3x, k3y, k3z = s * (y3 - x3), x3 * (r - z3) - y3, x3 * y3 - b * z3
+        x4, y4, z4 = x + h * k3x, y + h * k3y, z + h * k3z
+        k4x, k4y, k4z = s * (y4 - x4), x4 * (r - z4) - y4, x4 * y4 - b * z4
+        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+    return x * 0.1 + y * 0.2 + z * 0.3
 
 
 def heat_inplace_plain(u0, a, T, k):
@@ -159,6 +195,7 @@ X2 = np.array([0.7, 1.3])
 #: (checkpointed, plain, args without T and k, wrt)
 CASES = {
     "lorenz": (lorenz, lorenz_plain, (P,), 0),
+    "lorenz_rk4": (lorenz_rk4, lorenz_rk4_plain, (P,), 0),
     "heat_inplace": (heat_inplace, heat_inplace_plain, (U0, 0.2), (0, 1)),
     "heat_buffers": (heat_buffers, heat_buffers_plain, (U0, 0.2), (0, 1)),
     "inner_while": (inner_while, inner_while_plain, (X2,), 0),
@@ -195,7 +232,7 @@ def test_equals_the_plain_loop(name, jit):
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
-@pytest.mark.parametrize("name", ["lorenz", "heat_buffers", "inner_while"])
+@pytest.mark.parametrize("name", ["lorenz", "lorenz_rk4", "heat_buffers", "inner_while"])
 def test_finite_differences(name, jit):
     ck, _, args, wrt = CASES[name]
     check_grad(ck, (*args, 23, 5), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-7)
@@ -369,7 +406,7 @@ def compiled():
             for n, (ck, plain, _, wrt) in CASES.items() for jit in (False, True)}
 
 
-@pytest.mark.parametrize("name", ["lorenz", "heat_inplace", "heat_buffers", "inner_while"])
+@pytest.mark.parametrize("name", ["lorenz_rk4", "heat_inplace", "heat_buffers", "inner_while"])
 def test_long_loops_and_every_snapshot_count(compiled, name):
     """T up to a few thousand (compiled), snapshots from 1 to T (small T, both modes)."""
     _, _, args, _ = CASES[name]
@@ -395,7 +432,7 @@ def test_finite_differences_more(name, jit):
 
 @settings(max_examples=40, deadline=None)
 @given(T=st.integers(0, 120), k=st.integers(1, 130),
-       name=st.sampled_from(["lorenz", "heat_buffers", "inner_while"]))
+       name=st.sampled_from(["lorenz_rk4", "heat_inplace", "heat_buffers", "inner_while"]))
 def test_property_equals_the_plain_loop(compiled, T, k, name):
     _, _, args, _ = CASES[name]
     ck, plain = compiled[(name, True)]

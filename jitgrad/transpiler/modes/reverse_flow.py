@@ -304,7 +304,7 @@ class BinomialMixin:
         slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
             x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
         plain = strip_pushes(clone(bf))
-        taped = self.reserves(s, const(0), const(1), const(1)) + bf + br
+        taped = bf + br  # a step pushes its top-level values once each: reserved below
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
@@ -314,7 +314,9 @@ class BinomialMixin:
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
                        f"snapshots of {what}; one step's tape at a time")
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
-               *splice(_FORWARD, v, blocks)]
+               *splice(_FORWARD, v, blocks),
+               # room for one step's top-level pushes, once: each taped step pops its own
+               *self.reserves(s, const(0), const(1), const(1))]
         rev = [note, *once_load, *splice(_REVERSE, v, blocks)]
         kinds = []
         for n in state:
