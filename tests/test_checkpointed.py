@@ -483,9 +483,88 @@ def _rebinds_array(x, T):
     return np.sum(u)
 
 
+def _counts_down(x, T):
+    y = x[0]
+    c = 0
+    flag = False
+    for t in jg.checkpointed(range(T, 0, -2), snapshots=2):  # int and bool state too
+        y = y * 0.9 + math.sin(y * x[1]) * 0.1 * t
+        c += 1
+        if c % 3 == 0:
+            flag = not flag
+        if flag:
+            y = y * 1.01
+    return y + c
+
+
+def _writes_its_argument(x, T):
+    for t in jg.checkpointed(range(T), snapshots=3):
+        for i in range(1, x.shape[0]):
+            x[i] = x[i] * 0.8 + math.sin(x[i - 1]) * 0.2
+    return np.sum(x * x)
+
+
+def _used_after(x, T):
+    y = x[0]
+    last = 0.0
+    for t in jg.checkpointed(range(T), snapshots=3):
+        last = y * x[1]  # bound before it is read: not state, its last value used after
+        y = math.tanh(y + last)
+    return last * y
+
+
+def _rebound_in_a_branch(x, T):
+    u = x.copy()
+    w = np.zeros(3)
+    for t in jg.checkpointed(range(T), snapshots=2):
+        if t % 2 == 0:
+            w = u * 0.5
+        u = np.sin(u + w)
+    return np.sum(u) + np.sum(w)
+
+
 @pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
-@pytest.mark.parametrize("f", [_trajectory, _changed_after, _view_written, _rebinds_array])
+@pytest.mark.parametrize("f", [_trajectory, _changed_after, _view_written, _rebinds_array,
+                               _counts_down, _writes_its_argument, _used_after,
+                               _rebound_in_a_branch])
 def test_state_shapes(f, jit):
     x = np.array([0.7, 1.3, 0.4])
     check_grad(f, (x, 9), wrt=0, jit=jit, rtol=1e-6, atol=1e-8)
+    assert np.array_equal(x, [0.7, 1.3, 0.4])  # inputs unchanged
     assert "revolve_split" in jg.grad(f, jit=False).source(x, 9)
+
+
+def _reads_before_binding(x, T):
+    y = x[0]
+    for t in jg.checkpointed(range(T), snapshots=3):
+        if t == 0:
+            prev = 0.0
+        y = y + prev  # the previous step's, except in the first
+        prev = y * x[1]
+    return y
+
+
+def test_state_without_a_value_before_the_loop_is_refused():
+    with pytest.raises(TransformError) as e:
+        jg.grad(_reads_before_binding, jit=False)(np.array([0.7, 1.3]), 5)
+    assert "prev" in str(e.value) and e.value.lineno is not None
+
+
+def test_peak_memory_does_not_grow_with_T():
+    """snapshots=8: the snapshots and one step's tape, however many steps (jit=False, traced
+    by tracemalloc); the plain loop's tape grows with T."""
+    import tracemalloc
+
+    def peak(f, T):
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        f(P, T, 8)
+        out = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return out
+
+    ck, plain = jg.grad(lorenz_rk4, jit=False), jg.grad(lorenz_rk4_plain, jit=False)
+    ck(P, 10, 8), plain(P, 10, 8)
+    short, long = peak(ck, 60), peak(ck, 600)
+    assert long < short + 2000, (short, long)  # bytes: no growth with T
+    assert long * 5 < peak(plain, 600), (long, peak(plain, 600))

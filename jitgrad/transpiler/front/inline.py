@@ -199,9 +199,11 @@ class Inliner:
         return out
 
     def checkpointed(self, loop: ast.For, parsed: Parsed) -> list[ast.stmt]:
-        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body`` as segments of
-        steps, each a checkpointed region (its entry state is what the reverse sweep keeps,
-        and it is rerun with its tape when the reverse sweep reaches it)::
+        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body``.  In no other loop
+        or region: the plain loop, marked for the binomial schedule (``binomial``).  Inside
+        one (its snapshots would have to be kept per outer trip): segments of steps, each a
+        checkpointed region (its entry state is what the reverse sweep keeps, and it is
+        rerun with its tape when the reverse sweep reaches it)::
 
             _n = len(range(a, b, c)); _len = max(1, (_n + k - 1) // k)
             for _s in range(0, _n, _len):

@@ -2,7 +2,11 @@
 
 Loops run backwards over the same ``range`` with the index recomputed; loops with
 ``break`` and ``while`` loops count their trips; a checkpointed region runs
-without tapes forward and is rerun, then reversed, in the adjoint sweep.
+without tapes forward and is rerun, then reversed, in the adjoint sweep.  A
+``jg.checkpointed`` loop in no other loop runs on the binomial schedule
+(``BinomialMixin``): snapshots of its loop-carried state in preallocated slots, a
+driver loop in the adjoint sweep that advances between them and reverses one step
+at a time (``kernels/revolve.py``).
 """
 
 from __future__ import annotations
