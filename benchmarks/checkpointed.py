@@ -38,35 +38,22 @@ sys.path.insert(0, {root!r})
 import numpy as np
 import jitgrad as jg
 
+def rate(x, y, z, s, r, b):
+    return s * (y - x), x * (r - z) - y, x * y - b * z
+
+def rk4(x, y, z, s, r, b, h):
+    ax, ay, az = rate(x, y, z, s, r, b)
+    bx, by, bz = rate(x + 0.5 * h * ax, y + 0.5 * h * ay, z + 0.5 * h * az, s, r, b)
+    cx, cy, cz = rate(x + 0.5 * h * bx, y + 0.5 * h * by, z + 0.5 * h * bz, s, r, b)
+    dx, dy, dz = rate(x + h * cx, y + h * cy, z + h * cz, s, r, b)
+    return (x + h / 6.0 * (ax + 2.0 * bx + 2.0 * cx + dx),
+            y + h / 6.0 * (ay + 2.0 * by + 2.0 * cy + dy),
+            z + h / 6.0 * (az + 2.0 * bz + 2.0 * cz + dz))
+
 def lorenz(p, T, k):
     x, y, z = 1.0, 1.0, 1.0
-    s, r, b = p[0], p[1], p[2]
-    h = 1e-5
     for t in {loop}:
-        k1x = s * (y - x)
-        k1y = x * (r - z) - y
-        k1z = x * y - b * z
-        x2 = x + 0.5 * h * k1x
-        y2 = y + 0.5 * h * k1y
-        z2 = z + 0.5 * h * k1z
-        k2x = s * (y2 - x2)
-        k2y = x2 * (r - z2) - y2
-        k2z = x2 * y2 - b * z2
-        x3 = x + 0.5 * h * k2x
-        y3 = y + 0.5 * h * k2y
-        z3 = z + 0.5 * h * k2z
-        k3x = s * (y3 - x3)
-        k3y = x3 * (r - z3) - y3
-        k3z = x3 * y3 - b * z3
-        x4 = x + h * k3x
-        y4 = y + h * k3y
-        z4 = z + h * k3z
-        k4x = s * (y4 - x4)
-        k4y = x4 * (r - z4) - y4
-        k4z = x4 * y4 - b * z4
-        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
-        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+        x, y, z = rk4(x, y, z, p[0], p[1], p[2], 1e-5)
     return x + y + z
 
 def heat(u0, a, T, k):

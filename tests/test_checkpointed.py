@@ -50,21 +50,32 @@ def lorenz_plain(p, T, k):
     return acc + z
 
 
+def _rate(x, y, z, s, r, b):
+    return s * (y - x), x * (r - z) - y, x * y - b * z
+
+
+def _rk4(x, y, z, s, r, b, h):
+    """One RK4 step of the Lorenz system (a helper: inlined into the loop)."""
+    ax, ay, az = _rate(x, y, z, s, r, b)
+    bx, by, bz = _rate(x + 0.5 * h * ax, y + 0.5 * h * ay, z + 0.5 * h * az, s, r, b)
+    cx, cy, cz = _rate(x + 0.5 * h * bx, y + 0.5 * h * by, z + 0.5 * h * bz, s, r, b)
+    dx, dy, dz = _rate(x + h * cx, y + h * cy, z + h * cz, s, r, b)
+    return (x + h / 6.0 * (ax + 2.0 * bx + 2.0 * cx + dx),
+            y + h / 6.0 * (ay + 2.0 * by + 2.0 * cy + dy),
+            z + h / 6.0 * (az + 2.0 * bz + 2.0 * cz + dz))
+
+
 def lorenz_rk4(p, T, k):
     x, y, z = 1.0, 1.0, 1.0
-    s, r, b = p[0], p[1], p[2]
-    h = 0.004
     for t in jg.checkpointed(range(T), snapshots=k):
-        k1x, k1y, k1z = s * (y - x), x * (r - z) - y, x * y - b * z
-        x2, y2, z2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y, z + 0.5 * h * k1z
-        k2x, k2y, k2z = s * (y2 - x2), x2 * (r - z2) - y2, x2 * y2 - b * z2
-        x3, y3, z3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y, z + 0.5 * h * k2z
-        k3x, k3y, k3z = s * (y3 - x3), x3 * (r - z3) - y3, x3 * y3 - b * z3
-        x4, y4, z4 = x + h * k3x, y + h * k3y, z + h * k3z
-        k4x, k4y, k4z = s * (y4 - x4), x4 * (r - z4) - y4, x4 * y4 - b * z4
-        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
-        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+        x, y, z = _rk4(x, y, z, p[0], p[1], p[2], 0.004)
+    return x * 0.1 + y * 0.2 + z * 0.3
+
+
+def lorenz_rk4_plain(p, T, k):
+    x, y, z = 1.0, 1.0, 1.0
+    for t in range(T):
+        x, y, z = _rk4(x, y, z, p[0], p[1], p[2], 0.004)
     return x * 0.1 + y * 0.2 + z * 0.3
 
 
@@ -75,24 +86,6 @@ def heat_inplace(u0, a, T, k):
         for i in range(1, n - 1):
             u[i] = u[i] + a * (u[i - 1] - 2.0 * u[i] + u[i + 1])
     return np.sum(u * u)
-
-
-def lorenz_rk4_plain(p, T, k):
-    x, y, z = 1.0, 1.0, 1.0
-    s, r, b = p[0], p[1], p[2]
-    h = 0.004
-    for t in range(T):
-        k1x, k1y, k1z = s * (y - x), x * (r - z) - y, x * y - b * z
-        x2, y2, z2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y, z + 0.5 * h * k1z
-        k2x, k2y, k2z = s * (y2 - x2), x2 * (r - z2) - y2, x2 * y2 - b * z2
-        x3, y3, z3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y, z + 0.5 * h * k2z
-        k3x, k3y, k3z = s * (y3 - x3), x3 * (r - z3) - y3, x3 * y3 - b * z3
-        x4, y4, z4 = x + h * k3x, y + h * k3y, z + h * k3z
-        k4x, k4y, k4z = s * (y4 - x4), x4 * (r - z4) - y4, x4 * y4 - b * z4
-        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
-        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
-    return x * 0.1 + y * 0.2 + z * 0.3
 
 
 def heat_inplace_plain(u0, a, T, k):
