@@ -1,10 +1,12 @@
-"""``for t in jg.checkpointed(range(T), snapshots=k)``: the loop's reverse sweep keeps k
-snapshots of the loop-carried state and reruns each segment with its tape.
+"""``for t in jg.checkpointed(range(T), snapshots=k)``: the loop's reverse sweep keeps at
+most k snapshots of the loop-carried state, placed by the binomial (revolve) schedule, and
+one step's tape at a time (inside another loop: segments, each rerun with its tape).
 
 Every case is checked against the same loop over a plain ``range`` (the gradient must
-agree to round-off) for T from 0 to a few hundred and snapshots from 1 to T, in both
-modes, and a few against central finite differences; plus what it refuses, and
-``jg.checkpoint`` regions that write arrays from outside them."""
+agree to round-off) for T from 0 to a few thousand and snapshots from 1 to T, in both
+modes (and a hypothesis property over (T, snapshots)), and against central finite
+differences; the schedule itself against a brute-force optimum; plus what it refuses,
+and ``jg.checkpoint`` regions that write arrays from outside them."""
 
 from __future__ import annotations
 
@@ -315,7 +317,8 @@ def test_outside_differentiated_code_it_is_the_range():
 @pytest.mark.parametrize("name", ["lorenz", "heat_buffers", "inner_while"])
 def test_forward_mode_and_hvp_see_the_plain_loop(name):
     """In forward mode a checkpointed loop is the loop (its regions run once); the
-    Hessian-vector product (forward over the reverse code) goes through the segments."""
+    Hessian-vector product (forward over the reverse code) goes through the binomial
+    driver where the state is scalars, and is refused where it holds arrays."""
     ck, plain, args, wrt = CASES[name]
     w = wrt if isinstance(wrt, int) else wrt[0]
     v = np.linspace(0.2, 1.0, np.size(args[w])).reshape(np.shape(args[w]))
@@ -561,3 +564,15 @@ def test_peak_memory_does_not_grow_with_T():
     short, long = peak(ck, 60), peak(ck, 600)
     assert long < short + 2000, (short, long)  # bytes: no growth with T
     assert long * 5 < peak(plain, 600), (long, peak(plain, 600))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_hvp_and_hessian_through_the_binomial_driver(jit):
+    """Forward over the generated reverse code, scalar state: equal to the plain loop's."""
+    v = np.array([0.3, -0.2, 0.5])
+    np.testing.assert_allclose(jg.hvp(lorenz_rk4, (P, 40, 5), v, wrt=0, jit=jit),
+                               jg.hvp(lorenz_rk4_plain, (P, 40, 5), v, wrt=0, jit=jit),
+                               rtol=1e-11, atol=1e-14)
+    np.testing.assert_allclose(jg.hessian(lorenz_rk4, wrt=0, jit=jit)(P, 40, 3),
+                               jg.hessian(lorenz_rk4_plain, wrt=0, jit=jit)(P, 40, 3),
+                               rtol=1e-11, atol=1e-14)

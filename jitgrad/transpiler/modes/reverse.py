@@ -27,7 +27,8 @@ from ..front.parse import Parsed
 from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
-from .reverse_flow import BinomialMixin, ControlFlowMixin
+from .binomial import BinomialMixin
+from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
 
