@@ -252,7 +252,8 @@ def schedule_report(diff: Any, steps: int, args: tuple[Any, ...] | None) -> str:
     recompute factor and peak tape for ``T`` steps, as ``#`` comment lines."""
     from .kernels.revolve import schedule
 
-    loops = diff._last.unit.ir.schedules if diff._last is not None else ()
+    diff.source(*(args or ()))  # the gradient's specialisation (also after --mode jvp)
+    loops = diff._last.unit.ir.schedules
     out = [f"# schedule for {steps} steps (jitgrad.schedule):"]
     if not loops:
         out.append("#   no checkpointed loop on the binomial schedule (a jg.checkpointed "
