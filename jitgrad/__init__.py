@@ -8,6 +8,7 @@ is an eager port of Flux's Tracker for model-level Python.
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
 from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
+from .kernels.revolve import Schedule, schedule
 from .markers import checkpointed
 from .rules import grad_rule, non_differentiable
 from .runtime import (
@@ -40,6 +41,6 @@ __all__ = [
     "Grads", "Params", "Tracked", "back", "checkpoint", "checkpointed", "data", "forward",
     "gradcheck",
     "gradcheck_report", "gradient", "hook", "isleaf", "istracked", "ngradient", "nobacksies",
-    "param", "update", "zero_grad",
+    "param", "update", "zero_grad", "Schedule", "schedule",
 ]
 __version__ = "0.1.0"

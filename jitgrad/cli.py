@@ -225,8 +225,59 @@ def cmd_show(ns: argparse.Namespace) -> int:
     header = (f"# jitgrad show {func.__name__}: stage {ns.stage}{what}, wrt ({names}), "
               f"specialised for {spec}\n")
     text = header + text.rstrip("\n") + "\n"
+    if getattr(ns, "schedule", None) is not None:
+        text += schedule_report(diff, ns.schedule, args)
     sys.stdout.write(_highlight(text) if _use_color(ns) else text)
     return EXIT_OK
+
+
+def _snapshots_value(expr: str, diff: Any, args: tuple[Any, ...] | None) -> tuple[Any, str]:
+    """The ``snapshots=`` value for the report: a literal, None, or a parameter's value in
+    ``--args``; else the default (and a note saying so)."""
+    import ast
+
+    try:
+        value = ast.literal_eval(expr)
+    except (ValueError, SyntaxError):
+        value = ...
+    if value is ... and args is not None and expr in diff.params:
+        value = args[diff.params.index(expr)]
+    if value is ... or not (value is None or isinstance(value, int)):
+        return None, f"snapshots={expr}: not known here (give --args), the default shown"
+    return value, f"snapshots={expr}" + (f" = {value}" if expr != repr(value) else "")
+
+
+def schedule_report(diff: Any, steps: int, args: tuple[Any, ...] | None) -> str:
+    """``--schedule T``: for each checkpointed loop of the shown gradient, its snapshots,
+    recompute factor and peak tape for ``T`` steps, as ``#`` comment lines."""
+    from .kernels.revolve import schedule
+
+    diff.source(*(args or ()))  # the gradient's specialisation (also after --mode jvp)
+    loops = diff._last.unit.ir.schedules
+    out = [f"# schedule for {steps} steps (jitgrad.schedule):"]
+    if not loops:
+        out.append("#   no checkpointed loop on the binomial schedule (a jg.checkpointed "
+                   "loop inside another loop runs as segments of about T/snapshots steps)")
+    sizes = {"float64": 8, "int64": 8, "bool": 1}
+    for lp in loops:
+        k, said = _snapshots_value(lp.snapshots, diff, args)
+        scalars = sum(sizes.get(kind, 0) for _, kind in lp.state)
+        arrays = [n for n, kind in lp.state if kind.startswith("array")]
+        state = ", ".join(f"{n} ({kind})" for n, kind in lp.state) or "nothing"
+        per_step = lp.tape and next((c for where, c in lp.tape if where is None), 0) or 0
+        inner = [f"{c} float64 per trip of the loop at line {where}"
+                 for where, c in lp.tape if where is not None]
+        sc = schedule(steps, k, state_bytes=scalars, step_tape_bytes=8 * per_step)
+        out += [f"#   line {lp.line}: {said}",
+                f"#     {sc}",
+                f"#     a snapshot holds {state}: "
+                + " + ".join(([f"{scalars} B"] if scalars or not arrays else [])
+                             + [f"the elements of {n}" for n in arrays]),
+                f"#     tape: one step's at a time, {per_step} float64 ({8 * per_step} B)"
+                + "".join(f" + {x}" for x in inner)
+                + (f" + {lp.arrays} array copies" if lp.arrays else "")
+                + f"; the same loop over a plain range keeps {steps} steps' tape"]
+    return "\n".join(out) + "\n"
 
 
 def cmd_check(ns: argparse.Namespace) -> int:
@@ -301,6 +352,17 @@ def _tolerance(text: str) -> float:
 # --- parser and entry point ------------------------------------------------------------
 
 
+def _steps(text: str) -> int:
+    """``--schedule T``: a number of steps >= 0 (``1e6`` allowed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0 or value != int(value):
+        raise argparse.ArgumentTypeError(f"not a number of steps >= 0: {text!r}")
+    return int(value)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", help="path/to/file.py:function or package.module:function")
     p.add_argument("--wrt", metavar="ARGS",
@@ -338,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
                            "forward-mode tangent code (stages all, kinds, analyse, forward)")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")
+    show.add_argument("--schedule", type=_steps, metavar="T",
+                      help="after the code, report each jg.checkpointed loop's binomial "
+                           "schedule for T steps: snapshots, recompute factor, peak tape")
     show.set_defaults(run=cmd_show)
     check = sub.add_parser(
         "check", help="compare the compiled gradient with finite differences",

@@ -50,7 +50,8 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
 
 def checkpointed(r: range, snapshots: int | None = None) -> range:
     """``r`` itself; as the range of a ``for`` loop in a differentiated function, the loop's
-    reverse sweep keeps ``snapshots`` copies of the loop-carried state (about sqrt(len(r))
-    when None) instead of a tape of every step, and recomputes each segment of steps
-    between two of them once, with its tape, when the reverse sweep reaches it."""
+    reverse sweep keeps at most ``snapshots`` copies of the loop-carried state instead of a
+    tape of every step, placed by the binomial (revolve) schedule, and holds one step's
+    tape at a time.  ``None``: the fewest snapshots with which no step is recomputed more
+    than once (about sqrt(2 len(r))).  ``jg.schedule(len(r), snapshots)`` tells the cost."""
     return r

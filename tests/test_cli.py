@@ -36,6 +36,18 @@ TARGETS = textwrap.dedent('''
         return e
 
 
+    def lorenz(p, T, k):
+        x, y, z = 1.0, 1.0, 1.0
+        for t in jg.checkpointed(range(T), snapshots=k):
+            dx = p[0] * (y - x)
+            dy = x * (p[1] - z) - y
+            dz = x * y - p[2] * z
+            x = x + 0.002 * dx
+            y = y + 0.002 * dy
+            z = z + 0.002 * dz
+        return z
+
+
     @jg.differentiate(wrt=(0, 1))
     def decorated(x, a):
         s = 0.0
@@ -116,6 +128,24 @@ def test_show_module_form_with_args(workdir: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "def energy_forward(x, k)" in r.stdout
     assert "example arguments" in r.stdout
+
+
+def test_show_schedule_in_process(workdir: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--schedule T``: each checkpointed loop's snapshots, recompute factor and tape."""
+    code = cli.main(["show", f"{workdir / 'targets.py'}:lorenz", "--no-color",
+                     "--args", "(np.array([10.0, 28.0, 2.5]), 100, 32)", "--schedule", "1e6"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "# schedule for 1000000 steps" in out and "snapshots=k = 32" in out
+    assert "recompute factor 6.50" in out and "x (float64), y (float64), z (float64): 24 B" in out
+    assert "tape: one step's at a time, 3 float64 (24 B)" in out
+    code = cli.main(["show", f"{workdir / 'targets.py'}:lorenz", "--no-color",
+                     "--schedule", "1000"])
+    out = capsys.readouterr().out
+    assert "snapshots=k: not known here (give --args), the default shown" in out
+    assert "1000 steps, 44 snapshots" in out
+    with pytest.raises(SystemExit):
+        cli.main(["show", f"{workdir / 'targets.py'}:lorenz", "--schedule", "-3"])
 
 
 @pytest.mark.parametrize("stage,marker", [("normalized", "def energy(x, k)"),

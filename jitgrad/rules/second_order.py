@@ -15,6 +15,7 @@ import numpy as np
 
 from ..kernels import arrays as K
 from ..kernels import helpers as H
+from ..kernels import revolve as R
 from ..kernels.tangents import pick_tangent, prod_others_tangent, sort_tangent, trigamma
 from .primitives import BROADCAST, FLOAT, INT, argument, declare, declared
 from .registry import non_differentiable
@@ -29,7 +30,7 @@ declare(K.dot_grad_b, result=argument(2))
 declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others,
         K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
-declare(H.trip_count, K.argextreme, result=INT)
+declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
 declare(K.axis_count, result=FLOAT)
 
 
@@ -77,7 +78,7 @@ def _extreme(nd, b=None, **_):
 declare(K.extreme_at, result=declared(_extreme))
 
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
-                   K.argextreme)
+                   K.argextreme, R.revolve_split, R.snapshot_count)
 
 # --- tangents: linear in the gradient (or array) argument ------------------------------
 

@@ -49,10 +49,30 @@ class Adjoint:
     #: float arrays (zeroed in ``init``, never returned): the compiled variants zero them in
     #: workspace memory kept between calls, taken and returned like the tapes
     buffers: tuple[tuple[str, str, str], ...] = ()
+    #: the checkpointed loops run on the binomial schedule
+    schedules: tuple[LoopSchedule, ...] = ()
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""
         return [*self.prologue, *self.workspace, *self.forward, *self.init, *self.adjoint]
+
+
+@dataclass(frozen=True)
+class LoopSchedule:
+    """A checkpointed loop on the binomial schedule, as ``jitgrad show --schedule`` reports
+    it (the counts come from ``jitgrad.schedule`` for a number of steps)."""
+
+    #: the loop's line in the user's source
+    line: int | None
+    #: the ``snapshots=`` argument as written (``"None"``: the default)
+    snapshots: str
+    #: what one snapshot holds: (the user's name, its kind: ``float64``, ``int64``,
+    #: ``bool``, or ``array`` / ``array reference``)
+    state: tuple[tuple[str, str], ...]
+    #: one step's tape: (values pushed, ``None`` for each step or the line of the inner
+    #: loop for each of whose trips), arrays pushed counted apart (``arrays``)
+    tape: tuple[tuple[int, int | None], ...]
+    arrays: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,4 +105,4 @@ def result_expr(values: list[ast.expr] | tuple[ast.expr, ...]) -> ast.expr:
     return vals[0] if len(vals) == 1 else ast.Tuple(elts=vals, ctx=ast.Load())
 
 
-__all__ = ["Adjoint", "Tangent", "result_expr"]
+__all__ = ["Adjoint", "LoopSchedule", "Tangent", "result_expr"]

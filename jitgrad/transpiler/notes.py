@@ -72,6 +72,11 @@ PRE: Note[ast.stmt | None] = Note(
 BREAK_FLAG: Note[str | None] = Note(
     "break_flag", None, "desugar",
     "a loop whose non-trailing breaks became a flag: the flag's name (set False before it)")
+CHECKPOINTED: Note[tuple[str, str] | None] = Note(
+    "checkpointed", None, "inline",
+    "a `for t in jg.checkpointed(range(...), snapshots=k)` loop in no other loop or region: "
+    "(the variable holding k, -1 for None; k as written); reverse mode runs it on the "
+    "binomial schedule")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -98,11 +103,12 @@ SCALAR_RESULT: Note[bool] = Note(
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, AUG, KIND, POS, END, BLOCK, PUSH,
+NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, AUG, KIND, POS, END, BLOCK, PUSH,
          SCALAR_RESULT, COMMENT)
 
-#: notes a statement rewritten into another keeps (what messages need to name the user's code)
-_CARRIED = (PARAM_OF, LOOP_SEQ)
+#: notes a statement rewritten into another keeps (what messages need to name the user's code,
+#: and the loop a checkpointed schedule applies to)
+_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:
@@ -129,6 +135,6 @@ def checkpoint(s: ast.AST) -> bool:
     return isinstance(s, Checkpoint)
 
 
-__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "COMMENT", "END", "KIND", "LOOP_SEQ", "NOTES",
-           "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note", "Required",
-           "carry", "checkpoint"]
+__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "END", "KIND", "LOOP_SEQ",
+           "NOTES", "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note",
+           "Required", "carry", "checkpoint"]

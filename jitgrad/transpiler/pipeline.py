@@ -366,7 +366,7 @@ def reverse_(u: Unit) -> None:
     u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
-                   tuple(sw.reused), tuple(sw.buffers))
+                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules))
 
 
 def show_ir(u: Unit) -> str:

@@ -37,7 +37,7 @@ from ..nodes import (
     this_loop,
     walk,
 )
-from ..notes import AUG, PARAM_OF, Checkpoint
+from ..notes import AUG, CHECKPOINTED, PARAM_OF, Checkpoint
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
@@ -185,6 +185,9 @@ class Inliner:
         self.env = root.env
         self.namer = namer
         self.stack: list[Any] = [root.func]
+        #: loops and checkpointed regions around the statements being inlined (a
+        #: checkpointed loop in none runs on the binomial schedule, else as segments)
+        self.depth = 0
 
     def run(self, body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -193,9 +196,12 @@ class Inliner:
                     and resolve(s.iter.func, parsed.env) is checkpointed:
                 out += self.run(self.checkpointed(s, parsed), parsed)
                 continue
+            inner = isinstance(s, (ast.For, ast.While))
+            self.depth += inner
             for field, value in ast.iter_fields(s):
                 if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
                     setattr(s, field, self.run(value, parsed))
+            self.depth -= inner
             pre: list[ast.stmt] = []
             for field in ("value", "test", "iter"):
                 v = getattr(s, field, None)
@@ -233,14 +239,18 @@ class Inliner:
         call = ast.copy_location(ast.Call(func=node.args[0], args=node.args[1:], keywords=[]),
                                  node)
         region: list[ast.stmt] = []
+        self.depth += 1
         out = self.call(fn, call, parsed, region)
+        self.depth -= 1
         pre.append(Checkpoint.region(region, node))
         return out
 
     def checkpointed(self, loop: ast.For, parsed: Parsed) -> list[ast.stmt]:
-        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body`` as segments of
-        steps, each a checkpointed region (its entry state is what the reverse sweep keeps,
-        and it is rerun with its tape when the reverse sweep reaches it)::
+        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body``.  In no other loop
+        or region: the plain loop, marked for the binomial schedule (``binomial``).  Inside
+        one (its snapshots would have to be kept per outer trip): segments of steps, each a
+        checkpointed region (its entry state is what the reverse sweep keeps, and it is
+        rerun with its tape when the reverse sweep reaches it)::
 
             _n = len(range(a, b, c)); _len = max(1, (_n + k - 1) // k)
             for _s in range(0, _n, _len):
@@ -264,6 +274,11 @@ class Inliner:
                     n if getattr(n, "lineno", None) else loop,  # (a return's break: the loop)
                     "loop over jg.checkpointed(range(...)) without leaving early, or use a "
                     "plain range")
+        k = kw.get("snapshots")
+        if isinstance(k, ast.Constant) and k.value is None:
+            k = None
+        if self.depth == 0:
+            return self.binomial(loop, rng, k)
         args = list(rng.args)
         start, stop, step = ([const(0)] + args + [const(1)])[:3] if len(args) == 1 else \
             (args + [const(1)])[:3]
@@ -272,9 +287,6 @@ class Inliner:
                                                    "_s", "_j"))
         for b in ("len", "range", "max", "min", "int"):
             self.env.setdefault(b, getattr(builtins, b))
-        k = kw.get("snapshots")
-        if isinstance(k, ast.Constant) and k.value is None:
-            k = None
         if k is None:
             size = ast.parse("max(1, int(N ** 0.5 + 0.5))", mode="eval").body  # ~sqrt(T)
         else:
@@ -300,6 +312,21 @@ class Inliner:
                 if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
                     ast.copy_location(m, loop)
         return pre
+
+    def binomial(self, loop: ast.For, rng: ast.Call, k: ast.expr | None) -> list[ast.stmt]:
+        """A checkpointed loop in no other loop: the plain ``for t in range(...)``, marked
+        (reverse mode runs it on the binomial schedule, everything else as the loop), after
+        ``_snapshots = k`` (-1 for None)."""
+        snaps = self.namer.fresh("_snapshots")
+        pre = ast.copy_location(assign(snaps, const(-1) if k is None else k), loop)
+        for m in walk(pre):
+            if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
+                ast.copy_location(m, loop)
+        self.env.setdefault("range", range)
+        plain = ast.copy_location(ast.For(target=loop.target, iter=rng, body=loop.body,
+                                          orelse=[]), loop)
+        CHECKPOINTED.set(plain, (snaps, "None" if k is None else ast.unparse(k)))
+        return [pre, plain]
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
         if fn in self.stack:

@@ -241,6 +241,7 @@ class Normalizer:
             out.append(ast.copy_location(ast.For(target=s.target, iter=new_iter,
                                                  body=self.block(s.body) or [ast.Pass()],
                                                  orelse=[]), s))
+            carry(s, out[-1])  # a checkpointed loop stays one
             return out
         if isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):

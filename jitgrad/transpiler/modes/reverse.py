@@ -26,7 +26,8 @@ from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk
-from ..notes import POS, SCALAR_RESULT, checkpoint
+from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
+from .binomial import BinomialMixin
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
@@ -51,6 +52,8 @@ class Sweeps:
     reused: list[tuple[str, str]] = field(default_factory=list)
     #: adjoint buffers kept in workspace memory (``Adjoint.buffers``)
     buffers: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the checkpointed loops on the binomial schedule (``jitgrad show --schedule``)
+    schedules: list = field(default_factory=list)
 
 
 class _Scalars:
@@ -63,7 +66,7 @@ class _Scalars:
         return n in self.names and not self.an.kind(n).is_array
 
 
-class Reverser(TapeMixin, ControlFlowMixin):
+class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
     """Generates both sweeps; see the module docstring."""
 
     def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
@@ -81,6 +84,7 @@ class Reverser(TapeMixin, ControlFlowMixin):
         self.restored_names: set[str] = set()
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
+        self.schedules: list = []
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     # --- names -------------------------------------------------------------------
@@ -204,6 +208,8 @@ class Reverser(TapeMixin, ControlFlowMixin):
     def stmt(self, s: ast.stmt, restored: set[str]):
         if checkpoint(s):
             return self.checkpoint_(s, restored)
+        if isinstance(s, ast.For) and CHECKPOINTED.get(s):
+            return self.binomial_(s, restored)
         if isinstance(s, ast.If):
             return self.if_(s, restored)
         if isinstance(s, ast.For):
@@ -538,4 +544,4 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             reused.append((t, dtype))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes, reused, kept)
+                  r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules)

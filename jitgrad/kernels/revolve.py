@@ -1,0 +1,244 @@
+"""The binomial (revolve) schedule of a ``jg.checkpointed`` loop, and its snapshot slots.
+
+Griewank and Walther's result: with ``s`` snapshots and ``r`` repetitions (no step run
+untaped more than ``r`` times) one can reverse ``beta(s, r) = C(s + r, s)`` steps, and the
+fewest untaped step runs for ``l`` steps is ``r * l - C(s + r, s + 1)``.  The generated
+code keeps a stack of snapshots (positions ``0 = p_0 < p_1 < ... < p_top``, the state
+at each) and calls ``revolve_split`` to place the next one; the reverse sweep takes the
+top segment ``(p_top, end)``: splits it again, or (one step left, or no free slot)
+advances to its last step, runs that step with its tape and reverses it.
+
+Slots are preallocated once per loop: scalars in a typed array of ``k`` entries (made by
+the generated code), arrays in a ``(k,) + shape`` buffer (``array_slots``, written by
+``store_slot``, read back by ``helpers.restore_into``), references in a list of ``k``
+(``ref_slots``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba.extending import overload, register_jitable
+
+__all__ = ["revolve_split", "snapshot_count", "array_slots", "store_slot", "ref_slots",
+           "Schedule", "schedule", "simulate"]
+
+
+@register_jitable
+def _split(a, b, free):
+    """Where to place the next snapshot in the segment ``[a, b)`` whose start is stored,
+    with ``free`` more slots: a position ``a < m < b`` minimising the untaped step runs
+    (revolve's binomial split), or ``b`` when there is nothing to split (one step left or
+    no free slot)."""
+    length = b - a
+    if length <= 1 or free <= 0:
+        return b
+    s = min(free, length - 1) + 1  # slots for this segment, its start's included
+    r = 0
+    beta = 1  # C(s + r, s): steps reversible with s slots and r repetitions
+    prev = 1  # C(s + r - 1, s)
+    while beta < length:
+        r += 1
+        prev = beta
+        beta = beta * (s + r) // r
+    # an optimal first part j lies in [C(s+r-2, s), C(s+r-1, s)] and leaves at most
+    # C(s+r-1, s-1) steps to the rest: take the largest such j
+    j = min(prev, length - prev * s // (s + r - 1))
+    return a + max(1, min(j, length - 1))
+
+
+def revolve_split(a: int, b: int, free: int) -> int:
+    """The next snapshot's position in ``[a, b)`` (``b``: none); see ``_split``."""
+    return _split(a, b, free)
+
+
+@overload(revolve_split)
+def _ol_revolve_split(a, b, free):
+    return lambda a, b, free: _split(a, b, free)
+
+
+@register_jitable
+def _count(steps, snapshots):
+    """See ``snapshot_count``."""
+    if snapshots < 0:
+        s = 1
+        while (s + 2) * (s + 1) // 2 < steps:  # C(s + 2, 2): two repetitions
+            s += 1
+        return max(1, min(s, steps))
+    return max(1, min(int(snapshots), steps))
+
+
+def snapshot_count(steps: int, snapshots: int) -> int:
+    """The number of snapshot slots for ``steps`` steps: ``snapshots`` (at most one per
+    step, at least one), or where it is negative (``snapshots=None``) the fewest with which
+    no step is recomputed more than once in the reverse sweep (about ``sqrt(2 * steps)``)."""
+    return _count(steps, snapshots)
+
+
+@overload(snapshot_count)
+def _ol_snapshot_count(steps, snapshots):
+    return lambda steps, snapshots: _count(steps, snapshots)
+
+
+def array_slots(x: np.ndarray, k: int) -> np.ndarray:
+    """A ``(k,) + x.shape`` buffer for ``k`` snapshots of ``x``'s elements."""
+    return np.empty((k,) + x.shape, x.dtype)
+
+
+@overload(array_slots)
+def _ol_array_slots(x, k):
+    return lambda x, k: np.empty((k,) + x.shape, x.dtype)
+
+
+def _shape_changed() -> None:
+    raise ValueError("jg.checkpointed: an array of the loop's state changed shape between "
+                     "steps; its snapshots need one shape (use a plain range)")
+
+
+def store_slot(buf: np.ndarray, i: int, x: np.ndarray) -> None:
+    """Copy ``x``'s elements into snapshot slot ``i`` of ``buf``."""
+    if buf.shape[1:] != x.shape:
+        _shape_changed()
+    buf[i] = x
+
+
+@overload(store_slot)
+def _ol_store_slot(buf, i, x):
+    def impl(buf, i, x):
+        if buf.shape[1:] != x.shape:
+            raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
+                             "between steps; its snapshots need one shape (use a plain range)")
+        dst = buf[i]
+        for idx in np.ndindex(x.shape):
+            dst[idx] = x[idx]
+    return impl
+
+
+def ref_slots(x, k: int) -> list:
+    """A list of ``k`` references (the object a rebound name holds at each snapshot)."""
+    return [x] * k
+
+
+@overload(ref_slots)
+def _ol_ref_slots(x, k):
+    def impl(x, k):
+        out = [x]
+        for _ in range(k - 1):
+            out.append(x)
+        return out
+    return impl
+
+
+# --- the schedule, counted (reports and tests) ------------------------------------------
+
+def simulate(steps, k, order, runs):
+    """Run the generated code's driver without the steps: (untaped step runs, the forward
+    sweep's included; taped step runs; most snapshots live at once).  ``order`` (length
+    ``steps``, or 0 to skip) receives the steps in the order they are reversed, ``runs``
+    (the same) how often each step runs untaped."""
+    pos = np.zeros(max(k, 1), np.int64)
+    top, j, untaped, peak = 0, 0, 0, 1 if steps > 0 else 0
+    while j < steps:  # the forward sweep: snapshots where the schedule puts them
+        m = _split(j, steps, k - 1 - top)
+        untaped += m - j
+        if runs.shape[0]:
+            runs[j:m] += 1
+        j = m
+        if j < steps:
+            top += 1
+            pos[top] = j
+            peak = max(peak, top + 1)
+    end, taped = steps, 0
+    while end > 0:  # the reverse sweep
+        a = pos[top]
+        m = _split(a, end, k - 1 - top)
+        if m < end:  # advance to m, keep a snapshot there
+            untaped += m - a
+            if runs.shape[0]:
+                runs[a:m] += 1
+            top += 1
+            pos[top] = m
+            peak = max(peak, top + 1)
+        else:  # advance to the segment's last step, run it with its tape, reverse it
+            untaped += end - 1 - a
+            if runs.shape[0]:
+                runs[a:end - 1] += 1
+            if order.shape[0]:
+                order[taped] = end - 1
+            taped += 1
+            end -= 1
+            if end == a:
+                top -= 1
+    return untaped, taped, peak
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The binomial schedule of a checkpointed loop of ``steps`` steps (``jg.schedule``)."""
+
+    steps: int
+    snapshots: int  #: snapshot slots (each a copy of the loop-carried state)
+    untaped: int  #: step runs without a tape, the forward sweep's included
+    taped: int  #: step runs with their tape (one per step)
+    peak_snapshots: int  #: the most snapshots live at once
+    repetitions: int  #: the most times one step runs untaped
+    state_bytes: int = 0
+    step_tape_bytes: int = 0
+
+    @property
+    def recompute_factor(self) -> float:
+        """Step runs per step (a plain reverse loop runs each step once, with its tape)."""
+        return (self.untaped + self.taped) / self.steps if self.steps else 0.0
+
+    @property
+    def peak_tape_bytes(self) -> int:
+        """The largest tape: one step's (``step_tape_bytes``), whatever the number of steps."""
+        return self.step_tape_bytes if self.steps else 0
+
+    @property
+    def peak_bytes(self) -> int:
+        """Snapshots plus the one step's tape."""
+        return self.peak_snapshots * self.state_bytes + self.peak_tape_bytes
+
+    def __str__(self) -> str:
+        """One line: steps, snapshots, recompute factor, peak memory."""
+        mem = ""
+        if self.state_bytes or self.step_tape_bytes:
+            mem = (f"; peak memory {self.peak_snapshots} x {self.state_bytes} B of state + "
+                   f"{self.peak_tape_bytes} B of tape (one step)")
+        return (f"{self.steps} steps, {self.snapshots} snapshots (binomial schedule): "
+                f"{self.untaped} untaped + {self.taped} taped step runs, recompute factor "
+                f"{self.recompute_factor:.2f}, each step run untaped at most "
+                f"{self.repetitions} times{mem}")
+
+
+_FAST = None
+
+
+def schedule(steps: int, snapshots: int | None = None, *, state_bytes: int = 0,
+             step_tape_bytes: int = 0) -> Schedule:
+    """The schedule ``for t in jg.checkpointed(range(steps), snapshots=...)`` runs: its
+    snapshots, untaped and taped step runs, recompute factor and (given the bytes of one
+    state and of one step's tape) peak memory."""
+    global _FAST
+    steps = int(steps)
+    if steps < 0:
+        raise ValueError("steps must be >= 0")
+    k = snapshot_count(steps, -1 if snapshots is None else int(snapshots))
+    run = simulate
+    if steps > 20000:
+        if _FAST is None:
+            import numba
+            _FAST = numba.njit(simulate)
+        run = _FAST
+    none = np.zeros(0, np.int64)
+    untaped, taped, peak = run(steps, k, none, none)
+    reps = 0
+    if steps > 1:
+        s = min(k, steps)
+        while math.comb(s + reps, s) < steps:
+            reps += 1
+    return Schedule(steps, k, untaped, taped, peak, reps, int(state_bytes),
+                    int(step_tape_bytes))

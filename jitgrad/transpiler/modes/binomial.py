@@ -1,0 +1,325 @@
+"""A ``jg.checkpointed`` loop on the binomial (revolve) schedule, in reverse mode.
+
+The loop (in no other loop or region; ``front/inline.py`` marks it) keeps snapshots of
+its loop-carried state in slots allocated once; the forward sweep runs every step without
+a tape and stores the state where the schedule puts snapshots; the adjoint sweep is a
+driver loop over the stack of snapshots that advances between them and reverses one step
+at a time, with its tape (the split is ``kernels/revolve.py``'s).  The state, the slots
+and the driver are built here; the step's own forward and adjoint come from the
+``Reverser`` like any loop body's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...kernels import helpers, revolve
+from ..astutil import all_defs, binop, exposed_reads
+from ..backend.emit import comment
+from ..front.desugar import assign, const, name
+from ..front.inline import rename, stored_names
+from ..ir import LoopSchedule
+from ..nodes import clone, walk, walk_stmts
+from ..notes import CHECKPOINTED, END, POS, PUSH
+from .reverse_flow import strip_pushes
+
+#: the forward sweep: snapshots where the schedule places them, every step without a tape
+_FORWARD = '''
+N = TRIPS
+K = COUNT(N, SNAPS)
+POS = NP.zeros(K, NP.int64)
+TOP = 0
+SLOTS
+STORE
+J = 0
+while J < N:
+    M = SPLIT(J, N, K - 1 - TOP)
+    while J < M:
+        INDEX
+        PLAIN
+        J += 1
+    if J < N:
+        TOP += 1
+        POS[TOP] = J
+        STORE
+'''
+
+#: the reverse sweep: the top segment is split again, or its last step run with its tape
+#: and reversed (after advancing to it from the segment's snapshot)
+_REVERSE = '''
+END = N
+LIVE = False
+while END > 0:
+    A = POS[TOP]
+    if not LIVE:
+        LOAD
+    M = SPLIT(A, END, K - 1 - TOP)
+    if M < END:
+        for J in range(A, M):
+            INDEX
+            PLAIN
+        TOP += 1
+        POS[TOP] = M
+        STORE
+        LIVE = True
+    else:
+        for J in range(A, END - 1):
+            INDEX
+            PLAIN
+        J = END - 1
+        INDEX
+        TAPED
+        END -= 1
+        if END == A:
+            TOP -= 1
+        LIVE = False
+'''
+
+
+def splice(template: str, names: dict[str, str | ast.expr],
+           blocks: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
+    """``template`` parsed, its names renamed and each statement that is just a name in
+    ``blocks`` replaced by (a copy of) those statements."""
+    body = ast.parse(template).body
+
+    def fill(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Name) \
+                    and s.value.id in blocks:
+                out += clone(blocks[s.value.id])
+                continue
+            for f in ("body", "orelse"):
+                if getattr(s, f, None):
+                    setattr(s, f, fill(getattr(s, f)) or [ast.Pass()])
+            out.append(rename(s, names))
+        return out
+
+    return fill(body)
+
+
+class BinomialMixin:
+    """The ``Reverser``'s checkpointed loops (``jg.checkpointed`` outside other loops)."""
+
+    def binomial_(self, s: ast.For, restored):
+        """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
+        at revolve's positions, one step's tape at a time (``kernels.revolve``)."""
+        if self.an.enclosing_loops(s):  # inline marks only loops in no other loop
+            raise self.parsed.error("internal: a binomial checkpointed loop inside a loop", s)
+        bf, br = self.block(s.body)
+        if not br:
+            return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
+                                              orelse=[]), s)], []
+        t = s.target.id
+        rng = s.iter.args
+        start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
+            (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
+        fresh = self.namer.fresh
+        v = {k: fresh(p) for k, p in (("N", "_steps"), ("K", "_slots"), ("POS", "_at"),
+                                       ("TOP", "_top"), ("J", "_j"), ("M", "_m"),
+                                       ("END", "_end"), ("LIVE", "_live"), ("A", "_a"))}
+        first = fresh("_start")
+        stride = fresh("_stride")
+        np_name = self.global_name("np", __import__("numpy"))
+        tc = self.global_name("trip_count", helpers.trip_count)
+        v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
+                 COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
+                 SNAPS=name(CHECKPOINTED.get(s)[0]),
+                 TRIPS=ast.Call(func=name(tc), args=[name(first), clone(stop), name(stride)],
+                                keywords=[]))
+        index = [assign(t, binop(name(first), ast.Add(), binop(
+            name(v["J"]), ast.Mult(), name(stride))))]
+        slots, store, load, once_save, once_load, state = self.binomial_state(s, v["K"],
+                                                                             v["TOP"])
+        slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
+            x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
+        plain = strip_pushes(clone(bf))
+        taped = bf + br  # a step pushes its top-level values once each: reserved below
+        blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
+                  "LOAD": load, "TAPED": taped}
+        self.env.setdefault("range", range)
+        self.restored_names |= all_defs(s) | set(state) | {t}
+        what = ", ".join(state) or "nothing"
+        line = getattr(s, "lineno", None)
+        note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
+                       f"snapshots of {what}; one step's tape at a time")
+        fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
+               *splice(_FORWARD, v, blocks),
+               # room for one step's top-level pushes, once: each taped step pops its own
+               *self.reserves(s, const(0), const(1), const(1))]
+        rev = [note, *once_load, *splice(_REVERSE, v, blocks)]
+        kinds = []
+        for n in state:
+            k = self.an.kind(n)
+            kinds.append((self.parsed.user_name(n), ("array" if n in slotted else
+                                                     "array reference") if k.is_array else
+                          {"f": "float64", "i": "int64", "b": "bool"}.get(k.cls, "?")))
+        counts, arrays = tape_summary(bf, None)
+        self.schedules.append(LoopSchedule(line, CHECKPOINTED.get(s)[1], tuple(kinds),
+                                           tuple(sorted(counts.items(), key=lambda c: (
+                                               c[0] is not None, c[0] or 0))), arrays))
+        return fwd, rev
+
+    def binomial_state(self, s: ast.For, K: str, top: str):
+        """What a snapshot of the loop ``s`` holds, as statements: (slot allocations, store
+        into slot ``top``, load from it, save before the loop and load once before its
+        reverse, the state's names).
+
+        The state is what a step reads before it binds it: scalars and arrays the body
+        rebinds (by value; arrays by reference), arrays the body writes in place whose
+        elements some step reads (their elements, and the reference where the name is
+        rebound), and values the loop only reads but code after it changes (kept once).
+        """
+        t = s.target.id
+        body = s.body
+        exposed = (exposed_reads(body) & self.fwd_vars) - {t}
+        rebound = stored_names(body)
+        direct: set[str] = set()  # arrays the body writes in place
+        for st in walk_stmts(body):
+            tgt = st.targets[0] if isinstance(st, ast.Assign) else getattr(st, "target", None)
+            if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name):
+                direct.add(tgt.value.id)
+
+        def group(n: str) -> set[str]:
+            return set(self.an.aliases.get(n, {n})) | {n}
+
+        written = set().union(*(group(n) for n in direct)) if direct else set()
+        read = element_reads(body)
+        read_groups = set().union(*(group(n) for n in read)) if read else set()
+        end = END.get(s)
+
+        def changed_after(n: str) -> tuple[bool, bool]:
+            """(rebound after the loop, its buffer written after it)."""
+            rb = any(POS.get(d) > end and n in stored_names([d])
+                     for d in self.an.defs.get(n, []) if isinstance(d, ast.stmt))
+            wr = any(POS.get(d) > end for m in group(n)
+                     for d in self.an.inplace.get(m, ()))
+            return rb, wr
+
+        np_name = self.global_name("np", __import__("numpy"))
+        slots: list[ast.stmt] = []
+        store: list[ast.stmt] = []
+        load: list[ast.stmt] = []
+        once_save: list[ast.stmt] = []
+        once_load: list[ast.stmt] = []
+        state: list[str] = []
+        restore = self.global_name("restore_into", helpers.restore_into)
+        snap = self.global_name("snapshot", helpers.snapshot)
+        at = name(top)
+
+        def call(f: str, *args: ast.expr) -> ast.expr:
+            return ast.Call(func=name(f), args=list(args), keywords=[])
+
+        def item(buf: str) -> ast.expr:
+            return ast.Subscript(value=name(buf), slice=name(top), ctx=ast.Load())
+
+        def put(buf: str, val: ast.expr) -> ast.stmt:
+            return ast.Assign(targets=[ast.Subscript(value=name(buf), slice=name(top),
+                                                     ctx=ast.Store())], value=val)
+
+        def refs(n: str) -> None:
+            buf = self.namer.fresh(f"_refs_{n.lstrip('_')}")
+            rs = self.global_name("ref_slots", revolve.ref_slots)
+            slots.append(assign(buf, call(rs, name(n), name(K))))
+            store.append(put(buf, name(n)))
+            load.append(assign(n, item(buf)))
+
+        def elements(n: str) -> None:
+            buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
+            al = self.global_name("array_slots", revolve.array_slots)
+            st = self.global_name("store_slot", revolve.store_slot)
+            slots.append(assign(buf, call(al, name(n), name(K))))
+            store.append(ast.Expr(value=call(st, name(buf), at, name(n))))
+            load.append(ast.Expr(value=call(restore, name(n), item(buf))))
+
+        for n in sorted(exposed, key=lambda n: (self.an.first_pos(n), n)):
+            k = self.an.kind(n)
+            defs = self.an.defs.get(n, [])
+            carried = n in rebound or n in written
+            if carried and n not in self.args and all(
+                    POS.get(s) <= POS.get(d) <= end for d in defs):
+                raise self.parsed.error(
+                    f"the checkpointed loop reads '{self.parsed.user_name(n)}' before a step "
+                    "assigns it, and it has no value before the loop", s,
+                    f"assign '{self.parsed.user_name(n)}' before the loop")
+            if n in written and not (group(n) & read_groups):
+                continue  # written, never read: every rerun writes the same values again
+            if carried and not k.is_array:
+                dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls)
+                if k.ndim != 0 or dtype is None:
+                    raise self.parsed.error(
+                        f"the checkpointed loop carries '{self.parsed.user_name(n)}', whose "
+                        "kind (a float, int, bool or array) is not known", s,
+                        "use a plain range for this loop")
+                buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
+                slots.append(assign(buf, ast.Call(func=ast.Attribute(
+                    value=name(np_name), attr="empty", ctx=ast.Load()), args=[
+                    name(K), ast.Attribute(value=name(np_name), attr=dtype, ctx=ast.Load())],
+                    keywords=[])))
+                store.append(put(buf, name(n)))
+                load.append(assign(n, item(buf)))
+                state.append(n)
+                continue
+            if carried:
+                rb_after, wr_after = changed_after(n)
+                if n in rebound:
+                    refs(n)
+                elif rb_after:
+                    ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
+                    once_save.append(assign(ref, name(n)))
+                    once_load.insert(0, assign(n, name(ref)))
+                # elements: written in the loop, or (rebound each step) shared with a buffer
+                # that something writes, which would change the object a slot refers to
+                if n in written or group(n) & (self.an.written | self.an.aug_written):
+                    elements(n)
+                state.append(n)
+                continue
+            # read, not changed by the loop: kept once where code after the loop changes it
+            rb_after, wr_after = changed_after(n)
+            if not (rb_after or wr_after):
+                continue
+            keep = self.namer.fresh(f"_kept_{n.lstrip('_')}")
+            if k.is_array:
+                ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
+                once_save += [assign(ref, name(n)), assign(keep, call(snap, name(n)))]
+                once_load += [assign(n, name(ref)),
+                              ast.Expr(value=call(restore, name(n), name(keep)))]
+            else:
+                once_save.append(assign(keep, name(n)))
+                once_load.append(assign(n, name(keep)))
+            state.append(n)
+        return slots, store, load, once_save, once_load, state
+
+
+def tape_summary(stmts: list[ast.stmt], loop: int | None,
+                 counts: dict | None = None) -> tuple[dict[int | None, int], int]:
+    """What one run of ``stmts`` pushes: {None (once) or an inner loop's line (per trip):
+    scalar values}, and the number of arrays pushed (list tapes)."""
+    counts = {} if counts is None else counts
+    arrays = 0
+    for s in stmts:
+        if PUSH.get(s):
+            if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Subscript):
+                counts[loop] = counts.get(loop, 0) + 1
+            elif isinstance(s, ast.Expr):
+                arrays += 1
+            continue
+        inner = getattr(s, "lineno", loop) if isinstance(s, (ast.For, ast.While)) else loop
+        for f in ("body", "orelse"):
+            arrays += tape_summary(getattr(s, f, []) or [], inner, counts)[1]
+    return counts, arrays
+
+
+def element_reads(body: list[ast.stmt]) -> set[str]:
+    """Names whose values (or elements) ``body`` reads: every load but the array named by
+    a plain element write ``u[i] = e`` (``u[i] += e`` reads it)."""
+    skip: set[int] = set()
+    for st in walk_stmts(body):
+        if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Subscript) \
+                and isinstance(st.targets[0].value, ast.Name):
+            skip.add(id(st.targets[0].value))
+    out: set[str] = set()
+    for n in walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip:
+            out.add(n.id)
+    return out
