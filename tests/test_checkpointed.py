@@ -327,6 +327,10 @@ def test_forward_mode_and_hvp_see_the_plain_loop(name):
     y2, t2 = jg.jvp(plain, full, v, wrt=w, jit=False)
     assert y1 == pytest.approx(y2, rel=1e-12)
     np.testing.assert_allclose(t1, t2, rtol=1e-11, atol=1e-13)
+    if name == "heat_buffers":  # array state: the snapshot slots have no tangents yet
+        with pytest.raises(TransformError, match="generated gradient code"):
+            jg.hvp(ck, full, v, wrt=w, jit=False)
+        return
     np.testing.assert_allclose(jg.hvp(ck, full, v, wrt=w, jit=False),
                                jg.hvp(plain, full, v, wrt=w, jit=False), rtol=1e-10, atol=1e-12)
 
