@@ -197,7 +197,7 @@ def _grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | N
 def lower_device(u: Any, cuda_names: dict[str, str]) -> Lowered:
     """The device function ``f(*params, dret) -> (value, grads)`` of a scalar function."""
     ir = u.ir
-    fn = lower.lower(ir, "grad", f"{u.name}_device_grad")
+    fn = lower.lower(ir, "grad", f"{u.name}_device_grad", reuse=False)
     out = Lowered("device", fn)
     rw = _Rewriter(u, out, cuda_names, params=set(), kernel=False)
     fn.body = rw.block(fn.body, [])
@@ -212,7 +212,7 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
     """The adjoint kernel of one thread's part: the gradient-only variant, rewritten."""
     ir = u.ir
     shape = u.kernel
-    fn = lower.lower(ir, "grad_only", f"{u.name}_adjoint")
+    fn = lower.lower(ir, "grad_only", f"{u.name}_adjoint", reuse=False)
     adjoints = u.namer.adjoints()
     user_params = [p for p in u.params if p not in shape.index]
     arrays = [p for p in user_params if u.kinds[p].is_array]
@@ -416,9 +416,8 @@ class _Rewriter:
                 self.scan(s.orelse, loops)
             elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) \
                     and resolve(s.value.func, self.env) is helpers.tape_reserve \
-                    and isinstance(s.targets[0], ast.Name) and len(s.value.args) == 2 \
-                    and isinstance(s.value.args[1], ast.BinOp) \
-                    and self.total(s.value.args[1], loops) is None:
+                    and isinstance(s.targets[0], ast.Name) and _need(s.value) is not None \
+                    and self.total(_need(s.value), loops) is None:
                 self.unbounded_tapes.add(s.targets[0].id)
 
     def total(self, need: ast.BinOp, loops: list[ast.AST]) -> ast.expr | None:
@@ -436,12 +435,12 @@ class _Rewriter:
 
     def reserve(self, tape: str, v: ast.Call, loops: list[ast.AST],
                 after: list[ast.stmt]) -> list[ast.stmt]:
-        """Count what ``tape = tape_reserve(tape, cursor + E)`` adds to ``tape``'s capacity:
+        """Count what ``tape = tape_reserve(tape, cursor, E)`` adds to ``tape``'s capacity:
         E for every trip of the loops around it; for a checked tape, the length it needs
         (``if cursor + E > _need: _need = cursor + E``)."""
         cap = self.tapes.get(tape)
-        need = v.args[1]
-        if cap is None or not (isinstance(need, ast.BinOp) and isinstance(need.op, ast.Add)):
+        need = _need(v)
+        if cap is None or need is None:
             raise self.error(f"an unexpected tape reservation for '{tape}'")
         if tape in self.unbounded_tapes and self.kernel:
             # (``max`` of ints would call a device function that needs a driver to type)
@@ -787,3 +786,10 @@ def module_names(u: Any) -> dict[str, str]:
 
 __all__ = ["LOCAL_BYTES", "NP_BUILTIN", "NP_MATH", "Lowered", "check_device_code", "evaluate",
            "lower_device", "lower_kernel", "module_names", "private_arrays"]
+
+
+def _need(v: ast.Call) -> ast.BinOp | None:
+    """``cursor + E`` of ``tape_reserve(tape, cursor, E)``: the room a reservation asks for."""
+    if len(v.args) == 3 and not v.keywords:
+        return ast.BinOp(left=v.args[1], op=ast.Add(), right=v.args[2])
+    return None

@@ -116,9 +116,11 @@ def lower_variants(ir: Adjoint, fnames: dict[str, str],
 
 
 def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
-              workspaces: dict[str, tuple[str, ...]] | None) -> ast.FunctionDef:
-    """The variant's function, with its workspace parameter where it keeps tapes."""
-    body, dtypes = with_workspace(ir, body)
+              workspaces: dict[str, tuple[str, ...]] | None,
+              reuse: bool = True) -> ast.FunctionDef:
+    """The variant's function, with its workspace parameter where it keeps tapes (unless
+    not ``reuse``: a device lowering declares its own)."""
+    body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes
     params = [*ir.params, ir.seed] + ([WORKSPACE] if dtypes else [])
@@ -127,16 +129,18 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
 
 def lower(ir: Adjoint | Tangent, variant: str, fname: str,
           memo: Facts | None = None,
-          workspaces: dict[str, tuple[str, ...]] | None = None) -> ast.FunctionDef:
+          workspaces: dict[str, tuple[str, ...]] | None = None,
+          reuse: bool = True) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
     ``"jvp"`` for a ``Tangent`` record); ``memo``: what dead-code removal learnt of the IR's
-    statements in another variant; ``workspaces``: see ``lower_variants``."""
+    statements in another variant; ``workspaces``: see ``lower_variants``; ``reuse=False``:
+    tapes declared in the function, not taken from a workspace (the CUDA lowering)."""
     if variant == "jvp":
         return lower_tangent(ir, fname)
     if variant in VARIANTS:
         # dead_code copies what it changes: the variants share the IR's simple statements
         body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared, memo)
-        return _function(ir, fname, body, variant, workspaces)
+        return _function(ir, fname, body, variant, workspaces, reuse)
     if variant == "forward":
         return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,
                                                           *ir.forward])
