@@ -50,3 +50,17 @@ def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(g, fd, rtol=rtol, atol=atol,
                                    err_msg=f"gradient w.r.t. argument {w}")
     return grads
+
+
+def function_from_source(folder, name: str, source: str, func: str = "f"):
+    """``func`` of a module written to ``folder/name.py`` and imported (jitgrad reads a
+    function's source from its file): for tests that generate programs."""
+    import importlib
+    import sys
+
+    (folder / f"{name}.py").write_text(source)
+    sys.path.insert(0, str(folder))
+    try:
+        return getattr(importlib.import_module(name), func)
+    finally:
+        sys.path.remove(str(folder))

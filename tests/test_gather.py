@@ -5,13 +5,11 @@ central differences in both ``jit`` modes."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, function_from_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -180,14 +178,9 @@ def test_random_stencils(tmp_path_factory, terms, n, data):
     lo = data.draw(st.integers(0, 2))
     hi_off = max(0, max(max(a, b) for a, b, _ in terms))
     n = max(n, 2, hi_off + lo)  # x[i - 2] stays within [-n, n)
-    mod = tmp_path_factory.mktemp("gather")
     name = f"stencil_{abs(hash((tuple(terms), lo, hi_off))) % 10**12}"
-    (mod / f"{name}.py").write_text(_stencil_source(terms, lo, hi_off))
-    sys.path.insert(0, str(mod))
-    try:
-        f = importlib.import_module(name).f
-    finally:
-        sys.path.remove(str(mod))
+    f = function_from_source(tmp_path_factory.mktemp("gather"), name,
+                             _stencil_source(terms, lo, hi_off))
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for jit in (False, True):
         check_grad(f, (x,), 0, jit=jit)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, function_from_source
 
 import jitgrad as jg
 
@@ -101,8 +101,6 @@ def test_shifted_and_columns(jit):
 
 # --- random pair loops --------------------------------------------------------------------
 
-import importlib  # noqa: E402
-import sys  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -126,14 +124,8 @@ _TERMS = ("x[i] * x[j]", "math.sin(x[i]) * x[j] * x[j]", "x[i] * x[i] * math.cos
 def test_random_pair_loops(tmp_path_factory, inner, term, n):
     """Inner ranges that start after, at or before the outer index (or cover it all);
     n >= 2 keeps x[j - 1] at j = -1 inside the array."""
-    mod = tmp_path_factory.mktemp("promote")
     name = f"pairs_{abs(hash((inner, term))) % 10**12}"
-    (mod / f"{name}.py").write_text(_pair_source(inner, term))
-    sys.path.insert(0, str(mod))
-    try:
-        f = importlib.import_module(name).f
-    finally:
-        sys.path.remove(str(mod))
+    f = function_from_source(tmp_path_factory.mktemp("promote"), name, _pair_source(inner, term))
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for jit in (False, True):
         check_grad(f, (x,), 0, jit=jit)
