@@ -46,7 +46,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=LABELS.get(tool, tool))
     ax.set_yscale("log")
     ax.axhline(1.0, color="black", linewidth=0.6)
-    ax.set_xticks(range(len(wls)), [f"{w['name']}\n{w['size']}" for w in wls], fontsize=7)
+    ax.set_xticks(range(len(wls)), [w["name"] + "\n" + w["size"].replace(", ", "\n")
+                                    for w in wls], fontsize=7)
+    ax.set_ylim(top=ax.get_ylim()[1] * 3)  # room for the legend above the tallest bar
     ax.set_ylabel("gradient time / primal time (log)")
     meta = results["meta"]
     ax.set_title(f"Gradient cost per tool ({meta['scale']}, {meta['threads']} thread, "

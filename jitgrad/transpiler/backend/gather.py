@@ -39,7 +39,7 @@ from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..naming import Namer
-from ..nodes import clone, loaded_ids, walk, walk_stmts
+from ..nodes import clone, loaded_ids, stmts_by_depth, walk
 from ..notes import COMMENT
 
 #: helpers the generated adjoint calls that only compute a value
@@ -51,9 +51,11 @@ def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, An
     """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form;
     ``before``: the statements run before it (where adjoint buffers are allocated);
     ``keep``: names read after the sweep (the gradients).  The input is not changed."""
-    fresh = distinct_buffers([*before, *stmts], shared, env)
-    if any(_resolve(name(b), env) is not getattr(builtins, b) for b in ("min", "max", "range")):
-        return list(stmts)  # the module shadows a builtin the gather form calls
+    wanted = scattered_arrays(stmts)
+    if not wanted or any(_resolve(name(b), env) is not getattr(builtins, b)
+                         for b in ("min", "max", "range")):
+        return list(stmts)  # nothing to gather, or the module shadows a builtin it calls
+    fresh = distinct_buffers([*before, *stmts], shared, env, wanted)
     top = list(stmts)
     return _rewrite(top, env, namer, fresh, _ReadsOutside(top, keep))
 
@@ -102,17 +104,35 @@ class _ReadsOutside:
 
 
 def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
-                     env: dict[str, Any]) -> set[str]:
+                     env: dict[str, Any], names: set[str] | None = None) -> set[str]:
     """Names that always hold an array of their own: each binding allocates a new array
     (``np.zeros_like(x)``...) or permutes such names (``du, dv = dv, du``).  Two of them
-    are never the same array, and none is any other name's array or a view of one."""
+    are never the same array, and none is any other name's array or a view of one.
+    ``names``: only these are asked about (and what they are permuted with)."""
+    every = stmts_by_depth(stmts)
+    perms = [s for s in every if _permutes(s)]
+    if names is not None:  # what a permutation ties to an asked name is asked about too
+        names = set(names)
+        grown = True
+        while grown:
+            grown = False
+            for s in perms:
+                group = {e.id for e in s.targets[0].elts}
+                if group & names and not group <= names:
+                    names |= group
+                    grown = True
     binds: dict[str, list[ast.stmt]] = {}
-    for s in walk_stmts(stmts):
+    for s in every:
         targets = s.targets if isinstance(s, ast.Assign) else \
-            [s.target] if isinstance(s, (ast.For, ast.AugAssign)) else []
+            [s.target] if isinstance(s, (ast.For, ast.AugAssign)) else ()
         for t in targets:
+            if t.__class__ is ast.Name:
+                if names is None or t.id in names:
+                    binds.setdefault(t.id, []).append(s)
+                continue
             for n in walk(t):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) \
+                        and (names is None or n.id in names):
                     binds.setdefault(n.id, []).append(s)
     views = set(shared) | set(shared.values())
     good = {n for n, ss in binds.items() if n not in views and all(
@@ -127,6 +147,19 @@ def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
                     changed = True
                     break
     return good
+
+
+def scattered_arrays(stmts: list[ast.stmt]) -> set[str]:
+    """The arrays that some reversed loop's own statements accumulate into (``a[...] +=``):
+    the only ones the gather and promote passes may rewrite."""
+    out: set[str] = set()
+    for s in stmts_by_depth(stmts):
+        if isinstance(s, ast.For) and _reversed_range(s) is not None:
+            for x in s.body:
+                if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Subscript) \
+                        and isinstance(x.target.value, ast.Name):
+                    out.add(x.target.value.id)
+    return out
 
 
 def _allocates(s: ast.stmt, env: dict[str, Any]) -> bool:
@@ -469,4 +502,4 @@ def _sum(terms: list[ast.expr]) -> ast.expr:
     return out
 
 
-__all__ = ["distinct_buffers", "gather_form"]
+__all__ = ["distinct_buffers", "gather_form", "scattered_arrays"]

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..front.desugar import assign, const, name
 from ..naming import Namer
-from ..nodes import clone, loaded_ids, walk
+from ..nodes import clone, loaded_ids, stmts_by_depth, walk
 from ..notes import COMMENT
 from .gather import _plus, _reversed_range, distinct_buffers
 
@@ -41,23 +41,54 @@ def promote_accumulations(stmts: list[ast.stmt], before: list[ast.stmt],
                           shared: dict[str, str]) -> list[ast.stmt]:
     """``stmts`` (the adjoint sweep) with loop-invariant element accumulations of inner
     loops kept in scalars (see the module docstring); the input is not changed."""
-    fresh = distinct_buffers([*before, *stmts], shared, env)
-    return _rewrite(list(stmts), fresh, namer, set(), {})
+    wanted = _invariant_targets(stmts)
+    if not wanted:
+        return list(stmts)
+    fresh = distinct_buffers([*before, *stmts], shared, env, wanted)
+    return _rewrite(list(stmts), fresh, namer, set(), _Binds())
+
+
+class _Binds:
+    """Names bound, in the blocks around a point, to a value that still holds there (an
+    integer offset of a name: ``_n_1 = i + 1``), for the range proof; what rebinds a name
+    drops its own bind and those made from it (a reverse index keeps that linear)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, ast.expr] = {}
+        self.readers: dict[str, set[str]] = {}
+
+    def copy(self) -> _Binds:
+        new = _Binds()
+        new.values = dict(self.values)
+        new.readers = {k: set(v) for k, v in self.readers.items()}
+        return new
+
+    def kill(self, n: str) -> None:
+        self.values.pop(n, None)
+        for k in self.readers.pop(n, ()):
+            self.values.pop(k, None)
+
+    def bind(self, n: str, v: ast.expr) -> None:
+        if _offset_of(v, None, {}) is None:  # only ``m``, ``m + c`` and ``m - c`` matter
+            return
+        self.values[n] = v
+        for m in loaded_ids(v):
+            self.readers.setdefault(m, set()).add(n)
 
 
 def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[str],
-             binds: dict[str, ast.expr]) -> list[ast.stmt]:
+             binds: _Binds) -> list[ast.stmt]:
     """``outer``: the indices of the enclosing reversed loops that run over non-negative
-    values and are not rebound in their bodies; ``binds``: names bound in the enclosing
-    blocks to a value that still holds (``_n_1 = i + 1``), for the range proof."""
+    values and are not rebound in their bodies; ``binds``: see ``_Binds``."""
     out: list[ast.stmt] = []
-    binds = dict(binds)
+    binds = binds.copy()
     for s in stmts:
+        stored = _stores(s)
         if isinstance(s, ast.For):
             rng = _reversed_range(s)
-            stored = _stores(s)  # (the target among them)
-            inside = {k: v for k, v in binds.items()
-                      if k not in stored and not (loaded_ids(v) & stored)}
+            inside = binds.copy()  # (the target among what the loop stores)
+            for n in stored:
+                inside.kill(n)
             i = s.target.id
             ok = (rng is not None and isinstance(rng[0], ast.Constant)
                   and type(rng[0].value) is int and rng[0].value >= 0
@@ -66,14 +97,16 @@ def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[st
                             inside)
             new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body,
                                             orelse=s.orelse), s)
-            out += _promote(new, fresh, namer, outer, binds) if rng is not None else [new]
+            out += _promote(new, fresh, namer, outer, binds.values) if rng is not None \
+                else [new]
         else:
             out.append(s)
-        for n in _stores(s):  # what s rebinds no longer holds, nor what was made from it
-            binds = {k: v for k, v in binds.items() if k != n and n not in loaded_ids(v)}
+        for n in stored:  # what s rebinds no longer holds, nor what was made from it
+            binds.kill(n)
         if (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and _offset_of(s.value, None, {}) is not None
                 and s.targets[0].id not in loaded_ids(s.value)):
-            binds[s.targets[0].id] = s.value
+            binds.bind(s.targets[0].id, s.value)
     return out
 
 
@@ -134,6 +167,20 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
     return [*pre, new, ast.copy_location(ast.If(test=ran, body=post, orelse=[]), loop)]
 
 
+def _invariant_targets(stmts: list[ast.stmt]) -> set[str]:
+    """Arrays that a reversed loop's own statements accumulate into at an index without
+    the loop's index (the candidates; a quick scan before any analysis)."""
+    out: set[str] = set()
+    for s in stmts_by_depth(stmts):
+        if isinstance(s, ast.For) and _reversed_range(s) is not None:
+            for x in s.body:
+                if (isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Subscript)
+                        and isinstance(x.target.value, ast.Name)
+                        and s.target.id not in loaded_ids(x.target.slice)):
+                    out.add(x.target.value.id)
+    return out
+
+
 def _target(s: ast.stmt) -> ast.expr:
     return s.targets[0] if isinstance(s, ast.Assign) else s.target
 
@@ -148,7 +195,18 @@ def _reads_of(s: ast.stmt) -> list[ast.expr]:
 
 
 def _stores(s: ast.stmt) -> set[str]:
-    return {n.id for n in walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    """The names ``s`` (and the statements under it) bind: only targets are looked at."""
+    out: set[str] = set()
+    for x in stmts_by_depth([s]):
+        targets = x.targets if isinstance(x, ast.Assign) else \
+            [x.target] if isinstance(x, (ast.AugAssign, ast.For)) else ()
+        for t in targets:
+            if isinstance(t, ast.Name):
+                out.add(t.id)
+            else:
+                out |= {n.id for n in walk(t) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store)}
+    return out
 
 
 def _components(idx: ast.expr) -> list[ast.expr]:
@@ -177,14 +235,15 @@ def _apart(a: list[ast.expr], b: list[ast.expr], j: str, lo: ast.expr, hi: ast.e
     return False
 
 
-def _offset_of(e: ast.expr, i: str, binds: dict[str, ast.expr]) -> int | None:
-    """``c`` where ``e`` is ``i + c`` (through names bound to such a sum), else None."""
+def _offset_of(e: ast.expr, i: str | None, binds: dict[str, ast.expr]) -> int | None:
+    """``c`` where ``e`` is ``i + c`` (through names bound to such a sum; ``i=None``: any
+    name), else None."""
     for _ in range(4):
         if isinstance(e, ast.Name) and e.id in binds:
             e = binds[e.id]
             continue
         break
-    if isinstance(e, ast.Name) and e.id == i:
+    if isinstance(e, ast.Name) and (i is None or e.id == i):
         return 0
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) \
             and isinstance(e.right, ast.Constant) and type(e.right.value) is int:
