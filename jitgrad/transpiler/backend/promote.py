@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..astutil import all_defs
 from ..front.desugar import assign, const, name
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
@@ -83,7 +84,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[st
     out: list[ast.stmt] = []
     binds = binds.copy()
     for s in stmts:
-        stored = _stores(s)
+        stored = all_defs(s)
         if isinstance(s, ast.For):
             rng = _reversed_range(s)
             inside = binds.copy()  # (the target among what the loop stores)
@@ -92,7 +93,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[st
             i = s.target.id
             ok = (rng is not None and isinstance(rng[0], ast.Constant)
                   and type(rng[0].value) is int and rng[0].value >= 0
-                  and i not in {n for b in s.body for n in _stores(b)})
+                  and i not in {n for b in s.body for n in all_defs(b)})
             body = _rewrite(s.body, fresh, namer, outer | {i} if ok else outer - {i},
                             inside)
             new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body,
@@ -116,7 +117,7 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
     if not body or any(not isinstance(s, (ast.Assign, ast.AugAssign)) for s in body):
         return [loop]
     j = loop.target.id
-    assigned = {n for s in body for n in _stores(s)} | {j}
+    assigned = {n for s in body for n in all_defs(s)} | {j}  # arrays written too
     writes = [s for s in body if isinstance(s, (ast.Assign, ast.AugAssign))
               and isinstance(_target(s), ast.Subscript)]
     candidates: dict[str, list[ast.AugAssign]] = {}
@@ -192,21 +193,6 @@ def _reads_of(s: ast.stmt) -> list[ast.expr]:
     if isinstance(t, ast.Subscript):
         parts.append(t.slice)
     return parts
-
-
-def _stores(s: ast.stmt) -> set[str]:
-    """The names ``s`` (and the statements under it) bind: only targets are looked at."""
-    out: set[str] = set()
-    for x in stmts_by_depth([s]):
-        targets = x.targets if isinstance(x, ast.Assign) else \
-            [x.target] if isinstance(x, (ast.AugAssign, ast.For)) else ()
-        for t in targets:
-            if isinstance(t, ast.Name):
-                out.add(t.id)
-            else:
-                out |= {n.id for n in walk(t) if isinstance(n, ast.Name)
-                        and isinstance(n.ctx, ast.Store)}
-    return out
 
 
 def _components(idx: ast.expr) -> list[ast.expr]:
