@@ -15,6 +15,7 @@ import ast
 import dataclasses
 import operator
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -28,7 +29,7 @@ from ..front.normalize import QUERY_ATTRS
 from ..naming import is_generated
 from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
-from .kinds import UNKNOWN, Kind
+from .kinds import UNKNOWN, Kind, list_tape_call
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
@@ -318,8 +319,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
                   and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
                   and view_base(s.value, env) is not None}
-    lists = {n for n, k in an.kinds.items() if k.cls == "l"}
-    flows = [f for s in stmts for f in _flows(s, env, view_stmts, lists)]
+    flows = [f for s in stmts for f in _flows(s, env, view_stmts, an.kinds)]
     # varied: forward dependence on wrt
     forward: dict[str, list[str]] = {}
     for tgt, srcs in flows:
@@ -655,10 +655,10 @@ def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
 
 
 def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
-           lists: set[str] = frozenset()):
-    """(target, differentiable sources) pairs of one statement (``lists``: the list tapes,
-    where ``X.append(v)`` flows from ``v`` into ``X`` and ``v = X.pop()`` back)."""
-    if isinstance(s, ast.Expr) and _list_call(s.value, lists, "append"):
+           kinds: Mapping[str, Kind] = MappingProxyType({})):
+    """(target, differentiable sources) pairs of one statement (``kinds``: where the list
+    tapes are found: ``X.append(v)`` flows from ``v`` into ``X``, ``v = X.pop()`` back)."""
+    if isinstance(s, ast.Expr) and list_tape_call(s.value, "append", kinds):
         return [(s.value.func.value.id, _sources(s.value.args[0], env))]
     if (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
             and resolve(s.value.func, env) is restore_into and len(s.value.args) == 2
@@ -667,7 +667,7 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         v = s.value
-        if isinstance(t, ast.Name) and _list_call(v, lists, "pop"):
+        if isinstance(t, ast.Name) and list_tape_call(v, "pop", kinds):
             return [(t.id, [v.func.value.id])]
         if id(s) in view_stmts:
             return [(t.id, [view_base(v, env)]), (view_base(v, env), [t.id])]
@@ -681,14 +681,6 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
         return [(s.target.value.id, _sources(s.value, env))]
     return []
-
-
-def _list_call(e: ast.expr, lists: set[str], method: str) -> bool:
-    """Is ``e`` ``X.append(v)`` / ``X.pop()`` on a list tape ``X``?"""
-    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
-            and e.func.attr == method and isinstance(e.func.value, ast.Name)
-            and e.func.value.id in lists and not e.keywords
-            and len(e.args) == (method == "append"))
 
 
 def _sources(v: ast.expr, env: dict) -> list[str]:

@@ -140,6 +140,17 @@ def _dtype_class(obj: Any) -> str | None:
     return {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}.get(k)
 
 
+def list_tape_call(e: ast.expr, method: str, kinds: Any) -> str | None:
+    """``X`` where ``e`` is ``X.append(v)`` (``method="append"``) or ``X.pop()`` on a list
+    tape ``X`` (one whose kind in the mapping ``kinds`` is ``LIST``), else None."""
+    if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
+            and e.func.attr == method and isinstance(e.func.value, ast.Name)
+            and kinds.get(e.func.value.id) == LIST and not e.keywords
+            and len(e.args) == (method == "append")):
+        return e.func.value.id
+    return None
+
+
 class KindInference:
     """Fixpoint over a normalized body; ``kinds[name]`` afterwards."""
 
@@ -162,14 +173,16 @@ class KindInference:
 
     def block(self, stmts):
         for s in stmts:
-            if isinstance(s, ast.Expr) and (tape := self.list_tape(s.value, "append")):
+            if isinstance(s, ast.Expr) and (tape := list_tape_call(s.value, "append",
+                                                                   self.kinds)):
                 self.elems[tape] = join(self.elems.get(tape), self.expr(s.value.args[0]))
             elif isinstance(s, ast.Assign):
                 t = s.targets[0]
                 if isinstance(t, ast.Name) and is_tape(t.id) and isinstance(s.value, ast.List) \
                         and not s.value.elts:
                     self.set(t.id, LIST)
-                elif isinstance(t, ast.Name) and (tape := self.list_tape(s.value, "pop")):
+                elif isinstance(t, ast.Name) and (tape := list_tape_call(s.value, "pop",
+                                                                         self.kinds)):
                     if tape in self.elems:  # (known once the appends were seen)
                         self.set(t.id, self.elems[tape])
                 elif isinstance(t, ast.Name):
@@ -193,16 +206,6 @@ class KindInference:
             elif isinstance(s, (ast.If, ast.While)):
                 self.block(s.body)
                 self.block(s.orelse)
-
-    def list_tape(self, e: ast.expr, method: str) -> str | None:
-        """``X`` where ``e`` is ``X.append(v)`` (``method="append"``) or ``X.pop()`` on a
-        list tape ``X``."""
-        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
-                and e.func.attr == method and isinstance(e.func.value, ast.Name)
-                and self.kinds.get(e.func.value.id) == LIST and not e.keywords
-                and len(e.args) == (method == "append")):
-            return e.func.value.id
-        return None
 
     def expr(self, e: ast.expr) -> Kind:
         k = self._expr(e)

@@ -31,6 +31,7 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
 from ...rules.tangents import UNSUPPORTED, how_tangent
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
+from ..analysis.kinds import list_tape_call
 from ..astutil import names_of, walk_values
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
@@ -139,21 +140,12 @@ class Forwarder:
 
     # --- list tapes (generated gradient code, under hvp) ---------------------------
 
-    def list_call(self, e: ast.expr, method: str) -> str | None:
-        """``X`` where ``e`` is ``X.append(v)`` / ``X.pop()`` on a list tape ``X``."""
-        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute)
-                and e.func.attr == method and isinstance(e.func.value, ast.Name)
-                and self.an.kind(e.func.value.id).cls == "l" and not e.keywords
-                and len(e.args) == (method == "append")):
-            return e.func.value.id
-        return None
-
     def expr_stmt(self, s: ast.Expr) -> list[ast.stmt]:
         """``X.append(v)`` pushes ``v``'s tangent on ``X``'s tangent tape (a zero one for an
         inactive ``v``, so the two stay in step); ``restore_into(u, snap)`` restores the
         tangent too.  Any other statement that reads an active value is refused."""
         v = s.value
-        tape = self.list_call(v, "append")
+        tape = list_tape_call(v, "append", self.an.kinds)
         if tape is not None:
             if tape not in self.an.active:
                 return [s]
@@ -210,7 +202,7 @@ class Forwarder:
                                         "forward mode", s, "assign the values one by one")
             return self.primal_only(s)
         tgt = t.id
-        tape = self.list_call(v, "pop")
+        tape = list_tape_call(v, "pop", self.an.kinds)
         if tape is not None:  # the tangent tape is popped in step, whether or not tgt is active
             if tape not in self.an.active:
                 return [s]
