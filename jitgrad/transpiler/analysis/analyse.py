@@ -276,11 +276,9 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
                 an.inplace.setdefault(t.value.id, []).append(s)
-        elif (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and s.value.args
-              and isinstance(s.value.args[0], ast.Name)
-              and resolve(s.value.func, env) is restore_into):
-            an.written.add(s.value.args[0].id)  # (gradient code under hvp) an in-place copy
-            an.inplace.setdefault(s.value.args[0].id, []).append(s)
+        elif isinstance(s, ast.Expr) and (copy := restore_args(s.value, env)):
+            an.written.add(copy[0].id)  # (gradient code under hvp) an in-place copy
+            an.inplace.setdefault(copy[0].id, []).append(s)
     for s in flat_body(body):
         an.top_defined.update(stmt_defs(s))
     for s in stmts:
@@ -660,10 +658,9 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     tapes are found: ``X.append(v)`` flows from ``v`` into ``X``, ``v = X.pop()`` back)."""
     if isinstance(s, ast.Expr) and list_tape_call(s.value, "append", kinds):
         return [(s.value.func.value.id, _sources(s.value.args[0], env))]
-    if (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-            and resolve(s.value.func, env) is restore_into and len(s.value.args) == 2
-            and all(isinstance(a, ast.Name) for a in s.value.args)):
-        return [(s.value.args[0].id, [s.value.args[1].id])]  # copies src's elements into dst
+    if isinstance(s, ast.Expr) and (copy := restore_args(s.value, env)) \
+            and isinstance(copy[1], ast.Name):
+        return [(copy[0].id, [copy[1].id])]  # copies src's elements into dst
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         v = s.value
@@ -681,6 +678,15 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
         return [(s.target.value.id, _sources(s.value, env))]
     return []
+
+
+def restore_args(e: ast.expr, env: dict) -> tuple[ast.Name, ast.expr] | None:
+    """``(dst, src)`` where ``e`` is ``restore_into(dst, src)`` (gradient code copying a
+    snapshot back into an array in place), else None."""
+    if (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords
+            and isinstance(e.args[0], ast.Name) and resolve(e.func, env) is restore_into):
+        return e.args[0], e.args[1]
+    return None
 
 
 def _sources(v: ast.expr, env: dict) -> list[str]:

@@ -30,7 +30,13 @@ from ...kernels.tangents import fit
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
 from ...rules.tangents import UNSUPPORTED, how_tangent
-from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
+from ..analysis.analyse import (
+    Analysis,
+    is_permutation,
+    operand_names,
+    primitive_of,
+    restore_args,
+)
 from ..analysis.kinds import list_tape_call
 from ..astutil import names_of, walk_values
 from ..front.desugar import assign, const, name
@@ -153,9 +159,9 @@ class Forwarder:
                                                ctx=ast.Load()),
                             args=[self.pushed(v.args[0], s)], keywords=[])
             return [s, ast.copy_location(ast.Expr(value=push), s)]
-        if isinstance(v, ast.Call) and resolve(v.func, self.env) is helpers.restore_into \
-                and len(v.args) == 2 and all(isinstance(a, ast.Name) for a in v.args):
-            dst, src = v.args
+        copy = restore_args(v, self.env)
+        if copy is not None and isinstance(copy[1], ast.Name):
+            dst, src = copy
             if not self.active(dst):
                 return [s]
             tangent = ast.Call(func=v.func, args=[name(self.dot(dst.id)),
