@@ -202,3 +202,22 @@ def test_hvp_through_list_tapes(jit):
     g = jg.grad(rebound_in_loop, jit=False)
     fd = (g(x + 1e-6 * v, 3) - g(x - 1e-6 * v, 3)) / 2e-6
     np.testing.assert_allclose(jg.hvp(rebound_in_loop, (x, 3), v, jit=jit), fd, rtol=1e-6)
+
+
+def segments_in_place(x, s, n):
+    """A checkpointed loop inside another loop keeps the segment schedule: its regions
+    snapshot ``x`` and copy it back with ``restore_into`` (which must carry the tangent)."""
+    for _ in range(2):
+        for i in jg.checkpointed(range(1, 5), snapshots=n):
+            x[:] = x + np.tanh(x) * (x[5 - i] * s)
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_hvp_through_restored_snapshots(jit):
+    x, v = np.linspace(-0.4, 0.7, 6), np.linspace(1.0, -0.5, 6)
+    assert "restore_into(" in jg.differentiate(segments_in_place, wrt=0).source(x, 0.3, 2)
+    g = jg.grad(segments_in_place, jit=False)
+    fd = (g(x + 1e-6 * v, 0.3, 2) - g(x - 1e-6 * v, 0.3, 2)) / 2e-6
+    np.testing.assert_allclose(jg.hvp(segments_in_place, (x, 0.3, 2), v, jit=jit), fd,
+                               rtol=1e-5, atol=1e-7)
