@@ -196,10 +196,13 @@ class Differentiated:
         Dropping the function frees them too."""
         with self._lock:
             gens = list(self._cache.values())
+        gens += list(self.__dict__.get("_jvp_cache", {}).values())  # forward mode's
         for g in gens:
             release = getattr(g.compiled, "release", None)
             if release is not None:
                 release()
+        for _, d2 in list(self.__dict__.get("_second_cache", {}).values()):
+            d2.release_workspaces()  # hvp's: the forward mode of the gradient code
         for other in list(self._bridges.values()):  # what calls on tracked values compiled
             if other is not self:
                 other.release_workspaces()
@@ -570,8 +573,8 @@ def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
-        same = (_resolve_wrt(wrt, func.params, func.func.__name__)
-                == (func.wrt_positions, func.single))
+        same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
+                                   == (func.wrt_positions, func.single))
         if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig

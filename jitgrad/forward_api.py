@@ -16,6 +16,9 @@ from typing import Any
 import numpy as np
 
 from . import rules
+from .api import Differentiated, GradFunction, _as_diff, _signature
+from .errors import TransformError
+from .second_order import gradient_function
 from .transpiler.backend import jit as backend
 from .transpiler.forward_pipeline import JVP, generate_jvp, transform_jvp
 
@@ -23,8 +26,6 @@ _LOCK = threading.Lock()
 
 
 def _diff(f: Any, wrt: Any, jit: bool) -> Any:
-    from .api import GradFunction, _as_diff
-
     if isinstance(f, GradFunction):  # would otherwise differentiate the function itself
         raise TypeError(f"{f.diff.func.__name__} is a jg.grad/jg.value_and_grad transform; "
                         "forward mode and jacobians take the function itself: use "
@@ -41,7 +42,22 @@ def check_wrt_kinds(d: Any, args: tuple) -> dict:
 
 
 def generated_jvp(d: Any, args: tuple) -> Any:
-    """The compiled forward-mode code of ``d`` for these arguments' kinds (cached on ``d``)."""
+    """The compiled forward-mode code of ``d`` for these arguments' kinds (cached on ``d``;
+    a repeated call with the same argument types skips the checks, as ``_generated`` does)."""
+    sig = _signature(args)
+    by_sig = d.__dict__.setdefault("_jvp_by_signature", {})
+    if sig is not None:
+        hit = by_sig.get(sig)
+        if hit is not None and hit[0] == rules.version():
+            return hit[1]
+    gen = _generated_jvp_for(d, args)
+    if sig is not None:
+        by_sig[sig] = (rules.version(), gen)
+    return gen
+
+
+def _generated_jvp_for(d: Any, args: tuple) -> Any:
+    """``generated_jvp`` the long way: checks, kinds, and the cache keyed by kinds."""
     kinds = check_wrt_kinds(d, args)
     key = ("jvp", tuple(sorted(kinds.items())), rules.version())
     cache = d.__dict__.setdefault("_jvp_cache", {})
@@ -52,13 +68,21 @@ def generated_jvp(d: Any, args: tuple) -> Any:
             gen = generate_jvp(d._prep(), wrt, kinds)
             u = gen.unit
             gen.compiled = backend.build({"jvp": u.sources["jvp"]}, u.names, u.env,
-                                         d.func.__qualname__, d.jit, frozenset())
+                                         d.func.__qualname__, d.jit, frozenset(),
+                                         workspaces=u.workspaces)
             cache[key] = gen
     return gen
 
 
-def _tangent_like(t: Any, p: Any, what: str) -> Any:
-    """``t`` as a tangent of the primal ``p``: same shape, ``p``'s float dtype."""
+def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
+    """``t`` as a tangent of the primal ``p`` (argument ``i`` of ``d``): same shape,
+    ``p``'s float dtype."""
+    if type(t) is float and not isinstance(p, np.ndarray):
+        return t
+    if type(t) is np.ndarray and type(p) is np.ndarray and t.dtype == p.dtype \
+            and t.shape == p.shape and p.dtype.kind == "f":
+        return t  # the common case, without the checks below
+    what = f"jvp of {d.func.__name__}, argument {i} ('{d.params[i]}')"
     if isinstance(p, np.ndarray):
         ta = np.asarray(t)
         if ta.dtype.kind not in "fiub" or ta.shape != p.shape:
@@ -75,26 +99,28 @@ def _tangent_like(t: Any, p: Any, what: str) -> Any:
 
 def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
     """``(f(*primals), J @ tangents)`` for the ``Differentiated`` function ``d``."""
-    name = d.func.__name__
-    if not isinstance(primals, (tuple, list)):
-        raise TypeError(f"jvp of {name}: primals must be a tuple of all {len(d.params)} "
-                        f"positional arguments ({', '.join(d.params)}), got "
-                        f"{type(primals).__name__}")
-    primals = tuple(primals)
+    if type(primals) is not tuple:
+        if not isinstance(primals, (tuple, list)):
+            raise TypeError(f"jvp of {d.func.__name__}: primals must be a tuple of all "
+                            f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
+                            f"got {type(primals).__name__}")
+        primals = tuple(primals)
+    positions = d.wrt_positions
     if d.single:
-        tans = (tangents,)
-    else:
-        if not isinstance(tangents, (tuple, list)):
-            raise TypeError(f"jvp of {name}: wrt={d.wrt!r} is a tuple, so tangents must be a "
-                            f"tuple of {len(d.wrt_positions)}")
+        tans: tuple = (tangents,)
+    elif type(tangents) is tuple:
+        tans = tangents
+    elif isinstance(tangents, list):
         tans = tuple(tangents)
-    if len(tans) != len(d.wrt_positions):
-        raise ValueError(f"jvp of {name}: {len(tans)} tangents for {len(d.wrt_positions)} "
-                         f"wrt arguments ({', '.join(d.params[i] for i in d.wrt_positions)})")
+    else:
+        raise TypeError(f"jvp of {d.func.__name__}: wrt={d.wrt!r} is a tuple, so tangents "
+                        f"must be a tuple of {len(positions)}")
+    if len(tans) != len(positions):
+        raise ValueError(f"jvp of {d.func.__name__}: {len(tans)} tangents for "
+                         f"{len(positions)} wrt arguments "
+                         f"({', '.join(d.params[i] for i in positions)})")
     gen = generated_jvp(d, primals)
-    seeds = tuple(_tangent_like(t, primals[i], f"jvp of {name}, argument {i} "
-                                f"('{d.params[i]}')")
-                  for t, i in zip(tans, d.wrt_positions, strict=True))
+    seeds = [_tangent_like(t, primals[i], d, i) for t, i in zip(tans, positions, strict=True)]
     # the generated prologue copies the arguments it writes (and their tangents)
     return backend.call(gen.compiled, "jvp", (*primals, *seeds))
 
@@ -212,27 +238,22 @@ __all__ = ["hessian", "hvp", "jacfwd", "jacrev", "jvp", "jvp_of", "jvp_source"]
 
 def _second(d: Any, args: tuple) -> Any:
     """The ``Differentiated`` gradient code of ``d`` at these kinds (same ``wrt``), whose
-    jvp is the Hessian-vector product (cached on ``d``)."""
-    from .api import Differentiated
-    from .second_order import gradient_function
-
+    jvp is the Hessian-vector product (cached on ``d``, per specialisation)."""
     gen = d._generated(args)
+    cache = d.__dict__.setdefault("_second_cache", {})
+    hit = cache.get(id(gen))
+    if hit is not None and hit[0] is gen:
+        return hit[1]
     rk = gen.return_kinds
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
-    g = gradient_function(d, args)
-    cache = d.__dict__.setdefault("_second_cache", {})
-    d2 = cache.get(id(g))
-    if d2 is None or d2.func is not g:
-        d2 = Differentiated(g, wrt=d.wrt, jit=d.jit)
-        cache[id(g)] = d2
+    d2 = Differentiated(gradient_function(d, args), wrt=d.wrt, jit=d.jit)
+    cache[id(gen)] = (gen, d2)
     return d2
 
 
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
     """The jvp of the gradient code; a refusal says it is about the generated code."""
-    from .errors import TransformError
-
     try:
         return jvp_of(d2, (*primals, 1.0), tangents)[1]
     except TransformError as e:

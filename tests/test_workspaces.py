@@ -274,3 +274,81 @@ def test_kept_workspaces_compile_once(f, make):
         d.value_and_grad(*make(n))
     assert {v: len(j.signatures) for v, j in d._last.compiled.jitted.items()} == \
         {"grad": 1, "grad_only": 1}
+
+
+def _hvp_pool(d, args):
+    """This thread's kept workspaces of ``d``'s hvp code (the jvp of its gradient code)."""
+    from jitgrad.forward_api import _second, generated_jvp
+
+    return generated_jvp(_second(d, args), (*args, 1.0)).compiled.pool.__dict__
+
+
+def _fd_hvp(f, args, v, eps=1e-6):
+    """Central differences of the gradient along ``v`` (w.r.t. argument 0)."""
+    g = jg.grad(f, wrt=0, jit=False)
+    x = args[0]
+    return (g(x + eps * v, *args[1:]) - g(x - eps * v, *args[1:])) / (2 * eps)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_hvp_keeps_its_tapes_between_calls(jit):
+    """hvp's code (forward mode of the gradient code) takes the gradient's tapes and their
+    tangents from a workspace too: reused, grown, right at every size, released."""
+    d = jg.differentiate(two_tapes, wrt=0, jit=jit)
+    rng = np.random.default_rng(5)
+    kept: tuple = ()
+    for n in (6, 40, 3, 70, 40):  # grow, shrink, grow: every call checked
+        x = rng.uniform(-1.0, 1.0, n)
+        v = rng.standard_normal(n)
+        hv = jg.hvp(d, (x, n), v, jit=jit)
+        np.testing.assert_allclose(hv, _fd_hvp(two_tapes, (x, n), v), rtol=1e-4, atol=1e-5)
+        ws = _hvp_pool(d, (x, n))["jvp"]
+        assert all(t.shape[0] >= n for t in ws)
+        if n < 70 and kept and kept[0].shape[0] >= n:  # big enough: the same buffers
+            assert all(a is b for a, b in zip(kept, ws, strict=True)), "regrown"
+        kept = ws
+    assert {t.dtype for t in kept} == {np.dtype(np.float64), np.dtype(np.bool_)}
+    src = jg.differentiate(two_tapes, wrt=0)  # the tapes come in, the tangents too
+    from jitgrad.forward_api import _second
+
+    code = _second(src, (np.ones(3), 3)).source(np.ones(3), 3, 1.0, mode="jvp")
+    assert "_ws):" in code.splitlines()[0] and "np.empty(0" not in code
+    d.release_workspaces()
+    assert not _hvp_pool(d, (x, n))
+    np.testing.assert_allclose(jg.hvp(d, (x, n), v, jit=jit), hv, rtol=1e-12)
+
+
+def test_jvp_workspace_keeps_only_what_is_used_as_a_tape():
+    """A kept tape comes back with garbage past its pushed entries, so only names used by
+    element, grown by ``tape_reserve`` and never otherwise read or rebound are kept: here
+    ``t``; ``u`` (its length is read) and ``w`` (handed to a call) stay declared."""
+    import ast
+
+    from jitgrad.kernels import helpers
+    from jitgrad.transpiler.backend.jvp_workspace import tape_workspace
+    from jitgrad.transpiler.naming import Namer
+
+    src = '''
+def f(n):
+    t = np.empty(0, np.float64)
+    u = np.empty(0, np.float64)
+    w = np.empty(0, np.float64)
+    k = 0
+    for i in range(n):
+        t = tape_reserve(t, k, 1)
+        t[k] = 1.0
+        u = tape_reserve(u, k, 1)
+        u[k] = 2.0
+        w = tape_reserve(w, k, 1)
+        w[k] = 3.0
+        k += 1
+    return (t[0], len(u), np.sum(w))
+'''
+    body = ast.parse(src).body[0].body
+    env = {"np": np, "tape_reserve": helpers.tape_reserve}
+    out, dtypes = tape_workspace(body, env, Namer({"f", "n", "t", "u", "w", "k", "i"}))
+    code = "\n".join(ast.unparse(ast.fix_missing_locations(st)) for st in out)
+    assert dtypes == ("float64",)
+    assert code.startswith("t = _ws[0]\n") and "t = np.empty" not in code
+    assert "u = np.empty(0, np.float64)" in code and "w = np.empty(0, np.float64)" in code
+    assert code.rstrip().endswith("return (t[0], len(u), np.sum(w), (t,))")

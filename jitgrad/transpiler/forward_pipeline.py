@@ -78,7 +78,8 @@ def lower_jvp_(u: Unit) -> None:
         return (s, s_dot)
     """
     u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
-    u.sources["jvp"] = emit.unparse(lower.lower(u.ir, "jvp", u.names["jvp"]))
+    u.sources["jvp"] = emit.unparse(lower.lower_tangent(u.ir, u.names["jvp"], u.workspaces,
+                                                        (u.env, u.namer)))
 
 
 JVP: list[Pass] = [

@@ -17,11 +17,12 @@ them only when they must grow.
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from ..ir import Adjoint, Tangent, result_expr
-from ..naming import WORKSPACE
+from ..naming import WORKSPACE, Namer
 from ..nodes import clone, loaded_ids
-from . import emit
+from . import emit, jvp_workspace
 from .optimize import Facts, dead_code, dead_code_variants
 
 VARIANTS = ("grad", "grad_only")
@@ -93,13 +94,24 @@ def _name(n: str, store: bool = False) -> ast.Name:
     return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
 
 
-def lower_tangent(ir: Tangent, fname: str) -> ast.FunctionDef:
-    """Forward mode's ``"jvp"`` variant: ``f_jvp(*params, *seeds) -> (value, tangent)``."""
+def lower_tangent(ir: Tangent, fname: str,
+                  workspaces: dict[str, tuple[str, ...]] | None = None,
+                  keep: tuple[dict[str, Any], Namer] | None = None) -> ast.FunctionDef:
+    """Forward mode's ``"jvp"`` variant: ``f_jvp(*params, *seeds) -> (value, tangent)``;
+    with ``keep`` (the code's namespace and namer), the typed tapes the code declares (hvp:
+    those of the gradient code, and their tangents) come from a workspace, as the reverse
+    mode's do (``jvp_workspace``)."""
     ret = ast.Return(value=ast.Tuple(elts=[result_expr(clone(list(ir.results))),
                                            result_expr(clone(list(ir.tangents)))],
                                      ctx=ast.Load()))
     body = dead_code(clone(ir.body()) + [ret], {})
-    return emit.function_def(fname, [*ir.params, *ir.seeds], body)
+    dtypes: tuple[str, ...] = ()
+    if keep is not None:
+        body, dtypes = jvp_workspace.tape_workspace(body, *keep)
+    if workspaces is not None:
+        workspaces["jvp"] = dtypes
+    return emit.function_def(fname, [*ir.params, *ir.seeds] + ([WORKSPACE] if dtypes else []),
+                             body)
 
 
 def lower_variants(ir: Adjoint, fnames: dict[str, str],
@@ -136,7 +148,7 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str,
     statements in another variant; ``workspaces``: see ``lower_variants``; ``reuse=False``:
     tapes declared in the function, not taken from a workspace (the CUDA lowering)."""
     if variant == "jvp":
-        return lower_tangent(ir, fname)
+        return lower_tangent(ir, fname, workspaces)
     if variant in VARIANTS:
         # dead_code copies what it changes: the variants share the IR's simple statements
         body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared, memo)
