@@ -198,9 +198,10 @@ class Differentiated:
             gens = list(self._cache.values())
         gens += list(self.__dict__.get("_jvp_cache", {}).values())  # forward mode's
         for g in gens:
-            release = getattr(g.compiled, "release", None)
-            if release is not None:
-                release()
+            for c in (g.compiled, g.__dict__.get("tangent")):
+                release = getattr(c, "release", None)
+                if release is not None:
+                    release()
         for _, d2 in list(self.__dict__.get("_second_cache", {}).values()):
             d2.release_workspaces()  # hvp's: the forward mode of the gradient code
         for other in list(self._bridges.values()):  # what calls on tracked values compiled

@@ -19,6 +19,7 @@ from . import rules
 from .api import Differentiated, GradFunction, _as_diff, _signature
 from .errors import TransformError
 from .second_order import gradient_function
+from .transpiler.backend import emit, lower
 from .transpiler.backend import jit as backend
 from .transpiler.forward_pipeline import JVP, generate_jvp, transform_jvp
 
@@ -97,8 +98,9 @@ def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
     return float(t)
 
 
-def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
-    """``(f(*primals), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
+    """The forward-mode code for the primals' kinds and its arguments
+    ``(*primals, *seeds)``, after the checks (the primals' first)."""
     if type(primals) is not tuple:
         if not isinstance(primals, (tuple, list)):
             raise TypeError(f"jvp of {d.func.__name__}: primals must be a tuple of all "
@@ -121,8 +123,39 @@ def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
                          f"({', '.join(d.params[i] for i in positions)})")
     gen = generated_jvp(d, primals)
     seeds = [_tangent_like(t, primals[i], d, i) for t, i in zip(tans, positions, strict=True)]
+    return gen, (*primals, *seeds)
+
+
+def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
+    """``(f(*primals), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+    gen, args = _jvp_args(d, primals, tangents)
     # the generated prologue copies the arguments it writes (and their tangents)
-    return backend.call(gen.compiled, "jvp", (*primals, *seeds))
+    return backend.call(gen.compiled, "jvp", args)
+
+
+def tangent_of(d: Any, primals: Any, tangents: Any) -> Any:
+    """``J @ tangents`` alone, by the tangent-only code (``tangent_code``)."""
+    gen, args = _jvp_args(d, primals, tangents)
+    return backend.call(tangent_code(d, gen), "tangent", args)[1]
+
+
+def tangent_code(d: Any, gen: Any) -> Any:
+    """The compiled ``"tangent"`` variant of ``d``'s forward-mode code ``gen``: no value,
+    so none of the primal work only the value needs (built once, on first use)."""
+    compiled = gen.__dict__.get("tangent")
+    if compiled is None:
+        with _LOCK:
+            compiled = gen.__dict__.get("tangent")
+            if compiled is None:
+                u = gen.unit
+                names = {"tangent": u.namer.fresh(f"{u.name}_tangent_")}
+                ws: dict[str, tuple[str, ...]] = {}
+                src = emit.unparse(lower.lower_tangent(u.ir, names["tangent"], ws,
+                                                       (u.env, u.namer), "tangent"))
+                compiled = backend.build({"tangent": src}, names, u.env, d.func.__qualname__,
+                                         d.jit, frozenset(), workspaces=ws)
+                gen.tangent = compiled
+    return compiled
 
 
 def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
@@ -255,7 +288,7 @@ def _second(d: Any, args: tuple) -> Any:
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
     """The jvp of the gradient code; a refusal says it is about the generated code."""
     try:
-        return jvp_of(d2, (*primals, 1.0), tangents)[1]
+        return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
         raise TransformError(
             f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "

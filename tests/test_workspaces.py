@@ -277,10 +277,12 @@ def test_kept_workspaces_compile_once(f, make):
 
 
 def _hvp_pool(d, args):
-    """This thread's kept workspaces of ``d``'s hvp code (the jvp of its gradient code)."""
-    from jitgrad.forward_api import _second, generated_jvp
+    """This thread's kept workspaces of ``d``'s hvp code (the tangent-only forward mode of
+    its gradient code)."""
+    from jitgrad.forward_api import _second, generated_jvp, tangent_code
 
-    return generated_jvp(_second(d, args), (*args, 1.0)).compiled.pool.__dict__
+    d2 = _second(d, args)
+    return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).pool.__dict__
 
 
 def _fd_hvp(f, args, v, eps=1e-6):
@@ -302,7 +304,7 @@ def test_hvp_keeps_its_tapes_between_calls(jit):
         v = rng.standard_normal(n)
         hv = jg.hvp(d, (x, n), v, jit=jit)
         np.testing.assert_allclose(hv, _fd_hvp(two_tapes, (x, n), v), rtol=1e-4, atol=1e-5)
-        ws = _hvp_pool(d, (x, n))["jvp"]
+        ws = _hvp_pool(d, (x, n))["tangent"]
         assert all(t.shape[0] >= n for t in ws)
         if n < 70 and kept and kept[0].shape[0] >= n:  # big enough: the same buffers
             assert all(a is b for a, b in zip(kept, ws, strict=True)), "regrown"

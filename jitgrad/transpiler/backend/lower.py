@@ -96,20 +96,23 @@ def _name(n: str, store: bool = False) -> ast.Name:
 
 def lower_tangent(ir: Tangent, fname: str,
                   workspaces: dict[str, tuple[str, ...]] | None = None,
-                  keep: tuple[dict[str, Any], Namer] | None = None) -> ast.FunctionDef:
-    """Forward mode's ``"jvp"`` variant: ``f_jvp(*params, *seeds) -> (value, tangent)``;
-    with ``keep`` (the code's namespace and namer), the typed tapes the code declares (hvp:
+                  keep: tuple[dict[str, Any], Namer] | None = None,
+                  variant: str = "jvp") -> ast.FunctionDef:
+    """Forward mode's ``"jvp"`` variant, ``f_jvp(*params, *seeds) -> (value, tangent)``, or
+    its ``"tangent"`` variant, ``(None, tangent)``, without the primal work only the value
+    needed (what ``hvp`` runs: the gradient's own accumulations are dead there).  With
+    ``keep`` (the code's namespace and namer), the typed tapes the code declares (hvp:
     those of the gradient code, and their tangents) come from a workspace, as the reverse
     mode's do (``jvp_workspace``)."""
-    ret = ast.Return(value=ast.Tuple(elts=[result_expr(clone(list(ir.results))),
-                                           result_expr(clone(list(ir.tangents)))],
+    value = result_expr(clone(list(ir.results))) if variant == "jvp" else ast.Constant(None)
+    ret = ast.Return(value=ast.Tuple(elts=[value, result_expr(clone(list(ir.tangents)))],
                                      ctx=ast.Load()))
     body = dead_code(clone(ir.body()) + [ret], {})
     dtypes: tuple[str, ...] = ()
     if keep is not None:
         body, dtypes = jvp_workspace.tape_workspace(body, *keep)
     if workspaces is not None:
-        workspaces["jvp"] = dtypes
+        workspaces[variant] = dtypes
     return emit.function_def(fname, [*ir.params, *ir.seeds] + ([WORKSPACE] if dtypes else []),
                              body)
 

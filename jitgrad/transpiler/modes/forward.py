@@ -47,6 +47,9 @@ from ..naming import Namer
 from ..notes import checkpoint
 from .tangent import tangent_code
 
+#: calls whose result has the shape and dtype of their one array argument
+_SAME_SHAPE = (np.zeros_like, np.empty_like, np.ones_like, np.copy)
+
 
 def tangent_name(namer: Namer, n: str) -> str:
     """The tangent variable of ``n``: ``x_dot`` (see ``Namer.tangent``)."""
@@ -110,6 +113,18 @@ class Forwarder:
                                                ctx=ast.Load()), args=[name(n)], keywords=[])
         zl = self.global_name("zeros_like", helpers.zeros_like)
         return ast.Call(func=name(zl), args=[name(n)], keywords=[])
+
+    def _zero_after(self, tgt: str, v: ast.expr) -> ast.expr:
+        """The zero tangent of ``tgt`` just after ``tgt = v``: shaped like ``u`` where ``v``
+        is ``np.zeros_like(u)`` (or ``empty_like``, ``ones_like``, ``copy``) of an array of
+        ``tgt``'s kind, so that the tangent alone does not keep ``tgt`` live (hvp: the
+        gradient's own buffers are dead in its tangent-only code)."""
+        if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords \
+                and isinstance(v.args[0], ast.Name) and v.args[0].id != tgt \
+                and any(resolve(v.func, self.env) is f for f in _SAME_SHAPE) \
+                and self.an.kind(v.args[0].id) == self.an.kind(tgt):
+            return self._zeros_like(v.args[0].id)
+        return self.zero_of(tgt)
 
     def zero_of(self, n: str) -> ast.expr:
         if self.an.kind(n).cls == "l":
@@ -223,7 +238,7 @@ class Forwarder:
         if isinstance(v, ast.Constant) or not (set(names_of(v)) & self.an.active) or (
                 prim is not None and prim[0] is not None and is_non_differentiable(prim[0])):
             return [*self.primal_only(s), ast.copy_location(assign(self.dot(tgt),
-                                                                   self.zero_of(tgt)), s)]
+                                                                   self._zero_after(tgt, v)), s)]
         if isinstance(v, ast.Name):
             return [ast.copy_location(assign(self.dot(tgt), self.tangent(v)), s), s]
         if isinstance(v, ast.Subscript):
