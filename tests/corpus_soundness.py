@@ -178,6 +178,17 @@ def swap_then_alias_read(x, y):
     return np.sum(tmp * x)
 
 
+def swap_of_aliases_then_write(x, a):
+    # fuzz seed 30311 #129: the swap's targets are renamed (h_1, g_1), and h_1 still
+    # shares the array of g, h and the view rv, so the write reaches rv
+    h = x * 1.0
+    g = h
+    rv = g[1:]
+    h, g = g, h
+    h[1] = a * 0.5
+    return rv[0] * rv[1] + np.sum(h * h)
+
+
 def array_in_branch(x, a):
     s = 0.0
     if x[0] > 0.3:
@@ -419,6 +430,7 @@ CASES = [
     (three_name_rotation, lambda: (X.copy(),), 0),
     (rotation_in_branch, lambda: (X.copy(), 3), 0),
     (swap_then_alias_read, lambda: (X.copy(), X[::-1].copy()), (0, 1)),
+    (swap_of_aliases_then_write, lambda: (X.copy(), 0.7), (0, 1)),
     (array_in_branch, lambda: (X.copy(), 0.4), (0, 1)),
     (array_in_branch, lambda: (-X, 0.4), (0, 1)),
     (array_after_return, lambda: (X.copy(), 0.4), (0, 1)),

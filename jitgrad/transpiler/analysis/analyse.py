@@ -258,8 +258,11 @@ def flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
 
 
 def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[str],
-            wrt: list[str], returns: list[ast.expr], parsed) -> Analysis:
-    """Run activity, positions and adjoint-mode analyses over a normalized body."""
+            wrt: list[str], returns: list[ast.expr], parsed,
+            tangents: bool = False) -> Analysis:
+    """Run activity, positions and adjoint-mode analyses over a normalized body
+    (``tangents``: for forward mode, which makes a view's tangent where the view is made,
+    so it needs none of the reverse sweep's conditions on where views are made)."""
     an = Analysis(kinds, set(), {})
     _number(body, an)
     stmts = list(walk_stmts(body))
@@ -341,7 +344,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     _block_local(body, an, args)
-    _settle_views(body, an, env, parsed)
+    _settle_views(body, an, env, parsed, tangents)
     _args_written(stmts, an, args, env)
     an.freeze()
     return an
@@ -350,13 +353,18 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
 _VIEW_WRITES = (ast.Subscript, ast.Attribute)  # basic indexing, .T: a view of the adjoint too
 
 
-def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None:
+def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed,
+                  tangents: bool = False) -> None:
     """Keep the written views whose adjoint can be the same view of the base's adjoint.
 
     The adjoint view is made where the reverse sweep starts (a view made once at the
     top level) or enters the view's block (a view local to a loop body or branch), so
     its index must still hold its value there, the base must not be rebound after it,
     and the view must be made once.  Anything else is refused at the view's line.
+    ``tangents`` (forward mode): the tangent view is made by the same expression right
+    where the view is (``t_dot = base_dot[...]``), and a rebound base rebinds its tangent
+    at the same statement, so only the kind of view and the activity of both names
+    matter.
     """
     for t, (base, s) in list(an.views.items()):
         v = s.value
@@ -372,8 +380,8 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed) -> None
         names = {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base}
         index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
                        or not an.may_redefine_after(m, s, include_self=False) for m in names)
-        if kind_ok and where_ok and not rebound and index_ok and base in an.active \
-                and t in an.active:
+        if kind_ok and (tangents or where_ok and not rebound and index_ok) \
+                and base in an.active and t in an.active:
             an.modes[t] = "view"
             continue
         if not ({t, base} & an.active):

@@ -53,6 +53,10 @@ def version_names(body: list[ast.stmt], returns: list[ast.expr], params: list[st
                     current[n] = new
             s.targets = [rename(t, mapping) for t in s.targets]
             has_value.update(targets)
+            parts = _split_moves(s)
+            if parts:
+                out += parts
+                continue
         else:
             has_value.update(stored_names([s]))
             if current:
@@ -60,6 +64,24 @@ def version_names(body: list[ast.stmt], returns: list[ast.expr], params: list[st
         out.append(s)
     rets = [rename(r, dict(current)) for r in returns]
     return out, rets
+
+
+def _split_moves(s: ast.stmt) -> list[ast.stmt]:
+    """``a_1, b_1 = (b, a)`` as ``a_1 = b`` and ``b_1 = a`` where the (renamed) targets are
+    distinct and none is read on the right: the same bindings, spelled so that the alias
+    analysis sees each name that now shares an array with another (``a_1`` with ``b``);
+    [] for anything else (a swap of loop-carried names stays one statement)."""
+    t, v = s.targets[0], s.value
+    if not (isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+            and len(t.elts) == len(v.elts) > 1
+            and all(isinstance(e, ast.Name) for e in (*t.elts, *v.elts))):
+        return []
+    names = [e.id for e in t.elts]
+    if len(set(names)) != len(names) or set(names) & {e.id for e in v.elts}:
+        return []
+    return [ast.copy_location(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())],
+                                         value=ast.Name(id=e.id, ctx=ast.Load())), s)
+            for n, e in zip(names, v.elts, strict=True)]
 
 
 __all__ = ["version_names"]
