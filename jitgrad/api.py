@@ -313,14 +313,22 @@ class Differentiated:
 
         With example arguments the code is specialised to their kinds; without,
         the most recent specialisation is shown (or one guessed from the source).
-        ``mode="jvp"``: the forward-mode (tangent) code instead (``docs/forward.md``).
+        ``mode="jvp"``: the forward-mode (tangent) code instead (``docs/forward.md``);
+        ``mode="hvp"``: what ``jg.hvp`` runs, the tangent-only forward mode of the gradient
+        code (``stage`` must be ``"all"``).
         """
         if mode == "jvp":
             from .forward_api import jvp_source
 
             return jvp_source(self, example_args, stage)
+        if mode == "hvp":
+            from .forward_api import hvp_source
+
+            if stage != "all":
+                raise ValueError("mode='hvp' shows the whole function only (stage='all')")
+            return hvp_source(self, example_args)
         if mode != "vjp":
-            raise ValueError(f"mode must be 'vjp' or 'jvp', got {mode!r}")
+            raise ValueError(f"mode must be 'vjp', 'jvp' or 'hvp', got {mode!r}")
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args:

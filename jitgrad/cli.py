@@ -213,6 +213,8 @@ def cmd_show(ns: argparse.Namespace) -> int:
     args = _example_args(ns)
     diff = _differentiate(func, wrt, ns, args)
     mode = getattr(ns, "mode", "vjp")
+    if mode == "hvp" and ns.stage != "all":
+        raise CLIError(f"--stage {ns.stage}: --mode hvp shows the whole function only")
     try:
         text = diff.source(*(args or ()), stage=ns.stage, mode=mode)
     except ValueError as e:
@@ -221,7 +223,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
         raise CLIError(f"--stage {ns.stage}: {e}") from e
     names = ", ".join(diff.params[i] for i in diff.wrt_positions)
     spec = "the example arguments" if args else "arguments guessed from the source"
-    what = " (forward mode, jvp)" if mode == "jvp" else ""
+    what = {"jvp": " (forward mode, jvp)", "hvp": " (forward over reverse, hvp)"}.get(mode, "")
     header = (f"# jitgrad show {func.__name__}: stage {ns.stage}{what}, wrt ({names}), "
               f"specialised for {spec}\n")
     text = header + text.rstrip("\n") + "\n"
@@ -396,9 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="which code to print: all (default: the compiled gradient "
                            "function), forward, adjoint, normalized, or the output of one "
                            f"pass ({', '.join(p.name for p in PASSES)})")
-    show.add_argument("--mode", default="vjp", choices=("vjp", "jvp"),
+    show.add_argument("--mode", default="vjp", choices=("vjp", "jvp", "hvp"),
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
-                           "forward-mode tangent code (stages all, kinds, analyse, forward)")
+                           "forward-mode tangent code (stages all, kinds, analyse, forward); "
+                           "hvp: what jg.hvp runs, forward mode of the gradient code "
+                           "(stage all)")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")
     show.add_argument("--schedule", type=_steps, metavar="T",
                       help="after the code, report each jg.checkpointed loop's binomial "

@@ -174,6 +174,17 @@ def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
     return next(p for p in JVP if p.name == stage).show(u).rstrip("\n") + "\n"
 
 
+def hvp_source(d: Any, args: tuple) -> str:
+    """The code ``jg.hvp`` runs for these arguments: the tangent-only forward mode of the
+    gradient code (``_second``), with the seed ``_dret`` one."""
+    if not args:
+        from .api import _guess_args
+
+        args = tuple(_guess_args(d._prep(), d.params))
+    d2 = _second(d, tuple(args))
+    return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
+
+
 # --- public functions --------------------------------------------------------------------
 
 

@@ -221,6 +221,22 @@ def test_source_shows_tangent_variables():
     assert "# active" in stage
 
 
+def test_source_mode_hvp_is_what_hvp_runs():
+    """``mode="hvp"``: the tangent-only forward mode of the gradient code, the function
+    ``jg.hvp`` calls (no value returned: the gradient's own accumulations are gone)."""
+    d = jg.differentiate(poly)
+    src = d.source(np.ones(3), 0.5, mode="hvp")
+    assert "def poly_g_" in src and "_tangent_" in src.splitlines()[0]
+    assert "dx_dot" in src and "return (None, " in src and "dx[" not in src
+    with pytest.raises(ValueError, match="stage"):
+        d.source(np.ones(3), 0.5, mode="hvp", stage="analyse")
+    out = subprocess.run([sys.executable, "-m", "jitgrad", "show", f"{__file__}:poly",
+                          "--mode", "hvp", "--args", "np.ones(3), 0.5", "--no-color"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "forward over reverse" in out.stdout and "dx_dot" in out.stdout
+
+
 def test_cli_show_mode_jvp():
     out = subprocess.run([sys.executable, "-m", "jitgrad", "show", f"{__file__}:poly",
                           "--mode", "jvp", "--args", "np.ones(3), 0.5", "--no-color"],
