@@ -32,6 +32,9 @@ class Workload:
             array API of :class:`harness.peers.Backend`, so JAX, PyTorch and autograd
             share the source.
         peer_note: how the peers express the loops (vectorisation note for the report).
+        tangent: hand-written ``@njit`` jvp taking ``(*args, *tangents)`` (one tangent per
+            ``wrt`` argument) and returning ``(value, directional derivative)``: the
+            expert's forward mode ``benchmarks/forward.py`` compares with; None if absent.
     """
 
     name: str
@@ -45,6 +48,7 @@ class Workload:
     peer_loss: Callable[..., Callable[..., Any]]
     peer_note: str = ""
     notes: dict[str, str] = field(default_factory=dict)
+    tangent: Callable[..., tuple] | None = None
 
     def args(self, scale: str, seed: int = 0) -> tuple:
         """Deterministic arguments for ``scale``."""

@@ -60,6 +60,29 @@ def heat_adjoint(u0, alpha, nsteps):
     return vb, alpha_bar
 
 
+@njit(cache=True)
+def heat_tangent(u0, alpha, nsteps, du0, dalpha):
+    """One fused sweep: each step updates the field and its tangent together."""
+    n = u0.shape[0]
+    u = u0.copy()
+    v = u0.copy()
+    ud = du0.copy()
+    vd = du0.copy()
+    for _ in range(nsteps):
+        for i in range(1, n - 1):
+            lap = u[i - 1] - 2.0 * u[i] + u[i + 1]
+            vd[i] = ud[i] + dalpha * lap + alpha * (ud[i - 1] - 2.0 * ud[i] + ud[i + 1])
+            v[i] = u[i] + alpha * lap
+        u, v = v, u
+        ud, vd = vd, ud
+    total = 0.0
+    dtotal = 0.0
+    for i in range(n):
+        total += u[i] * u[i]
+        dtotal += 2.0 * u[i] * ud[i]
+    return total, dtotal
+
+
 def _make_args(rng, n, nsteps):
     return (rng.uniform(0.0, 1.0, n), 0.25, nsteps)
 
@@ -93,4 +116,5 @@ WORKLOAD = Workload(
     work=lambda n, nsteps: n * nsteps,
     peer_loss=_peer_loss,
     peer_note="peers: vectorised stencil per step; lax.scan (JAX), Python loop (torch, autograd)",
+    tangent=heat_tangent,
 )

@@ -123,6 +123,50 @@ def lorenz_adjoint(sigma, rho, beta, s0, dt, nsteps):
     return gs, gr, gb, g0
 
 
+@njit(cache=True, inline="always")
+def _rhs_tangent(x, y, z, tx, ty, tz, sigma, rho, beta, ts, tr, tb):
+    """The Lorenz field at (x, y, z) and its tangent (parameter tangents ts, tr, tb)."""
+    fx = sigma * (y - x)
+    fy = x * (rho - z) - y
+    fz = x * y - beta * z
+    gx = ts * (y - x) + sigma * (ty - tx)
+    gy = tx * (rho - z) + x * (tr - tz) - ty
+    gz = tx * y + x * ty - tb * z - beta * tz
+    return fx, fy, fz, gx, gy, gz
+
+
+@njit(cache=True)
+def lorenz_tangent(sigma, rho, beta, s0, dt, nsteps, ts, tr, tb, ds0):
+    """RK4 with the tangent of every stage beside it (the expert's forward mode)."""
+    x, y, z = s0[0], s0[1], s0[2]
+    tx, ty, tz = ds0[0], ds0[1], ds0[2]
+    h2 = 0.5 * dt
+    h6 = dt / 6.0
+    total = 0.0
+    dtotal = 0.0
+    for _ in range(nsteps):
+        k1x, k1y, k1z, l1x, l1y, l1z = _rhs_tangent(x, y, z, tx, ty, tz, sigma, rho, beta,
+                                                    ts, tr, tb)
+        k2x, k2y, k2z, l2x, l2y, l2z = _rhs_tangent(
+            x + h2 * k1x, y + h2 * k1y, z + h2 * k1z, tx + h2 * l1x, ty + h2 * l1y,
+            tz + h2 * l1z, sigma, rho, beta, ts, tr, tb)
+        k3x, k3y, k3z, l3x, l3y, l3z = _rhs_tangent(
+            x + h2 * k2x, y + h2 * k2y, z + h2 * k2z, tx + h2 * l2x, ty + h2 * l2y,
+            tz + h2 * l2z, sigma, rho, beta, ts, tr, tb)
+        k4x, k4y, k4z, l4x, l4y, l4z = _rhs_tangent(
+            x + dt * k3x, y + dt * k3y, z + dt * k3z, tx + dt * l3x, ty + dt * l3y,
+            tz + dt * l3z, sigma, rho, beta, ts, tr, tb)
+        x = x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h6 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        z = z + h6 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+        tx = tx + h6 * (l1x + 2.0 * l2x + 2.0 * l3x + l4x)
+        ty = ty + h6 * (l1y + 2.0 * l2y + 2.0 * l3y + l4y)
+        tz = tz + h6 * (l1z + 2.0 * l2z + 2.0 * l3z + l4z)
+        total += x * x + y * y + z * z
+        dtotal += 2.0 * (x * tx + y * ty + z * tz)
+    return total, dtotal
+
+
 def _make_args(rng, nsteps, dt):
     s0 = np.array([1.0, 1.0, 1.05]) + 0.01 * rng.standard_normal(3)
     return (10.0, 28.0, 8.0 / 3.0, s0, dt, nsteps)
@@ -165,4 +209,5 @@ WORKLOAD = Workload(
     work=lambda nsteps, dt: nsteps,
     peer_loss=_peer_loss,
     peer_note="peers: per-step 3-vector ops; lax.scan (JAX), Python loop (torch, autograd)",
+    tangent=lorenz_tangent,
 )

@@ -47,6 +47,26 @@ def pairwise_adjoint(pos, eps):
     return (g,)
 
 
+@njit(cache=True)
+def pairwise_tangent(pos, eps, dpos):
+    """The energy and its directional derivative: d(r^-1/2 stuff) = -inv^3 (d . dd)."""
+    n = pos.shape[0]
+    total = 0.0
+    dtotal = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = pos[i, 0] - pos[j, 0]
+            dy = pos[i, 1] - pos[j, 1]
+            dz = pos[i, 2] - pos[j, 2]
+            tx = dpos[i, 0] - dpos[j, 0]
+            ty = dpos[i, 1] - dpos[j, 1]
+            tz = dpos[i, 2] - dpos[j, 2]
+            inv = 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz + eps)
+            total += inv
+            dtotal -= inv * inv * inv * (dx * tx + dy * ty + dz * tz)
+    return total, dtotal
+
+
 def _make_args(rng, n, eps):
     return (rng.uniform(0.0, 1.0, (n, 3)), eps)
 
@@ -78,5 +98,6 @@ WORKLOAD = Workload(
     make_args=_make_args,
     work=lambda n, eps: n * n,
     peer_loss=_peer_loss,
+    tangent=pairwise_tangent,
     peer_note="peers: dense n x n x 3 broadcast with an upper-triangle mask",
 )

@@ -36,6 +36,20 @@ def rosenbrock_adjoint(x):
     return (g,)
 
 
+@njit(cache=True)
+def rosenbrock_tangent(x, dx):
+    """The sum and its directional derivative in one pass."""
+    n = x.shape[0]
+    total = 0.0
+    dtotal = 0.0
+    for i in range(n - 1):
+        a = x[i + 1] - x[i] * x[i]
+        b = 1.0 - x[i]
+        total += 100.0 * a * a + b * b
+        dtotal += 200.0 * a * (dx[i + 1] - 2.0 * x[i] * dx[i]) - 2.0 * b * dx[i]
+    return total, dtotal
+
+
 def _make_args(rng, n):
     return (rng.uniform(-1.5, 1.5, n),)
 
@@ -58,4 +72,5 @@ WORKLOAD = Workload(
     work=lambda n: n,
     peer_loss=_peer_loss,
     peer_note="peers: whole-array slices",
+    tangent=rosenbrock_tangent,
 )
