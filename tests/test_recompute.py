@@ -1,0 +1,345 @@
+"""Store or recompute by cost (``analysis/cost.py``, ``modes/tapes.py``): what is taped and
+what is recomputed on small programs, the comments saying so, soundness where an operand
+is overwritten, and the gradients of the loop workloads the decisions change (every input
+element against central differences, compiled and not)."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from gradcheck import check_grad
+from test_pass_decisions import (
+    assert_tapes_balanced,
+    code,
+    gen,
+    lines_matching,
+    pushed_values,
+    pushes,
+    tape_names,
+    vec,
+)
+
+from jitgrad.rules.primitives import TAPE_COST
+
+# --- the loop workloads (benchmarks/workloads, small) -----------------------------------
+
+
+def pairwise(pos, eps):
+    n = pos.shape[0]
+    total = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = pos[i, 0] - pos[j, 0]
+            dy = pos[i, 1] - pos[j, 1]
+            dz = pos[i, 2] - pos[j, 2]
+            total += 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz + eps)
+    return total
+
+
+def logsumexp_rows(z):
+    total = 0.0
+    for i in range(z.shape[0]):
+        m = z[i, 0]
+        for j in range(1, z.shape[1]):
+            if z[i, j] > m:
+                m = z[i, j]
+        s = 0.0
+        for j in range(z.shape[1]):
+            s += np.exp(z[i, j] - m)
+        total += np.log(s) + m
+    return total
+
+
+def softmax_ce(z, labels):
+    n = z.shape[0]
+    c = z.shape[1]
+    total = 0.0
+    for i in range(n):
+        m = z[i, 0]
+        for j in range(1, c):
+            if z[i, j] > m:
+                m = z[i, j]
+        s = 0.0
+        for j in range(c):
+            s += np.exp(z[i, j] - m)
+        total += np.log(s) + m - z[i, labels[i]]
+    return total / n
+
+
+def lorenz(sigma, rho, beta, s0, dt, nsteps):
+    x = s0[0]
+    y = s0[1]
+    z = s0[2]
+    h2 = 0.5 * dt
+    h6 = dt / 6.0
+    total = 0.0
+    for _ in range(nsteps):
+        k1x = sigma * (y - x)
+        k1y = x * (rho - z) - y
+        k1z = x * y - beta * z
+        x2 = x + h2 * k1x
+        y2 = y + h2 * k1y
+        z2 = z + h2 * k1z
+        k2x = sigma * (y2 - x2)
+        k2y = x2 * (rho - z2) - y2
+        k2z = x2 * y2 - beta * z2
+        x3 = x + h2 * k2x
+        y3 = y + h2 * k2y
+        z3 = z + h2 * k2z
+        k3x = sigma * (y3 - x3)
+        k3y = x3 * (rho - z3) - y3
+        k3z = x3 * y3 - beta * z3
+        x4 = x + dt * k3x
+        y4 = y + dt * k3y
+        z4 = z + dt * k3z
+        k4x = sigma * (y4 - x4)
+        k4y = x4 * (rho - z4) - y4
+        k4z = x4 * y4 - beta * z4
+        x = x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
+        y = y + h6 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
+        z = z + h6 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
+        total += x * x + y * y + z * z
+    return total
+
+
+def heat(u0, alpha, nsteps):
+    n = u0.shape[0]
+    u = u0.copy()
+    v = u0.copy()
+    for _ in range(nsteps):
+        for i in range(1, n - 1):
+            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u, v = v, u
+    total = 0.0
+    for i in range(n):
+        total += u[i] * u[i]
+    return total
+
+
+def rosenbrock(x):
+    n = x.shape[0]
+    total = 0.0
+    for i in range(n - 1):
+        a = x[i + 1] - x[i] * x[i]
+        b = 1.0 - x[i]
+        total += 100.0 * a * a + b * b
+    return total
+
+
+_RNG = np.random.default_rng(3)
+WORKLOADS = {
+    "pairwise": (pairwise, (_RNG.uniform(0.0, 1.0, (6, 3)), 0.01), 0),
+    "logsumexp_rows": (logsumexp_rows, (_RNG.normal(size=(4, 5)),), 0),
+    "softmax_ce": (softmax_ce, (_RNG.normal(size=(4, 5)), np.array([0, 3, 1, 4])), 0),
+    "lorenz": (lorenz, (10.0, 28.0, 8.0 / 3.0, np.array([1.0, 1.5, 2.0]), 0.01, 12),
+               (0, 1, 2, 3)),
+    "heat": (heat, (_RNG.uniform(0.0, 1.0, 9), 0.25, 5), (0, 1)),
+    "rosenbrock": (rosenbrock, (_RNG.uniform(-1.0, 1.0, 7),), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_gradient(name, jit):
+    f, args, wrt = WORKLOADS[name]
+    check_grad(f, args, wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6)
+
+
+# --- what is recomputed, what is stored ---------------------------------------------------
+
+
+def test_pairwise_recomputes_each_value_once_and_tapes_nothing():
+    pos, eps = WORKLOADS["pairwise"][1]
+    src = gen(pairwise, pos, eps)
+    assert "_tape" not in src, "every value comes back from pos, never written, and eps"
+    adj = gen(pairwise, pos, eps, stage="adjoint")
+    assert code(adj).count("np.sqrt(") == 1, "the sqrt read by two pullbacks is made once"
+    for v in ("dx", "dy", "dz"):
+        assert len(lines_matching(adj, rf"^\s*{v} = pos\[i, \d\] - pos\[j, \d\]$")) == 1
+    # dx, dy, dz are needed by the products' pullbacks too: charged beyond that only
+    assert re.search(r"# recomputed dx, dy, dz, _t8 from eps, pos \(cost 6 <= tape "
+                     rf"{TAPE_COST:g}, the rest shared with earlier lines\)", adj)
+
+
+def exp_of_element(x, n):
+    s = 0.0
+    for i in range(n):
+        t = math.exp(x[i] * 0.5)
+        s = s + t * t
+    return s
+
+
+def test_transcendental_value_is_stored_with_its_reason():
+    x = vec(4)
+    src = gen(exp_of_element, x, 4)
+    assert pushed_values(src) == ["t"]
+    fwd = gen(exp_of_element, x, 4, stage="forward")
+    assert "# stored t: math.exp costs 20 > tape 16" in fwd
+    assert "math.exp" not in code(gen(exp_of_element, x, 4, stage="adjoint"))
+    assert_tapes_balanced(src)
+    check_grad(exp_of_element, (x, 4), wrt=0, jit=False)
+
+
+def four_divisions(x, n):
+    s = 0.0
+    for i in range(n):
+        t = x[i] / 1.5 / 2.5 / 3.5 / 4.5
+        s = s + t * t
+    return s
+
+
+def five_divisions(x, n):
+    s = 0.0
+    for i in range(n):
+        t = x[i] / 1.5 / 2.5 / 3.5 / 4.5 / 5.5
+        s = s + t * t
+    return s
+
+
+def test_a_chain_is_recomputed_up_to_the_cost_of_a_tape():
+    x = vec(4)
+    cheap = gen(four_divisions, x, 4)
+    assert "_tape" not in cheap, "4 divisions cost 16: no more than a tape round trip"
+    assert "# recomputed t from x (cost 16 <= tape 16)" in cheap
+    dear = gen(five_divisions, x, 4)
+    assert pushed_values(dear) == ["t"]
+    assert "# stored t: div costs 4, in all costs 20 > tape 16" in dear
+    for f in (four_divisions, five_divisions):
+        check_grad(f, (x, 4), wrt=0, jit=False)
+
+
+def sqrt_of_overwritten(x, n):
+    y = x.copy()
+    s = 0.0
+    for i in range(n):
+        r = math.sqrt(y[i] + 1.0)
+        y[i] = r * 0.5
+        s = s + r * y[i]
+    return s
+
+
+def test_value_whose_operand_is_overwritten_is_stored():
+    """sqrt(y[i] + 1) is cheap, but y[i] is overwritten right after it is read: a
+    recomputation in the adjoint would read the new y[i] (the classic bug)."""
+    x = vec(4)
+    src = gen(sqrt_of_overwritten, x, 4)
+    assert "r" in pushed_values(src)
+    assert "# stored r: y is written after _t" in gen(sqrt_of_overwritten, x, 4,
+                                                       stage="forward")
+    assert not lines_matching(gen(sqrt_of_overwritten, x, 4, stage="adjoint"),
+                              r"math\.sqrt\(y\[i\]")
+    check_grad(sqrt_of_overwritten, (x, 4), wrt=0, jit=True)
+    check_grad(sqrt_of_overwritten, (x, 4), wrt=0, jit=False)
+
+
+def shifted_overwrite(x, n):
+    y = x.copy()
+    s = 0.0
+    for i in range(1, n):
+        t = y[i - 1] * 0.7
+        y[i] = y[i] + t * t
+        s = s + t * y[i]
+    return s
+
+
+def test_value_read_from_an_element_written_next_trip_is_stored():
+    x = vec(5)
+    assert "t" in pushed_values(gen(shifted_overwrite, x, 5))
+    check_grad(shifted_overwrite, (x, 5), wrt=0, jit=True)
+    check_grad(shifted_overwrite, (x, 5), wrt=0, jit=False)
+
+
+def shape_arithmetic(x, T):
+    s = 0.0
+    for _ in range(T):
+        for i in range(len(x) - 1):
+            s = s + x[i] * x[i + 1] * 0.5
+    return s
+
+
+def test_integer_shape_arithmetic_is_never_taped():
+    x = vec(5)
+    for f, args in ((shape_arithmetic, (x, 3)), (heat, WORKLOADS["heat"][1])):
+        fwd = gen(f, *args, stage="forward")
+        assert "np.int64" not in tape_names(fwd).values()
+        assert not any(v.startswith("_n") for v in pushed_values(gen(f, *args)))
+    adj = gen(shape_arithmetic, x, 3, stage="adjoint")
+    assert lines_matching(adj, r"= len\(x\) - 1$"), "the inner bound is recomputed"
+    check_grad(shape_arithmetic, (x, 3), wrt=0, jit=False)
+
+
+# --- a value carried from one trip to the next: taped once per trip ----------------------
+
+
+def test_lorenz_tapes_each_state_once_per_step():
+    args = WORKLOADS["lorenz"][1]
+    src = gen(lorenz, *args, wrt=(0, 1, 2, 3))
+    assert sorted(pushed_values(src)) == ["x", "y", "z"], "x, y, z once per step, no stages"
+    fwd = gen(lorenz, *args, wrt=(0, 1, 2, 3), stage="forward")
+    loop = fwd[fwd.index("for _ in range(nsteps):"):]
+    for v in "xyz":
+        push = loop.index(f"] = {v}\n")
+        assert push < loop.index(f"\n        {v} = {v} + "), "taped before its update"
+    assert "# stored x before the loop rebinds it" in fwd
+    adj = gen(lorenz, *args, wrt=(0, 1, 2, 3), stage="adjoint")
+    assert "# recomputed z4 (and " in adj, "the stages come back from x, y, z"
+    assert_tapes_balanced(src)
+
+
+def carried_end_only(x, n):
+    a = 1.0
+    s = 0.0
+    for i in range(n):
+        a = a * 0.5 + x[i]
+        s = s + a * a
+    return s
+
+
+def carried_then_rebound(x, n):
+    a = 1.0
+    s = 0.0
+    for i in range(n):
+        a = a * 0.5 + x[i]
+        s = s + a * a
+    if s > 0.5:
+        a = a * 3.0  # a name rebound after the loop (in a branch: one name, two values)
+    return s + a * a
+
+
+def carried_with_break(x, n):
+    a = 1.0
+    s = 0.0
+    for i in range(n):
+        a = a * 0.5 + x[i]
+        s = s + a * a
+        if s > 2.0:
+            break
+    return s
+
+
+def carried_in_inner_loop(x, n):
+    s = 0.0
+    for k in range(2):
+        a = 1.0
+        for i in range(n):
+            a = a * 0.5 + x[i] * x[k]
+            s = s + a * a
+    return s
+
+
+@pytest.mark.parametrize("f", [carried_end_only, carried_then_rebound, carried_with_break,
+                               carried_in_inner_loop])
+def test_carried_value_restored_by_the_next_trip(f, jit):
+    x = vec(4)
+    src = gen(f, x, 4)
+    assert_tapes_balanced(src)
+    assert len(pushes(src)) >= 1
+    check_grad(f, (x, 4), wrt=0, jit=jit)
+
+
+def test_carried_value_pushes_before_its_update_only_where_sound():
+    x = vec(4)
+    before_update = "stored a before the loop rebinds it"
+    assert before_update in gen(carried_end_only, x, 4, stage="forward")
+    for f in (carried_then_rebound, carried_with_break, carried_in_inner_loop):
+        assert before_update not in gen(f, x, 4, stage="forward"), f.__name__
