@@ -224,8 +224,8 @@ def test_value_whose_operand_is_overwritten_is_stored():
     x = vec(4)
     src = gen(sqrt_of_overwritten, x, 4)
     assert "r" in pushed_values(src)
-    assert "# stored r: y is written after _t" in gen(sqrt_of_overwritten, x, 4,
-                                                       stage="forward")
+    assert "# stored r, _t5: y is written later" in gen(sqrt_of_overwritten, x, 4,
+                                                         stage="forward")
     assert not lines_matching(gen(sqrt_of_overwritten, x, 4, stage="adjoint"),
                               r"math\.sqrt\(y\[i\]")
     check_grad(sqrt_of_overwritten, (x, 4), wrt=0, jit=True)
@@ -236,13 +236,15 @@ def shifted_overwrite(x, n):
     y = x.copy()
     s = 0.0
     for i in range(1, n):
-        t = y[i - 1] * 0.7
-        y[i] = y[i] + t * t
-        s = s + t * y[i]
+        t = y[i] * 0.7
+        y[i - 1] = y[i - 1] + t * t  # next trip, this writes the y[i] read here
+        s = s + t * y[i - 1]
     return s
 
 
 def test_value_read_from_an_element_written_next_trip_is_stored():
+    """t = y[i] * 0.7 is cheap, but the next trip overwrites y[i]: recomputed in the
+    adjoint it would read the final y (the gradient would be wrong)."""
     x = vec(5)
     assert "t" in pushed_values(gen(shifted_overwrite, x, 5))
     check_grad(shifted_overwrite, (x, 5), wrt=0, jit=True)
@@ -266,6 +268,43 @@ def test_integer_shape_arithmetic_is_never_taped():
     adj = gen(shape_arithmetic, x, 3, stage="adjoint")
     assert lines_matching(adj, r"= len\(x\) - 1$"), "the inner bound is recomputed"
     check_grad(shape_arithmetic, (x, 3), wrt=0, jit=False)
+
+
+def shape_of_written(x, T):
+    y = x.copy()
+    s = 0.0
+    for _ in range(T):
+        for i in range(len(y) - 1):
+            y[i] = y[i] * 0.5 + y[i + 1] * 0.25
+        s = s + y[0] * y[1]
+    return s
+
+
+def shape_of_swapped(x, T):
+    u = x.copy()
+    v = x.copy()
+    s = 0.0
+    for _ in range(T):
+        for i in range(len(u) - 1):
+            v[i] = u[i] * 0.5 + u[i + 1] * 0.25
+        u, v = v, u
+        s = s + u[0] * u[1]
+    return s
+
+
+def test_shape_of_an_array_written_in_place_is_recomputed():
+    """Writes into y keep its shape: len(y) - 1 comes back in the adjoint; a name swapped
+    with another may name an array of another shape next trip: its length is taped."""
+    x = vec(5)
+    src = gen(shape_of_written, x, 3)
+    assert "np.int64" not in tape_names(gen(shape_of_written, x, 3, stage="forward")).values()
+    assert lines_matching(src, r"= len\(y\) - 1$")
+    fwd = gen(shape_of_swapped, x, 3, stage="forward")
+    assert "np.int64" in tape_names(fwd).values()
+    assert "u is rebound later (its shape may change)" in fwd
+    for f in (shape_of_written, shape_of_swapped):
+        check_grad(f, (x, 3), wrt=0, jit=True)
+        check_grad(f, (x, 3), wrt=0, jit=False)
 
 
 # --- a value carried from one trip to the next: taped once per trip ----------------------

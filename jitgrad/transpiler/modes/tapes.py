@@ -286,7 +286,7 @@ class TapeMixin:
             base = v.value.id
             group = self.an.aliases.get(base, {base})
             if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
-                plan.why = plan.why or f"{base} is written after {n} is read from it"
+                plan.why = plan.why or f"{base} is written later"
                 return None
             sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
             for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
@@ -363,9 +363,15 @@ class TapeMixin:
                 plan.why = plan.why or f"{n} reads its own old value"
                 return None
         if int_arith(v, self.an):
+            shaped = shape_operands(v)
             for m in walk(v):
                 if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
                     continue  # the function name in len(x)
+                if isinstance(m, ast.Name) and m.id in shaped:
+                    if self.an.may_rebind_after(m.id, d):
+                        plan.why = plan.why or f"{m.id} is rebound later (its shape may change)"
+                        return None
+                    continue  # writes into it keep its shape
                 if isinstance(m, ast.Name) and not (
                         self.an.recomputed_index(m.id, s)
                         or not self.an.may_redefine_after(m.id, d, include_self=False)):
@@ -471,6 +477,17 @@ def shape_query(v: ast.expr) -> bool:
     return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
             and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
             and isinstance(v.slice, ast.Constant))
+
+
+def shape_operands(v: ast.expr) -> set[str]:
+    """The arrays whose shape ``v`` queries (``x`` in ``len(x) - 1``)."""
+    out = set()
+    for m in walk(v):
+        if isinstance(m, ast.expr) and shape_query(m):
+            base = m.args[0] if isinstance(m, ast.Call) else m.value
+            base = base.value if isinstance(base, ast.Attribute) else base
+            out.add(base.id)
+    return out
 
 
 def int_arith(v: ast.expr, an: Analysis) -> bool:
