@@ -5,6 +5,8 @@ element against central differences, compiled and not)."""
 
 import math
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,22 +24,14 @@ from test_pass_decisions import (
 
 from jitgrad.rules.primitives import TAPE_COST
 
-# --- the loop workloads (benchmarks/workloads, small) -----------------------------------
+# --- the loop workloads (benchmarks/workloads, at small sizes) ------------------------
 
-
-def pairwise(pos, eps):
-    n = pos.shape[0]
-    total = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx = pos[i, 0] - pos[j, 0]
-            dy = pos[i, 1] - pos[j, 1]
-            dz = pos[i, 2] - pos[j, 2]
-            total += 1.0 / np.sqrt(dx * dx + dy * dy + dz * dz + eps)
-    return total
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from workloads import WORKLOADS as BENCH  # noqa: E402
 
 
 def logsumexp_rows(z):
+    """Row-wise log-sum-exp with max shift (softmax_ce without the labels)."""
     total = 0.0
     for i in range(z.shape[0]):
         m = z[i, 0]
@@ -51,98 +45,26 @@ def logsumexp_rows(z):
     return total
 
 
-def softmax_ce(z, labels):
-    n = z.shape[0]
-    c = z.shape[1]
-    total = 0.0
-    for i in range(n):
-        m = z[i, 0]
-        for j in range(1, c):
-            if z[i, j] > m:
-                m = z[i, j]
-        s = 0.0
-        for j in range(c):
-            s += np.exp(z[i, j] - m)
-        total += np.log(s) + m - z[i, labels[i]]
-    return total / n
+def _small(name: str, **sizes):
+    w = BENCH[name]
+    return w.primal, w.make_args(np.random.default_rng(3), **sizes), w.wrt
 
 
-def lorenz(sigma, rho, beta, s0, dt, nsteps):
-    x = s0[0]
-    y = s0[1]
-    z = s0[2]
-    h2 = 0.5 * dt
-    h6 = dt / 6.0
-    total = 0.0
-    for _ in range(nsteps):
-        k1x = sigma * (y - x)
-        k1y = x * (rho - z) - y
-        k1z = x * y - beta * z
-        x2 = x + h2 * k1x
-        y2 = y + h2 * k1y
-        z2 = z + h2 * k1z
-        k2x = sigma * (y2 - x2)
-        k2y = x2 * (rho - z2) - y2
-        k2z = x2 * y2 - beta * z2
-        x3 = x + h2 * k2x
-        y3 = y + h2 * k2y
-        z3 = z + h2 * k2z
-        k3x = sigma * (y3 - x3)
-        k3y = x3 * (rho - z3) - y3
-        k3z = x3 * y3 - beta * z3
-        x4 = x + dt * k3x
-        y4 = y + dt * k3y
-        z4 = z + dt * k3z
-        k4x = sigma * (y4 - x4)
-        k4y = x4 * (rho - z4) - y4
-        k4z = x4 * y4 - beta * z4
-        x = x + h6 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        y = y + h6 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
-        z = z + h6 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
-        total += x * x + y * y + z * z
-    return total
-
-
-def heat(u0, alpha, nsteps):
-    n = u0.shape[0]
-    u = u0.copy()
-    v = u0.copy()
-    for _ in range(nsteps):
-        for i in range(1, n - 1):
-            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1])
-        u, v = v, u
-    total = 0.0
-    for i in range(n):
-        total += u[i] * u[i]
-    return total
-
-
-def rosenbrock(x):
-    n = x.shape[0]
-    total = 0.0
-    for i in range(n - 1):
-        a = x[i + 1] - x[i] * x[i]
-        b = 1.0 - x[i]
-        total += 100.0 * a * a + b * b
-    return total
-
-
-_RNG = np.random.default_rng(3)
+pairwise, lorenz, heat = (BENCH[n].primal for n in ("pairwise", "lorenz", "heat"))
 WORKLOADS = {
-    "pairwise": (pairwise, (_RNG.uniform(0.0, 1.0, (6, 3)), 0.01), 0),
-    "logsumexp_rows": (logsumexp_rows, (_RNG.normal(size=(4, 5)),), 0),
-    "softmax_ce": (softmax_ce, (_RNG.normal(size=(4, 5)), np.array([0, 3, 1, 4])), 0),
-    "lorenz": (lorenz, (10.0, 28.0, 8.0 / 3.0, np.array([1.0, 1.5, 2.0]), 0.01, 12),
-               (0, 1, 2, 3)),
-    "heat": (heat, (_RNG.uniform(0.0, 1.0, 9), 0.25, 5), (0, 1)),
-    "rosenbrock": (rosenbrock, (_RNG.uniform(-1.0, 1.0, 7),), 0),
+    "pairwise": _small("pairwise", n=6, eps=0.01),
+    "logsumexp_rows": (logsumexp_rows, (np.random.default_rng(3).normal(size=(4, 5)),), (0,)),
+    "softmax_ce": _small("softmax_ce", n=4, classes=5),
+    "lorenz": _small("lorenz", nsteps=12, dt=0.01),
+    "heat": _small("heat", n=9, nsteps=5),
+    "rosenbrock": _small("rosenbrock", n=7),
 }
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_workload_gradient(name, jit):
     f, args, wrt = WORKLOADS[name]
-    check_grad(f, args, wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6)
+    check_grad(f, args, wrt=tuple(wrt), jit=jit, rtol=1e-5, atol=1e-6)
 
 
 # --- what is recomputed, what is stored ---------------------------------------------------
@@ -311,16 +233,16 @@ def test_shape_of_an_array_written_in_place_is_recomputed():
 
 
 def test_lorenz_tapes_each_state_once_per_step():
-    args = WORKLOADS["lorenz"][1]
-    src = gen(lorenz, *args, wrt=(0, 1, 2, 3))
+    args, wrt = WORKLOADS["lorenz"][1], tuple(WORKLOADS["lorenz"][2])
+    src = gen(lorenz, *args, wrt=wrt)
     assert sorted(pushed_values(src)) == ["x", "y", "z"], "x, y, z once per step, no stages"
-    fwd = gen(lorenz, *args, wrt=(0, 1, 2, 3), stage="forward")
+    fwd = gen(lorenz, *args, wrt=wrt, stage="forward")
     loop = fwd[fwd.index("for _ in range(nsteps):"):]
     for v in "xyz":
         push = loop.index(f"] = {v}\n")
         assert push < loop.index(f"\n        {v} = {v} + "), "taped before its update"
     assert "# stored x before the loop rebinds it" in fwd
-    adj = gen(lorenz, *args, wrt=(0, 1, 2, 3), stage="adjoint")
+    adj = gen(lorenz, *args, wrt=wrt, stage="adjoint")
     assert "# recomputed z4 (and " in adj, "the stages come back from x, y, z"
     assert_tapes_balanced(src)
 
