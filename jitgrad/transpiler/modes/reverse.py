@@ -28,8 +28,9 @@ from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
+from .recompute import RecomputeMixin, nonlinear_reads
 from .reverse_flow import ControlFlowMixin
-from .tapes import TapeMixin, nonlinear_reads
+from .tapes import TapeMixin
 from .template import instantiate, template_of
 
 
@@ -66,7 +67,7 @@ class _Scalars:
         return n in self.names and not self.an.kind(n).is_array
 
 
-class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
+class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
     """Generates both sweeps; see the module docstring."""
 
     def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
