@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, function_from_source
 from test_pass_decisions import (
     assert_tapes_balanced,
     code,
@@ -304,3 +304,36 @@ def test_carried_value_pushes_before_its_update_only_where_sound():
     assert before_update in gen(carried_end_only, x, 4, stage="forward")
     for f in (carried_then_rebound, carried_with_break, carried_in_inner_loop):
         assert before_update not in gen(f, x, 4, stage="forward"), f.__name__
+
+
+# --- random loops with carried values and recomputable chains -------------------------
+
+_TERMS = ["a * b", "a - x[i]", "b * x[i]", "math.sin(a)", "math.sqrt(b * b + 1.0)",
+          "a / (1.5 + b * b)", "x[i] * x[i]", "math.exp(0.2 * a)", "t * a", "t - b"]
+
+
+def _carried_source(rng: np.random.Generator) -> str:
+    """A loop whose carried scalars a, b are read before and after their updates, and a
+    temporary t made from them (recomputable or not, by the draw)."""
+    def term() -> str:
+        return str(rng.choice(_TERMS))
+    body = [f"        t = {rng.choice(_TERMS[:8])}",
+            f"        s = s + {term()} * 0.5",
+            f"        a = 0.5 * a + 0.3 * ({term()})",
+            f"        s = s + {term()} * 0.25",
+            f"        b = 0.6 * b + 0.2 * ({term()})",
+            f"        s = s + {term()}"]
+    if rng.integers(2):
+        body.insert(int(rng.integers(1, len(body))), f"        s = s * 0.9 + {term()}")
+    return ("import math\n\n\ndef f(x, n):\n    a = 0.3\n    b = 0.7\n    s = 0.0\n"
+            "    for i in range(n):\n" + "\n".join(body) + "\n    return s + a * b\n")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_carried_loops(tmp_path_factory, seed):
+    rng = np.random.default_rng(1000 + seed)
+    f = function_from_source(tmp_path_factory.mktemp("carried"), f"carried_{seed}",
+                             _carried_source(rng))
+    x = np.random.default_rng(seed).uniform(0.2, 0.9, 5)
+    for jit in (False, True) if seed % 4 == 0 else (False,):
+        check_grad(f, (x, 5), wrt=0, jit=jit)
