@@ -11,10 +11,10 @@ says so in the generated code.
 
 >>> plan = Plan(ast.parse("np.sqrt(_t9)").body[0].value, [("dx", None)], 15.0,
 ...             {"pos", "eps"}, ops=10)
->>> print(note([decide("_t8", plan)], stored=False))
-recomputed dx, _t8 from eps, pos (cost 15 <= tape 16)
->>> print(note([decide("t", Plan(None, why="math.sin costs 20 > tape 16"))], stored=True))
-stored t: math.sin costs 20 > tape 16
+>>> note([decide("_t8", plan)], stored=False)
+['recomputed dx, _t8 from eps, pos (cost 15 <= tape 16)']
+>>> note([decide("t", Plan(None, why="math.sin costs 20 > tape 16"))], stored=True)
+['stored t: math.sin costs 20 > tape 16']
 """
 
 from __future__ import annotations
@@ -120,22 +120,23 @@ def decide(name: str, plan: Plan) -> Decision:
                     f"{rest})", plan)
 
 
-def note(decisions: list[Decision], stored: bool) -> str | None:
-    """One comment line for the decisions of one statement (stored or recomputed ones);
-    None when there is nothing worth saying."""
+def note(decisions: list[Decision], stored: bool) -> list[str]:
+    """The comment lines for the decisions of one statement (its stored or its recomputed
+    values): one per reason for what is stored, one per recomputed value; none for
+    re-reads and single operators."""
     ds = [d for d in decisions if d.stored == stored and not d.quiet]
-    if not ds:
-        return None
     if stored:  # one clause per reason: ``stored a, b: rebound later``
         by: dict[str, list[str]] = {}
         for d in ds:
             by.setdefault(d.reason, []).append(d.name)
-        return "stored " + "; ".join(f"{', '.join(ns)}: {r}" for r, ns in by.items())
-    parts = []
+        return ["stored " + "; ".join(f"{', '.join(ns)}: {r}" for r, ns in by.items())] \
+            if by else []
+    lines = []
     for d in ds:
         named = [m for m, _ in d.plan.steps if not is_generated(m)] if d.plan else []
         if len(named) > 4:  # a whole chain: say how long, not every name
-            parts.append(f"{d.name} (and {len(d.plan.steps)} values on the way) {d.why}")
+            lines.append(f"recomputed {d.name} (and {len(d.plan.steps)} values on the way) "
+                         f"{d.why}")
         else:
-            parts.append(f"{', '.join([*named, d.name])} {d.why}")
-    return "recomputed " + "; ".join(parts)
+            lines.append(f"recomputed {', '.join([*named, d.name])} {d.why}")
+    return lines

@@ -15,10 +15,10 @@ import ast
 
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
-from ..backend.emit import comment
 from ..front.desugar import name
 from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
+from .tapes import decision
 
 
 class RecomputeMixin:
@@ -68,7 +68,7 @@ class RecomputeMixin:
         names = sorted(self.restore_at.get(id(s), ()))
         if not names:
             return fwd, rev
-        c = comment(f"stored {', '.join(names)} before the loop rebinds "
+        c = decision(f"stored {', '.join(names)} before the loop rebinds "
                     f"{'them' if len(names) > 1 else 'it'}: the value each trip ends with is "
                     "the next one's")
         PUSH.set(c, True)

@@ -19,7 +19,7 @@ from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..nodes import clone, loaded_ids, stmt_defs, walk
-from ..notes import PUSH
+from ..notes import DECISION, PUSH
 
 
 class TapeMixin:
@@ -45,7 +45,6 @@ class TapeMixin:
         made = set() if compound else self.post_restored
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
-        decisions: list[Decision] = []
         stored: list[Decision] = []
         wanted: list[tuple[str, bool, bool]] = []  # (name, s's own output, restored here)
         for n in reads:
@@ -66,8 +65,8 @@ class TapeMixin:
             if need:
                 wanted.append((n, is_out, not is_out and not compound and n not in defined))
         joint = self.joint_plans(wanted, s, restored, compound)
-        if joint is not None:
-            decisions.append(joint[1])
+        if joint is not None:  # one comment for the values recomputed together
+            pops += [decision(said) for said in note([joint[1]], stored=False)]
         for n, is_out, restores in wanted:
             if joint is not None:
                 plan = joint[0][n]
@@ -76,8 +75,8 @@ class TapeMixin:
                 plan = self.recompute(n, s, restored, post=is_out,
                                       steps=not compound and not is_out)
                 d = decide(n, plan)
-                if not d.stored:
-                    decisions.append(d)
+                # each recomputed value's comment heads its statements
+                pops += [decision(said) for said in note([d], stored=False)]
             if not d.stored:
                 for m, e in plan.steps:  # intermediate values, restored on the way
                     pops.append(assign(m, e))
@@ -110,15 +109,13 @@ class TapeMixin:
                 pops += pop(fresh)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
-        said = note(stored, stored=True)
-        if said:
+        for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
-            c = comment(said)
+            c = decision(said)
             PUSH.set(c, True)  # goes with the pushes where a region runs without tapes
             at.insert(where, c)
-        said = note(decisions, stored=False)
-        return ([comment(said)] if said else []) + pops
+        return pops
 
     def new_tape(self, tape: str, n: str, s: ast.stmt, kind: Kind | None = None):
         """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
@@ -197,3 +194,10 @@ class TapeMixin:
         return pops, holder
 
     # --- blocks ------------------------------------------------------------------
+
+
+def decision(text: str) -> ast.stmt:
+    """A ``# stored ...`` / ``# recomputed ...`` comment (``notes.DECISION``)."""
+    c = comment(text)
+    DECISION.set(c, True)
+    return c
