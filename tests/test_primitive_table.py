@@ -111,6 +111,10 @@ def test_direct_facts():
     assert fact(np.asarray).view and not fact(np.array).view and fact(np.array).allocates
     assert fact(np.zeros).allocates and fact(np.zeros).non_differentiable
     assert fact(math.sqrt).cheap and fact(np.sqrt).cheap and not fact(np.sin).cheap
+    # costs, in tape round trips of 16: an add 1, a division 4, sqrt 6, exp and sin 20
+    assert fact(operator.add).cost == 1 and fact(operator.truediv).cost == 4
+    assert fact(np.sqrt).cost == 6 and fact(np.exp).cost == fact(math.sin).cost == 20
+    assert fact(np.linalg.solve).cost is None  # unknown: never recomputed
     assert not fact(np.linalg.solve).device and not fact(np.zeros).device
     assert fact(math.sin).device and fact(operator.mul).device
     assert fact(np.sum).linear and fact(operator.add).linear and not fact(np.sin).linear
@@ -163,7 +167,7 @@ def test_grad_rule_keywords_set_record_fields():
     jg.grad_rule(fresh_buffer, allocates=True)(_double)
     assert "fresh_buffer" in allocating_names()
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
-                               "device"}
+                               "cost", "device"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 

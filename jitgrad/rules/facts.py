@@ -2,7 +2,7 @@
 
 Rules (``operators``, ``elementwise``, ``arrays``) say how to differentiate; this
 table says what kind of value each primitive returns, which spell the same thing,
-which return views or fresh arrays, which are linear, cheap, or allowed on the
+which return views or fresh arrays, which are linear, what they cost, or allowed on the
 device.  Ufuncs and ``math`` functions are elementwise and broadcast by default
 (``primitives.record``); only what differs from the defaults is listed.
 """
@@ -77,9 +77,26 @@ declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.o
         np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
         allocates=True)
 
-# --- cost: scalar calls cheaper to recompute in the adjoint than to tape --------------
+# --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
+# the reverse pass recomputes a value the adjoint needs when its recomputation costs
+# no more than a tape round trip (analysis/cost.py); unlisted functions are never redone
 
-declare(np.sqrt, math.sqrt, np.abs, builtins.abs, math.fabs, cheap=True)
+declare(operator.add, operator.sub, operator.mul, operator.neg, operator.pos, np.add,
+        np.subtract, np.multiply, np.negative, np.positive, np.square, builtins.abs, np.abs,
+        np.absolute, np.fabs, math.fabs, builtins.min, builtins.max, np.minimum, np.maximum,
+        np.fmin, np.fmax, np.sign, np.copysign, math.copysign, builtins.float, np.float64,
+        builtins.int, builtins.bool, np.floor, np.ceil, np.trunc, math.floor, math.ceil,
+        math.trunc, cost=1)
+declare(operator.truediv, operator.floordiv, operator.mod, np.divide, np.true_divide,
+        np.reciprocal, cost=4)
+declare(np.sqrt, math.sqrt, cost=6)
+declare(np.hypot, math.hypot, cost=10)
+declare(np.exp, math.exp, np.expm1, math.expm1, np.exp2, np.log, math.log, np.log2,
+        math.log2, np.log10, math.log10, np.log1p, math.log1p, np.sin, math.sin, np.cos,
+        math.cos, np.tan, math.tan, np.arcsin, math.asin, np.arccos, math.acos, np.arctan,
+        math.atan, np.arctan2, math.atan2, np.sinh, math.sinh, np.cosh, math.cosh, np.tanh,
+        math.tanh, np.arcsinh, math.asinh, np.arccosh, math.acosh, np.arctanh, math.atanh,
+        operator.pow, builtins.pow, math.pow, np.power, np.float_power, cost=20)
 
 # --- linear (tangent = the primitive of the tangents) and elementwise ------------------
 

@@ -93,7 +93,10 @@ class Primitive:
     arguments, axes or indices, as they are), ``elementwise`` that it maps each element
     (after broadcasting) on its own.  ``view``: the result may share the first
     argument's buffer; ``allocates``: the result is a newly allocated array that nothing
-    else reaches.  ``cheap``: recomputing a scalar call costs less than taping it;
+    else reaches.  ``cost``: what one scalar call costs to evaluate, in the units of
+    ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
+    recomputed in the adjoint); ``cheap`` (a settable spelling of it): recomputing a
+    scalar call costs no more than taping it;
     ``device``: allowed in CUDA device code; ``query``: depends only on its argument's
     shape or type.  ``methods`` and ``attrs`` are the array methods (``x.sum()``) and
     attributes (``x.T``) that spell it; ``aliases`` are the other functions that share
@@ -109,17 +112,34 @@ class Primitive:
     result: Result = UNKNOWN
     view: bool = False
     allocates: bool = False
-    cheap: bool = False
+    cost: float | None = None
     device: bool = False
     query: bool = False
     methods: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ()
     aliases: tuple[Any, ...] = ()
 
+    @property
+    def cheap(self) -> bool:
+        """Is recomputing a scalar call no dearer than a tape round trip?"""
+        return self.cost is not None and self.cost <= TAPE_COST
+
+    @cheap.setter
+    def cheap(self, value: bool) -> None:
+        if value and not self.cheap:
+            self.cost = 1.0
+        elif not value and self.cheap:
+            self.cost = None
+
+
+#: what pushing one double on a tape in a loop and popping it in the adjoint costs, in
+#: the units of ``Primitive.cost`` (the store, the load and the cursor, and the memory
+#: traffic of a tape too big for the caches); a value that costs more is stored
+TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "cheap",
-            "device", "query", "methods", "attrs")
+            "cost", "device", "query", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -155,6 +175,11 @@ def update(rec: Primitive, facts: dict[str, Any]) -> None:
                              f"{', '.join(SETTABLE)}")
         if key == "result" and (not isinstance(value, Result) or value.how not in RESULT_HOWS):
             raise RuleError(f"result={value!r} is not a primitives.Result")
+        if key == "cost" and value is not None and (
+                not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+            raise RuleError(f"cost={value!r} is not a non-negative number (or None)")
+        if key == "cost" and value is not None:
+            value = float(value)
         if key in ("methods", "attrs"):
             value = (value,) if isinstance(value, str) else tuple(value)
             index = _BY_METHOD if key == "methods" else _BY_ATTR
@@ -223,6 +248,12 @@ def returns_view(fn: Any) -> bool:
 def cheap(fn: Any) -> bool:
     rec = _RECORDS.get(id(fn))
     return rec is not None and rec.cheap
+
+
+def cost(fn: Any) -> float | None:
+    """What one scalar call of ``fn`` costs (``Primitive.cost``), None where unknown."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.cost
 
 
 def allocating_names() -> frozenset[str]:

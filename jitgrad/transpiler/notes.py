@@ -102,9 +102,13 @@ SCALAR_RESULT: Note[bool] = Note(
     "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
+DECISION: Note[bool] = Note(
+    "decision", False, "reverse (tapes)",
+    "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
+    "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, AUG, KIND, POS, END, BLOCK, PUSH,
-         SCALAR_RESULT, COMMENT)
+         SCALAR_RESULT, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
@@ -135,6 +139,7 @@ def checkpoint(s: ast.AST) -> bool:
     return isinstance(s, Checkpoint)
 
 
-__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "END", "KIND", "LOOP_SEQ",
+__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "KIND",
+           "LOOP_SEQ",
            "NOTES", "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note",
            "Required", "carry", "checkpoint"]

@@ -351,6 +351,62 @@ def reverse_(u: Unit) -> None:
         dx += _dret * y
         dy += _dret * x
         return (_t, (dx, dy))
+
+    A value the adjoint reads that the next trip overwrites is recomputed where that costs
+    no more than a tape round trip, and stored otherwise (``analysis/cost.py``); comments
+    say which and why:
+
+    >>> print(example("reverse", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         r = math.sqrt(x[i] * x[i] + 1.0)
+    ...         t = math.exp(r)
+    ...         s = s + t * r
+    ...     return s
+    ... ''', args=(np.ones(3), 3)))
+    def f_grad(x, n, _dret):
+        _tape_t_1 = np.empty(0, np.float64)
+        _tape_t_1n = 0
+        s = 0.0
+        _tape_t_1 = tape_reserve(_tape_t_1, _tape_t_1n, n)
+        for i in range(n):
+            _t3 = x[i]
+            _t4 = x[i]
+            _t2 = _t3 * _t4
+            _t = _t2 + 1.0
+            r = math.sqrt(_t)
+            t = math.exp(r)
+            # stored t: math.exp costs 20 > tape 16
+            _tape_t_1[_tape_t_1n] = t
+            _tape_t_1n += 1
+            _t5 = t * r
+            s = s + _t5
+        dx = np.zeros_like(x)
+        ds = 0.0
+        ds += _dret
+        for i in range(n - 1, -1, -1):
+            # line 6: s = s + t * r
+            _dt5 = ds
+            # recomputed r from x (cost 6 <= tape 16, the rest shared with earlier lines)
+            _t2 = x[i] * x[i]
+            _t = _t2 + 1.0
+            r = math.sqrt(_t)
+            _tape_t_1n -= 1
+            t = _tape_t_1[_tape_t_1n]
+            dt = _dt5 * r
+            dr = _dt5 * t
+            # line 5: t = math.exp(r)
+            dr += dt * t
+            # line 4: r = math.sqrt(x[i] * x[i] + 1.0)
+            _dt = guard(dr, dr * 0.5 / r)
+            _t3 = x[i]
+            _t4 = x[i]
+            _dt3 = _dt * _t4
+            _dt4 = _dt * _t3
+            dx[i] += _dt4
+            dx[i] += _dt3
+        return (s, dx)
     """
     sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, u.returns)
     # the adjoint sweep may restore overwritten names: keep the outputs aside first

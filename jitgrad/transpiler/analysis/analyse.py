@@ -157,6 +157,13 @@ class Analysis:
         # an array also changes when a name sharing its buffer is written in place
         return any(self._redefines(d, s, include_self, loops) for d in self.shared_writes(n))
 
+    def may_rebind_after(self, n: str, s: ast.stmt) -> bool:
+        """Can an assignment binding the name ``n`` anew (not a write into its buffer, which
+        keeps its shape) execute after ``s``?"""
+        loops = self.enclosing_loops(s)
+        return any(self._redefines(d, s, False, loops) for d in self.defs.get(n, ())
+                   if not (n in self.inplace and any(d is w for w in self.inplace[n])))
+
     def _redefines(self, d: ast.stmt, s: ast.stmt, include_self: bool,
                    loops: list[ast.stmt]) -> bool:
         """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``)?"""

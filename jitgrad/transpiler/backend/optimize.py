@@ -24,7 +24,7 @@ from ...rules.primitives import allocating
 from ..front.inline import rename
 from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
-from ..notes import COMMENT, SCALAR_RESULT
+from ..notes import COMMENT, DECISION, SCALAR_RESULT
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -261,10 +261,16 @@ def _sweep(stmts: list[ast.stmt], keep: set[int],
     """The kept statements; a loop whose body is all dead stays as ``for ...: pass`` where
     its target is read after it (``bound``), else it goes."""
     out = _sweep_all(stmts, keep, bound)
-    # a source comment stays only if the statements under it do
-    return [s for k, s in enumerate(out) if not COMMENT.get(s)
-            or (k + 1 < len(out) and not COMMENT.get(out[k + 1])
-                and not isinstance(out[k + 1], ast.Return))]
+    # a comment stays only if the statements under it do (past the decision comments
+    # that head them: ``# line 4: ...``, ``# recomputed r ...``, statements)
+    return [s for k, s in enumerate(out) if not COMMENT.get(s) or _heads(out, k + 1)]
+
+
+def _heads(out: list[ast.stmt], j: int) -> bool:
+    """Does a statement follow at ``j``, past decision comments only?"""
+    while j < len(out) and COMMENT.get(out[j]) and DECISION.get(out[j]):
+        j += 1
+    return j < len(out) and not COMMENT.get(out[j]) and not isinstance(out[j], ast.Return)
 
 
 def _sweep_all(stmts: list[ast.stmt], keep: set[int], bound) -> list[ast.stmt]:

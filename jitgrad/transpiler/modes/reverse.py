@@ -25,9 +25,10 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..naming import SEED, Namer
-from ..nodes import clone, stmt_defs, walk
+from ..nodes import clone, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
+from .recompute import RecomputeMixin, nonlinear_reads
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
@@ -66,7 +67,7 @@ class _Scalars:
         return n in self.names and not self.an.kind(n).is_array
 
 
-class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
+class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
     """Generates both sweeps; see the module docstring."""
 
     def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
@@ -82,6 +83,11 @@ class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
         self.fwd_vars: set[str] = set(args)
         self.touched: set[str] = set()
         self.restored_names: set[str] = set()
+        self.post_restored: set[str] = set()
+        #: statement id -> the scalars taped before it, restored after its adjoint
+        self.restore_at: dict[int, set[str]] = {}
+        self.regions = False  # any checkpointed region in the function
+        self.nonlinear_reads: dict[str, list[ast.stmt]] = {}  # (``tapes.nonlinear_reads``)
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
         self.schedules: list = []
@@ -183,8 +189,11 @@ class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
         chunks: list[list[ast.stmt]] = []  # each statement's forward, last statement first
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
+            # what a later statement restored of this one's outputs: the values it made
+            self.post_restored = restored & set(stmt_defs(s))
             restored -= {m for n in all_defs(s) for m in self.an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
+            f, r = self.restore_before(s, f, r, restored)
             chunks.append(list(f))  # as it is now, like the slice assignment was
             line = getattr(s, "lineno", None)
             if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
@@ -494,6 +503,8 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     """Build the forward and adjoint sweeps (see module docstring)."""
     r = Reverser(parsed, an, env, namer, args, wrt, returns)
     r.fwd_vars |= set(an.defs)
+    r.regions = any(checkpoint(x) for x in walk_stmts(body))
+    r.nonlinear_reads = nonlinear_reads(body, an)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)

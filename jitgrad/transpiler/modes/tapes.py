@@ -1,9 +1,10 @@
 """Tapes: what the adjoint of a statement reads, and whether to push, restore or recompute it.
 
-A value is pushed only when something may redefine it before the adjoint runs;
-cheap values (element reads of unwritten arrays, integer arithmetic, ``+ - * /``
-and ``sqrt``/``abs`` of available values) are recomputed instead.  Scalars go to
-typed arrays reserved once per loop; arrays to lists of snapshots.
+A value is pushed only when something may redefine it before the adjoint runs, and
+only when recomputing it would cost more (``recompute.py`` plans it, ``analysis/cost.py``
+prices and decides: element reads of unwritten arrays, integer arithmetic, operators
+and scalar calls priced by the primitive table, from values still available).  Scalars
+go to typed arrays reserved once per loop; arrays to lists of snapshots.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers
-from ...rules.primitives import cheap
-from ..analysis.analyse import Analysis
+from ..analysis.cost import Decision, decide, note
 from ..analysis.kinds import Kind
 from ..astutil import all_defs, binop
+from ..backend.emit import comment
 from ..front.desugar import assign, const, name
-from ..front.inline import rename, resolve
+from ..front.inline import rename
 from ..nodes import clone, loaded_ids, stmt_defs, walk
-from ..notes import BLOCK, PUSH
+from ..notes import DECISION, PUSH
 
 
 class TapeMixin:
@@ -27,23 +28,31 @@ class TapeMixin:
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
                  reads: set[str] | None = None) -> list[ast.stmt]:
-        """Push what the adjoint of ``s`` reads that may change before the adjoint runs.
+        """Push what the adjoint of ``s`` reads that may change before the adjoint runs,
+        or recompute it where ``analysis.cost.decide`` finds that cheaper.
 
         ``rev`` is renamed in place where a value is popped into a fresh name; for a
         compound statement ``reads`` (its header's names) and ``rev`` (its header
-        expressions) are given by the caller.
+        expressions) are given by the caller.  The decisions go into the code as one
+        comment each way (what was stored, at the pushes; what was recomputed).
         """
         if reads is None:
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # values defined earlier first: a later one may then be recomputed from them
         reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
         defined = set(stmt_defs(s)) if not compound else all_defs(s)
+        # outputs of ``s`` a later statement's adjoint restored: they hold what s made
+        made = set() if compound else self.post_restored
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
+        stored: list[Decision] = []
+        wanted: list[tuple[str, bool, bool]] = []  # (name, s's own output, restored here)
         for n in reads:
             if self.an.recomputed_index(n, s):
                 continue
             is_out = n in outputs
+            if is_out and n in made:
+                continue
             if is_out and n not in self.an.defs:
                 # a rule's own value, made here: the next iteration makes it again
                 need = bool(self.an.enclosing_loops(s))
@@ -53,26 +62,44 @@ class TapeMixin:
                 need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
                 if need and n in restored and n not in defined and not compound:
                     need = False
-            if not need:
-                continue
-            again = self.recompute(n, s, restored, post=is_out)
-            if again is not None and sum(isinstance(x, (ast.BinOp, ast.Call))
-                                         for x in walk(again)) > 16:
-                again = None  # cheaper to tape than to redo a big expression
-            if again is not None:
-                if not is_out and not compound and n not in defined:
-                    pops.append(assign(n, again))  # restores n: earlier statements reuse it
+            if need:
+                wanted.append((n, is_out, not is_out and not compound and n not in defined))
+        joint = self.joint_plans(wanted, s, restored, compound)
+        if joint is not None:  # one comment for the values recomputed together
+            pops += [decision(said) for said in note([joint[1]], stored=False)]
+        for n, is_out, restores in wanted:
+            if joint is not None:
+                plan = joint[0][n]
+                d = Decision(n, False, "", plan)
+            else:
+                plan = self.recompute(n, s, restored, post=is_out,
+                                      steps=not compound and not is_out)
+                d = decide(n, plan)
+                # each recomputed value's comment heads its statements
+                pops += [decision(said) for said in note([d], stored=False)]
+            if not d.stored:
+                for m, e in plan.steps:  # intermediate values, restored on the way
+                    pops.append(assign(m, e))
+                    restored.add(m)
+                    self.restored_names.add(m)
+                if restores:
+                    pops.append(assign(n, plan.expr))  # restores n: earlier statements reuse it
                     restored.add(n)
                     self.restored_names.add(n)
                 else:
                     fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                     mapping[n] = fresh
-                    pops.append(assign(fresh, again))
+                    pops.append(assign(fresh, plan.expr))
                 continue
+            first = self.restored_next_trip(n, s) if restores else None
+            if first is not None:  # the next trip's adjoint restores it where first rebinds it
+                self.restore_at.setdefault(id(first), set()).add(n)
+                continue
+            stored.append(d)
             tape = self.namer.tape(n)
             push, pop = self.new_tape(tape, n, s)
             (fwd_after if is_out else fwd_before).extend(push)
-            if not is_out and not compound and n not in defined:
+            if restores:
                 pops += pop(n)
                 restored.add(n)
                 self.restored_names.add(n)
@@ -82,87 +109,13 @@ class TapeMixin:
                 pops += pop(fresh)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
+        for said in note(stored, stored=True):
+            at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
+            where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
+            c = decision(said)
+            PUSH.set(c, True)  # goes with the pushes where a region runs without tapes
+            at.insert(where, c)
         return pops
-
-    def recompute(self, n: str, s: ast.stmt, restored: set[str] = frozenset(),
-                  post: bool = False, at: ast.stmt | None = None,
-                  depth: int = 0) -> ast.expr | None:
-        """An expression giving ``n`` again in the adjoint of ``s``, instead of a tape.
-
-        The value wanted is ``n`` just before ``at`` (default ``s``), or just after it
-        when ``post`` (the statement's own output).  It is rebuilt from the one
-        definition of ``n`` that reaches ``at`` (it dominates ``at`` in the same loop
-        iteration), and only when every operand provably holds, in the adjoint of
-        ``s``, the value it had at that definition.  Cheap definitions qualify: element
-        reads of arrays that are never written, integer arithmetic, and ``+ - * /``
-        of values that are themselves available.
-        """
-        at = s if at is None else at
-        defs = self.an.defs.get(n, [])
-        if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
-                or not isinstance(defs[0].targets[0], ast.Name) or depth > 6:
-            return None
-        d = defs[0]
-        if d is at:
-            if not post:
-                return None  # the value before a statement is not the one it makes
-        elif not (self.an.enclosing_loops(d) == self.an.enclosing_loops(at)
-                  and self.an.dominates(d, at)):
-            return None
-        v = d.value
-        changed_by_d = set(stmt_defs(d))
-
-        def operand(m: ast.expr) -> ast.expr | None:
-            if isinstance(m, ast.Constant):
-                return m
-            if not isinstance(m, ast.Name) or m.id in changed_by_d:
-                return None
-            if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
-                    m.id, d, include_self=False):
-                return name(m.id)
-            if (m.id in restored and BLOCK.get(d) == BLOCK.get(s)
-                    and not self.an.defined_between(m.id, d, s) and m.id not in stmt_defs(s)):
-                return name(m.id)  # a later statement restores it to its value here
-            return self.recompute(m.id, s, restored, False, d, depth + 1)
-
-        for m in walk(v):
-            if isinstance(m, ast.Name) and m.id in changed_by_d:
-                return None
-        if int_arith(v, self.an):
-            for m in walk(v):
-                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
-                    continue  # the function name in len(x)
-                if isinstance(m, ast.Name) and not (
-                        self.an.recomputed_index(m.id, s)
-                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
-                    return None
-            return clone(v)
-        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-            base = v.value.id
-            group = self.an.aliases.get(base, {base})
-            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
-                return None
-            for m in walk(v.slice):
-                if isinstance(m, ast.Name) and not self.an.recomputed_index(m.id, s) \
-                        and self.an.may_redefine_after(m.id, d, include_self=False):
-                    return None
-            return clone(v)
-        if isinstance(v, ast.Call) and not self.an.kind(n).is_array and not v.keywords \
-                and cheap(resolve(v.func, self.env)):
-            args = [operand(a) for a in v.args]
-            if all(a is not None for a in args):
-                return ast.Call(func=clone(v.func), args=args, keywords=[])
-        if isinstance(v, ast.BinOp) and isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) \
-                and not self.an.kind(n).is_array:
-            a, b = operand(v.left), operand(v.right)
-            if a is not None and b is not None:
-                return ast.BinOp(left=a, op=v.op, right=b)
-        if isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.USub) \
-                and not self.an.kind(n).is_array:
-            a = operand(v.operand)
-            if a is not None:
-                return ast.UnaryOp(op=v.op, operand=a)
-        return None
 
     def new_tape(self, tape: str, n: str, s: ast.stmt, kind: Kind | None = None):
         """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
@@ -243,35 +196,8 @@ class TapeMixin:
     # --- blocks ------------------------------------------------------------------
 
 
-def shape_query(v: ast.expr) -> bool:
-    """``len(x)``, ``x.shape[k]``, ``x.size``: integers that depend only on a shape."""
-    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "len" \
-            and len(v.args) == 1 and isinstance(v.args[0], ast.Name):
-        return True
-    if isinstance(v, ast.Attribute) and v.attr in ("size", "ndim") \
-            and isinstance(v.value, ast.Name):
-        return True
-    return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
-            and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
-            and isinstance(v.slice, ast.Constant))
-
-
-def int_arith(v: ast.expr, an: Analysis) -> bool:
-    """Cheap integer arithmetic on names and constants (recomputed rather than taped)."""
-    if shape_query(v):
-        return True
-    if not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Name)):
-        return False
-    for m in walk(v):
-        if isinstance(m, ast.Name):
-            if an.kind(m.id).cls not in ("i", "b") or an.kind(m.id).is_array:
-                return False
-        elif isinstance(m, ast.Constant):
-            if not isinstance(m.value, int):
-                return False
-        elif not isinstance(m, (ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
-                                ast.expr_context)):
-            return False
-    return True
-
-
+def decision(text: str) -> ast.stmt:
+    """A ``# stored ...`` / ``# recomputed ...`` comment (``notes.DECISION``)."""
+    c = comment(text)
+    DECISION.set(c, True)
+    return c

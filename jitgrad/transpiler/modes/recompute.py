@@ -1,0 +1,360 @@
+"""Recompute: a value the adjoint needs, given again from what the adjoint sweep still has.
+
+``RecomputeMixin.recompute`` plans a value's recomputation (``analysis.cost.Plan``): it
+is rebuilt from the one definition that reaches the read, from operands that provably
+hold the values that definition saw (arrays not written since, restored or
+loop-invariant scalars, the loop index), each intermediate value restored once under
+its name; ``joint_plans`` prices the values one statement reads together; and a value
+carried from one loop trip to the next is taped once, before its update
+(``restored_next_trip``).  ``tapes.py`` asks ``analysis.cost.decide`` which to do.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.analyse import Analysis
+from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
+from ..front.desugar import name
+from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
+from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
+from .tapes import decision
+
+
+class RecomputeMixin:
+    """Recomputation planning of the ``Reverser`` (see module docstring)."""
+
+    def restored_next_trip(self, n: str, s: ast.stmt) -> ast.stmt | None:
+        """Where the scalar ``n``, read by ``s`` with the value it has at the end of a
+        loop's iteration, can instead be restored once per iteration: at its first
+        definition in the loop body, which then tapes its value before it (the value at the
+        iteration's start, so the adjoint of the iteration before finds ``n`` as that
+        iteration left it); None where that does not hold.
+
+        It holds for a ``range`` loop in no other loop, with no ``break``, in a function
+        without checkpointed regions, for a value carried from one trip to the next (made
+        before the loop too, and read in the body before it is rebound), when ``n`` is not
+        redefined after ``s`` (in the body
+        or after the loop: the first reversed iteration finds ``n`` as the loop left it)
+        and its first definition in the body is at the body's top level.
+        """
+        loops = self.an.enclosing_loops(s)
+        if len(loops) != 1 or self.regions or not isinstance(loops[0], ast.For):
+            return None
+        loop = loops[0]
+        k = self.an.kind(n)
+        if k.is_array or k.ndim != 0 or CHECKPOINTED.get(loop) or self._has_break(loop) \
+                or loop.target.id == n:
+            return None
+        defs = self.an.defs.get(n, [])
+        inner = [d for d in defs if POS.get(loop) < POS.get(d)]
+        if not inner or any(POS.get(d) > END.get(s) for d in inner):
+            return None  # made before the loop only, or redefined after s
+        if n not in self.args and not any(POS.get(d) < POS.get(loop)
+                                          and self.an.dominates(d, loop) for d in defs):
+            return None  # not carried from one trip to the next: nothing to tape before
+        first = inner[0]
+        if not isinstance(first, ast.Assign) or BLOCK.get(first) != id(loop.body):
+            return None
+        if not any(POS.get(loop) < POS.get(u) < POS.get(first)
+                   for u in self.an.uses.get(n, ())):
+            return None  # the trip's start value is never read: one tape either way
+        return first
+
+    def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
+                       restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """``s``'s sweeps with the values ``restored_next_trip`` placed here taped before
+        ``s`` and restored after its adjoint (``restored`` then holds them)."""
+        names = sorted(self.restore_at.get(id(s), ()))
+        if not names:
+            return fwd, rev
+        c = decision(f"stored {', '.join(names)} before the loop rebinds "
+                    f"{'them' if len(names) > 1 else 'it'}: the value each trip ends with is "
+                    "the next one's")
+        PUSH.set(c, True)
+        before: list[ast.stmt] = [c]
+        after: list[ast.stmt] = []
+        for n in names:
+            push, pop = self.new_tape(self.namer.tape(n), n, s)
+            before += push
+            after += pop(n)
+            restored.add(n)
+            self.restored_names.add(n)
+        return before + list(fwd), list(rev) + after
+
+    def needed_before(self, m: str, s: ast.stmt) -> bool:
+        """Does the adjoint of a statement before ``s`` in its loop body (one that runs
+        later in the adjoint sweep) read ``m``, as an operand of a product, quotient or
+        call (whose pullbacks read their operands)?"""
+        loops = self.an.enclosing_loops(s)
+        return any(POS.get(t) < POS.get(s) and self.an.enclosing_loops(t) == loops
+                   for t in self.nonlinear_reads.get(m, ()))
+
+    def joint_plans(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
+                    restored: set[str], compound: bool) -> tuple[dict[str, Plan],
+                                                                 Decision] | None:
+        """Plans for all of ``wanted`` together, sharing their intermediate values, when
+        each of them can be recomputed and the whole costs no more than the tapes it saves
+        (``TAPE_COST`` each: the stages of a Runge-Kutta step, say); else None (each value
+        is then decided on its own)."""
+        if len(wanted) < 2:
+            return None
+        done: dict[str, ast.expr] = {}
+        plans: dict[str, Plan] = {}
+        alone = 0.0  # what deciding each one on its own would cost
+        for n, is_out, restores in wanted:
+            plan = self.recompute(n, s, restored, post=is_out,
+                                  steps=not compound and not is_out, done=done)
+            if plan.expr is None:
+                return None
+            plans[n] = plan
+            if restores:
+                done[n] = name(n)  # the values planned after it read it restored
+            own = self.recompute(n, s, restored, post=is_out, steps=not compound and not is_out)
+            alone += TAPE_COST if own.expr is None else min(own.cost, TAPE_COST)
+        whole = Plan(ast.Constant(value=None), [x for p in plans.values() for x in p.steps],
+                     sum(p.cost for p in plans.values()),
+                     set().union(*(p.leaves for p in plans.values())),
+                     shared=any(p.shared for p in plans.values()))
+        budget = TAPE_COST * len(wanted)
+        if whole.cost > budget or whole.cost >= alone:
+            return None  # too dear together, or no cheaper than deciding each alone
+        names = ", ".join(n for n, _, _ in wanted)
+        leaves = ", ".join(sorted(whole.leaves - {m for m, _ in whole.steps}))
+        rest = ", the rest shared with earlier lines" if whole.shared else ""
+        return plans, Decision(names, False, f"from {leaves} (cost {whole.cost:g} <= "
+                               f"{len(wanted)} tapes {budget:g}{rest})", whole)
+
+    def recompute(self, n: str, s: ast.stmt, restored: set[str] = frozenset(),
+                  post: bool = False, steps: bool = False,
+                  done: dict[str, ast.expr] | None = None) -> Plan:
+        """How to give ``n`` again in the adjoint of ``s``, instead of a tape (a ``Plan``).
+
+        The value wanted is ``n`` just before ``s``, or just after it when ``post`` (the
+        statement's own output).  It is rebuilt from the one definition of ``n`` that
+        reaches ``s`` (it dominates ``s`` in the same loop iteration), and only when every
+        operand provably holds, in the adjoint of ``s``, the value it had at that
+        definition: element reads of arrays that are never written again, integer
+        arithmetic, and operators and scalar calls the primitive table prices, of values
+        that are themselves available or recomputed.  With ``steps``, each intermediate
+        value with an operation is restored under its own name (``Plan.steps``: computed
+        once, and later statements of the block reuse it); else it is inlined.
+        """
+        plan = Plan()
+        plan.expr = self._again(n, s, restored, post, s, plan, 0, steps,
+                                {} if done is None else done)
+        return plan
+
+    def _again(self, n: str, s: ast.stmt, restored, post: bool, at: ast.stmt, plan: Plan,
+               depth: int, steps: bool, done: dict[str, ast.expr]) -> ast.expr | None:
+        """``recompute``'s walk: ``n`` just before ``at`` (or after it, ``post``), charging
+        ``plan``; ``done`` holds the intermediates already planned (each one once)."""
+        if n in done:
+            return clone(done[n])
+        defs = self.an.defs.get(n, [])
+        if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
+                or not isinstance(defs[0].targets[0], ast.Name):
+            plan.why = plan.why or (f"{n} is rebound later" if len(defs) > 1 else
+                                    f"{n} is not a plain assignment")
+            return None
+        if depth > 12:
+            plan.why = plan.why or "too long a chain to recompute"
+            return None
+        d = defs[0]
+        if d is at:
+            if not post:
+                plan.why = plan.why or f"the value of {n} before the statement that makes it"
+                return None
+        elif not (self.an.enclosing_loops(d) == self.an.enclosing_loops(at)
+                  and self.an.dominates(d, at)):
+            later = POS.get(d) > POS.get(at) and isinstance(at, ast.Assign) \
+                and isinstance(at.targets[0], ast.Name)
+            plan.why = plan.why or (f"{n} changes after {at.targets[0].id} reads it" if later
+                                    else f"{n} is made in another loop or branch")
+            return None
+        v = d.value
+        changed_by_d = set(stmt_defs(d))
+
+        def available(m: str) -> bool:
+            if self.an.recomputed_index(m, s) or not self.an.may_redefine_after(
+                    m, d, include_self=False):
+                return True
+            # a later statement restores it to its value here
+            return (m in restored and BLOCK.get(d) == BLOCK.get(s)
+                    and not self.an.defined_between(m, d, s) and m not in stmt_defs(s))
+
+        def read(v: ast.Subscript) -> ast.expr | None:
+            """An element read again: its array unwritten since, its index available."""
+            base = v.value.id
+            group = self.an.aliases.get(base, {base})
+            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
+                plan.why = plan.why or f"{base} is written later"
+                return None
+            sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+            for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
+                if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
+                        m.id, d, include_self=False):
+                    continue
+                k = self._again(m.id, s, restored, False, d, plan, depth + 1, False, done)
+                if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
+                    plan.why = plan.why or f"index {m.id} of {n} is rebound later"
+                    return None
+                replace_names(sub, lambda x, m=m.id, k=k: clone(k) if x.id == m else x)
+            plan.leaves.add(base)
+            plan.charge(READ_COST, "")
+            return sub
+
+        def op(v: ast.expr) -> ast.expr | None:
+            """A comparison, operator or priced scalar call again, from its operands."""
+            if isinstance(v, ast.Compare) and len(v.ops) == 1:  # a test, bool(a > b)
+                plan.charge(1.0, "")
+                a = operand(v.left)
+                b = operand(v.comparators[0]) if a is not None else None
+                return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
+            c, what = op_cost(v, self.env)
+            if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
+                    isinstance(v, ast.Call) and v.keywords):
+                plan.why = plan.why or (f"{what} has no cost in the primitive table" if what
+                                        else f"{n} is not an operation jitgrad redoes")
+                return None
+            plan.charge(c, what)
+            if isinstance(v, ast.Call):
+                args = [operand(a) for a in v.args]
+                if any(a is None for a in args):
+                    return None
+                return ast.Call(func=clone(v.func), args=args, keywords=[])
+            if isinstance(v, ast.BinOp):
+                a = operand(v.left)
+                b = operand(v.right) if a is not None else None
+                return None if b is None else ast.BinOp(left=a, op=v.op, right=b)
+            a = operand(v.operand)
+            return None if a is None else ast.UnaryOp(op=v.op, operand=a)
+
+        def operand(m: ast.expr) -> ast.expr | None:
+            if isinstance(m, ast.Constant):
+                return m
+            if isinstance(m, ast.Subscript) and isinstance(m.value, ast.Name):
+                return read(m)  # x[i] > 0, a test on an element
+            if isinstance(m, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.Call)):
+                return op(m)  # nested: bool(i % 2 == 0), min(a + b, c)
+            if not isinstance(m, ast.Name) or m.id in changed_by_d:
+                plan.why = plan.why or f"{n} reads its own old value"
+                return None
+            if available(m.id):
+                plan.leaves.add(m.id)
+                return name(m.id)
+            spent = plan.cost
+            e = self._again(m.id, s, restored, False, d, plan, depth + 1, steps, done)
+            if e is None or not steps or not isinstance(e, (ast.BinOp, ast.UnaryOp,
+                                                            ast.Call, ast.Compare)) \
+                    or int_arith(e, self.an):
+                return e  # inlined: an element read, index arithmetic
+            if m.id in stmt_defs(s):
+                return e
+            if self.needed_before(m.id, s):
+                # an earlier statement's adjoint needs it too, and finds it restored: it
+                # costs here only what it costs beyond the tape it saves there
+                plan.cost = spent + max(0.0, plan.cost - spent - TAPE_COST)
+                plan.shared = True
+            plan.steps.append((m.id, e))  # restored under its name: computed once
+            done[m.id] = name(m.id)
+            return name(m.id)
+
+        for m in walk(v):
+            if isinstance(m, ast.Name) and m.id in changed_by_d:
+                plan.why = plan.why or f"{n} reads its own old value"
+                return None
+        if int_arith(v, self.an):
+            shaped = shape_operands(v)
+            for m in walk(v):
+                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
+                    continue  # the function name in len(x)
+                if isinstance(m, ast.Name) and m.id in shaped:
+                    if self.an.may_rebind_after(m.id, d):
+                        plan.why = plan.why or f"{m.id} is rebound later (its shape may change)"
+                        return None
+                    continue  # writes into it keep its shape
+                if isinstance(m, ast.Name) and not (
+                        self.an.recomputed_index(m.id, s)
+                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
+                    plan.why = plan.why or f"operand {m.id} of {n} is rebound later"
+                    return None
+            plan.leaves |= {m.id for m in walk(v) if isinstance(m, ast.Name)
+                            and m.id in self.an.kinds}
+            return clone(v)  # index arithmetic: free (hoisted by the compiler), never taped
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+            return read(v)
+        if self.an.kind(n).is_array:
+            plan.why = plan.why or f"{n} is an array"
+            return None
+        return op(v)
+
+
+def shape_query(v: ast.expr) -> bool:
+    """``len(x)``, ``x.shape[k]``, ``x.size``: integers that depend only on a shape."""
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "len" \
+            and len(v.args) == 1 and isinstance(v.args[0], ast.Name):
+        return True
+    if isinstance(v, ast.Attribute) and v.attr in ("size", "ndim") \
+            and isinstance(v.value, ast.Name):
+        return True
+    return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
+            and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
+            and isinstance(v.slice, ast.Constant))
+
+
+def shape_operands(v: ast.expr) -> set[str]:
+    """The arrays whose shape ``v`` queries (``x`` in ``len(x) - 1``)."""
+    out = set()
+    for m in walk(v):
+        if isinstance(m, ast.expr) and shape_query(m):
+            base = m.args[0] if isinstance(m, ast.Call) else m.value
+            base = base.value if isinstance(base, ast.Attribute) else base
+            out.add(base.id)
+    return out
+
+
+def int_arith(v: ast.expr, an: Analysis) -> bool:
+    """Cheap integer arithmetic on names, constants and shape queries (``len(x) - 1``):
+    recomputed rather than taped."""
+    if shape_query(v):
+        return True
+    if isinstance(v, ast.Name):
+        return an.kind(v.id).cls in ("i", "b") and not an.kind(v.id).is_array
+    if isinstance(v, ast.Constant):
+        return isinstance(v.value, int)
+    if isinstance(v, ast.BinOp):
+        return int_arith(v.left, an) and int_arith(v.right, an)
+    if isinstance(v, ast.UnaryOp):
+        return int_arith(v.operand, an)
+    return False
+
+def nonlinear_reads(body: list[ast.stmt], an: Analysis) -> dict[str, list[ast.stmt]]:
+    """Name -> the statements making an active value whose pullback reads that name: a
+    factor of an active one, the operands of a quotient by an active value, of a power or
+    a call (an estimate, for costs)."""
+    out: dict[str, list[ast.stmt]] = {}
+    for s in walk_stmts(body):
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id in an.active):
+            continue
+        v = s.value
+
+        def active(e: ast.expr) -> bool:
+            return isinstance(e, ast.Name) and e.id in an.active
+
+        if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult):
+            args = [a for a, other in ((v.left, v.right), (v.right, v.left)) if active(other)]
+        elif isinstance(v, ast.BinOp) and isinstance(v.op, ast.Div):
+            args = ([v.left] if active(v.right) else []) + (
+                [v.right] if active(v.left) or active(v.right) else [])
+        elif isinstance(v, ast.BinOp) and isinstance(v.op, ast.Pow):
+            args = [v.left, v.right]
+        elif isinstance(v, ast.Call):
+            args = list(v.args)
+        else:
+            continue
+        for a in args:
+            if isinstance(a, ast.Name):
+                out.setdefault(a.id, []).append(s)
+    return out
