@@ -135,8 +135,8 @@ class BinomialMixin:
             name(v["J"]), ast.Mult(), name(stride))))]
         slots, store, load, once_save, once_load, state = self.binomial_state(s, v["K"],
                                                                              v["TOP"])
-        if CHECKPOINTED.get(s)[2]:  # in a loop or region: the region around it tapes its
-            once_save, once_load = [], []  # entry state, which these would keep only once
+        if CHECKPOINTED.get(s)[2]:  # in a loop or region: the region around it tapes and
+            once_save, once_load = [], []  # restores its entry state (these would copy again)
         slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
             x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
         plain = strip_pushes(clone(bf))
@@ -325,15 +325,17 @@ _RESHAPING = (np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff
 
 
 def _shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
-                   an) -> bool:
+                   an, seen: frozenset = frozenset()) -> bool:
     """Is ``v`` provably of another shape than the array ``n`` it is computed from: a
     concatenation (``np.concatenate``, ``np.append``...) or difference of ``n``, a slice
     of ``n`` that drops elements (``n[1:]``, ``n[:-1]``, ``n[::2]``), or an elementwise
-    operation of such a value with numbers (``temps``: the body's one-definition names)."""
+    operation of such a value with numbers (``temps``: the body's one-definition names,
+    followed once each)."""
     def changed(e: ast.expr) -> bool:
         if isinstance(e, ast.Name):
-            return e.id in temps and _shape_changer(temps[e.id], n, temps, env, an)
-        return _shape_changer(e, n, temps, env, an)
+            return e.id in temps and e.id not in seen and _shape_changer(
+                temps[e.id], n, temps, env, an, seen | {e.id})
+        return _shape_changer(e, n, temps, env, an, seen)
 
     def scalar(e: ast.expr) -> bool:
         return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and \
