@@ -27,6 +27,7 @@ from .tangents import tangent_rule
 
 declare(H.unbroadcast, K.reshape_like, K.scatter_add, K.expand_along, K.spread,
         K.dot_grad_a, K.pick, K.diag_back, K.diff_back, K.unsort, result=argument(1))
+declare(K.transpose_back, result=argument(0))
 declare(K.dot_grad_b, result=argument(2))
 declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others,
         K.cumsum_along, K.flip_along, result=argument(0))
@@ -144,6 +145,13 @@ def expand_along_t(dy, x, axis):
     def push(ddy, dx, daxis):
         return (K.expand_along(ddy, x, axis), None, None)
     return K.expand_along(dy, x, axis), push
+
+
+@tangent_rule(K.transpose_back)
+def transpose_back_t(dy, axes):
+    def push(ddy, daxes):
+        return (K.transpose_back(ddy, axes), None)
+    return K.transpose_back(dy, axes), push
 
 
 @tangent_rule(K.reshape_like)

@@ -782,7 +782,8 @@ class FuncGen:
         if self.mod.ck.random() >= 0.3:
             return rng
         self.mod.uses_jg = True
-        return f"jg.checkpointed({rng}, snapshots={self.mod.ck.choice(['1', '2', 'None', 'n'])})"
+        k = self.mod.ck.choice(["1", "2", "None"] if self.in_helper else ["1", "2", "None", "n"])
+        return f"jg.checkpointed({rng}, snapshots={k})"
 
     def range_expr(self, sc: Scope) -> tuple:
         """(text, concrete values)."""
@@ -818,7 +819,7 @@ class FuncGen:
         leaves = any(ln.strip() == "break" or ln.strip().startswith("return")
                      for ln in body)
         if not leaves and self.mod.ck.random() < 0.25:  # the loop's reverse by segments
-            k = self.mod.ck.choice(["1", "2", "3", "None", "n"])
+            k = self.mod.ck.choice(["1", "2", "3", "None"] + ([] if self.in_helper else ["n"]))
             text = f"jg.checkpointed({text}, snapshots={k})"
             self.mod.uses_jg = True
         return [f"for {IV} in {text}:"] + _ind(body)
