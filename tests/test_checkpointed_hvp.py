@@ -38,41 +38,35 @@ def _rate(u, p):
     return du
 
 
+def _rk4(u, p, h):
+    """One RK4 step of the state array ``u`` (a helper: inlined into the loop)."""
+    a = _rate(u, p)
+    b = _rate(u + 0.5 * h * a, p)
+    c = _rate(u + 0.5 * h * b, p)
+    d = _rate(u + h * c, p)
+    return u + h / 6.0 * (a + 2.0 * b + 2.0 * c + d)
+
+
 def lorenz_rk4_array(p, T, k):
     """RK4 on the state array ``u``, rebound each step (its snapshots are references)."""
     u = np.ones(3)
-    h = 0.004
     for t in jg.checkpointed(range(T), snapshots=k):
-        a = _rate(u, p)
-        b = _rate(u + 0.5 * h * a, p)
-        c = _rate(u + 0.5 * h * b, p)
-        d = _rate(u + h * c, p)
-        u = u + h / 6.0 * (a + 2.0 * b + 2.0 * c + d)
+        u = _rk4(u, p, 0.004)
     return u[0] * 0.1 + u[1] * 0.2 + u[2] * u[2] * 0.3
 
 
 def lorenz_rk4_array_plain(p, T, k):
     u = np.ones(3)
-    h = 0.004
     for t in range(T):
-        a = _rate(u, p)
-        b = _rate(u + 0.5 * h * a, p)
-        c = _rate(u + 0.5 * h * b, p)
-        d = _rate(u + h * c, p)
-        u = u + h / 6.0 * (a + 2.0 * b + 2.0 * c + d)
+        u = _rk4(u, p, 0.004)
     return u[0] * 0.1 + u[1] * 0.2 + u[2] * u[2] * 0.3
 
 
 def lorenz_rk4_inplace(p, T, k):
     """The same with the state written in place (its snapshots are element copies)."""
     u = np.ones(3)
-    h = 0.004
     for t in jg.checkpointed(range(T), snapshots=k):
-        a = _rate(u, p)
-        b = _rate(u + 0.5 * h * a, p)
-        c = _rate(u + 0.5 * h * b, p)
-        d = _rate(u + h * c, p)
-        u[:] = u + h / 6.0 * (a + 2.0 * b + 2.0 * c + d)
+        u[:] = _rk4(u, p, 0.004)
     return u[0] * 0.1 + u[1] * 0.2 + u[2] * u[2] * 0.3
 
 

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 from gradcheck import check_grad
+from test_checkpointed import _same
 
 import jitgrad as jg
 
@@ -145,12 +146,6 @@ CASES = {
     "scalars_in_while": (scalars_in_while, scalars_in_while_plain, (X2,), 0),
     "in_a_region": (in_a_region, in_a_region_plain, (np.array([0.3, -0.2, 0.5]), 0.8), (0, 1)),
 }
-
-
-def _same(a, b):
-    for ga, gb in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,),
-                      strict=True):
-        np.testing.assert_allclose(ga, gb, rtol=1e-11, atol=1e-13)
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])

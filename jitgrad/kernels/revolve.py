@@ -95,24 +95,24 @@ def _ol_array_slots(x, k):
     return lambda x, k: np.empty((k,) + x.shape, x.dtype)
 
 
-def _shape_changed() -> None:
-    raise ValueError("jg.checkpointed: an array of the loop's state changed shape between "
-                     "steps; its snapshots need one shape (use a plain range)")
+@register_jitable
+def _same_shape(buf, x):
+    """Refuse a snapshot of ``x`` in slots made for another shape."""
+    if buf.shape[1:] != x.shape:
+        raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
+                         "between steps; its snapshots need one shape (use a plain range)")
 
 
 def store_slot(buf: np.ndarray, i: int, x: np.ndarray) -> None:
     """Copy ``x``'s elements into snapshot slot ``i`` of ``buf``."""
-    if buf.shape[1:] != x.shape:
-        _shape_changed()
+    _same_shape(buf, x)
     buf[i] = x
 
 
 @overload(store_slot)
 def _ol_store_slot(buf, i, x):
     def impl(buf, i, x):
-        if buf.shape[1:] != x.shape:
-            raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
-                             "between steps; its snapshots need one shape (use a plain range)")
+        _same_shape(buf, x)
         dst = buf[i]
         for idx in np.ndindex(x.shape):
             dst[idx] = x[idx]
@@ -122,17 +122,14 @@ def _ol_store_slot(buf, i, x):
 def load_slot(x: np.ndarray, buf: np.ndarray, i: int) -> None:
     """Copy snapshot slot ``i`` of ``buf`` back into ``x``'s own buffer (names sharing it
     see the restored elements)."""
-    if buf.shape[1:] != x.shape:
-        _shape_changed()
+    _same_shape(buf, x)
     x[...] = buf[i]
 
 
 @overload(load_slot)
 def _ol_load_slot(x, buf, i):
     def impl(x, buf, i):
-        if buf.shape[1:] != x.shape:
-            raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
-                             "between steps; its snapshots need one shape (use a plain range)")
+        _same_shape(buf, x)
         src = buf[i]
         for idx in np.ndindex(x.shape):
             x[idx] = src[idx]
