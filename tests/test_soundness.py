@@ -71,7 +71,7 @@ def _view_after_the_writes(x, a):
 
 def _twice_bound_view(x, a):
     s = 0.0
-    for k in range(2):  # each trip binds q anew, before the writes of the next
+    for _k in range(2):  # each trip binds q anew, before the writes of the next
         q = x * a
         v = q[1:]
         s = s + np.sum(v * v)
