@@ -258,8 +258,7 @@ def schedule_report(diff: Any, steps: int, args: tuple[Any, ...] | None) -> str:
     loops = diff._last.unit.ir.schedules
     out = [f"# schedule for {steps} steps (jitgrad.schedule):"]
     if not loops:
-        out.append("#   no checkpointed loop on the binomial schedule (a jg.checkpointed "
-                   "loop inside another loop runs as segments of about T/snapshots steps)")
+        out.append("#   no jg.checkpointed loop")
     sizes = {"float64": 8, "int64": 8, "bool": 1}
     for lp in loops:
         k, said = _snapshots_value(lp.snapshots, diff, args)

@@ -1,6 +1,6 @@
 """``for t in jg.checkpointed(range(T), snapshots=k)``: the loop's reverse sweep keeps at
 most k snapshots of the loop-carried state, placed by the binomial (revolve) schedule, and
-one step's tape at a time (inside another loop: segments, each rerun with its tape).
+one step's tape at a time (inside another loop: test_checkpointed_nested.py).
 
 Every case is checked against the same loop over a plain ``range`` (the gradient must
 agree to round-off) for T from 0 to a few thousand and snapshots from 1 to T, in both
@@ -170,7 +170,7 @@ def sqrt_default_plain(x, T, k):
 def nested(x, T):
     y = x[0]
     for e in range(3):
-        for t in jg.checkpointed(range(T), snapshots=3):  # in a loop: segments
+        for t in jg.checkpointed(range(T), snapshots=3):  # in a loop: a region
             y = y * 0.9 + math.sin(y * x[1]) * 0.1
     return y
 
@@ -235,15 +235,15 @@ def test_finite_differences(name, jit):
 
 def test_keeps_snapshots_not_a_tape_per_step():
     """The reverse sweep holds the snapshots and one step's tape at a time (binomial
-    schedule); a checkpointed loop inside another loop keeps the segment schedule."""
+    schedule), also inside another loop (a region rerun on the binomial schedule)."""
     src = jg.grad(lorenz, jit=False).source(P, 400, 20)
     assert "restore_into" not in src  # scalars only: restored by rebinding
     assert "binomial schedule (revolve), snapshots of x, y, z, acc" in src
     assert "revolve_split(" in src and "for _s in range(0, _steps, _seg):" not in src
     src = jg.grad(heat_inplace, wrt=(0, 1), jit=False).source(U0, 0.2, 40, 5)
-    assert src.count("restore_into(u, _snaps_u[_top])") == 1  # the state array, in place
+    assert src.count("load_slot(u, _snaps_u, _top)") == 1  # the state array, in place
     src = jg.grad(nested, jit=False).source(X2, 5)
-    assert "for _s in range(0, _steps, _seg):" in src and "revolve_split" not in src
+    assert "for _s in range(0, _steps, _seg):" not in src and "revolve_split" in src
 
 
 def _region(u, a):
@@ -318,7 +318,7 @@ def test_outside_differentiated_code_it_is_the_range():
 def test_forward_mode_and_hvp_see_the_plain_loop(name):
     """In forward mode a checkpointed loop is the loop (its regions run once); the
     Hessian-vector product (forward over the reverse code) goes through the binomial
-    driver where the state is scalars, and is refused where it holds arrays."""
+    driver, its snapshot slots carrying tangents (test_checkpointed_hvp.py)."""
     ck, plain, args, wrt = CASES[name]
     w = wrt if isinstance(wrt, int) else wrt[0]
     v = np.linspace(0.2, 1.0, np.size(args[w])).reshape(np.shape(args[w]))
@@ -327,10 +327,6 @@ def test_forward_mode_and_hvp_see_the_plain_loop(name):
     y2, t2 = jg.jvp(plain, full, v, wrt=w, jit=False)
     assert y1 == pytest.approx(y2, rel=1e-12)
     np.testing.assert_allclose(t1, t2, rtol=1e-11, atol=1e-13)
-    if name == "heat_buffers":  # array state: the snapshot slots have no tangents yet
-        with pytest.raises(TransformError, match="generated gradient code"):
-            jg.hvp(ck, full, v, wrt=w, jit=False)
-        return
     np.testing.assert_allclose(jg.hvp(ck, full, v, wrt=w, jit=False),
                                jg.hvp(plain, full, v, wrt=w, jit=False), rtol=1e-10, atol=1e-12)
 
@@ -437,7 +433,7 @@ def test_property_equals_the_plain_loop(compiled, T, k, name):
     _same(d1, d2)
 
 
-def test_nested_loop_keeps_segments():
+def test_nested_loop():
     for jit in (False, True):
         _same(jg.grad(nested, jit=jit)(X2, 7), jg.grad(nested_plain, jit=jit)(X2, 7))
 
@@ -575,3 +571,49 @@ def test_hvp_and_hessian_through_the_binomial_driver(jit):
     np.testing.assert_allclose(jg.hessian(lorenz_rk4, wrt=0, jit=jit)(P, 40, 3),
                                jg.hessian(lorenz_rk4_plain, wrt=0, jit=jit)(P, 40, 3),
                                rtol=1e-11, atol=1e-14)
+
+
+def _grows(x, T):
+    u = x * 1.0
+    for t in jg.checkpointed(range(T), snapshots=2):
+        u = np.concatenate((u, x * 0.5))
+    return np.sum(u * u)
+
+
+def _shrinks(x, T):
+    u = x * 1.0
+    for t in jg.checkpointed(range(T), snapshots=2):
+        u = u[1:] * 0.9
+    return np.sum(u * u)
+
+
+def _shrinks_in_a_call(x, T):
+    u = x * 1.0
+    for t in jg.checkpointed(range(T), snapshots=2):
+        u = np.tanh(u[:-1])
+    return np.sum(u * u)
+
+
+def _keeps_its_shape(x, T):
+    u = x * 1.0
+    for t in jg.checkpointed(range(T), snapshots=2):
+        u = np.tanh(u[0:]) * 2.0 + u[::1]
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("f,line", [(_grows, "np.concatenate((u, x * 0.5))"),
+                                    (_shrinks, "u = u[1:] * 0.9"),
+                                    (_shrinks_in_a_call, "np.tanh(u[:-1])")])
+def test_state_changing_shape_is_refused_at_its_line(f, line):
+    """A state array rebound to another shape: its snapshots and adjoint need one shape
+    (the gradient of such a loop came out wrong or crashed when compiled)."""
+    with pytest.raises(TransformError) as e:
+        jg.grad(f, jit=False)(np.linspace(0.1, 0.9, 6), 3)
+    msg = str(e.value)
+    assert "'u' changes shape" in msg and line in msg and e.value.lineno is not None
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_slices_that_keep_the_shape_are_not_refused(jit):
+    check_grad(_keeps_its_shape, (np.linspace(0.1, 0.9, 6), 3), wrt=0, jit=jit, rtol=1e-6,
+               atol=1e-8)

@@ -231,8 +231,8 @@ def test_hvp_through_list_tapes(jit):
 
 
 def segments_in_place(x, s, n):
-    """A checkpointed loop inside another loop keeps the segment schedule: its regions
-    snapshot ``x`` and copy it back with ``restore_into`` (which must carry the tangent)."""
+    """A checkpointed loop inside another loop is a region: it snapshots ``x`` at entry and
+    copies it back with ``restore_into`` (which must carry the tangent)."""
     for _ in range(2):
         for i in jg.checkpointed(range(1, 5), snapshots=n):
             x[:] = x + np.tanh(x) * (x[5 - i] * s)

@@ -58,3 +58,29 @@ def test_mismatched_shapes_raise_instead_of_writing_out_of_bounds(jit):
     with pytest.raises(IndexError):
         jg.grad(_dot_loop, wrt=(0, 1), jit=jit)(x, y)
     np.testing.assert_array_equal(y, np.ones(3))
+
+
+def _view_after_the_writes(x, a):
+    h = np.empty_like(x)
+    for i in range(3):
+        h[i] = x[i] * a
+    h[3:] = x[3:]
+    r = h[::-1]  # made after every write into h: a plain adjoint, no adjoint view
+    return np.min(r) * a + np.sum(r * r)
+
+
+def _twice_bound_view(x, a):
+    s = 0.0
+    for _k in range(2):  # each trip binds q anew, before the writes of the next
+        q = x * a
+        v = q[1:]
+        s = s + np.sum(v * v)
+        q[0] = s
+    return s
+
+
+@pytest.mark.parametrize("f", [_view_after_the_writes, _twice_bound_view])
+def test_views_made_after_the_writes_into_their_base(f, jit):
+    """A write into a view's base that runs only before the view is made (or into an array
+    the name no longer holds) needs no adjoint view (analyse._may_name_the_same)."""
+    check_grad(f, (np.linspace(0.2, 1.1, 5), 0.7), wrt=(0, 1), jit=jit)

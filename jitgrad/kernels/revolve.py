@@ -10,8 +10,10 @@ advances to its last step, runs that step with its tape and reverses it.
 
 Slots are preallocated once per loop: scalars in a typed array of ``k`` entries (made by
 the generated code), arrays in a ``(k,) + shape`` buffer (``array_slots``, written by
-``store_slot``, read back by ``helpers.restore_into``), references in a list of ``k``
-(``ref_slots``).
+``store_slot``, read back by ``load_slot``), references in a list of ``k`` (``ref_slots``).
+Under ``jg.hvp`` forward mode gives each its tangent twin: ``store_slot`` and ``load_slot``
+copy the tangents too (``analyse.copy_args``), ``ref_slots`` holds the tangents'
+references (``rules/second_order.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba.extending import overload, register_jitable
 
-__all__ = ["revolve_split", "snapshot_count", "array_slots", "store_slot", "ref_slots",
+__all__ = ["revolve_split", "snapshot_count", "array_slots", "store_slot", "load_slot",
+           "ref_slots",
            "Schedule", "schedule", "simulate"]
 
 
@@ -92,27 +95,44 @@ def _ol_array_slots(x, k):
     return lambda x, k: np.empty((k,) + x.shape, x.dtype)
 
 
-def _shape_changed() -> None:
-    raise ValueError("jg.checkpointed: an array of the loop's state changed shape between "
-                     "steps; its snapshots need one shape (use a plain range)")
+@register_jitable
+def _same_shape(buf, x):
+    """Refuse a snapshot of ``x`` in slots made for another shape."""
+    if buf.shape[1:] != x.shape:
+        raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
+                         "between steps; its snapshots need one shape (use a plain range)")
 
 
 def store_slot(buf: np.ndarray, i: int, x: np.ndarray) -> None:
     """Copy ``x``'s elements into snapshot slot ``i`` of ``buf``."""
-    if buf.shape[1:] != x.shape:
-        _shape_changed()
+    _same_shape(buf, x)
     buf[i] = x
 
 
 @overload(store_slot)
 def _ol_store_slot(buf, i, x):
     def impl(buf, i, x):
-        if buf.shape[1:] != x.shape:
-            raise ValueError("jg.checkpointed: an array of the loop's state changed shape "
-                             "between steps; its snapshots need one shape (use a plain range)")
+        _same_shape(buf, x)
         dst = buf[i]
         for idx in np.ndindex(x.shape):
             dst[idx] = x[idx]
+    return impl
+
+
+def load_slot(x: np.ndarray, buf: np.ndarray, i: int) -> None:
+    """Copy snapshot slot ``i`` of ``buf`` back into ``x``'s own buffer (names sharing it
+    see the restored elements)."""
+    _same_shape(buf, x)
+    x[...] = buf[i]
+
+
+@overload(load_slot)
+def _ol_load_slot(x, buf, i):
+    def impl(x, buf, i):
+        _same_shape(buf, x)
+        src = buf[i]
+        for idx in np.ndindex(x.shape):
+            x[idx] = src[idx]
     return impl
 
 

@@ -16,8 +16,9 @@ import numpy as np
 from ..kernels import arrays as K
 from ..kernels import helpers as H
 from ..kernels import revolve as R
+from ..kernels.revolve import ref_slots
 from ..kernels.tangents import pick_tangent, prod_others_tangent, sort_tangent, trigamma
-from .primitives import BROADCAST, FLOAT, INT, argument, declare, declared
+from .primitives import BROADCAST, FLOAT, INT, Result, argument, declare, declared
 from .registry import non_differentiable
 from .results import RUNTIME
 from .tangents import tangent_rule
@@ -26,12 +27,21 @@ from .tangents import tangent_rule
 
 declare(H.unbroadcast, K.reshape_like, K.scatter_add, K.expand_along, K.spread,
         K.dot_grad_a, K.pick, K.diag_back, K.diff_back, K.unsort, result=argument(1))
+declare(K.transpose_back, result=argument(0))
 declare(K.dot_grad_b, result=argument(2))
 declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others,
         K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
 declare(K.axis_count, result=FLOAT)
+
+
+def _one_more(nd):
+    """``array_slots(x, k)``: a ``(k,) + x.shape`` buffer."""
+    return nd + 1
+
+
+declare(R.array_slots, result=Result("same", ndim=_one_more))
 
 
 
@@ -78,7 +88,8 @@ def _extreme(nd, b=None, **_):
 declare(K.extreme_at, result=declared(_extreme))
 
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
-                   K.argextreme, R.revolve_split, R.snapshot_count)
+                   K.argextreme, R.revolve_split, R.snapshot_count,
+                   R.array_slots)  # (its entries: ``store_slot``, a copy in forward mode)
 
 # --- tangents: linear in the gradient (or array) argument ------------------------------
 
@@ -105,6 +116,14 @@ def snapshot_t(x):
     return H.snapshot(x), push
 
 
+@tangent_rule(R.ref_slots)
+def ref_slots_t(x, k):
+    """The tangents' references, slot by slot with the arrays'."""
+    def push(dx, dk):
+        return (ref_slots(dx, k), None)
+    return ref_slots(x, k), push
+
+
 @tangent_rule(H.tape_reserve)
 def tape_reserve_t(buf, used, more):
     """The tangent tape grows with the tape (same sizes, same cursor)."""
@@ -126,6 +145,13 @@ def expand_along_t(dy, x, axis):
     def push(ddy, dx, daxis):
         return (K.expand_along(ddy, x, axis), None, None)
     return K.expand_along(dy, x, axis), push
+
+
+@tangent_rule(K.transpose_back)
+def transpose_back_t(dy, axes):
+    def push(ddy, daxes):
+        return (K.transpose_back(ddy, axes), None)
+    return K.transpose_back(dy, axes), push
 
 
 @tangent_rule(K.reshape_like)

@@ -72,11 +72,11 @@ PRE: Note[ast.stmt | None] = Note(
 BREAK_FLAG: Note[str | None] = Note(
     "break_flag", None, "desugar",
     "a loop whose non-trailing breaks became a flag: the flag's name (set False before it)")
-CHECKPOINTED: Note[tuple[str, str] | None] = Note(
+CHECKPOINTED: Note[tuple[str, str, bool] | None] = Note(
     "checkpointed", None, "inline",
-    "a `for t in jg.checkpointed(range(...), snapshots=k)` loop in no other loop or region: "
-    "(the variable holding k, -1 for None; k as written); reverse mode runs it on the "
-    "binomial schedule")
+    "a `for t in jg.checkpointed(range(...), snapshots=k)` loop: (the variable holding k, -1 "
+    "for None; k as written; whether it stands in another loop or region, as the one "
+    "statement of a checkpointed region); reverse mode runs it on the binomial schedule")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")

@@ -773,7 +773,17 @@ class FuncGen:
         if sc.assignable_floats() and self.chance(0.7):
             after = [f"{self.pick(sc.assignable_floats())} += 0.1 * np.sum({U})"]
         return [f"{U} = {init_text}", f"{V} = np.zeros_like({U})",
-                f"for {K} in range({steps}):"] + _ind(body) + after
+                f"for {K} in {self.maybe_checkpointed(f'range({steps})')}:"] + _ind(body) + after
+
+    def maybe_checkpointed(self, rng: str) -> str:
+        """``rng``, or now and then (the checkpointed stream) ``jg.checkpointed(rng, ...)``:
+        a time loop whose state holds arrays (buffers, an array rebound each step), so that
+        the binomial schedule's snapshot slots meet the gradient and ``hvp`` checks."""
+        if self.mod.ck.random() >= 0.3:
+            return rng
+        self.mod.uses_jg = True
+        k = self.mod.ck.choice(["1", "2", "None"] if self.in_helper else ["1", "2", "None", "n"])
+        return f"jg.checkpointed({rng}, snapshots={k})"
 
     def range_expr(self, sc: Scope) -> tuple:
         """(text, concrete values)."""
@@ -809,7 +819,7 @@ class FuncGen:
         leaves = any(ln.strip() == "break" or ln.strip().startswith("return")
                      for ln in body)
         if not leaves and self.mod.ck.random() < 0.25:  # the loop's reverse by segments
-            k = self.mod.ck.choice(["1", "2", "3", "None", "n"])
+            k = self.mod.ck.choice(["1", "2", "3", "None"] + ([] if self.in_helper else ["n"]))
             text = f"jg.checkpointed({text}, snapshots={k})"
             self.mod.uses_jg = True
         return [f"for {IV} in {text}:"] + _ind(body)
@@ -861,7 +871,8 @@ class FuncGen:
             IV = self.int_name(sc)
             if IV is None:
                 return []
-            return [f"for {IV} in range({K}):", f"    {Y} = {rule}"]
+            rng = self.maybe_checkpointed(f"range({K})") if Y in arr else f"range({K})"
+            return [f"for {IV} in {rng}:", f"    {Y} = {rule}"]
         C = self.int_name(sc, COUNTERS)
         if C is None:
             return []

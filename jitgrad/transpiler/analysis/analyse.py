@@ -22,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ...kernels.helpers import restore_into
+from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import attribute_function, method_function, returns_view
 from ..front.inline import resolve
@@ -29,7 +30,7 @@ from ..front.normalize import QUERY_ATTRS
 from ..naming import is_generated
 from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
-from .kinds import UNKNOWN, Kind, list_tape_call
+from .kinds import LIST, UNKNOWN, Kind, list_tape_call
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
@@ -286,7 +287,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             if isinstance(t, ast.Subscript):
                 an.written.add(t.value.id)
                 an.inplace.setdefault(t.value.id, []).append(s)
-        elif isinstance(s, ast.Expr) and (copy := restore_args(s.value, env)):
+        elif isinstance(s, ast.Expr) and (copy := copy_args(s.value, env)):
             an.written.add(copy[0].id)  # (gradient code under hvp) an in-place copy
             an.inplace.setdefault(copy[0].id, []).append(s)
     for s in flat_body(body):
@@ -551,7 +552,7 @@ def view_base(v: ast.expr, env: dict) -> str | None:
     if isinstance(v, ast.Name):
         return v.id
     if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-        return v.value.id
+        return None if KIND.get(v.value) == LIST else v.value.id  # a list's entry: no view
     if isinstance(v, ast.Attribute) and v.attr in ("T", "real", "imag") \
             and isinstance(v.value, ast.Name):
         return v.value.id
@@ -632,11 +633,7 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
     def same(name: str, x: ast.stmt) -> bool:
-        # may ``name`` still name the object it named at ``s`` when ``x`` runs?  Only a
-        # rebinding after ``s`` that runs before every execution of ``x`` says no: one in
-        # a branch, or later in a loop body (the first trip runs ``x`` before it), may not
-        return not any(POS.get(d) > END.get(s) and an.dominates(d, x)
-                       for d in an.defs.get(name, []) if not _writes_in_place(d))
+        return _may_name_the_same(name, s, x, an)
 
     writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
               if n not in (t, base) or same(n, w)]
@@ -646,12 +643,36 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
         if {t, base} & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in [*an.uses.get(t, []), *(u for u in an.uses.get(base, []) if same(base, u))]:
+        for u in [*(u for u in an.uses.get(t, []) if same(t, u)),
+                  *(u for u in an.uses.get(base, []) if same(base, u))]:
             if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
                 return True  # w in one trip of a loop, u in the next, s before the loop
     return False
+
+
+def _may_name_the_same(n: str, s: ast.stmt, x: ast.stmt, an: Analysis) -> bool:
+    """May ``n`` still name, when ``x`` runs, the object it named right after ``s``?
+
+    Not where a rebinding ``d`` of ``n`` runs before every execution of ``x`` (``d``
+    dominates ``x``) and ``s`` cannot run between the two: ``s`` comes before ``d``, or
+    after ``x`` and in no loop around ``x`` that ``d`` is outside of (a loop body copied
+    twice into the generated code rebinds its names in each copy).  A rebinding in a
+    branch, or later in a loop body (the first trip runs ``x`` before it), may not run.
+    """
+    def between(d: ast.stmt) -> bool:
+        if POS.get(s) <= POS.get(d):
+            return False
+        if POS.get(s) < POS.get(x) or isinstance(x, ast.While) and POS.get(x) < POS.get(s) \
+                <= END.get(x):  # (a while's test runs after its body)
+            return True
+        outside_d = {id(loop) for loop in an.enclosing_loops(x)} - {
+            id(loop) for loop in an.enclosing_loops(d)}
+        return any(id(loop) in outside_d for loop in an.enclosing_loops(s))
+
+    return not any(d is not s and an.dominates(d, x) and not between(d)
+                   for d in an.defs.get(n, []) if not _writes_in_place(d))
 
 
 def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
@@ -673,9 +694,8 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     tapes are found: ``X.append(v)`` flows from ``v`` into ``X``, ``v = X.pop()`` back)."""
     if isinstance(s, ast.Expr) and list_tape_call(s.value, "append", kinds):
         return [(s.value.func.value.id, _sources(s.value.args[0], env))]
-    if isinstance(s, ast.Expr) and (copy := restore_args(s.value, env)) \
-            and isinstance(copy[1], ast.Name):
-        return [(copy[0].id, [copy[1].id])]  # copies src's elements into dst
+    if isinstance(s, ast.Expr) and (copy := copy_args(s.value, env)):
+        return [(copy[0].id, _sources(copy[1], env))]  # copies src's elements into dst
     if isinstance(s, ast.Assign):
         t = s.targets[0]
         v = s.value
@@ -695,13 +715,22 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     return []
 
 
-def restore_args(e: ast.expr, env: dict) -> tuple[ast.Name, ast.expr] | None:
-    """``(dst, src)`` where ``e`` is ``restore_into(dst, src)`` (gradient code copying a
-    snapshot back into an array in place), else None."""
-    if (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords
-            and isinstance(e.args[0], ast.Name) and resolve(e.func, env) is restore_into):
-        return e.args[0], e.args[1]
-    return None
+#: helpers the generated gradient code calls to copy an array's elements in place:
+#: (number of arguments, position of the destination, position of the source)
+_COPIES = {restore_into: (2, 0, 1), store_slot: (3, 0, 2), load_slot: (3, 0, 1)}
+
+
+def copy_args(e: ast.expr, env: dict) -> tuple[ast.Name, ast.expr] | None:
+    """``(dst, src)`` where ``e`` copies ``src``'s elements into ``dst``'s buffer (gradient
+    code: ``restore_into(dst, src)`` writes a snapshot back, ``store_slot(dst, i, src)``
+    keeps one in a checkpointed loop's slot ``i``, ``load_slot(dst, src, i)`` writes it
+    back), else None."""
+    if not (isinstance(e, ast.Call) and not e.keywords):
+        return None
+    arity, dst, src = _COPIES.get(resolve(e.func, env), (None, 0, 0))
+    if len(e.args) != arity or not isinstance(e.args[dst], ast.Name):
+        return None
+    return e.args[dst], e.args[src]
 
 
 def _sources(v: ast.expr, env: dict) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...kernels.revolve import ref_slots
 from ...rules import lookup
 from ...rules.primitives import RESULT_HOWS, Result, fact, method_function, result_of
 from ...rules.results import RUNTIME
@@ -26,8 +27,9 @@ _ORDER = {"b": 0, "i": 1, "f": 2, "c": 3}
 
 @dataclass(frozen=True)
 class Kind:
-    """``cls`` is b(ool), i(nt), f(loat), c(omplex), t(uple), l(ist tape: generated code's
-    stack of values, ``_tape_x = []``) or o(ther); ``ndim`` 0 = scalar."""
+    """``cls`` is b(ool), i(nt), f(loat), c(omplex), t(uple), l(ist: generated code's list
+    of values, a tape ``_tape_x = []`` or a checkpointed loop's snapshot references
+    ``ref_slots(x, k)``) or o(ther); ``ndim`` 0 = scalar."""
 
     cls: str
     ndim: int | None = 0
@@ -151,14 +153,37 @@ def list_tape_call(e: ast.expr, method: str, kinds: Any) -> str | None:
     return None
 
 
+def ref_slots_of(e: ast.expr, env: dict) -> ast.expr | None:
+    """``x`` where ``e`` is ``ref_slots(x, k)`` (a checkpointed loop's list of references,
+    the arrays a rebound name holds at its snapshots; read and written as ``X[i]``)."""
+    if (isinstance(e, ast.Call) and len(e.args) == 2 and not e.keywords
+            and resolve(e.func, env) is ref_slots):
+        return e.args[0]
+    return None
+
+
+def list_entry(e: ast.expr, kinds: Any) -> str | None:
+    """``X`` where ``e`` is ``X[i]`` on a list ``X`` (kind ``LIST``: an entry, the object
+    itself, never a view), else None."""
+    if (isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name)
+            and kinds.get(e.value.id) == LIST):
+        return e.value.id
+    return None
+
+
 class KindInference:
     """Fixpoint over a normalized body; ``kinds[name]`` afterwards."""
 
     def __init__(self, env: dict, args: dict[str, Kind]):
         self.env = env
         self.kinds: dict[str, Kind] = dict(args)
-        #: a list tape's values (what ``pop`` gives back): the join of what is appended
+        #: a list's values (what ``pop`` or ``X[i]`` gives back): the join of what is
+        #: appended or stored
         self.elems: dict[str, Kind] = {}
+
+    def keep(self, lst: str, e: ast.expr) -> None:
+        """``e`` goes into the list ``lst``."""
+        self.elems[lst] = join(self.elems.get(lst), self.expr(e))
 
     def run(self, body: list[ast.stmt]) -> dict[str, Kind]:
         for _ in range(20):
@@ -175,16 +200,25 @@ class KindInference:
         for s in stmts:
             if isinstance(s, ast.Expr) and (tape := list_tape_call(s.value, "append",
                                                                    self.kinds)):
-                self.elems[tape] = join(self.elems.get(tape), self.expr(s.value.args[0]))
+                self.keep(tape, s.value.args[0])
             elif isinstance(s, ast.Assign):
                 t = s.targets[0]
                 if isinstance(t, ast.Name) and is_tape(t.id) and isinstance(s.value, ast.List) \
                         and not s.value.elts:
                     self.set(t.id, LIST)
-                elif isinstance(t, ast.Name) and (tape := list_tape_call(s.value, "pop",
-                                                                         self.kinds)):
-                    if tape in self.elems:  # (known once the appends were seen)
-                        self.set(t.id, self.elems[tape])
+                elif isinstance(t, ast.Name) and (x := ref_slots_of(s.value, self.env)):
+                    self.set(t.id, LIST)
+                    self.keep(t.id, x)
+                elif isinstance(t, ast.Subscript) and (lst := list_entry(t, self.kinds)):
+                    self.keep(lst, s.value)
+                elif isinstance(t, ast.Name) and (lst := list_tape_call(s.value, "pop",
+                                                                        self.kinds)):
+                    if lst in self.elems:  # (known once the appends were seen)
+                        self.set(t.id, self.elems[lst])
+                elif isinstance(t, ast.Name) and (lst := list_entry(s.value, self.kinds)):
+                    k = self.expr(s.value)  # (notes the list's kind on its name)
+                    if lst in self.elems:
+                        self.set(t.id, k)
                 elif isinstance(t, ast.Name):
                     self.set(t.id, self.expr(s.value))
                 elif isinstance(t, ast.Tuple):
@@ -250,6 +284,10 @@ class KindInference:
             base = self.expr(e.value)
             if base.cls == "t":
                 return INT
+            if base == LIST:  # an entry of a list (``list_entry``)
+                self.expr(e.slice)
+                return self.elems.get(e.value.id, UNKNOWN) if isinstance(e.value, ast.Name) \
+                    else UNKNOWN
             if base.ndim is None:
                 return Kind(base.cls, None)
             idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]

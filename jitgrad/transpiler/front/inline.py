@@ -15,7 +15,6 @@ Before::                               After::
 from __future__ import annotations
 
 import ast
-import builtins
 import inspect
 import os
 import sysconfig
@@ -26,7 +25,6 @@ from typing import Any
 from ...markers import checkpoint, checkpointed
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
-from ..astutil import binop
 from ..naming import Namer
 from ..nodes import (
     _STATELESS,
@@ -186,7 +184,7 @@ class Inliner:
         self.namer = namer
         self.stack: list[Any] = [root.func]
         #: loops and checkpointed regions around the statements being inlined (a
-        #: checkpointed loop in none runs on the binomial schedule, else as segments)
+        #: checkpointed loop in one is a region of its own)
         self.depth = 0
 
     def run(self, body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
@@ -246,16 +244,11 @@ class Inliner:
         return out
 
     def checkpointed(self, loop: ast.For, parsed: Parsed) -> list[ast.stmt]:
-        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body``.  In no other loop
-        or region: the plain loop, marked for the binomial schedule (``binomial``).  Inside
-        one (its snapshots would have to be kept per outer trip): segments of steps, each a
-        checkpointed region (its entry state is what the reverse sweep keeps, and it is
-        rerun with its tape when the reverse sweep reaches it)::
-
-            _n = len(range(a, b, c)); _len = max(1, (_n + k - 1) // k)
-            for _s in range(0, _n, _len):
-                <region>: for _j in range(_s, min(_s + _len, _n)): t = a + _j * c; body
-        """
+        """``for t in jg.checkpointed(range(a, b, c), snapshots=k): body``: the plain loop,
+        marked for the binomial schedule (``modes/binomial.py``), after ``_snapshots = k``
+        (-1 for None).  Inside another loop or region the marked loop is a checkpointed
+        region of its own: its entry state is what the outer reverse sweep keeps, and the
+        reverse reruns it on the binomial schedule with the same slots each outer trip."""
         call = loop.iter
         kw = {k.arg: k.value for k in call.keywords}
         rng = call.args[0] if len(call.args) == 1 else None
@@ -270,53 +263,13 @@ class Inliner:
             if isinstance(n, ast.Break):  # (an early return inside the loop is one too)
                 raise parsed.error(
                     "break (or return) inside a jg.checkpointed loop is not supported: "
-                    "its segments run a fixed number of steps",
+                    "its schedule runs a fixed number of steps",
                     n if getattr(n, "lineno", None) else loop,  # (a return's break: the loop)
                     "loop over jg.checkpointed(range(...)) without leaving early, or use a "
                     "plain range")
         k = kw.get("snapshots")
         if isinstance(k, ast.Constant) and k.value is None:
             k = None
-        if self.depth == 0:
-            return self.binomial(loop, rng, k)
-        args = list(rng.args)
-        start, stop, step = ([const(0)] + args + [const(1)])[:3] if len(args) == 1 else \
-            (args + [const(1)])[:3]
-        fresh = self.namer.fresh
-        a, c, n, seg, s0, j = (fresh(x) for x in ("_start", "_step", "_steps", "_seg",
-                                                   "_s", "_j"))
-        for b in ("len", "range", "max", "min", "int"):
-            self.env.setdefault(b, getattr(builtins, b))
-        if k is None:
-            size = ast.parse("max(1, int(N ** 0.5 + 0.5))", mode="eval").body  # ~sqrt(T)
-        else:
-            size = ast.parse("max(1, (N + K - 1) // max(1, K))", mode="eval").body
-        size = rename(size, {"N": n} if k is None else {"N": n, "K": k})  # (K: a copy each)
-        t = loop.target.id
-        inner = ast.For(target=name(j, True), iter=ast.Call(
-            func=name("range"), args=[name(s0), ast.Call(
-                func=name("min"), args=[binop(name(s0), ast.Add(), name(seg)), name(n)],
-                keywords=[])], keywords=[]),
-            body=[assign(t, binop(name(a), ast.Add(), binop(name(j), ast.Mult(), name(c)))),
-                  *loop.body], orelse=[])
-        outer = ast.For(target=name(s0, True), iter=ast.Call(
-            func=name("range"), args=[const(0), name(n), name(seg)], keywords=[]),
-            body=[Checkpoint.region([inner], loop)], orelse=[])
-        pre = [assign(a, start), assign(c, step),
-               assign(n, ast.Call(func=name("len"), args=[ast.Call(
-                   func=name("range"), args=[name(a), stop, name(c)], keywords=[])],
-                   keywords=[])),
-               assign(seg, size), outer]
-        for x in pre:  # what the rewrite made stands at the loop's line; the body keeps its own
-            for m in walk(x):
-                if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
-                    ast.copy_location(m, loop)
-        return pre
-
-    def binomial(self, loop: ast.For, rng: ast.Call, k: ast.expr | None) -> list[ast.stmt]:
-        """A checkpointed loop in no other loop: the plain ``for t in range(...)``, marked
-        (reverse mode runs it on the binomial schedule, everything else as the loop), after
-        ``_snapshots = k`` (-1 for None)."""
         snaps = self.namer.fresh("_snapshots")
         pre = ast.copy_location(assign(snaps, const(-1) if k is None else k), loop)
         for m in walk(pre):
@@ -325,8 +278,9 @@ class Inliner:
         self.env.setdefault("range", range)
         plain = ast.copy_location(ast.For(target=loop.target, iter=rng, body=loop.body,
                                           orelse=[]), loop)
-        CHECKPOINTED.set(plain, (snaps, "None" if k is None else ast.unparse(k)))
-        return [pre, plain]
+        nested = self.depth > 0
+        CHECKPOINTED.set(plain, (snaps, "None" if k is None else ast.unparse(k), nested))
+        return [pre, Checkpoint.region([plain], loop) if nested else plain]
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
         if fn in self.stack:

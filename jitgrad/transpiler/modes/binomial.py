@@ -1,23 +1,29 @@
 """A ``jg.checkpointed`` loop on the binomial (revolve) schedule, in reverse mode.
 
-The loop (in no other loop or region; ``front/inline.py`` marks it) keeps snapshots of
-its loop-carried state in slots allocated once; the forward sweep runs every step without
-a tape and stores the state where the schedule puts snapshots; the adjoint sweep is a
-driver loop over the stack of snapshots that advances between them and reverses one step
-at a time, with its tape (the split is ``kernels/revolve.py``'s).  The state, the slots
-and the driver are built here; the step's own forward and adjoint come from the
-``Reverser`` like any loop body's.
+The loop (``front/inline.py`` marks it) keeps snapshots of its loop-carried state in slots
+allocated when it starts; the forward sweep runs every step without a tape and stores the
+state where the schedule puts snapshots; the adjoint sweep is a driver loop over the stack
+of snapshots that advances between them and reverses one step at a time, with its tape
+(the split is ``kernels/revolve.py``'s).  Inside another loop or region the loop is the
+one statement of a checkpointed region (``reverse_flow.checkpoint_``): the outer forward
+sweep tapes its entry state and runs it untaped, and the reverse sweep restores that state
+and reruns the forward sweep (snapshots) before the driver, each outer trip in turn.  The
+state, the slots and the driver are built here; the step's own forward and adjoint come
+from the ``Reverser`` like any loop body's.
 """
 
 from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ...kernels import helpers, revolve
+from ...rules.primitives import fact
 from ..astutil import all_defs, binop, exposed_reads
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
-from ..front.inline import rename, stored_names
+from ..front.inline import rename, resolve, stored_names
 from ..ir import LoopSchedule
 from ..nodes import clone, walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PUSH
@@ -99,13 +105,11 @@ def splice(template: str, names: dict[str, str | ast.expr],
 
 
 class BinomialMixin:
-    """The ``Reverser``'s checkpointed loops (``jg.checkpointed`` outside other loops)."""
+    """The ``Reverser``'s checkpointed loops (``jg.checkpointed``)."""
 
     def binomial_(self, s: ast.For, restored):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
         at revolve's positions, one step's tape at a time (``kernels.revolve``)."""
-        if self.an.enclosing_loops(s):  # inline marks only loops in no other loop
-            raise self.parsed.error("internal: a binomial checkpointed loop inside a loop", s)
         bf, br = self.block(s.body)
         if not br:
             return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
@@ -131,6 +135,8 @@ class BinomialMixin:
             name(v["J"]), ast.Mult(), name(stride))))]
         slots, store, load, once_save, once_load, state = self.binomial_state(s, v["K"],
                                                                              v["TOP"])
+        if CHECKPOINTED.get(s)[2]:  # in a loop or region: the region around it tapes and
+            once_save, once_load = [], []  # restores its entry state (these would copy again)
         slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
             x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
         plain = strip_pushes(clone(bf))
@@ -159,6 +165,26 @@ class BinomialMixin:
                                            tuple(sorted(counts.items(), key=lambda c: (
                                                c[0] is not None, c[0] or 0))), arrays))
         return fwd, rev
+
+    def refuse_shape_change(self, n: str, body: list[ast.stmt]) -> None:
+        """Refuse, at its line, a step that rebinds the state array ``n`` to an array of
+        another shape (its snapshots, and its adjoint, need one shape)."""
+        temps = {}
+        for st in walk_stmts(body):
+            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name):
+                t = st.targets[0].id
+                temps[t] = st.value if t not in temps else None
+        temps = {t: v for t, v in temps.items() if v is not None and t != n}
+        for st in walk_stmts(body):
+            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) \
+                    and st.targets[0].id == n and _shape_changer(st.value, n, temps,
+                                                                 self.env, self.an):
+                user = self.parsed.user_name(n)
+                raise self.parsed.error(
+                    f"the checkpointed loop's state '{user}' changes shape from one step to "
+                    "the next; its snapshots (and its gradient) need one shape", st,
+                    f"keep '{user}' one shape (preallocate it and write into it), or use a "
+                    "plain range")
 
     def binomial_state(self, s: ast.For, K: str, top: str):
         """What a snapshot of the loop ``s`` holds, as statements: (slot allocations, store
@@ -230,11 +256,14 @@ class BinomialMixin:
             st = self.global_name("store_slot", revolve.store_slot)
             slots.append(assign(buf, call(al, name(n), name(K))))
             store.append(ast.Expr(value=call(st, name(buf), at, name(n))))
-            load.append(ast.Expr(value=call(restore, name(n), item(buf))))
+            ld = self.global_name("load_slot", revolve.load_slot)
+            load.append(ast.Expr(value=call(ld, name(n), name(buf), at)))
 
         for n in sorted(exposed, key=lambda n: (self.an.first_pos(n), n)):
             k = self.an.kind(n)
             defs = self.an.defs.get(n, [])
+            if k.is_array and n in rebound:
+                self.refuse_shape_change(n, body)
             carried = n in rebound or n in written
             if carried and n not in self.args and all(
                     POS.get(s) <= POS.get(d) <= end for d in defs):
@@ -289,6 +318,50 @@ class BinomialMixin:
                 once_load.append(assign(n, name(keep)))
             state.append(n)
         return slots, store, load, once_save, once_load, state
+
+
+#: calls whose result is provably larger or smaller than an array among their operands
+_RESHAPING = (np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff)
+
+
+def _shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
+                   an, seen: frozenset = frozenset()) -> bool:
+    """Is ``v`` provably of another shape than the array ``n`` it is computed from: a
+    concatenation (``np.concatenate``, ``np.append``...) or difference of ``n``, a slice
+    of ``n`` that drops elements (``n[1:]``, ``n[:-1]``, ``n[::2]``), or an elementwise
+    operation of such a value with numbers (``temps``: the body's one-definition names,
+    followed once each)."""
+    def changed(e: ast.expr) -> bool:
+        if isinstance(e, ast.Name):
+            return e.id in temps and e.id not in seen and _shape_changer(
+                temps[e.id], n, temps, env, an, seen | {e.id})
+        return _shape_changer(e, n, temps, env, an, seen)
+
+    def scalar(e: ast.expr) -> bool:
+        return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and \
+            not an.kind(e.id).is_array and e.id in an.kinds
+
+    if isinstance(v, ast.Call) and resolve(v.func, env) in _RESHAPING:
+        names = {x.id for x in walk(v) if isinstance(x, ast.Name)}
+        return n in names or any(changed(name(m)) for m in names)
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == n \
+            and isinstance(v.slice, ast.Slice):
+        lo, hi, st = v.slice.lower, v.slice.upper, v.slice.step
+
+        def const_int(e):
+            return e.value if isinstance(e, ast.Constant) and isinstance(e.value, int) else \
+                -e.operand.value if isinstance(e, ast.UnaryOp) and isinstance(
+                    e.op, ast.USub) and isinstance(e.operand, ast.Constant) else None
+        return (const_int(lo) or 0) > 0 or (const_int(hi) or 0) < 0 or \
+            (const_int(st) or 1) > 1
+    if isinstance(v, ast.BinOp):
+        return changed(v.left) and scalar(v.right) or changed(v.right) and scalar(v.left)
+    if isinstance(v, ast.UnaryOp):
+        return changed(v.operand)
+    if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords:
+        rec = fact(resolve(v.func, env))
+        return rec is not None and rec.elementwise and changed(v.args[0])
+    return False
 
 
 def tape_summary(stmts: list[ast.stmt], loop: int | None,

@@ -33,10 +33,10 @@ from ...rules.primitives import is_library
 from ...rules.tangents import UNSUPPORTED, how_tangent
 from ..analysis.analyse import (
     Analysis,
+    copy_args,
     is_permutation,
     operand_names,
     primitive_of,
-    restore_args,
 )
 from ..analysis.kinds import list_tape_call
 from ..astutil import names_of, walk_values
@@ -164,8 +164,9 @@ class Forwarder:
 
     def expr_stmt(self, s: ast.Expr) -> list[ast.stmt]:
         """``X.append(v)`` pushes ``v``'s tangent on ``X``'s tangent tape (a zero one for an
-        inactive ``v``, so the two stay in step); ``restore_into(u, snap)`` restores the
-        tangent too.  Any other statement that reads an active value is refused."""
+        inactive ``v``, so the two stay in step); an in-place copy (``restore_into(u, snap)``,
+        ``store_slot(buf, i, u)``, ``load_slot(u, buf, i)``: ``analyse.copy_args``) copies
+        the tangent too.  Any other statement that reads an active value is refused."""
         v = s.value
         tape = list_tape_call(v, "append", self.an.kinds)
         if tape is not None:
@@ -175,14 +176,15 @@ class Forwarder:
                                                ctx=ast.Load()),
                             args=[self.pushed(v.args[0], s)], keywords=[])
             return [s, ast.copy_location(ast.Expr(value=push), s)]
-        copy = restore_args(v, self.env)
-        if copy is not None and isinstance(copy[1], ast.Name):
+        copy = copy_args(v, self.env)
+        if copy is not None:
             dst, src = copy
             if not self.active(dst):
                 return [s]
-            tangent = ast.Call(func=v.func, args=[name(self.dot(dst.id)),
-                                                  self.tangent(src) or self.zero(src)],
-                               keywords=[])
+            dsrc = self.tangent(src) or self.zero(src)
+            tangent = ast.Call(func=v.func, args=[
+                name(self.dot(dst.id)) if a is dst else dsrc if a is src else a
+                for a in v.args], keywords=[])
             return [s, ast.copy_location(ast.Expr(value=tangent), s)]
         if any(isinstance(n, ast.Name) and n.id in self.an.active for n in walk_values(v)):
             raise self.parsed.error(f"forward mode cannot differentiate the statement "
