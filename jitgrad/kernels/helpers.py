@@ -21,8 +21,17 @@ def _is_array(t) -> bool:
 
 # --- unbroadcast: sum a gradient back to the shape of the operand -----------
 
+#: raised where an adjoint cannot have been broadcast from its value: the sign of an
+#: array whose shape changed between the sweeps' views of it (a loop-carried array rebound
+#: to a slice or concatenation of itself), never a silently wrong gradient
+SHAPE_MISMATCH = ("jitgrad: a gradient does not have the shape of its value (an array that "
+                  "changes shape from one loop trip to the next, e.g. 'u = u[1:] * c'? keep "
+                  "one shape: preallocate the array and write into it)")
+
+
 def unbroadcast(g, x):
-    """Reduce ``g`` to the shape of ``x`` (reverse of NumPy broadcasting)."""
+    """Reduce ``g`` to the shape of ``x`` (reverse of NumPy broadcasting); a ``g`` that
+    ``x`` cannot have been broadcast to raises ``ValueError`` (``SHAPE_MISMATCH``)."""
     xs = np.shape(x)
     gs = np.shape(g)
     if xs == gs:
@@ -32,6 +41,8 @@ def unbroadcast(g, x):
     if len(gs) == 0:
         return np.full(xs, g, dtype=np.result_type(x, g))
     lead = len(gs) - len(xs)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(xs, gs[lead:], strict=True)):
+        raise ValueError(SHAPE_MISMATCH)
     if lead > 0:
         g = np.sum(g, axis=tuple(range(lead)))
     axes = tuple(i for i, n in enumerate(xs) if n == 1 and g.shape[i] != 1)
@@ -51,7 +62,11 @@ def _make_unbroadcast_nd(gnd: int, xnd: int):
     import numba
 
     lead = gnd - xnd
-    lines = ["def impl(g, x):", "    out = np.zeros(x.shape, dtype=g.dtype)"]
+    lines = ["def impl(g, x):"]
+    for j in range(xnd):  # x cannot have been broadcast to g: refuse, never write outside
+        lines.append(f"    if x.shape[{j}] != 1 and x.shape[{j}] != g.shape[{j + lead}]:")
+        lines.append("        raise ValueError(MSG)")
+    lines.append("    out = np.zeros(x.shape, dtype=g.dtype)")
     ind = "    "
     for k in range(gnd):
         lines.append(f"{ind}for i{k} in range(g.shape[{k}]):")
@@ -64,7 +79,7 @@ def _make_unbroadcast_nd(gnd: int, xnd: int):
     dst_idx = ", ".join(dst) + ("," if xnd == 1 else "")
     lines.append(f"{ind}out[{dst_idx}] += g[{src_idx}]")
     lines.append("    return out")
-    ns = {"np": np}
+    ns = {"np": np, "MSG": SHAPE_MISMATCH}
     exec("\n".join(lines), ns)
     impl = numba.njit(ns["impl"])
     _UNB_CACHE[key] = impl

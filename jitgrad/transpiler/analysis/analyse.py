@@ -31,6 +31,7 @@ from ..naming import is_generated
 from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from .kinds import LIST, UNKNOWN, Kind, list_tape_call
+from .shapes import refuse_loop_shape_changes
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv,
@@ -353,6 +354,8 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _modes(body, an, args, returns)
     _block_local(body, an, args)
     _settle_views(body, an, env, parsed, tangents)
+    if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
+        refuse_loop_shape_changes(body, an, env, parsed)
     _args_written(stmts, an, args, env)
     an.freeze()
     return an

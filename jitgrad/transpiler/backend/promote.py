@@ -125,7 +125,9 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
         t = _target(s)
         if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
                 and isinstance(t.value, ast.Name) and t.value.id in fresh
-                and not (loaded_ids(t.slice) & assigned)):
+                and not (loaded_ids(t.slice) & assigned)
+                and not any(isinstance(c, ast.Slice) for c in _components(t.slice))):
+            # (an element, not a slice: the register sum starts as the scalar 0.0)
             candidates.setdefault(ast.unparse(t), []).append(s)
     if not candidates:
         return [loop]

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import ast
 
-import numpy as np
-
 from ...kernels import helpers, revolve
-from ...rules.primitives import fact
+from ..analysis.shapes import loop_temps, shape_changer
 from ..astutil import all_defs, binop, exposed_reads
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
-from ..front.inline import rename, resolve, stored_names
+from ..front.inline import rename, stored_names
 from ..ir import LoopSchedule
 from ..nodes import clone, walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PUSH
@@ -169,15 +167,10 @@ class BinomialMixin:
     def refuse_shape_change(self, n: str, body: list[ast.stmt]) -> None:
         """Refuse, at its line, a step that rebinds the state array ``n`` to an array of
         another shape (its snapshots, and its adjoint, need one shape)."""
-        temps = {}
-        for st in walk_stmts(body):
-            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name):
-                t = st.targets[0].id
-                temps[t] = st.value if t not in temps else None
-        temps = {t: v for t, v in temps.items() if v is not None and t != n}
+        temps = loop_temps(body, n)
         for st in walk_stmts(body):
             if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) \
-                    and st.targets[0].id == n and _shape_changer(st.value, n, temps,
+                    and st.targets[0].id == n and shape_changer(st.value, n, temps,
                                                                  self.env, self.an):
                 user = self.parsed.user_name(n)
                 raise self.parsed.error(
@@ -318,50 +311,6 @@ class BinomialMixin:
                 once_load.append(assign(n, name(keep)))
             state.append(n)
         return slots, store, load, once_save, once_load, state
-
-
-#: calls whose result is provably larger or smaller than an array among their operands
-_RESHAPING = (np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff)
-
-
-def _shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
-                   an, seen: frozenset = frozenset()) -> bool:
-    """Is ``v`` provably of another shape than the array ``n`` it is computed from: a
-    concatenation (``np.concatenate``, ``np.append``...) or difference of ``n``, a slice
-    of ``n`` that drops elements (``n[1:]``, ``n[:-1]``, ``n[::2]``), or an elementwise
-    operation of such a value with numbers (``temps``: the body's one-definition names,
-    followed once each)."""
-    def changed(e: ast.expr) -> bool:
-        if isinstance(e, ast.Name):
-            return e.id in temps and e.id not in seen and _shape_changer(
-                temps[e.id], n, temps, env, an, seen | {e.id})
-        return _shape_changer(e, n, temps, env, an, seen)
-
-    def scalar(e: ast.expr) -> bool:
-        return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and \
-            not an.kind(e.id).is_array and e.id in an.kinds
-
-    if isinstance(v, ast.Call) and resolve(v.func, env) in _RESHAPING:
-        names = {x.id for x in walk(v) if isinstance(x, ast.Name)}
-        return n in names or any(changed(name(m)) for m in names)
-    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == n \
-            and isinstance(v.slice, ast.Slice):
-        lo, hi, st = v.slice.lower, v.slice.upper, v.slice.step
-
-        def const_int(e):
-            return e.value if isinstance(e, ast.Constant) and isinstance(e.value, int) else \
-                -e.operand.value if isinstance(e, ast.UnaryOp) and isinstance(
-                    e.op, ast.USub) and isinstance(e.operand, ast.Constant) else None
-        return (const_int(lo) or 0) > 0 or (const_int(hi) or 0) < 0 or \
-            (const_int(st) or 1) > 1
-    if isinstance(v, ast.BinOp):
-        return changed(v.left) and scalar(v.right) or changed(v.right) and scalar(v.left)
-    if isinstance(v, ast.UnaryOp):
-        return changed(v.operand)
-    if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords:
-        rec = fact(resolve(v.func, env))
-        return rec is not None and rec.elementwise and changed(v.args[0])
-    return False
 
 
 def tape_summary(stmts: list[ast.stmt], loop: int | None,
