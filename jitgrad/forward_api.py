@@ -52,7 +52,8 @@ def generated_jvp(d: Any, args: tuple) -> Any:
             gen = generate_jvp(d._prep(), wrt, kinds)
             u = gen.unit
             gen.compiled = backend.build({"jvp": u.sources["jvp"]}, u.names, u.env,
-                                         d.func.__qualname__, d.jit, frozenset())
+                                         d.func.__qualname__, d.jit, frozenset(),
+                                         options=d.options)
             cache[key] = gen
     return gen
 
@@ -225,6 +226,7 @@ def _second(d: Any, args: tuple) -> Any:
     d2 = cache.get(id(g))
     if d2 is None or d2.func is not g:
         d2 = Differentiated(g, wrt=d.wrt, jit=d.jit)
+        d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
         cache[id(g)] = d2
     return d2
 

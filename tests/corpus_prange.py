@@ -1,4 +1,5 @@
-"""numba.prange loops (user-style code): differentiated as range loops."""
+"""numba.prange loops (user-style code), compiled with parallel=True: the generated sweeps
+keep prange where the iterations are independent (jitgrad/transpiler/backend/prange.py)."""
 
 import math
 
@@ -21,3 +22,82 @@ def elementwise(x, w):
     for i in numba.prange(x.shape[0]):
         out[i] = w * x[i] * x[i] + math.cos(x[i])
     return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def stencil(x, k):
+    n = x.shape[0]
+    out = np.zeros(n)
+    for i in prange(1, n - 1):
+        out[i] = x[i - 1] * x[i + 1] + k * math.sin(x[i])
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def inner_loop(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        v = x[i]
+        for t in range(3):
+            v = math.sin(v * k) + 0.5 * v
+        s += v * v
+    return s
+
+
+@numba.njit(parallel=True)
+def nested_2d(a, w):
+    m, n = a.shape
+    out = np.zeros((m, n))
+    for i in prange(m):
+        for j in range(n):
+            out[i, j] = a[i, j] * w[j] + math.tanh(a[i, j])
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def product(x, k):
+    p = 1.0
+    for i in prange(x.shape[0]):
+        p *= 1.0 + k * x[i] * x[i]
+    return p
+
+
+@numba.njit(parallel=True)
+def gather(x, idx, k):
+    out = np.zeros(idx.shape[0])
+    for i in prange(idx.shape[0]):
+        out[i] = k * x[idx[i]] * x[idx[i]]
+    return np.sum(out)
+
+
+@numba.njit(parallel=True)
+def recurrence(x):
+    y = np.zeros(x.shape[0])
+    for i in prange(1, x.shape[0]):
+        y[i] = y[i - 1] + x[i]
+    return np.sum(y)
+
+
+@numba.njit(parallel=True)
+def carried(x):
+    t = 0.0
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += t * x[i]
+        t = x[i]
+    return s
+
+
+@numba.njit(fastmath=True, error_model="numpy", boundscheck=True)
+def fast(x, k):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(k * x[i]) / (1.0 + x[i] * x[i])
+    return s
+
+
+def plain(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += k * x[i] * x[i]
+    return s

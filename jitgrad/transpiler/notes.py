@@ -77,6 +77,10 @@ CHECKPOINTED: Note[tuple[str, str] | None] = Note(
     "a `for t in jg.checkpointed(range(...), snapshots=k)` loop in no other loop or region: "
     "(the variable holding k, -1 for None; k as written); reverse mode runs it on the "
     "binomial schedule")
+PRANGE: Note[bool] = Note(
+    "prange", False, "desugar",
+    "a `for` loop the user wrote over `numba.prange` (now over range): with parallel=True "
+    "its forward and reverse loops are kept parallel where iterations are independent")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -103,12 +107,12 @@ SCALAR_RESULT: Note[bool] = Note(
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, AUG, KIND, POS, END, BLOCK, PUSH,
-         SCALAR_RESULT, COMMENT)
+NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
+         PUSH, SCALAR_RESULT, COMMENT)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED)
+_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:
@@ -136,5 +140,5 @@ def checkpoint(s: ast.AST) -> bool:
 
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "END", "KIND", "LOOP_SEQ",
-           "NOTES", "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note",
-           "Required", "carry", "checkpoint"]
+           "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint",
+           "Note", "Required", "carry", "checkpoint"]

@@ -40,7 +40,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT
+from ..notes import COMMENT, carry
 
 #: helpers the generated adjoint calls that only compute a value
 _PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
@@ -71,6 +71,7 @@ def _rewrite(stmts, env, namer, fresh, outside) -> list[ast.stmt]:
             if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
                 new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=_rewrite(
                     s.body, env, namer, fresh, outside), orelse=s.orelse), s)
+                carry(s, new)
                 out.append(new)
                 continue
         elif isinstance(s, (ast.If, ast.While)) and any(
@@ -415,6 +416,7 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
     edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi))]
     for_ = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
         name(j0), name(j1)], keywords=[]), body=main, orelse=[])
+    carry(loop, for_)  # (a prange loop's gathered loop writes each element once)
     edges = ast.For(target=name(e, True), iter=ast.Call(func=name("range"), args=[name(m)],
                                                        keywords=[]), body=edge, orelse=[])
     post: list[ast.stmt] = []

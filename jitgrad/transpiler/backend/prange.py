@@ -1,0 +1,373 @@
+"""prange: ``numba.prange`` loops of ``parallel=True`` code stay parallel in both sweeps.
+
+A loop the user wrote over ``numba.prange`` is differentiated as the range it iterates;
+its forward loop and its reversed loop carry ``notes.PRANGE``.  When the user's
+dispatcher has ``parallel=True``, each lowered variant is rewritten here:
+
+1. **tapes**: a typed tape pushed once per iteration (a push at the top of the loop body)
+   is written at ``cursor + (i - lo)`` instead of moving a shared cursor, and the cursor
+   moves by the trip count after the loop; the reversed loop reads ``cursor + (i - lo)``
+   after moving it back by the trip count before the loop.  (The layout is the serial
+   one, so each side is rewritten on its own.)  A tape pushed in an inner loop or under
+   an ``if`` keeps its cursor, and the loop stays serial;
+2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
+   elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
+   (``dk += ...`` stays a reduction Numba's parfor pass recognises), an adjoint scalar
+   that is zero when each iteration starts is reset at the top of the body;
+3. a loop that passes becomes ``prange(lo, hi)`` (a reversed loop runs forward: its
+   iterations are independent); one that fails runs serially, with a comment saying why.
+
+Accumulations several iterations make into one element (``dx[i + 1] += ...`` of a
+stencil not in gather form, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) make
+the loop run serially rather than through per-thread partial buffers: those cost one
+copy of the adjoint array per thread and a reduction pass over it, as much memory
+traffic as the loop itself for the stencils and gathers where they arise.
+
+Before (the reversed loop of ``s += k * math.sin(x[i])`` over ``prange(n)``)::
+
+    for i in range(n - 1, -1, -1):
+        _dt = ds
+        _tape_t2n -= 1
+        _t2 = _tape_t2[_tape_t2n]
+        dk += _dt * _t2
+        dx[i] += _dt * k * np.cos(x[i])
+
+After::
+
+    _tape_t2n -= max(n, 0)
+    for i in prange(n):
+        _dt = ds
+        _t2 = _tape_t2[_tape_t2n + i]
+        dk += _dt * _t2
+        dx[i] += _dt * k * np.cos(x[i])
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from typing import Any
+
+import numpy as np
+
+from ...kernels import helpers
+from ..analysis.privacy import Names, Verdict, independent, live_after
+from ..astutil import binop
+from ..front.desugar import assign, const, name
+from ..front.inline import resolve
+from ..nodes import clone, walk, walk_stmts
+from ..notes import PRANGE
+from . import emit
+from .gather import _reversed_range
+
+#: what makes a new array (writes into it are the iteration's own when made in the loop)
+_FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
+          np.full_like, np.copy, np.array, helpers.zeros_like, helpers.snapshot)
+
+
+def bounds(loop: ast.For) -> tuple[ast.expr, ast.expr] | None:
+    """``(lo, hi)`` of a loop over ``range(lo, hi)`` (step 1) or over it reversed."""
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+            and it.func.id == "range" and not it.keywords):
+        return None
+    a = it.args
+    if len(a) == 1:
+        return const(0), clone(a[0])
+    if len(a) == 2 or (len(a) == 3 and isinstance(a[2], ast.Constant) and a[2].value == 1):
+        return clone(a[0]), clone(a[1])
+    return _reversed_range(loop)
+
+
+class Parallel:
+    """The rewrite of one specialisation's variants (see the module docstring)."""
+
+    def __init__(self, u: Any):
+        self.u = u
+        self.env = u.env
+        adjoints = u.namer.adjoints()
+        self.adjoints = adjoints
+        self.primal_of = {d: p for p, d in adjoints.items()}
+        self.tapes = {t for t, _ in u.ir.reused}
+        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.callables = set(u.ir.callables)
+        self.prange = self._prange_name()
+        self.used = False
+
+    def _prange_name(self) -> str:
+        import numba
+
+        if self.env.get("prange") is numba.prange:
+            return "prange"
+        n = "prange" if "prange" not in self.env and "prange" not in self.u.namer.taken \
+            else self.u.namer.fresh("_prange")
+        self.u.namer.reserve([n])
+        self.env[n] = numba.prange
+        return n
+
+    # --- facts the check needs -------------------------------------------------------
+
+    def is_array(self, n: str) -> bool | None:
+        k = self.u.kinds.get(n)
+        if k is None and n in self.primal_of:
+            k = self.u.kinds.get(self.primal_of[n])
+        if k is not None:
+            return k.is_array
+        return True if n in self.tapes else None
+
+    def group(self, a: str) -> set[str]:
+        p = self.primal_of.get(a)
+        if p is None:
+            return set(self.aliases.get(a, ())) | {a}
+        return {self.adjoints[q] for q in self.aliases.get(p, ()) if q in self.adjoints} | {a}
+
+    def fresh(self, e: ast.expr) -> bool:
+        if isinstance(e, ast.BinOp):
+            return True
+        if not isinstance(e, ast.Call):
+            return False
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args:
+            return True
+        fn = resolve(e.func, self.env)
+        return any(fn is f for f in _FRESH)
+
+    def effect(self, call: ast.Call) -> bool:
+        return isinstance(call.func, ast.Name) and call.func.id in self.callables
+
+    def names(self, body: list[ast.stmt], loop: ast.For, block: list[ast.stmt],
+              k: int) -> Names:
+        def zero_before(n: str) -> bool:
+            for s in reversed(block[:k]):
+                if any(n in _binds(x) for x in walk_stmts([s])):
+                    return isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
+                        and _is_zero(s.value)
+            return False
+
+        return Names(live_after(body, loop), self.is_array, self.group, self.fresh,
+                     self.effect, zero_before)
+
+    # --- the rewrite ------------------------------------------------------------------
+
+    def function(self, fn: ast.FunctionDef) -> ast.FunctionDef:
+        """``fn`` with its prange loops parallel where safe (a copy; ``fn`` as it was)."""
+        if not any(isinstance(s, ast.For) and PRANGE.get(s) for s in walk_stmts(fn.body)):
+            return fn
+        fn = clone(fn)
+        if _shadowed(self.env, "max"):
+            return fn
+        loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
+        for loop in loops:
+            self._slot_tapes(fn.body, loop)
+        parallel: set[int] = set()
+        for loop in loops:
+            block, k, outer = _where(fn.body, loop)
+            if outer & parallel:
+                continue  # inside a loop already parallel: Numba runs it serially anyway
+            lo_hi = bounds(loop)
+            verdict = independent(loop, self.names(fn.body, loop, block, k)) \
+                if lo_hi is not None else Verdict("its range does not step by 1", loop)
+            if not verdict.ok:
+                block.insert(k, emit.comment(f"prange loop over {loop.target.id} runs "
+                                             f"serially: {verdict.reason}"))
+                continue
+            lo, hi = lo_hi
+            args = [hi] if isinstance(lo, ast.Constant) and lo.value == 0 else [lo, hi]
+            after = live_after(fn.body, loop)
+            loop.iter = ast.Call(func=name(self.prange), args=args, keywords=[])
+            loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
+            block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
+            parallel.add(id(loop))
+            self.used = True
+        return fn
+
+    def _slot_tapes(self, body: list[ast.stmt], loop: ast.For) -> None:
+        """Index the tapes the loop pushes or pops once per iteration by the iteration."""
+        lo_hi = bounds(loop)
+        if lo_hi is None or not isinstance(loop.target, ast.Name):
+            return
+        lo, hi = lo_hi
+        i = loop.target.id
+        at = name(i) if isinstance(lo, ast.Constant) and lo.value == 0 else \
+            binop(name(i), ast.Sub(), clone(lo))
+        span = clone(hi) if isinstance(lo, ast.Constant) and lo.value == 0 else \
+            binop(clone(hi), ast.Sub(), clone(lo))
+        trips = ast.Call(func=name("max"), args=[span, const(0)], keywords=[])
+        uses = _name_counts(loop.body)
+        reversed_ = _reversed_range(loop) is not None
+        pre: list[ast.stmt] = []
+        post: list[ast.stmt] = []
+        new: list[ast.stmt] = []
+        skip = False
+        for k, s in enumerate(loop.body):
+            if skip:
+                skip = False
+                continue
+            nxt = loop.body[k + 1] if k + 1 < len(loop.body) else None
+            push = _push(s, nxt)
+            pop = _pop(s, nxt)
+            if push and not reversed_ and uses.get(push[1], 0) == 2 \
+                    and uses.get(push[0], 0) == 1:
+                tape, cur = push
+                s = clone(s)
+                s.targets[0].slice = binop(name(cur), ast.Add(), clone(at))
+                post.append(ast.AugAssign(target=name(cur, True), op=ast.Add(),
+                                          value=clone(trips)))
+                new.append(s)
+                skip = True
+                continue
+            if pop and reversed_ and uses.get(pop[1], 0) == 2 and uses.get(pop[0], 0) == 1:
+                tape, cur = pop
+                read = clone(nxt)
+                read.value.slice = binop(name(cur), ast.Add(), clone(at))
+                pre.append(ast.AugAssign(target=name(cur, True), op=ast.Sub(),
+                                         value=clone(trips)))
+                new.append(read)
+                skip = True
+                continue
+            new.append(s)
+        if not pre and not post:
+            return
+        loop.body = new
+        block, k, _ = _where(body, loop)
+        block[k + 1:k + 1] = post
+        block[k:k] = pre
+
+
+def _push(s: ast.stmt, nxt: ast.stmt | None) -> tuple[str, str] | None:
+    """(tape, cursor) where ``s, nxt`` are ``tape[cursor] = v; cursor += 1``."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], ast.Subscript) \
+            and isinstance(s.targets[0].value, ast.Name) \
+            and isinstance(s.targets[0].slice, ast.Name) and _moves(nxt, s.targets[0].slice.id,
+                                                                   ast.Add):
+        return s.targets[0].value.id, s.targets[0].slice.id
+    return None
+
+
+def _pop(s: ast.stmt, nxt: ast.stmt | None) -> tuple[str, str] | None:
+    """(tape, cursor) where ``s, nxt`` are ``cursor -= 1; t = tape[cursor]``."""
+    if not (isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)
+            and _moves(s, s.target.id, ast.Sub)):
+        return None
+    cur = s.target.id
+    if isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 \
+            and isinstance(nxt.targets[0], ast.Name) and isinstance(nxt.value, ast.Subscript) \
+            and isinstance(nxt.value.value, ast.Name) and isinstance(nxt.value.slice, ast.Name) \
+            and nxt.value.slice.id == cur:
+        return nxt.value.value.id, cur
+    return None
+
+
+def _moves(s: ast.stmt | None, cur: str, op: type) -> bool:
+    """Is ``s`` ``cur += 1`` (``op`` Add) or ``cur -= 1`` (Sub)?"""
+    return isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+        and s.target.id == cur and isinstance(s.op, op) \
+        and isinstance(s.value, ast.Constant) and s.value.value == 1
+
+
+def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in body:
+        for n in walk(s):
+            if isinstance(n, ast.Name):
+                out[n.id] = out.get(n.id, 0) + 1
+    return out
+
+
+def _binds(s: ast.stmt) -> set[str]:
+    from ..nodes import stmt_defs
+
+    return set(stmt_defs(s))
+
+
+def _is_zero(e: ast.expr) -> bool:
+    return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 0
+
+
+def _shadowed(env: dict[str, Any], b: str) -> bool:
+    return b in env and env[b] is not getattr(builtins, b)
+
+
+def _where(body: list[ast.stmt], target: ast.stmt, outer: frozenset[int] = frozenset()) \
+        -> tuple[list[ast.stmt], int, frozenset[int]]:
+    """The block holding ``target``, its position there, and the ids of the loops around it."""
+    for k, s in enumerate(body):
+        if s is target:
+            return body, k, outer
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, list) and sub:
+                inner = outer | {id(s)} if isinstance(s, (ast.For, ast.While)) else outer
+                try:
+                    return _where(sub, target, inner)
+                except LookupError:
+                    pass
+    raise LookupError("statement not found")
+
+
+# --- the user's own loops ----------------------------------------------------------------
+
+
+def primal_verdicts(u: Any) -> list[tuple[ast.For, Verdict]]:
+    """Each outermost prange loop of the user's (normalized) body, and whether its
+    iterations are independent in the primal."""
+    body = [*u.body, ast.Return(value=ast.Tuple(elts=[clone(r) for r in u.returns],
+                                                ctx=ast.Load()))]
+    check = _PrimalCheck(u)
+    out: list[tuple[ast.For, Verdict]] = []
+    seen: set[int] = set()
+    for loop in [s for s in walk_stmts(body) if isinstance(s, ast.For) and PRANGE.get(s)]:
+        block, k, outer = _where(body, loop)
+        if outer & seen:
+            continue
+        seen.add(id(loop))
+        out.append((loop, independent(loop, check.names(body, loop, block, k))
+                    if bounds(loop) is not None else Verdict("its range does not step by 1",
+                                                             loop)))
+    return out
+
+
+def refuse_races(u: Any) -> None:
+    """Refuse a prange loop of the user's whose iterations are not independent in the
+    primal (Numba runs it with a race: its result, and so its gradient, is undefined)."""
+    for loop, verdict in primal_verdicts(u):
+        if not verdict.ok:
+            raise u.parsed.error(
+                f"the iterations of this prange loop are not independent: "
+                f"{_user_words(u, verdict.reason)}", verdict.node or loop,
+                "Numba runs prange iterations at once, so this loop races under "
+                "parallel=True: write each array only at the loop index (out[i] = ...), sum "
+                "into scalars with 's += ...', or use range (docs/supported.md)")
+
+
+def loop_verdicts(u: Any) -> list[tuple[str, str]]:
+    """(loop index, what the check found) for each outermost prange loop of the user's."""
+    if not u.parallel:
+        return [(loop.target.id, "runs serially (the function is not compiled with "
+                 "parallel=True)") for loop in walk_stmts(u.body)
+                if isinstance(loop, ast.For) and PRANGE.get(loop)]
+    return [(loop.target.id, "iterations independent" if v.ok else v.reason)
+            for loop, v in primal_verdicts(u)]
+
+
+class _PrimalCheck(Parallel):
+    """``Parallel``'s facts for the user's normalized body (no IR yet, nothing renamed)."""
+
+    def __init__(self, u: Any):  # (no prange name: nothing is rewritten)
+        self.u = u
+        self.env = u.env
+        self.adjoints = {}
+        self.primal_of = {}
+        self.tapes = set()
+        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.callables = set()
+
+
+def _user_words(u: Any, reason: str) -> str:
+    """``reason`` with the names it quotes spelled as the user wrote them."""
+    return re.sub(r"'([A-Za-z_][A-Za-z_0-9]*)'", lambda m: f"'{u.parsed.user_name(m.group(1))}'",
+                  reason)
+
+
+__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_races"]
