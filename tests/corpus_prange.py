@@ -101,3 +101,26 @@ def plain(x, k):
     for i in prange(x.shape[0]):
         s += k * x[i] * x[i]
     return s
+
+
+@numba.njit(parallel=True)
+def branchy(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        if x[i] > 0.0:
+            s += math.exp(k * x[i])
+        else:
+            s += -k * x[i] * x[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def rows(a, w):
+    m, n = a.shape
+    out = np.zeros(m)
+    for i in prange(m):
+        acc = 0.0
+        for j in range(n):
+            acc += a[i, j] * w[j] * a[i, j]
+        out[i] = acc * acc
+    return np.sum(out)

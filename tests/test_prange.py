@@ -26,6 +26,8 @@ CASES = {
     "nested_2d": (P.nested_2d, (A, W), (0, 1)),
     "product": (P.product, (X, 0.4), (0, 1)),
     "gather": (P.gather, (X, IDX, 0.8), (0, 2)),
+    "branchy": (P.branchy, (X, 0.6), (0, 1)),
+    "rows": (P.rows, (A, W), (0, 1)),
     "plain": (P.plain, (X, 0.6), (0, 1)),
 }
 
@@ -38,29 +40,42 @@ def test_prange_gradients(case, jit):
 
 
 def _loops(src: str) -> list[str]:
-    """The loop headers of generated source, each with the comment line before it."""
+    """The outermost loop headers of generated source (one level in), each with the comment
+    line before it."""
     lines = src.splitlines()
-    return [(lines[k - 1].strip() + " / " if k and lines[k - 1].strip().startswith("#") else "")
-            + ln.strip() for k, ln in enumerate(lines) if ln.strip().startswith("for i ")]
+    return [(lines[k - 1].strip() + " / " if lines[k - 1].strip().startswith("#") else "")
+            + ln.strip() for k, ln in enumerate(lines)
+            if ln.startswith("    for ") and not ln.startswith("    for _c in range(")]
 
 
 @pytest.mark.parametrize("case, forward, adjoint", [
     ("reduction", "prange", "prange"),
     ("elementwise", "prange", "prange"),
-    ("stencil", "prange", "accumulate into the same element of 'dx'"),
-    ("inner_loop", "carries a value", "carries a value"),
-    ("nested_2d", "carries a value", "carries a value"),
+    ("stencil", "prange", "chunks: dx"),
+    ("inner_loop", "prange", "prange"),
+    ("nested_2d", "prange", "chunks: dw"),
+    ("rows", "prange", "chunks: dw"),
+    ("gather", "prange", "chunks: dx"),
     ("product", "'p' carries a value", "'dp' carries a value"),
-    ("gather", "prange", "accumulate into the same element of 'dx' ('dx[idx[i]]')"),
+    ("branchy", "'_tape_t_1n' carries a value", "'_tape_t_1n' carries a value"),
+    ("plain", "range", "range"),
 ])
 def test_generated_loops(case, forward, adjoint):
-    """prange where each iteration is independent, a serial loop and why elsewhere."""
+    """prange where each iteration is independent; chunks with partial buffers where only
+    accumulations collide; a serial loop and why elsewhere."""
     f, args, wrt = CASES[case]
     src = jg.differentiate(f, wrt=wrt).source(*args)
     fwd, adj = _loops(src)
     for loop, want in ((fwd, forward), (adj, adjoint)):
-        if want == "prange":
-            assert "in prange(" in loop and "serially" not in loop, src
+        if want == "range":
+            assert "for i in range(" in loop and "prange" not in src, src
+        elif want == "prange":
+            assert "for i in prange(" in loop and "serially" not in loop, src
+        elif want.startswith("chunks: "):
+            part = want.split(": ")[1]
+            assert loop == "for _c in prange(_chunks):", src
+            assert f"one chunk of iterations per thread; {part} accumulated per chunk" in src
+            assert f"_{part}_part[_c, " in src and f"{part} += _{part}_part[_c]" in src, src
         else:
             assert "runs serially" in loop and want in loop and "in range(" in loop, src
 

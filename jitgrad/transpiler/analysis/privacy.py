@@ -89,6 +89,11 @@ class Verdict:
     node: ast.AST | None = None
     #: scalars that hold 0.0 when every iteration starts (reset at the top of the body)
     zeroed: tuple[str, ...] = ()
+    #: when ``reason`` is only that: the arrays several iterations accumulate into
+    #: (``dx[i + 1] += ...``; every access of theirs in the loop is such a ``+=``)
+    collisions: tuple[str, ...] = ()
+    #: the scalar sums (and products) the loop makes: name -> "+" or "*"
+    sums: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -111,6 +116,14 @@ class Names:
     effect: Callable[[ast.Call], bool]
     #: does a scalar hold 0.0 when the loop starts
     zero_before: Callable[[str], bool] = lambda n: False
+    #: may the loop write into arrays it makes (False for generated code: Numba may hoist
+    #: an allocation out of a prange loop and share it, numba/numba#9529)
+    local_arrays: bool = True
+    #: more names that take a different value in each iteration (as the index does; the
+    #: index of a chunk's own iterations, see ``backend/prange.py``)
+    indices: tuple[str, ...] = ()
+    #: tapes the loop writes at slots of each iteration's own by construction
+    slotted: frozenset[str] = frozenset()
 
 
 #: method calls that change their object
@@ -124,6 +137,8 @@ def independent(loop: ast.For, names: Names) -> Verdict:
         return Verdict("its index is not a single name", loop)
     i = loop.target.id
     body = loop.body
+    if i in names.live_after:
+        return Verdict(f"the loop index '{i}' is read after the loop", loop)
     for s in this_loop(body):
         if isinstance(s, ast.Break):
             return Verdict("it may break out of the loop", s)
@@ -143,12 +158,15 @@ def independent(loop: ast.For, names: Names) -> Verdict:
     exposed = exposed_reads(body)
     loads = _load_counts(body)
     zeroed: list[str] = []
+    sums: list[tuple[str, str]] = []
     for n, sts in binds.items():
         if n == i:
             return Verdict(f"it rebinds the loop index '{i}'", sts[0])
-        if _reduction(n, sts, loads, body):
+        family = _reduction(n, sts, loads, body)
+        if family:
             if names.is_array(n) is not False:
                 return Verdict(f"'{n}' is not a scalar sum", sts[0])
+            sums.append((n, family))
             continue
         if n not in exposed:
             if n in names.live_after:
@@ -161,24 +179,33 @@ def independent(loop: ast.For, names: Names) -> Verdict:
         return Verdict(f"'{n}' carries a value from one iteration to the next", sts[0])
     local = {n for n in binds if n not in exposed}
     done: set[str] = set()
+    collided: list[tuple[str, str, ast.stmt]] = []
     for s in walk_stmts(body):
         for t in _written_elements(s):
             if not isinstance(t.value, ast.Name):
                 return Verdict(f"'{ast.unparse(t)}' is written through an expression", s)
             a = t.value.id
-            if a in done:
+            if a in done or a in names.slotted:
                 continue
             done.add(a)
             if a in local:
+                if not names.local_arrays:
+                    return Verdict(f"it writes into '{a}', an array it makes (Numba may "
+                                   "share such an array between iterations)", s)
                 if not all(isinstance(b, ast.Assign) and names.fresh(b.value)
                            for b in binds[a]):
                     return Verdict(f"'{a}' is made in the loop from an array other "
                                    "iterations may use, and written", s)
                 continue
-            why = _shared_write(a, t, body, i, names, set(binds))
-            if why:
+            why, collision = _shared_write(a, t, body, i, names, set(binds))
+            if collision:
+                collided.append((a, why, s))
+            elif why:
                 return Verdict(why, s)
-    return Verdict(zeroed=tuple(zeroed))
+    if collided:
+        return Verdict(collided[0][1], collided[0][2], tuple(zeroed),
+                       tuple(a for a, _, _ in collided), tuple(sums))
+    return Verdict(zeroed=tuple(zeroed), sums=tuple(sums))
 
 
 def _bound(s: ast.stmt) -> list[str]:
@@ -214,9 +241,10 @@ _SUM = (ast.Add, ast.Sub)
 
 
 def _reduction(n: str, sts: list[ast.stmt], loads: dict[str, int],
-               body: list[ast.stmt]) -> bool:
-    """Is every binding of ``n`` in the loop a sum (or product) update ``n = n + e`` /
-    ``n += e`` at the loop's own level (not in an inner loop), with no other read of ``n``?"""
+               body: list[ast.stmt]) -> str:
+    """``"+"`` (``"*"``) where every binding of ``n`` in the loop is a sum (product) update
+    ``n = n + e`` / ``n += e`` (in an inner loop or branch too: Numba sums those), all with
+    the same operator and form, with no other read of ``n``; else ``""``."""
     family: set[str] = set()
     own_reads = 0
     for s in sts:
@@ -231,17 +259,18 @@ def _reduction(n: str, sts: list[ast.stmt], loads: dict[str, int],
                     and isinstance(v.op, (ast.Add, ast.Mult)):
                 op, other = v.op, v.left
             else:
-                return False
+                return ""
             own_reads += 1
         else:
-            return False
+            return ""
         if n in loaded_ids(other):
-            return False
-        family.add("+" if isinstance(op, _SUM) else "*" if isinstance(op, ast.Mult) else "?")
-    if len(family) != 1 or "?" in family or loads.get(n, 0) != own_reads:
-        return False
-    level = {id(s) for s in this_loop(body)}  # (Numba sums no update in an inner loop)
-    return all(id(s) in level for s in sts)
+            return ""
+        # (Numba refuses a sum updated with two operators, += in one branch, -= in another)
+        family.add(f"{type(s).__name__}.{type(op).__name__}")
+    if len(family) != 1 or loads.get(n, 0) != own_reads:
+        return ""
+    op = family.pop().split(".")[1]
+    return "+" if op in ("Add", "Sub") else "*" if op == "Mult" else ""
 
 
 def _zero_at_end(n: str, body: list[ast.stmt]) -> bool:
@@ -255,15 +284,16 @@ def _zero_at_end(n: str, body: list[ast.stmt]) -> bool:
     return False
 
 
-def own_slot(sl: ast.expr, i: str, bound: set[str]) -> tuple[int, str] | None:
+def own_slot(sl: ast.expr, indices: tuple[str, ...], bound: set[str]) \
+        -> tuple[int, str] | None:
     """(position, text) of the component of the subscript ``sl`` that tells iterations
-    apart: ``i``, or ``c + i``, ``i - c``, ``c + (i - d)`` with ``c``, ``d`` not bound in the
-    loop (a tape slot); None without one."""
+    apart: an index ``i`` of ``indices``, or ``c + i``, ``i - c``, ``c + (i - d)`` with ``c``,
+    ``d`` not bound in the loop (a tape slot); None without one."""
     elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
     if any(isinstance(e, ast.Slice) for e in elts):
         return None
     for k, e in enumerate(elts):
-        if _injective(e, i, bound):
+        if any(_injective(e, i, bound) for i in indices):
             return k, ast.dump(e)
     return None
 
@@ -283,13 +313,14 @@ def _injective(e: ast.expr, i: str, bound: set[str]) -> bool:
 
 
 def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, names: Names,
-                  bound: set[str]) -> str:
+                  bound: set[str]) -> tuple[str, bool]:
     """Why writing elements of the array ``a`` (not made in the loop; ``written``: the first
-    write) races ("" if not)."""
+    write) races ("" if not), and whether only because several iterations accumulate into
+    one element."""
     for b in names.group(a) - {a}:
         if any(isinstance(n, ast.Name) and n.id == b for s in walk_stmts(body)
                for n in own_expressions(s)):
-            return f"'{a}' and '{b}' may share memory, and the loop writes '{a}'"
+            return f"'{a}' and '{b}' may share memory, and the loop writes '{a}'", False
     subs: list[ast.Subscript] = []
     whole = 0
     for s in walk_stmts(body):
@@ -307,20 +338,21 @@ def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, 
                     and isinstance(n.args[0], ast.Name) and n.args[0].id == a:
                 whole -= 1
     if whole > len(subs):
-        return f"'{a}' is written element by element and used whole in the loop"
-    where = {own_slot(n.slice, i, bound) for n in subs}
+        return f"'{a}' is written element by element and used whole in the loop", False
+    indices = (i, *names.indices)
+    where = {own_slot(n.slice, indices, bound) for n in subs}
     if len(where) == 1 and None not in where:
-        return ""
+        return "", False
     aug = {id(s.target) for s in walk_stmts(body) if isinstance(s, ast.AugAssign)
            and isinstance(s.op, _SUM)}
-    mine = own_slot(written.slice, i, bound)
-    other = next((n for n in subs if own_slot(n.slice, i, bound) != mine or mine is None),
-                 written)
+    mine = own_slot(written.slice, indices, bound)
+    other = next((n for n in subs if own_slot(n.slice, indices, bound) != mine
+                  or mine is None), written)
     if all(id(n) in aug for n in subs):
         return (f"several iterations accumulate into the same element of '{a}' "
-                f"('{ast.unparse(other)}')")
+                f"('{ast.unparse(other)}')"), True
     return (f"'{a}' is written and accessed at '{ast.unparse(other)}', which another "
-            f"iteration may write or read")
+            f"iteration may write or read"), False
 
 
 def live_after(body: list[ast.stmt], loop: ast.stmt) -> frozenset[str]:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import re
 from typing import Any
 
@@ -56,7 +57,7 @@ from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, walk, walk_stmts
+from ..nodes import clone, loaded_ids, replace_names, this_loop, walk, walk_stmts
 from ..notes import PRANGE
 from . import emit
 from .gather import _reversed_range
@@ -94,6 +95,8 @@ class Parallel:
         self.callables = set(u.ir.callables)
         self.prange = self._prange_name()
         self.used = False
+        #: loop id -> the tapes it writes at slots of its own by construction (_slot_inner)
+        self.slotted: dict[int, set[str]] = {}
 
     def _prange_name(self) -> str:
         import numba
@@ -145,7 +148,11 @@ class Parallel:
             return False
 
         return Names(live_after(body, loop), self.is_array, self.group, self.fresh,
-                     self.effect, zero_before)
+                     self.effect, zero_before, local_arrays=self.local_arrays,
+                     slotted=frozenset(self.slotted.get(id(loop), ())))
+
+    #: may a parallel loop write into arrays it makes (not in generated code: numba#9529)
+    local_arrays = False
 
     # --- the rewrite ------------------------------------------------------------------
 
@@ -154,19 +161,25 @@ class Parallel:
         if not any(isinstance(s, ast.For) and PRANGE.get(s) for s in walk_stmts(fn.body)):
             return fn
         fn = clone(fn)
-        if _shadowed(self.env, "max"):
+        if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
             return fn
         loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
         for loop in loops:
             self._slot_tapes(fn.body, loop)
         parallel: set[int] = set()
         for loop in loops:
-            block, k, outer = _where(fn.body, loop)
+            try:
+                block, k, outer = _where(fn.body, loop)
+            except LookupError:
+                continue  # in a loop made chunked: that one is parallel
             if outer & parallel:
                 continue  # inside a loop already parallel: Numba runs it serially anyway
             lo_hi = bounds(loop)
             verdict = independent(loop, self.names(fn.body, loop, block, k)) \
                 if lo_hi is not None else Verdict("its range does not step by 1", loop)
+            if verdict.collisions and self._chunked(fn.body, loop, verdict, block, k):
+                parallel.add(id(loop))
+                continue
             if not verdict.ok:
                 block.insert(k, emit.comment(f"prange loop over {loop.target.id} runs "
                                              f"serially: {verdict.reason}"))
@@ -181,18 +194,103 @@ class Parallel:
             self.used = True
         return fn
 
+    def _chunked(self, body: list[ast.stmt], loop: ast.For, verdict: Verdict,
+                 block: list[ast.stmt], k: int) -> bool:
+        """Run ``loop`` as one chunk of iterations per thread, in parallel, each chunk
+        accumulating the arrays several iterations add into (``verdict.collisions``) in a
+        partial buffer of its own and its sums in scalars of its own, added up after the
+        loop.  False (nothing changed) where the result would not be independent either."""
+        namer = self.u.namer
+        lo, hi = bounds(loop)
+        i = loop.target.id
+        trips, chunks, c = (namer.fresh(x) for x in ("_trips", "_chunks", "_c"))
+        parts = {a: namer.fresh(f"_{a.lstrip('_')}_part") for a in verdict.collisions}
+        mine = {n: namer.fresh(f"_{n.lstrip('_')}_chunk") for n, _ in verdict.sums}
+        inner = clone(loop.body)
+        for s in walk_stmts(inner):
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
+                    and isinstance(s.target.value, ast.Name) and s.target.value.id in parts:
+                sl = s.target.slice
+                elts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+                s.target = ast.Subscript(value=name(parts[s.target.value.id]), slice=ast.Tuple(
+                    elts=[name(c), *elts], ctx=ast.Load()), ctx=ast.Store())
+        holder = ast.Module(body=inner, type_ignores=[])
+        replace_names(holder, lambda n: ast.Name(id=mine[n.id], ctx=n.ctx) if n.id in mine
+                      else n)
+        inner = [assign(z, const(0.0)) for z in verdict.zeroed] + holder.body
+
+        def start(m: ast.expr) -> ast.expr:  # lo + m * trips // chunks
+            return _add(lo, binop(binop(m, ast.Mult(), name(trips)), ast.FloorDiv(),
+                                  name(chunks)))
+
+        run = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
+            start(name(c)), start(binop(name(c), ast.Add(), const(1)))], keywords=[]),
+            body=inner, orelse=[])
+        threads = self._global("get_num_threads", _numba().get_num_threads)
+        npn = self._global("np", np)
+        pre: list[ast.stmt] = [
+            assign(trips, _trip_count(lo, hi)),
+            assign(chunks, ast.Call(func=name("min"), args=[
+                ast.Call(func=name(threads), args=[], keywords=[]),
+                ast.Call(func=name("max"), args=[name(trips), const(1)], keywords=[])],
+                keywords=[]))]
+        for a, part in parts.items():
+            shape = binop(ast.Tuple(elts=[name(chunks)], ctx=ast.Load()), ast.Add(),
+                          ast.Attribute(value=name(a), attr="shape", ctx=ast.Load()))
+            pre.append(assign(part, ast.Call(
+                func=ast.Attribute(value=name(npn), attr="zeros", ctx=ast.Load()),
+                args=[shape, ast.Attribute(value=name(a), attr="dtype", ctx=ast.Load())],
+                keywords=[])))
+        family = dict(verdict.sums)
+        head = [assign(m, const(0.0 if family[n] == "+" else 1.0)) for n, m in mine.items()]
+        tail = [ast.AugAssign(target=name(n, True), op=ast.Add() if family[n] == "+"
+                              else ast.Mult(), value=name(m)) for n, m in mine.items()]
+        par = ast.For(target=name(c, True), iter=ast.Call(func=name(self.prange), args=[
+            name(chunks)], keywords=[]), body=[*head, run, *tail], orelse=[])
+        post: list[ast.stmt] = [ast.For(target=name(c, True), iter=ast.Call(
+            func=name("range"), args=[name(chunks)], keywords=[]), body=[
+                ast.AugAssign(target=name(a, True), op=ast.Add(), value=ast.Subscript(
+                    value=name(part), slice=name(c), ctx=ast.Load()))
+                for a, part in parts.items()], orelse=[])] if parts else []
+        note = emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
+                            f"{', '.join(parts)} accumulated per chunk, then added up")
+        new = [note, *pre, par, *post]
+        block[k:k + 1] = new
+        after = live_after(body, par)
+        # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c)
+        names = dataclasses.replace(self.names(body, par, block, k + 1 + len(pre)),
+                                    indices=(i,))
+        check = independent(par, names)
+        if not check.ok or any(n in after for n in (i, *mine.values())):
+            block[k:k + len(new)] = [loop]  # (as it was: the caller says why it is serial)
+            return False
+        block[k + len(new):k + len(new)] = [assign(z, const(0.0)) for z in verdict.zeroed
+                                            if z in after]
+        self.used = True
+        return True
+
+    def _global(self, want: str, obj: Any) -> str:
+        """A name the generated code reads ``obj`` through (bound in the environment)."""
+        for n, v in self.env.items():
+            if v is obj:
+                return n
+        n = want if want not in self.env and want not in self.u.namer.taken else \
+            self.u.namer.fresh("_" + want)
+        self.u.namer.reserve([n])
+        self.env[n] = obj
+        return n
+
     def _slot_tapes(self, body: list[ast.stmt], loop: ast.For) -> None:
         """Index the tapes the loop pushes or pops once per iteration by the iteration."""
         lo_hi = bounds(loop)
-        if lo_hi is None or not isinstance(loop.target, ast.Name):
+        if lo_hi is None or not isinstance(loop.target, ast.Name) \
+                or any(isinstance(s, ast.Break) for s in this_loop(loop.body)):
             return
         lo, hi = lo_hi
         i = loop.target.id
         at = name(i) if isinstance(lo, ast.Constant) and lo.value == 0 else \
             binop(name(i), ast.Sub(), clone(lo))
-        span = clone(hi) if isinstance(lo, ast.Constant) and lo.value == 0 else \
-            binop(clone(hi), ast.Sub(), clone(lo))
-        trips = ast.Call(func=name("max"), args=[span, const(0)], keywords=[])
+        trips = _trip_count(lo, hi)
         uses = _name_counts(loop.body)
         reversed_ = _reversed_range(loop) is not None
         pre: list[ast.stmt] = []
@@ -226,12 +324,84 @@ class Parallel:
                 skip = True
                 continue
             new.append(s)
-        if not pre and not post:
+        if pre or post:
+            loop.body = new
+            block, k, _ = _where(body, loop)
+            block[k + 1:k + 1] = post
+            block[k:k] = pre
+        self._slot_inner(body, loop, at, trips, reversed_)
+
+    def _slot_inner(self, body: list[ast.stmt], loop: ast.For, at: ast.expr,
+                    trips: ast.expr, reversed_: bool) -> None:
+        """Index by the iteration the tapes an inner loop (one in the body, run once per
+        iteration, with a trip count the body does not change) pushes or pops once per
+        inner iteration: slot ``cursor + ((i - lo) * m + (j - jlo))`` for ``m`` inner trips;
+        the room the body reserved per iteration is reserved once before the loop."""
+        i = loop.target.id
+        bound = {n for s in walk_stmts(loop.body) for n in _binds(s)} | {i}
+        uses = _name_counts(loop.body)
+        reserves = {}
+        for k, s in enumerate(loop.body):
+            r = _reserve(s, self.env)
+            if r is not None:
+                reserves[r] = k
+        pre: list[ast.stmt] = []
+        post: list[ast.stmt] = []
+        drop: set[int] = set()
+        for inner in loop.body:
+            if not isinstance(inner, ast.For) or not isinstance(inner.target, ast.Name) \
+                    or any(isinstance(s, ast.Break) for s in this_loop(inner.body)):
+                continue
+            jb = bounds(inner)
+            if jb is None or (_reversed_range(inner) is not None) != reversed_ \
+                    or any(loaded_ids(e) & bound for e in jb):
+                continue
+            jlo, jhi = jb
+            j = inner.target.id
+            m = _trip_count(jlo, jhi)
+            slot = _add(binop(clone(at), ast.Mult(), clone(m)), _sub(name(j), jlo))
+            total = binop(clone(trips), ast.Mult(), clone(m))
+            body_ = inner.body
+            for k, s in enumerate(body_):
+                nxt = body_[k + 1] if k + 1 < len(body_) else None
+                pair = _pop(s, nxt) if reversed_ else _push(s, nxt)
+                if pair is None:
+                    continue
+                tape, cur = pair
+                if reversed_ and uses.get(tape) == 1 and uses.get(cur) == 2:
+                    nxt.value.slice = binop(name(cur), ast.Add(), clone(slot))
+                    body_[k] = ast.Pass()
+                    pre.append(ast.AugAssign(target=name(cur, True), op=ast.Sub(),
+                                             value=clone(total)))
+                elif not reversed_ and (tape, cur) in reserves and uses.get(tape) == 3 \
+                        and uses.get(cur) == 3:
+                    s.targets[0].slice = binop(name(cur), ast.Add(), clone(slot))
+                    body_[k + 1] = ast.Pass()
+                    drop.add(reserves[tape, cur])
+                    res = self._global("tape_reserve", helpers.tape_reserve)
+                    pre.append(assign(tape, ast.Call(func=name(res), args=[
+                        name(tape), name(cur), clone(total)], keywords=[])))
+                    post.append(ast.AugAssign(target=name(cur, True), op=ast.Add(),
+                                              value=clone(total)))
+                    self.slotted.setdefault(id(loop), set()).add(tape)
+            inner.body = [x for x in body_ if not isinstance(x, ast.Pass)] or [ast.Pass()]
+        if not pre:
             return
-        loop.body = new
+        loop.body = [s for k, s in enumerate(loop.body) if k not in drop]
         block, k, _ = _where(body, loop)
         block[k + 1:k + 1] = post
         block[k:k] = pre
+
+
+def _reserve(s: ast.stmt, env: dict[str, Any]) -> tuple[str, str] | None:
+    """(tape, cursor) where ``s`` is ``tape = tape_reserve(tape, cursor, n)``."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+            and isinstance(s.value, ast.Call) \
+            and resolve(s.value.func, env) is helpers.tape_reserve and len(s.value.args) == 3 \
+            and all(isinstance(a, ast.Name) for a in s.value.args[:2]) \
+            and s.value.args[0].id == s.targets[0].id:
+        return s.targets[0].id, s.value.args[1].id
+    return None
 
 
 def _push(s: ast.stmt, nxt: ast.stmt | None) -> tuple[str, str] | None:
@@ -283,6 +453,42 @@ def _binds(s: ast.stmt) -> set[str]:
 
 def _is_zero(e: ast.expr) -> bool:
     return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 0
+
+
+def _is_int(e: ast.expr, v: int | None = None) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) is int and (v is None or e.value == v)
+
+
+def _sub(a: ast.expr, b: ast.expr) -> ast.expr:
+    """``a - b``, folding constants."""
+    if _is_int(b, 0):
+        return clone(a)
+    if _is_int(a) and _is_int(b):
+        return const(a.value - b.value)
+    return binop(clone(a), ast.Sub(), clone(b))
+
+
+def _add(a: ast.expr, b: ast.expr) -> ast.expr:
+    """``a + b``, folding a zero."""
+    if _is_int(a, 0):
+        return clone(b)
+    if _is_int(b, 0):
+        return clone(a)
+    return binop(clone(a), ast.Add(), clone(b))
+
+
+def _trip_count(lo: ast.expr, hi: ast.expr) -> ast.expr:
+    """``max(hi - lo, 0)``: the trips of ``range(lo, hi)`` (a constant where it is one)."""
+    span = _sub(hi, lo)
+    if _is_int(span):
+        return const(max(span.value, 0))
+    return ast.Call(func=name("max"), args=[span, const(0)], keywords=[])
+
+
+def _numba() -> Any:
+    import numba
+
+    return numba
 
 
 def _shadowed(env: dict[str, Any], b: str) -> bool:
@@ -362,6 +568,9 @@ class _PrimalCheck(Parallel):
         self.tapes = set()
         self.aliases = u.analysis.aliases if u.analysis is not None else {}
         self.callables = set()
+        self.slotted = {}
+
+    local_arrays = True  # (the user's own arrays made in the loop: Numba's business)
 
 
 def _user_words(u: Any, reason: str) -> str:
