@@ -342,21 +342,22 @@ def prange_(u: Unit) -> None:
     the others are kept parallel in both sweeps where that is safe (see ``lower``).
 
     >>> print(example("prange", '''
-    ... def f(x, n):
-    ...     s = 0.0
-    ...     for i in prange(n):
-    ...         s = s + x[i] * x[i]
-    ...     return s
-    ... ''', args=(np.ones(3), 3), parallel=True))
+    ... def f(x, k):
+    ...     y = np.zeros(x.shape[0])
+    ...     for i in prange(1, x.shape[0]):
+    ...         y[i] = k * x[i - 1]
+    ...     return np.sum(y)
+    ... ''', args=(np.ones(3), 0.5), parallel=True))
     # prange loop over i: iterations independent
-    def f(x, n):
-        s = 0.0
-        for i in range(n):
-            _t2 = x[i]
-            _t3 = x[i]
-            _t = _t2 * _t3
-            s = s + _t
-        return s
+    def f(x, k):
+        y = np.zeros(x.shape[0])
+        _n = x.shape[0]
+        for i in range(1, _n):
+            _t2 = x[i - 1]
+            _t = k * _t2
+            y[i] = _t
+        _t3 = np.sum(y)
+        return _t3
     """
     if u.parallel:
         refuse_races(u)
