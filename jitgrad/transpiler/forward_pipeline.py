@@ -13,6 +13,7 @@ import itertools
 
 from .analysis.kinds import Kind
 from .backend import emit, lower
+from .backend.prange import Parallel
 from .modes.forward import forward
 from .nodes import clone
 from .pipeline import (
@@ -78,7 +79,10 @@ def lower_jvp_(u: Unit) -> None:
         return (s, s_dot)
     """
     u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
-    u.sources["jvp"] = emit.unparse(lower.lower(u.ir, "jvp", u.names["jvp"]))
+    fn = lower.lower(u.ir, "jvp", u.names["jvp"])
+    if u.parallel:  # prange loops stay parallel where their iterations are independent
+        fn = Parallel(u).function(fn)
+    u.sources["jvp"] = emit.unparse(fn)
 
 
 JVP: list[Pass] = [

@@ -87,12 +87,12 @@ class Parallel:
     def __init__(self, u: Any):
         self.u = u
         self.env = u.env
-        adjoints = u.namer.adjoints()
-        self.adjoints = adjoints
-        self.primal_of = {d: p for p, d in adjoints.items()}
-        self.tapes = {t for t, _ in u.ir.reused}
+        # the adjoints (reverse mode) or tangents (forward mode) of the user's names
+        self.derived = {**u.namer.adjoints(), **u.namer.tangents()}
+        self.primal_of = {d: p for p, d in self.derived.items()}
+        self.tapes = {t for t, _ in getattr(u.ir, "reused", ())}
         self.aliases = u.analysis.aliases if u.analysis is not None else {}
-        self.callables = set(u.ir.callables)
+        self.callables = set(getattr(u.ir, "callables", ()))
         self.prange = self._prange_name()
         self.used = False
         #: loop id -> the tapes it writes at slots of its own by construction (_slot_inner)
@@ -123,7 +123,9 @@ class Parallel:
         p = self.primal_of.get(a)
         if p is None:
             return set(self.aliases.get(a, ())) | {a}
-        return {self.adjoints[q] for q in self.aliases.get(p, ()) if q in self.adjoints} | {a}
+        mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
+            self.u.namer.tangents()
+        return {mine[q] for q in self.aliases.get(p, ()) if q in mine} | {a}
 
     def fresh(self, e: ast.expr) -> bool:
         if isinstance(e, ast.BinOp):
@@ -563,7 +565,7 @@ class _PrimalCheck(Parallel):
     def __init__(self, u: Any):  # (no prange name: nothing is rewritten)
         self.u = u
         self.env = u.env
-        self.adjoints = {}
+        self.derived = {}
         self.primal_of = {}
         self.tapes = set()
         self.aliases = u.analysis.aliases if u.analysis is not None else {}
