@@ -63,6 +63,22 @@ def rows(a, w):
     return total
 
 
+def _empty(x):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def region_overhead(repeats: int) -> float:
+    """The median time of a parallel loop over 16 elements: what each parallel region of
+    generated code costs at least (high on a machine whose cores are busy)."""
+    f = numba.njit(parallel=True)(_empty)
+    x = np.ones(16)
+    f(x)
+    return statistics.median(interleaved({"f": lambda: f(x)}, repeats)["f"])
+
+
 def workloads(quick: bool):
     n = 20_000 if quick else 2_000_000
     m = 200 if quick else 2_000
@@ -80,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args(argv)
     print(f"threads: {numba.get_num_threads()} (NUMBA_NUM_THREADS), median of "
-          f"{args.repeats}\n")
+          f"{args.repeats}; an empty parallel loop takes "
+          f"{region_overhead(args.repeats) * 1e3:.3f} ms here; load average "
+          f"{os.getloadavg()[0]:.1f}\n")
     print("| workload | primal serial | primal parallel | grad serial | grad parallel "
           "| grad speed-up |")
     print("|---|---|---|---|---|---|")
