@@ -124,3 +124,27 @@ def rows(a, w):
             acc += a[i, j] * w[j] * a[i, j]
         out[i] = acc * acc
     return np.sum(out)
+
+
+@numba.njit(parallel=True)
+def heat(u0, alpha):
+    n = u0.shape[0]
+    u = u0.copy()
+    v = np.zeros(n)
+    for t in range(4):
+        for i in prange(1, n - 1):
+            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1]) + 0.1 * math.sin(u[i])
+        v[0] = u[0]
+        v[n - 1] = u[n - 1]
+        u, v = v, u
+    return np.sum(u * u)
+
+
+@numba.njit(parallel=True)
+def last_value(x, k):
+    out = np.zeros(x.shape[0])
+    t = 0.0
+    for i in prange(x.shape[0]):
+        t = k * x[i]
+        out[i] = t * t
+    return np.sum(out) + t

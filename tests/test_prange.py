@@ -28,6 +28,7 @@ CASES = {
     "gather": (P.gather, (X, IDX, 0.8), (0, 2)),
     "branchy": (P.branchy, (X, 0.6), (0, 1)),
     "rows": (P.rows, (A, W), (0, 1)),
+    "heat": (P.heat, (X, 0.2), (0, 1)),
     "plain": (P.plain, (X, 0.6), (0, 1)),
 }
 
@@ -40,12 +41,13 @@ def test_prange_gradients(case, jit):
 
 
 def _loops(src: str) -> list[str]:
-    """The outermost loop headers of generated source (one level in), each with the comment
-    line before it."""
-    lines = src.splitlines()
-    return [(lines[k - 1].strip() + " / " if lines[k - 1].strip().startswith("#") else "")
-            + ln.strip() for k, ln in enumerate(lines)
-            if ln.startswith("    for ") and not ln.startswith("    for _c in range(")]
+    """The headers of the generated loops over i (a chunked loop's over _c), each with the
+    comment line before it."""
+    lines = [ln.strip() for ln in src.splitlines()]
+    return [(lines[k - 1] + " / " if lines[k - 1].startswith("#") else "") + ln
+            for k, ln in enumerate(lines)
+            if ln.startswith(("for i in range(", "for i in prange(", "for _c in prange("))
+            and "_trips // _chunks" not in ln]
 
 
 @pytest.mark.parametrize("case, forward, adjoint", [
@@ -59,6 +61,7 @@ def _loops(src: str) -> list[str]:
     ("product", "'p' carries a value", "'dp' carries a value"),
     ("branchy", "'_tape_t_1n' carries a value", "'_tape_t_1n' carries a value"),
     ("plain", "range", "range"),
+    ("heat", "prange", "chunks: du"),
 ])
 def test_generated_loops(case, forward, adjoint):
     """prange where each iteration is independent; chunks with partial buffers where only
@@ -98,10 +101,11 @@ def test_serial_function_keeps_range():
 @pytest.mark.parametrize("f, words", [
     (P.recurrence, "'y' is written and accessed at 'y[i - 1]'"),
     (P.carried, "'t' carries a value from one iteration to the next"),
+    (P.last_value, "'t' is bound in the loop and read after it"),
 ])
 def test_racy_primal_refused(f, words):
     with pytest.raises(TransformError) as e:
-        jg.differentiate(f).grad(X)
+        jg.differentiate(f).grad(*((X, 0.5) if f is P.last_value else (X,)))
     msg = str(e.value)
     assert "prange loop are not independent" in msg and words in msg, msg
     assert "corpus_prange.py" in msg

@@ -364,8 +364,9 @@ def live_after(body: list[ast.stmt], loop: ast.stmt) -> frozenset[str]:
     out: set[str] = set()
     for block, k, owner in reversed(path):
         out |= exposed_reads(block[k + 1:])
-        if isinstance(owner, (ast.For, ast.While)):
-            out |= loaded_ids(owner)
+        if isinstance(owner, (ast.For, ast.While)):  # the next trip, from its start
+            out |= exposed_reads(owner.body)
+            out |= loaded_ids(owner.test if isinstance(owner, ast.While) else owner.iter)
     return frozenset(out)
 
 

@@ -60,7 +60,7 @@ from ..front.inline import resolve
 from ..nodes import clone, loaded_ids, replace_names, this_loop, walk, walk_stmts
 from ..notes import PRANGE
 from . import emit
-from .gather import _reversed_range
+from .gather import _reversed_range, distinct_buffers
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
 _FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
@@ -120,12 +120,19 @@ class Parallel:
         return True if n in self.tapes else None
 
     def group(self, a: str) -> set[str]:
+        """The names that may hold ``a``'s array (or a view of it) when the loop runs:
+        its alias group, without the names that always hold arrays of their own (two
+        buffers swapped each step are never the same array)."""
         p = self.primal_of.get(a)
         if p is None:
-            return set(self.aliases.get(a, ())) | {a}
-        mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
-            self.u.namer.tangents()
-        return {mine[q] for q in self.aliases.get(p, ()) if q in mine} | {a}
+            out = set(self.aliases.get(a, ()))
+        else:
+            mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
+                self.u.namer.tangents()
+            out = {mine[q] for q in self.aliases.get(p, ()) if q in mine}
+        if a in self.distinct:
+            out -= self.distinct
+        return out | {a}
 
     def fresh(self, e: ast.expr) -> bool:
         if isinstance(e, ast.BinOp):
@@ -163,6 +170,8 @@ class Parallel:
         if not any(isinstance(s, ast.For) and PRANGE.get(s) for s in walk_stmts(fn.body)):
             return fn
         fn = clone(fn)
+        self.distinct = distinct_buffers(fn.body, dict(getattr(self.u.ir, "shared", {})),
+                                         self.env, copies=True)
         if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
             return fn
         loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
@@ -523,6 +532,7 @@ def primal_verdicts(u: Any) -> list[tuple[ast.For, Verdict]]:
     body = [*u.body, ast.Return(value=ast.Tuple(elts=[clone(r) for r in u.returns],
                                                 ctx=ast.Load()))]
     check = _PrimalCheck(u)
+    check.distinct = distinct_buffers(body, {}, u.env, copies=True)
     out: list[tuple[ast.For, Verdict]] = []
     seen: set[int] = set()
     for loop in [s for s in walk_stmts(body) if isinstance(s, ast.For) and PRANGE.get(s)]:
