@@ -111,6 +111,25 @@ def test_racy_primal_refused(f, words):
     assert "corpus_prange.py" in msg
 
 
+def test_racy_primal_refused_in_forward_mode():
+    with pytest.raises(TransformError, match="prange loop are not independent"):
+        jg.jvp(P.recurrence, (X,), (np.ones_like(X),))
+
+
+@pytest.mark.parametrize("case", ["reduction", "inner_loop", "stencil", "heat"])
+def test_prange_hvp(case):
+    """Second order through parallel gradient code (forward over reverse) against central
+    differences of the gradient, every element."""
+    f, args, _ = CASES[case]
+    x = args[0]
+    v = np.random.default_rng(2).standard_normal(x.shape)
+    hv = jg.hvp(f, args, v, wrt=0)
+    g = jg.grad(f, wrt=0)
+    eps = 1e-5
+    fd = (g(x + eps * v, *args[1:]) - g(x - eps * v, *args[1:])) / (2 * eps)
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
 def test_racy_primal_allowed_without_parallel():
     """The same loop compiled without parallel=True is a serial loop: no race."""
     serial = numba.njit(P.recurrence.py_func)

@@ -22,8 +22,10 @@ from .pipeline import (
     Unit,
     analyse_,
     kinds_,
+    prange_,
     show_analysis,
     show_kinds,
+    show_prange,
     transform,
 )
 
@@ -88,6 +90,7 @@ def lower_jvp_(u: Unit) -> None:
 JVP: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("analyse", analyse_, show_analysis),
+    Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),
     Pass("lower_jvp", lower_jvp_, lambda u: u.sources["jvp"]),
 ]
