@@ -148,3 +148,24 @@ def last_value(x, k):
         t = k * x[i]
         out[i] = t * t
     return np.sum(out) + t
+
+
+@numba.njit(parallel=True)
+def in_place(x, k):
+    y = x.copy()
+    for i in prange(y.shape[0]):
+        y[i] = math.sin(k * y[i]) * y[i]
+    s = 0.0
+    for i in prange(y.shape[0]):
+        s += y[i] * y[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def columns(a, w):
+    m, n = a.shape
+    out = np.zeros((m, n))
+    for j in prange(n):
+        for i in range(m):
+            out[i, j] = math.exp(a[i, j] * w[j]) - a[i, j]
+    return np.sum(out * out)

@@ -29,6 +29,8 @@ CASES = {
     "branchy": (P.branchy, (X, 0.6), (0, 1)),
     "rows": (P.rows, (A, W), (0, 1)),
     "heat": (P.heat, (X, 0.2), (0, 1)),
+    "in_place": (P.in_place, (X, 0.7), (0, 1)),
+    "columns": (P.columns, (A, W), (0, 1)),
     "plain": (P.plain, (X, 0.6), (0, 1)),
 }
 
@@ -62,6 +64,7 @@ def _loops(src: str) -> list[str]:
     ("branchy", "'_tape_t_1n' carries a value", "'_tape_t_1n' carries a value"),
     ("plain", "range", "range"),
     ("heat", "prange", "chunks: du"),
+    ("in_place", "prange", "prange"),
 ])
 def test_generated_loops(case, forward, adjoint):
     """prange where each iteration is independent; chunks with partial buffers where only
@@ -208,3 +211,11 @@ def test_prange_jvp(case, jit):
     np.testing.assert_allclose(tan, fd, rtol=1e-5, atol=1e-7)
     src = d.source(*args, mode="jvp")
     assert "for i in prange(" in src and "serially" not in src, src
+
+
+def test_prange_over_columns():
+    """prange over j with out[i, j]: the j-th column is the iteration's own; the promote
+    pass's per-column sum dw[j] += _dw_j_sum keeps the adjoint loop parallel too."""
+    src = jg.differentiate(P.columns, wrt=(0, 1)).source(A, W)
+    assert src.count("for j in prange(n):") == 2 and "serially" not in src, src
+    assert "dw[j] += _dw_j_sum" in src
