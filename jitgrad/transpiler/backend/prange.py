@@ -8,20 +8,24 @@ dispatcher has ``parallel=True``, each lowered variant is rewritten here:
    is written at ``cursor + (i - lo)`` instead of moving a shared cursor, and the cursor
    moves by the trip count after the loop; the reversed loop reads ``cursor + (i - lo)``
    after moving it back by the trip count before the loop.  (The layout is the serial
-   one, so each side is rewritten on its own.)  A tape pushed in an inner loop or under
-   an ``if`` keeps its cursor, and the loop stays serial;
+   one, so each side is rewritten on its own.)  A tape pushed once per trip of an inner
+   loop with a trip count ``m`` the body does not change gets ``cursor + ((i - lo) * m +
+   (j - jlo))``, reserved once before the loop.  A tape pushed under an ``if`` keeps its
+   cursor, and the loop stays serial;
 2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
    elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
-   (``dk += ...`` stays a reduction Numba's parfor pass recognises), an adjoint scalar
-   that is zero when each iteration starts is reset at the top of the body;
+   (``dk += ...`` stays a reduction Numba's parfor pass recognises); an adjoint scalar
+   that is zero when each iteration starts is reset at the top of the body; buffers
+   swapped each step (``du, dv = dv, du``) are distinct arrays (``distinct_buffers``);
 3. a loop that passes becomes ``prange(lo, hi)`` (a reversed loop runs forward: its
    iterations are independent); one that fails runs serially, with a comment saying why.
 
 Accumulations several iterations make into one element (``dx[i + 1] += ...`` of a
-stencil not in gather form, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) make
-the loop run serially rather than through per-thread partial buffers: those cost one
-copy of the adjoint array per thread and a reduction pass over it, as much memory
-traffic as the loop itself for the stencils and gathers where they arise.
+stencil not in gather form, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) go to
+per-thread partial buffers (``_chunked``): the loop runs as one chunk of iterations per
+thread, each adding into its own ``_dx_part[_c]`` and its own sums, added up after the
+loop; the rewritten loop is checked again.  That costs one copy of the adjoint array per
+thread and a pass to add them up.
 
 Before (the reversed loop of ``s += k * math.sin(x[i])`` over ``prange(n)``)::
 
@@ -94,7 +98,6 @@ class Parallel:
         self.aliases = u.analysis.aliases if u.analysis is not None else {}
         self.callables = set(getattr(u.ir, "callables", ()))
         self.prange = self._prange_name()
-        self.used = False
         #: loop id -> the tapes it writes at slots of its own by construction (_slot_inner)
         self.slotted: dict[int, set[str]] = {}
 
@@ -202,7 +205,6 @@ class Parallel:
             loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
             block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
             parallel.add(id(loop))
-            self.used = True
         return fn
 
     def _chunked(self, body: list[ast.stmt], loop: ast.For, verdict: Verdict,
@@ -277,7 +279,6 @@ class Parallel:
             return False
         block[k + len(new):k + len(new)] = [assign(z, const(0.0)) for z in verdict.zeroed
                                             if z in after]
-        self.used = True
         return True
 
     def _global(self, want: str, obj: Any) -> str:
