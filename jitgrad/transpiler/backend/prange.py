@@ -4,14 +4,10 @@ A loop the user wrote over ``numba.prange`` is differentiated as the range it it
 its forward loop and its reversed loop carry ``notes.PRANGE``.  When the user's
 dispatcher has ``parallel=True``, each lowered variant is rewritten here:
 
-1. **tapes**: a typed tape pushed once per iteration (a push at the top of the loop body)
-   is written at ``cursor + (i - lo)`` instead of moving a shared cursor, and the cursor
-   moves by the trip count after the loop; the reversed loop reads ``cursor + (i - lo)``
-   after moving it back by the trip count before the loop.  (The layout is the serial
-   one, so each side is rewritten on its own.)  A tape pushed once per trip of an inner
-   loop with a trip count ``m`` the body does not change gets ``cursor + ((i - lo) * m +
-   (j - jlo))``, reserved once before the loop.  A tape pushed under an ``if`` keeps its
-   cursor, and the loop stays serial;
+1. **tapes** pushed once per iteration (or once per trip of an inner loop) are written
+   and read at slots of the iteration's own instead of through a shared cursor
+   (``slots.py``); a tape pushed under an ``if`` keeps its cursor, and the loop stays
+   serial;
 2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
    elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
    (``dk += ...`` stays a reduction Numba's parfor pass recognises); an adjoint scalar
@@ -61,28 +57,15 @@ from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, replace_names, this_loop, walk, walk_stmts
+from ..nodes import clone, replace_names, walk_stmts
 from ..notes import PRANGE
 from . import emit
-from .gather import _reversed_range, distinct_buffers
+from .gather import distinct_buffers
+from .slots import binds, bounds, plus, slot_tapes, trip_count, where
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
 _FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
           np.full_like, np.copy, np.array, helpers.zeros_like, helpers.snapshot)
-
-
-def bounds(loop: ast.For) -> tuple[ast.expr, ast.expr] | None:
-    """``(lo, hi)`` of a loop over ``range(lo, hi)`` (step 1) or over it reversed."""
-    it = loop.iter
-    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-            and it.func.id == "range" and not it.keywords):
-        return None
-    a = it.args
-    if len(a) == 1:
-        return const(0), clone(a[0])
-    if len(a) == 2 or (len(a) == 3 and isinstance(a[2], ast.Constant) and a[2].value == 1):
-        return clone(a[0]), clone(a[1])
-    return _reversed_range(loop)
 
 
 class Parallel:
@@ -154,7 +137,7 @@ class Parallel:
               k: int) -> Names:
         def zero_before(n: str) -> bool:
             for s in reversed(block[:k]):
-                if any(n in _binds(x) for x in walk_stmts([s])):
+                if any(n in binds(x) for x in walk_stmts([s])):
                     return isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
                         and _is_zero(s.value)
             return False
@@ -179,11 +162,11 @@ class Parallel:
             return fn
         loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
         for loop in loops:
-            self._slot_tapes(fn.body, loop)
+            self.slotted[id(loop)] = slot_tapes(fn.body, loop, self.env, self._global)
         parallel: set[int] = set()
         for loop in loops:
             try:
-                block, k, outer = _where(fn.body, loop)
+                block, k, outer = where(fn.body, loop)
             except LookupError:
                 continue  # in a loop made chunked: that one is parallel
             if outer & parallel:
@@ -233,7 +216,7 @@ class Parallel:
         inner = [assign(z, const(0.0)) for z in verdict.zeroed] + holder.body
 
         def start(m: ast.expr) -> ast.expr:  # lo + m * trips // chunks
-            return _add(lo, binop(binop(m, ast.Mult(), name(trips)), ast.FloorDiv(),
+            return plus(lo, binop(binop(m, ast.Mult(), name(trips)), ast.FloorDiv(),
                                   name(chunks)))
 
         run = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
@@ -242,7 +225,7 @@ class Parallel:
         threads = self._global("get_num_threads", _numba().get_num_threads)
         npn = self._global("np", np)
         pre: list[ast.stmt] = [
-            assign(trips, _trip_count(lo, hi)),
+            assign(trips, trip_count(lo, hi)),
             assign(chunks, ast.Call(func=name("min"), args=[
                 ast.Call(func=name(threads), args=[], keywords=[]),
                 ast.Call(func=name("max"), args=[name(trips), const(1)], keywords=[])],
@@ -292,209 +275,8 @@ class Parallel:
         self.env[n] = obj
         return n
 
-    def _slot_tapes(self, body: list[ast.stmt], loop: ast.For) -> None:
-        """Index the tapes the loop pushes or pops once per iteration by the iteration."""
-        lo_hi = bounds(loop)
-        if lo_hi is None or not isinstance(loop.target, ast.Name) \
-                or any(isinstance(s, ast.Break) for s in this_loop(loop.body)):
-            return
-        lo, hi = lo_hi
-        i = loop.target.id
-        at = name(i) if isinstance(lo, ast.Constant) and lo.value == 0 else \
-            binop(name(i), ast.Sub(), clone(lo))
-        trips = _trip_count(lo, hi)
-        uses = _name_counts(loop.body)
-        reversed_ = _reversed_range(loop) is not None
-        pre: list[ast.stmt] = []
-        post: list[ast.stmt] = []
-        new: list[ast.stmt] = []
-        skip = False
-        for k, s in enumerate(loop.body):
-            if skip:
-                skip = False
-                continue
-            nxt = loop.body[k + 1] if k + 1 < len(loop.body) else None
-            push = _push(s, nxt)
-            pop = _pop(s, nxt)
-            if push and not reversed_ and uses.get(push[1], 0) == 2 \
-                    and uses.get(push[0], 0) == 1:
-                tape, cur = push
-                s = clone(s)
-                s.targets[0].slice = binop(name(cur), ast.Add(), clone(at))
-                post.append(ast.AugAssign(target=name(cur, True), op=ast.Add(),
-                                          value=clone(trips)))
-                new.append(s)
-                skip = True
-                continue
-            if pop and reversed_ and uses.get(pop[1], 0) == 2 and uses.get(pop[0], 0) == 1:
-                tape, cur = pop
-                read = clone(nxt)
-                read.value.slice = binop(name(cur), ast.Add(), clone(at))
-                pre.append(ast.AugAssign(target=name(cur, True), op=ast.Sub(),
-                                         value=clone(trips)))
-                new.append(read)
-                skip = True
-                continue
-            new.append(s)
-        if pre or post:
-            loop.body = new
-            block, k, _ = _where(body, loop)
-            block[k + 1:k + 1] = post
-            block[k:k] = pre
-        self._slot_inner(body, loop, at, trips, reversed_)
-
-    def _slot_inner(self, body: list[ast.stmt], loop: ast.For, at: ast.expr,
-                    trips: ast.expr, reversed_: bool) -> None:
-        """Index by the iteration the tapes an inner loop (one in the body, run once per
-        iteration, with a trip count the body does not change) pushes or pops once per
-        inner iteration: slot ``cursor + ((i - lo) * m + (j - jlo))`` for ``m`` inner trips;
-        the room the body reserved per iteration is reserved once before the loop."""
-        i = loop.target.id
-        bound = {n for s in walk_stmts(loop.body) for n in _binds(s)} | {i}
-        uses = _name_counts(loop.body)
-        reserves = {}
-        for k, s in enumerate(loop.body):
-            r = _reserve(s, self.env)
-            if r is not None:
-                reserves[r] = k
-        pre: list[ast.stmt] = []
-        post: list[ast.stmt] = []
-        drop: set[int] = set()
-        for inner in loop.body:
-            if not isinstance(inner, ast.For) or not isinstance(inner.target, ast.Name) \
-                    or any(isinstance(s, ast.Break) for s in this_loop(inner.body)):
-                continue
-            jb = bounds(inner)
-            if jb is None or (_reversed_range(inner) is not None) != reversed_ \
-                    or any(loaded_ids(e) & bound for e in jb):
-                continue
-            jlo, jhi = jb
-            j = inner.target.id
-            m = _trip_count(jlo, jhi)
-            slot = _add(binop(clone(at), ast.Mult(), clone(m)), _sub(name(j), jlo))
-            total = binop(clone(trips), ast.Mult(), clone(m))
-            body_ = inner.body
-            for k, s in enumerate(body_):
-                nxt = body_[k + 1] if k + 1 < len(body_) else None
-                pair = _pop(s, nxt) if reversed_ else _push(s, nxt)
-                if pair is None:
-                    continue
-                tape, cur = pair
-                if reversed_ and uses.get(tape) == 1 and uses.get(cur) == 2:
-                    nxt.value.slice = binop(name(cur), ast.Add(), clone(slot))
-                    body_[k] = ast.Pass()
-                    pre.append(ast.AugAssign(target=name(cur, True), op=ast.Sub(),
-                                             value=clone(total)))
-                elif not reversed_ and (tape, cur) in reserves and uses.get(tape) == 3 \
-                        and uses.get(cur) == 3:
-                    s.targets[0].slice = binop(name(cur), ast.Add(), clone(slot))
-                    body_[k + 1] = ast.Pass()
-                    drop.add(reserves[tape, cur])
-                    res = self._global("tape_reserve", helpers.tape_reserve)
-                    pre.append(assign(tape, ast.Call(func=name(res), args=[
-                        name(tape), name(cur), clone(total)], keywords=[])))
-                    post.append(ast.AugAssign(target=name(cur, True), op=ast.Add(),
-                                              value=clone(total)))
-                    self.slotted.setdefault(id(loop), set()).add(tape)
-            inner.body = [x for x in body_ if not isinstance(x, ast.Pass)] or [ast.Pass()]
-        if not pre:
-            return
-        loop.body = [s for k, s in enumerate(loop.body) if k not in drop]
-        block, k, _ = _where(body, loop)
-        block[k + 1:k + 1] = post
-        block[k:k] = pre
-
-
-def _reserve(s: ast.stmt, env: dict[str, Any]) -> tuple[str, str] | None:
-    """(tape, cursor) where ``s`` is ``tape = tape_reserve(tape, cursor, n)``."""
-    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
-            and isinstance(s.value, ast.Call) \
-            and resolve(s.value.func, env) is helpers.tape_reserve and len(s.value.args) == 3 \
-            and all(isinstance(a, ast.Name) for a in s.value.args[:2]) \
-            and s.value.args[0].id == s.targets[0].id:
-        return s.targets[0].id, s.value.args[1].id
-    return None
-
-
-def _push(s: ast.stmt, nxt: ast.stmt | None) -> tuple[str, str] | None:
-    """(tape, cursor) where ``s, nxt`` are ``tape[cursor] = v; cursor += 1``."""
-    if isinstance(s, ast.Assign) and len(s.targets) == 1 \
-            and isinstance(s.targets[0], ast.Subscript) \
-            and isinstance(s.targets[0].value, ast.Name) \
-            and isinstance(s.targets[0].slice, ast.Name) and _moves(nxt, s.targets[0].slice.id,
-                                                                   ast.Add):
-        return s.targets[0].value.id, s.targets[0].slice.id
-    return None
-
-
-def _pop(s: ast.stmt, nxt: ast.stmt | None) -> tuple[str, str] | None:
-    """(tape, cursor) where ``s, nxt`` are ``cursor -= 1; t = tape[cursor]``."""
-    if not (isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)
-            and _moves(s, s.target.id, ast.Sub)):
-        return None
-    cur = s.target.id
-    if isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 \
-            and isinstance(nxt.targets[0], ast.Name) and isinstance(nxt.value, ast.Subscript) \
-            and isinstance(nxt.value.value, ast.Name) and isinstance(nxt.value.slice, ast.Name) \
-            and nxt.value.slice.id == cur:
-        return nxt.value.value.id, cur
-    return None
-
-
-def _moves(s: ast.stmt | None, cur: str, op: type) -> bool:
-    """Is ``s`` ``cur += 1`` (``op`` Add) or ``cur -= 1`` (Sub)?"""
-    return isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
-        and s.target.id == cur and isinstance(s.op, op) \
-        and isinstance(s.value, ast.Constant) and s.value.value == 1
-
-
-def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for s in body:
-        for n in walk(s):
-            if isinstance(n, ast.Name):
-                out[n.id] = out.get(n.id, 0) + 1
-    return out
-
-
-def _binds(s: ast.stmt) -> set[str]:
-    from ..nodes import stmt_defs
-
-    return set(stmt_defs(s))
-
-
 def _is_zero(e: ast.expr) -> bool:
     return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 0
-
-
-def _is_int(e: ast.expr, v: int | None = None) -> bool:
-    return isinstance(e, ast.Constant) and type(e.value) is int and (v is None or e.value == v)
-
-
-def _sub(a: ast.expr, b: ast.expr) -> ast.expr:
-    """``a - b``, folding constants."""
-    if _is_int(b, 0):
-        return clone(a)
-    if _is_int(a) and _is_int(b):
-        return const(a.value - b.value)
-    return binop(clone(a), ast.Sub(), clone(b))
-
-
-def _add(a: ast.expr, b: ast.expr) -> ast.expr:
-    """``a + b``, folding a zero."""
-    if _is_int(a, 0):
-        return clone(b)
-    if _is_int(b, 0):
-        return clone(a)
-    return binop(clone(a), ast.Add(), clone(b))
-
-
-def _trip_count(lo: ast.expr, hi: ast.expr) -> ast.expr:
-    """``max(hi - lo, 0)``: the trips of ``range(lo, hi)`` (a constant where it is one)."""
-    span = _sub(hi, lo)
-    if _is_int(span):
-        return const(max(span.value, 0))
-    return ast.Call(func=name("max"), args=[span, const(0)], keywords=[])
 
 
 def _numba() -> Any:
@@ -505,23 +287,6 @@ def _numba() -> Any:
 
 def _shadowed(env: dict[str, Any], b: str) -> bool:
     return b in env and env[b] is not getattr(builtins, b)
-
-
-def _where(body: list[ast.stmt], target: ast.stmt, outer: frozenset[int] = frozenset()) \
-        -> tuple[list[ast.stmt], int, frozenset[int]]:
-    """The block holding ``target``, its position there, and the ids of the loops around it."""
-    for k, s in enumerate(body):
-        if s is target:
-            return body, k, outer
-        for f in ("body", "orelse"):
-            sub = getattr(s, f, None)
-            if isinstance(sub, list) and sub:
-                inner = outer | {id(s)} if isinstance(s, (ast.For, ast.While)) else outer
-                try:
-                    return _where(sub, target, inner)
-                except LookupError:
-                    pass
-    raise LookupError("statement not found")
 
 
 # --- the user's own loops ----------------------------------------------------------------
@@ -537,7 +302,7 @@ def primal_verdicts(u: Any) -> list[tuple[ast.For, Verdict]]:
     out: list[tuple[ast.For, Verdict]] = []
     seen: set[int] = set()
     for loop in [s for s in walk_stmts(body) if isinstance(s, ast.For) and PRANGE.get(s)]:
-        block, k, outer = _where(body, loop)
+        block, k, outer = where(body, loop)
         if outer & seen:
             continue
         seen.add(id(loop))
