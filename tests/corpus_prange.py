@@ -169,3 +169,14 @@ def columns(a, w):
         for i in range(m):
             out[i, j] = math.exp(a[i, j] * w[j]) - a[i, j]
     return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def gather_rows(a, idx, w):
+    m = idx.shape[0]
+    n = a.shape[1]
+    out = np.zeros((m, n))
+    for i in prange(m):
+        for j in range(n):
+            out[i, j] = a[idx[i], j] * w[j] + a[idx[i], j] ** 2
+    return np.sum(out * out)

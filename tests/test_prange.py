@@ -31,6 +31,7 @@ CASES = {
     "heat": (P.heat, (X, 0.2), (0, 1)),
     "in_place": (P.in_place, (X, 0.7), (0, 1)),
     "columns": (P.columns, (A, W), (0, 1)),
+    "gather_rows": (P.gather_rows, (A, np.array([0, 2, 2, 1, 0]), W), (0, 2)),
     "plain": (P.plain, (X, 0.6), (0, 1)),
 }
 
@@ -65,6 +66,7 @@ def _loops(src: str) -> list[str]:
     ("plain", "range", "range"),
     ("heat", "prange", "chunks: du"),
     ("in_place", "prange", "prange"),
+    ("gather_rows", "prange", "chunks: da, dw"),
 ])
 def test_generated_loops(case, forward, adjoint):
     """prange where each iteration is independent; chunks with partial buffers where only
@@ -80,10 +82,11 @@ def test_generated_loops(case, forward, adjoint):
         elif want == "prange":
             assert "for i in prange(" in loop and "serially" not in loop, src
         elif want.startswith("chunks: "):
-            part = want.split(": ")[1]
+            parts = want.split(": ")[1]
             assert loop == "for _c in prange(_chunks):", src
-            assert f"one chunk of iterations per thread; {part} accumulated per chunk" in src
-            assert f"_{part}_part[_c, " in src and f"{part} += _{part}_part[_c]" in src, src
+            assert f"one chunk of iterations per thread; {parts} accumulated per chunk" in src
+            for part in parts.split(", "):
+                assert f"_{part}_part[_c, " in src and f"{part} += _{part}_part[_c]" in src
         else:
             assert "runs serially" in loop and want in loop and "in range(" in loop, src
 
