@@ -62,7 +62,9 @@ class Differentiated:
         self.jit = bool(jit)
         self.wrt = wrt
         self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
-        self._disk = disk.Store(self.func, self.jit) if self.cache else None
+        #: the user's numba.njit options (fastmath, parallel...): the generated code's too
+        self.options = emit.user_options(func)
+        self._disk = disk.Store(self.func, self.jit, self.options) if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -99,7 +101,8 @@ class Differentiated:
                         refuse_on_cpu(parsed)
                         fence_entry(parsed)
                         self._entry_checked = True
-                    self._prepared = prepare(self.func)
+                    self._prepared = prepare(self.func,
+                                             parallel=emit.is_parallel(self.options))
                     self._prepared_version = version
         return self._prepared
 
@@ -179,7 +182,7 @@ class Differentiated:
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
                                   self.func.__qualname__, self.jit, u.ir.callables, u.reads,
-                                  u.workspaces)
+                                  u.workspaces, self.options)
         return gen
 
     def cache_info(self) -> dict[str, Any]:
@@ -343,7 +346,8 @@ class Differentiated:
         with _TRANSFORMING:
             if stage == "normalized":
                 return show_body(self._prep())
-            return stage_source(self.func, stage, u.wrt, u.arg_kinds)
+            return stage_source(self.func, stage, u.wrt, u.arg_kinds,
+                                parallel=emit.is_parallel(self.options))
 
     def _shape(self, grads: Any) -> Any:
         if self.single:

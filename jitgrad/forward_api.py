@@ -19,9 +19,8 @@ from . import rules
 from .api import Differentiated, GradFunction, _as_diff, _signature
 from .errors import TransformError
 from .second_order import gradient_function
-from .transpiler.backend import emit, lower
 from .transpiler.backend import jit as backend
-from .transpiler.forward_pipeline import JVP, generate_jvp, transform_jvp
+from .transpiler.forward_pipeline import JVP, generate_jvp, tangent_source, transform_jvp
 
 _LOCK = threading.Lock()
 
@@ -70,7 +69,7 @@ def _generated_jvp_for(d: Any, args: tuple) -> Any:
             u = gen.unit
             gen.compiled = backend.build({"jvp": u.sources["jvp"]}, u.names, u.env,
                                          d.func.__qualname__, d.jit, frozenset(),
-                                         workspaces=u.workspaces)
+                                         workspaces=u.workspaces, options=d.options)
             cache[key] = gen
     return gen
 
@@ -150,10 +149,9 @@ def tangent_code(d: Any, gen: Any) -> Any:
                 u = gen.unit
                 names = {"tangent": u.namer.fresh(f"{u.name}_tangent_")}
                 ws: dict[str, tuple[str, ...]] = {}
-                src = emit.unparse(lower.lower_tangent(u.ir, names["tangent"], ws,
-                                                       (u.env, u.namer), "tangent"))
+                src = tangent_source(u, "tangent", names["tangent"], ws)
                 compiled = backend.build({"tangent": src}, names, u.env, d.func.__qualname__,
-                                         d.jit, frozenset(), workspaces=ws)
+                                         d.jit, frozenset(), workspaces=ws, options=d.options)
                 gen.tangent = compiled
     return compiled
 
@@ -292,6 +290,7 @@ def _second(d: Any, args: tuple) -> Any:
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
     d2 = Differentiated(gradient_function(d, args), wrt=d.wrt, jit=d.jit)
+    d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
     cache[id(gen)] = (gen, d2)
     return d2
 

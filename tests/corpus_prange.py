@@ -1,4 +1,5 @@
-"""numba.prange loops (user-style code): differentiated as range loops."""
+"""numba.prange loops (user-style code), compiled with parallel=True: the generated sweeps
+keep prange where the iterations are independent (jitgrad/transpiler/backend/prange.py)."""
 
 import math
 
@@ -20,4 +21,162 @@ def elementwise(x, w):
     out = np.zeros(x.shape[0])
     for i in numba.prange(x.shape[0]):
         out[i] = w * x[i] * x[i] + math.cos(x[i])
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def stencil(x, k):
+    n = x.shape[0]
+    out = np.zeros(n)
+    for i in prange(1, n - 1):
+        out[i] = x[i - 1] * x[i + 1] + k * math.sin(x[i])
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def inner_loop(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        v = x[i]
+        for t in range(3):
+            v = math.sin(v * k) + 0.5 * v
+        s += v * v
+    return s
+
+
+@numba.njit(parallel=True)
+def nested_2d(a, w):
+    m, n = a.shape
+    out = np.zeros((m, n))
+    for i in prange(m):
+        for j in range(n):
+            out[i, j] = a[i, j] * w[j] + math.tanh(a[i, j])
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def product(x, k):
+    p = 1.0
+    for i in prange(x.shape[0]):
+        p *= 1.0 + k * x[i] * x[i]
+    return p
+
+
+@numba.njit(parallel=True)
+def gather(x, idx, k):
+    out = np.zeros(idx.shape[0])
+    for i in prange(idx.shape[0]):
+        out[i] = k * x[idx[i]] * x[idx[i]]
+    return np.sum(out)
+
+
+@numba.njit(parallel=True)
+def recurrence(x):
+    y = np.zeros(x.shape[0])
+    for i in prange(1, x.shape[0]):
+        y[i] = y[i - 1] + x[i]
+    return np.sum(y)
+
+
+@numba.njit(parallel=True)
+def carried(x):
+    t = 0.0
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += t * x[i]
+        t = x[i]
+    return s
+
+
+@numba.njit(fastmath=True, error_model="numpy", boundscheck=True)
+def fast(x, k):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += math.exp(k * x[i]) / (1.0 + x[i] * x[i])
+    return s
+
+
+def plain(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += k * x[i] * x[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def branchy(x, k):
+    s = 0.0
+    for i in prange(x.shape[0]):
+        if x[i] > 0.0:
+            s += math.exp(k * x[i])
+        else:
+            s += -k * x[i] * x[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def rows(a, w):
+    m, n = a.shape
+    out = np.zeros(m)
+    for i in prange(m):
+        acc = 0.0
+        for j in range(n):
+            acc += a[i, j] * w[j] * a[i, j]
+        out[i] = acc * acc
+    return np.sum(out)
+
+
+@numba.njit(parallel=True)
+def heat(u0, alpha):
+    n = u0.shape[0]
+    u = u0.copy()
+    v = np.zeros(n)
+    for t in range(4):
+        for i in prange(1, n - 1):
+            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1]) + 0.1 * math.sin(u[i])
+        v[0] = u[0]
+        v[n - 1] = u[n - 1]
+        u, v = v, u
+    return np.sum(u * u)
+
+
+@numba.njit(parallel=True)
+def last_value(x, k):
+    out = np.zeros(x.shape[0])
+    t = 0.0
+    for i in prange(x.shape[0]):
+        t = k * x[i]
+        out[i] = t * t
+    return np.sum(out) + t
+
+
+@numba.njit(parallel=True)
+def in_place(x, k):
+    y = x.copy()
+    for i in prange(y.shape[0]):
+        y[i] = math.sin(k * y[i]) * y[i]
+    s = 0.0
+    for i in prange(y.shape[0]):
+        s += y[i] * y[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def columns(a, w):
+    m, n = a.shape
+    out = np.zeros((m, n))
+    for j in prange(n):
+        for i in range(m):
+            out[i, j] = math.exp(a[i, j] * w[j]) - a[i, j]
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def gather_rows(a, idx, w):
+    m = idx.shape[0]
+    n = a.shape[1]
+    out = np.zeros((m, n))
+    for i in prange(m):
+        for j in range(n):
+            out[i, j] = a[idx[i], j] * w[j] + a[idx[i], j] ** 2
     return np.sum(out * out)

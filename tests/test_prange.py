@@ -1,21 +1,226 @@
-"""numba.prange loops are differentiated as the range they iterate (serial sweeps; the
-primal stays the user's parallel dispatcher), against finite differences."""
+"""numba.prange loops under parallel=True: the generated sweeps keep prange where the
+iterations are independent and run serially (with a comment) where not; a racy primal is
+refused; the user's njit options carry over to the generated code.  Every gradient is
+checked against central finite differences, jit=True and jit=False."""
 
 import corpus_prange as P
+import numba
 import numpy as np
 import pytest
 from gradcheck import check_grad
 
+import jitgrad as jg
+from jitgrad.errors import TransformError
+
+X = np.linspace(-0.8, 0.9, 9)
+IDX = np.array([0, 3, 3, 8, 1, 3, 7])
+A = np.linspace(-1.0, 1.2, 12).reshape(3, 4)
+W = np.linspace(0.3, 0.9, 4)
+
+#: workload -> (arguments, wrt)
+CASES = {
+    "reduction": (P.reduction, (X, 0.6), (0, 1)),
+    "elementwise": (P.elementwise, (X, 0.6), (0, 1)),
+    "stencil": (P.stencil, (X, 0.6), (0, 1)),
+    "inner_loop": (P.inner_loop, (X, 0.7), (0, 1)),
+    "nested_2d": (P.nested_2d, (A, W), (0, 1)),
+    "product": (P.product, (X, 0.4), (0, 1)),
+    "gather": (P.gather, (X, IDX, 0.8), (0, 2)),
+    "branchy": (P.branchy, (X, 0.6), (0, 1)),
+    "rows": (P.rows, (A, W), (0, 1)),
+    "heat": (P.heat, (X, 0.2), (0, 1)),
+    "in_place": (P.in_place, (X, 0.7), (0, 1)),
+    "columns": (P.columns, (A, W), (0, 1)),
+    "gather_rows": (P.gather_rows, (A, np.array([0, 2, 2, 1, 0]), W), (0, 2)),
+    "plain": (P.plain, (X, 0.6), (0, 1)),
+}
+
 
 @pytest.mark.parametrize("jit", [True, False])
-@pytest.mark.parametrize("f", [P.reduction, P.elementwise], ids=["reduction", "elementwise"])
-def test_prange_gradients(f, jit):
-    x = np.linspace(-0.8, 0.9, 7)
-    check_grad(f, (x, 0.6), wrt=(0, 1), jit=jit)
+@pytest.mark.parametrize("case", list(CASES))
+def test_prange_gradients(case, jit):
+    f, args, wrt = CASES[case]
+    check_grad(f, args, wrt=wrt, jit=jit)
 
 
-def test_prange_source_is_a_range_loop():
-    import jitgrad as jg
+def _loops(src: str) -> list[str]:
+    """The headers of the generated loops over i (a chunked loop's over _c), each with the
+    comment line before it."""
+    lines = [ln.strip() for ln in src.splitlines()]
+    return [(lines[k - 1] + " / " if lines[k - 1].startswith("#") else "") + ln
+            for k, ln in enumerate(lines)
+            if ln.startswith(("for i in range(", "for i in prange(", "for _c in prange("))
+            and "_trips // _chunks" not in ln]
 
-    src = jg.differentiate(P.reduction, wrt=(0, 1)).source(np.ones(3), 0.5)
-    assert "for i in range(" in src and "prange" not in src
+
+@pytest.mark.parametrize("case, forward, adjoint", [
+    ("reduction", "prange", "prange"),
+    ("elementwise", "prange", "prange"),
+    ("stencil", "prange", "chunks: dx"),
+    ("inner_loop", "prange", "prange"),
+    ("nested_2d", "prange", "chunks: dw"),
+    ("rows", "prange", "chunks: dw"),
+    ("gather", "prange", "chunks: dx"),
+    ("product", "'p' carries a value", "'dp' carries a value"),
+    ("branchy", "'_tape_t_1n' carries a value", "'_tape_t_1n' carries a value"),
+    ("plain", "range", "range"),
+    ("heat", "prange", "chunks: du"),
+    ("in_place", "prange", "prange"),
+    ("gather_rows", "prange", "chunks: da, dw"),
+])
+def test_generated_loops(case, forward, adjoint):
+    """prange where each iteration is independent; chunks with partial buffers where only
+    accumulations collide; a serial loop and why elsewhere."""
+    f, args, wrt = CASES[case]
+    src = jg.differentiate(f, wrt=wrt).source(*args)
+    loops = _loops(src)
+    fwd, adj = loops[0], loops[-1]  # (the first forward loop, the last reversed one)
+    assert len(loops) in (2, 4), src
+    for loop, want in ((fwd, forward), (adj, adjoint)):
+        if want == "range":
+            assert "for i in range(" in loop and "prange" not in src, src
+        elif want == "prange":
+            assert "for i in prange(" in loop and "serially" not in loop, src
+        elif want.startswith("chunks: "):
+            parts = want.split(": ")[1]
+            assert loop == "for _c in prange(_chunks):", src
+            assert f"one chunk of iterations per thread; {parts} accumulated per chunk" in src
+            for part in parts.split(", "):
+                assert f"_{part}_part[_c, " in src and f"{part} += _{part}_part[_c]" in src
+        else:
+            assert "runs serially" in loop and want in loop and "in range(" in loop, src
+
+
+def test_tapes_indexed_by_iteration():
+    """A tape pushed once per iteration is written and read at cursor + i (no shared
+    cursor moves inside the parallel loops)."""
+    src = jg.differentiate(P.reduction, wrt=(0, 1)).source(X, 0.6)
+    assert "_tape_t2_1[_tape_t2_1n + i] = _t2" in src
+    assert "_t2 = _tape_t2_1[_tape_t2_1n + i]" in src
+    assert "_tape_t2_1n += 1" not in src and "_tape_t2_1n -= 1" not in src
+
+
+def test_serial_function_keeps_range():
+    """Without parallel=True (a plain def over prange) the sweeps are plain range loops."""
+    src = jg.differentiate(P.plain, wrt=(0, 1)).source(X, 0.6)
+    assert "prange" not in src and "for i in range(" in src
+
+
+@pytest.mark.parametrize("f, words", [
+    (P.recurrence, "'y' is written and accessed at 'y[i - 1]'"),
+    (P.carried, "'t' carries a value from one iteration to the next"),
+    (P.last_value, "'t' is bound in the loop and read after it"),
+])
+def test_racy_primal_refused(f, words):
+    with pytest.raises(TransformError) as e:
+        jg.differentiate(f).grad(*((X, 0.5) if f is P.last_value else (X,)))
+    msg = str(e.value)
+    assert "prange loop are not independent" in msg and words in msg, msg
+    assert "corpus_prange.py" in msg
+
+
+def test_racy_primal_refused_in_forward_mode():
+    with pytest.raises(TransformError, match="prange loop are not independent"):
+        jg.jvp(P.recurrence, (X,), (np.ones_like(X),))
+
+
+@pytest.mark.parametrize("case", ["reduction", "inner_loop", "stencil", "heat"])
+def test_prange_hvp(case):
+    """Second order through parallel gradient code (forward over reverse) against central
+    differences of the gradient, every element."""
+    f, args, _ = CASES[case]
+    x = args[0]
+    v = np.random.default_rng(2).standard_normal(x.shape)
+    hv = jg.hvp(f, args, v, wrt=0)
+    g = jg.grad(f, wrt=0)
+    eps = 1e-5
+    fd = (g(x + eps * v, *args[1:]) - g(x - eps * v, *args[1:])) / (2 * eps)
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+def test_racy_primal_allowed_without_parallel():
+    """The same loop compiled without parallel=True is a serial loop: no race."""
+    serial = numba.njit(P.recurrence.py_func)
+    check_grad(serial, (X,), jit=True)
+
+
+def test_parallel_generated_code_runs_in_parallel():
+    """The compiled adjoint is a Numba parallel dispatcher with a parfor for the loop."""
+    d = jg.differentiate(P.reduction, wrt=(0, 1))
+    d.grad(X, 0.6)
+    disp = d._last.compiled.jitted["grad"]
+    assert disp.targetoptions.get("parallel") is True
+    diag = disp.parallel_diagnostics  # raises unless parfors were made
+    assert callable(diag)
+
+
+def test_njit_options_carry_over():
+    """fastmath, error_model and boundscheck of the user's dispatcher are the generated
+    code's too; the gradient still matches finite differences (round-off only)."""
+    d = jg.differentiate(P.fast, wrt=(0, 1))
+    check_grad(P.fast, (X, 0.3), wrt=(0, 1), jit=True, rtol=1e-5)
+    d.grad(X, 0.3)
+    opts = d._last.compiled.jitted["grad"].targetoptions
+    assert opts.get("fastmath") and opts.get("error_model") == "numpy"
+    assert opts.get("boundscheck") is True
+    assert d.options == {"fastmath": True, "error_model": "numpy", "boundscheck": True}
+
+
+def test_default_options_without_dispatcher():
+    d = jg.differentiate(P.plain, wrt=(0, 1))
+    d.grad(X, 0.6)
+    opts = d._last.compiled.jitted["grad"].targetoptions
+    assert "fastmath" not in opts and "parallel" not in opts
+    assert opts.get("error_model") == "numpy" and opts.get("boundscheck") is True
+
+
+def test_jvp_compiled_with_user_options():
+    d = jg.differentiate(P.fast, wrt=0)
+    val, tan = d.jvp((X, 0.3), np.ones_like(X))
+    fd = (P.fast(X + 1e-6, 0.3) - P.fast(X - 1e-6, 0.3)) / 2e-6
+    np.testing.assert_allclose(tan, fd, rtol=1e-5)
+    gen = d.__dict__["_jvp_cache"]
+    assert all(g.compiled.jitted["jvp"].targetoptions.get("fastmath") for g in gen.values())
+
+
+def test_options_in_cache_key():
+    """Two functions that differ only in their options never share a cache entry."""
+    from jitgrad.transpiler.analysis.kinds import of_value
+    from jitgrad.transpiler.backend import cache
+
+    slow = numba.njit(P.fast.py_func)
+    kinds = {"x": of_value(X), "k": of_value(0.3)}
+    a = cache.key(P.fast.py_func, ["x", "k"], kinds, True, jg.differentiate(P.fast).options)
+    b = cache.key(P.fast.py_func, ["x", "k"], kinds, True, jg.differentiate(slow).options)
+    assert a is not None and b is not None and a != b
+
+
+def test_prange_pass_shows_verdicts():
+    src = jg.differentiate(P.stencil, wrt=(0, 1)).source(X, 0.6, stage="prange")
+    assert src.startswith("# prange loop over i: iterations independent")
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("case", ["reduction", "elementwise", "stencil", "nested_2d"])
+def test_prange_jvp(case, jit):
+    """Forward mode keeps prange too (the tangent loop is the primal's, independent where
+    the primal's is); every tangent element against central differences."""
+    f, args, wrt = CASES[case]
+    d = jg.differentiate(f, wrt=wrt[0], jit=jit)
+    x = args[0]
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal(x.shape)
+    _, tan = d.jvp(args, v)
+    eps = 1e-6
+    fd = (f(x + eps * v, *args[1:]) - f(x - eps * v, *args[1:])) / (2 * eps)
+    np.testing.assert_allclose(tan, fd, rtol=1e-5, atol=1e-7)
+    src = d.source(*args, mode="jvp")
+    assert "for i in prange(" in src and "serially" not in src, src
+
+
+def test_prange_over_columns():
+    """prange over j with out[i, j]: the j-th column is the iteration's own; the promote
+    pass's per-column sum dw[j] += _dw_j_sum keeps the adjoint loop parallel too."""
+    src = jg.differentiate(P.columns, wrt=(0, 1)).source(A, W)
+    assert src.count("for j in prange(n):") == 2 and "serially" not in src, src
+    assert "dw[j] += _dw_j_sum" in src

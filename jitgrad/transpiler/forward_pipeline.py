@@ -14,6 +14,7 @@ import itertools
 from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
+from .backend.prange import Parallel
 from .modes.forward import forward
 from .nodes import clone
 from .pipeline import (
@@ -21,8 +22,10 @@ from .pipeline import (
     Pass,
     Unit,
     kinds_,
+    prange_,
     show_analysis,
     show_kinds,
+    show_prange,
     transform,
 )
 
@@ -114,13 +117,24 @@ def lower_jvp_(u: Unit) -> None:
         return (s, s_dot)
     """
     u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
-    u.sources["jvp"] = emit.unparse(lower.lower_tangent(u.ir, u.names["jvp"], u.workspaces,
-                                                        (u.env, u.namer)))
+    u.sources["jvp"] = tangent_source(u, "jvp", u.names["jvp"], u.workspaces)
+
+
+def tangent_source(u: Unit, variant: str, fname: str,
+                   workspaces: dict[str, tuple[str, ...]]) -> str:
+    """The source of forward mode's ``variant`` (``"jvp"``, or ``"tangent"``: no value)
+    as ``fname``, its kept tapes from a workspace (``lower.lower_tangent``), its prange
+    loops parallel where their iterations are independent."""
+    fn = lower.lower_tangent(u.ir, fname, workspaces, (u.env, u.namer), variant)
+    if u.parallel:
+        fn = Parallel(u).function(fn)
+    return emit.unparse(fn)
 
 
 JVP: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("analyse", analyse_tangent_, show_analysis),
+    Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),
     Pass("lower_jvp", lower_jvp_, lambda u: u.sources["jvp"]),
 ]

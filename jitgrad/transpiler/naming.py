@@ -64,6 +64,10 @@ class Namer:
         """Every name given an adjoint so far -> its adjoint's name."""
         return dict(self._adjoints)
 
+    def tangents(self) -> dict[str, str]:
+        """Every name given a tangent so far -> its tangent's name."""
+        return dict(self._tangents)
+
     def tangent(self, name: str) -> str:
         """The tangent of ``name`` in forward mode: ``x_dot`` (``x_dot_`` if that is taken)."""
         if name not in self._tangents:

@@ -176,6 +176,20 @@ def walk_stmts(body: list[ast.stmt]):
             yield from walk_stmts(getattr(s, f, []) or [])
 
 
+def own_expressions(s: ast.stmt):
+    """The expression nodes of ``s`` itself (not of the statements it holds)."""
+    todo: list[ast.AST] = []
+    for f, v in ast.iter_fields(s):
+        if f in ("body", "orelse"):
+            continue
+        todo.extend(v if isinstance(v, list) else [v])
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.AST):
+            yield n
+            todo.extend(ast.iter_child_nodes(n))
+
+
 def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:
     """Every statement of ``body`` and of the blocks nested in it, in the order ``walk``
     meets them (depth by depth), without visiting any expression."""

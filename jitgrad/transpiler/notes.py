@@ -77,6 +77,10 @@ CHECKPOINTED: Note[tuple[str, str, bool] | None] = Note(
     "a `for t in jg.checkpointed(range(...), snapshots=k)` loop: (the variable holding k, -1 "
     "for None; k as written; whether it stands in another loop or region, as the one "
     "statement of a checkpointed region); reverse mode runs it on the binomial schedule")
+PRANGE: Note[bool] = Note(
+    "prange", False, "desugar",
+    "a `for` loop the user wrote over `numba.prange` (now over range): with parallel=True "
+    "its forward and reverse loops are kept parallel where iterations are independent")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -107,12 +111,12 @@ DECISION: Note[bool] = Note(
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
     "after the source-line comment it may follow")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, AUG, KIND, POS, END, BLOCK, PUSH,
-         SCALAR_RESULT, COMMENT, DECISION)
+NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
+         PUSH, SCALAR_RESULT, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED)
+_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:
@@ -140,6 +144,5 @@ def checkpoint(s: ast.AST) -> bool:
 
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "KIND",
-           "LOOP_SEQ",
-           "NOTES", "PARAM_OF", "POS", "PRE", "PUSH", "SCALAR_RESULT", "Checkpoint", "Note",
-           "Required", "carry", "checkpoint"]
+           "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
+           "Checkpoint", "Note", "Required", "carry", "checkpoint"]

@@ -29,6 +29,7 @@ from .backend import emit, lower
 from .backend.gather import gather_form
 from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
+from .backend.prange import Parallel, loop_verdicts, refuse_races
 from .backend.promote import promote_accumulations
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
@@ -89,6 +90,8 @@ class Unit:
     lowered: Any = None
     #: variant -> what it takes in ``_ws`` and returns (``lower.with_workspace``)
     workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: compiled with ``parallel=True``: prange loops stay parallel (``backend/prange.py``)
+    parallel: bool = False
 
     @property
     def name(self) -> str:
@@ -98,7 +101,7 @@ class Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds), kernel=self.kernel)
+                    dict(arg_kinds), kernel=self.kernel, parallel=self.parallel)
 
 
 def show_body(u: Unit) -> str:
@@ -331,6 +334,39 @@ def show_analysis(u: Unit) -> str:
     act = sorted(n for n in an.active if not is_generated(n))
     modes = ", ".join(f"{n} {an.modes[n]}" for n in act if n in an.modes)
     return f"# active: {', '.join(act)}; adjoints: {modes}\n" + show_body(u)
+
+
+def prange_(u: Unit) -> None:
+    """Under ``parallel=True``, a prange loop whose iterations race in the primal (an array
+    written at another iteration's index, a value carried between iterations) is refused;
+    the others are kept parallel in both sweeps where that is safe (see ``lower``).
+
+    >>> print(example("prange", '''
+    ... def f(x, k):
+    ...     y = np.zeros(x.shape[0])
+    ...     for i in prange(1, x.shape[0]):
+    ...         y[i] = k * x[i - 1]
+    ...     return np.sum(y)
+    ... ''', args=(np.ones(3), 0.5), parallel=True))
+    # prange loop over i: iterations independent
+    def f(x, k):
+        y = np.zeros(x.shape[0])
+        _n = x.shape[0]
+        for i in range(1, _n):
+            _t2 = x[i - 1]
+            _t = k * _t2
+            y[i] = _t
+        _t3 = np.sum(y)
+        return _t3
+    """
+    if u.parallel:
+        refuse_races(u)
+
+
+def show_prange(u: Unit) -> str:
+    """The body, headed by what the check found of each prange loop."""
+    head = "".join(f"# prange loop over {i}: {v}\n" for i, v in loop_verdicts(u))
+    return head + show_body(u)
 
 
 def reverse_(u: Unit) -> None:
@@ -580,6 +616,9 @@ def lower_(u: Unit) -> None:
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
     texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
     fns = list(lower.lower_variants(u.ir, u.names, u.workspaces).values())
+    if u.parallel:  # prange loops stay parallel where their iterations are independent
+        par = Parallel(u)
+        fns = [par.function(fn) for fn in fns]
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
@@ -598,6 +637,7 @@ PREPARE: list[Pass] = [
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("analyse", analyse_, show_analysis),
+    Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),
     Pass("optimize", optimize_, show_ir),
     Pass("gather", gather_, show_ir),
@@ -614,10 +654,11 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 
 
 @_without_gc
-def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None) -> Unit:
+def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
+            parallel: bool = False) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
-    including ``until``."""
-    u = Unit(func)
+    including ``until``; ``parallel``: the function is compiled with ``parallel=True``."""
+    u = Unit(func, parallel=parallel)
     for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
@@ -638,17 +679,19 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
     return u
 
 
-def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind]) -> str:
-    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds."""
+def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
+          parallel: bool = False) -> str:
+    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds
+    (``parallel``: compiled with ``parallel=True``)."""
     if name == "normalized":
         return show_body(prepare(func))
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func), wrt, arg_kinds)
+        u = transform(prepare(func, parallel=parallel), wrt, arg_kinds)
         return u.sources["grad" if name == "all" else name]
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
-    u = prepare(func, until=name)
+    u = prepare(func, until=name, parallel=parallel)
     if p in SPECIALISE:
         u = transform(u, wrt, arg_kinds, until=name)
     return p.show(u).rstrip("\n") + "\n"
@@ -658,12 +701,14 @@ _EXAMPLES = itertools.count(1)
 
 
 def example(pass_name: str, source: str, args: tuple | None = None, helpers: str = "",
-            variant: str = "") -> str:
+            variant: str = "", parallel: bool = False) -> str:
     """Run the passes up to ``pass_name`` on ``source`` (one def; floats by default) and
-    show the result: how the passes' docstrings show what each one does."""
+    show the result: how the passes' docstrings show what each one does (``parallel``:
+    as compiled with ``parallel=True``; ``prange`` is Numba's)."""
     import math
 
     import numpy as np
+    from numba import prange
 
     from .analysis.kinds import of_value
 
@@ -671,7 +716,7 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
     text = textwrap.dedent(source).strip("\n") + "\n"
     full = text + ("\n" + textwrap.dedent(helpers).strip("\n") + "\n" if helpers else "")
     linecache.cache[fname] = (len(full), None, full.splitlines(True), fname)
-    ns: dict[str, Any] = {"np": np, "math": math}
+    ns: dict[str, Any] = {"np": np, "math": math, "prange": prange}
     exec(compile(full, fname, "exec"), ns)
     func = ns[ast.parse(text).body[0].name]
     params = func.__code__.co_varnames[:func.__code__.co_argcount]
@@ -679,8 +724,9 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
     kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
     wrt = [p for p in params if kinds[p].cls == "f"]
     if variant:
-        return transform(prepare(func), wrt, kinds).sources[variant].rstrip("\n")
-    return stage(func, pass_name, wrt, kinds).rstrip("\n")
+        return transform(prepare(func, parallel=parallel), wrt,
+                         kinds).sources[variant].rstrip("\n")
+    return stage(func, pass_name, wrt, kinds, parallel).rstrip("\n")
 
 
 # --- what the API keeps per specialisation ---------------------------------------------

@@ -195,13 +195,17 @@ def environment_digest() -> str:
     return hit
 
 
-def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool) -> str | None:
-    """The cache key of one specialisation, None where the function cannot be cached."""
+def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool,
+        options: dict[str, Any] | None = None) -> str | None:
+    """The cache key of one specialisation, None where the function cannot be cached
+    (``options``: the user's ``numba.njit`` options the code is compiled with)."""
+    from .emit import options_key
+
     fd = function_digest(func)
     if fd is None:
         return None
     text = repr((fd, environment_digest(), list(wrt), bool(jit),
-                 sorted((k, repr(v)) for k, v in kinds.items())))
+                 sorted((k, repr(v)) for k, v in kinds.items()), options_key(options)))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -348,8 +352,10 @@ def load(file: str, k: str) -> types.ModuleType | None:
     return mod
 
 
-def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
-    """The callables of a loaded module: njit(cache=True) dispatchers under ``jit``."""
+def compile_module(mod: types.ModuleType, jit: bool,
+                   options: dict[str, Any] | None = None) -> Compiled:
+    """The callables of a loaded module: njit(cache=True) dispatchers under ``jit``
+    (compiled with the user's ``options``)."""
     from . import emit
 
     meta = mod.__jitgrad__
@@ -361,7 +367,8 @@ def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
         for c in out.callables:
             if inspect.isfunction(ns.get(c)):
                 ns[c] = emit.njit(ns[c])
-        out.jitted = {v: _tolerant(emit.njit(f, cache=True)) for v, f in fns.items()}
+        out.jitted = {v: _tolerant(emit.njit(f, cache=True, options=options))
+                      for v, f in fns.items()}
     else:
         emit.ieee_namespace(ns)
     return out
@@ -370,8 +377,9 @@ def compile_module(mod: types.ModuleType, jit: bool) -> Compiled:
 class Store:
     """The on-disk cache of one differentiated function (``cache=True``)."""
 
-    def __init__(self, func: Any, jit: bool):
+    def __init__(self, func: Any, jit: bool, options: dict[str, Any] | None = None):
         self.func, self.jit = func, jit
+        self.options = dict(options or {})  # the user's numba.njit options (part of the key)
         self._dir: str | None = None
         self.stats = {"hits": 0, "misses": 0, "uncached": 0}
 
@@ -381,7 +389,7 @@ class Store:
         return self._dir or None
 
     def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
-        k = key(self.func, wrt, kinds, self.jit)
+        k = key(self.func, wrt, kinds, self.jit, self.options)
         folder = self.folder() if k is not None else None
         return None if folder is None else (path(folder, self.func, k), k)
 
@@ -395,7 +403,8 @@ class Store:
         meta = mod.__jitgrad__
         unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
                     wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
-        return Generated(unit, list(meta["return_kinds"]), compile_module(mod, self.jit))
+        return Generated(unit, list(meta["return_kinds"]),
+                         compile_module(mod, self.jit, self.options))
 
     def save(self, gen: Generated) -> Compiled | None:
         """Write a freshly generated specialisation and compile it from the file; None
@@ -411,7 +420,7 @@ class Store:
                 mod = load(*where)
                 if mod is not None:
                     self.stats["misses"] += 1
-                    return compile_module(mod, self.jit)
+                    return compile_module(mod, self.jit, self.options)
         self.stats["uncached"] += 1
         return None
 

@@ -29,9 +29,10 @@ import numpy as np
 
 from ...kernels import helpers
 from ...rules.primitives import fact
+from ..analysis.privacy import private_arrays
 from ..front.inline import resolve
 from ..naming import SEED
-from ..nodes import clone
+from ..nodes import clone, own_expressions, walk_stmts
 from . import emit, lower
 from .optimize import dead_code
 
@@ -100,7 +101,7 @@ def check_device_code(parsed: Any, body: list[ast.stmt], env: dict, kinds: dict,
                       arrays_ok: frozenset[str]) -> None:
     """Refuse what device code cannot do: a call of a primitive not allowed on the device,
     a method call, an array made inside the function (``arrays_ok``: the parameters)."""
-    for s in _statements(body):
+    for s in walk_stmts(body):
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             for t in targets:
@@ -111,7 +112,7 @@ def check_device_code(parsed: Any, body: list[ast.stmt], env: dict, kinds: dict,
                             f"'{parsed.user_name(m.id)}' is an array made inside device code "
                             "(a slice, view, copy or array arithmetic): device code cannot "
                             "allocate", s, "index the array parameters element by element")
-        for n in _expressions(s):
+        for n in own_expressions(s):
             if isinstance(n, ast.Call):
                 _check_call(parsed, n, env, s)
 
@@ -134,61 +135,6 @@ def _check_call(parsed: Any, call: ast.Call, env: dict, s: ast.stmt) -> None:
                            "device code cannot allocate or call library routines: use "
                            "math functions and arithmetic on scalars (the primitive "
                            "table's 'device' fact, docs/rules.md)")
-
-
-def _statements(body: list[ast.stmt]):
-    for s in body:
-        yield s
-        for f in ("body", "orelse"):
-            yield from _statements(getattr(s, f, None) or [])
-
-
-def _expressions(s: ast.stmt):
-    """The expression nodes of ``s`` itself (not of the statements it holds)."""
-    todo: list[ast.AST] = []
-    for f, v in ast.iter_fields(s):
-        if f in ("body", "orelse"):
-            continue
-        todo.extend(v if isinstance(v, list) else [v])
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.AST):
-            yield n
-            todo.extend(ast.iter_child_nodes(n))
-
-
-def private_arrays(body: list[ast.stmt], arrays: list[str], index: tuple[str, ...]) \
-        -> frozenset[str]:
-    """The arrays of ``arrays`` whose every element one thread's part reads no other thread
-    reads (their adjoints need no atomics): each read holds every grid index once as a
-    whole component, at the same position in every read of that array (``x[i]``;
-    ``a[i, t]``, thread ``i``'s row).  Any other read makes the array shared."""
-    places: dict[str, tuple[int, ...] | None] = {}
-    for s in _statements(body):
-        for n in _expressions(s):
-            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
-                where = _grid_positions(n.slice, index)
-                a = n.value.id
-                if a not in places:
-                    places[a] = where
-                elif places[a] != where:
-                    places[a] = None
-    return frozenset(a for a in arrays if places.get(a, ()) is not None)
-
-
-def _grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
-    """The component position of each grid index in the subscript ``sl`` (in ``index``
-    order), None unless each appears exactly once as a whole component."""
-    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
-    if any(isinstance(e, ast.Slice) for e in elts):
-        return None
-    out = []
-    for g in index:
-        at = [k for k, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == g]
-        if len(at) != 1:
-            return None
-        out.append(at[0])
-    return tuple(out)
 
 
 # --- the lowering ----------------------------------------------------------------------
@@ -648,7 +594,7 @@ def _written_once(body: list[ast.stmt], name: str) -> bool:
     adjoint reads each seed element once)?"""
     count = 0
     inside = False
-    for s in _statements(body):
+    for s in walk_stmts(body):
         if isinstance(s, (ast.For, ast.While)) and _stores(s.body, name):
             inside = True
         t = s.targets if isinstance(s, ast.Assign) else [s.target] \
@@ -665,8 +611,8 @@ def _without_dead_writes(body: list[ast.stmt], outputs: tuple[str, ...],
     forward part needs only what the adjoint reads), nor the zeroing of ``seeds`` (each
     element read once: seeds are read, never written)."""
     read = set()
-    for s in _statements(body):
-        for n in _expressions(s):
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
             if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) \
                     and isinstance(n.value, ast.Name):
                 read.add(n.value.id)
@@ -696,20 +642,20 @@ def _without_dead_writes(body: list[ast.stmt], outputs: tuple[str, ...],
 def _loads(body: list[ast.stmt], name: str) -> bool:
     return any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
                and isinstance(n.value, ast.Name) and n.value.id == name
-               for s in _statements(body) for n in _expressions(s))
+               for s in walk_stmts(body) for n in own_expressions(s))
 
 
 def _stores(body: list[ast.stmt], name: str) -> bool:
     return any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
                and isinstance(n.value, ast.Name) and n.value.id == name
-               for s in _statements(body) for n in _expressions(s))
+               for s in walk_stmts(body) for n in own_expressions(s))
 
 
 def _single_defs(body: list[ast.stmt]) -> dict[str, ast.expr]:
     """Names assigned exactly once (and never a loop variable) -> the value assigned."""
     count: dict[str, int] = {}
     value: dict[str, ast.expr] = {}
-    for s in _statements(body):
+    for s in walk_stmts(body):
         targets: list[ast.AST] = []
         if isinstance(s, ast.Assign):
             targets = list(s.targets)

@@ -173,14 +173,44 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
     return namespace[fname]
 
 
-def njit(fn: Any, cache: bool = False) -> Any:
+#: the user's ``numba.njit`` options that the generated code is compiled with too
+CARRIED_OPTIONS = ("fastmath", "parallel", "error_model", "boundscheck")
+
+
+def user_options(func: Any) -> dict[str, Any]:
+    """The options of ``CARRIED_OPTIONS`` the user set on their ``numba.njit`` dispatcher
+    ``func`` (``fastmath=True``, ``parallel=True``...); empty for a plain function."""
+    opts = getattr(func, "targetoptions", None)
+    if not isinstance(opts, dict):
+        return {}
+    return {k: opts[k] for k in CARRIED_OPTIONS if opts.get(k) is not None}
+
+
+def options_key(options: dict[str, Any] | None) -> str:
+    """A stable text of ``options`` (for cache keys)."""
+    return repr(sorted((k, repr(v)) for k, v in (options or {}).items()))
+
+
+def is_parallel(options: dict[str, Any] | None) -> bool:
+    """Do ``options`` ask Numba for ``prange`` loops (``parallel=True``, or a dict of
+    parallel passes whose ``prange`` is not off)?"""
+    p = (options or {}).get("parallel")
+    if isinstance(p, dict):
+        return bool(p.get("prange", True))
+    return bool(p)
+
+
+def njit(fn: Any, cache: bool = False, options: dict[str, Any] | None = None) -> Any:
     """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception,
     and bounds checks, so arguments of mismatched shapes raise IndexError (as without jit)
     instead of the adjoint writing past the end of an array.  ``cache``: Numba's on-disk
-    cache (for functions loaded from a file, see ``cache.py``)."""
+    cache (for functions loaded from a file, see ``cache.py``).  ``options``: the user's
+    own (``user_options``), which take precedence (``fastmath``, ``parallel``...)."""
     import numba
 
-    return numba.njit(error_model="numpy", boundscheck=True, cache=cache)(fn)
+    opts: dict[str, Any] = {"error_model": "numpy", "boundscheck": True}
+    opts.update(options or {})
+    return numba.njit(cache=cache, **opts)(fn)
 
 
 def _numba_summary(text: str) -> str:

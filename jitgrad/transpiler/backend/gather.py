@@ -40,7 +40,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT
+from ..notes import COMMENT, carry
 
 #: helpers the generated adjoint calls that only compute a value
 _PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
@@ -71,6 +71,7 @@ def _rewrite(stmts, env, namer, fresh, outside) -> list[ast.stmt]:
             if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
                 new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=_rewrite(
                     s.body, env, namer, fresh, outside), orelse=s.orelse), s)
+                carry(s, new)
                 out.append(new)
                 continue
         elif isinstance(s, (ast.If, ast.While)) and any(
@@ -104,11 +105,14 @@ class _ReadsOutside:
 
 
 def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
-                     env: dict[str, Any], names: set[str] | None = None) -> set[str]:
+                     env: dict[str, Any], names: set[str] | None = None,
+                     copies: bool = False) -> set[str]:
     """Names that always hold an array of their own: each binding allocates a new array
     (``np.zeros_like(x)``...) or permutes such names (``du, dv = dv, du``).  Two of them
     are never the same array, and none is any other name's array or a view of one.
-    ``names``: only these are asked about (and what they are permuted with)."""
+    ``names``: only these are asked about (and what they are permuted with); ``copies``:
+    ``x.copy()``, ``np.copy(x)`` and ``store, d = ws_zeros_like(store, x)`` (one store per
+    buffer) allocate too."""
     every = stmts_by_depth(stmts)
     perms = [s for s in every if _permutes(s)]
     if names is not None:  # what a permutation ties to an asked name is asked about too
@@ -123,8 +127,10 @@ def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
                     grown = True
     binds: dict[str, list[ast.stmt]] = {}
     for s in every:
+        # (with ``copies``, ``d += e`` is taken to update an array in place, as NumPy does)
         targets = s.targets if isinstance(s, ast.Assign) else \
-            [s.target] if isinstance(s, (ast.For, ast.AugAssign)) else ()
+            [s.target] if isinstance(s, ast.For) or (
+                isinstance(s, ast.AugAssign) and not copies) else ()
         for t in targets:
             if t.__class__ is ast.Name:
                 if names is None or t.id in names:
@@ -135,8 +141,14 @@ def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
                         and (names is None or n.id in names):
                     binds.setdefault(n.id, []).append(s)
     views = set(shared) | set(shared.values())
+    stores: dict[str, set[str]] = {}  # workspace store -> the buffers zeroed in it
+    for s in every:
+        if copies and _ws_zeros(s, env):
+            stores.setdefault(s.targets[0].elts[0].id, set()).add(s.targets[0].elts[1].id)
+    own = {d for ds in stores.values() if len(ds) == 1 for d in ds}
     good = {n for n, ss in binds.items() if n not in views and all(
-        _allocates(s, env) or _permutes(s) for s in ss)}
+        _allocates(s, env) or _permutes(s) or (copies and _copies(s, env))
+        or (n in own and _ws_zeros(s, env) and s.targets[0].elts[1].id == n) for s in ss)}
     changed = True
     while changed:  # a permutation with a name outside the set puts that one's array in
         changed = False
@@ -167,6 +179,26 @@ def _allocates(s: ast.stmt, env: dict[str, Any]) -> bool:
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
             and any(_resolve(v.func, env) is f for f in _ALLOCATORS))
+
+
+def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
+    """``store, d = ws_zeros_like(store, x)``: ``d`` a zeroed array in ``store``'s memory."""
+    v = getattr(s, "value", None)
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Tuple) and len(s.targets[0].elts) == 2
+            and all(isinstance(e, ast.Name) for e in s.targets[0].elts)
+            and isinstance(v, ast.Call) and _resolve(v.func, env) is helpers.ws_zeros_like
+            and len(v.args) == 2 and isinstance(v.args[0], ast.Name)
+            and v.args[0].id == s.targets[0].elts[0].id)
+
+
+def _copies(s: ast.stmt, env: dict[str, Any]) -> bool:
+    """``t = x.copy()`` or ``t = np.copy(x)``."""
+    v = getattr(s, "value", None)
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
+            and ((isinstance(v.func, ast.Attribute) and v.func.attr == "copy" and not v.args)
+                 or _resolve(v.func, env) is np.copy))
 
 
 _ALLOCATORS = (np.zeros, np.zeros_like, np.empty, np.empty_like, np.ones, np.full,
@@ -415,6 +447,7 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
     edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi))]
     for_ = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
         name(j0), name(j1)], keywords=[]), body=main, orelse=[])
+    carry(loop, for_)  # (a prange loop's gathered loop writes each element once)
     edges = ast.For(target=name(e, True), iter=ast.Call(func=name("range"), args=[name(m)],
                                                        keywords=[]), body=edge, orelse=[])
     post: list[ast.stmt] = []

@@ -171,10 +171,12 @@ def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
 def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
           qualname: str, jit: bool, callables: frozenset[str] = frozenset(),
           reads: set[str] | None = None,
-          workspaces: dict[str, tuple[str, ...]] | None = None) -> Compiled:
+          workspaces: dict[str, tuple[str, ...]] | None = None,
+          options: dict[str, Any] | None = None) -> Compiled:
     """Exec each variant's source into a namespace of what it reads from ``env`` (``reads``:
     those names, see ``imports``); compile them when ``jit``.  ``workspaces``: what each
-    variant takes in its workspace argument (``Unit.workspaces``)."""
+    variant takes in its workspace argument (``Unit.workspaces``); ``options``: the user's
+    ``numba.njit`` options the variants are compiled with (``emit.user_options``)."""
     namespace = imports(sources, env, reads)
     fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
     out = Compiled(sources, fns, namespace, jit, callables, workspaces=dict(workspaces or {}))
@@ -182,7 +184,7 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
         for c in callables:  # functions hooks call run compiled too
             if inspect.isfunction(namespace.get(c)):
                 namespace[c] = emit.njit(namespace[c])
-        out.jitted = {v: emit.njit(f) for v, f in fns.items()}
+        out.jitted = {v: emit.njit(f, options=options) for v, f in fns.items()}
     else:
         emit.ieee_namespace(namespace)
     return out

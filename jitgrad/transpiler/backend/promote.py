@@ -33,7 +33,7 @@ from ..astutil import all_defs
 from ..front.desugar import assign, const, name
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT
+from ..notes import COMMENT, carry
 from .gather import _plus, _reversed_range, distinct_buffers
 
 
@@ -98,6 +98,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[st
                             inside)
             new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body,
                                             orelse=s.orelse), s)
+            carry(s, new)
             out += _promote(new, fresh, namer, outer, binds.values) if rng is not None \
                 else [new]
         else:
@@ -166,6 +167,7 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
     new_body = [replace.get(id(s), s) for s in loop.body]
     new = ast.copy_location(ast.For(target=loop.target, iter=loop.iter, body=new_body,
                                     orelse=[]), loop)
+    carry(loop, new)
     ran = ast.Compare(left=clone(hi), ops=[ast.Gt()], comparators=[clone(lo)])
     return [*pre, new, ast.copy_location(ast.If(test=ran, body=post, orelse=[]), loop)]
 

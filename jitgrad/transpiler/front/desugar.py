@@ -22,7 +22,7 @@ import ast
 
 from ..naming import Namer
 from ..nodes import clone, walk
-from ..notes import BREAK_FLAG, LOOP_SEQ, PRE
+from ..notes import BREAK_FLAG, LOOP_SEQ, PRANGE, PRE
 from .parse import Parsed
 
 # --- small AST builders -------------------------------------------------------
@@ -229,10 +229,11 @@ class _Loops:
     def for_target(self, s: ast.For) -> ast.For:
         it = s.iter
         if _is_prange(it, self.env):
-            # numba.prange: differentiated as the range it iterates (the sweeps run serially;
-            # the primal is the user's own, parallel, dispatcher)
+            # numba.prange: differentiated as the range it iterates; the note keeps the
+            # loop parallel in the sweeps where that is safe (backend/prange.py)
             it = s.iter = ast.copy_location(ast.Call(func=ast.Name(id="range", ctx=ast.Load()),
                                                      args=it.args, keywords=it.keywords), it)
+            PRANGE.set(s, True)
             self.env.setdefault("range", range)
         if _is_call_to(it, self.env, range):
             if not isinstance(s.target, ast.Name):

@@ -16,7 +16,7 @@ from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import stored_names
 from ..nodes import clone, loaded_ids, this_loop, walk_stmts
-from ..notes import END, POS, PUSH
+from ..notes import END, POS, PUSH, carry
 
 
 class ControlFlowMixin:
@@ -103,8 +103,10 @@ class ControlFlowMixin:
         bf, br = self.block(s.body)
         i = s.target.id
         if not br:
-            return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
-                                              orelse=[]), s)], []
+            loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
+                                             orelse=[]), s)
+            carry(s, loop)
+            return [loop], []
         counted = self._has_break(s)
         rng = s.iter.args
         start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
@@ -121,6 +123,7 @@ class ControlFlowMixin:
             it = ast.Call(func=name("range"), args=[binop(stop, ast.Sub(), const(1)), lo,
                                                     const(-1)], keywords=[])
             rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
+            carry(s, rev[0])  # a prange loop's reversed loop may run in parallel too
         else:
             if cnt is None:
                 tc = self.global_name("trip_count", helpers.trip_count)
@@ -142,6 +145,7 @@ class ControlFlowMixin:
         if cnt is not None:
             body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
         loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
+        carry(s, loop)
         fa = s.iter.args
         f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
             (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))

@@ -1,0 +1,364 @@
+"""prange: ``numba.prange`` loops of ``parallel=True`` code stay parallel in both sweeps.
+
+A loop the user wrote over ``numba.prange`` is differentiated as the range it iterates;
+its forward loop and its reversed loop carry ``notes.PRANGE``.  When the user's
+dispatcher has ``parallel=True``, each lowered variant is rewritten here:
+
+1. **tapes** pushed once per iteration (or once per trip of an inner loop) are written
+   and read at slots of the iteration's own instead of through a shared cursor
+   (``slots.py``); a tape pushed under an ``if`` keeps its cursor, and the loop stays
+   serial;
+2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
+   elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
+   (``dk += ...`` stays a reduction Numba's parfor pass recognises); an adjoint scalar
+   that is zero when each iteration starts is reset at the top of the body; buffers
+   swapped each step (``du, dv = dv, du``) are distinct arrays (``distinct_buffers``);
+3. a loop that passes becomes ``prange(lo, hi)`` (a reversed loop runs forward: its
+   iterations are independent); one that fails runs serially, with a comment saying why.
+
+Accumulations several iterations make into one element (``dx[i + 1] += ...`` of a
+stencil not in gather form, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) go to
+per-thread partial buffers (``_chunked``): the loop runs as one chunk of iterations per
+thread, each adding into its own ``_dx_part[_c]`` and its own sums, added up after the
+loop; the rewritten loop is checked again.  That costs one copy of the adjoint array per
+thread and a pass to add them up.
+
+Before (the reversed loop of ``s += k * math.sin(x[i])`` over ``prange(n)``)::
+
+    for i in range(n - 1, -1, -1):
+        _dt = ds
+        _tape_t2n -= 1
+        _t2 = _tape_t2[_tape_t2n]
+        dk += _dt * _t2
+        dx[i] += _dt * k * np.cos(x[i])
+
+After::
+
+    _tape_t2n -= max(n, 0)
+    for i in prange(n):
+        _dt = ds
+        _t2 = _tape_t2[_tape_t2n + i]
+        dk += _dt * _t2
+        dx[i] += _dt * k * np.cos(x[i])
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import re
+from typing import Any
+
+import numpy as np
+
+from ...kernels import helpers
+from ..analysis.privacy import Names, Verdict, independent, live_after
+from ..astutil import binop
+from ..front.desugar import assign, const, name
+from ..front.inline import resolve
+from ..nodes import clone, replace_names, walk_stmts
+from ..notes import PRANGE
+from . import emit
+from .gather import distinct_buffers
+from .slots import binds, bounds, plus, slot_tapes, trip_count, where
+
+#: what makes a new array (writes into it are the iteration's own when made in the loop)
+_FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
+          np.full_like, np.copy, np.array, helpers.zeros_like, helpers.snapshot)
+
+
+class Parallel:
+    """The rewrite of one specialisation's variants (see the module docstring)."""
+
+    def __init__(self, u: Any):
+        self.u = u
+        self.env = u.env
+        # the adjoints (reverse mode) or tangents (forward mode) of the user's names
+        self.derived = {**u.namer.adjoints(), **u.namer.tangents()}
+        self.primal_of = {d: p for p, d in self.derived.items()}
+        self.tapes = {t for t, _ in getattr(u.ir, "reused", ())}
+        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.callables = set(getattr(u.ir, "callables", ()))
+        self.prange = self._prange_name()
+        #: loop id -> the tapes it writes at slots of its own by construction (_slot_inner)
+        self.slotted: dict[int, set[str]] = {}
+
+    def _prange_name(self) -> str:
+        import numba
+
+        if self.env.get("prange") is numba.prange:
+            return "prange"
+        n = "prange" if "prange" not in self.env and "prange" not in self.u.namer.taken \
+            else self.u.namer.fresh("_prange")
+        self.u.namer.reserve([n])
+        self.env[n] = numba.prange
+        return n
+
+    # --- facts the check needs -------------------------------------------------------
+
+    def is_array(self, n: str) -> bool | None:
+        k = self.u.kinds.get(n)
+        if k is None and n in self.primal_of:
+            k = self.u.kinds.get(self.primal_of[n])
+        if k is not None:
+            return k.is_array
+        return True if n in self.tapes else None
+
+    def group(self, a: str) -> set[str]:
+        """The names that may hold ``a``'s array (or a view of it) when the loop runs:
+        its alias group, without the names that always hold arrays of their own (two
+        buffers swapped each step are never the same array)."""
+        p = self.primal_of.get(a)
+        if p is None:
+            out = set(self.aliases.get(a, ()))
+        else:
+            mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
+                self.u.namer.tangents()
+            out = {mine[q] for q in self.aliases.get(p, ()) if q in mine}
+        if a in self.distinct:
+            out -= self.distinct
+        return out | {a}
+
+    def fresh(self, e: ast.expr) -> bool:
+        if isinstance(e, ast.BinOp):
+            return True
+        if not isinstance(e, ast.Call):
+            return False
+        if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args:
+            return True
+        fn = resolve(e.func, self.env)
+        return any(fn is f for f in _FRESH)
+
+    def effect(self, call: ast.Call) -> bool:
+        return isinstance(call.func, ast.Name) and call.func.id in self.callables
+
+    def names(self, body: list[ast.stmt], loop: ast.For, block: list[ast.stmt],
+              k: int) -> Names:
+        def zero_before(n: str) -> bool:
+            for s in reversed(block[:k]):
+                if any(n in binds(x) for x in walk_stmts([s])):
+                    return isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
+                        and _is_zero(s.value)
+            return False
+
+        return Names(live_after(body, loop), self.is_array, self.group, self.fresh,
+                     self.effect, zero_before, local_arrays=self.local_arrays,
+                     slotted=frozenset(self.slotted.get(id(loop), ())))
+
+    #: may a parallel loop write into arrays it makes (not in generated code: numba#9529)
+    local_arrays = False
+
+    # --- the rewrite ------------------------------------------------------------------
+
+    def function(self, fn: ast.FunctionDef) -> ast.FunctionDef:
+        """``fn`` with its prange loops parallel where safe (a copy; ``fn`` as it was)."""
+        if not any(isinstance(s, ast.For) and PRANGE.get(s) for s in walk_stmts(fn.body)):
+            return fn
+        fn = clone(fn)
+        self.distinct = distinct_buffers(fn.body, dict(getattr(self.u.ir, "shared", {})),
+                                         self.env, copies=True)
+        if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
+            return fn
+        loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
+        for loop in loops:
+            self.slotted[id(loop)] = slot_tapes(fn.body, loop, self.env, self._global)
+        parallel: set[int] = set()
+        for loop in loops:
+            try:
+                block, k, outer = where(fn.body, loop)
+            except LookupError:
+                continue  # in a loop made chunked: that one is parallel
+            if outer & parallel:
+                continue  # inside a loop already parallel: Numba runs it serially anyway
+            lo_hi = bounds(loop)
+            verdict = independent(loop, self.names(fn.body, loop, block, k)) \
+                if lo_hi is not None else Verdict("its range does not step by 1", loop)
+            if verdict.collisions and self._chunked(fn.body, loop, verdict, block, k):
+                parallel.add(id(loop))
+                continue
+            if not verdict.ok:
+                block.insert(k, emit.comment(f"prange loop over {loop.target.id} runs "
+                                             f"serially: {verdict.reason}"))
+                continue
+            lo, hi = lo_hi
+            args = [hi] if isinstance(lo, ast.Constant) and lo.value == 0 else [lo, hi]
+            after = live_after(fn.body, loop)
+            loop.iter = ast.Call(func=name(self.prange), args=args, keywords=[])
+            loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
+            block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
+            parallel.add(id(loop))
+        return fn
+
+    def _chunked(self, body: list[ast.stmt], loop: ast.For, verdict: Verdict,
+                 block: list[ast.stmt], k: int) -> bool:
+        """Run ``loop`` as one chunk of iterations per thread, in parallel, each chunk
+        accumulating the arrays several iterations add into (``verdict.collisions``) in a
+        partial buffer of its own and its sums in scalars of its own, added up after the
+        loop.  False (nothing changed) where the result would not be independent either."""
+        namer = self.u.namer
+        lo, hi = bounds(loop)
+        i = loop.target.id
+        trips, chunks, c = (namer.fresh(x) for x in ("_trips", "_chunks", "_c"))
+        parts = {a: namer.fresh(f"_{a.lstrip('_')}_part") for a in verdict.collisions}
+        mine = {n: namer.fresh(f"_{n.lstrip('_')}_chunk") for n, _ in verdict.sums}
+        inner = clone(loop.body)
+        for s in walk_stmts(inner):
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
+                    and isinstance(s.target.value, ast.Name) and s.target.value.id in parts:
+                sl = s.target.slice
+                elts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+                s.target = ast.Subscript(value=name(parts[s.target.value.id]), slice=ast.Tuple(
+                    elts=[name(c), *elts], ctx=ast.Load()), ctx=ast.Store())
+        holder = ast.Module(body=inner, type_ignores=[])
+        replace_names(holder, lambda n: ast.Name(id=mine[n.id], ctx=n.ctx) if n.id in mine
+                      else n)
+        inner = [assign(z, const(0.0)) for z in verdict.zeroed] + holder.body
+
+        def start(m: ast.expr) -> ast.expr:  # lo + m * trips // chunks
+            return plus(lo, binop(binop(m, ast.Mult(), name(trips)), ast.FloorDiv(),
+                                  name(chunks)))
+
+        run = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
+            start(name(c)), start(binop(name(c), ast.Add(), const(1)))], keywords=[]),
+            body=inner, orelse=[])
+        threads = self._global("get_num_threads", _numba().get_num_threads)
+        npn = self._global("np", np)
+        pre: list[ast.stmt] = [
+            assign(trips, trip_count(lo, hi)),
+            assign(chunks, ast.Call(func=name("min"), args=[
+                ast.Call(func=name(threads), args=[], keywords=[]),
+                ast.Call(func=name("max"), args=[name(trips), const(1)], keywords=[])],
+                keywords=[]))]
+        for a, part in parts.items():
+            shape = binop(ast.Tuple(elts=[name(chunks)], ctx=ast.Load()), ast.Add(),
+                          ast.Attribute(value=name(a), attr="shape", ctx=ast.Load()))
+            pre.append(assign(part, ast.Call(
+                func=ast.Attribute(value=name(npn), attr="zeros", ctx=ast.Load()),
+                args=[shape, ast.Attribute(value=name(a), attr="dtype", ctx=ast.Load())],
+                keywords=[])))
+        family = dict(verdict.sums)
+        head = [assign(m, const(0.0 if family[n] == "+" else 1.0)) for n, m in mine.items()]
+        tail = [ast.AugAssign(target=name(n, True), op=ast.Add() if family[n] == "+"
+                              else ast.Mult(), value=name(m)) for n, m in mine.items()]
+        par = ast.For(target=name(c, True), iter=ast.Call(func=name(self.prange), args=[
+            name(chunks)], keywords=[]), body=[*head, run, *tail], orelse=[])
+        post: list[ast.stmt] = [ast.For(target=name(c, True), iter=ast.Call(
+            func=name("range"), args=[name(chunks)], keywords=[]), body=[
+                ast.AugAssign(target=name(a, True), op=ast.Add(), value=ast.Subscript(
+                    value=name(part), slice=name(c), ctx=ast.Load()))
+                for a, part in parts.items()], orelse=[])] if parts else []
+        note = emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
+                            f"{', '.join(parts)} accumulated per chunk, then added up")
+        new = [note, *pre, par, *post]
+        block[k:k + 1] = new
+        after = live_after(body, par)
+        # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c)
+        names = dataclasses.replace(self.names(body, par, block, k + 1 + len(pre)),
+                                    indices=(i,))
+        check = independent(par, names)
+        if not check.ok or any(n in after for n in (i, *mine.values())):
+            block[k:k + len(new)] = [loop]  # (as it was: the caller says why it is serial)
+            return False
+        block[k + len(new):k + len(new)] = [assign(z, const(0.0)) for z in verdict.zeroed
+                                            if z in after]
+        return True
+
+    def _global(self, want: str, obj: Any) -> str:
+        """A name the generated code reads ``obj`` through (bound in the environment)."""
+        for n, v in self.env.items():
+            if v is obj:
+                return n
+        n = want if want not in self.env and want not in self.u.namer.taken else \
+            self.u.namer.fresh("_" + want)
+        self.u.namer.reserve([n])
+        self.env[n] = obj
+        return n
+
+def _is_zero(e: ast.expr) -> bool:
+    return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 0
+
+
+def _numba() -> Any:
+    import numba
+
+    return numba
+
+
+def _shadowed(env: dict[str, Any], b: str) -> bool:
+    return b in env and env[b] is not getattr(builtins, b)
+
+
+# --- the user's own loops ----------------------------------------------------------------
+
+
+def primal_verdicts(u: Any) -> list[tuple[ast.For, Verdict]]:
+    """Each outermost prange loop of the user's (normalized) body, and whether its
+    iterations are independent in the primal."""
+    body = [*u.body, ast.Return(value=ast.Tuple(elts=[clone(r) for r in u.returns],
+                                                ctx=ast.Load()))]
+    check = _PrimalCheck(u)
+    check.distinct = distinct_buffers(body, {}, u.env, copies=True)
+    out: list[tuple[ast.For, Verdict]] = []
+    seen: set[int] = set()
+    for loop in [s for s in walk_stmts(body) if isinstance(s, ast.For) and PRANGE.get(s)]:
+        block, k, outer = where(body, loop)
+        if outer & seen:
+            continue
+        seen.add(id(loop))
+        out.append((loop, independent(loop, check.names(body, loop, block, k))
+                    if bounds(loop) is not None else Verdict("its range does not step by 1",
+                                                             loop)))
+    return out
+
+
+def refuse_races(u: Any) -> None:
+    """Refuse a prange loop of the user's whose iterations are not independent in the
+    primal (Numba runs it with a race: its result, and so its gradient, is undefined).
+    Generated code differentiated again (``hvp``) was checked when it was made."""
+    code = getattr(getattr(u.func, "__code__", None), "co_filename", "")
+    if code.startswith("<jitgrad:"):
+        return
+    for loop, verdict in primal_verdicts(u):
+        if not verdict.ok:
+            raise u.parsed.error(
+                f"the iterations of this prange loop are not independent: "
+                f"{_user_words(u, verdict.reason)}", verdict.node or loop,
+                "Numba runs prange iterations at once, so this loop races under "
+                "parallel=True: write each array only at the loop index (out[i] = ...), sum "
+                "into scalars with 's += ...', or use range (docs/supported.md)")
+
+
+def loop_verdicts(u: Any) -> list[tuple[str, str]]:
+    """(loop index, what the check found) for each outermost prange loop of the user's."""
+    if not u.parallel:
+        return [(loop.target.id, "runs serially (the function is not compiled with "
+                 "parallel=True)") for loop in walk_stmts(u.body)
+                if isinstance(loop, ast.For) and PRANGE.get(loop)]
+    return [(loop.target.id, "iterations independent" if v.ok else v.reason)
+            for loop, v in primal_verdicts(u)]
+
+
+class _PrimalCheck(Parallel):
+    """``Parallel``'s facts for the user's normalized body (no IR yet, nothing renamed)."""
+
+    def __init__(self, u: Any):  # (no prange name: nothing is rewritten)
+        self.u = u
+        self.env = u.env
+        self.derived = {}
+        self.primal_of = {}
+        self.tapes = set()
+        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.callables = set()
+        self.slotted = {}
+
+    local_arrays = True  # (the user's own arrays made in the loop: Numba's business)
+
+
+def _user_words(u: Any, reason: str) -> str:
+    """``reason`` with the names it quotes spelled as the user wrote them."""
+    return re.sub(r"'([A-Za-z_][A-Za-z_0-9]*)'", lambda m: f"'{u.parsed.user_name(m.group(1))}'",
+                  reason)
+
+
+__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_races"]
