@@ -582,6 +582,14 @@ def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
     return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
 
 
+#: the ``Differentiated`` the functional transforms made of a module-level function, per
+#: options: ``jg.hvp(f, ...)`` called in a loop compiles once, as ``jg.grad(f)`` called
+#: again does.  Only functions their module names (they live as long as it does); a
+#: local function or lambda gets a new one each time, so nothing keeps it alive; with
+#: ``cache=True`` the on-disk cache serves a new one.
+_MADE: dict[tuple, tuple[Any, Differentiated]] = {}
+
+
 def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
@@ -591,7 +599,15 @@ def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
         if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
-    return Differentiated(func, wrt, jit, target, cache)
+    mod, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
+    if cache or not isinstance(mod, str) or "<" in qual or mod not in sys.modules or \
+            disk.attr_or_none(mod, qual) is not func:
+        return Differentiated(func, wrt, jit, target, cache)
+    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache))
+    hit = _MADE.get(key)
+    if hit is None or hit[0] is not func:
+        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache))
+    return hit[1]
 
 
 def _copies(args: tuple) -> tuple:

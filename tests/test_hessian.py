@@ -247,3 +247,25 @@ def test_hvp_through_restored_snapshots(jit):
     fd = (g(x + 1e-6 * v, 0.3, 2) - g(x - 1e-6 * v, 0.3, 2)) / 2e-6
     np.testing.assert_allclose(jg.hvp(segments_in_place, (x, 0.3, 2), v, jit=jit), fd,
                                rtol=1e-5, atol=1e-7)
+
+
+def cubes(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] ** 3
+    return s
+
+
+def test_functional_transforms_of_a_module_function_compile_once():
+    """``jg.hvp(f, ...)`` in a loop (a Newton iteration) reuses one compiled code, as
+    ``jg.grad(f)`` made twice does; a local function gets its own each time."""
+    x = np.linspace(0.5, 1.5, 4)
+    first = jg.hvp(cubes, (x,), np.ones(4))
+    np.testing.assert_allclose(first, 6.0 * x)
+    assert jg.grad(cubes).diff is jg.grad(cubes).diff
+    assert jg.grad(cubes, jit=False).diff is not jg.grad(cubes).diff
+
+    def local(x):
+        return np.sum(x * x)
+
+    assert jg.grad(local).diff is not jg.grad(local).diff
