@@ -331,9 +331,11 @@ def test_benchmark_hand_tangents_agree_with_jvp(name):
     import os
 
     bench = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    w = importlib.import_module(f"workloads.{name}").WORKLOAD
+    sys.path.insert(0, bench)  # only while importing: benchmarks/ holds a distributed.py,
+    try:  # which would shadow dask's package in processes this worker starts later
+        w = importlib.import_module(f"workloads.{name}").WORKLOAD
+    finally:
+        sys.path.remove(bench)
     rng = np.random.default_rng(1)
     args = w.args("verify")
     vs = tuple(rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else 0.7
