@@ -64,3 +64,19 @@ def function_from_source(folder, name: str, source: str, func: str = "f"):
         return getattr(importlib.import_module(name), func)
     finally:
         sys.path.remove(str(folder))
+
+
+def benchmark_workloads() -> dict:
+    """``benchmarks/workloads``' WORKLOADS (name -> Workload), imported with
+    ``benchmarks/`` on ``sys.path`` only meanwhile: it holds a ``distributed.py`` that
+    would shadow dask's package in processes started later (the Dask test's workers)."""
+    import sys
+    from pathlib import Path
+
+    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        from workloads import WORKLOADS
+    finally:
+        sys.path.remove(bench)
+    return WORKLOADS

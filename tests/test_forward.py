@@ -327,15 +327,9 @@ def test_float32_tangent_keeps_dtype():
 def test_benchmark_hand_tangents_agree_with_jvp(name):
     """``benchmarks/forward.py`` compares jitgrad's jvp with each workload's hand-written
     tangent: both agree, and the directional derivative matches central differences."""
-    import importlib
-    import os
+    from gradcheck import benchmark_workloads
 
-    bench = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
-    sys.path.insert(0, bench)  # only while importing: benchmarks/ holds a distributed.py,
-    try:  # which would shadow dask's package in processes this worker starts later
-        w = importlib.import_module(f"workloads.{name}").WORKLOAD
-    finally:
-        sys.path.remove(bench)
+    w = benchmark_workloads()[name]
     rng = np.random.default_rng(1)
     args = w.args("verify")
     vs = tuple(rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else 0.7

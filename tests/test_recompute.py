@@ -5,12 +5,10 @@ element against central differences, compiled and not)."""
 
 import math
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from gradcheck import check_grad, function_from_source
+from gradcheck import benchmark_workloads, check_grad, function_from_source
 from test_pass_decisions import (
     assert_tapes_balanced,
     code,
@@ -26,8 +24,7 @@ from jitgrad.rules.primitives import TAPE_COST
 
 # --- the loop workloads (benchmarks/workloads, at small sizes) ------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from workloads import WORKLOADS as BENCH  # noqa: E402
+BENCH = benchmark_workloads()
 
 
 def logsumexp_rows(z):
