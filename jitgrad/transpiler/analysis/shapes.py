@@ -63,7 +63,7 @@ def shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
     return False
 
 
-def loop_temps(body: list[ast.stmt], n: str) -> dict[str, ast.expr]:
+def loop_temps(body: list[ast.stmt], n: str | None) -> dict[str, ast.expr]:
     """The names ``body`` binds exactly once (other than ``n``), with their values."""
     temps: dict[str, ast.expr | None] = {}
     for st in walk_stmts(body):
@@ -79,15 +79,20 @@ def refuse_loop_shape_changes(body: list[ast.stmt], an, env: dict, parsed) -> No
     for loop in walk_stmts(body):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
-        inside = {id(st) for st in walk_stmts(loop.body)}
+        inside: set[int] | None = None
+        temps: dict[str, ast.expr] | None = None
         for st in walk_stmts(loop.body):
             if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)):
                 continue
             n = st.targets[0].id
-            if not an.kind(n).is_array or n not in an.active \
-                    or all(id(d) in inside for d in an.defs.get(n, [])):
-                continue  # made afresh in each trip, or not differentiated
-            if shape_changer(st.value, n, loop_temps(loop.body, n), env, an):
+            if not an.kind(n).is_array or n not in an.active:
+                continue
+            if inside is None:  # (once per loop, and only for loops that rebind arrays)
+                inside = {id(x) for x in walk_stmts(loop.body)}
+                temps = loop_temps(loop.body, None)
+            if all(id(d) in inside for d in an.defs.get(n, [])):
+                continue  # made afresh in each trip
+            if shape_changer(st.value, n, temps, env, an, frozenset({n})):
                 user = parsed.user_name(n)
                 raise parsed.error(
                     f"'{user}' changes shape from one loop trip to the next (rebound to a "
