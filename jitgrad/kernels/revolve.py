@@ -109,13 +109,19 @@ def store_slot(buf: np.ndarray, i: int, x: np.ndarray) -> None:
     buf[i] = x
 
 
+@register_jitable
+def _copy_elements(dst, src):
+    """``dst[...] = src`` element by element (compiled: a slice assignment costs Numba
+    seconds to compile)."""
+    for idx in np.ndindex(src.shape):
+        dst[idx] = src[idx]
+
+
 @overload(store_slot)
 def _ol_store_slot(buf, i, x):
     def impl(buf, i, x):
         _same_shape(buf, x)
-        dst = buf[i]
-        for idx in np.ndindex(x.shape):
-            dst[idx] = x[idx]
+        _copy_elements(buf[i], x)
     return impl
 
 
@@ -130,9 +136,7 @@ def load_slot(x: np.ndarray, buf: np.ndarray, i: int) -> None:
 def _ol_load_slot(x, buf, i):
     def impl(x, buf, i):
         _same_shape(buf, x)
-        src = buf[i]
-        for idx in np.ndindex(x.shape):
-            x[idx] = src[idx]
+        _copy_elements(x, buf[i])
     return impl
 
 
