@@ -29,8 +29,9 @@ import numpy as np
 
 from ...kernels import helpers
 from ..front.inline import resolve
-from ..naming import WORKSPACE, Namer
+from ..naming import Namer
 from .jit import BUFFER
+from .workspace import through_workspace, zeroing
 
 
 @dataclass
@@ -60,21 +61,12 @@ def tape_workspace(body: list[ast.stmt], env: dict[str, Any], namer: Namer
     zeros = namer.global_name(env, "ws_zeros_like", helpers.ws_zeros_like)
     for k, (target, like) in buffers.items():
         store = namer.fresh(f"_ws_{target.lstrip('_')}")
-        out[k] = ast.Assign(
-            targets=[ast.Tuple(elts=[_name(store, True), _name(target, True)], ctx=ast.Store())],
-            value=ast.Call(func=_name(zeros), args=[_name(store), _name(like)], keywords=[]))
+        out[k] = zeroing(store, target, zeros, ast.Name(id=like, ctx=ast.Load()))
         entries.append((k, store, store, BUFFER))
     entries.sort()
     out = [st for k, st in enumerate(out) if k not in drop]
-    names = [_name(e[1], True) for e in entries]
-    target = names[0] if len(names) == 1 else ast.Tuple(elts=names, ctx=ast.Store())
-    value: ast.expr = _name(WORKSPACE)
-    if len(names) == 1:
-        value = ast.Subscript(value=value, slice=ast.Constant(0), ctx=ast.Load())
-    ret = out[-1]
-    ws = ast.Tuple(elts=[_name(e[2]) for e in entries], ctx=ast.Load())
-    out[-1] = ast.Return(value=ast.Tuple(elts=[*ret.value.elts, ws], ctx=ast.Load()))
-    return [ast.Assign(targets=[target], value=value), *out], tuple(e[3] for e in entries)
+    return (through_workspace(out, [e[1] for e in entries], [e[2] for e in entries]),
+            tuple(e[3] for e in entries))
 
 
 def _scan(body: list[ast.stmt], env: dict[str, Any]
@@ -173,10 +165,6 @@ def _bound(st: ast.stmt) -> set[str]:
         elif isinstance(t, ast.Starred):
             targets.append(t.value)
     return out
-
-
-def _name(n: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
 
 
 __all__ = ["tape_workspace"]

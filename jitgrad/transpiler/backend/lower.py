@@ -24,6 +24,7 @@ from ..naming import WORKSPACE, Namer
 from ..nodes import clone, loaded_ids
 from . import emit, jvp_workspace
 from .optimize import Facts, dead_code, dead_code_variants
+from .workspace import through_workspace, zeroing
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -59,22 +60,11 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
             store, helper = stores.pop(d)  # the first zeroing only
             kept.append(store)
             kinds.append("buffer")
-            st = ast.Assign(targets=[ast.Tuple(elts=[_name(store, True), _name(d, True)],
-                                               ctx=ast.Store())],
-                            value=ast.Call(func=_name(helper), args=[_name(store), like],
-                                           keywords=[]))
+            st = zeroing(store, d, helper, like)
         out.append(st)
     if not kept:
         return body, ()
-    names = [_name(t, True) for t in kept]
-    target = names[0] if len(names) == 1 else ast.Tuple(elts=names, ctx=ast.Store())
-    value: ast.expr = _name(WORKSPACE)
-    if len(names) == 1:
-        value = ast.Subscript(value=value, slice=ast.Constant(0), ctx=ast.Load())
-    ret = out[-1]
-    ws = ast.Tuple(elts=[_name(t) for t in kept], ctx=ast.Load())
-    out[-1] = ast.Return(value=ast.Tuple(elts=[*ret.value.elts, ws], ctx=ast.Load()))
-    return [ast.Assign(targets=[target], value=value), *out], tuple(kinds)
+    return through_workspace(out, kept, kept), tuple(kinds)
 
 
 def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | None:
@@ -88,10 +78,6 @@ def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | Non
             and isinstance(v.args[0], ast.Name):
         return ast.Name(id=v.args[0].id, ctx=ast.Load())
     return None
-
-
-def _name(n: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
 
 
 def lower_tangent(ir: Tangent, fname: str,
