@@ -23,8 +23,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-if __package__ in (None, ""):  # run as a script: make ``fuzz`` importable
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if __package__ in (None, ""):  # run as a script: make ``fuzz`` importable, and fuzz this
+    _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # checkout's
+    sys.path[:0] = [_TESTS, os.path.dirname(_TESTS)]  # jitgrad (the spawned workers too)
 
 from fuzz.check import APIS, SEVERITY, Pool  # noqa: E402
 from fuzz.gen import Program, generate  # noqa: E402
