@@ -463,12 +463,7 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Different
         raise pickle.UnpicklingError(
             f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
             f"process{where}")
-    if isinstance(obj, GradFunction):
-        obj = obj.diff
-    if isinstance(obj, Differentiated):
-        out = _as_diff(obj, wrt, jit, "cpu", cache)
-    else:
-        out = Differentiated(obj, wrt, jit, "cpu", cache)
+    out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache)
     _REBUILT[key] = out
     return out
 

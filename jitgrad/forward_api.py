@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .api import Differentiated, GradFunction, _as_diff, _signature
+from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -67,11 +67,16 @@ def _generated_jvp_for(d: Any, args: tuple) -> Any:
             wrt = [d.params[i] for i in d.wrt_positions]
             gen = generate_jvp(d._prep(), wrt, kinds)
             u = gen.unit
-            gen.compiled = backend.build({"jvp": u.sources["jvp"]}, u.names, u.env,
-                                         d.func.__qualname__, d.jit, frozenset(),
-                                         workspaces=u.workspaces, options=d.options)
+            gen.compiled = _compile(d, u, {"jvp": u.sources["jvp"]}, u.names, u.workspaces)
             cache[key] = gen
     return gen
+
+
+def _compile(d: Any, u: Any, sources: dict[str, str], names: dict[str, str],
+             workspaces: dict[str, tuple[str, ...]]) -> Any:
+    """Forward-mode ``sources`` of unit ``u`` built as ``d``'s code is (jit, options)."""
+    return backend.build(sources, names, u.env, d.func.__qualname__, d.jit, frozenset(),
+                         workspaces=workspaces, options=d.options)
 
 
 def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
@@ -150,18 +155,14 @@ def tangent_code(d: Any, gen: Any) -> Any:
                 names = {"tangent": u.namer.fresh(f"{u.name}_tangent_")}
                 ws: dict[str, tuple[str, ...]] = {}
                 src = tangent_source(u, "tangent", names["tangent"], ws)
-                compiled = backend.build({"tangent": src}, names, u.env, d.func.__qualname__,
-                                         d.jit, frozenset(), workspaces=ws, options=d.options)
+                compiled = _compile(d, u, {"tangent": src}, names, ws)
                 gen.tangent = compiled
     return compiled
 
 
 def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
     """The generated tangent code (``stage``: ``"all"`` or one of forward mode's passes)."""
-    if not args:
-        from .api import _guess_args
-
-        args = tuple(_guess_args(d._prep(), d.params))
+    args = _example_args(d, args)
     if stage == "all":
         return generated_jvp(d, args).unit.sources["jvp"]
     names = [p.name for p in JVP]
@@ -172,14 +173,16 @@ def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
     return next(p for p in JVP if p.name == stage).show(u).rstrip("\n") + "\n"
 
 
+def _example_args(d: Any, args: tuple) -> tuple:
+    """``args``, or arguments guessed from the source where none are given."""
+    return tuple(args) if args else tuple(_guess_args(d._prep(), d.params))
+
+
 def hvp_source(d: Any, args: tuple) -> str:
     """The code ``jg.hvp`` runs for these arguments: the tangent-only forward mode of the
     gradient code (``_second``), with the seed ``_dret`` one."""
-    if not args:
-        from .api import _guess_args
-
-        args = tuple(_guess_args(d._prep(), d.params))
-    d2 = _second(d, tuple(args))
+    args = _example_args(d, args)
+    d2 = _second(d, args)
     return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
 
 
