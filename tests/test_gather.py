@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from gradcheck import check_grad, function_from_source
+from gradcheck import benchmark_workloads, check_grad, function_from_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,19 +40,9 @@ def three_point(x, k):
     return s
 
 
-def heat_state(u0, alpha, nsteps):
-    """Two buffers and a swap: the adjoint resets ``dv[i]`` (moved after the gather)."""
-    n = u0.shape[0]
-    u = u0.copy()
-    v = u0.copy()
-    for _ in range(nsteps):
-        for i in range(1, n - 1):
-            v[i] = u[i] + alpha * (u[i - 1] - 2.0 * u[i] + u[i + 1])
-        u, v = v, u
-    total = 0.0
-    for i in range(n):
-        total += u[i] * u[i]
-    return total
+#: two buffers and a swap (the benchmark's heat workload): the adjoint resets ``dv[i]``
+#: (moved after the gather)
+heat_state = benchmark_workloads()["heat"].primal
 
 
 def taped(x, n):
