@@ -4,6 +4,7 @@ directional derivative and against reverse mode by the transpose identity
 ``jit=True`` (a sample: each Numba compile costs ~0.5 s)."""
 
 import math
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ import pytest
 import test_numpy_transpiled as TN
 import test_rule_coverage as TR
 import test_straightline as TS
+from gradcheck import check_grad
 
 import jitgrad as jg
 
@@ -365,6 +367,29 @@ def inverse_sqrt_rebound(x, c):
         u = u * 3.0  # u changes after r: the fused tangent must not read it
         s += 2.0 / r + u
     return s
+
+
+def inverse_sqrt_shared(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        u = x[i] * x[i] + c
+        r = np.sqrt(u)
+        s += 1.5 / r + r * c  # r has another use: its own adjoint still flows
+    return s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("f", [inverse_distances, inverse_sqrt_rebound, inverse_sqrt_shared])
+def test_reciprocal_sqrt_adjoint(f, jit):
+    """Reverse mode shares the fused derivative (``modes/fused.py``): ``du += -0.5 c dt /
+    (r u)``, one division where the chain rule through ``dr`` takes two."""
+    x = np.linspace(0.2, 1.4, 6)
+    check_grad(f, (x, 0.3), (0, 1), jit)
+    src = jg.differentiate(f, wrt=(0, 1)).source(x, 0.3, stage="adjoint")
+    if f is inverse_sqrt_rebound:
+        assert "-0.5 *" not in src
+    else:
+        assert re.search(r"guard\(_dt\w*, -0\.(5|75) \* _dt\w* / \(\w+ \* \w+\)\)", src), src
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -76,7 +76,7 @@ def test_pairwise_recomputes_each_value_once_and_tapes_nothing():
     for v in ("dx", "dy", "dz"):
         assert len(lines_matching(adj, rf"^\s*{v} = pos\[i, \d\] - pos\[j, \d\]$")) == 1
     # dx, dy, dz are needed by the products' pullbacks too: charged beyond that only
-    assert re.search(r"# recomputed dx, dy, dz, _t8 from eps, pos \(cost 6 <= tape "
+    assert re.search(r"# recomputed dx, dy, dz, _t9 from eps, pos \(cost 6 <= tape "
                      rf"{TAPE_COST:g}, the rest shared with earlier lines\)", adj)
 
 

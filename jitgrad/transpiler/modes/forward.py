@@ -20,7 +20,6 @@ differentiate raises a ``TransformError`` at the user's line.
 from __future__ import annotations
 
 import ast
-import math
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,8 @@ from ..front.inline import resolve
 from ..front.parse import Parsed
 from ..ir import Tangent
 from ..naming import Namer
-from ..notes import BLOCK, POS, checkpoint
+from ..notes import checkpoint
+from .fused import reciprocal_sqrt
 from .tangent import tangent_code
 
 #: calls whose result has the shape and dtype of their one array argument
@@ -257,35 +257,14 @@ class Forwarder:
         return self.call(s, tgt, v, prim)
 
     def _reciprocal_sqrt(self, s: ast.Assign, tgt: str, v: ast.expr) -> list[ast.stmt] | None:
-        """``t = c / r`` of ``r = sqrt(u)`` (the inverse distance of particle codes): the
-        tangent ``-0.5 u_dot t / u`` (``-0.5 u_dot t^3`` for ``c = 1``), after ``t``, in
-        place of the chain rule through ``r``'s tangent, which costs two divisions more.
-        Only where ``u``, ``r`` and ``t`` are one scalar definition each, in this order in
-        one block (so ``u`` and ``r`` still hold the values ``t`` was computed from)."""
-        if not (isinstance(v, ast.BinOp) and isinstance(v.op, ast.Div)
-                and isinstance(v.left, ast.Constant) and type(v.left.value) in (int, float)
-                and isinstance(v.right, ast.Name)):
+        """``t = c / r`` of ``r = sqrt(u)`` (``fused.reciprocal_sqrt``): the tangent
+        ``-0.5 u_dot t / u`` (``-0.5 u_dot t^3`` for ``c = 1``), after ``t``, in place of
+        the chain rule through ``r``'s tangent, which costs two divisions more."""
+        chain = reciprocal_sqrt(s, tgt, self.an, self.env)
+        if chain is None or not self.active(ast.Name(id=chain.u)):
             return None
-        r = v.right.id
-        rdef = self.an.defs.get(r, [])
-        if len(rdef) != 1 or not (isinstance(rdef[0], ast.Assign)
-                                  and isinstance(rdef[0].value, ast.Call)
-                                  and len(rdef[0].value.args) == 1
-                                  and not rdef[0].value.keywords
-                                  and isinstance(rdef[0].value.args[0], ast.Name)
-                                  and any(resolve(rdef[0].value.func, self.env) is f
-                                          for f in (np.sqrt, math.sqrt))):
-            return None
-        u = rdef[0].value.args[0].id
-        udef = self.an.defs.get(u, [])
-        chain = [*udef, rdef[0], s]
-        if len(udef) != 1 or not all(self.an.kind(n).ndim == 0 and self.an.kind(n).cls == "f"
-                                     for n in (u, r, tgt)) \
-                or len({BLOCK.get(x) for x in chain}) != 1 \
-                or not POS.get(udef[0]) < POS.get(rdef[0]) < POS.get(s) \
-                or len(self.an.defs.get(tgt, [])) != 1 or not self.active(ast.Name(id=u)):
-            return None
-        cube = f"({tgt} * {tgt} * {tgt})" if v.left.value == 1 else f"{tgt} / {u}"
+        u = chain.u
+        cube = f"({tgt} * {tgt} * {tgt})" if chain.c == 1 else f"{tgt} / {u}"
         gd = self.global_name("guard", helpers.guard)
         d = self.dot(u)
         tan = ast.parse(f"{gd}({d}, -0.5 * {d} * {cube})", mode="eval").body

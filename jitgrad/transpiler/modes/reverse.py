@@ -28,6 +28,7 @@ from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
+from .fused import ReciprocalSqrt, reciprocal_sqrt
 from .recompute import RecomputeMixin, nonlinear_reads
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
@@ -312,7 +313,23 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
                                      op=ast.Add(), value=dt))
             self.reset(tgt, s, rev)
             return self.finish(s, [s], rev, set(), restored)
+        chain = reciprocal_sqrt(s, tgt, self.an, self.env)
+        if chain is not None:
+            return self.reciprocal_sqrt(s, tgt, chain, restored)
         return self.call(s, tgt, v, restored)
+
+    def reciprocal_sqrt(self, s: ast.Assign, tgt: str, chain: ReciprocalSqrt, restored):
+        """``t = c / r`` of ``r = sqrt(u)``: ``du += -0.5 c dt / (r u)``, one division where
+        the chain rule through ``dr`` takes two (``r``'s own statement then passes back
+        only what its other uses give ``dr``)."""
+        gd = self.global_name("guard", helpers.guard)
+        dt = self.adj(tgt)
+        grad = ast.parse(f"{gd}({dt}, {-0.5 * chain.c!r} * {dt} / ({chain.r} * {chain.u}))",
+                         mode="eval").body
+        rev: list[ast.stmt] = []
+        self.contribute(chain.u, grad, rev)
+        self.reset(tgt, s, rev)
+        return self.finish(s, [s], rev, set(), restored)
 
     def forward_only(self, s: ast.Assign, prim) -> list[ast.stmt]:
         """The forward of a statement with no adjoint (rule forwards for non-library calls)."""
@@ -409,6 +426,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         rev += [rename(x, seed) for x in inst.back] if seed else inst.back
         scalar_res = not self.an.kind(tgt).is_array
         scalars = _Scalars(self.fwd_vars, self.an)
+        terms: list[tuple[str, ast.expr]] = []  # (operand, its gradient), one per operand
         for p, gexpr in zip(tpl.params, inst.grads, strict=False):
             if gexpr is None:
                 continue
@@ -420,7 +438,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
                     SCALAR_RESULT.set(c, scalar_res)
             gexpr = Simplify(scalars, self.unb).visit(gexpr)
             if isinstance(a, ast.Name) and a.id in self.an.active:
-                self.contribute(a.id, gexpr, rev)
+                terms.append((a.id, gexpr))
             elif isinstance(a, (ast.Tuple, ast.List)) and any(self.is_active(e) for e in a.elts):
                 gt = self.namer.fresh("_g")
                 rev.append(assign(gt, gexpr))
@@ -428,6 +446,8 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
                     if self.is_active(e):
                         self.contribute(e.id, ast.Subscript(value=name(gt), slice=const(j),
                                                             ctx=ast.Load()), rev)
+        for var, gexpr in doubled(terms):
+            self.contribute(var, gexpr, rev)
         if not stashed:
             self.reset(tgt, s, rev)
         else:
@@ -556,3 +576,22 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
                   r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules)
+
+
+def doubled(terms: list[tuple[str, ast.expr]]) -> list[tuple[str, ast.expr]]:
+    """One term ``(g + g) * x`` where an operand gets the same ``g * x`` twice (``x * x``):
+    one product fewer, and the same number (doubling is exact)."""
+    out: list[tuple[str, ast.expr]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for var, g in terms:
+        key = (var, ast.dump(g))
+        k = seen.get(key)
+        if k is None:
+            seen[key] = len(out)
+            out.append((var, g))
+        elif isinstance(g, ast.BinOp) and isinstance(g.op, ast.Mult):
+            out[k] = (var, binop(binop(g.left, ast.Add(), clone(g.left)), ast.Mult(), g.right))
+            del seen[key]  # a third copy is a term of its own
+        else:
+            out.append((var, g))
+    return out
