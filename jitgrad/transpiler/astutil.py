@@ -50,6 +50,9 @@ def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str]) -> None:
             bound |= yes & no
         else:
             out |= loaded_ids(s) - bound
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+                    and s.target.id not in bound:
+                out.add(s.target.id)  # x += e reads x
             if isinstance(s, ast.Assign):
                 bound |= {n.id for n in walk(s.targets[0])
                           if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}

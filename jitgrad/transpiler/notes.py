@@ -104,6 +104,11 @@ PUSH: Note[bool] = Note(
 SCALAR_RESULT: Note[bool] = Note(
     "scalar_result", False, "reverse",
     "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
+SWEEP: Note[tuple[int, str] | None] = Note(
+    "sweep", None, "reverse (loops)",
+    "a loop of the forward sweep or its reversed loop in the adjoint sweep: (the user's "
+    "loop's position, 'forward' or 'reverse'); lower runs the two as one loop where their "
+    "iterations are independent (backend/fuse.py)")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 DECISION: Note[bool] = Note(
@@ -112,11 +117,11 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
-         PUSH, SCALAR_RESULT, COMMENT, DECISION)
+         PUSH, SCALAR_RESULT, SWEEP, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE)
+_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE, SWEEP)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:
@@ -145,4 +150,4 @@ def checkpoint(s: ast.AST) -> bool:
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "KIND",
            "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "Checkpoint", "Note", "Required", "carry", "checkpoint"]
+           "SWEEP", "Checkpoint", "Note", "Required", "carry", "checkpoint"]

@@ -21,8 +21,9 @@ from typing import Any
 
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import WORKSPACE, Namer
-from ..nodes import clone, loaded_ids
+from ..nodes import clone, loaded_ids, stmt_defs
 from . import emit, jvp_workspace
+from .fuse import fuse_loops
 from .optimize import Facts, dead_code, dead_code_variants
 from .workspace import through_workspace, zeroing
 
@@ -121,6 +122,9 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
               reuse: bool = True) -> ast.FunctionDef:
     """The variant's function, with its workspace parameter where it keeps tapes (unless
     not ``reuse``: a device lowering declares its own)."""
+    if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
+        # gradients in the order of the two sweeps)
+        body = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared)
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes

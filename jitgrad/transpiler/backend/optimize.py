@@ -152,7 +152,7 @@ def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
         else:  # a write into an adjoint that is a view of another is a write into that one
             for n in fs[1]:
                 definers.setdefault(n, []).append(s)
-                if n in shared and (m := _root(n, shared)) != n:
+                if n in shared and (m := view_root(n, shared)) != n:
                     definers.setdefault(m, []).append(s)
     out = []
     for names in roots:
@@ -326,7 +326,8 @@ def merge_accumulations(stmts: list[ast.stmt],
 _MERGE_MAX = 8
 
 
-def _root(n: str, shared: dict[str, str]) -> str:
+def view_root(n: str, shared: dict[str, str]) -> str:
+    """The adjoint that ``n`` is (a view of a view of ...) a view of; ``n`` itself if none."""
     while n in shared:
         n = shared[n]
     return n
@@ -354,28 +355,28 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
         if accum:
             # one that reads an array with pending stores (or its own) runs where it is
             value_loads, idx_names = loaded_ids(s.value), loaded_ids(s.target.slice)
-            reads = {_root(n, shared) for n in value_loads | idx_names}
+            reads = {view_root(n, shared) for n in value_loads | idx_names}
             accum = not (reads & ({pending[k].base for k in order}
-                                  | {_root(s.target.value.id, shared)}))
+                                  | {view_root(s.target.value.id, shared)}))
         if accum:
             key = ast.unparse(s.target)
             # a later statement may not touch the array or change the index names
             if key in pending and len(pending[key].values) >= _MERGE_MAX:
                 head.append(_emit(pending.pop(key)))  # keep each sum a few terms deep
                 order.remove(key)
-            value_reads = {_root(n, shared) for n in value_loads}
+            value_reads = {view_root(n, shared) for n in value_loads}
             if key in pending:
                 p = pending[key]
                 p.values.append(s.value)
                 p.reads |= value_reads  # same target text: same array and index names
             else:
-                pending[key] = _Pending(s, [s.value], _root(s.target.value.id, shared),
+                pending[key] = _Pending(s, [s.value], view_root(s.target.value.id, shared),
                                         idx_names, value_reads)
                 order.append(key)
             continue
         defines = _defines(s)
-        touched = {_root(n, shared) for n in loaded_ids(s) | defines}
-        defined = defines | {_root(n, shared) for n in defines}
+        touched = {view_root(n, shared) for n in loaded_ids(s) | defines}
+        defined = defines | {view_root(n, shared) for n in defines}
         flush = [k for k in order if pending[k].base in touched
                  or pending[k].idx & defines
                  or pending[k].reads & defined]
@@ -567,7 +568,7 @@ def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[s
                 out.add(n.value.id)
         elif isinstance(n, _JUMPS):
             exits = True
-    return exits, names, out | {_root(n, shared) for n in out}
+    return exits, names, out | {view_root(n, shared) for n in out}
 
 
 def _compound_touches(s: ast.stmt, shared: dict[str, str],
@@ -642,7 +643,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
         if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
             # the names the term reads, with the buffers they view
-            reads = value_loads | {_root(n, shared) for n in value_loads}
+            reads = value_loads | {view_root(n, shared) for n in value_loads}
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
                 i, how, terms, prev_reads = prev
@@ -663,7 +664,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
                 pending[s.targets[0].id] = (len(out), "set", [], set())
             else:
                 pending[s.targets[0].id] = (len(out), "set", [(1, v)], value_loads | {
-                    _root(n, shared) for n in value_loads})
+                    view_root(n, shared) for n in value_loads})
         out.append(s)
     return [s for s in out if s is not None]
 

@@ -16,7 +16,7 @@ from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import stored_names
 from ..nodes import clone, loaded_ids, this_loop, walk_stmts
-from ..notes import END, POS, PUSH, carry
+from ..notes import END, POS, PUSH, SWEEP, carry
 
 
 class ControlFlowMixin:
@@ -124,6 +124,7 @@ class ControlFlowMixin:
                                                     const(-1)], keywords=[])
             rev = [ast.For(target=name(i, True), iter=it, body=br, orelse=[])]
             carry(s, rev[0])  # a prange loop's reversed loop may run in parallel too
+            SWEEP.set(rev[0], (POS.get(s), "reverse"))
         else:
             if cnt is None:
                 tc = self.global_name("trip_count", helpers.trip_count)
@@ -146,6 +147,8 @@ class ControlFlowMixin:
             body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
         loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
         carry(s, loop)
+        if cnt is None and unit:
+            SWEEP.set(loop, (POS.get(s), "forward"))
         fa = s.iter.args
         f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
             (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))

@@ -1,0 +1,284 @@
+"""Independent iterations: a loop whose adjoint runs one iteration at a time.
+
+Reverse mode runs a loop forward, pushing what its adjoint needs, and later runs the
+adjoint loop backwards, popping it: the tape holds every iteration.  Where iterations
+share nothing but sums (``total += ...``) and the adjoint seed of those sums is known
+before the loop runs (``dtotal = _dret / n``), each iteration's adjoint can run right
+after the iteration itself, in the same loop (Tapenade's "II-loop").  The tape then
+holds one iteration, which stays in cache, and the adjoint's order over the iterations
+no longer matters: its sums add up the same terms in another order.
+
+This pass fuses such pairs in one variant's function body (after dead-code removal,
+since what the value needs decides what must stay after the loop).  A forward loop and
+its reversed loop are paired by ``notes.SWEEP``; everything between them moves before
+the fused loop or after it, each statement only where no read or write it makes can see
+the change of order.  Any doubt leaves the two loops as they were.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..astutil import all_defs, exposed_reads
+from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
+from ..notes import COMMENT, PRANGE, SWEEP, checkpoint
+from .emit import comment
+from .optimize import view_root
+
+
+def fuse_loops(body: list[ast.stmt], tapes: set[str],
+               shared: dict[str, str] | None = None) -> list[ast.stmt]:
+    """``body`` with every pair of a forward loop and its reversed loop whose iterations
+    are independent run as one loop (see the module docstring); ``tapes``: the names of the
+    tapes and their cursors (pushed by an iteration, popped by its adjoint); ``shared``:
+    adjoint -> the adjoint it is a view of.  The statements of ``body`` are not changed,
+    only reordered into new loops."""
+    out = list(body)
+    tried: set = set()
+    while True:
+        pair = _next_pair(out, tried)
+        if pair is None:
+            return out
+        tried.add(pair[2])
+        fused = _fuse(out, pair[0], pair[1], tapes, shared or {})
+        if fused is not None:
+            out = fused
+
+
+def _next_pair(body: list[ast.stmt], tried: set) -> tuple[int, int, object] | None:
+    """Positions of the first untried forward loop of ``body`` whose reversed loop comes
+    later in ``body``, and their key; only where nothing else anywhere carries that key
+    (copies of a loop made for a rerun)."""
+    where: dict[object, list[tuple[int, str]]] = {}
+    for k, s in enumerate(body):
+        note = SWEEP.get(s)
+        if note is not None:
+            where.setdefault(note[0], []).append((k, note[1]))
+    for key, places in where.items():
+        if key in tried or [r for _, r in places] != ["forward", "reverse"]:
+            continue
+        if sum(SWEEP.get(s) is not None and SWEEP.get(s)[0] == key
+               for s in walk_stmts(body)) == 2:
+            return places[0][0], places[1][0], key
+    return None
+
+
+def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str],
+          shared: dict[str, str]) -> list[ast.stmt] | None:
+    """``body`` with ``body[a]`` (a forward loop) and ``body[b]`` (its reversed loop) fused,
+    or ``None`` where their iterations may depend on each other."""
+    fwd, rev = body[a], body[b]
+    if not (_plain_loop(fwd) and _plain_loop(rev) and fwd.target.id == rev.target.id):
+        return None
+    i = fwd.target.id
+    pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
+    # nothing that moves writes an array (so no alias of one can see the new order)
+    if not (_names_and_tapes_only(fwd.body, tapes) and _names_and_tapes_only(mid, tapes)
+            and _sums_only(rev.body, fwd.body, shared)):
+        return None
+    w_f, w_r = _defs(fwd.body) | {i}, _defs(rev.body) | {i}
+    r_f = _reads_all(fwd.body) | loaded_ids(fwd.iter)
+    hoist, stay = _split(mid, w_f, r_f)
+    w_stay = _defs(stay)
+    r_stay = _reads_all(stay)
+    if w_stay & (_reads_all(rev.body) | w_r) or r_stay & (w_r - tapes):
+        return None  # ran before the adjoint loop: it must neither see it nor feed it
+    before = pre + hoist
+    for v in exposed_reads(rev.body) - tapes - {i}:
+        if v in w_f:
+            return None  # the adjoint of an iteration would read another's value
+        if v in w_r and not (_summed(v, rev.body, fwd.body) or _reset(v, rev.body, before)):
+            return None  # an adjoint carried from one iteration to the next
+    if (w_r - tapes - {i}) & exposed_reads(fwd.body):
+        return None  # the next iteration would read what the adjoint left
+    after = stay + post
+    for v in exposed_reads(after) & (w_r - tapes):
+        if not (_summed(v, rev.body, fwd.body) or _reset(v, rev.body, before)):
+            return None  # read after the loop: it must end as the adjoint loop left it
+    note = comment(f"iterations over {i} are independent: each runs its adjoint right "
+                   "after it (its tape holds one iteration)")
+    loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
+                                     body=[*fwd.body, *rev.body], orelse=[]), fwd)
+    loop.body = fuse_loops(loop.body, tapes, shared)
+    return [*before, note, loop, *after]
+
+
+def _plain_loop(s: ast.stmt) -> bool:
+    """A ``for`` over ``range`` without ``else``, ``break``, ``continue`` or ``return`` of
+    its own, not a ``prange`` loop and holding no checkpointed region."""
+    return (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse
+            and isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
+            and s.iter.func.id == "range" and not PRANGE.get(s)
+            and not any(isinstance(x, (ast.Break, ast.Continue, ast.Return))
+                        for x in this_loop(s.body))
+            and not any(checkpoint(x) or isinstance(x, ast.Return)
+                        for x in walk_stmts(s.body)))
+
+
+def _names_and_tapes_only(body: list[ast.stmt], tapes: set[str]) -> bool:
+    """``body`` writes names and tapes only: no array of the program changes, so an adjoint
+    that reads one sees the same values whichever iteration it follows."""
+    for s in walk_stmts(body):
+        if COMMENT.get(s):
+            continue
+        if isinstance(s, ast.Expr):
+            v = s.value
+            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                    and v.func.attr == "append" and isinstance(v.func.value, ast.Name)
+                    and v.func.value.id in tapes):
+                return False
+        elif isinstance(s, (ast.Assign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:
+                for e in t.elts if isinstance(t, ast.Tuple) else [t]:
+                    if isinstance(e, ast.Subscript):
+                        if not (isinstance(e.value, ast.Name) and e.value.id in tapes):
+                            return False
+                    elif not isinstance(e, ast.Name):
+                        return False
+            if _writes_through_call(s.value):
+                return False
+        elif not isinstance(s, (ast.For, ast.If, ast.While, ast.Pass, ast.Break, ast.Continue)):
+            return False
+    return True
+
+
+def _writes_through_call(e: ast.expr) -> bool:
+    """A call that may write an array it is given (``out=``, or a method of the array)."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Call):
+            if any(k.arg == "out" for k in n.keywords):
+                return True
+            if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITING_METHODS:
+                return True
+    return False
+
+
+#: methods that change the array they are called on
+_WRITING_METHODS = frozenset({"sort", "fill", "resize", "put", "itemset", "partition",
+                              "setfield", "byteswap"})
+
+
+def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str]) -> bool:
+    """The adjoint loop binds names and writes arrays only by adding to their elements
+    (``dz[i, j] += g``), calls nothing for its effect, and neither it nor the forward loop
+    reads an element of those arrays or of their views: sums whose order does not matter."""
+    summed: set[str] = set()
+    for s in walk_stmts(rev):
+        if COMMENT.get(s):
+            continue
+        if isinstance(s, ast.Expr):
+            return False
+        if isinstance(s, ast.Assign):
+            if any(not isinstance(e, ast.Name) for t in s.targets
+                   for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
+                return False
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            if not (isinstance(s.op, (ast.Add, ast.Sub)) and isinstance(s.target.value, ast.Name)):
+                return False
+            summed.add(s.target.value.id)
+        elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
+                                ast.Continue)):
+            return False
+        if isinstance(s, (ast.Assign, ast.AugAssign)) and _writes_through_call(s.value):
+            return False
+    family = set(summed)  # the arrays summed into and every adjoint that views them
+    roots = {view_root(n, shared) for n in summed}
+    family |= {n for n in shared if view_root(n, shared) in roots} | roots
+    for s in walk_stmts(rev):  # what each statement reads or binds, blocks apart
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+            touched = loaded_ids(s.value) | loaded_ids(s.target.slice)
+        elif isinstance(s, ast.For):
+            touched = loaded_ids(s.iter) | set(stmt_defs(s))
+        elif isinstance(s, (ast.If, ast.While)):
+            touched = loaded_ids(s.test)
+        else:
+            touched = loaded_ids(s) | all_defs(s)
+        if touched & family:
+            return False
+    return not (family & (_reads_all(fwd) | _defs(fwd)))
+
+
+def _defs(stmts: list[ast.stmt]) -> set[str]:
+    """Every name ``stmts`` bind or write into, nested blocks included."""
+    out: set[str] = set()
+    for s in stmts:
+        out |= all_defs(s)
+    return out
+
+
+def _aug_reads(stmts: list[ast.stmt]) -> set[str]:
+    """Names ``x`` of ``x op= e`` (a read that ``loaded_ids`` does not see)."""
+    return {s.target.id for s in walk_stmts(stmts)
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)}
+
+
+def _reads_all(stmts: list[ast.stmt]) -> set[str]:
+    """Every name ``stmts`` read, nested blocks included."""
+    out = _aug_reads(stmts)
+    for s in stmts:
+        out |= loaded_ids(s)
+    return out
+
+
+def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
+           ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """The statements between the two loops: those that can run before the fused loop
+    (they read nothing the forward loop writes and write nothing it uses; the adjoint seeds
+    and the zeroed adjoints), and those that must run after it, in their order."""
+    hoist: list[ast.stmt] = []
+    stay: list[ast.stmt] = []
+    w_stay: set[str] = set()
+    r_stay: set[str] = set()
+    for s in mid:
+        reads, defs = _reads_all([s]), all_defs(s)
+        if reads & (w_f | w_stay) or defs & (r_f | w_f | r_stay | w_stay):
+            stay.append(s)
+            w_stay |= defs
+            r_stay |= reads
+        else:
+            hoist.append(s)
+    return hoist, stay
+
+
+def _summed(v: str, rev: list[ast.stmt], fwd: list[ast.stmt]) -> bool:
+    """``v`` is only added to in the adjoint loop (``v += g``, ``v[k] += g``, ``g`` not
+    reading ``v``) and not used by the forward loop: a sum over the iterations."""
+    if v in _reads_all(fwd) or v in _defs(fwd):
+        return False
+    for s in walk_stmts(rev):
+        if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)):
+            if v in loaded_ids(s.value) or (isinstance(s.target, ast.Subscript)
+                                             and v in loaded_ids(s.target.slice)):
+                return False
+        elif isinstance(s, (ast.For, ast.While, ast.If)):
+            if v in loaded_ids(s.iter if isinstance(s, ast.For) else s.test) \
+                    or (isinstance(s, ast.For) and v in stmt_defs(s)):
+                return False
+        elif v in loaded_ids(s) or v in all_defs(s) or v in _aug_reads([s]):
+            return False
+    return True
+
+
+def _reset(v: str, rev: list[ast.stmt], before: list[ast.stmt]) -> bool:
+    """Every iteration of the adjoint loop ends with ``v = c`` and ``v`` holds the same
+    ``c`` when the loop starts: each iteration starts from that value, in any order."""
+    end = _last_def(rev, v)
+    start = _last_def(before, v)
+    return end is not None and start is not None and ast.dump(end) == ast.dump(start)
+
+
+def _last_def(stmts: list[ast.stmt], v: str) -> ast.expr | None:
+    """The constant of the last statement of ``stmts`` binding ``v`` if that is a top-level
+    ``v = <constant>`` (else ``None``)."""
+    for s in reversed(stmts):
+        if v in all_defs(s):
+            if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                    and isinstance(s.targets[0], ast.Name) and s.targets[0].id == v
+                    and isinstance(s.value, ast.Constant)):
+                return s.value
+            return None
+    return None
+
+
+__all__ = ["fuse_loops"]

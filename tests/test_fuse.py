@@ -1,0 +1,249 @@
+"""Loops with independent iterations run each iteration's adjoint right after it
+(``backend/fuse.py``): the gradient is the same, the tape holds one iteration, and any
+loop whose iterations may depend on each other keeps its two sweeps."""
+
+import math
+
+import numpy as np
+import pytest
+from gradcheck import check_grad
+
+import jitgrad as jg
+
+FUSED = "are independent: each runs its adjoint right after it"
+
+
+def row_logsumexp(z):
+    """Independent rows, each with loops that tape (the softmax shape)."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        m = z[i, 0]
+        for j in range(1, z.shape[1]):
+            if z[i, j] > m:
+                m = z[i, j]
+        s = 0.0
+        for j in range(z.shape[1]):
+            s += np.exp(z[i, j] - m)
+        total += np.log(s) + m
+    return total / z.shape[0]
+
+
+def scaled_sum(x, k):
+    """A scalar ``wrt`` whose adjoint sums over the iterations, and a value taped per trip."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        t = math.exp(k * x[i])
+        total += t * math.sin(x[i]) - k * t
+    return 3.0 * total
+
+
+def branchy(x, k):
+    """A branch per iteration; two sums; a trailing use of the loop's result."""
+    a = 0.0
+    b = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > 0.2:
+            a += math.exp(x[i] * k)
+        else:
+            b += x[i] * x[i] * k
+    return 2.0 * a - b + k
+
+
+def carried(x, k):
+    """Not independent: ``y`` carries from one iteration to the next."""
+    y = 0.5
+    total = 0.0
+    for i in range(x.shape[0]):
+        y = math.sin(y * k + x[i])
+        total += y * y
+    return total
+
+
+def seed_needs_result(x):
+    """Not fusable: the seed of ``total`` (``1 / total``) needs the loop's result."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += math.exp(x[i])
+    return math.log(total)
+
+
+def writes_array(x):
+    """Not fusable: the loop writes an array the adjoint reads."""
+    y = np.zeros(x.shape[0])
+    total = 0.0
+    for i in range(x.shape[0]):
+        y[i] = math.exp(x[i])
+        total += y[i] * x[i]
+    return total + y[0]
+
+
+def in_time_loop(x, k, steps):
+    """Independent iterations inside a loop that is not: the outer pair keeps its sweeps,
+    and so does the inner one (its pair is split between the outer sweeps)."""
+    total = 0.0
+    c = 1.0
+    for t in range(steps):
+        for i in range(x.shape[0]):
+            total += math.exp(c * x[i]) * k
+        c = c * 0.9 + k
+    return total
+
+
+def two_loops(x, k):
+    """Two independent loops in a row, the second reading the first's result: only the
+    second can run fused (the first one's seed comes from the second)."""
+    a = 0.0
+    for i in range(x.shape[0]):
+        a += math.sin(k * x[i])
+    b = 0.0
+    for i in range(x.shape[0]):
+        b += math.exp(x[i] * a)
+    return b
+
+
+def index_after(x):
+    """The loop index is read after the loop: it must end as the plain loops leave it."""
+    total = 0.0
+    i = 0
+    for i in range(x.shape[0]):
+        total += math.exp(x[i])
+    return total * (i + 1.0)
+
+
+def decaying(x):
+    """``total = 0.5 * total + ...``: its adjoint changes from one iteration to the next."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = 0.5 * total + math.exp(x[i])
+    return total
+
+
+def row_max_reused(z):
+    """The row maximum is rebound per row and read again by the adjoint (``exp(z - m)``
+    needs it): stored per row and restored within the iteration."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        m = z[i, 0]
+        for j in range(1, z.shape[1]):
+            m = max(m, z[i, j])
+        for j in range(z.shape[1]):
+            total += math.exp(z[i, j] - m) * m
+    return total
+
+
+def inner_while(x, k):
+    """A while loop with a break in each iteration (its trip count is taped)."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        y = x[i]
+        n = 0
+        while y < 3.0:
+            y = y * 1.5 + k
+            n += 1
+            if n > 6:
+                break
+        total += y * y
+    return total
+
+
+CASES = [
+    (row_logsumexp, lambda: (np.random.default_rng(1).standard_normal((5, 4)),), (0,), True),
+    (scaled_sum, lambda: (np.linspace(-0.8, 0.9, 7), 0.7), (0, 1), True),
+    (branchy, lambda: (np.linspace(-0.5, 0.9, 8), 0.6), (0, 1), True),
+    (carried, lambda: (np.linspace(-0.5, 0.9, 6), 0.8), (0, 1), False),
+    (seed_needs_result, lambda: (np.linspace(-0.5, 0.9, 6),), (0,), False),
+    (writes_array, lambda: (np.linspace(-0.5, 0.9, 6),), (0,), False),
+    (in_time_loop, lambda: (np.linspace(-0.5, 0.9, 5), 0.3, 3), (0, 1), False),
+    (two_loops, lambda: (np.linspace(-0.5, 0.9, 5), 0.4), (0, 1), True),
+    (index_after, lambda: (np.linspace(-0.5, 0.9, 5),), (0,), None),
+    (decaying, lambda: (np.linspace(-0.5, 0.9, 5),), (0,), False),
+    (row_max_reused, lambda: (np.random.default_rng(3).standard_normal((4, 5)),), (0,), True),
+    (inner_while, lambda: (np.linspace(0.3, 1.9, 6), 0.2), (0, 1), True),
+]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("f, make, wrt, fused", CASES, ids=[c[0].__name__ for c in CASES])
+def test_gradient_and_whether_fused(f, make, wrt, fused, jit):
+    args = make()
+    check_grad(f, args, wrt, jit)
+    src = jg.differentiate(f, wrt=wrt, jit=jit).source(*args)
+    if fused is not None:  # (None: either is right, the gradient is what is checked)
+        assert (FUSED in src) == fused, src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_fused_tape_holds_one_iteration(jit):
+    """The row loop's tapes are used one row at a time: after a call, each kept tape has
+    room for a row or two (tapes grow by doubling), not for every row."""
+    rows, cols = 300, 20
+    z = np.random.default_rng(2).standard_normal((rows, cols))
+    d = jg.differentiate(row_logsumexp, wrt=(0,), jit=jit)
+    check_grad(row_logsumexp, (z[:6],), (0,), jit)
+    d.grad(z)
+    tapes = d._last.compiled.pool.__dict__["grad_only"]
+    assert tapes and all(isinstance(t, np.ndarray) for t in tapes)
+    # one entry per row (the row sum s) is reserved before the loop: rows, not rows * cols
+    assert max(t.shape[0] for t in tapes) <= max(rows, 2 * cols), [t.shape for t in tapes]
+
+
+def fused_loop(src: str) -> str:
+    """The loop under the fusion comment, as text."""
+    lines = src.splitlines()
+    k = next(n for n, ln in enumerate(lines) if FUSED in ln)
+    indent = len(lines[k]) - len(lines[k].lstrip())
+    out = [lines[k + 1]]
+    for ln in lines[k + 2:]:
+        if ln.strip() and len(ln) - len(ln.lstrip()) <= indent:
+            break
+        out.append(ln)
+    return "\n".join(out)
+
+
+def test_two_loops_fuse_only_the_second():
+    """The first loop's sum ``a`` seeds nothing known before the second loop has run."""
+    x = np.linspace(-0.5, 0.9, 5)
+    src = jg.differentiate(two_loops, wrt=(0, 1)).source(x, 0.4)
+    assert src.count(FUSED) == 1
+    loop = fused_loop(src)
+    assert "math.exp" in loop and "_tape_t4_1n -= 1" in loop, loop
+    assert "math.sin" not in loop and "np.cos" not in loop, loop
+
+
+def test_value_and_grad_of_fused_loop():
+    x = np.linspace(-0.8, 0.9, 7)
+    value, _ = jg.differentiate(scaled_sum, wrt=(0, 1)).value_and_grad(x, 0.7)
+    assert value == pytest.approx(scaled_sum(x, 0.7), rel=1e-14)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_hvp_through_fused_loop(jit):
+    """Forward mode over the fused gradient code: hvp matches differences of the gradient."""
+    x = np.linspace(-0.8, 0.9, 7)
+    v = np.cos(np.arange(7.0))
+    hv = jg.hvp(scaled_sum, (x, 0.7), v, wrt=0, jit=jit)
+    d = jg.differentiate(scaled_sum, wrt=0, jit=jit)
+    eps = 1e-6
+    fd = (d.grad(x + eps * v, 0.7) - d.grad(x - eps * v, 0.7)) / (2 * eps)
+    np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-7)
+
+
+def doubled(g):
+    return 2.0 * g
+
+
+def hooked(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        t = jg.hook(doubled, math.exp(x[i]))
+        total += t
+    return total
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_no_fusion_where_a_hook_sees_the_gradients(jit):
+    """A hook is called in the order of the adjoint sweep: that order stays."""
+    x = np.linspace(-0.5, 0.9, 4)
+    d = jg.differentiate(hooked, wrt=0, jit=jit)
+    assert FUSED not in d.source(x)
+    np.testing.assert_allclose(d.grad(x), 2.0 * np.exp(x), rtol=1e-12)
