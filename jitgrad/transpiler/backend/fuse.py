@@ -21,7 +21,7 @@ import ast
 
 from ..astutil import all_defs, exposed_reads
 from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
-from ..notes import COMMENT, PRANGE, SWEEP, checkpoint
+from ..notes import COMMENT, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
 from .optimize import view_root
 
@@ -95,12 +95,73 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str],
     for v in exposed_reads(after) & (w_r - tapes):
         if not (_summed(v, rev.body, fwd.body) or _reset(v, rev.body, before)):
             return None  # read after the loop: it must end as the adjoint loop left it
-    note = comment(f"iterations over {i} are independent: each runs its adjoint right "
-                   "after it (its tape holds one iteration)")
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
-    loop.body = fuse_loops(loop.body, tapes, shared)
+    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared), tapes)
+    taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
+        "nothing is taped"
+    note = comment(f"iterations over {i} are independent: each runs its adjoint right "
+                   f"after it ({taped})")
     return [*before, note, loop, *after]
+
+
+def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
+    """``stmts`` without a push of ``v`` onto a tape that is popped into ``w`` later in
+    the same list: ``w = v`` in place of the pop, where ``v`` still holds that value and the
+    tape is used nowhere else in ``stmts`` (a fused iteration pushes and pops at once)."""
+    out = list(stmts)
+    k = 0
+    while k < len(out) - 1:
+        push = _push(out, k, tapes)
+        pop = None if push is None else _pop(out, k + 2, push)
+        if pop is None:
+            k += 1
+            continue
+        tape, cur, v = push
+        w = out[pop + 1].targets[0].id
+        between = out[k + 2:pop]
+        others = out[:k] + between + out[pop + 2:]
+        if v in _defs(between) or (_reads_all(others) | _defs(others)) & {tape, cur}:
+            k += 1
+            continue
+        moved = [] if w == v else [ast.copy_location(
+            ast.Assign(targets=[ast.Name(id=w, ctx=ast.Store())],
+                       value=ast.Name(id=v, ctx=ast.Load())), out[pop + 1])]
+        out = out[:k] + between + moved + out[pop + 2:]
+    return out
+
+
+def _push(stmts: list[ast.stmt], k: int, tapes: set[str]) -> tuple[str, str, str] | None:
+    """(tape, cursor, value) where ``stmts[k:k + 2]`` is ``tape[cur] = v; cur += 1``."""
+    s, t = stmts[k], stmts[k + 1]
+    if not (PUSH.get(s) and isinstance(s, ast.Assign) and isinstance(s.value, ast.Name)
+            and isinstance(s.targets[0], ast.Subscript)):
+        return None
+    sub = s.targets[0]
+    if not (isinstance(sub.value, ast.Name) and sub.value.id in tapes
+            and isinstance(sub.slice, ast.Name)):
+        return None
+    cur = sub.slice.id
+    if not (isinstance(t, ast.AugAssign) and isinstance(t.op, ast.Add)
+            and isinstance(t.target, ast.Name) and t.target.id == cur):
+        return None
+    return sub.value.id, cur, s.value.id
+
+
+def _pop(stmts: list[ast.stmt], start: int, push: tuple[str, str, str]) -> int | None:
+    """Where ``cur -= 1; w = tape[cur]`` pops ``push``'s tape at the top level of
+    ``stmts`` (from ``start``), if it does."""
+    tape, cur, _ = push
+    for m in range(start, len(stmts) - 1):
+        s, t = stmts[m], stmts[m + 1]
+        if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Sub)
+                and isinstance(s.target, ast.Name) and s.target.id == cur
+                and isinstance(t, ast.Assign) and isinstance(t.targets[0], ast.Name)
+                and isinstance(t.value, ast.Subscript) and isinstance(t.value.value, ast.Name)
+                and t.value.value.id == tape and isinstance(t.value.slice, ast.Name)
+                and t.value.slice.id == cur):
+            return m
+    return None
 
 
 def _plain_loop(s: ast.stmt) -> bool:
@@ -281,4 +342,4 @@ def _last_def(stmts: list[ast.stmt], v: str) -> ast.expr | None:
     return None
 
 
-__all__ = ["fuse_loops"]
+__all__ = ["forward_pops", "fuse_loops"]

@@ -124,7 +124,9 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
     not ``reuse``: a device lowering declares its own)."""
     if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
         # gradients in the order of the two sweeps)
-        body = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared)
+        fused = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared)
+        if fused != body:  # a tape a fused loop no longer uses is dead now
+            body = dead_code(fused, ir.shared)
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes
