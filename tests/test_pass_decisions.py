@@ -29,6 +29,13 @@ def gen(f, *args, wrt=0, stage="all"):
     return jg.grad(f, wrt=wrt, jit=False).source(*args, stage=stage)
 
 
+def sweeps(f, *args, wrt=0):
+    """The forward and adjoint sweeps as the reverse pass makes them, before lowering runs
+    a loop of independent iterations fused (which passes on what one iteration pushes and
+    pops at once, ``test_fuse.py``): where the tape decisions are read."""
+    return gen(f, *args, wrt=wrt, stage="forward") + gen(f, *args, wrt=wrt, stage="adjoint")
+
+
 def tape_names(src):
     """The tapes the code declares (``_tape_x = np.empty(0, dtype)``), with their dtypes;
     those a compiled variant takes from its workspace (``_tape_x, _tape_y = _ws``) have
@@ -289,7 +296,7 @@ def vec(n, seed=0):
 
 def test_overwritten_needed_value_is_pushed_once():
     x = vec(4)
-    src = gen(overwritten_needed, x, 4)
+    src = sweeps(overwritten_needed, x, 4)
     assert pushed_values(src) == ["y"], "y (read by d(y*y), rebound each trip) is pushed once"
     assert len(tape_names(src)) == 1
     assert [n for n, _ in pops(src)] == ["y"]
@@ -322,7 +329,7 @@ def test_needed_value_never_overwritten_is_not_taped():
 def test_cheap_sqrt_is_recomputed_not_stored():
     assert primitives.cheap(math.sqrt)
     x = vec(4)
-    src = gen(cheap_sqrt, x, 2.0, 4, wrt=(0, 1))
+    src = sweeps(cheap_sqrt, x, 2.0, 4, wrt=(0, 1))
     assert "r" not in pushed_values(src), "sqrt of an unwritten input is recomputed"
     adj = gen(cheap_sqrt, x, 2.0, 4, wrt=(0, 1), stage="adjoint")
     assert lines_matching(adj, r"= math\.sqrt\(k\)$"), "the adjoint recomputes sqrt(k)"
@@ -343,7 +350,7 @@ def test_cheap_arithmetic_on_element_read_is_recomputed():
 
 def test_expensive_overwritten_value_is_taped_not_recomputed():
     x = vec(4)
-    src = gen(expensive_overwritten, x, 4)
+    src = sweeps(expensive_overwritten, x, 4)
     assert pushed_values(src) == ["t"], "sin is not cheap in the primitive table: t is stored"
     adj = gen(expensive_overwritten, x, 4, stage="adjoint")
     assert "math.sin" not in code(adj)
@@ -621,7 +628,7 @@ def test_accumulations_merge_inside_a_reversed_loop():
 
 def test_line_comments_name_user_lines():
     x = vec(4)
-    src = gen(overwritten_needed, x, 4)
+    src = sweeps(overwritten_needed, x, 4)
     for text in ("y = x[i] * 2.0", "s = s + y * y"):
         assert f"# line {user_line(overwritten_needed, text)}: {text}" in src
 
@@ -706,3 +713,53 @@ def test_grad_only_keeps_a_loop_whose_variable_is_read_after_it(jit):
     g = jg.grad(loop_var_read_after, jit=jit)(x)
     np.testing.assert_allclose(g, np.full(5, 4.0))
     check_grad(loop_var_read_after, (x,), jit=jit)
+
+
+# --- dead loops (flow-sensitive) --------------------------------------------------------
+
+
+def recomputed_energy(p, c):
+    """The adjoint recomputes every value it needs from ``p``: the forward loop's results
+    are all bound again before they are read."""
+    s = 0.0
+    for i in range(p.shape[0]):
+        for j in range(i + 1, p.shape[0]):
+            d = p[i] - p[j]
+            s += 1.0 / math.sqrt(d * d + c)
+    return s
+
+
+def loop_result_read(x, k):
+    """The loop's result ``y`` is read by the adjoint: the loop stays."""
+    y = 0.5
+    for i in range(x.shape[0]):
+        y = math.sin(y * k) + x[i]
+    return y * y
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_forward_loop_without_live_results_is_dropped(jit):
+    """``grad`` (no value) of a function whose adjoint recomputes everything has no forward
+    loop: name-based dead code keeps it (its names are read later), ``dead_loops`` sees
+    that each is bound again first."""
+    p = np.linspace(0.1, 1.3, 5)
+    check_grad(recomputed_energy, (p, 0.2), wrt=(0, 1), jit=jit)
+    d = jg.differentiate(recomputed_energy, wrt=(0, 1), jit=jit)
+    d.grad(p, 0.2)
+    only = d._last.unit.sources["grad_only"]
+    assert len(lines_matching(only, r"^\s*for i in range")) == 1, only
+    assert lines_matching(only, r"^\s*for i in range\(n - 1, -1, -1\):|"
+                                r"^\s*for i in range\(\w+ - 1, -1, -1\):"), only
+    # the value variant needs its forward loop: it runs fused with the adjoint (fuse.py)
+    both = d.source(p, 0.2)
+    assert len(lines_matching(both, r"^\s*for i in range")) == 1, both
+    assert "iterations over i are independent" in both, both
+
+
+def test_forward_loop_with_a_read_result_stays():
+    x = np.linspace(0.1, 1.3, 5)
+    check_grad(loop_result_read, (x, 0.7), wrt=(0, 1), jit=False)
+    d = jg.differentiate(loop_result_read, wrt=(0, 1), jit=False)
+    d.grad(x, 0.7)
+    only = d._last.unit.sources["grad_only"]
+    assert len(lines_matching(only, r"^\s*for i in range")) == 2, only

@@ -16,6 +16,7 @@ from test_pass_decisions import (
     lines_matching,
     pushed_values,
     pushes,
+    sweeps,
     tape_names,
     vec,
 )
@@ -90,7 +91,7 @@ def exp_of_element(x, n):
 
 def test_transcendental_value_is_stored_with_its_reason():
     x = vec(4)
-    src = gen(exp_of_element, x, 4)
+    src = sweeps(exp_of_element, x, 4)
     assert pushed_values(src) == ["t"]
     fwd = gen(exp_of_element, x, 4, stage="forward")
     assert "# stored t: math.exp costs 20 > tape 16" in fwd
@@ -117,10 +118,10 @@ def five_divisions(x, n):
 
 def test_a_chain_is_recomputed_up_to_the_cost_of_a_tape():
     x = vec(4)
-    cheap = gen(four_divisions, x, 4)
+    cheap = sweeps(four_divisions, x, 4)
     assert "_tape" not in cheap, "4 divisions cost 16: no more than a tape round trip"
     assert "# recomputed t from x (cost 16 <= tape 16)" in cheap
-    dear = gen(five_divisions, x, 4)
+    dear = sweeps(five_divisions, x, 4)
     assert pushed_values(dear) == ["t"]
     assert "# stored t: div costs 4, in all costs 20 > tape 16" in dear
     for f in (four_divisions, five_divisions):

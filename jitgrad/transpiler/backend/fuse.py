@@ -23,7 +23,7 @@ from ..astutil import all_defs, exposed_reads
 from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
 from ..notes import COMMENT, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
-from .optimize import view_root
+from .optimize import view_root, writes_names_only, writes_through_call
 
 
 def fuse_loops(body: list[ast.stmt], tapes: set[str],
@@ -73,7 +73,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str],
     i = fwd.target.id
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     # nothing that moves writes an array (so no alias of one can see the new order)
-    if not (_names_and_tapes_only(fwd.body, tapes) and _names_and_tapes_only(mid, tapes)
+    if not (writes_names_only(fwd.body, tapes) and writes_names_only(mid, tapes)
             and _sums_only(rev.body, fwd.body, shared)):
         return None
     w_f, w_r = _defs(fwd.body) | {i}, _defs(rev.body) | {i}
@@ -176,50 +176,6 @@ def _plain_loop(s: ast.stmt) -> bool:
                         for x in walk_stmts(s.body)))
 
 
-def _names_and_tapes_only(body: list[ast.stmt], tapes: set[str]) -> bool:
-    """``body`` writes names and tapes only: no array of the program changes, so an adjoint
-    that reads one sees the same values whichever iteration it follows."""
-    for s in walk_stmts(body):
-        if COMMENT.get(s):
-            continue
-        if isinstance(s, ast.Expr):
-            v = s.value
-            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
-                    and v.func.attr == "append" and isinstance(v.func.value, ast.Name)
-                    and v.func.value.id in tapes):
-                return False
-        elif isinstance(s, (ast.Assign, ast.AugAssign)):
-            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            for t in targets:
-                for e in t.elts if isinstance(t, ast.Tuple) else [t]:
-                    if isinstance(e, ast.Subscript):
-                        if not (isinstance(e.value, ast.Name) and e.value.id in tapes):
-                            return False
-                    elif not isinstance(e, ast.Name):
-                        return False
-            if _writes_through_call(s.value):
-                return False
-        elif not isinstance(s, (ast.For, ast.If, ast.While, ast.Pass, ast.Break, ast.Continue)):
-            return False
-    return True
-
-
-def _writes_through_call(e: ast.expr) -> bool:
-    """A call that may write an array it is given (``out=``, or a method of the array)."""
-    for n in ast.walk(e):
-        if isinstance(n, ast.Call):
-            if any(k.arg == "out" for k in n.keywords):
-                return True
-            if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITING_METHODS:
-                return True
-    return False
-
-
-#: methods that change the array they are called on
-_WRITING_METHODS = frozenset({"sort", "fill", "resize", "put", "itemset", "partition",
-                              "setfield", "byteswap"})
-
-
 def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str]) -> bool:
     """The adjoint loop binds names and writes arrays only by adding to their elements
     (``dz[i, j] += g``), calls nothing for its effect, and neither it nor the forward loop
@@ -241,7 +197,7 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
         elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
                                 ast.Continue)):
             return False
-        if isinstance(s, (ast.Assign, ast.AugAssign)) and _writes_through_call(s.value):
+        if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value):
             return False
     family = set(summed)  # the arrays summed into and every adjoint that views them
     roots = {view_root(n, shared) for n in summed}

@@ -24,7 +24,7 @@ from ..naming import WORKSPACE, Namer
 from ..nodes import clone, loaded_ids, stmt_defs
 from . import emit, jvp_workspace
 from .fuse import fuse_loops
-from .optimize import Facts, dead_code, dead_code_variants
+from .optimize import Facts, dead_code, dead_code_variants, dead_loops
 from .workspace import through_workspace, zeroing
 
 VARIANTS = ("grad", "grad_only")
@@ -94,7 +94,7 @@ def lower_tangent(ir: Tangent, fname: str,
     value = result_expr(clone(list(ir.results))) if variant == "jvp" else ast.Constant(None)
     ret = ast.Return(value=ast.Tuple(elts=[value, result_expr(clone(list(ir.tangents)))],
                                      ctx=ast.Load()))
-    body = dead_code(clone(ir.body()) + [ret], {})
+    body = _without_dead_loops(dead_code(clone(ir.body()) + [ret], {}), {})
     dtypes: tuple[str, ...] = ()
     if keep is not None:
         body, dtypes = jvp_workspace.tape_workspace(body, *keep)
@@ -122,6 +122,7 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
               reuse: bool = True) -> ast.FunctionDef:
     """The variant's function, with its workspace parameter where it keeps tapes (unless
     not ``reuse``: a device lowering declares its own)."""
+    body = _without_dead_loops(body, ir.shared)
     if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
         # gradients in the order of the two sweeps)
         fused = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared)
@@ -132,6 +133,13 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
         workspaces[variant] = dtypes
     params = [*ir.params, ir.seed] + ([WORKSPACE] if dtypes else [])
     return emit.function_def(fname, params, body)
+
+
+def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
+    """``body`` without loops whose results are all bound again before they are read
+    (``dead_loops``), and then without what only those loops read."""
+    kept = dead_loops(body)
+    return body if len(kept) == len(body) else dead_code(kept, shared)
 
 
 def lower(ir: Adjoint | Tangent, variant: str, fname: str,

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import allocating
+from ..astutil import all_defs, exposed_reads
 from ..front.inline import rename
 from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
@@ -324,6 +325,50 @@ def merge_accumulations(stmts: list[ast.stmt],
 
 #: most terms merged into one accumulation (deeper sums only slow the compilers down)
 _MERGE_MAX = 8
+
+
+def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset()) -> bool:
+    """``body`` writes names and ``tapes`` only (and calls nothing for its effect): no
+    array of the program changes, so moving or dropping it can change no array."""
+    for s in walk_stmts(body):
+        if COMMENT.get(s):
+            continue
+        if isinstance(s, ast.Expr):
+            v = s.value
+            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                    and v.func.attr == "append" and isinstance(v.func.value, ast.Name)
+                    and v.func.value.id in tapes):
+                return False
+        elif isinstance(s, (ast.Assign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:
+                for e in t.elts if isinstance(t, ast.Tuple) else [t]:
+                    if isinstance(e, ast.Subscript):
+                        if not (isinstance(e.value, ast.Name) and e.value.id in tapes):
+                            return False
+                    elif not isinstance(e, ast.Name):
+                        return False
+            if writes_through_call(s.value):
+                return False
+        elif not isinstance(s, (ast.For, ast.If, ast.While, ast.Pass, ast.Break, ast.Continue)):
+            return False
+    return True
+
+
+def writes_through_call(e: ast.expr) -> bool:
+    """A call that may write an array it is given (``out=``, or a method of the array)."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Call):
+            if any(k.arg == "out" for k in n.keywords):
+                return True
+            if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITING_METHODS:
+                return True
+    return False
+
+
+#: methods that change the array they are called on
+_WRITING_METHODS = frozenset({"sort", "fill", "resize", "put", "itemset", "partition",
+                              "setfield", "byteswap"})
 
 
 def view_root(n: str, shared: dict[str, str]) -> str:
@@ -679,3 +724,34 @@ def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
     if how == "set":
         return ast.Assign(targets=[ast.Name(id=d, ctx=ast.Store())], value=total)
     return ast.AugAssign(target=ast.Name(id=d, ctx=ast.Store()), op=ast.Add(), value=total)
+
+
+def dead_loops(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` without its top-level loops whose every result is bound again before
+    anything reads it (``dead_code`` goes by names, and their names are read later: the
+    forward loop of a gradient whose adjoint recomputes all it needs).  Only loops that
+    write names alone (``writes_names_only``)."""
+    out: list[ast.stmt] = []
+    exposed: set[str] = set()  # what the statements after the current one read first
+    for s in reversed(body):
+        if isinstance(s, (ast.For, ast.While)) and not (all_defs(s) & exposed) \
+                and writes_names_only([s]):
+            continue
+        exposed = exposed_reads([s]) | (exposed - _bound_on_every_path(s))
+        out.append(s)
+    out.reverse()
+    return out
+
+
+def _bound_on_every_path(s: ast.stmt) -> set[str]:
+    """The names ``s`` binds on every path through it (a loop may not run)."""
+    if isinstance(s, ast.Assign):
+        return {n.id for t in s.targets for n in ast.walk(t)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+        return {s.target.id}
+    if isinstance(s, ast.If):
+        yes = set().union(*(_bound_on_every_path(x) for x in s.body)) if s.body else set()
+        no = set().union(*(_bound_on_every_path(x) for x in s.orelse)) if s.orelse else set()
+        return yes & no
+    return set()
