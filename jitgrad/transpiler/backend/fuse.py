@@ -26,21 +26,23 @@ from .emit import comment
 from .optimize import view_root, writes_names_only, writes_through_call
 
 
-def fuse_loops(body: list[ast.stmt], tapes: set[str],
-               shared: dict[str, str] | None = None) -> list[ast.stmt]:
+def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | None = None,
+               dependent: set[tuple[int, int]] | None = None) -> list[ast.stmt]:
     """``body`` with every pair of a forward loop and its reversed loop whose iterations
     are independent run as one loop (see the module docstring); ``tapes``: the names of the
     tapes and their cursors (pushed by an iteration, popped by its adjoint); ``shared``:
-    adjoint -> the adjoint it is a view of.  The statements of ``body`` are not changed,
-    only reordered into new loops."""
+    adjoint -> the adjoint it is a view of; ``dependent``: the ``id`` pairs of loops found
+    dependent by themselves, filled and read (the variants of one function share loops).
+    The statements of ``body`` are not changed, only reordered into new loops."""
     out = list(body)
     tried: set = set()
+    dependent = set() if dependent is None else dependent
     while True:
         pair = _next_pair(out, tried)
         if pair is None:
             return out
         tried.add(pair[2])
-        fused = _fuse(out, pair[0], pair[1], tapes, shared or {})
+        fused = _fuse(out, pair[0], pair[1], tapes, shared or {}, dependent)
         if fused is not None:
             out = fused
 
@@ -63,46 +65,51 @@ def _next_pair(body: list[ast.stmt], tried: set) -> tuple[int, int, object] | No
     return None
 
 
-def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str],
-          shared: dict[str, str]) -> list[ast.stmt] | None:
+def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[str, str],
+          dependent: set[tuple[int, int]]) -> list[ast.stmt] | None:
     """``body`` with ``body[a]`` (a forward loop) and ``body[b]`` (its reversed loop) fused,
     or ``None`` where their iterations may depend on each other."""
     fwd, rev = body[a], body[b]
-    if not (_plain_loop(fwd) and _plain_loop(rev) and fwd.target.id == rev.target.id):
+    key = (id(fwd), id(rev))
+    if key in dependent:
         return None
-    i = fwd.target.id
-    pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
-    # nothing that moves writes an array (so no alias of one can see the new order)
-    if not (writes_names_only(fwd.body, tapes) and writes_names_only(mid, tapes)
-            and _sums_only(rev.body, fwd.body, shared)):
-        return None
+    i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
     w_f, w_r = _defs(fwd.body) | {i}, _defs(rev.body) | {i}
+    exposed_rev = exposed_reads(rev.body) - tapes - {i}
+    # the adjoint of an iteration would read another's value; or something that moves
+    # writes an array (an alias of it could see the new order)
+    if not (_plain_loop(fwd) and _plain_loop(rev) and fwd.target.id == rev.target.id) \
+            or exposed_rev & w_f or not writes_names_only(fwd.body, tapes) \
+            or not _sums_only(rev.body, fwd.body, shared):
+        dependent.add(key)
+        return None
+    pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
+    if not writes_names_only(mid, tapes):
+        return None
     r_f = _reads_all(fwd.body) | loaded_ids(fwd.iter)
+    if (w_r - tapes - {i}) & exposed_reads(fwd.body):
+        return None  # the next iteration would read what the adjoint left
     hoist, stay = _split(mid, w_f, r_f)
     w_stay = _defs(stay)
     r_stay = _reads_all(stay)
     if w_stay & (_reads_all(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
-    before = pre + hoist
-    for v in exposed_reads(rev.body) - tapes - {i}:
-        if v in w_f:
-            return None  # the adjoint of an iteration would read another's value
-        if v in w_r and not (_summed(v, rev.body, fwd.body) or _reset(v, rev.body, before)):
-            return None  # an adjoint carried from one iteration to the next
-    if (w_r - tapes - {i}) & exposed_reads(fwd.body):
-        return None  # the next iteration would read what the adjoint left
-    after = stay + post
-    for v in exposed_reads(after) & (w_r - tapes):
-        if not (_summed(v, rev.body, fwd.body) or _reset(v, rev.body, before)):
+    summed = _sums(rev.body) - r_f - w_f
+    ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
+    for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
+        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
+            return None
+    for v in exposed_reads(stay + post) & (w_r - tapes):
+        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
             return None  # read after the loop: it must end as the adjoint loop left it
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
-    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared), tapes)
+    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
     taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
-    return [*before, note, loop, *after]
+    return [*pre, *hoist, note, loop, *stay, *post]
 
 
 def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
@@ -258,44 +265,42 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     return hoist, stay
 
 
-def _summed(v: str, rev: list[ast.stmt], fwd: list[ast.stmt]) -> bool:
-    """``v`` is only added to in the adjoint loop (``v += g``, ``v[k] += g``, ``g`` not
-    reading ``v``) and not used by the forward loop: a sum over the iterations."""
-    if v in _reads_all(fwd) or v in _defs(fwd):
-        return False
+def _sums(rev: list[ast.stmt]) -> set[str]:
+    """The names the adjoint loop only adds to (``v += g``, ``v[k] += g``, with ``g`` and
+    ``k`` not reading ``v``): sums over the iterations, whatever their order."""
+    added: set[str] = set()
+    other: set[str] = set()  # any other read or binding
     for s in walk_stmts(rev):
         if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)):
-            if v in loaded_ids(s.value) or (isinstance(s.target, ast.Subscript)
-                                             and v in loaded_ids(s.target.slice)):
-                return False
-        elif isinstance(s, (ast.For, ast.While, ast.If)):
-            if v in loaded_ids(s.iter if isinstance(s, ast.For) else s.test) \
-                    or (isinstance(s, ast.For) and v in stmt_defs(s)):
-                return False
-        elif v in loaded_ids(s) or v in all_defs(s) or v in _aug_reads([s]):
-            return False
-    return True
+            t = s.target
+            base = t.value if isinstance(t, ast.Subscript) else t
+            if isinstance(base, ast.Name):
+                added.add(base.id)
+            other |= loaded_ids(s.value)
+            if isinstance(t, ast.Subscript):
+                other |= loaded_ids(t.slice)
+        elif isinstance(s, ast.For):
+            other |= loaded_ids(s.iter) | set(stmt_defs(s))
+        elif isinstance(s, (ast.While, ast.If)):
+            other |= loaded_ids(s.test)
+        else:
+            other |= loaded_ids(s) | all_defs(s) | _aug_reads([s])
+    return added - other
 
 
-def _reset(v: str, rev: list[ast.stmt], before: list[ast.stmt]) -> bool:
-    """Every iteration of the adjoint loop ends with ``v = c`` and ``v`` holds the same
-    ``c`` when the loop starts: each iteration starts from that value, in any order."""
-    end = _last_def(rev, v)
-    start = _last_def(before, v)
-    return end is not None and start is not None and ast.dump(end) == ast.dump(start)
-
-
-def _last_def(stmts: list[ast.stmt], v: str) -> ast.expr | None:
-    """The constant of the last statement of ``stmts`` binding ``v`` if that is a top-level
-    ``v = <constant>`` (else ``None``)."""
-    for s in reversed(stmts):
-        if v in all_defs(s):
-            if (isinstance(s, ast.Assign) and len(s.targets) == 1
-                    and isinstance(s.targets[0], ast.Name) and s.targets[0].id == v
-                    and isinstance(s.value, ast.Constant)):
-                return s.value
-            return None
-    return None
+def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
+    """Name -> the constant of the last top-level statement of ``stmts`` binding it, where
+    that statement is ``v = <constant>`` (as ``ast.dump`` text): the value ``v`` holds
+    after ``stmts``.  Names whose last binding is anything else are left out."""
+    out: dict[str, str] = {}
+    for s in stmts:
+        if (isinstance(s, ast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
+            out[s.targets[0].id] = ast.dump(s.value)
+        else:
+            for n in all_defs(s):
+                out.pop(n, None)
+    return out
 
 
 __all__ = ["forward_pops", "fuse_loops"]

@@ -113,19 +113,23 @@ def lower_variants(ir: Adjoint, fnames: dict[str, str],
     rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
     roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
     bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
-    return {v: _function(ir, fnames[v], [*bodies[v], rets[v]], v, workspaces)
+    dependent: set[tuple[int, int]] = set()  # loop pairs the variants share, found dependent
+    return {v: _function(ir, fnames[v], [*bodies[v], rets[v]], v, workspaces,
+                         dependent=dependent)
             for v in VARIANTS}
 
 
 def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
               workspaces: dict[str, tuple[str, ...]] | None,
-              reuse: bool = True) -> ast.FunctionDef:
+              reuse: bool = True, dependent: set[tuple[int, int]] | None = None
+              ) -> ast.FunctionDef:
     """The variant's function, with its workspace parameter where it keeps tapes (unless
     not ``reuse``: a device lowering declares its own)."""
     body = _without_dead_loops(body, ir.shared)
     if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
         # gradients in the order of the two sweeps)
-        fused = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared)
+        fused = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared,
+                           dependent)
         if fused != body:  # a tape a fused loop no longer uses is dead now
             body = dead_code(fused, ir.shared)
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())

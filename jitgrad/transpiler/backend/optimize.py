@@ -731,16 +731,22 @@ def dead_loops(body: list[ast.stmt]) -> list[ast.stmt]:
     anything reads it (``dead_code`` goes by names, and their names are read later: the
     forward loop of a gradient whose adjoint recomputes all it needs).  Only loops that
     write names alone (``writes_names_only``)."""
+    candidates = [k for k, s in enumerate(body)
+                  if isinstance(s, (ast.For, ast.While)) and writes_names_only([s])]
+    if not candidates:
+        return body
+    first = candidates[0]
     out: list[ast.stmt] = []
     exposed: set[str] = set()  # what the statements after the current one read first
-    for s in reversed(body):
-        if isinstance(s, (ast.For, ast.While)) and not (all_defs(s) & exposed) \
-                and writes_names_only([s]):
+    for k in range(len(body) - 1, first - 1, -1):
+        s = body[k]
+        if k in candidates and not (all_defs(s) & exposed):
             continue
-        exposed = exposed_reads([s]) | (exposed - _bound_on_every_path(s))
+        exposed -= _bound_on_every_path(s)  # (in place: a long body stays linear)
+        exposed |= exposed_reads([s])
         out.append(s)
     out.reverse()
-    return out
+    return body[:first] + out
 
 
 def _bound_on_every_path(s: ast.stmt) -> set[str]:
