@@ -109,6 +109,21 @@ def test_call_writing_an_array_is_refused_at_its_line(f, args, line, msg):
     assert e.value.lineno is not None
 
 
+@pytest.mark.parametrize("f, args, line, msg", HIDDEN_WRITES,
+                         ids=[c[0].__name__ for c in HIDDEN_WRITES])
+def test_forward_mode_refuses_a_call_writing_an_active_array(f, args, line, msg):
+    """The tangent would keep the old values' tangent; a write into an inactive array (an
+    index array) only changes primal values, which forward mode follows in order."""
+    v = np.random.default_rng(0).normal(size=args[0].shape)
+    if f is sort_index_array:
+        _, tan = jg.jvp(f, args, v, jit=False)
+        np.testing.assert_allclose(tan, np.dot(numeric_grad(f, args, 0), v), rtol=1e-6)
+        return
+    with pytest.raises(TransformError, match="in place") as e:
+        jg.jvp(f, args, v, jit=False)
+    assert line in str(e.value)
+
+
 def print_and_pure_calls(x, n):
     y = x * 2.0
     print(y[0] > 100.0)

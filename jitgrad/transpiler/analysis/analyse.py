@@ -357,7 +357,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _settle_views(body, an, env, parsed, tangents)
     if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
         refuse_loop_shape_changes(body, an, env, parsed)
-        refuse_hidden_writes(stmts, an, env, parsed)  # (a tangent follows the primal's writes)
+    refuse_hidden_writes(stmts, an, env, parsed, tangents)
     _args_written(stmts, an, args, env)
     an.freeze()
     return an

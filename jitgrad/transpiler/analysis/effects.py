@@ -8,8 +8,10 @@ the buffer out of its sight: the adjoint would read the new elements as the old 
 pass no gradient through the write, a silently wrong gradient.  Such a call is refused at
 its line when it may write an array (``refuse_hidden_writes``); a call of a primitive
 whose result is dropped (``np.sum(y)``), ``print``, and the copies of generated gradient
-code are pure.  (Forward mode does not need this: a tangent follows the primal as it
-runs, and its own pass refuses a statement of this kind on an active value.)
+code are pure.  Forward mode refuses it only where a tangent is at stake (the array, a
+name sharing its buffer or an operand of the call is active): its tangent would keep the
+old values' tangent, while a write into an inactive array changes only primal values,
+which the tangent code computes in order.
 
 >>> import numpy as np
 >>> from jitgrad.transpiler.analysis.kinds import Kind
@@ -69,12 +71,19 @@ def hidden_write(s: ast.stmt, an, env: dict) -> str | None:
     return None
 
 
-def refuse_hidden_writes(stmts: list[ast.stmt], an, env: dict, parsed) -> None:
+def refuse_hidden_writes(stmts: list[ast.stmt], an, env: dict, parsed,
+                         tangents: bool = False) -> None:
     """Raise a ``TransformError`` at the first statement whose call may write into an array
-    (``hidden_write``)."""
+    (``hidden_write``); with ``tangents`` (forward mode), an ``out=`` anywhere (Numba
+    compiles none) and other calls only where they may change a tangent (module
+    docstring)."""
     for s in stmts:
         n = hidden_write(s, an, env)
         if n is None:
+            continue
+        if tangents and not any(k.arg == "out" for k in s.value.keywords) and not (
+                {n, *an.aliases.get(n, ())} | {m.id for m in ast.walk(s.value)
+                                                 if isinstance(m, ast.Name)}) & an.active:
             continue
         un = parsed.user_name(n)
         call = parsed.user_source(s.value.func)
