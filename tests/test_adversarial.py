@@ -688,3 +688,61 @@ def prange_gather(x, idx, k):
                          ids=["branch", "gather"])
 def test_prange(f, args, jit):
     check_grad(f, args, wrt=(0, len(args) - 1), jit=jit)
+
+
+# --- a loop-carried array that changes shape -------------------------------------------
+
+
+def grows_by_broadcasting(x, T):
+    """``y`` has one element before the loop and ``x``'s three after its first trip: its one
+    adjoint buffer (shaped like its last value) took the first trip's adjoint broadcast
+    into three elements, and the gradient w.r.t. ``x[0]`` came out three times too big."""
+    y = np.ones(1) * x[0]
+    s = 0.0
+    for _t in range(T):
+        y = y * x + 0.1
+        s = s + np.sum(y * y)
+    return s
+
+
+def grows_by_adding(x, T):
+    y = np.ones(1) * x[0]
+    s = 0.0
+    for _t in range(T):
+        y = y + x
+        s = s + np.sum(y * y)
+    return s
+
+
+def shrinks_to_one(x, T):
+    y = x * 1.0
+    s = 0.0
+    for _t in range(T):
+        y = np.ones(1) * np.sum(y * y) * 0.5
+        s = s + y[0]
+    return s
+
+
+@pytest.mark.parametrize("f", [grows_by_broadcasting, grows_by_adding, shrinks_to_one])
+def test_loop_carried_array_changing_shape_raises(f):
+    with pytest.raises(ValueError, match="does not have the shape of its value"):
+        jg.grad(f, jit=False)(vec(3), 3)
+
+
+def test_loop_carried_array_changing_shape_raises_compiled():
+    with pytest.raises(ValueError, match="does not have the shape of its value"):
+        jg.grad(grows_by_adding, jit=True)(vec(3), 3)
+
+
+def test_loop_carried_array_keeping_its_shape(jit):
+    """The same loop from an array of ``x``'s shape: the checks pass, the gradient holds."""
+    check_grad(_same_shape_growth, (vec(3), 3), jit=jit)
+
+
+def _same_shape_growth(x, T):
+    y = x * 0.5
+    s = 0.0
+    for _t in range(T):
+        y = y * x + 0.1
+        s = s + np.sum(y * y)
+    return s

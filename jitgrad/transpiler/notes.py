@@ -104,6 +104,10 @@ PUSH: Note[bool] = Note(
 SCALAR_RESULT: Note[bool] = Note(
     "scalar_result", False, "reverse",
     "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
+CHECK: Note[bool] = Note(
+    "check", False, "reverse (tapes)",
+    "a `same_shape(y, dy)` call after a pop: it only reads its operands (optimize folds "
+    "sums across it)")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 DECISION: Note[bool] = Note(
@@ -112,7 +116,7 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
-         PUSH, SCALAR_RESULT, COMMENT, DECISION)
+         PUSH, SCALAR_RESULT, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from ...kernels.helpers import restore_into
+from ...kernels.helpers import restore_into, same_shape
 from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import method_function
@@ -41,7 +41,7 @@ from ..front.inline import resolve
 from .kinds import list_tape_call
 
 #: calls made for their effect that write no array of the function
-_PURE_EFFECTS = (builtins.print, restore_into, store_slot, load_slot)
+_PURE_EFFECTS = (builtins.print, restore_into, store_slot, load_slot, same_shape)
 
 
 def hidden_write(s: ast.stmt, an, env: dict) -> str | None:
