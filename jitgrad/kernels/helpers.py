@@ -124,6 +124,30 @@ def _ol_zeros_like(x):
     return lambda x: 0.0
 
 
+# --- same_shape: an array restored from a tape fits its adjoint buffer ------
+
+def same_shape(value, adjoint):
+    """Raise ``ValueError`` (``SHAPE_MISMATCH``) unless ``value``, a value of an array that
+    the adjoint sweep restores from a tape, has the shape of its one adjoint buffer (a
+    loop-carried array that grows by broadcasting, ``y = y * x`` from a ``y`` of one
+    element, would otherwise have its adjoint broadcast into the buffer, silently)."""
+    if np.shape(value) != np.shape(adjoint):
+        raise ValueError(SHAPE_MISMATCH)
+
+
+@overload(same_shape)
+def _ol_same_shape(value, adjoint):
+    if not (_is_array(value) and _is_array(adjoint)) or value.ndim != adjoint.ndim:
+        def mismatch(value, adjoint):
+            raise ValueError(SHAPE_MISMATCH)
+        return mismatch
+
+    def impl(value, adjoint):
+        if value.shape != adjoint.shape:
+            raise ValueError(SHAPE_MISMATCH)
+    return impl
+
+
 # --- snapshot: a copy that later in-place writes cannot change --------------
 
 def snapshot(x):

@@ -109,6 +109,10 @@ SWEEP: Note[tuple[int, str] | None] = Note(
     "a loop of the forward sweep or its reversed loop in the adjoint sweep: (the user's "
     "loop's position, 'forward' or 'reverse'); lower runs the two as one loop where their "
     "iterations are independent (backend/fuse.py)")
+CHECK: Note[bool] = Note(
+    "check", False, "reverse (tapes)",
+    "a `same_shape(y, dy)` call after a pop: it only reads its operands (optimize folds "
+    "sums across it)")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 DECISION: Note[bool] = Note(
@@ -117,7 +121,7 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
-         PUSH, SCALAR_RESULT, SWEEP, COMMENT, DECISION)
+         PUSH, SCALAR_RESULT, SWEEP, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
@@ -150,4 +154,4 @@ def checkpoint(s: ast.AST) -> bool:
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "KIND",
            "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SWEEP", "Checkpoint", "Note", "Required", "carry", "checkpoint"]
+           "SWEEP", "CHECK", "Checkpoint", "Note", "Required", "carry", "checkpoint"]

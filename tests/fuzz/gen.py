@@ -108,6 +108,10 @@ class Module:
         self.n = n
         #: a second stream for checkpointed loops, so programs without one are unchanged
         self.ck = random.Random(f"ck:{rnd.getstate()[1][:4]}")
+        #: a third stream for calls made for their effect (``st_effect``), in one program
+        #: in twenty, so programs without one are unchanged
+        self.fx = random.Random(f"fx:{rnd.getstate()[1][:4]}")
+        self.effects = self.fx.random() < 0.05
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -453,6 +457,8 @@ class FuncGen:
         return lines
 
     def stmt(self, sc: Scope, budget: int, ctx: Ctx) -> list:
+        if self.mod.effects and sc.arrays and self.mod.fx.random() < 0.15:
+            return self.st_effect(sc)
         opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
                 (5, self.st_tuple), (4, self.st_cfold)]
         has_arr = bool(sc.arrays)
@@ -484,6 +490,21 @@ class FuncGen:
             if out:
                 return out
         return self.st_assign(sc, budget, ctx)
+
+    def st_effect(self, sc: Scope) -> list:
+        """A call made for its effect, drawn from the effect stream only: a write into a
+        local array out of the assignments' sight, which jitgrad must refuse at its line
+        (``u.fill(c)``, ``u.sort()``: what Numba compiles of them), or a pure call whose
+        result is dropped (``np.sum(u)``), which changes nothing."""
+        fx = self.mod.fx
+        local = [a for a in self.local_arrays(sc) if a not in sc.frozen]
+        kind = fx.choice(["fill", "fill", "sort", "pure", "pure"])
+        if kind == "pure" or not local:
+            return [f"np.sum({fx.choice(sorted(sc.arrays))})"]
+        U = fx.choice(local)
+        if kind == "sort" and len(sc.arrays[U].shape) == 1:
+            return [f"{U}.sort()"]
+        return [f"{U}.fill({fx.choice(CONSTS)})"]
 
     def local_arrays(self, sc: Scope) -> list:
         return self.arrays_of(sc, kinds=("local",))

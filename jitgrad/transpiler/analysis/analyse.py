@@ -30,6 +30,7 @@ from ..front.normalize import QUERY_ATTRS
 from ..naming import is_generated
 from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
+from .effects import refuse_hidden_writes
 from .kinds import LIST, UNKNOWN, Kind, list_tape_call
 from .shapes import refuse_loop_shape_changes
 
@@ -356,6 +357,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _settle_views(body, an, env, parsed, tangents)
     if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
         refuse_loop_shape_changes(body, an, env, parsed)
+    refuse_hidden_writes(stmts, an, env, parsed, tangents)
     _args_written(stmts, an, args, env)
     an.freeze()
     return an

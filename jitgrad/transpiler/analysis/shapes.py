@@ -4,8 +4,11 @@ The reverse sweep gives each array one adjoint buffer shaped like its value, and
 checkpointed loop's snapshots one slot per state array: a loop-carried array rebound to
 a slice, a concatenation or a difference of itself (``u = u[1:] * 0.9``) breaks both, so
 such a loop is refused at its line (``refuse_loop_shape_changes``).  What cannot be
-proved here is caught at run time: ``unbroadcast`` raises where an adjoint cannot have
-been broadcast from its value (``kernels.helpers.SHAPE_MISMATCH``).
+proved here is caught at run time (``kernels.helpers.SHAPE_MISMATCH``): ``unbroadcast``
+raises where an adjoint cannot have been broadcast from its value, and ``same_shape``
+where a value restored from a tape has another shape than its adjoint buffer (an array
+that grows by broadcasting, ``y = y * x`` from one element, whose adjoint would otherwise
+be broadcast into the buffer).
 """
 
 from __future__ import annotations

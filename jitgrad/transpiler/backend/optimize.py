@@ -25,7 +25,7 @@ from ..astutil import all_defs, exposed_reads
 from ..front.inline import rename
 from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
-from ..notes import COMMENT, DECISION, SCALAR_RESULT
+from ..notes import CHECK, COMMENT, DECISION, SCALAR_RESULT
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -679,7 +679,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
         touched = _compound_touches(s, shared, memo) if compound else _touches(s, shared)
         memo[id(s)] = (s, touched)
         exits, names, written = touched
-        if exits or (isinstance(s, ast.Expr) and not COMMENT.get(s)):
+        if exits or (isinstance(s, ast.Expr) and not COMMENT.get(s) and not CHECK.get(s)):
             pending.clear()
         else:
             for d in [d for d, p in pending.items()

@@ -19,7 +19,7 @@ from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..nodes import clone, loaded_ids, stmt_defs, walk
-from ..notes import DECISION, PUSH
+from ..notes import CHECK, DECISION, PUSH
 
 
 class TapeMixin:
@@ -141,7 +141,8 @@ class TapeMixin:
                                             args=[val], keywords=[]))]
             PUSH.set(push[0], True)
             return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
-                value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
+                value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[])),
+                *self.shape_check(n, t)]
         cur = self.namer.fresh(tape + "n")
         self.tapes.append((tape, (dtype, cur)))
         loops = self.an.enclosing_loops(s)
@@ -164,6 +165,20 @@ class TapeMixin:
                     assign(t, ast.Subscript(value=name(tape), slice=name(cur), ctx=ast.Load()))]
 
         return push, pop
+
+    def shape_check(self, n: str, t: str) -> list[ast.stmt]:
+        """``same_shape(t, dn)`` after the array ``n`` is restored into ``t`` from a list
+        tape, where ``n`` has one adjoint buffer (shaped like its last value): a value of
+        another shape (a loop-carried array that grows or shrinks from one trip to the
+        next) raises there instead of having its adjoint broadcast into the buffer."""
+        if not (self.an.kind(n).is_array and self.an.modes.get(n) == "buffer"
+                and n in self.an.active):
+            return []
+        check = self.global_name("same_shape", helpers.same_shape)
+        st = ast.Expr(value=ast.Call(func=name(check), args=[name(t), name(self.adj(n))],
+                                     keywords=[]))
+        CHECK.set(st, True)
+        return [st]
 
     def reserves(self, loop: ast.For, start, stop, step) -> list[ast.stmt]:
         """Room on the typed tapes pushed once per iteration of ``loop``."""
