@@ -132,3 +132,38 @@ def test_rule_registered_after_first_use_is_picked_up(tmp_path):
 
     np.testing.assert_allclose(d.grad(x), [100.0, 100.0])
     np.testing.assert_allclose(d(x), 9.0)  # the primal calls the compiled primitive
+
+
+def test_numba_failure_other_than_numba_error_is_a_jit_error():
+    """Numba lets a few of its own failures escape as ``NotImplementedError`` and the like
+    while compiling: they become a ``JitError``; what compiled code raises passes as is."""
+    import numba
+
+    from jitgrad.errors import JitError
+    from jitgrad.transpiler.backend.emit import call_compiled
+
+    def gen(x):
+        return x
+
+    class Failing:  # a dispatcher with nothing compiled whose compile step raises
+        overloads: dict = {}
+        py_func = gen
+
+        def typeof_pyval(self, a):
+            return numba.typeof(a)
+
+        def __call__(self, *args):
+            raise NotImplementedError("an unsupported construct inside Numba")
+
+    with pytest.raises(JitError, match="NotImplementedError: an unsupported construct"):
+        call_compiled(Failing(), "def gen(x):\n    return x\n", (1.0,))
+
+    @numba.njit
+    def raises_at_run_time(x):
+        if x > 0:
+            raise ValueError("shapes differ")
+        return x
+
+    raises_at_run_time(-1.0)
+    with pytest.raises(ValueError, match="shapes differ"):
+        call_compiled(raises_at_run_time, "", (1.0,))

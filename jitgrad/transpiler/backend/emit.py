@@ -241,9 +241,9 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
     except Exception as exc:  # (the import costs a call's time: only on failure)
         from numba.core.errors import NumbaError
 
-        if not isinstance(exc, NumbaError):
-            raise
-        text = str(exc)
+        if not isinstance(exc, NumbaError) and _compiled_for(jitted, args):
+            raise  # the compiled code raised it (a bounds check, a shape check): the user's
+        text = str(exc) if isinstance(exc, NumbaError) else f"{type(exc).__name__}: {exc}"
         code = jitted.py_func.__code__  # exec'd (<jitgrad:...>) or a cached module's file
         m = re.findall(r'File "' + re.escape(code.co_filename) + r'", line (\d+)', text)
         lines = src.splitlines()
@@ -257,6 +257,17 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
         raise JitError(f"Numba could not compile the generated code: {summary}{where}{extra}\n"
                        "  hint: call with jit=False to run the same code as plain Python, "
                        "and see .source() for the generated code") from None
+
+
+def _compiled_for(jitted: Any, args: tuple) -> bool:
+    """Whether ``jitted`` holds compiled code for these arguments' types: an exception
+    other than Numba's is then the code's own, not a failure to compile it (Numba lets a
+    few of its own escape as ``NotImplementedError`` and the like)."""
+    try:
+        sig = tuple(jitted.typeof_pyval(a) for a in args)
+    except Exception:
+        return True  # cannot tell: let the exception through as it is
+    return sig in getattr(jitted, "overloads", {sig: None})
 
 
 # --- the primal: the user's own function, compiled as the user would compile it ----------
