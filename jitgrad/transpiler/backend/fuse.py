@@ -21,7 +21,7 @@ import ast
 
 from ..astutil import all_defs, exposed_reads
 from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
-from ..notes import COMMENT, PRANGE, PUSH, SWEEP, checkpoint
+from ..notes import CHECKPOINTED, COMMENT, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
 from .optimize import view_root, writes_names_only, writes_through_call
 
@@ -173,14 +173,15 @@ def _pop(stmts: list[ast.stmt], start: int, push: tuple[str, str, str]) -> int |
 
 def _plain_loop(s: ast.stmt) -> bool:
     """A ``for`` over ``range`` without ``else``, ``break``, ``continue`` or ``return`` of
-    its own, not a ``prange`` loop and holding no checkpointed region."""
+    its own, neither it nor a loop in it a ``prange`` loop or a checkpointed one, and
+    holding no checkpointed region (their lowerings have sweeps of their own)."""
     return (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse
             and isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
-            and s.iter.func.id == "range" and not PRANGE.get(s)
+            and s.iter.func.id == "range" and not PRANGE.get(s) and not CHECKPOINTED.get(s)
             and not any(isinstance(x, (ast.Break, ast.Continue, ast.Return))
                         for x in this_loop(s.body))
-            and not any(checkpoint(x) or isinstance(x, ast.Return)
-                        for x in walk_stmts(s.body)))
+            and not any(checkpoint(x) or isinstance(x, ast.Return) or PRANGE.get(x)
+                        or CHECKPOINTED.get(x) for x in walk_stmts(s.body)))
 
 
 def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str]) -> bool:
