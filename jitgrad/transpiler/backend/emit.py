@@ -210,7 +210,19 @@ def njit(fn: Any, cache: bool = False, options: dict[str, Any] | None = None) ->
 
     opts: dict[str, Any] = {"error_model": "numpy", "boundscheck": True}
     opts.update(options or {})
+    if "parallel" in opts and not uses_prange(fn):
+        # every prange loop of it runs serially (the reason is a comment in it): Numba would
+        # warn that parallel=True found nothing to do
+        del opts["parallel"]
     return numba.njit(cache=cache, **opts)(fn)
+
+
+def uses_prange(fn: Any) -> bool:
+    """Does the generated function ``fn`` read ``numba.prange`` (has a parallel loop)?"""
+    import numba
+
+    glob = getattr(fn, "__globals__", {})
+    return any(glob.get(n) is numba.prange for n in fn.__code__.co_names)
 
 
 def _numba_summary(text: str) -> str:

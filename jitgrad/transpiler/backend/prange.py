@@ -61,7 +61,7 @@ from ..nodes import clone, replace_names, walk_stmts
 from ..notes import PRANGE
 from . import emit
 from .gather import distinct_buffers
-from .slots import binds, bounds, plus, slot_tapes, trip_count, where
+from .slots import binds, bounds, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
 _FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
@@ -161,6 +161,7 @@ class Parallel:
         if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
             return fn
         loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
+        slot_branch_tapes(fn.body, loops, self.env, self._global)
         for loop in loops:
             self.slotted[id(loop)] = slot_tapes(fn.body, loop, self.env, self._global)
         parallel: set[int] = set()
