@@ -243,3 +243,16 @@ def wraps_only(x, k):
     for i in prange(x.shape[0] + 1):
         s += k * x[i - 1] * x[i - 1] * x[i - 2]
     return s
+
+
+@numba.njit(parallel=True)
+def branch_stencil(x, k):
+    """A stencil with a branch (not in gather form): the even chunks, then the odd ones."""
+    n = x.shape[0]
+    s = 0.0
+    for i in prange(1, n - 1):
+        if x[i] > 0.0:
+            s += k * x[i - 1] * x[i + 1]
+        else:
+            s += math.sin(x[i + 1]) * x[i]
+    return s

@@ -7,7 +7,9 @@ import corpus_prange as P
 import numba
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, function_from_source
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import jitgrad as jg
 from jitgrad.errors import TransformError
@@ -38,6 +40,7 @@ CASES = {
     "branch_steps": (P.branch_steps, (X, 0.7), (0, 1)),
     "wraps": (P.wraps, (X, 0.6), (0, 1)),
     "wraps_only": (P.wraps_only, (X, 0.6), (0, 1)),
+    "branch_stencil": (P.branch_stencil, (np.linspace(-0.8, 0.9, 40), 0.6), (0, 1)),
 }
 
 
@@ -54,7 +57,8 @@ def _loops(src: str) -> list[str]:
     lines = [ln.strip() for ln in src.splitlines()]
     return [(lines[k - 1] + " / " if lines[k - 1].startswith("#") else "") + ln
             for k, ln in enumerate(lines)
-            if ln.startswith(("for i in range(", "for i in prange(", "for _c in prange("))
+            if ln.startswith(("for i in range(", "for i in prange(", "for _c in prange(",
+                              "for _half in prange("))
             and "_trips // _chunks" not in ln]
 
 
@@ -71,6 +75,7 @@ def _loops(src: str) -> list[str]:
     ("branch_store", "prange", "prange"),
     ("branch_nested", "prange", "prange"),
     ("branch_steps", "prange", "prange"),
+    ("branch_stencil", "prange", "phased: dx"),
     ("plain", "range", "range"),
     ("heat", "prange", "gather"),
     ("in_place", "prange", "prange"),
@@ -90,6 +95,11 @@ def test_generated_loops(case, forward, adjoint):
         assert "_part" not in src and "serially" not in src, src
     assert len(loops) in ((2, 3, 4, 5) if adjoint == "gather" else (2, 4)), src
     for loop, want in ((fwd, forward), (adj, adjoint)):
+        if want.startswith("phased: "):
+            assert loop == "for _half in prange((_chunks - _phase + 1) // 2):", src
+            assert f"the even ones at once, then the odd ones ({want[8:]} added into " \
+                   "directly" in src and "_part" not in src, src
+            continue
         if want == "gather":
             assert loop.endswith("for i in prange(_inner_lo, _inner_hi):"), src
             continue
@@ -309,3 +319,46 @@ def test_no_parallel_warning_for_serial_code():
     d = jg.differentiate(P.reduction, wrt=(0, 1))
     d.grad(X, 0.6)
     assert d._last.compiled.jitted["grad_only"].targetoptions.get("parallel") is True
+
+
+_FUNCS = ("math.sin", "math.tanh", "")
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(terms=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2),
+                                st.sampled_from(_FUNCS)), min_size=1, max_size=3),
+       lo=st.integers(0, 2), n=st.integers(3, 40))
+def test_random_parallel_stencils(tmp_path_factory, terms, lo, n):
+    """prange loops reading ``x`` at offsets -2..2 and summing into ``k`` (from a start that
+    keeps indices in range or wraps below 0, to an end that may pass ``n``), gathered in
+    parallel: every gradient element against central differences, both modes."""
+    def at(c: int) -> str:
+        return f"x[i + {c}]" if c > 0 else f"x[i - {-c}]" if c < 0 else "x[i]"
+
+    body = " + ".join(f"{f}({at(a)}) * {at(b)}" if f else f"{at(a)} * {at(b)}"
+                      for a, b, f in terms)
+    top = max(max(a, b) for a, b, _ in terms)  # x[i + top] < n: i < n - top
+    src = ("import math\n\nimport numba\nfrom numba import prange\n\n\n"
+           "@numba.njit(parallel=True)\ndef f(x, k):\n    s = 0.0\n"
+           f"    for i in prange({lo}, x.shape[0] - ({top})):\n"
+           f"        s += k * ({body})\n    return s\n")
+    name = f"pstencil_{abs(hash((tuple(terms), lo, n))) % 10**12}"
+    f = function_from_source(tmp_path_factory.mktemp("pstencil"), name, src)
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    if any(a or b for a, b, _ in terms) and n - top > lo:
+        assert "_part" not in jg.differentiate(f, wrt=(0, 1)).source(x, 0.7), src
+    for jit in (False, True):
+        check_grad(f, (x, 0.7), (0, 1), jit=jit)
+
+
+def test_phased_chunks_match_serial():
+    """The even-then-odd chunks of a stencil the gather form does not take (a branch) add
+    into dx directly; on 3001 elements (many chunks, both branches in each) the gradient is
+    the serial one, both variants."""
+    f, args, wrt = CASES["branch_stencil"]
+    x = np.random.default_rng(5).uniform(-1.0, 1.0, 3001)
+    want = jg.value_and_grad(numba.njit(f.py_func), wrt=wrt)(x, 0.6)[1]
+    d = jg.differentiate(f, wrt=wrt)
+    for got in (d.value_and_grad(x, 0.6)[1], d.grad(x, 0.6)):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

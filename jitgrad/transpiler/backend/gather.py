@@ -16,13 +16,21 @@ stencil::
 
 It applies only where it is exact: a straight-line body whose statements are pure
 (element reads, arithmetic, calls of NumPy/``math`` functions), no value carried from
-one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter: the
-loop does not vectorise either way), no element
-written except the gathered accumulations (and ``dv[i] = 0.0`` resets at the
-iteration's own index, moved to a loop of their own after it), gathered arrays that
+one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter of a
+serial loop: it does not vectorise either way), no element written except the gathered
+accumulations (and ``dv[i] = 0.0`` resets at the iteration's own index, moved to a loop
+of their own after it), gathered arrays that
 are freshly allocated buffers the body does not read, and tape reads whose cursor
 moves by one per iteration (read at ``base + i`` instead).  Anything else stays a
 scatter.  Sums are formed in another order: results agree to round-off.
+
+A loop the user wrote over ``numba.prange``, compiled with ``parallel=True``, is gathered
+with its sums into scalars too (each iteration's made once, with the terms at one
+offset): its main loop keeps the prange note, so ``backend/prange.py`` runs it in
+parallel, each thread writing only its own ``dx[j]`` and ``dk`` a reduction, where its
+scatter would need a partial buffer per thread.  Its main range then starts at 0 at the
+lowest (``dx[j]`` with ``j < 0`` is element ``j + n``, which another ``j`` writes); the
+edges run serially.
 """
 
 from __future__ import annotations
@@ -288,7 +296,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             p.sums.append(s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
             t = s.target
-            off = _offset(t.slice, p.index)
+            off = offset(t.slice, p.index)
             if (not isinstance(s.op, ast.Add) or not isinstance(t.value, ast.Name)
                     or off is None or t.value.id not in fresh):
                 return None
@@ -305,7 +313,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                 assigned.add(t.id)
                 p.temps.append(s)
             elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                  and t.value.id in fresh and _offset(t.slice, p.index) == 0
+                  and t.value.id in fresh and offset(t.slice, p.index) == 0
                   and isinstance(s.value, ast.Constant)):
                 reset_arrays.add(t.value.id)
                 p.resets.append(s)
@@ -346,7 +354,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         for n in walk(value):  # arrays read: not written in the loop, except reset ones
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                 base = n.value.id
-                if base in reset_arrays and _offset(n.slice, p.index) != 0:
+                if base in reset_arrays and offset(n.slice, p.index) != 0:
                     return None
         if isinstance(s, ast.Assign):
             seen.add(s.targets[0].id)
@@ -358,7 +366,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         if any(isinstance(n, ast.Subscript) and _is_name(n.value, arr)
                for s in body[k + 1:] for n in walk(s)):
             return None
-    if summed & (gathered | set(p.cursors) | fresh) or outside.any_read(
+    if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
             assigned | {p.index}, loop, where):
         return None
     return p
@@ -395,7 +403,7 @@ def _plus(e: ast.expr, k: int) -> ast.expr:
     return ast.BinOp(left=clone(e), op=ast.Add() if k > 0 else ast.Sub(), right=const(abs(k)))
 
 
-def _offset(idx: ast.expr, i: str) -> int | None:
+def offset(idx: ast.expr, i: str) -> int | None:
     """``c`` where ``idx`` is ``i + c`` (or ``i``, ``i - c``); else None."""
     if _is_name(idx, i):
         return 0
@@ -576,4 +584,4 @@ def _sum(terms: list[ast.expr]) -> ast.expr:
     return out
 
 
-__all__ = ["distinct_buffers", "gather_form", "scattered_arrays"]
+__all__ = ["distinct_buffers", "gather_form", "offset", "scattered_arrays"]
