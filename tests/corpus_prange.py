@@ -256,3 +256,16 @@ def branch_stencil(x, k):
         else:
             s += math.sin(x[i + 1]) * x[i]
     return s
+
+
+@numba.njit(parallel=True)
+def branch_gather(x, idx, k):
+    """Reads through an index array under a branch: partial buffers, sums per chunk."""
+    s = 0.0
+    for i in prange(idx.shape[0]):
+        v = x[idx[i]]
+        if v > 0.0:
+            s += k * v * v
+        else:
+            s += math.sin(k * v)
+    return s

@@ -3,6 +3,8 @@ iterations are independent and run serially (with a comment) where not; a racy p
 refused; the user's njit options carry over to the generated code.  Every gradient is
 checked against central finite differences, jit=True and jit=False."""
 
+import re
+
 import corpus_prange as P
 import numba
 import numpy as np
@@ -41,6 +43,7 @@ CASES = {
     "wraps": (P.wraps, (X, 0.6), (0, 1)),
     "wraps_only": (P.wraps_only, (X, 0.6), (0, 1)),
     "branch_stencil": (P.branch_stencil, (np.linspace(-0.8, 0.9, 40), 0.6), (0, 1)),
+    "branch_gather": (P.branch_gather, (X, IDX, 0.8), (0, 2)),
 }
 
 
@@ -57,8 +60,7 @@ def _loops(src: str) -> list[str]:
     lines = [ln.strip() for ln in src.splitlines()]
     return [(lines[k - 1] + " / " if lines[k - 1].startswith("#") else "") + ln
             for k, ln in enumerate(lines)
-            if ln.startswith(("for i in range(", "for i in prange(", "for _c in prange(",
-                              "for _half in prange("))
+            if re.match(r"for (i|_c\d*|_half) in prange\(|for i in range\(", ln)
             and "_trips // _chunks" not in ln]
 
 
@@ -76,6 +78,7 @@ def _loops(src: str) -> list[str]:
     ("branch_nested", "prange", "prange"),
     ("branch_steps", "prange", "prange"),
     ("branch_stencil", "prange", "phased: dx"),
+    ("branch_gather", "prange", "chunks: dx"),
     ("plain", "range", "range"),
     ("heat", "prange", "gather"),
     ("in_place", "prange", "prange"),
@@ -109,10 +112,12 @@ def test_generated_loops(case, forward, adjoint):
             assert "for i in prange(" in loop and "serially" not in loop, src
         elif want.startswith("chunks: "):
             parts = want.split(": ")[1]
-            assert loop == "for _c in prange(_chunks):", src
+            m = re.fullmatch(r"(.* / )?for (_c\d*) in prange\(_chunks\):", loop)
+            assert m, src
+            c = m.group(2)
             assert f"one chunk of iterations per thread; {parts} accumulated per chunk" in src
             for part in parts.split(", "):
-                assert f"_{part}_part[_c, " in src and f"{part} += _{part}_part[_c]" in src
+                assert f"_{part}_part[{c}, " in src and f"{part} += _{part}_part[{c}]" in src
         else:
             assert "runs serially" in loop and want in loop and "in range(" in loop, src
 
