@@ -155,7 +155,8 @@ def test_racy_primal_refused_in_forward_mode():
         jg.jvp(P.recurrence, (X,), (np.ones_like(X),))
 
 
-@pytest.mark.parametrize("case", ["reduction", "inner_loop", "stencil", "heat"])
+@pytest.mark.parametrize("case", ["reduction", "inner_loop", "stencil", "heat", "branch_store",
+                                  "branch_stencil"])
 def test_prange_hvp(case):
     """Second order through parallel gradient code (forward over reverse) against central
     differences of the gradient, every element."""
