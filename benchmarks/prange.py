@@ -42,12 +42,26 @@ def map_reduce(x, k):
 
 
 def stencil(x, k):
-    """A five-point stencil: forward prange, adjoint in chunks (dx[i - 2] ... dx[i + 2])."""
+    """A five-point stencil: forward prange, adjoint a parallel gather over the output index
+    (each thread writes only its own dx[j]; dk a reduction)."""
     n = x.shape[0]
     total = 0.0
     for i in prange(2, n - 2):
         lap = x[i - 2] - 4.0 * x[i - 1] + 6.0 * x[i] - 4.0 * x[i + 1] + x[i + 2]
         total += lap * lap + k * math.exp(-x[i] * x[i])
+    return total
+
+
+def branchy_stencil(x, k):
+    """A three-point stencil under a branch (not in gather form): the adjoint's even chunks
+    at once, then the odd ones, adding into dx directly (no partial buffers)."""
+    n = x.shape[0]
+    total = 0.0
+    for i in prange(1, n - 1):
+        if x[i] > 0.0:
+            total += k * x[i - 1] * x[i + 1]
+        else:
+            total += math.sin(x[i + 1]) * x[i] - x[i - 1]
     return total
 
 
@@ -86,6 +100,7 @@ def workloads(quick: bool):
     return [
         ("map_reduce", map_reduce, (rng.uniform(-1, 1, n // 4), 0.7), (0, 1)),
         ("stencil", stencil, (rng.uniform(-1, 1, n), 0.6), (0, 1)),
+        ("branchy_stencil", branchy_stencil, (rng.uniform(-1, 1, n), 0.6), (0, 1)),
         ("rows", rows, (rng.uniform(-1, 1, (m, m)), rng.uniform(0.2, 1, m)), (0, 1)),
     ]
 

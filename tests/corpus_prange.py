@@ -180,3 +180,92 @@ def gather_rows(a, idx, w):
         for j in range(n):
             out[i, j] = a[idx[i], j] * w[j] + a[idx[i], j] ** 2
     return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def branch_store(x, k):
+    """A value stored under an ``if`` that some iterations take (none in the else)."""
+    out = np.zeros(x.shape[0])
+    for i in prange(x.shape[0]):
+        v = x[i] * k
+        if x[i] > 0.1:
+            v = math.exp(v) * x[i]
+        out[i] = v * v
+    return np.sum(out)
+
+
+@numba.njit(parallel=True)
+def branch_nested(x, k):
+    """Values stored in nested branches, the conditions on a value computed in the loop."""
+    s = 0.0
+    for i in prange(x.shape[0]):
+        t = math.tanh(k * x[i])
+        if t > 0.0:
+            if x[i] > 0.5:
+                s += math.exp(t * x[i])
+            else:
+                s += math.sin(t) * math.log(1.0 + x[i] * x[i])
+        else:
+            s += t * t
+    return s
+
+
+@numba.njit(parallel=True)
+def branch_steps(x, k):
+    """A branchy prange loop inside a serial time loop over two swapped buffers."""
+    n = x.shape[0]
+    u = x.copy()
+    v = np.zeros(n)
+    for t in range(3):
+        for i in prange(n):
+            if u[i] > 0.0:
+                v[i] = math.exp(k * u[i]) - 1.0
+            else:
+                v[i] = u[i] * k
+        u, v = v, u
+    return np.sum(u * u)
+
+
+@numba.njit(parallel=True)
+def wraps(x, k):
+    """``x[i - 1]`` at ``i = 0`` is the last element (a stencil whose gather wraps)."""
+    s = 0.0
+    for i in prange(x.shape[0]):
+        s += x[i - 1] * math.sin(k * x[i])
+    return s
+
+
+@numba.njit(parallel=True)
+def wraps_only(x, k):
+    """Only ``x[i - 1]`` and ``x[i - 2]``, one trip more than there are elements: the element
+    ``n - 1`` is both ``x[-1]`` (i = 0) and ``x[n - 1]`` (i = n)."""
+    s = 0.0
+    for i in prange(x.shape[0] + 1):
+        s += k * x[i - 1] * x[i - 1] * x[i - 2]
+    return s
+
+
+@numba.njit(parallel=True)
+def branch_stencil(x, k):
+    """A stencil with a branch (not in gather form): the even chunks, then the odd ones."""
+    n = x.shape[0]
+    s = 0.0
+    for i in prange(1, n - 1):
+        if x[i] > 0.0:
+            s += k * x[i - 1] * x[i + 1]
+        else:
+            s += math.sin(x[i + 1]) * x[i]
+    return s
+
+
+@numba.njit(parallel=True)
+def branch_gather(x, idx, k):
+    """Reads through an index array under a branch: partial buffers, sums per chunk."""
+    s = 0.0
+    for i in prange(idx.shape[0]):
+        v = x[idx[i]]
+        if v > 0.0:
+            s += k * v * v
+        else:
+            s += math.sin(k * v)
+    return s

@@ -559,7 +559,8 @@ def gather_(u: Unit) -> None:
     """
     ir = u.ir
     before = [*ir.prologue, *ir.workspace, *ir.forward, *ir.init]
-    adjoint = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared, set(ir.grads))
+    adjoint = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared, set(ir.grads),
+                          parallel=u.parallel)
     u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
 
 

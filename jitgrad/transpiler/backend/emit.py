@@ -210,21 +210,24 @@ def njit(fn: Any, cache: bool = False, options: dict[str, Any] | None = None) ->
 
     opts: dict[str, Any] = {"error_model": "numpy", "boundscheck": True}
     opts.update(options or {})
-    if is_parallel(opts) and not _calls_prange(fn, numba.prange):
-        # every prange loop of this variant runs serially: parallel=True would only add
-        # Numba's parfors of array expressions, whose shape analysis sizes an array popped
-        # from a list tape in a loop as empty (numba 0.68; ``np.zeros_like(a)`` then
-        # ``a = tape.pop()`` in one loop body), failing or reading past its end
+    if "parallel" in opts and not uses_prange(fn):
+        # every prange loop of this variant runs serially (the reason is a comment in it):
+        # Numba would warn that parallel=True found nothing to do, and its parfors of array
+        # expressions size an array popped from a list tape in a loop as empty (numba 0.68;
+        # ``np.zeros_like(a)`` then ``a = tape.pop()`` in one loop body), failing or
+        # reading past its end
         del opts["parallel"]
     return numba.njit(cache=cache, **opts)(fn)
 
 
-def _calls_prange(fn: Any, prange: Any) -> bool:
-    """Does the plain function ``fn`` name ``prange`` (as a global, or ``numba.prange``)?"""
+def uses_prange(fn: Any) -> bool:
+    """Does the generated function ``fn`` read ``numba.prange`` (has a parallel loop)?"""
+    import numba
+
     code = getattr(fn, "__code__", None)
     glob = getattr(fn, "__globals__", {})
     return code is None or "prange" in code.co_names or any(
-        glob.get(n) is prange for n in code.co_names)
+        glob.get(n) is numba.prange for n in code.co_names)
 
 
 def _numba_summary(text: str) -> str:

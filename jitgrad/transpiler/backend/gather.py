@@ -16,13 +16,21 @@ stencil::
 
 It applies only where it is exact: a straight-line body whose statements are pure
 (element reads, arithmetic, calls of NumPy/``math`` functions), no value carried from
-one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter: the
-loop does not vectorise either way), no element
-written except the gathered accumulations (and ``dv[i] = 0.0`` resets at the
-iteration's own index, moved to a loop of their own after it), gathered arrays that
+one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter of a
+serial loop: it does not vectorise either way), no element written except the gathered
+accumulations (and ``dv[i] = 0.0`` resets at the iteration's own index, moved to a loop
+of their own after it), gathered arrays that
 are freshly allocated buffers the body does not read, and tape reads whose cursor
 moves by one per iteration (read at ``base + i`` instead).  Anything else stays a
 scatter.  Sums are formed in another order: results agree to round-off.
+
+A loop the user wrote over ``numba.prange``, compiled with ``parallel=True``, is gathered
+with its sums into scalars too (each iteration's made once, with the terms at one
+offset): its main loop keeps the prange note, so ``backend/prange.py`` runs it in
+parallel, each thread writing only its own ``dx[j]`` and ``dk`` a reduction, where its
+scatter would need a partial buffer per thread.  Its main range then starts at 0 at the
+lowest (``dx[j]`` with ``j < 0`` is element ``j + n``, which another ``j`` writes); the
+edges run serially.
 """
 
 from __future__ import annotations
@@ -40,49 +48,71 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT, carry
+from ..notes import COMMENT, PRANGE, carry
 
 #: helpers the generated adjoint calls that only compute a value
 _PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
 
 
 def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, Any],
-                namer: Namer, shared: dict[str, str], keep: set[str]) -> list[ast.stmt]:
+                namer: Namer, shared: dict[str, str], keep: set[str],
+                parallel: bool = False) -> list[ast.stmt]:
     """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form;
     ``before``: the statements run before it (where adjoint buffers are allocated);
-    ``keep``: names read after the sweep (the gradients).  The input is not changed."""
+    ``keep``: names read after the sweep (the gradients); ``parallel``: compiled with
+    ``parallel=True``, where a prange loop's gather form may sum into scalars too (see
+    ``_Rewrite``).  The input is not changed."""
     wanted = scattered_arrays(stmts)
     if not wanted or any(_resolve(name(b), env) is not getattr(builtins, b)
                          for b in ("min", "max", "range")):
         return list(stmts)  # nothing to gather, or the module shadows a builtin it calls
-    fresh = distinct_buffers([*before, *stmts], shared, env, wanted)
+    every = [*before, *stmts]
     top = list(stmts)
-    return _rewrite(top, env, namer, fresh, _ReadsOutside(top, keep))
+    fresh = distinct_buffers(every, shared, env, wanted)
+    # (a prange loop's buffers: workspace buffers and copies count, as backend/prange.py's)
+    own = distinct_buffers(every, shared, env, copies=True) if parallel else fresh
+    return _Rewrite(env, namer, fresh, own if parallel else None,
+                    _ReadsOutside(top, keep)).block(top)
 
 
-def _rewrite(stmts, env, namer, fresh, outside) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for s in stmts:
-        if isinstance(s, ast.For):
-            plan = _plan(s, env, fresh, outside, stmts)
-            if plan is not None:
-                out += _emit(s, plan, namer)
-                continue
-            if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
-                new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=_rewrite(
-                    s.body, env, namer, fresh, outside), orelse=s.orelse), s)
-                carry(s, new)
+class _Rewrite:
+    """The walk that puts each qualifying loop in gather form.  A loop the user wrote over
+    ``prange`` (``parallel`` is the set of distinct buffers then; None: serial code) may also
+    sum into scalars (``dk += e``): its gathered loop runs in parallel, where Numba makes
+    that sum a reduction, so the gather form pays for itself there."""
+
+    def __init__(self, env, namer: Namer, fresh: set[str], parallel: set[str] | None,
+                 outside: _ReadsOutside):
+        self.env, self.namer, self.fresh, self.parallel = env, namer, fresh, parallel
+        self.outside = outside
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """``stmts`` with their qualifying loops (at any depth) in gather form."""
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, ast.For):
+                par = self.parallel is not None and PRANGE.get(s)
+                plan = _plan(s, self.env, self.parallel if par else self.fresh, self.outside,
+                             stmts, sums=par)
+                if plan is not None:
+                    out += _emit(s, plan, self.namer)
+                    continue
+                if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
+                    new = ast.copy_location(ast.For(target=s.target, iter=s.iter,
+                                                    body=self.block(s.body), orelse=s.orelse), s)
+                    carry(s, new)
+                    out.append(new)
+                    continue
+            elif isinstance(s, (ast.If, ast.While)) and any(
+                    isinstance(x, (ast.For, ast.While, ast.If)) for x in s.body + s.orelse):
+                new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}),
+                                        s)
+                new.body = self.block(s.body)
+                new.orelse = self.block(s.orelse)
                 out.append(new)
                 continue
-        elif isinstance(s, (ast.If, ast.While)) and any(
-                isinstance(x, (ast.For, ast.While, ast.If)) for x in s.body + s.orelse):
-            new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
-            new.body = _rewrite(s.body, env, namer, fresh, outside)
-            new.orelse = _rewrite(s.orelse, env, namer, fresh, outside)
-            out.append(new)
-            continue
-        out.append(s)
-    return out
+            out.append(s)
+        return out
 
 
 class _ReadsOutside:
@@ -229,17 +259,21 @@ class _Plan:
         self.temps: list[ast.Assign] = []          # value statements, in order
         self.adds: list[tuple[str, int, ast.expr]] = []   # (array, offset, value)
         self.resets: list[ast.Assign] = []         # ``dv[i] = 0.0``, moved after the loop
+        self.sums: list[ast.AugAssign] = []        # ``dk += e`` (a prange loop's only)
+        self.parallel = False                      # a prange loop of parallel code
         self.cursors: dict[str, str] = {}          # tape cursor -> its tape
         self.order: list[ast.stmt] = []            # the body without resets and cursor moves
 
 
 def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
-          where: list[ast.stmt]) -> _Plan | None:
-    """The gather plan of ``loop``, or None where the scatter must stay."""
+          where: list[ast.stmt], sums: bool = False) -> _Plan | None:
+    """The gather plan of ``loop``, or None where the scatter must stay (``sums``: it may
+    sum into scalars)."""
     rng = _reversed_range(loop)
     if rng is None or loop.orelse:
         return None
     p = _Plan()
+    p.parallel = sums
     p.index = loop.target.id
     p.lo, p.hi = rng
     body = [s for s in loop.body if not COMMENT.get(s)]
@@ -254,12 +288,15 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                 p.cursors[t] = ""  # a tape cursor moved down once per iteration
                 moved.add(t)
                 continue
-            # a sum into a scalar (``dk += e``) keeps the loop from vectorising either
-            # way: the gather form's edge and reset loops would cost more than they save
-            return None
+            # a sum into a scalar (``dk += e``) keeps a serial loop from vectorising
+            # either way: the gather form's edge and reset loops would cost more than
+            # they save (not so for a parallel one: its scatter needs partial buffers)
+            if not sums or not isinstance(s.op, ast.Add) or t in assigned or t == p.index:
+                return None
+            p.sums.append(s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
             t = s.target
-            off = _offset(t.slice, p.index)
+            off = offset(t.slice, p.index)
             if (not isinstance(s.op, ast.Add) or not isinstance(t.value, ast.Name)
                     or off is None or t.value.id not in fresh):
                 return None
@@ -276,7 +313,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                 assigned.add(t.id)
                 p.temps.append(s)
             elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                  and t.value.id in fresh and _offset(t.slice, p.index) == 0
+                  and t.value.id in fresh and offset(t.slice, p.index) == 0
                   and isinstance(s.value, ast.Constant)):
                 reset_arrays.add(t.value.id)
                 p.resets.append(s)
@@ -299,12 +336,13 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             p.cursors[v.slice.id] = v.value.id
     if any(not tape for tape in p.cursors.values()):
         return None
+    summed = {s.target.id for s in p.sums}
     seen: set[str] = set()
     for s in p.order:  # each value read is made earlier in the iteration or not at all here
         value = s.value
         for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
                 s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
-            if n in gathered:
+            if n in gathered or n in summed:
                 return None
             if n in assigned and n not in seen:
                 return None  # carried from the previous iteration
@@ -316,7 +354,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         for n in walk(value):  # arrays read: not written in the loop, except reset ones
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                 base = n.value.id
-                if base in reset_arrays and _offset(n.slice, p.index) != 0:
+                if base in reset_arrays and offset(n.slice, p.index) != 0:
                     return None
         if isinstance(s, ast.Assign):
             seen.add(s.targets[0].id)
@@ -328,7 +366,8 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         if any(isinstance(n, ast.Subscript) and _is_name(n.value, arr)
                for s in body[k + 1:] for n in walk(s)):
             return None
-    if outside.any_read(assigned | {p.index}, loop, where):
+    if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
+            assigned | {p.index}, loop, where):
         return None
     return p
 
@@ -364,7 +403,7 @@ def _plus(e: ast.expr, k: int) -> ast.expr:
     return ast.BinOp(left=clone(e), op=ast.Add() if k > 0 else ast.Sub(), right=const(abs(k)))
 
 
-def _offset(idx: ast.expr, i: str) -> int | None:
+def offset(idx: ast.expr, i: str) -> int | None:
     """``c`` where ``idx`` is ``i + c`` (or ``i``, ``i - c``); else None."""
     if _is_name(idx, i):
         return 0
@@ -421,7 +460,12 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
         bases[cur] = namer.fresh(cur + "_base")
         pre.append(assign(bases[cur], ast.BinOp(left=name(cur), op=ast.Sub(), right=name(hi))))
     # [lo + cmin, hi + cmax): every output index; [j0, j1): those all terms reach
-    pre += [assign(j0, _plus(name(lo), cmax)),
+    first = _plus(name(lo), cmax)
+    if p.parallel and not (
+            isinstance(p.lo, ast.Constant) and p.lo.value + cmax >= 0):
+        # (parallel, it may not wrap: j < 0 would be the element j + len that j + len is)
+        first = ast.Call(func=name("max"), args=[first, const(0)], keywords=[])
+    pre += [assign(j0, first),
             assign(j1, ast.Call(func=name("max"), args=[name(j0), _plus(name(hi), cmin)],
                                 keywords=[]))]
     made: dict[tuple[str, int], str] = {}
@@ -458,6 +502,7 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
     if p.resets:
         post.append(ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
             name(lo), name(hi)], keywords=[]), body=[clone(r) for r in p.resets], orelse=[]))
+        carry(loop, post[-1])  # (each iteration resets its own element)
     comments = [s for s in loop.body if COMMENT.get(s)][:1]
     guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
                    body=[*comments, for_, edges, *post], orelse=[])
@@ -477,16 +522,20 @@ def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
     accs = {a: names("_g" + a, 0) for a in arrays}
     if guarded:
         out += [assign(accs[a], const(0.0)) for a in arrays]
+    home = 0 if 0 in offsets else offsets[0]  # where each iteration's sums are made
     for c in offsets:
         at = names(i, c)
         wanted = [(a, v) for a, off, v in p.adds if off == c]
-        roots = set().union(*(loaded_ids(v) for _, v in wanted))
+        sums = p.sums if c == home else []
+        roots = set().union(*(loaded_ids(v) for _, v in wanted),
+                            *(loaded_ids(s.value) for s in sums))
         need = _slice(p.temps, roots)
         mapping = {} if c == 0 else {i: at} | {
             s.targets[0].id: names(s.targets[0].id, c) for s in p.temps if id(s) in need}
         part: list[ast.stmt] = [] if c == 0 else [assign(at, _plus(name(i), -c))]
         part += [_tape_read(rename(clone(s), mapping), bases, at)
                  for s in p.temps if id(s) in need]
+        part += [rename(clone(s), mapping) for s in sums]
         for a, v in wanted:
             term = rename(clone(v), mapping)
             if guarded:
@@ -535,4 +584,4 @@ def _sum(terms: list[ast.expr]) -> ast.expr:
     return out
 
 
-__all__ = ["distinct_buffers", "gather_form", "scattered_arrays"]
+__all__ = ["distinct_buffers", "gather_form", "offset", "scattered_arrays"]

@@ -4,10 +4,9 @@ A loop the user wrote over ``numba.prange`` is differentiated as the range it it
 its forward loop and its reversed loop carry ``notes.PRANGE``.  When the user's
 dispatcher has ``parallel=True``, each lowered variant is rewritten here:
 
-1. **tapes** pushed once per iteration (or once per trip of an inner loop) are written
-   and read at slots of the iteration's own instead of through a shared cursor
-   (``slots.py``); a tape pushed under an ``if`` keeps its cursor, and the loop stays
-   serial;
+1. **tapes** pushed once per iteration (or once per trip of an inner loop, or under an
+   ``if`` and popped under it in the reversed loop) are written and read at slots of the
+   iteration's own instead of through a shared cursor (``slots.py``);
 2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
    elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
    (``dk += ...`` stays a reduction Numba's parfor pass recognises); an adjoint scalar
@@ -16,8 +15,10 @@ dispatcher has ``parallel=True``, each lowered variant is rewritten here:
 3. a loop that passes becomes ``prange(lo, hi)`` (a reversed loop runs forward: its
    iterations are independent); one that fails runs serially, with a comment saying why.
 
-Accumulations several iterations make into one element (``dx[i + 1] += ...`` of a
-stencil not in gather form, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) go to
+A stencil's accumulations into ``dx[i + c]`` are made one write per element by the gather
+pass (``gather.py``), whose main loop runs here in parallel.  Accumulations several
+iterations make into one element otherwise (``dx[i + 1] += ...`` of a stencil the gather
+form does not take, ``dw[j] += ...`` in a 2-D loop, ``dx[idx[i]] += ...``) go to
 per-thread partial buffers (``_chunked``): the loop runs as one chunk of iterations per
 thread, each adding into its own ``_dx_part[_c]`` and its own sums, added up after the
 loop; the rewritten loop is checked again.  That costs one copy of the adjoint array per
@@ -57,11 +58,11 @@ from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, replace_names, walk_stmts
+from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import PRANGE
 from . import emit
-from .gather import distinct_buffers
-from .slots import binds, bounds, plus, slot_tapes, trip_count, where
+from .gather import distinct_buffers, offset
+from .slots import binds, bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
 _FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
@@ -161,6 +162,7 @@ class Parallel:
         if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
             return fn
         loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
+        slot_branch_tapes(fn.body, loops, self.env, self._global)
         for loop in loops:
             self.slotted[id(loop)] = slot_tapes(fn.body, loop, self.env, self._global)
         parallel: set[int] = set()
@@ -192,15 +194,24 @@ class Parallel:
 
     def _chunked(self, body: list[ast.stmt], loop: ast.For, verdict: Verdict,
                  block: list[ast.stmt], k: int) -> bool:
-        """Run ``loop`` as one chunk of iterations per thread, in parallel, each chunk
-        accumulating the arrays several iterations add into (``verdict.collisions``) in a
-        partial buffer of its own and its sums in scalars of its own, added up after the
-        loop.  False (nothing changed) where the result would not be independent either."""
+        """Run ``loop`` as chunks of iterations, in parallel, its sums going to scalars of
+        each chunk's own, added up after it.  The arrays several iterations add into
+        (``verdict.collisions``) are added into directly where each is reached only at
+        ``a[i + c, ...]`` for constants ``c`` (``_reach``): the even chunks run at once,
+        then the odd ones, each at least as long as the reach is wide, so no two chunks that
+        run together share an element.  Otherwise each chunk (one per thread) accumulates
+        them in a partial buffer of its own, added up after the loop.  The rewritten loop is
+        checked again; False (nothing changed) where it would not be independent either."""
         namer = self.u.namer
         lo, hi = bounds(loop)
         i = loop.target.id
+        reach = _reach(loop.body, verdict.collisions, i)
+        if reach and isinstance(lo, ast.Constant) and lo.value + reach[0] < 0:
+            reach = None  # (an index wraps below 0: any chunk may reach the last elements)
         trips, chunks, c = (namer.fresh(x) for x in ("_trips", "_chunks", "_c"))
-        parts = {a: namer.fresh(f"_{a.lstrip('_')}_part") for a in verdict.collisions}
+        half, phase = (namer.fresh(x) for x in ("_half", "_phase")) if reach else ("", "")
+        parts = {} if reach else {a: namer.fresh(f"_{a.lstrip('_')}_part")
+                                  for a in verdict.collisions}
         mine = {n: namer.fresh(f"_{n.lstrip('_')}_chunk") for n, _ in verdict.sums}
         inner = clone(loop.body)
         for s in walk_stmts(inner):
@@ -222,14 +233,25 @@ class Parallel:
         run = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
             start(name(c)), start(binop(name(c), ast.Add(), const(1)))], keywords=[]),
             body=inner, orelse=[])
-        threads = self._global("get_num_threads", _numba().get_num_threads)
+        threads = ast.Call(func=name(self._global("get_num_threads",
+                                                  _numba().get_num_threads)),
+                           args=[], keywords=[])
+        pre: list[ast.stmt] = [assign(trips, trip_count(lo, hi))]
+        if reach:  # 2 per thread, each spanning the reach; 1 where an index may wrap
+            low, width = reach
+            many = binop(const(2), ast.Mult(), threads)
+            tests: list[ast.expr] = [] if isinstance(lo, ast.Constant) else [ast.Compare(
+                left=plus(clone(lo), const(low)) if low > 0 else minus(lo, const(-low)),
+                ops=[ast.GtE()], comparators=[const(0)])]
+            tests.append(ast.Compare(left=name(trips), ops=[ast.GtE()], comparators=[
+                binop(many, ast.Mult(), const(width))]))
+            pre.append(assign(chunks, ast.IfExp(test=tests[0] if len(tests) == 1 else
+                                                ast.BoolOp(op=ast.And(), values=tests),
+                                                body=clone(many), orelse=const(1))))
+        else:
+            pre.append(assign(chunks, ast.Call(func=name("min"), args=[threads, ast.Call(
+                func=name("max"), args=[name(trips), const(1)], keywords=[])], keywords=[])))
         npn = self._global("np", np)
-        pre: list[ast.stmt] = [
-            assign(trips, trip_count(lo, hi)),
-            assign(chunks, ast.Call(func=name("min"), args=[
-                ast.Call(func=name(threads), args=[], keywords=[]),
-                ast.Call(func=name("max"), args=[name(trips), const(1)], keywords=[])],
-                keywords=[]))]
         for a, part in parts.items():
             shape = binop(ast.Tuple(elts=[name(chunks)], ctx=ast.Load()), ast.Add(),
                           ast.Attribute(value=name(a), attr="shape", ctx=ast.Load()))
@@ -237,27 +259,58 @@ class Parallel:
                 func=ast.Attribute(value=name(npn), attr="zeros", ctx=ast.Load()),
                 args=[shape, ast.Attribute(value=name(a), attr="dtype", ctx=ast.Load())],
                 keywords=[])))
+        # each chunk's sums go to an array, added up after the loop (a parfor reduction of
+        # a sum updated under an ``if`` in the chunk's loop trips Numba's reduction analysis)
         family = dict(verdict.sums)
+        sums = {n: namer.fresh(f"_{n.lstrip('_')}_sums") for n in mine}
+        for n, arr in sums.items():
+            kind = self.u.kinds.get(self.primal_of.get(n, n))
+            if kind is None or kind.cls not in "fc":
+                return False  # (a sum of a kind the array's dtype could not hold)
+            make = "zeros" if family[n] == "+" else "ones"
+            pre.append(assign(arr, ast.Call(func=ast.Attribute(
+                value=name(npn), attr=make, ctx=ast.Load()), args=[name(chunks), ast.Attribute(
+                    value=name(npn), attr="complex128" if kind.cls == "c" else "float64",
+                    ctx=ast.Load())], keywords=[])))
         head = [assign(m, const(0.0 if family[n] == "+" else 1.0)) for n, m in mine.items()]
-        tail = [ast.AugAssign(target=name(n, True), op=ast.Add() if family[n] == "+"
-                              else ast.Mult(), value=name(m)) for n, m in mine.items()]
-        par = ast.For(target=name(c, True), iter=ast.Call(func=name(self.prange), args=[
-            name(chunks)], keywords=[]), body=[*head, run, *tail], orelse=[])
+        tail = [ast.Assign(targets=[ast.Subscript(value=name(sums[n]), slice=name(c),
+                                                  ctx=ast.Store())], value=name(m))
+                for n, m in mine.items()]
+        if reach:  # chunk _c = 2 * _half + _phase
+            head.insert(0, assign(c, binop(binop(const(2), ast.Mult(), name(half)), ast.Add(),
+                                           name(phase))))
+            count = binop(binop(binop(name(chunks), ast.Sub(), name(phase)), ast.Add(),
+                                const(1)), ast.FloorDiv(), const(2))
+        par = ast.For(target=name(half if reach else c, True), iter=ast.Call(
+            func=name(self.prange), args=[count if reach else name(chunks)], keywords=[]),
+            body=[*head, run, *tail], orelse=[])
+        adds = [(a, part, ast.Add()) for a, part in parts.items()] + [
+            (n, arr, ast.Add() if family[n] == "+" else ast.Mult()) for n, arr in sums.items()]
         post: list[ast.stmt] = [ast.For(target=name(c, True), iter=ast.Call(
             func=name("range"), args=[name(chunks)], keywords=[]), body=[
-                ast.AugAssign(target=name(a, True), op=ast.Add(), value=ast.Subscript(
+                ast.AugAssign(target=name(a, True), op=op, value=ast.Subscript(
                     value=name(part), slice=name(c), ctx=ast.Load()))
-                for a, part in parts.items()], orelse=[])] if parts else []
-        note = emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
-                            f"{', '.join(parts)} accumulated per chunk, then added up")
-        new = [note, *pre, par, *post]
+                for a, part, op in adds], orelse=[])] if adds else []
+        if reach:
+            note = emit.comment(f"prange loop over {i}: chunks of iterations, the even ones at "
+                                f"once, then the odd ones ({', '.join(verdict.collisions)} "
+                                "added into directly: neighbouring chunks share elements)")
+        else:
+            note = emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
+                                f"{', '.join(parts)} accumulated per chunk, then added up")
+        outer = ast.For(target=name(phase, True), iter=ast.Call(func=name("range"), args=[
+            const(2)], keywords=[]), body=[par], orelse=[]) if reach else par
+        new = [note, *pre, outer, *post]
         block[k:k + 1] = new
         after = live_after(body, par)
-        # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c)
-        names = dataclasses.replace(self.names(body, par, block, k + 1 + len(pre)),
-                                    indices=(i,))
+        # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c; the
+        # arrays added into directly are another phase's where chunks meet)
+        names = self.names(body, par, *((outer.body, 0) if reach else (block, k + 1 + len(
+            pre))))
+        names = dataclasses.replace(names, indices=(i, c), slotted=names.slotted | frozenset(
+            verdict.collisions if reach else ()))
         check = independent(par, names)
-        if not check.ok or any(n in after for n in (i, *mine.values())):
+        if not check.ok or any(n in after for n in (i, c, *mine.values())):
             block[k:k + len(new)] = [loop]  # (as it was: the caller says why it is serial)
             return False
         block[k + len(new):k + len(new)] = [assign(z, const(0.0)) for z in verdict.zeroed
@@ -274,6 +327,25 @@ class Parallel:
         self.u.namer.reserve([n])
         self.env[n] = obj
         return n
+
+def _reach(body: list[ast.stmt], arrays: tuple[str, ...], i: str) -> tuple[int, int] | None:
+    """(lowest ``c``, number of ``c`` values spanned) where every access of each of
+    ``arrays`` in ``body`` is ``a[i + c, ...]`` for a constant ``c``; None otherwise."""
+    found: list[int] = []
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Name) and n.id in arrays and not any(
+                    isinstance(m, ast.Subscript) and m.value is n for m in own_expressions(s)):
+                return None  # the array whole
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+                    and n.value.id in arrays:
+                sl = n.slice
+                c = offset(sl.elts[0] if isinstance(sl, ast.Tuple) else sl, i)
+                if c is None:
+                    return None
+                found.append(c)
+    return (min(found), max(found) - min(found) + 1) if found else None
+
 
 def _is_zero(e: ast.expr) -> bool:
     return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 0

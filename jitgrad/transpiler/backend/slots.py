@@ -15,6 +15,12 @@ Before::                                  After::
     for i in range(n):                        for i in range(n):
         _tape_t[_tape_tn] = t                     _tape_t[_tape_tn + i] = t
         _tape_tn += 1                         _tape_tn += max(n, 0)
+
+A tape pushed under an ``if`` (at most once per iteration) and popped under the same
+``if`` in the reversed loop (``slot_branch_tapes``) is laid out sparsely: the slot
+``cursor + (i - lo)`` of room reserved for every trip is written only when the branch
+runs and read only when it is replayed, and the cursor moves by the trip count past
+both loops.  That is not the serial layout, so both loops are rewritten or neither.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from ...kernels import helpers
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, stmt_defs, this_loop, walk, walk_stmts
+from ..nodes import clone, loaded_ids, own_expressions, stmt_defs, this_loop, walk, walk_stmts
 from .gather import _reversed_range
 
 
@@ -100,6 +106,99 @@ def slot_tapes(body: list[ast.stmt], loop: ast.For, env: dict[str, Any],
         block[k + 1:k + 1] = post
         block[k:k] = pre
     return _slot_inner(body, loop, at, trips, reversed_, env, global_name)
+
+
+def slot_branch_tapes(body: list[ast.stmt], loops: list[ast.For], env: dict[str, Any],
+                      global_name: Callable[[str, Any], str]) -> None:
+    """Give each tape that one of the prange ``loops`` pushes under an ``if`` and its
+    reversed loop pops under it (each the tape's only write and read in ``body``) a slot per
+    iteration (see the module docstring); ``global_name`` as for ``slot_tapes``."""
+    sites: dict[tuple[str, str], list[tuple[ast.For, list[ast.stmt], ast.stmt, bool]]] = {}
+    for loop in loops:
+        if bounds(loop) is None or not isinstance(loop.target, ast.Name) \
+                or any(isinstance(s, ast.Break) for s in this_loop(loop.body)):
+            continue
+        back = _reversed_range(loop) is not None
+        for blk in _branches(loop.body):
+            for k, s in enumerate(blk):
+                nxt = blk[k + 1] if k + 1 < len(blk) else None
+                pair = _pop(s, nxt) if back else _push(s, nxt)
+                if pair is not None:
+                    sites.setdefault(pair, []).append((loop, blk, s, back))
+    writes, reads = _tape_accesses(body)
+    for (tape, cur), found in sites.items():
+        fwd = [x for x in found if not x[3]]
+        rev = [x for x in found if x[3]]
+        if len(fwd) != 1 or len(rev) != 1 or writes.get(tape) != 1 or reads.get(tape) != 1:
+            continue
+        (floop, fblk, fs, _), (rloop, rblk, rs, _) = fwd[0], rev[0]
+        trips = trip_count(*bounds(floop))
+        if ast.dump(trips) != ast.dump(trip_count(*bounds(rloop))) \
+                or _name_counts(floop.body).get(cur) != 2 \
+                or _name_counts(rloop.body).get(cur) != 2:
+            continue
+        fk, rk = _index(fblk, fs), _index(rblk, rs)  # (where earlier rewrites left them)
+        fblk[fk].targets[0].slice = plus(name(cur), _at(floop))
+        del fblk[fk + 1]
+        rblk[rk + 1].value.slice = plus(name(cur), _at(rloop))
+        del rblk[rk]
+        block, k, _ = where(body, floop)
+        block[k + 1:k + 1] = [ast.AugAssign(target=name(cur, True), op=ast.Add(),
+                                            value=clone(trips))]
+        if not _reserved(block, k, tape, cur, floop, env):
+            res = global_name("tape_reserve", helpers.tape_reserve)
+            block.insert(k, assign(tape, ast.Call(func=name(res), args=[
+                name(tape), name(cur), clone(trips)], keywords=[])))
+        block, k, _ = where(body, rloop)
+        block.insert(k, ast.AugAssign(target=name(cur, True), op=ast.Sub(),
+                                      value=clone(trips)))
+
+
+def _index(block: list[ast.stmt], s: ast.stmt) -> int:
+    return next(k for k, x in enumerate(block) if x is s)
+
+
+def _branches(body: list[ast.stmt]):
+    """The blocks of the ``if`` statements in ``body`` (at any depth, not in inner loops)."""
+    for s in body:
+        if isinstance(s, ast.If):
+            for blk in (s.body, s.orelse):
+                yield blk
+                yield from _branches(blk)
+
+
+def _tape_accesses(body: list[ast.stmt]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per array name: how many statements of ``body`` write an element of it, and how many
+    element reads of it there are."""
+    writes: dict[str, int] = {}
+    reads: dict[str, int] = {}
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                into = writes if isinstance(n.ctx, ast.Store) else reads
+                into[n.value.id] = into.get(n.value.id, 0) + 1
+    return writes, reads
+
+
+def _at(loop: ast.For) -> ast.expr:
+    """``i - lo``: the iteration's place in the loop's range."""
+    lo = bounds(loop)[0]
+    return minus(name(loop.target.id), lo)
+
+
+def _reserved(block: list[ast.stmt], k: int, tape: str, cur: str, loop: ast.For,
+              env: dict[str, Any]) -> bool:
+    """Does a ``tape = tape_reserve(tape, cur, hi - lo)`` before ``block[k]`` (the loop)
+    leave room for every trip (nothing between them touching the tape)?"""
+    lo, hi = bounds(loop)
+    want = {ast.dump(minus(hi, lo)), ast.dump(trip_count(lo, hi))}
+    for s in reversed(block[:k]):
+        r = _reserve(s, env)
+        if r == (tape, cur):
+            return ast.dump(s.value.args[2]) in want
+        if {tape, cur} & {n.id for n in walk(s) if isinstance(n, ast.Name)}:
+            return False
+    return False
 
 
 def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.expr,
@@ -271,4 +370,5 @@ def where(body: list[ast.stmt], target: ast.stmt, outer: frozenset[int] = frozen
     raise LookupError("statement not found")
 
 
-__all__ = ["binds", "bounds", "minus", "plus", "slot_tapes", "trip_count", "where"]
+__all__ = ["binds", "bounds", "minus", "plus", "slot_branch_tapes", "slot_tapes", "trip_count",
+           "where"]
