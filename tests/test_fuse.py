@@ -7,25 +7,11 @@ import math
 import numpy as np
 import pytest
 from gradcheck import check_grad
+from test_recompute import logsumexp_rows  # independent rows whose loops tape (softmax)
 
 import jitgrad as jg
 
 FUSED = "are independent: each runs its adjoint right after it"
-
-
-def row_logsumexp(z):
-    """Independent rows, each with loops that tape (the softmax shape)."""
-    total = 0.0
-    for i in range(z.shape[0]):
-        m = z[i, 0]
-        for j in range(1, z.shape[1]):
-            if z[i, j] > m:
-                m = z[i, j]
-        s = 0.0
-        for j in range(z.shape[1]):
-            s += np.exp(z[i, j] - m)
-        total += np.log(s) + m
-    return total / z.shape[0]
 
 
 def scaled_sum(x, k):
@@ -160,7 +146,7 @@ def rebound_in_branch(x):
 
 
 CASES = [
-    (row_logsumexp, lambda: (np.random.default_rng(1).standard_normal((5, 4)),), (0,), True),
+    (logsumexp_rows, lambda: (np.random.default_rng(1).standard_normal((5, 4)),), (0,), True),
     (scaled_sum, lambda: (np.linspace(-0.8, 0.9, 7), 0.7), (0, 1), True),
     (branchy, lambda: (np.linspace(-0.5, 0.9, 8), 0.6), (0, 1), True),
     (carried, lambda: (np.linspace(-0.5, 0.9, 6), 0.8), (0, 1), False),
@@ -192,8 +178,8 @@ def test_fused_tape_holds_one_iteration(jit):
     room for a row or two (tapes grow by doubling), not for every row."""
     rows, cols = 300, 20
     z = np.random.default_rng(2).standard_normal((rows, cols))
-    d = jg.differentiate(row_logsumexp, wrt=(0,), jit=jit)
-    check_grad(row_logsumexp, (z[:6],), (0,), jit)
+    d = jg.differentiate(logsumexp_rows, wrt=(0,), jit=jit)
+    check_grad(logsumexp_rows, (z[:6],), (0,), jit)
     d.grad(z)
     tapes = d._last.compiled.pool.__dict__["grad_only"]
     assert tapes and all(isinstance(t, np.ndarray) for t in tapes)
