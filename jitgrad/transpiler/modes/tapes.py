@@ -136,6 +136,8 @@ class TapeMixin:
             if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
+                if k.cls == "f" and k.ndim and not shared:  # a float array's copies
+                    self.snapshot_tapes.append(tape)
             push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
                                                                ctx=ast.Load()),
                                             args=[val], keywords=[]))]
