@@ -15,7 +15,8 @@ round, the roots alternating, so that they see the same machine state; a process
 warms up twice, and times ``--calls`` calls of the compiled gradient (their median).
 Printed per root: the median over rounds of those medians, the spread (fastest and slowest
 round), the same of process CPU time (less disturbed where other work shares the
-machine), and the traced peak (``tracemalloc``) of one
+machine), the minor page faults of a call (memory the call got from the system afresh),
+and the traced peak (``tracemalloc``) of one
 ``jit=False`` call at a small size.
 """
 
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r'''
-import json, statistics, sys, time, tracemalloc
+import json, resource, statistics, sys, time, tracemalloc
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {tests!r})
 import numpy as np
@@ -57,12 +58,14 @@ else:
 g = jg.grad(f, wrt=wrt)
 g(*big)
 g(*big)
-times, cpu = [], []
+times, cpu, faults = [], [], []
 for _ in range({calls}):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0, c0 = time.perf_counter(), time.process_time()
     out = g(*big)
     times.append(time.perf_counter() - t0)
     cpu.append(time.process_time() - c0)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
 plain = jg.grad(f, wrt=wrt, jit=False)
 plain(*small)
 tracemalloc.start()
@@ -71,7 +74,7 @@ traced = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
 check = float(np.ravel(out[0])[0])
 print(json.dumps({{"time": statistics.median(times), "cpu": statistics.median(cpu),
-                  "traced": traced, "check": check}}))
+                  "faults": statistics.median(faults), "traced": traced, "check": check}}))
 '''
 
 WORKS = ("whole_array", "sine_map", "heat_epochs")
@@ -119,7 +122,8 @@ def main() -> None:
             cs = [x["cpu"] * 1e3 for x in res[r]]
             print(f"{work:12s} {r}: {statistics.median(ts):8.2f} ms "
                   f"[{min(ts):.2f}, {max(ts):.2f}], CPU {statistics.median(cs):.2f} ms "
-                  f"[{min(cs):.2f}, {max(cs):.2f}], traced peak (jit=False, "
+                  f"[{min(cs):.2f}, {max(cs):.2f}], page faults/call "
+                  f"{statistics.median(x['faults'] for x in res[r]):.0f}, traced peak (jit=False, "
                   f"small) {res[r][0]['traced'] / 1e3:.0f} kB, check {res[r][0]['check']:.12g}")
 
 

@@ -2,93 +2,67 @@
 calls.
 
 A list tape of array copies (``_tape_u.append(snapshot(u))``) allocated every copy afresh
-on every call.  Where the lowering keeps them (``backend/snapshots.py``) each push writes
-into buffer ``k`` of a *store*, a list of 1-d float64 buffers the caller keeps per thread
-(``backend.jit.call``): ``ws_snapshot(store, k, u)`` returns a view of that buffer shaped
-like ``u`` holding its elements, growing or appending the buffer where it is too small
-or missing.  One call's pushes use buffers ``0, 1, 2, ...`` in order, each once, so the
-views a call keeps on its tapes never share memory; the next call writes them again.
+on every call.  Where the lowering keeps them (``backend/snapshots.py``) the copies of one
+call go, one after the other, into a 1-d float64 *store* the caller keeps per thread
+(``backend.jit.call``, as the storage of adjoint buffers): ``ws_snapshot(store, used, u)``
+copies ``u``'s elements into ``store[used:used + u.size]`` and returns that part shaped
+like ``u``; the cursor ``used`` only grows during a call, so no two copies of one call
+share memory.  A copy that does not fit is made afresh, and the call ends with
+``ws_grow(store, used)``, which replaces a store too small for what the call copied by a
+bigger one (not copied: nothing in it is live after the call), so the next call fits.
 Arrays other than float64 are copied as before.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import overload, register_jitable
+from numba import types
+from numba.extending import overload
 
 from .revolve import copy_elements
 
-__all__ = ["ws_snapshot", "empty_store", "store_overlaps"]
+__all__ = ["ws_snapshot", "ws_grow"]
 
 
-@register_jitable
-def _buffer_view(store, k, x):
-    """Buffer ``k`` of ``store`` (made or grown to hold ``x``), viewed in ``x``'s shape."""
-    n = x.size
-    if k < len(store):
-        buf = store[k]
-        if buf.shape[0] < n:
-            buf = np.empty(n)
-            store[k] = buf
-    else:
-        buf = np.empty(n)
-        store.append(buf)
-    return buf[:n].reshape(x.shape)
-
-
-def ws_snapshot(store, k, x):
-    """A copy of ``x`` in buffer ``k`` of ``store`` (module docstring); scalars are returned
-    as they are, arrays other than float64 copied afresh."""
+def ws_snapshot(store, used, x):
+    """``x``'s elements in ``store`` after its first ``used`` (module docstring), shaped like
+    ``x``; a new copy where they do not fit or ``x`` is not a float64 array; a scalar as it
+    is."""
     if not isinstance(x, np.ndarray):
         return x
-    if x.dtype != np.float64:
+    n = x.size
+    if x.dtype != np.float64 or used + n > store.shape[0]:
         return x.copy()
-    out = _buffer_view(store, k, x)
+    out = store[used:used + n].reshape(x.shape)
     np.copyto(out, x)
     return out
 
 
 @overload(ws_snapshot)
-def _ol_ws_snapshot(store, k, x):
+def _ol_ws_snapshot(store, used, x):
     if not isinstance(x, types.Array):
-        return lambda store, k, x: x
+        return lambda store, used, x: x
     if x.dtype != types.float64:
-        return lambda store, k, x: x.copy()
+        return lambda store, used, x: x.copy()
 
-    def impl(store, k, x):
-        out = _buffer_view(store, k, x)
+    def impl(store, used, x):
+        n = x.size
+        if used + n > store.shape[0]:
+            return x.copy()
+        out = store[used:used + n].reshape(x.shape)
         copy_elements(out, x)
         return out
     return impl
 
 
-def empty_store(jit: bool):
-    """The store a first call gets: a typed list of 1-d float64 buffers (compiled code),
-    or a list."""
-    if not jit:
-        return []
-    from numba.typed import List
-
-    return List.empty_list(types.float64[::1])
+def ws_grow(store, used):
+    """``store``, or a new one (doubling) where a call copied ``used`` elements, more than
+    it holds (its contents are not kept: the copies of a call are dead after it)."""
+    if used <= store.shape[0]:
+        return store
+    return np.empty(max(used, 2 * store.shape[0]))
 
 
-def _overlaps(store, lo, hi):
-    """Whether a buffer of ``store`` shares a byte of ``[lo, hi)``."""
-    for b in store:
-        start = b.ctypes.data
-        if start < hi and lo < start + b.size * 8:
-            return True
-    return False
-
-
-_overlaps_compiled = njit(cache=False)(_overlaps)
-
-
-def store_overlaps(store, x: np.ndarray, jit: bool) -> bool:
-    """Whether the array ``x`` shares memory with a buffer of ``store`` (a returned array
-    that does is the caller's: the store is not kept)."""
-    if not jit:
-        return any(np.may_share_memory(b, x) for b in store)
-    lo, hi = np.lib.array_utils.byte_bounds(x)
-    return bool(_overlaps_compiled(store, lo, hi))
+@overload(ws_grow)
+def _ol_ws_grow(store, used):
+    return ws_grow  # the Python twin compiles as it is

@@ -69,9 +69,10 @@ class Snapshots:
     tapes: tuple[str, ...]
     #: the name generated code calls ``kernels.helpers.snapshot`` by
     snapshot: str
-    #: the name it calls ``kernels.snapshots.ws_snapshot`` by
+    #: the names it calls ``kernels.snapshots.ws_snapshot`` and ``ws_grow`` by
     helper: str
-    #: the kept store of buffers, and the number of them a call has used so far
+    grow: str
+    #: the kept store, and the number of its elements a call has used so far
     store: str
     cursor: str
 

@@ -12,9 +12,9 @@ arrays) takes them as its last argument and returns them, grown
 (a ``threading.local``), so a later call on the same thread reuses them; a call that
 finds none (the first, one made while another call of the same variant runs on this
 thread, from a hook, or after ``release``) starts from empty ones.  Tapes hold primal
-values only and are never returned to the caller; the storage of adjoint buffers (and
-the store of snapshot copies) is dropped from the workspace where a returned array
-shares it (a buffer swapped into a returned name).
+values only and are never returned to the caller; the storage of adjoint buffers is
+dropped from the workspace where a returned gradient shares it (a buffer swapped into
+a returned name).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import snapshots
 from . import emit
 
 
@@ -200,51 +199,27 @@ def call(compiled: Compiled, variant: str, args: tuple) -> Any:
     # taken out while the call runs: a reentrant call of the variant starts afresh
     ws = pool.pop(variant, None)
     if ws is None:
-        ws = tuple(_empty(d, compiled.jit) for d in dtypes)
+        ws = tuple(np.empty(0, np.float64 if d == BUFFER else d) for d in dtypes)
     value, grads, ws = _call(compiled, variant, (*args, ws))
-    if BUFFER in dtypes or SNAPSHOTS in dtypes:
-        ws = _unshared(ws, dtypes, (value, grads), compiled.jit)
+    if BUFFER in dtypes:
+        ws = _unshared(ws, dtypes, grads)
     pool[variant] = ws
     return value, grads
 
 
 #: a workspace entry holding the storage of adjoint buffers (float64), not a tape
 BUFFER = "buffer"
-#: a workspace entry holding the buffers of the array copies pushed on list tapes
-SNAPSHOTS = "snapshots"
 
 
-def _empty(kind: str, jit: bool) -> Any:
-    """The workspace entry a first call gets for ``kind`` (a tape's dtype, ``BUFFER`` or
-    ``SNAPSHOTS``)."""
-    if kind == SNAPSHOTS:
-        return snapshots.empty_store(jit)
-    return np.empty(0, np.float64 if kind == BUFFER else kind)
-
-
-def _unshared(ws: tuple, dtypes: tuple[str, ...], returned: Any, jit: bool) -> tuple:
-    """``ws`` without the adjoint-buffer storage or snapshot store that a returned array
-    shares (a buffer swapped into a returned gradient): the caller owns that memory now."""
-    arrays = _arrays(returned)
+def _unshared(ws: tuple, dtypes: tuple[str, ...], grads: Any) -> tuple:
+    """``ws`` without the adjoint-buffer storage that a returned gradient shares (a buffer
+    swapped into a returned name): the caller owns that memory now."""
+    arrays = [g for g in (grads if isinstance(grads, tuple) else (grads,))
+              if isinstance(g, np.ndarray)]
     if not arrays:
         return ws
-    out = []
-    for w, d in zip(ws, dtypes, strict=True):
-        if d == BUFFER and any(np.may_share_memory(g, w) for g in arrays):
-            w = np.empty(0)
-        elif d == SNAPSHOTS and any(snapshots.store_overlaps(w, g, jit) for g in arrays):
-            w = snapshots.empty_store(jit)
-        out.append(w)
-    return tuple(out)
-
-
-def _arrays(value: Any) -> list[np.ndarray]:
-    """The arrays in ``value``: an array, or tuples of them (and of other values)."""
-    if isinstance(value, np.ndarray):
-        return [value]
-    if isinstance(value, tuple):
-        return [a for v in value for a in _arrays(v)]
-    return []
+    return tuple(np.empty(0) if d == BUFFER and any(np.may_share_memory(g, w) for g in arrays)
+                 else w for w, d in zip(ws, dtypes, strict=True))
 
 
 def _call(compiled: Compiled, variant: str, args: tuple) -> Any:

@@ -23,7 +23,7 @@ from ..ir import Adjoint, Tangent, result_expr
 from ..naming import WORKSPACE, Namer
 from ..nodes import clone, loaded_ids
 from . import emit, jvp_workspace
-from .jit import SNAPSHOTS
+from .jit import BUFFER
 from .optimize import Facts, dead_code, dead_code_variants
 from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
@@ -43,9 +43,9 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
     """``body`` (ending in its return) taking from ``_ws`` the typed tapes it still declares
     and the storage of the adjoint buffers it still zeroes (``dv = np.zeros_like(v)``
     becomes ``_ws_dv, dv = ws_zeros_like(_ws_dv, v)``), and returning them after the
-    gradients; with what the caller passes the first time: a tape's dtype, ``"buffer"``
-    (an empty float64 storage) or ``"snapshots"`` (an empty store for the copies pushed
-    on list tapes, ``backend/snapshots.py``).  Unchanged without any."""
+    gradients; with what the caller passes the first time: a tape's dtype, or ``"buffer"``
+    (an empty float64 storage: of the adjoint buffers, or of the copies pushed on list
+    tapes, ``backend/snapshots.py``).  Unchanged without either."""
     decls = {id(st): st for st in ir.workspace}
     dtypes = dict(ir.reused)
     stores = {d: (store, helper) for d, store, helper in ir.buffers}
@@ -69,9 +69,9 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
             kinds.append("buffer")
             st = zeroing(store, d, helper, like)
         out.append(st)
-    if snaps is not None:
+    if snaps is not None:  # float64 storage, dropped where a returned array shares it
         kept.append(ir.snapshots.store)
-        kinds.append(SNAPSHOTS)
+        kinds.append(BUFFER)
     if not kept:
         return body, ()
     return through_workspace(out, kept, kept), tuple(kinds)

@@ -1,14 +1,14 @@
-"""Snapshots: the copies a variant pushes on list tapes go to buffers kept between calls.
+"""Snapshots: the copies a variant pushes on list tapes go to memory kept between calls.
 
 A list tape of array copies (``Adjoint.snapshots``) allocated each copy on every call.
 Where every push of a tape runs before any of its pops (each top-level statement pushing
 it precedes each one popping it: the forward sweep pushes, the adjoint sweep pops) and
-the tape is used for nothing else, its copies are written into the buffers of a store
-the caller keeps (``kernels/snapshots.py``), one buffer per push, numbered by a cursor
-that only counts up during a call: a view a pop hands out is never written again in
-that call.  Tapes pushed again after a pop (a checkpointed region rerun in the adjoint
-sweep, once per outer trip) keep their fresh copies: numbered once per call, their
-buffers would all stay live.
+the tape is used for nothing else, its copies are written one after the other into a
+store the caller keeps (``kernels/snapshots.py``), at a cursor that only counts up during
+a call: a view a pop hands out is never written again in that call.  The call ends by
+growing the store to what it copied (``ws_grow``), for the next call.  Tapes pushed again
+after a pop (a checkpointed region rerun in the adjoint sweep, once per outer trip) keep
+their fresh copies: with a cursor that never goes back, their copies would all stay live.
 
 Before::                                  After::
 
@@ -18,9 +18,11 @@ Before::                                  After::
         u[:] = np.sin(u)                      for t in range(n):
     ...                                           _tape_u.append(ws_snapshot(_ws_snaps,
     for t in range(n - 1, -1, -1):                                           _ws_snapsn, u))
-        u = _tape_u.pop()                         _ws_snapsn += 1
-                                                  u[:] = np.sin(u)
+        u = _tape_u.pop()                         _ws_snapsn += u.size
+    return (value, grads)                         u[:] = np.sin(u)
                                               ...
+                                              _ws_snaps = ws_grow(_ws_snaps, _ws_snapsn)
+                                              return (value, grads, (_ws_snaps,))
 """
 
 from __future__ import annotations
@@ -35,13 +37,17 @@ from ..notes import PUSH
 
 
 def keep_snapshots(body: list[ast.stmt], snaps: Snapshots) -> list[ast.stmt] | None:
-    """``body`` with the copies of the tapes that qualify (module docstring) written into
-    ``snaps.store``, the cursor set to 0 first; None where no tape qualifies."""
+    """``body`` (ending in its return) with the copies of the tapes that qualify (module
+    docstring) written into ``snaps.store``, the cursor set to 0 first and the store grown
+    before the return; None where no tape qualifies."""
     kept = _qualifying(body, snaps)
     if not kept:
         return None
-    return [ast.Assign(targets=[name(snaps.cursor, True)], value=const(0)),
-            *_rewrite(body, kept, snaps)]
+    out = _rewrite(body, kept, snaps)
+    grow = ast.Assign(targets=[name(snaps.store, True)], value=ast.Call(
+        func=name(snaps.grow), args=[name(snaps.store), name(snaps.cursor)], keywords=[]))
+    return [ast.Assign(targets=[name(snaps.cursor, True)], value=const(0)), *out[:-1], grow,
+            out[-1]]
 
 
 def _qualifying(body: list[ast.stmt], snaps: Snapshots) -> set[str]:
@@ -117,7 +123,8 @@ def _rewrite(stmts: list[ast.stmt], kept: set[str], snaps: Snapshots) -> list[as
                 args=[ast.Call(func=name(snaps.helper), args=[
                     name(snaps.store), name(snaps.cursor), x], keywords=[])], keywords=[]))
             step = ast.AugAssign(target=name(snaps.cursor, True), op=ast.Add(),
-                                 value=const(1))
+                                 value=ast.Attribute(value=clone(x), attr="size",
+                                                     ctx=ast.Load()))
             for p in (push, step):
                 PUSH.set(p, True)
             out += [push, step]

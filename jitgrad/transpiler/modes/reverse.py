@@ -565,6 +565,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     if r.snapshot_tapes:
         snaps = Snapshots(tuple(r.snapshot_tapes), r.global_name("snapshot", helpers.snapshot),
                           r.global_name("ws_snapshot", snapshots.ws_snapshot),
+                          r.global_name("ws_grow", snapshots.ws_grow),
                           namer.fresh("_ws_snaps"), namer.fresh("_ws_snapsn"))
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
                   r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules,
