@@ -191,3 +191,68 @@ def test_hvp(name):
     for k in (1, 2, 6):
         _same(jg.hvp(f, (*args, 6, k), v, wrt=wrt, jit=False),
               jg.hvp(g, (*args, 6, k), v, wrt=wrt, jit=False))
+
+
+# --- slots: allocated once per call, kept between calls ---------------------------------
+
+
+def _entry(d, args, name):
+    """This thread's kept workspace entry ``name`` of ``d``'s gradient-only code (found
+    where the generated code unpacks ``_ws``)."""
+    src = d._generated(args).unit.sources["grad_only"]
+    taken = next(line for line in src.splitlines() if line.endswith(" = _ws"))
+    names = [n.strip() for n in taken.split("=")[0].split(",")]
+    return d._last.compiled.pool.__dict__["grad_only"][names.index(name)]
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_slots_are_allocated_once_per_call_and_kept(jit):
+    """No slot storage is made per outer trip: the loop grows storage taken from the
+    workspace (reused by the outer trips, the reverse reruns and the next call); every call,
+    at changing sizes, against central differences."""
+    d = jg.differentiate(heat_epochs, wrt=(0, 1), jit=jit)
+    src = d.source(U0, 0.2, 6, 2)
+    assert "np.zeros(_slots" not in src and "array_slots(u, _slots)" not in src
+    assert src.count("_at = tape_reserve(_at, 0, _slots)") == 2  # forward, reverse rerun
+    assert src.count("_snaps_u = array_slots(u, _slots, _ws_slots_u)") == 2
+    rng = np.random.default_rng(11)
+    prev = None
+    for n, T, k in ((7, 6, 2), (7, 6, 2), (5, 4, 2), (12, 9, 3), (7, 6, 2)):
+        u0 = rng.uniform(-1.0, 1.0, n)
+        check_grad(heat_epochs, (u0, 0.2, T, k), wrt=(0, 1), jit=jit, rtol=1e-5, atol=1e-7)
+        du, da = d.grad(u0, 0.2, T, k)
+        want = jg.grad(heat_epochs_plain, wrt=(0, 1), jit=jit)(u0, 0.2, T, k)
+        _same((du, da), want)
+        store = _entry(d, (u0, 0.2, T, k), "_ws_slots_u")
+        assert store.shape[0] >= k * n
+        if prev is not None and n * k <= prev.shape[0]:
+            assert store.ctypes.data == prev.ctypes.data, "the same storage, not a new one"
+        prev = store
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_scalar_and_swapped_state_slots_are_kept(jit):
+    for name, sizes in (("scalars_in_while", ((6, 2), (6, 2), (9, 3), (3, 1))),
+                        ("buffers_epochs", ((6, 2), (6, 2), (4, 3), (8, 8)))):
+        f, g, args, wrt = CASES[name]
+        d = jg.differentiate(f, wrt=wrt, jit=jit)
+        plain = jg.grad(g, wrt=wrt, jit=jit)
+        for T, k in sizes:
+            _same(d.grad(*args, T, k), plain(*args, T, k))
+        check_grad(f, (*args, T, k), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-7)
+        src = d.source(*args, 6, 2)
+        assert "np.zeros(_slots" not in src and "np.empty(_slots" not in src
+
+
+def test_array_slots_fall_back_to_new_memory():
+    """``array_slots`` with storage of another dtype, or too small, or none, makes a new
+    buffer; with room it views the storage."""
+    from jitgrad.kernels.revolve import array_slots
+
+    x = np.ones((2, 3))
+    store = np.empty(20)
+    view = array_slots(x, 3, store)
+    assert view.shape == (3, 2, 3) and np.shares_memory(view, store)
+    for other in (np.empty(20, np.float32), np.empty(5), None):
+        out = array_slots(x, 3, other)
+        assert out.shape == (3, 2, 3) and (other is None or not np.shares_memory(out, other))

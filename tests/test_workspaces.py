@@ -4,7 +4,9 @@ when a bigger input needs more, never handed to the caller, dropped by
 
 from __future__ import annotations
 
+import ast
 import math
+import re
 import threading
 
 import numpy as np
@@ -55,6 +57,43 @@ def local_buffer(x, k):
 
 def straight(x, y):
     return x * y + math.sin(x)
+
+
+def sine_map(u0, c, steps):
+    """One snapshot of ``u`` per step (it is written in place and read by ``sin``)."""
+    u = u0.copy()
+    for _ in range(steps):
+        u[:] = np.sin(u) * c + 0.1
+    return np.sum(u * u)
+
+
+def shrinking(u0, c, n):
+    """Snapshots of views of another size each step: ``u[k:]``."""
+    u = u0.copy()
+    s = 0.0
+    for k in range(n):
+        w = u[k:]
+        s = s + np.sum(np.sin(w))
+        u[k:] = w * c
+    return s + np.sum(u * u)
+
+
+def _inner(u, a):
+    t = 0.0
+    for _ in range(3):
+        t = t + np.sum(np.sin(u))
+        u[:] = u * a
+    return t
+
+
+def region_in_loop(x, a, n):
+    """The region's own tape is pushed again after pops (its rerun, once per trip)."""
+    u = x.copy()
+    s = 0.0
+    for _ in range(n):
+        s = s + jg.checkpoint(_inner, u, a)
+        u[0] = u[0] * 0.5
+    return s
 
 
 def _pool(d):
@@ -136,22 +175,17 @@ def test_source_takes_and_returns_the_tapes():
     assert "= _ws" in src and src.rstrip().splitlines()[-1].startswith("    return (")
 
 
-def test_threads_keep_their_own_workspaces():
-    d = jg.differentiate(relax, wrt=(0, 1))
-    sizes = [7, 60, 25, 120]
-    rng = np.random.default_rng(0)
-    xs = {n: rng.uniform(0.0, 1.0, n) for n in sizes}
-    want = {n: jg.grad(relax, wrt=(0, 1), jit=False)(xs[n], 0.3, n) for n in sizes}
-    d.grad(xs[7], 0.3, 7)  # compiled before the threads start
+def _in_threads(d, plain, args_of, sizes, calls):
+    """Each thread calls ``d.grad`` ``calls`` times at its own size, all at once: every
+    result equals ``plain``'s (the generated Python, fresh tapes)."""
+    want = {n: plain(*args_of(n)) for n in sizes}
+    d.grad(*args_of(sizes[0]))  # compiled before the threads start
     got: dict[int, list] = {}
     barrier = threading.Barrier(len(sizes))
 
     def work(n):
         barrier.wait()
-        out = []
-        for _ in range(20):  # each thread its own size, all at once
-            out.append(d.grad(xs[n], 0.3, n))
-        got[n] = out
+        got[n] = [d.grad(*args_of(n)) for _ in range(calls)]
 
     threads = [threading.Thread(target=work, args=(n,)) for n in sizes]
     for t in threads:
@@ -159,10 +193,17 @@ def test_threads_keep_their_own_workspaces():
     for t in threads:
         t.join()
     for n in sizes:
-        assert len(got[n]) == 20
-        for dx, dk in got[n]:
-            np.testing.assert_allclose(dx, want[n][0], rtol=1e-12, atol=1e-15)
-            assert dk == pytest.approx(want[n][1], rel=1e-12)
+        assert len(got[n]) == calls
+        for g in got[n]:
+            for a, b in zip(g, want[n], strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_threads_keep_their_own_workspaces():
+    rng = np.random.default_rng(0)
+    xs = {n: rng.uniform(0.0, 1.0, n) for n in (7, 60, 25, 120)}
+    _in_threads(jg.differentiate(relax, wrt=(0, 1)), jg.grad(relax, wrt=(0, 1), jit=False),
+                lambda n: (xs[n], 0.3, n), list(xs), 20)
 
 
 # a gradient of the same function called from a hook while its own tapes are in use
@@ -264,7 +305,8 @@ def test_no_buffer_reuse_where_a_hook_sees_gradients():
     (two_tapes, lambda n: (np.linspace(-1.0, 1.0, n), n)),
     (smooth, lambda n: (np.linspace(0.0, 1.0, n), 3)),
     (local_buffer, lambda n: (np.linspace(0.0, 1.0, n), 0.7)),
-], ids=["relax", "two_tapes", "smooth", "local_buffer"])
+    (sine_map, lambda n: (np.linspace(0.0, 1.0, n), 0.7, n // 2)),
+], ids=["relax", "two_tapes", "smooth", "local_buffer", "sine_map"])
 def test_kept_workspaces_compile_once(f, make):
     """The workspace a call returns has the types of the empty one the first call got:
     Numba compiles each variant once, whatever the sizes."""
@@ -324,8 +366,6 @@ def test_jvp_workspace_keeps_only_what_is_used_as_a_tape():
     """A kept tape comes back with garbage past its pushed entries, so only names used by
     element, grown by ``tape_reserve`` and never otherwise read or rebound are kept: here
     ``t``; ``u`` (its length is read) and ``w`` (handed to a call) stay declared."""
-    import ast
-
     from jitgrad.kernels import helpers
     from jitgrad.transpiler.backend.jvp_workspace import tape_workspace
     from jitgrad.transpiler.naming import Namer
@@ -354,3 +394,134 @@ def f(n):
     assert code.startswith("t = _ws[0]\n") and "t = np.empty" not in code
     assert "u = np.empty(0, np.float64)" in code and "w = np.empty(0, np.float64)" in code
     assert code.rstrip().endswith("return (t[0], len(u), np.sum(w), (t,))")
+
+
+# --- list tapes of array snapshots -------------------------------------------------------
+
+
+def _store(d, variant="grad_only"):
+    """This thread's kept snapshot store of ``d``'s last specialisation (its last entry)."""
+    src = d._last.compiled.sources[variant]
+    assert re.search(r"_ws_snaps,?\)\)$", src.rstrip()), "the store comes last"
+    return _pool(d)[variant][-1]
+
+
+def _check(f, args, got, wrt=(0, 1)):
+    want = _fd(f, args, wrt)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_snapshot_copies_are_kept_reused_and_right(jit):
+    d = jg.differentiate(sine_map, wrt=(0, 1), jit=jit)
+    src = d.source(np.ones(4), 0.9, 3)
+    assert "ws_snapshot(_ws_snaps, _ws_snapsn, u" in src and "snapshot(u_1))" not in src
+    rng = np.random.default_rng(7)
+    prev = None
+    for n, steps in ((8, 5), (8, 5), (5, 3), (40, 6), (8, 5)):  # same, smaller, bigger
+        u0 = rng.uniform(-1.0, 1.0, n)
+        got = d.grad(u0, 0.8, steps)
+        _check(sine_map, (u0, 0.8, steps), got)
+        store = _store(d)
+        assert store.shape[0] >= n * steps  # grown at the end of a call that needed more
+        assert not any(np.may_share_memory(store, g) for g in got), "never the caller's"
+        if prev is not None and n * steps <= prev.shape[0]:
+            assert store.ctypes.data == prev.ctypes.data, "the same store, not a new one"
+        elif prev is not None:
+            assert store.shape[0] > prev.shape[0], "grown"
+        prev = store
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_snapshots_of_changing_shapes(jit):
+    """Within a call each push is another size; a later call with more points grows them."""
+    d = jg.differentiate(shrinking, wrt=(0, 1), jit=jit)
+    rng = np.random.default_rng(2)
+    for n, k in ((6, 4), (12, 9), (6, 4), (20, 3)):
+        u0 = rng.uniform(-1.0, 1.0, n)
+        _check(shrinking, (u0, 0.7, k), d.grad(u0, 0.7, k))
+        assert _store(d).shape[0] >= sum(n - j for j in range(k))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_snapshots_pushed_after_pops_stay_fresh_copies(jit):
+    d = jg.differentiate(region_in_loop, wrt=(0, 1), jit=jit)
+    src = d.source(np.ones(4), 0.5, 3)
+    assert src.count("ws_snapshot(") == 1, "the entry state only, not the region's rerun"
+    assert ".append(snapshot(u))" in src
+    rng = np.random.default_rng(4)
+    for n, trips in ((5, 3), (9, 4), (5, 2)):
+        x = rng.uniform(0.1, 1.0, n)
+        _check(region_in_loop, (x, 0.9, trips), d.grad(x, 0.9, trips))
+
+
+def test_threads_keep_their_own_snapshot_stores():
+    rng = np.random.default_rng(1)
+    xs = {n: rng.uniform(-1.0, 1.0, n) for n in (6, 50, 17, 90)}
+    _in_threads(jg.differentiate(sine_map, wrt=(0, 1)),
+                jg.grad(sine_map, wrt=(0, 1), jit=False),
+                lambda n: (xs[n], 0.8, n // 3 + 2), list(xs), 15)
+
+
+def test_release_drops_the_snapshot_store():
+    d = jg.differentiate(sine_map, wrt=(0, 1))
+    u0 = np.linspace(-0.5, 0.5, 10)
+    want = d.grad(u0, 0.8, 4)
+    assert _store(d).shape[0] >= 40
+    d.release_workspaces()
+    assert not _pool(d)
+    got = d.grad(u0, 0.8, 4)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_store_a_returned_array_shares_is_not_kept():
+    """``jit.call`` lets a store go that a returned array views (the caller owns it now);
+    a copy that does not fit is a new array, and ``ws_grow`` makes room for the next call."""
+    from jitgrad.kernels.snapshots import ws_grow, ws_snapshot
+    from jitgrad.transpiler.backend.jit import BUFFER, _unshared
+
+    store = np.empty(5)
+    view = ws_snapshot(store, 1, np.arange(3.0))
+    assert np.shares_memory(view, store) and view.tolist() == [0.0, 1.0, 2.0]
+    assert not np.shares_memory(ws_snapshot(store, 4, np.arange(3.0)), store)
+    assert _unshared((store,), (BUFFER,), (np.ones(3), 2.0))[0] is store
+    after = _unshared((store,), (BUFFER,), (np.ones(2), view[1:]))[0]
+    assert after is not store and after.shape == (0,)
+    assert ws_grow(store, 5) is store and ws_grow(store, 7).shape == (10,)
+
+
+def test_snapshot_lowering_keeps_only_tapes_pushed_before_popped():
+    """``t`` qualifies; ``u`` is pushed again after a pop; ``w``'s length is read."""
+    from jitgrad.transpiler.backend.snapshots import keep_snapshots
+    from jitgrad.transpiler.ir import Snapshots
+
+    src = '''
+def f(x, n):
+    t = []
+    u = []
+    w = []
+    for i in range(n):
+        t.append(snapshot(x))
+        u.append(snapshot(x))
+        w.append(snapshot(x))
+    for i in range(n):
+        y = t.pop()
+        z = u.pop()
+        u.append(snapshot(x))
+        z = u.pop()
+    k = len(w)
+    return y
+'''
+    body = ast.parse(src).body[0].body
+    snaps = Snapshots(("t", "u", "w"), "snapshot", "ws_snapshot", "ws_grow", "_ws_snaps",
+                      "_ws_snapsn")
+    out = keep_snapshots(body, snaps)
+    code = "\n".join(ast.unparse(ast.fix_missing_locations(st)) for st in out)
+    assert code.startswith("_ws_snapsn = 0\n")
+    assert "t.append(ws_snapshot(_ws_snaps, _ws_snapsn, x))\n    _ws_snapsn += x.size" in code
+    assert code.endswith("_ws_snaps = ws_grow(_ws_snaps, _ws_snapsn)\nreturn y")
+    assert code.count("ws_snapshot(") == 1
+    assert "u.append(snapshot(x))" in code and "w.append(snapshot(x))" in code
+    assert keep_snapshots(body, Snapshots(("u", "w"), "snapshot", "ws_snapshot", "ws_grow",
+                                          "_s", "_n")) is None

@@ -8,9 +8,11 @@ at each) and calls ``revolve_split`` to place the next one; the reverse sweep ta
 top segment ``(p_top, end)``: splits it again, or (one step left, or no free slot)
 advances to its last step, runs that step with its tape and reverses it.
 
-Slots are preallocated once per loop: scalars in a typed array of ``k`` entries (made by
-the generated code), arrays in a ``(k,) + shape`` buffer (``array_slots``, written by
-``store_slot``, read back by ``load_slot``), references in a list of ``k`` (``ref_slots``).
+Slots are made where the loop starts, in storage the generated code declares once per
+call (and keeps between calls, like its tapes) and grows with ``tape_reserve``: scalars in
+a typed array of ``k`` entries, arrays in a ``(k,) + shape`` view of a 1-d storage
+(``array_slots``, written by ``store_slot``, read back by ``load_slot``); references go
+to a list of ``k`` (``ref_slots``).  A loop inside another loop reuses them every trip.
 Under ``jg.hvp`` forward mode gives each its tangent twin: ``store_slot`` and ``load_slot``
 copy the tangents too (``analyse.copy_args``), ``ref_slots`` holds the tangents'
 references (``rules/second_order.py``).
@@ -22,10 +24,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import types
 from numba.extending import overload, register_jitable
 
 __all__ = ["revolve_split", "snapshot_count", "array_slots", "store_slot", "load_slot",
-           "ref_slots",
+           "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
 
@@ -85,14 +88,28 @@ def _ol_snapshot_count(steps, snapshots):
     return lambda steps, snapshots: _count(steps, snapshots)
 
 
-def array_slots(x: np.ndarray, k: int) -> np.ndarray:
-    """A ``(k,) + x.shape`` buffer for ``k`` snapshots of ``x``'s elements."""
+def array_slots(x: np.ndarray, k: int, store: np.ndarray | None = None) -> np.ndarray:
+    """A ``(k,) + x.shape`` buffer for ``k`` snapshots of ``x``'s elements: in the memory of
+    the 1-d ``store`` where it has ``x``'s dtype and room (the generated code grows it
+    first), else new."""
+    n = k * x.size
+    if store is not None and store.dtype == x.dtype and store.shape[0] >= n:
+        return store[:n].reshape((k,) + x.shape)
     return np.empty((k,) + x.shape, x.dtype)
 
 
 @overload(array_slots)
-def _ol_array_slots(x, k):
-    return lambda x, k: np.empty((k,) + x.shape, x.dtype)
+def _ol_array_slots(x, k, store=None):
+    if store is None or isinstance(store, (types.NoneType, types.Omitted)) \
+            or store.dtype != x.dtype:
+        return lambda x, k, store=None: np.empty((k,) + x.shape, x.dtype)
+
+    def impl(x, k, store=None):
+        n = k * x.size
+        if store.shape[0] >= n:
+            return store[:n].reshape((k,) + x.shape)
+        return np.empty((k,) + x.shape, x.dtype)
+    return impl
 
 
 @register_jitable
@@ -110,7 +127,7 @@ def store_slot(buf: np.ndarray, i: int, x: np.ndarray) -> None:
 
 
 @register_jitable
-def _copy_elements(dst, src):
+def copy_elements(dst, src):
     """``dst[...] = src`` element by element (compiled: a slice assignment costs Numba
     seconds to compile)."""
     for idx in np.ndindex(src.shape):
@@ -121,7 +138,7 @@ def _copy_elements(dst, src):
 def _ol_store_slot(buf, i, x):
     def impl(buf, i, x):
         _same_shape(buf, x)
-        _copy_elements(buf[i], x)
+        copy_elements(buf[i], x)
     return impl
 
 
@@ -136,7 +153,7 @@ def load_slot(x: np.ndarray, buf: np.ndarray, i: int) -> None:
 def _ol_load_slot(x, buf, i):
     def impl(x, buf, i):
         _same_shape(buf, x)
-        _copy_elements(x, buf[i])
+        copy_elements(x, buf[i])
     return impl
 
 

@@ -37,7 +37,7 @@ declare(K.axis_count, result=FLOAT)
 
 
 def _one_more(nd):
-    """``array_slots(x, k)``: a ``(k,) + x.shape`` buffer."""
+    """``array_slots(x, k[, store])``: a ``(k,) + x.shape`` buffer."""
     return nd + 1
 
 

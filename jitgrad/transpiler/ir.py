@@ -51,10 +51,30 @@ class Adjoint:
     buffers: tuple[tuple[str, str, str], ...] = ()
     #: the checkpointed loops run on the binomial schedule
     schedules: tuple[LoopSchedule, ...] = ()
+    #: the list tapes of float array copies, which the compiled variants may copy into
+    #: workspace memory kept between calls (``backend/snapshots.py``)
+    snapshots: Snapshots | None = None
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""
         return [*self.prologue, *self.workspace, *self.forward, *self.init, *self.adjoint]
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """List tapes pushed with copies of float arrays (``_tape_u.append(snapshot(u))``) and
+    the names the lowering uses to put those copies in a kept store (``ws_snapshot``)."""
+
+    #: the tapes
+    tapes: tuple[str, ...]
+    #: the name generated code calls ``kernels.helpers.snapshot`` by
+    snapshot: str
+    #: the names it calls ``kernels.snapshots.ws_snapshot`` and ``ws_grow`` by
+    helper: str
+    grow: str
+    #: the kept store, and the number of its elements a call has used so far
+    store: str
+    cursor: str
 
 
 @dataclass(frozen=True)
@@ -105,4 +125,4 @@ def result_expr(values: list[ast.expr] | tuple[ast.expr, ...]) -> ast.expr:
     return vals[0] if len(vals) == 1 else ast.Tuple(elts=vals, ctx=ast.Load())
 
 
-__all__ = ["Adjoint", "LoopSchedule", "Tangent", "result_expr"]
+__all__ = ["Adjoint", "LoopSchedule", "Snapshots", "Tangent", "result_expr"]

@@ -458,7 +458,7 @@ def reverse_(u: Unit) -> None:
     u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
-                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules))
+                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots)
 
 
 def show_ir(u: Unit) -> str:

@@ -108,6 +108,8 @@ class Analysis:
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
     #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
     _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    #: name -> positions of its ``uses``, ascending (filled on first query)
+    _use_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def freeze(self) -> None:
         """Make the results read-only: the mode passes and codegen read them, never write
@@ -141,6 +143,20 @@ class Analysis:
         if pos is None:
             pos = self._def_pos[n] = [POS.get(d) for d in self.defs.get(n, ())]
         return pos
+
+    def use_positions(self, n: str) -> list[int]:
+        """The positions of the statements reading ``n``, ascending (``def_positions``'
+        counterpart: position queries bisect)."""
+        pos = self._use_pos.get(n)
+        if pos is None:
+            pos = self._use_pos[n] = sorted(POS.get(u) for u in self.uses.get(n, ()))
+        return pos
+
+    def used_within(self, n: str, lo: int, hi: int) -> bool:
+        """Does a statement at a position strictly between ``lo`` and ``hi`` read ``n``?"""
+        pos = self.use_positions(n)
+        k = bisect_right(pos, lo)
+        return k < len(pos) and pos[k] < hi
 
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
         return self.loops_of.get(id(s), [])

@@ -8,10 +8,10 @@ One function per variant, all from the same ``Adjoint`` record:
 - ``"forward"`` and ``"adjoint"``: one sweep each, for reading (``stage=``), not run.
 
 Dead code is removed per variant, since what is live depends on what is returned.
-A variant that keeps typed tapes (or zeroes adjoint buffers of local arrays) takes
-them as one more parameter, ``_ws``, and returns them, grown, after the gradients
-(``with_workspace``): the caller keeps them for its next call, so a call allocates
-them only when they must grow.
+A variant that keeps typed tapes (or zeroes adjoint buffers of local arrays, or copies
+arrays onto list tapes) takes them as one more parameter, ``_ws``, and returns them,
+grown, after the gradients (``with_workspace``): the caller keeps them for its next call,
+so a call allocates them only when they must grow.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from ..naming import WORKSPACE, Namer
 from ..nodes import clone, loaded_ids, stmt_defs
 from . import emit, jvp_workspace
 from .fuse import fuse_loops
+from .jit import BUFFER
 from .optimize import Facts, dead_code, dead_code_variants, dead_loops
+from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
 
 VARIANTS = ("grad", "grad_only")
@@ -43,13 +45,18 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
     and the storage of the adjoint buffers it still zeroes (``dv = np.zeros_like(v)``
     becomes ``_ws_dv, dv = ws_zeros_like(_ws_dv, v)``), and returning them after the
     gradients; with what the caller passes the first time: a tape's dtype, or ``"buffer"``
-    (an empty float64 storage).  Unchanged without either."""
+    (an empty float64 storage: of the adjoint buffers, or of the copies pushed on list
+    tapes, ``backend/snapshots.py``).  Unchanged without either."""
     decls = {id(st): st for st in ir.workspace}
     dtypes = dict(ir.reused)
     stores = {d: (store, helper) for d, store, helper in ir.buffers}
     kept: list[str] = []
     kinds: list[str] = []
     out: list[ast.stmt] = []
+    # not with hooks, as adjoint buffers: what a hook is given may be kept
+    snaps = keep_snapshots(body, ir.snapshots) if ir.snapshots and not ir.callables else None
+    if snaps is not None:
+        body = snaps
     for st in body:
         if decls.get(id(st)) is st and st.targets[0].id in dtypes:
             kept.append(st.targets[0].id)
@@ -63,6 +70,9 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
             kinds.append("buffer")
             st = zeroing(store, d, helper, like)
         out.append(st)
+    if snaps is not None:  # float64 storage, dropped where a returned array shares it
+        kept.append(ir.snapshots.store)
+        kinds.append(BUFFER)
     if not kept:
         return body, ()
     return through_workspace(out, kept, kept), tuple(kinds)

@@ -65,7 +65,9 @@ def _pure(s: ast.stmt, defines: set[str]) -> bool:
 
 
 def _binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
-    """The names an assignment binds, each with whether it binds a newly allocated array."""
+    """The names an assignment binds, each with whether it binds a newly allocated array
+    (or the array itself grown: ``buf = tape_reserve(buf, used, more)`` binds ``buf`` to
+    ``buf`` or to a new array, so it stays as fresh as its other bindings make it)."""
     if not isinstance(s, ast.Assign):
         return ()
     out = []
@@ -73,10 +75,17 @@ def _binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
     for t in s.targets:
         for n in ([t] if t.__class__ is ast.Name else walk(t)):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                ok = (isinstance(t, ast.Name) and isinstance(v, ast.Call)
-                      and isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+                ok = isinstance(t, ast.Name) and isinstance(v, ast.Call) and (
+                    (isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+                    or _regrows(v, t.id))
                 out.append((n.id, ok))
     return tuple(out)
+
+
+def _regrows(call: ast.Call, n: str) -> bool:
+    """Is ``call`` ``tape_reserve(n, ...)`` (the helper under its usual name)?"""
+    return isinstance(call.func, ast.Name) and call.func.id == "tape_reserve" \
+        and bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == n
 
 
 def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:

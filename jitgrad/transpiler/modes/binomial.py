@@ -1,15 +1,17 @@
 """A ``jg.checkpointed`` loop on the binomial (revolve) schedule, in reverse mode.
 
 The loop (``front/inline.py`` marks it) keeps snapshots of its loop-carried state in slots
-allocated when it starts; the forward sweep runs every step without a tape and stores the
-state where the schedule puts snapshots; the adjoint sweep is a driver loop over the stack
-of snapshots that advances between them and reverses one step at a time, with its tape
-(the split is ``kernels/revolve.py``'s).  Inside another loop or region the loop is the
-one statement of a checkpointed region (``reverse_flow.checkpoint_``): the outer forward
-sweep tapes its entry state and runs it untaped, and the reverse sweep restores that state
-and reruns the forward sweep (snapshots) before the driver, each outer trip in turn.  The
-state, the slots and the driver are built here; the step's own forward and adjoint come
-from the ``Reverser`` like any loop body's.
+made when it starts, in storage declared once per call (``slot_buffers``: kept between
+calls, and reused by every trip of a loop around it); the forward sweep runs every step
+without a tape and stores the state where the schedule puts snapshots; the adjoint sweep
+is a driver loop over the stack of snapshots that advances between them and reverses one
+step at a time, with its tape (the split is ``kernels/revolve.py``'s).  Inside another
+loop or region the loop is the one statement of a checkpointed region
+(``reverse_flow.checkpoint_``): the outer forward sweep tapes its entry state and runs it
+untaped, and the reverse sweep restores that state and reruns the forward sweep
+(snapshots) before the driver, each outer trip in turn.  The state, the slots and the
+driver are built here; the step's own forward and adjoint come from the ``Reverser``
+like any loop body's.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from .reverse_flow import strip_pushes
 _FORWARD = '''
 N = TRIPS
 K = COUNT(N, SNAPS)
-POS = NP.zeros(K, NP.int64)
+POS = RESERVE(POS, 0, K)
+POS[0] = 0
 TOP = 0
 SLOTS
 STORE
@@ -124,7 +127,9 @@ class BinomialMixin:
         stride = fresh("_stride")
         np_name = self.global_name("np", __import__("numpy"))
         tc = self.global_name("trip_count", helpers.trip_count)
+        self.slot_buffers.append((v["POS"], "int64"))
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
+                 RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
                  SNAPS=name(CHECKPOINTED.get(s)[0]),
                  TRIPS=ast.Call(func=name(tc), args=[name(first), clone(stop), name(stride)],
@@ -215,7 +220,6 @@ class BinomialMixin:
                      for d in self.an.inplace.get(m, ()))
             return rb, wr
 
-        np_name = self.global_name("np", __import__("numpy"))
         slots: list[ast.stmt] = []
         store: list[ast.stmt] = []
         load: list[ast.stmt] = []
@@ -243,11 +247,25 @@ class BinomialMixin:
             store.append(put(buf, name(n)))
             load.append(assign(n, item(buf)))
 
+        def reserve(buf: str, size: ast.expr, dtype: str) -> ast.stmt:
+            """``buf = tape_reserve(buf, 0, size)``: kept storage (``slot_buffers``)."""
+            self.slot_buffers.append((buf, dtype))
+            res = self.global_name("tape_reserve", helpers.tape_reserve)
+            return assign(buf, call(res, name(buf), const(0), size))
+
         def elements(n: str) -> None:
             buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
             al = self.global_name("array_slots", revolve.array_slots)
             st = self.global_name("store_slot", revolve.store_slot)
-            slots.append(assign(buf, call(al, name(n), name(K))))
+            dtype = _DTYPES.get(self.an.kind(n).cls)
+            if dtype is None:
+                slots.append(assign(buf, call(al, name(n), name(K))))
+            else:  # in storage kept for the call (and between calls)
+                mem = self.namer.fresh(f"_ws_slots_{n.lstrip('_')}")
+                size = binop(name(K), ast.Mult(), ast.Attribute(value=name(n), attr="size",
+                                                                ctx=ast.Load()))
+                slots.append(reserve(mem, size, dtype))
+                slots.append(assign(buf, call(al, name(n), name(K), name(mem))))
             store.append(ast.Expr(value=call(st, name(buf), at, name(n))))
             ld = self.global_name("load_slot", revolve.load_slot)
             load.append(ast.Expr(value=call(ld, name(n), name(buf), at)))
@@ -274,10 +292,7 @@ class BinomialMixin:
                         "kind (a float, int, bool or array) is not known", s,
                         "use a plain range for this loop")
                 buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
-                slots.append(assign(buf, ast.Call(func=ast.Attribute(
-                    value=name(np_name), attr="empty", ctx=ast.Load()), args=[
-                    name(K), ast.Attribute(value=name(np_name), attr=dtype, ctx=ast.Load())],
-                    keywords=[])))
+                slots.append(reserve(buf, name(K), dtype))
                 store.append(put(buf, name(n)))
                 load.append(assign(n, item(buf)))
                 state.append(n)
@@ -311,6 +326,10 @@ class BinomialMixin:
                 once_load.append(assign(n, name(keep)))
             state.append(n)
         return slots, store, load, once_save, once_load, state
+
+
+#: the dtype of the storage kept for the snapshots of an array of each kind class
+_DTYPES = {"f": "float64", "i": "int64", "b": "bool_", "c": "complex128"}
 
 
 def tape_summary(stmts: list[ast.stmt], loop: int | None,

@@ -12,6 +12,7 @@ carried from one loop trip to the next is taped once, before its update
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
@@ -47,17 +48,18 @@ class RecomputeMixin:
                 or loop.target.id == n:
             return None
         defs = self.an.defs.get(n, [])
-        inner = [d for d in defs if POS.get(loop) < POS.get(d)]
-        if not inner or any(POS.get(d) > END.get(s) for d in inner):
+        pos = self.an.def_positions(n)  # ascending: the definitions in the loop and after
+        at = POS.get(loop)
+        k = bisect_right(pos, at)
+        if k == len(pos) or pos[-1] > END.get(s):
             return None  # made before the loop only, or redefined after s
-        if n not in self.args and not any(POS.get(d) < POS.get(loop)
-                                          and self.an.dominates(d, loop) for d in defs):
+        if n not in self.args and not any(self.an.dominates(d, loop)
+                                          for d in defs[:bisect_left(pos, at)]):
             return None  # not carried from one trip to the next: nothing to tape before
-        first = inner[0]
+        first = defs[k]
         if not isinstance(first, ast.Assign) or BLOCK.get(first) != id(loop.body):
             return None
-        if not any(POS.get(loop) < POS.get(u) < POS.get(first)
-                   for u in self.an.uses.get(n, ())):
+        if not self.an.used_within(n, at, POS.get(first)):
             return None  # the trip's start value is never read: one tape either way
         return first
 
@@ -90,27 +92,42 @@ class RecomputeMixin:
         return any(POS.get(t) < POS.get(s) and self.an.enclosing_loops(t) == loops
                    for t in self.nonlinear_reads.get(m, ()))
 
+    def first_plan(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
+                   restored: set[str], compound: bool
+                   ) -> tuple[Plan, dict[str, ast.expr]] | None:
+        """The plan of ``wanted[0]`` with nothing planned before it, and the intermediates
+        it planned (``recompute``'s ``done``); None without values."""
+        if not wanted:
+            return None
+        n, is_out, _ = wanted[0]
+        done: dict[str, ast.expr] = {}
+        return self.recompute(n, s, restored, post=is_out, steps=not compound and not is_out,
+                              done=done), done
+
     def joint_plans(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
-                    restored: set[str], compound: bool) -> tuple[dict[str, Plan],
-                                                                 Decision] | None:
+                    restored: set[str], compound: bool,
+                    first: tuple[Plan, dict[str, ast.expr]] | None
+                    ) -> tuple[dict[str, Plan], Decision] | None:
         """Plans for all of ``wanted`` together, sharing their intermediate values, when
         each of them can be recomputed and the whole costs no more than the tapes it saves
         (``TAPE_COST`` each: the stages of a Runge-Kutta step, say); else None (each value
-        is then decided on its own)."""
-        if len(wanted) < 2:
+        is then decided on its own).  ``first``: ``first_plan``'s (planned together or
+        alone, the first value's plan is the same)."""
+        if len(wanted) < 2 or first is None or first[0].expr is None:
             return None
-        done: dict[str, ast.expr] = {}
+        done: dict[str, ast.expr] = first[1]
         plans: dict[str, Plan] = {}
         alone = 0.0  # what deciding each one on its own would cost
-        for n, is_out, restores in wanted:
-            plan = self.recompute(n, s, restored, post=is_out,
-                                  steps=not compound and not is_out, done=done)
+        for k, (n, is_out, restores) in enumerate(wanted):
+            plan = first[0] if k == 0 else self.recompute(
+                n, s, restored, post=is_out, steps=not compound and not is_out, done=done)
             if plan.expr is None:
                 return None
             plans[n] = plan
             if restores:
                 done[n] = name(n)  # the values planned after it read it restored
-            own = self.recompute(n, s, restored, post=is_out, steps=not compound and not is_out)
+            own = plan if k == 0 else self.recompute(n, s, restored, post=is_out,
+                                                     steps=not compound and not is_out)
             alone += TAPE_COST if own.expr is None else min(own.cost, TAPE_COST)
         whole = Plan(ast.Constant(value=None), [x for p in plans.values() for x in p.steps],
                      sum(p.cost for p in plans.values()),

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ...errors import RuleError
-from ...kernels import helpers
+from ...kernels import helpers, snapshots
 from ...markers import hook, nobacksies
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
@@ -24,6 +24,7 @@ from ..backend.optimize import Simplify, drop_self_identity, propagate_copies, p
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..front.parse import Parsed
+from ..ir import Snapshots
 from ..naming import SEED, Namer
 from ..nodes import clone, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
@@ -56,6 +57,8 @@ class Sweeps:
     buffers: list[tuple[str, str, str]] = field(default_factory=list)
     #: the checkpointed loops on the binomial schedule (``jitgrad show --schedule``)
     schedules: list = field(default_factory=list)
+    #: the list tapes of float array copies (``Adjoint.snapshots``)
+    snapshots: Snapshots | None = None
 
 
 class _Scalars:
@@ -92,6 +95,11 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
         self.schedules: list = []
+        #: the list tapes pushed with copies of float arrays (``Adjoint.snapshots``)
+        self.snapshot_tapes: list[str] = []
+        #: (name, dtype) of the checkpointed loops' slot storage, declared empty at the top
+        #: and grown by ``tape_reserve`` where a loop starts (kept like the typed tapes)
+        self.slot_buffers: list[tuple[str, str]] = []
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     # --- names -------------------------------------------------------------------
@@ -566,16 +574,29 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             tapes.append(assign(t, ast.List(elts=[], ctx=ast.Load())))
         else:
             dtype, cur = typed
-            tapes.append(assign(t, ast.Call(func=ast.Attribute(value=name(np_name), attr="empty",
-                                                               ctx=ast.Load()),
-                                            args=[const(0), ast.Attribute(
-                                                value=name(np_name), attr=dtype,
-                                                ctx=ast.Load())], keywords=[])))
+            tapes.append(assign(t, _empty(np_name, dtype)))
             tapes.append(assign(cur, const(0)))
             reused.append((t, dtype))
+    for t, dtype in r.slot_buffers:
+        tapes.append(assign(t, _empty(np_name, dtype)))
+        reused.append((t, dtype))
     shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
+    snaps = None
+    if r.snapshot_tapes:
+        snaps = Snapshots(tuple(r.snapshot_tapes), r.global_name("snapshot", helpers.snapshot),
+                          r.global_name("ws_snapshot", snapshots.ws_snapshot),
+                          r.global_name("ws_grow", snapshots.ws_grow),
+                          namer.fresh("_ws_snaps"), namer.fresh("_ws_snapsn"))
     return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules)
+                  r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules,
+                  snaps)
+
+
+def _empty(np_name: str, dtype: str) -> ast.expr:
+    """``np.empty(0, np.<dtype>)``: a tape or storage before it grows."""
+    return ast.Call(func=ast.Attribute(value=name(np_name), attr="empty", ctx=ast.Load()),
+                    args=[const(0), ast.Attribute(value=name(np_name), attr=dtype,
+                                                  ctx=ast.Load())], keywords=[])
 
 
 def doubled(terms: list[tuple[str, ast.expr]]) -> list[tuple[str, ast.expr]]:

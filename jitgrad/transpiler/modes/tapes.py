@@ -64,16 +64,19 @@ class TapeMixin:
                     need = False
             if need:
                 wanted.append((n, is_out, not is_out and not compound and n not in defined))
-        joint = self.joint_plans(wanted, s, restored, compound)
+        # the first value's plan, planned once: on its own it is what joint planning starts
+        # from (nothing planned before it), and what deciding it alone finds
+        first = self.first_plan(wanted, s, restored, compound)
+        joint = self.joint_plans(wanted, s, restored, compound, first)
         if joint is not None:  # one comment for the values recomputed together
             pops += [decision(said) for said in note([joint[1]], stored=False)]
-        for n, is_out, restores in wanted:
+        for k, (n, is_out, restores) in enumerate(wanted):
             if joint is not None:
                 plan = joint[0][n]
                 d = Decision(n, False, "", plan)
             else:
-                plan = self.recompute(n, s, restored, post=is_out,
-                                      steps=not compound and not is_out)
+                plan = first[0] if k == 0 else self.recompute(
+                    n, s, restored, post=is_out, steps=not compound and not is_out)
                 d = decide(n, plan)
                 # each recomputed value's comment heads its statements
                 pops += [decision(said) for said in note([d], stored=False)]
@@ -136,6 +139,8 @@ class TapeMixin:
             if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
+                if k.cls == "f" and k.ndim and not shared:  # a float array's copies
+                    self.snapshot_tapes.append(tape)
             push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
                                                                ctx=ast.Load()),
                                             args=[val], keywords=[]))]
