@@ -117,6 +117,12 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
     the same list: ``w = v`` in place of the pop, where ``v`` still holds that value and the
     tape is used nowhere else in ``stmts`` (a fused iteration pushes and pops at once)."""
     out = list(stmts)
+    # how many statements name each tape and cursor: a push (``tape[cur] = v; cur += 1``)
+    # and its pop (``cur -= 1; w = tape[cur]``) name the tape twice and the cursor 4 times
+    uses: dict[str, int] = {}
+    for s in out:
+        for n in (_reads_all([s]) | all_defs(s)) & tapes:
+            uses[n] = uses.get(n, 0) + 1
     k = 0
     while k < len(out) - 1:
         push = _push(out, k, tapes)
@@ -127,8 +133,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
         tape, cur, v = push
         w = out[pop + 1].targets[0].id
         between = out[k + 2:pop]
-        others = out[:k] + between + out[pop + 2:]
-        if v in _defs(between) or (_reads_all(others) | _defs(others)) & {tape, cur}:
+        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in _defs(between):
             k += 1
             continue
         moved = [] if w == v else [ast.copy_location(

@@ -67,7 +67,7 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
             d = st.targets[0].id
             store, helper = stores.pop(d)  # the first zeroing only
             kept.append(store)
-            kinds.append("buffer")
+            kinds.append(BUFFER)
             st = zeroing(store, d, helper, like)
         out.append(st)
     if snaps is not None:  # float64 storage, dropped where a returned array shares it
