@@ -89,7 +89,10 @@ def test_rosenbrock_is_gathered():
     src = _src(rosen, np.ones(5), wrt=0)
     assert GATHERED in src
     assert "dx[i + 1] +=" not in src  # one write per element
-    assert src.count("dx[i] +=") == 2  # the main loop and the edge loop
+    # the main loop and the edge loop write each element once: no zeroing before them
+    assert src.count("dx[i] = ") == 2 and "dx[i] +=" not in src
+    assert "dx = np.empty_like(x)" in src and "np.zeros_like" not in src
+    assert "dx[_hi + 1:] = 0.0" in src and "dx[:] = 0.0" in src  # no loop trip: all zero
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -98,6 +101,64 @@ def test_negative_index_wraps(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
     check_grad(wraps, (x,), 0, jit=jit)
     assert GATHERED in _src(wraps, x, wrt=0)
+
+
+def late_start(x):
+    """Indices from 2: ``dx[0]`` and ``dx[1]`` are reached by no iteration (set to 0)."""
+    s = 0.0
+    for i in range(2, x.shape[0] - 1):
+        s += x[i] * x[i + 1] * x[i]
+    return s
+
+
+def touched_first(x):
+    """``dx[0]`` gets a term before the loop's adjoint runs: the loop adds, as it did."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += x[i] * x[i + 1]
+    return s + 3.0 * x[0] * x[0]
+
+
+def twice(x):
+    """Two gathered loops into ``dx``: only the first may write instead of adding."""
+    s = 0.0
+    for i in range(x.shape[0] - 1):
+        s += x[i] * x[i + 1]
+    for i in range(x.shape[0] - 2):
+        s += math.sin(x[i]) * x[i + 2]
+    return s
+
+
+def nested(x, m):
+    """Gathered inside an outer loop: every outer step adds to ``dx``."""
+    s = 0.0
+    for k in range(m):
+        for i in range(x.shape[0] - 1):
+            s += (k + 1.0) * x[i] * x[i + 1]
+    return s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
+def test_written_once(n, jit):
+    """Where the gathered loop is the first writer of ``dx`` and its indices cannot wrap,
+    ``dx`` is made empty and written once per element; elsewhere it stays zeroed and
+    added to.  Every element is checked, including those no iteration reaches."""
+    x = np.random.default_rng(n).uniform(-1, 1, n)
+    for f in (late_start, touched_first, twice, wraps, rosen):
+        check_grad(f, (x,), 0, jit=jit)
+    check_grad(nested, (x, 3), 0, jit=jit)
+    x = np.ones(6)
+    src = _src(late_start, x, wrt=0)
+    assert "dx = np.empty_like(x)" in src and "dx[:2] = 0.0" in src
+    for f in (touched_first, wraps):
+        src = _src(f, x, wrt=0)
+        assert GATHERED in src and "np.empty_like" not in src and "dx[i] +=" in src
+    src = _src(twice, x, wrt=0)
+    assert "dx = np.empty_like(x)" in src and src.count("dx[i] = ") == 2
+    assert src.count("dx[i] +=") == 2  # the second loop
+    src = _src(nested, x, 3, wrt=0)
+    assert GATHERED in src and "np.empty_like" not in src
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -291,6 +291,27 @@ def _ol_tape_reserve(buf, used, more):
     return tape_reserve  # the Python twin compiles as it is
 
 
+def tape_get(buf, k):
+    """``buf[k]``, compiled without a bounds check: a tape's cursor stays within the
+    entries ``tape_reserve`` made room for and the forward sweep wrote."""
+    return buf[k]
+
+
+def tape_put(buf, k, v):
+    """``buf[k] = v``, compiled without a bounds check (see ``tape_get``)."""
+    buf[k] = v
+
+
+@overload(tape_get, jit_options={"boundscheck": False})
+def _ol_tape_get(buf, k):
+    return tape_get
+
+
+@overload(tape_put, jit_options={"boundscheck": False})
+def _ol_tape_put(buf, k, v):
+    return tape_put
+
+
 # --- ws_zeros_like: an adjoint buffer zeroed in memory kept between calls ------------
 
 def ws_zeros_like(store, like):

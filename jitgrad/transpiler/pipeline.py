@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.kinds import Kind, infer
 from .backend import emit, lower
@@ -34,6 +35,7 @@ from .backend.promote import promote_accumulations
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
+from .front.last_taken import last_taken
 from .front.normalize import Normalizer, inplace_updates
 from .front.parse import Parsed, parse_function
 from .front.versions import version_names
@@ -224,6 +226,36 @@ def loops_(u: Unit) -> None:
         return s
     """
     u.body = loops(u.parsed, u.body, u.env, u.namer)
+
+
+def last_taken_(u: Unit) -> None:
+    """A loop whose last taken branch decides its result (a running maximum) finds that
+    iteration on copies, then assigns once after it: no tape of every test
+    (``front/last_taken.py``).
+
+    >>> print(example("last_taken", '''
+    ... def f(x):
+    ...     m = x[0]
+    ...     for j in range(1, x.shape[0]):
+    ...         if x[j] > m:
+    ...             m = x[j]
+    ...     return m
+    ... '''))
+    def f(x):
+        m = x[0]
+        _m = m
+        _hit = False
+        _j = 0
+        for j in range(1, x.shape[0]):
+            if x[j] > _m:
+                _m = x[j]
+                _hit = True
+                _j = j
+        if _hit:
+            m = x[_j]
+        return m
+    """
+    u.body = last_taken(u.body, u.env, u.namer, u.params)
 
 
 def normalize_(u: Unit) -> None:
@@ -522,7 +554,7 @@ def gather_(u: Unit) -> None:
     ...     return s
     ... ''', args=(np.ones(4), 3), variant="adjoint"))
     def f_adjoint(_dret):
-        dx = np.zeros_like(x)
+        dx = np.empty_like(x)
         ds = _dret
         _lo = 0
         _hi = n
@@ -532,6 +564,8 @@ def gather_(u: Unit) -> None:
         _edges = _head + (_hi + 1 - _inner_hi)
         if _lo < _hi:
             # line 4: s = s + x[i] * x[i + 1]
+            # dx: each element written once (made empty); those no index reaches set to 0
+            dx[_hi + 1:] = 0.0
             for i in range(_inner_lo, _inner_hi):
                 _dt = ds
                 _t3 = x[i + 1]
@@ -540,7 +574,7 @@ def gather_(u: Unit) -> None:
                 _dt_prev = ds
                 _t2_prev = x[_i_prev]
                 _dt3_prev = _dt_prev * _t2_prev
-                dx[i] += _dt2 + _dt3_prev
+                dx[i] = _dt2 + _dt3_prev
             for _e in range(_edges):
                 i = _lo + _e if _e < _head else _inner_hi + (_e - _head)
                 _gdx = 0.0
@@ -555,13 +589,25 @@ def gather_(u: Unit) -> None:
                     _t2_prev = x[_i_prev]
                     _dt3_prev = _dt_prev * _t2_prev
                     _gdx += _dt3_prev
-                dx[i] += _gdx
+                dx[i] = _gdx
+        else:
+            dx[:] = 0.0
     """
     ir = u.ir
     before = [*ir.prologue, *ir.workspace, *ir.forward, *ir.init]
-    adjoint = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared, set(ir.grads),
-                          parallel=u.parallel)
-    u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
+    adjoint, once = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared,
+                                set(ir.grads), parallel=u.parallel,
+                                kept=frozenset(d for d, _, _ in ir.buffers))
+    init = tuple(_made_empty(s) if s.targets[0].id in once else s for s in ir.init) \
+        if once else ir.init
+    u.ir = dataclasses.replace(ir, init=init, adjoint=tuple(adjoint))
+
+
+def _made_empty(s: ast.Assign) -> ast.Assign:
+    """``d = np.empty_like(v)`` for the zeroing ``d = np.zeros_like(v)``."""
+    new = clone(s)
+    new.value.func.attr = "empty_like"
+    return new
 
 
 def promote_(u: Unit) -> None:
@@ -620,6 +666,11 @@ def lower_(u: Unit) -> None:
     if u.parallel:  # prange loops stay parallel where their iterations are independent
         par = Parallel(u)
         fns = [par.function(fn) for fn in fns]
+    tapes = {t for t, _ in u.ir.reused}
+    if tapes:
+        get, put = (u.namer.global_name(u.env, n, getattr(helpers, n))
+                    for n in ("tape_get", "tape_put"))
+        fns = [lower.unchecked_tapes(fn, tapes, get, put) for fn in fns]
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
@@ -632,6 +683,7 @@ PREPARE: list[Pass] = [
     Pass("single_exit", single_exit_),
     Pass("inline", inline_),
     Pass("loops", loops_),
+    Pass("last_taken", last_taken_),
     Pass("normalize", normalize_),
     Pass("versions", versions_),
 ]

@@ -45,34 +45,54 @@ import numpy as np
 from ...kernels import helpers
 from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
-from ..front.inline import rename, resolve
-from ..naming import Namer
+from ..front.inline import rename
+from ..front.purity import is_pure, resolve_name
+from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
 from ..notes import COMMENT, PRANGE, carry
-
-#: helpers the generated adjoint calls that only compute a value
-_PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
+from .emit import comment as emit_comment
 
 
 def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, Any],
                 namer: Namer, shared: dict[str, str], keep: set[str],
-                parallel: bool = False) -> list[ast.stmt]:
-    """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form;
-    ``before``: the statements run before it (where adjoint buffers are allocated);
-    ``keep``: names read after the sweep (the gradients); ``parallel``: compiled with
-    ``parallel=True``, where a prange loop's gather form may sum into scalars too (see
-    ``_Rewrite``).  The input is not changed."""
+                parallel: bool = False, kept: frozenset[str] = frozenset()
+                ) -> tuple[list[ast.stmt], set[str]]:
+    """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form,
+    and the arrays it writes once per element (``write_once``), whose zeroing in
+    ``before`` may become ``np.empty_like``; ``before``: the statements run before the
+    sweep (where adjoint buffers are allocated); ``keep``: names read after the sweep (the
+    gradients); ``parallel``: compiled with ``parallel=True``, where a prange loop's gather
+    form may sum into scalars too (see ``_Rewrite``); ``kept``: buffers zeroed in workspace
+    memory (they stay zeroed).  The input is not changed."""
     wanted = scattered_arrays(stmts)
-    if not wanted or any(_resolve(name(b), env) is not getattr(builtins, b)
+    if not wanted or any(resolve_name(name(b), env) is not getattr(builtins, b)
                          for b in ("min", "max", "range")):
-        return list(stmts)  # nothing to gather, or the module shadows a builtin it calls
+        return list(stmts), set()  # nothing to gather, or the module shadows a builtin
     every = [*before, *stmts]
     top = list(stmts)
     fresh = distinct_buffers(every, shared, env, wanted)
     # (a prange loop's buffers: workspace buffers and copies count, as backend/prange.py's)
     own = distinct_buffers(every, shared, env, copies=True) if parallel else fresh
-    return _Rewrite(env, namer, fresh, own if parallel else None,
-                    _ReadsOutside(top, keep)).block(top)
+    rw = _Rewrite(env, namer, fresh, own if parallel else None, _ReadsOutside(top, keep))
+    rw.unzeroed = _zeroed_untouched(before, fresh - kept, env)
+    out = rw.block(top, top=True)
+    return out, rw.written_once
+
+
+def _zeroed_untouched(before: list[ast.stmt], fresh: set[str], env: dict[str, Any]
+                      ) -> set[str]:
+    """The arrays of ``fresh`` that ``before`` binds once, to ``np.zeros_like(v)``, and does
+    not touch after that: the first writer of such an array may write instead of add."""
+    out: set[str] = set()
+    for k, s in enumerate(before):
+        if not (_allocates(s, env) and isinstance(s.value.func, ast.Attribute)
+                and s.value.func.attr == "zeros_like"
+                and resolve_name(s.value.func, env) is np.zeros_like):
+            continue
+        a = s.targets[0].id
+        if a in fresh and not any(a in names_in(x) for x in before[:k] + before[k + 1:]):
+            out.add(a)
+    return out
 
 
 class _Rewrite:
@@ -85,17 +105,25 @@ class _Rewrite:
                  outside: _ReadsOutside):
         self.env, self.namer, self.fresh, self.parallel = env, namer, fresh, parallel
         self.outside = outside
+        #: zeroed before the sweep and untouched since (``_zeroed_untouched``)
+        self.unzeroed: set[str] = set()
+        #: of those, the ones a gathered loop writes once per element (no zeroing needed)
+        self.written_once: set[str] = set()
 
-    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
-        """``stmts`` with their qualifying loops (at any depth) in gather form."""
+    def block(self, stmts: list[ast.stmt], top: bool = False) -> list[ast.stmt]:
+        """``stmts`` with their qualifying loops (at any depth) in gather form; ``top``:
+        the sweep's own statements (run once: a loop there can be an array's first
+        writer)."""
         out: list[ast.stmt] = []
-        for s in stmts:
+        for k, s in enumerate(stmts):
             if isinstance(s, ast.For):
                 par = self.parallel is not None and PRANGE.get(s)
                 plan = _plan(s, self.env, self.parallel if par else self.fresh, self.outside,
                              stmts, sums=par)
                 if plan is not None:
-                    out += _emit(s, plan, self.namer)
+                    once = self._first_writes(plan, stmts[:k]) if top else set()
+                    self.written_once |= once
+                    out += _emit(s, plan, self.namer, once)
                     continue
                 if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
                     new = ast.copy_location(ast.For(target=s.target, iter=s.iter,
@@ -113,6 +141,20 @@ class _Rewrite:
                 continue
             out.append(s)
         return out
+
+
+    def _first_writes(self, p: _Plan, earlier: list[ast.stmt]) -> set[str]:
+        """The arrays the gather form of ``p`` writes every element of once, the first
+        writer since their zeroing (``earlier``: the sweep's statements before it): where
+        the output indices ``lo + cmin .. hi + cmax - 1`` cannot wrap (``lo`` a constant,
+        ``lo + cmin >= 0``), each is a different element."""
+        if not (isinstance(p.lo, ast.Constant) and type(p.lo.value) is int):
+            return set()
+        cmin = min(c for _, c, _ in p.adds)
+        if p.lo.value + cmin < 0:
+            return set()
+        touched = set().union(*(names_in(x) for x in earlier)) if earlier else set()
+        return {a for a, _, _ in p.adds if a in self.unzeroed and a not in touched}
 
 
 class _ReadsOutside:
@@ -208,7 +250,7 @@ def _allocates(s: ast.stmt, env: dict[str, Any]) -> bool:
     v = getattr(s, "value", None)
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
-            and any(_resolve(v.func, env) is f for f in _ALLOCATORS))
+            and any(resolve_name(v.func, env) is f for f in _ALLOCATORS))
 
 
 def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
@@ -217,7 +259,7 @@ def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Tuple) and len(s.targets[0].elts) == 2
             and all(isinstance(e, ast.Name) for e in s.targets[0].elts)
-            and isinstance(v, ast.Call) and _resolve(v.func, env) is helpers.ws_zeros_like
+            and isinstance(v, ast.Call) and resolve_name(v.func, env) is helpers.ws_zeros_like
             and len(v.args) == 2 and isinstance(v.args[0], ast.Name)
             and v.args[0].id == s.targets[0].elts[0].id)
 
@@ -228,7 +270,7 @@ def _copies(s: ast.stmt, env: dict[str, Any]) -> bool:
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
             and ((isinstance(v.func, ast.Attribute) and v.func.attr == "copy" and not v.args)
-                 or _resolve(v.func, env) is np.copy))
+                 or resolve_name(v.func, env) is np.copy))
 
 
 _ALLOCATORS = (np.zeros, np.zeros_like, np.empty, np.empty_like, np.ones, np.full,
@@ -349,7 +391,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             if n in p.cursors and not (isinstance(value, ast.Subscript)
                                        and _is_name(value.slice, n)):
                 return None
-        if not _pure(value, env):
+        if not is_pure(value, env):
             return None
         for n in walk(value):  # arrays read: not written in the loop, except reset ones
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
@@ -418,38 +460,12 @@ def _is_name(e: ast.expr, n: str) -> bool:
     return isinstance(e, ast.Name) and e.id == n
 
 
-def _pure(e: ast.expr, env: dict[str, Any]) -> bool:
-    """Only reads and arithmetic, and calls of functions that compute a value."""
-    for n in walk(e):
-        if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
-            return False
-        if isinstance(n, ast.Call):
-            fn = _resolve(n.func, env)
-            if fn is None or not (any(fn is h for h in _PURE_HELPERS)
-                                  or isinstance(fn, np.ufunc)
-                                  or getattr(fn, "__module__", None) in ("math",)
-                                  or (callable(fn) and str(getattr(fn, "__module__", ""))
-                                      .startswith("numpy") and fn.__name__ in _NP_FUNCS)):
-                return False
-    return True
-
-
-def _resolve(f: ast.expr, env: dict[str, Any]) -> Any:
-    """What ``f`` names in the generated code's namespace (which falls back to builtins)."""
-    if isinstance(f, ast.Name) and f.id not in env:
-        return getattr(builtins, f.id, None)
-    return resolve(f, env)
-
-
-#: NumPy functions (not ufuncs) that only compute a value from scalars
-_NP_FUNCS = frozenset({"where", "clip", "round", "float64", "float32", "int64"})
-
-
 # --- emitting ----------------------------------------------------------------------------
 
 
-def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
-    """The gather form of ``loop`` (see the module docstring)."""
+def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stmt]:
+    """The gather form of ``loop`` (see the module docstring); ``once``: arrays allocated
+    empty, written (``=``) instead of added to, and zeroed where no index reaches."""
     i = p.index
     offsets = sorted({c for _, c, _ in p.adds})
     cmin, cmax = offsets[0], offsets[-1]
@@ -478,7 +494,7 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
             made[n, c] = namer.fresh(f"_{n.lstrip('_')}_{word}" if c else n)
         return made[n, c]
 
-    main = _terms(p, offsets, i, bases, names, guarded=None)
+    main = _terms(p, offsets, i, bases, names, guarded=None, once=once)
     e, m, head = (namer.fresh(x) for x in ("_e", "_edges", "_head"))
     pre += [assign(head, ast.BinOp(left=name(j0), op=ast.Sub(), right=_plus(name(lo), cmin))),
             assign(m, ast.BinOp(left=name(head), op=ast.Add(), right=ast.BinOp(
@@ -488,7 +504,8 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
                      body=ast.BinOp(left=_plus(name(lo), cmin), op=ast.Add(), right=name(e)),
                      orelse=ast.BinOp(left=name(j1), op=ast.Add(), right=ast.BinOp(
                          left=name(e), op=ast.Sub(), right=name(head))))
-    edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi))]
+    edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi),
+                                     once=once)]
     for_ = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
         name(j0), name(j1)], keywords=[]), body=main, orelse=[])
     carry(loop, for_)  # (a prange loop's gathered loop writes each element once)
@@ -504,18 +521,35 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer) -> list[ast.stmt]:
             name(lo), name(hi)], keywords=[]), body=[clone(r) for r in p.resets], orelse=[]))
         carry(loop, post[-1])  # (each iteration resets its own element)
     comments = [s for s in loop.body if COMMENT.get(s)][:1]
+    fill: list[ast.stmt] = []
+    empty: list[ast.stmt] = []
+    arrays = list(dict.fromkeys(a for a, _, _ in p.adds if a in once))
+    if arrays:
+        fill.append(emit_comment(f"{', '.join(arrays)}: each element written once (made "
+                                 "empty); those no index reaches set to 0"))
+    for a in arrays:  # [0, lo + cmin) and [hi + cmax, len) are reached by no index
+        if p.lo.value + cmin > 0:
+            fill.append(_zero_slice(a, None, const(p.lo.value + cmin)))
+        fill.append(_zero_slice(a, _plus(name(hi), cmax), None))
+        empty.append(_zero_slice(a, None, None))
     guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
-                   body=[*comments, for_, edges, *post], orelse=[])
+                   body=[*fill, *comments, for_, edges, *post], orelse=empty)
     return [ast.copy_location(x, loop) for x in [*pre, guard]]
 
 
+def _zero_slice(a: str, start: ast.expr | None, stop: ast.expr | None) -> ast.Assign:
+    """``a[start:stop] = 0.0``."""
+    return ast.Assign(targets=[ast.Subscript(value=name(a), slice=ast.Slice(
+        lower=start, upper=stop, step=None), ctx=ast.Store())], value=const(0.0))
+
+
 def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
-           names: Callable[[str, int], str], guarded: tuple[str, str] | None
-           ) -> list[ast.stmt]:
+           names: Callable[[str, int], str], guarded: tuple[str, str] | None,
+           once: set[str]) -> list[ast.stmt]:
     """One output index's statements: per offset ``c``, the loop body's values at
-    ``i - c`` that its terms need, then one accumulation per gathered array; with
-    ``guarded = (lo, hi)``, each offset's part only where ``lo <= i - c < hi``.
-    ``names(n, c)``: the name of the body's ``n`` at offset ``c``."""
+    ``i - c`` that its terms need, then one accumulation per gathered array (a write for
+    those in ``once``); with ``guarded = (lo, hi)``, each offset's part only where
+    ``lo <= i - c < hi``.  ``names(n, c)``: the name of the body's ``n`` at offset ``c``."""
     out: list[ast.stmt] = []
     arrays = list(dict.fromkeys(a for a, _, _ in p.adds))
     totals: dict[str, list[ast.expr]] = {a: [] for a in arrays}
@@ -552,9 +586,9 @@ def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
             out += part
     for a in arrays:
         value: ast.expr = name(accs[a]) if guarded else _sum(totals[a])
-        out.append(ast.AugAssign(target=ast.Subscript(value=name(a), slice=name(i),
-                                                      ctx=ast.Store()),
-                                 op=ast.Add(), value=value))
+        target = ast.Subscript(value=name(a), slice=name(i), ctx=ast.Store())
+        out.append(ast.Assign(targets=[target], value=value) if a in once else
+                   ast.AugAssign(target=target, op=ast.Add(), value=value))
     return out
 
 

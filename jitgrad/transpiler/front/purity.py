@@ -1,0 +1,51 @@
+"""Which expressions only compute a value: reads, arithmetic, and calls of functions that
+neither write nor draw (NumPy ufuncs, ``math``, a few builtins and generated helpers).
+
+Passes that evaluate an expression at another point than the user did (the gather form
+at a neighbouring index, ``last_taken`` after its loop) may do so only for these.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Any
+
+import numpy as np
+
+from ...kernels import helpers
+from ..nodes import walk
+from .inline import resolve
+
+#: helpers the generated adjoint calls, and builtins, that only compute a value
+PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
+
+#: NumPy functions (not ufuncs) that only compute a value from scalars
+_NP_FUNCS = frozenset({"where", "clip", "round", "float64", "float32", "int64"})
+
+
+def resolve_name(f: ast.expr, env: dict[str, Any]) -> Any:
+    """What ``f`` names in the code's namespace (which falls back to builtins)."""
+    if isinstance(f, ast.Name) and f.id not in env:
+        return getattr(builtins, f.id, None)
+    return resolve(f, env)
+
+
+def is_pure(e: ast.expr, env: dict[str, Any]) -> bool:
+    """Only reads and arithmetic, and calls of functions that compute a value (no keyword
+    arguments to a ufunc: ``out=`` writes)."""
+    for n in walk(e):
+        if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(n, ast.Call):
+            fn = resolve_name(n.func, env)
+            if fn is None or not (any(fn is h for h in PURE_HELPERS)
+                                  or (isinstance(fn, np.ufunc) and not n.keywords)
+                                  or getattr(fn, "__module__", None) in ("math",)
+                                  or (callable(fn) and str(getattr(fn, "__module__", ""))
+                                      .startswith("numpy") and fn.__name__ in _NP_FUNCS)):
+                return False
+    return True
+
+
+__all__ = ["PURE_HELPERS", "is_pure", "resolve_name"]
