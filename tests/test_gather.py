@@ -197,7 +197,7 @@ def test_tape_reads_at_base_plus_index(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n + 2)
     check_grad(taped, (x, n), 0, jit=jit)
     src = _src(taped, x, n, wrt=0)
-    assert GATHERED in src and "_base + j]" in src
+    assert GATHERED in src and "_base + j)" in src
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -47,13 +47,14 @@ def tape_names(src):
 
 
 def pushes(src):
-    """``(tape, value)`` for every push ``_tape_x[_tape_xn] = x``."""
-    return re.findall(r"^\s*(_tape_\w+)\[\1n\] = (\w+)\s*$", src, re.M)
+    """``(tape, value)`` for every push ``tape_put(_tape_x, _tape_xn, x)`` (the lowering's
+    unchecked ``_tape_x[_tape_xn] = x``)."""
+    return re.findall(r"^\s*tape_put\((_tape_\w+), \1n, (\w+)\)\s*$", src, re.M)
 
 
 def pops(src):
-    """``(name, tape)`` for every pop ``x = _tape_x[_tape_xn]``."""
-    return re.findall(r"^\s*(\w+) = (_tape_\w+)\[\2n\]\s*$", src, re.M)
+    """``(name, tape)`` for every pop ``x = tape_get(_tape_x, _tape_xn)``."""
+    return re.findall(r"^\s*(\w+) = tape_get\((_tape_\w+), \2n\)\s*$", src, re.M)
 
 
 def pushed_values(src):
@@ -309,7 +310,7 @@ def test_overwritten_push_sits_after_the_write_in_the_loop():
     loop = body_of(src, r"for i in range\(n\):")
     order = [ln.strip() for ln in loop.splitlines()]
     w = next(k for k, ln in enumerate(order) if ln.startswith("y = "))
-    p = next(k for k, ln in enumerate(order) if re.match(r"_tape_\w+\[\w+\] = y$", ln))
+    p = next(k for k, ln in enumerate(order) if re.match(r"tape_put\(_tape_\w+, \w+, y\)$", ln))
     assert w < p, "the push records the value the adjoint will read (after its write)"
     # a loop with a known trip count reserves the tape once, before the loop
     assert re.search(r"_tape_\w+ = tape_reserve\(_tape_\w+, _tape_\w+, n\)", src)

@@ -237,7 +237,7 @@ def test_lorenz_tapes_each_state_once_per_step():
     fwd = gen(lorenz, *args, wrt=wrt, stage="forward")
     loop = fwd[fwd.index("for _ in range(nsteps):"):]
     for v in "xyz":
-        push = loop.index(f"] = {v}\n")
+        push = loop.index(f", {v})\n")
         assert push < loop.index(f"\n        {v} = {v} + "), "taped before its update"
     assert "# stored x before the loop rebinds it" in fwd
     adj = gen(lorenz, *args, wrt=wrt, stage="adjoint")

@@ -41,7 +41,7 @@ from .front.parse import Parsed, parse_function
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import SEED, WORKSPACE, Namer, is_generated, names_in
+from .naming import SEED, WORKSPACE, Namer, is_generated, is_tape, names_in
 from .nodes import clone
 from .notes import checkpoint
 
@@ -563,9 +563,9 @@ def gather_(u: Unit) -> None:
         _head = _inner_lo - _lo
         _edges = _head + (_hi + 1 - _inner_hi)
         if _lo < _hi:
-            # line 4: s = s + x[i] * x[i + 1]
             # dx: each element written once (made empty); those no index reaches set to 0
             dx[_hi + 1:] = 0.0
+            # line 4: s = s + x[i] * x[i + 1]
             for i in range(_inner_lo, _inner_hi):
                 _dt = ds
                 _t3 = x[i + 1]
@@ -666,16 +666,22 @@ def lower_(u: Unit) -> None:
     if u.parallel:  # prange loops stay parallel where their iterations are independent
         par = Parallel(u)
         fns = [par.function(fn) for fn in fns]
-    tapes = {t for t, _ in u.ir.reused}
-    if tapes:
+    tapes = {t for t, _ in u.ir.reused if is_tape(t)}  # (not a checkpoint's snapshot stack)
+
+    def unchecked(fn: ast.FunctionDef) -> ast.FunctionDef:
+        if not tapes:
+            return fn
         get, put = (u.namer.global_name(u.env, n, getattr(helpers, n))
                     for n in ("tape_get", "tape_put"))
-        fns = [lower.unchecked_tapes(fn, tapes, get, put) for fn in fns]
+        return lower.unchecked_tapes(fn, tapes, get, put)
+
+    fns = [unchecked(fn) for fn in fns]
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = emit.unparse(fn, texts)
     u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
     for part in lower.PARTS:
-        u.sources[part] = emit.unparse(lower.lower(u.ir, part, f"{u.name}_{part}"), texts)
+        u.sources[part] = emit.unparse(unchecked(lower.lower(u.ir, part, f"{u.name}_{part}")),
+                                       texts)
 
 
 PREPARE: list[Pass] = [

@@ -180,7 +180,7 @@ def unchecked_tapes(fn: ast.FunctionDef, tapes: set[str], get: str, put: str
                                                   keywords=[]), node)
             return node
 
-    return Rewrite().visit(fn)
+    return Rewrite().visit(clone(fn))  # (the variants and the IR share statements)
 
 
 def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
