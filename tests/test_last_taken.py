@@ -162,6 +162,22 @@ def test_where_it_must_not_apply(jit):
             check_grad(f, (x,), 0, jit=jit)
 
 
+def checkpointed_max(x):
+    """The user chose this loop's reverse schedule: it stays as written."""
+    m = x[0]
+    for j in jg.checkpointed(range(1, x.shape[0]), snapshots=2):
+        if x[j] > m:
+            m = x[j]
+    return m * m
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_checkpointed_loop_is_left_alone(jit):
+    x = np.random.default_rng(4).uniform(-1, 1, 7)
+    assert REWRITTEN not in jg.differentiate(checkpointed_max).source(x, stage="last_taken")
+    check_grad(checkpointed_max, (x,), 0, jit=jit)
+
+
 def test_impure_value_is_not_moved():
     def noisy(x):
         m = x[0]

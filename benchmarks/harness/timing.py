@@ -38,15 +38,16 @@ def interleaved(thunks: dict[str, Callable[[], Any]], repeats: int) -> dict[str,
     """Time every thunk ``repeats`` times, interleaving tools within each round.
 
     The starting tool rotates each round so slow drifts of the (noisy) machine are
-    spread over all tools instead of hitting one.
+    spread over all tools instead of hitting one.  Each call's result is dropped before
+    the next call: a result kept alive meanwhile (8 MB of gradient) changes where the next
+    tool's allocations land, which made one tool pay page faults in two rounds of three.
     """
     names = list(thunks)
     samples: dict[str, list[float]] = {n: [] for n in names}
     for r in range(repeats):
         k = r % len(names) if names else 0
         for name in names[k:] + names[:k]:
-            dt, _ = call_timed(thunks[name])
-            samples[name].append(dt)
+            samples[name].append(call_timed(thunks[name])[0])
     return samples
 
 

@@ -112,6 +112,10 @@ class Module:
         #: in twenty, so programs without one are unchanged
         self.fx = random.Random(f"fx:{rnd.getstate()[1][:4]}")
         self.effects = self.fx.random() < 0.05
+        #: a fourth stream for loops whose last taken branch decides a value (``st_select``),
+        #: in one program in six, so programs without one are unchanged
+        self.sel = random.Random(f"sel:{rnd.getstate()[1][:4]}")
+        self.selects = self.sel.random() < 0.17
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -459,6 +463,10 @@ class FuncGen:
     def stmt(self, sc: Scope, budget: int, ctx: Ctx) -> list:
         if self.mod.effects and sc.arrays and self.mod.fx.random() < 0.15:
             return self.st_effect(sc)
+        if self.mod.selects and ctx.depth < 3 and self.mod.sel.random() < 0.15:
+            out = self.st_select(sc, ctx)
+            if out:
+                return out
         opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
                 (5, self.st_tuple), (4, self.st_cfold)]
         has_arr = bool(sc.arrays)
@@ -505,6 +513,53 @@ class FuncGen:
         if kind == "sort" and len(sc.arrays[U].shape) == 1:
             return [f"{U}.sort()"]
         return [f"{U}.fill({fx.choice(CONSTS)})"]
+
+    def st_select(self, sc: Scope, ctx: Ctx) -> list:
+        """A loop whose whole body is one ``if`` assigning names from values that read
+        none of them, the test comparing against one (a running maximum, an argmin with a
+        second value): what ``front/last_taken.py`` rewrites.  Drawn from the select stream;
+        the values from the main one."""
+        sel = self.mod.sel
+        cands = [f for f in sc.assignable_floats()]
+        IV = self.int_name(sc)
+        if not cands or IV is None or not sc.arrays:
+            return []
+        M = sel.choice(cands)
+        text, vals = self.range_expr(sc)
+        body_sc = sc.copy()
+        body_sc.ints[IV] = (min(vals), max(vals)) if len(vals) else (1, 0)
+        body_sc.frozen.append(IV)
+        val_sc = body_sc.copy()
+        val_sc.floats = [f for f in val_sc.floats if f != M]
+        lines: list = []
+        second = None
+        if sel.random() < 0.4:  # a second value, bound before the loop
+            free = [f for f in FLOATS if f not in sc.floats and self.kinds.get(f, "f") == "f"]
+            if free:
+                second = sel.choice(free[:4])
+                self.kinds[second] = "f"
+                lines.append(f"{second} = {self.const()}")
+                val_sc.floats = [f for f in val_sc.floats if f != second]
+        if sel.random() < 0.7:  # an element at the loop index (mostly), maybe transformed
+            A = sel.choice(sorted(val_sc.arrays))
+            e = f"{A}[{self.index(val_sc, A)}]"
+            e = sel.choice([e, e, f"math.sin({e})", f"({e} * {self.satom(val_sc)})",
+                            f"({e} - {self.sexpr(val_sc, 1)})"])
+        else:
+            e = self.sexpr(val_sc, sel.choice([0, 1, 1, 2]))
+        op = sel.choice([">", "<", ">=", "<="])
+        test = f"{e} {op} {M}"
+        if sel.random() < 0.2:
+            test = f"{test} and {self.cond(val_sc)}"
+        value = e if sel.random() < 0.7 else self.sexpr(val_sc, 1)
+        body = [f"{M} = {value}"]
+        if second is not None:
+            body.append(f"{second} = {self.sexpr(val_sc, 1)}")
+            sc.add_float(second)
+        if sel.random() < 0.5:
+            body.reverse()
+        text = self.maybe_checkpointed(text) if not ctx.in_helper else text
+        return lines + [f"for {IV} in {text}:", f"    if {test}:"] + _ind(body, 2)
 
     def local_arrays(self, sc: Scope) -> list:
         return self.arrays_of(sc, kinds=("local",))

@@ -21,9 +21,10 @@ index instead, then makes the assignment once, after the loop::
 The values are the same (the assigned expressions are evaluated once more, at ``_j``);
 the loop itself carries no gradient any more, so it needs no tape, and ``m``'s adjoint
 goes to ``z[_j]`` at once.  It applies only where that is exact: a ``range`` loop (not
-``prange``) whose whole body is one ``if`` without ``else``, assigning names from pure
-expressions (``front/purity.py``) that read none of the names the branch assigns; a
-test that is pure too; the names the test reads bound before the loop.
+``prange``, not ``jg.checkpointed``: the user chose its schedule) whose whole body is
+one ``if`` without ``else``, assigning names from pure expressions (``front/purity.py``)
+that read none of the names the branch assigns; a test that is pure too; the names the
+test reads bound before the loop.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmt_defs
-from ..notes import PRANGE
+from ..notes import CHECKPOINTED, PRANGE
 from .desugar import assign, const, name
 from .inline import rename
 from .purity import is_pure, resolve_name
@@ -69,7 +70,8 @@ def _block(stmts: list[ast.stmt], env, namer: Namer, bound: set[str]) -> list[as
 def _rewrite(loop: ast.For, env, namer: Namer, bound: set[str]) -> list[ast.stmt] | None:
     """The rewritten ``loop`` (a list of statements), or None where it does not apply."""
     it = loop.iter
-    if (PRANGE.get(loop) or loop.orelse or not isinstance(loop.target, ast.Name)
+    if (PRANGE.get(loop) or CHECKPOINTED.get(loop) or loop.orelse
+            or not isinstance(loop.target, ast.Name)
             or not (isinstance(it, ast.Call) and resolve_name(it.func, env) is range)
             or len(loop.body) != 1 or not isinstance(loop.body[0], ast.If)):
         return None
@@ -98,14 +100,12 @@ def _rewrite(loop: ast.For, env, namer: Namer, bound: set[str]) -> list[ast.stmt
     inner = [rename(clone(s), copies) for s in branch.body if s.targets[0].id in copies]
     inner += [assign(hit, const(True)), assign(at, name(j))]
     test = rename(clone(branch.test), copies)
-    new_if = ast.copy_location(ast.If(test=test, body=inner, orelse=[]), branch)
-    new_loop = ast.copy_location(ast.For(target=loop.target, iter=loop.iter, body=[new_if],
-                                         orelse=[]), loop)
+    loop.body = [ast.copy_location(ast.If(test=test, body=inner, orelse=[]), branch)]
     after = [ast.copy_location(ast.Assign(targets=[clone(s.targets[0])],
                                           value=rename(clone(s.value), {j: at})), s)
              for s in branch.body]
     post = ast.copy_location(ast.If(test=name(hit), body=after, orelse=[]), branch)
-    return [ast.copy_location(s, loop) for s in pre] + [new_loop, post]
+    return [ast.copy_location(s, loop) for s in pre] + [loop, post]
 
 
 __all__ = ["last_taken"]
