@@ -525,3 +525,32 @@ def f(x, n):
     assert "u.append(snapshot(x))" in code and "w.append(snapshot(x))" in code
     assert keep_snapshots(body, Snapshots(("u", "w"), "snapshot", "ws_snapshot", "ws_grow",
                                           "_s", "_n")) is None
+
+
+def stencil_steps(u0, k, steps):
+    """An inner loop's tape whose size is known before the outer loop (``_n`` from ``n``):
+    reserved once for all steps, not doubled step by step."""
+    n = u0.shape[0]
+    u = u0.copy()
+    v = u0.copy()
+    for _ in range(steps):
+        for i in range(1, n - 1):
+            v[i] = u[i] + k * math.sin(u[i - 1] - 2.0 * u[i] + u[i + 1])
+        u, v = v, u
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_inner_tape_reserved_once_for_all_trips(jit):
+    u0 = np.random.default_rng(5).uniform(-1, 1, 9)
+    d = jg.differentiate(stencil_steps, wrt=(0, 1), jit=jit)
+    src = d.source(u0, 0.3, 7)
+    assert re.search(r"tape_reserve\((_tape_\w+), \1n, max\(0, steps\) \* max\(0, n - 1 - 1\)\)",
+                     src), src
+    g = d.grad(u0, 0.3, 7)
+    fd = numeric_grad(lambda a: stencil_steps(a, 0.3, 7), (u0,), 0)
+    np.testing.assert_allclose(g[0], fd, rtol=1e-6, atol=1e-7)
+    fd_k = numeric_grad(lambda k: stencil_steps(u0, k, 7), (0.3,), 0)
+    np.testing.assert_allclose(g[1], fd_k, rtol=1e-6, atol=1e-7)
+    tapes = [t for t in _pool(d)["grad_only"] if t.dtype == np.float64 and t.shape[0]]
+    assert sorted(t.shape[0] for t in tapes)[-1] == 7 * 7  # steps * (n - 2): no doubling

@@ -190,19 +190,22 @@ class TapeMixin:
         entries = self.reserve.get(id(loop), [])
         if not entries:
             return []
-        if isinstance(step, ast.Constant) and step.value == 1:
-            trips = clone(stop) if isinstance(start, ast.Constant) and start.value == 0 \
-                else binop(clone(stop), ast.Sub(), clone(start))
-        else:
-            tc = self.global_name("trip_count", helpers.trip_count)
-            trips = ast.Call(func=name(tc), args=[clone(start), clone(stop),
-                                                  clone(step)], keywords=[])
+        trips = self.trips(start, stop, step)
         res = self.global_name("tape_reserve", helpers.tape_reserve)
         out = [assign(t, ast.Call(func=name(res), args=[name(t), name(c), clone(trips)],
                               keywords=[])) for t, c in entries]
         for x in out:
             PUSH.set(x, True)
         return out
+
+    def trips(self, start, stop, step) -> ast.expr:
+        """The trip count of ``range(start, stop, step)`` (negative or zero: none)."""
+        if isinstance(step, ast.Constant) and step.value == 1:
+            return clone(stop) if isinstance(start, ast.Constant) and start.value == 0 \
+                else binop(clone(stop), ast.Sub(), clone(start))
+        tc = self.global_name("trip_count", helpers.trip_count)
+        return ast.Call(func=name(tc), args=[clone(start), clone(stop), clone(step)],
+                        keywords=[])
 
     def header_captures(self, s, header: list[ast.expr], restored, before, after):
         """Captures of a compound statement's header expressions (renamed in place)."""
