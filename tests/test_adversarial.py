@@ -746,3 +746,52 @@ def _same_shape_growth(x, T):
         y = y * x + 0.1
         s = s + np.sum(y * y)
     return s
+
+
+# --- a view read in a loop that writes its base (fuzz seed 40417 #30) ------------------------
+# The adjoint of ``np.sum(t)`` for the view ``t`` goes to ``dt``, the same view of ``dy``:
+# ``dt += ...`` writes ``dy``.  The reversed loop writes names only, so the pass that drops
+# loops whose results are rebound before they are read dropped it (all five gave 1, the
+# derivative of the last line alone).
+
+
+def _view_helper(uu):
+    for i0 in range(len(uu)):
+        uu[i0] += uu.T.sum() / 2.0
+
+
+def view_in_helper(x):
+    _view_helper(x)
+    return np.sum(x)
+
+
+def transposed_view(x):
+    y = x.copy()
+    for i in range(len(y)):
+        t = y.T
+        y[i] += np.sum(t)
+    return np.sum(y)
+
+
+def sliced_view(x):
+    y = x.copy()
+    for i in range(len(y)):
+        t = y[:]
+        y[i] += np.sum(t) * 0.5
+    return np.sum(y * y)
+
+
+def transpose_call(x):
+    y = x.copy()
+    for i in range(len(y)):
+        y[i] += np.sum(np.transpose(y)) / 3.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("f", [view_in_helper, transposed_view, sliced_view, transpose_call])
+def test_view_read_in_a_loop_writing_its_base(f, jit):
+    x = np.array([-0.6, 0.6, 0.13, -0.59, 0.34])
+    check_grad(f, (x,), 0, jit=jit)
+    v = np.array([0.3, -1.0, 0.5, 0.2, 0.9])
+    _, t = jg.jvp(f, (x.copy(),), v, jit=jit)
+    np.testing.assert_allclose(t, numeric_grad(f, (x.copy(),), 0) @ v, rtol=1e-5)

@@ -186,7 +186,7 @@ def unchecked_tapes(fn: ast.FunctionDef, tapes: set[str], get: str, put: str
 def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
     """``body`` without loops whose results are all bound again before they are read
     (``dead_loops``), and then without what only those loops read."""
-    kept = dead_loops(body)
+    kept = dead_loops(body, shared)
     return body if len(kept) == len(body) else dead_code(kept, shared)
 
 

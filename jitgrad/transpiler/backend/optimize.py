@@ -336,9 +336,12 @@ def merge_accumulations(stmts: list[ast.stmt],
 _MERGE_MAX = 8
 
 
-def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset()) -> bool:
+def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset(),
+                      aliased: set[str] = frozenset()) -> bool:
     """``body`` writes names and ``tapes`` only (and calls nothing for its effect): no
-    array of the program changes, so moving or dropping it can change no array."""
+    array of the program changes, so moving or dropping it can change no array.
+    ``aliased``: names whose array another name shares (an adjoint view and its base):
+    ``dv += e`` on one of them writes the array the other names too."""
     for s in walk_stmts(body):
         if COMMENT.get(s):
             continue
@@ -355,7 +358,8 @@ def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset()) -> bo
                     if isinstance(e, ast.Subscript):
                         if not (isinstance(e.value, ast.Name) and e.value.id in tapes):
                             return False
-                    elif not isinstance(e, ast.Name):
+                    elif not isinstance(e, ast.Name) or (
+                            isinstance(s, ast.AugAssign) and e.id in aliased):
                         return False
             if writes_through_call(s.value):
                 return False
@@ -735,13 +739,16 @@ def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
     return ast.AugAssign(target=ast.Name(id=d, ctx=ast.Store()), op=ast.Add(), value=total)
 
 
-def dead_loops(body: list[ast.stmt]) -> list[ast.stmt]:
+def dead_loops(body: list[ast.stmt], shared: dict[str, str] | None = None) -> list[ast.stmt]:
     """``body`` without its top-level loops whose every result is bound again before
     anything reads it (``dead_code`` goes by names, and their names are read later: the
     forward loop of a gradient whose adjoint recomputes all it needs).  Only loops that
-    write names alone (``writes_names_only``)."""
+    write names alone (``writes_names_only``; ``shared``: adjoint views and their bases,
+    where ``dt += e`` writes the base's array)."""
+    aliased = set(shared or {}) | set((shared or {}).values())
     candidates = [k for k, s in enumerate(body)
-                  if isinstance(s, (ast.For, ast.While)) and writes_names_only([s])]
+                  if isinstance(s, (ast.For, ast.While)) and writes_names_only([s],
+                                                                              aliased=aliased)]
     if not candidates:
         return body
     first = candidates[0]
