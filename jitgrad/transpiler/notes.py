@@ -104,6 +104,11 @@ PUSH: Note[bool] = Note(
 SCALAR_RESULT: Note[bool] = Note(
     "scalar_result", False, "reverse",
     "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
+HOISTED: Note[int | None] = Note(
+    "hoisted", None, "reverse (loops)",
+    "a tape reservation made before a loop for all its trips of an inner loop's: the "
+    "loop's position; fusing the loop drops it (an iteration's room is enough), and the "
+    "CUDA lowering, which sizes tapes from the reservations in the body, ignores it")
 SWEEP: Note[tuple[int, str] | None] = Note(
     "sweep", None, "reverse (loops)",
     "a loop of the forward sweep or its reversed loop in the adjoint sweep: (the user's "
@@ -121,7 +126,7 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
-         PUSH, SCALAR_RESULT, SWEEP, CHECK, COMMENT, DECISION)
+         PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)

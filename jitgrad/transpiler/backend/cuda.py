@@ -33,6 +33,7 @@ from ..analysis.privacy import private_arrays
 from ..front.inline import resolve
 from ..naming import SEED
 from ..nodes import clone, own_expressions, walk_stmts
+from ..notes import HOISTED
 from . import emit, lower
 from .optimize import dead_code
 
@@ -275,6 +276,8 @@ class _Rewriter:
                     decl.append(_assign(var, ast.Constant(value=0)))
                 return decl
             if fn is helpers.tape_reserve:
+                if HOISTED.get(s) is not None:
+                    return []  # a CPU allocation hint: the body's reservations count
                 return self.reserve(t, v, loops, after)
             if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
                     and v.value.id in self.unbounded_tapes and self.kernel:
@@ -361,6 +364,7 @@ class _Rewriter:
                 self.scan(s.body, loops)
                 self.scan(s.orelse, loops)
             elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) \
+                    and HOISTED.get(s) is None \
                     and resolve(s.value.func, self.env) is helpers.tape_reserve \
                     and isinstance(s.targets[0], ast.Name) and _need(s.value) is not None \
                     and self.total(_need(s.value), loops) is None:

@@ -21,7 +21,7 @@ import ast
 
 from ..astutil import all_defs, exposed_reads
 from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, COMMENT, PRANGE, PUSH, SWEEP, checkpoint
+from ..notes import CHECKPOINTED, COMMENT, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
 from .optimize import view_root, writes_names_only, writes_through_call
 
@@ -105,6 +105,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
+    pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
+    pre = [x for x in pre if HOISTED.get(x) is None or HOISTED.get(x) != pos]
     taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "

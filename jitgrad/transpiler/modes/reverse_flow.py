@@ -16,7 +16,7 @@ from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
 from ..nodes import clone, loaded_ids, stmt_defs, this_loop, walk_stmts
-from ..notes import END, POS, PRANGE, PUSH, SWEEP, carry
+from ..notes import END, HOISTED, POS, PRANGE, PUSH, SWEEP, carry
 
 
 class ControlFlowMixin:
@@ -207,6 +207,7 @@ class ControlFlowMixin:
             hoisted = assign(x.targets[0].id, ast.Call(func=name("tape_reserve"), args=[
                 clone(v.args[0]), clone(v.args[1]), total], keywords=[]))
             PUSH.set(hoisted, True)
+            HOISTED.set(hoisted, POS.get(s))
             out.append(hoisted)
         if out:
             self.env.setdefault("max", max)
