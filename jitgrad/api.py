@@ -298,7 +298,9 @@ class Differentiated:
             else:
                 dy = float(dy)
             gen = self._generated(kept)
-            return self._shape(self._run(gen, _copies(kept), dy, False)[1])
+            # (the value-and-gradient variant: the gradient-only one of a scalar function
+            # is written for the seed 1.0 that f.grad passes)
+            return self._shape(self._run(gen, _copies(kept), dy, True)[1])
 
         return value, pullback
 

@@ -647,7 +647,8 @@ def promote_(u: Unit) -> None:
 
 
 def lower_(u: Unit) -> None:
-    """One function per variant from the IR: value and gradient, gradient only (CPU).
+    """One function per variant from the IR: value and gradient, gradient only (CPU; for a
+    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0).
 
     >>> print(example("lower", '''
     ... def f(x, y):
@@ -655,14 +656,18 @@ def lower_(u: Unit) -> None:
     ... ''', variant="grad_only"))
     def f_gradonly_1(x, y, _dret):
         # line 2: return x * y + math.sin(x)
-        dx = _dret * np.cos(x) + _dret * y
-        dy = _dret * x
+        dx = 1.0 * np.cos(x) + 1.0 * y
+        dy = 1.0 * x
         return (None, (dx, dy))
     """
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
     texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
-    fns = list(lower.lower_variants(u.ir, u.names, u.workspaces).values())
+    ret = u.returns[0] if len(u.returns) == 1 else None
+    scalar = isinstance(ret, ast.Constant) or (
+        isinstance(ret, ast.Name) and ret.id in u.kinds and not u.kinds[ret.id].is_array
+        and u.kinds[ret.id].cls in ("f", "i", "b"))
+    fns = list(lower.lower_variants(u.ir, u.names, u.workspaces, unit_seed=scalar).values())
     if u.parallel:  # prange loops stay parallel where their iterations are independent
         par = Parallel(u)
         fns = [par.function(fn) for fn in fns]
