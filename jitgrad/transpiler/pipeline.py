@@ -672,21 +672,18 @@ def lower_(u: Unit) -> None:
         par = Parallel(u)
         fns = [par.function(fn) for fn in fns]
     tapes = {t for t, _ in u.ir.reused if is_tape(t)}  # (not a checkpoint's snapshot stack)
+    names = {n: u.namer.global_name(u.env, n, getattr(helpers, n)) if tapes else n
+             for n in ("tape_get", "tape_put")}
 
-    def unchecked(fn: ast.FunctionDef) -> ast.FunctionDef:
-        if not tapes:
-            return fn
-        get, put = (u.namer.global_name(u.env, n, getattr(helpers, n))
-                    for n in ("tape_get", "tape_put"))
-        return lower.unchecked_tapes(fn, tapes, get, put)
+    def text(fn: ast.FunctionDef) -> str:
+        return lower.unchecked_tape_text(emit.unparse(fn, texts), tapes, names["tape_get"],
+                                         names["tape_put"])
 
-    fns = [unchecked(fn) for fn in fns]
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
-        u.sources[v] = emit.unparse(fn, texts)
-    u.reads = global_reads(fns)  # what the namespace needs, without parsing the sources
+        u.sources[v] = text(fn)
+    u.reads = global_reads(fns) | (set(names.values()) if tapes else set())
     for part in lower.PARTS:
-        u.sources[part] = emit.unparse(unchecked(lower.lower(u.ir, part, f"{u.name}_{part}")),
-                                       texts)
+        u.sources[part] = text(lower.lower(u.ir, part, f"{u.name}_{part}"))
 
 
 PREPARE: list[Pass] = [

@@ -83,16 +83,16 @@ def _zeroed_untouched(before: list[ast.stmt], fresh: set[str], env: dict[str, An
                       ) -> set[str]:
     """The arrays of ``fresh`` that ``before`` binds once, to ``np.zeros_like(v)``, and does
     not touch after that: the first writer of such an array may write instead of add."""
-    out: set[str] = set()
-    for k, s in enumerate(before):
-        if not (_allocates(s, env) and isinstance(s.value.func, ast.Attribute)
-                and s.value.func.attr == "zeros_like"
-                and resolve_name(s.value.func, env) is np.zeros_like):
-            continue
-        a = s.targets[0].id
-        if a in fresh and not any(a in names_in(x) for x in before[:k] + before[k + 1:]):
-            out.add(a)
-    return out
+    allocs = [s for s in before if _allocates(s, env) and s.targets[0].id in fresh
+              and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "zeros_like"
+              and resolve_name(s.value.func, env) is np.zeros_like]
+    if not allocs:
+        return set()
+    mentions: dict[str, int] = {}  # name -> how many statements of ``before`` name it
+    for x in before:
+        for n in names_in(x):
+            mentions[n] = mentions.get(n, 0) + 1
+    return {s.targets[0].id for s in allocs if mentions.get(s.targets[0].id) == 1}
 
 
 class _Rewrite:
