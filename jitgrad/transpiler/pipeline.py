@@ -598,8 +598,8 @@ def gather_(u: Unit) -> None:
     adjoint, once = gather_form(list(ir.adjoint), before, u.env, u.namer, ir.shared,
                                 set(ir.grads), parallel=u.parallel,
                                 kept=frozenset(d for d, _, _ in ir.buffers))
-    init = tuple(_made_empty(s) if s.targets[0].id in once else s for s in ir.init) \
-        if once else ir.init
+    init = tuple(_made_empty(s) if isinstance(s, ast.Assign) and isinstance(
+        s.targets[0], ast.Name) and s.targets[0].id in once else s for s in ir.init)
     u.ir = dataclasses.replace(ir, init=init, adjoint=tuple(adjoint))
 
 
@@ -681,7 +681,9 @@ def lower_(u: Unit) -> None:
 
     for v, fn in zip(lower.VARIANTS, fns, strict=True):
         u.sources[v] = text(fn)
-    u.reads = global_reads(fns) | (set(names.values()) if tapes else set())
+    used = {n for n in names.values() if tapes and any(
+        n + "(" in u.sources[v] for v in lower.VARIANTS)}
+    u.reads = global_reads(fns) | used  # (the accessors are written into the text)
     for part in lower.PARTS:
         u.sources[part] = text(lower.lower(u.ir, part, f"{u.name}_{part}"))
 
