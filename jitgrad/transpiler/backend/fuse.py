@@ -106,7 +106,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
-    pre = [x for x in pre if HOISTED.get(x) is None or HOISTED.get(x) != pos]
+    pre = [x for x in pre if HOISTED.get(x) != pos]
     taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "

@@ -58,7 +58,7 @@ def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, An
                 parallel: bool = False, kept: frozenset[str] = frozenset()
                 ) -> tuple[list[ast.stmt], set[str]]:
     """``stmts`` (the adjoint sweep) with each qualifying reversed loop in gather form,
-    and the arrays it writes once per element (``write_once``), whose zeroing in
+    and the arrays whose every element it writes once, whose zeroing in
     ``before`` may become ``np.empty_like``; ``before``: the statements run before the
     sweep (where adjoint buffers are allocated); ``keep``: names read after the sweep (the
     gradients); ``parallel``: compiled with ``parallel=True``, where a prange loop's gather

@@ -199,11 +199,8 @@ class ControlFlowMixin:
             more = before_loop(v.args[2])
             if more is None:
                 continue
-
-            def positive(e: ast.expr) -> ast.expr:
-                return ast.Call(func=name("max"), args=[const(0), e], keywords=[])
-
-            total = binop(positive(self.trips(start, stop, step)), ast.Mult(), positive(more))
+            total = binop(_at_least_0(self.trips(start, stop, step)), ast.Mult(),
+                          _at_least_0(more))
             hoisted = assign(x.targets[0].id, ast.Call(func=name("tape_reserve"), args=[
                 clone(v.args[0]), clone(v.args[1]), total], keywords=[]))
             PUSH.set(hoisted, True)
@@ -234,6 +231,11 @@ class ControlFlowMixin:
             return fwd + push, pop(cnt) + rev
         return fwd, rev
 
+
+
+def _at_least_0(e: ast.expr) -> ast.expr:
+    """``max(0, e)``: a range that runs backwards makes no trips."""
+    return ast.Call(func=name("max"), args=[const(0), e], keywords=[])
 
 
 def strip_pushes(stmts: list[ast.stmt]) -> list[ast.stmt]:
