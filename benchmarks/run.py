@@ -7,7 +7,7 @@ Usage::
 Phases: (1) every tool's gradient is checked against the hand-written adjoint at a
 small size (the adjoint itself against central finite differences) -- any
 disagreement aborts; (2) interleaved timing, median of ``--repeats`` runs after a
-warm-up; (3) peak-RSS of one call in a subprocess; (4) Markdown to stdout + JSON.
+warm-up; (3) peak memory of one call in a subprocess; (4) Markdown to stdout + JSON.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="on a gradient disagreement, drop that tool for the workload and "
                         "continue instead of aborting (the report flags it)")
     p.add_argument("--memory-tools", default="primal,adjoint,jitgrad",
-                   help="tools whose peak RSS is measured ('' to skip the memory phase)")
+                   help="tools whose peak memory is measured ('' to skip the memory phase)")
     opts = p.parse_args(argv)
     opts.scale = "quick" if opts.quick else "full"
     opts.repeats = opts.repeats or (3 if opts.quick else 7)
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
 
     mem_tools = [t for t in opts.memory_tools.split(",") if t in tools]
     if mem_tools:
-        log(f"[memory] peak RSS of one call ({', '.join(mem_tools)}) in a subprocess")
+        log(f"[memory] peak memory of one call ({', '.join(mem_tools)}) in a subprocess")
         peaks = measure_peak_rss([w.name for w in selected], mem_tools, opts.scale,
                                  opts.threads)
     else:

@@ -596,10 +596,11 @@ def test_scalar_adjoint_used_once_is_assigned():
 def test_array_adjoints_zeroed_once_outside_loops():
     x = vec(4)
     src = gen(used_once, x, 4)
-    assert lines_matching(src, r"^\s*dx = np\.zeros_like\(x\)$") == ["dx = np.zeros_like(x)"]
+    # (made empty: the loop writes each element once, ``backend/write_once.py``)
+    assert lines_matching(src, r"^\s*dx = np\.empty_like\(x\)$") == ["dx = np.empty_like(x)"]
     # (the loop's iterations are independent: it runs forward with each adjoint inside)
-    assert "zeros_like" not in body_of(src, r"for i in range\(n\):")
-    assert src.index("dx = np.zeros_like(x)") < src.index("for i in range(n):")
+    assert "_like" not in body_of(src, r"for i in range\(n\):")
+    assert src.index("dx = np.empty_like(x)") < src.index("for i in range(n):")
 
 
 def test_repeated_element_accumulations_merge_in_optimize():
@@ -621,7 +622,8 @@ def test_accumulations_merge_inside_a_reversed_loop():
     final = gen(merge_in_loop, x, y, 3, wrt=(0, 1))
     assert len(lines_matching(rev, r"^\s*dx\[i\] \+=")) == 3
     loop = body_of(final, r"for i in range\(n - 1, -1, -1\):")
-    assert len(lines_matching(loop, r"^\s*dx\[i\] \+=")) == 1
+    # (one write: ``=``, the loop being dx's first writer, ``backend/write_once.py``)
+    assert len(lines_matching(loop, r"^\s*dx\[i\] \+?=")) == 1
     # the element write reads its adjoint, then zeroes it
     assert loop.index("= dy[i]") < loop.index("dy[i] = 0.0")
     check_grad(merge_in_loop, (x, y, 3), wrt=(0, 1), jit=False)

@@ -65,15 +65,16 @@ def markdown(results: dict[str, Any]) -> str:
     rows = [[w["name"]] + [_ratio(w["jitgrad_vs"].get(k)) for k in others] for w in wls]
     out += _table(["workload"] + [f"vs {k}" for k in others], rows)
 
-    out += ["", "First call at the verification size (compile + tiny run, s) and peak RSS "
-            "increase of one call at the timed size (MiB):", ""]
+    out += ["", "First call at the verification size (compile + tiny run, s) and peak memory "
+            "of one call at the timed size (MiB; bytes allocated, traced, for the Numba tools "
+            "and autograd, peak RSS increase for JAX and PyTorch):", ""]
     rows = []
     for w in wls:
         first = [_seconds(w["verify"].get(k, {}).get("first_call_s")) for k in COMPILE_TOOLS]
         mem = [_mem(w["peak_rss_mib"].get(k), notes) for k in MEMORY_TOOLS]
         rows.append([w["name"]] + first + mem)
     out += _table(["workload"] + [f"1st call {k}" for k in COMPILE_TOOLS]
-                  + [f"peak RSS {k}" for k in MEMORY_TOOLS], rows)
+                  + [f"peak mem {k}" for k in MEMORY_TOOLS], rows)
 
     out += ["", "Peers: " + "; ".join(f"{w['name']}: {w['peer_note']}" for w in wls)]
     out += ["Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())]

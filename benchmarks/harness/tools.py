@@ -38,6 +38,9 @@ class Tool:
     tolerate_errors = False
     #: the first call at a new input shape includes compilation
     compiles_per_shape = False
+    #: its memory comes from Python's allocator, which ``tracemalloc`` sees byte for byte
+    #: (Numba's runtime allocates through ``PyMem_RawMalloc``, NumPy registers its data)
+    allocations_traced = True
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
@@ -144,6 +147,7 @@ class Peer(Tool):
         self._backend: Backend | None = None
         self._error: str | None = None
         self.compiles_per_shape = name == "jax"
+        self.allocations_traced = name == "autograd"  # (XLA's and PyTorch's allocators: RSS)
 
     @property
     def backend(self) -> Backend:

@@ -419,10 +419,13 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
         p, _ = fresh()
         try:
             v = d(*p)
-        except jitgrad.JitError:
+        except (jitgrad.JitError, NotImplementedError):
+            # (NotImplementedError: what Numba's compiled code raises at run time for what
+            # it does not support, e.g. reshaping a non-contiguous array; f(...) runs the
+            # user's function as Numba compiles it, so it raises the same)
             if jit and not _numba_compiles(f, fresh()[0]):
-                raise _NumbaRefuses("the plain function does not compile with Numba: "
-                                    "f(...) says so (JitError naming its file and line)") from None
+                raise _NumbaRefuses("the plain function does not compile (or run) with Numba: "
+                                    "f(...) says so as Numba does") from None
             raise
         _check_value("f(...)", v, value)
         _same_effects("f(...)", p, after)

@@ -116,6 +116,10 @@ class Module:
         #: in one program in six, so programs without one are unchanged
         self.sel = random.Random(f"sel:{rnd.getstate()[1][:4]}")
         self.selects = self.sel.random() < 0.17
+        #: a fifth stream for row loops over a matrix argument (``st_rows``), in every second
+        #: program whose ``x`` is a matrix, so programs without one are unchanged
+        self.rw = random.Random(f"rw:{rnd.getstate()[1][:4]}")
+        self.rows = len(shape) == 2 and self.rw.random() < 0.5
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -467,6 +471,10 @@ class FuncGen:
             out = self.st_select(sc, ctx)
             if out:
                 return out
+        if self.mod.rows and ctx.depth < 2 and self.mod.rw.random() < 0.25:
+            out = self.st_rows(sc, ctx)
+            if out:
+                return out
         opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
                 (5, self.st_tuple), (4, self.st_cfold)]
         has_arr = bool(sc.arrays)
@@ -560,6 +568,61 @@ class FuncGen:
             body.reverse()
         text = self.maybe_checkpointed(text) if not ctx.in_helper else text
         return lines + [f"for {IV} in {text}:", f"    if {test}:"] + _ind(body, 2)
+
+    def st_rows(self, sc: Scope, ctx: Ctx) -> list:
+        """A loop over the rows of the matrix ``x`` with an inner loop over a row's columns
+        summing into a float, and now and then an element of the row before or after it
+        (a label column, the inner loop's last index), the next row, a strided or partial
+        range: what ``backend/write_once.py`` rewrites, or must leave alone.  Drawn from the
+        rows stream; the other values from the main one."""
+        rw = self.mod.rw
+        if "x" not in sc.arrays or sc.arrays["x"].kind != "arg" or ctx.in_helper:
+            return []
+        a, b = sc.arrays["x"].shape
+        cands = sc.assignable_floats()
+        IR = self.int_name(sc)
+        if not cands or IR is None:
+            return []
+        outer = rw.choice([("range(x.shape[0])", range(a)), (f"range({a})", range(a)),
+                           ("range(1, x.shape[0])", range(1, a)),
+                           ("range(x.shape[0] - 1, -1, -1)", range(a - 1, -1, -1)),
+                           ("range(0, x.shape[0], 2)", range(0, a, 2)),
+                           ("range(x.shape[0] - 1)", range(a - 1))])
+        row_sc = sc.copy()
+        row_sc.ints[IR] = (min(outer[1]), max(outer[1])) if len(outer[1]) else (1, 0)
+        row_sc.frozen.append(IR)
+        JC = self.int_name(row_sc)
+        if JC is None:
+            return []
+        inner = rw.choice([("range(x.shape[1])", range(b)), (f"range({b})", range(b)),
+                           ("range(1, x.shape[1])", range(1, b)),
+                           ("range(x.shape[1] - 1, -1, -1)", range(b - 1, -1, -1)),
+                           ("range(x.shape[1] - 1)", range(b - 1))])
+        col_sc = row_sc.copy()
+        col_sc.ints[JC] = (min(inner[1]), max(inner[1])) if len(inner[1]) else (1, 0)
+        col_sc.frozen.append(JC)
+        val_sc = col_sc.copy()  # other values: not elements of x (other rows)
+        val_sc.arrays = {k: v for k, v in val_sc.arrays.items() if k != "x"}
+        T = rw.choice(cands)
+        e = f"x[{IR}, {JC}]"
+        if len(outer[1]) and max(outer[1]) + 1 < a and rw.random() < 0.15:
+            e = f"{e} * x[{IR} + 1, {JC}]"  # the next row (refused)
+        e = rw.choice([e, f"math.sin({e})", f"{e} * {self.satom(val_sc)}",
+                       f"np.exp({e} - {self.satom(val_sc)})", f"{e} * {e}"])
+        body = [f"{T} += {e}"]
+        if rw.random() < 0.3:
+            body.append(f"{T} = {T} * {rw.choice(['0.5', '0.9', 'a'])}")
+        col = rw.choice([str(rw.randrange(b)), f"{IR} % {b}"])
+        val_sc.ints.pop(JC, None)
+        pre = [f"{T} += x[{IR}, {col}] * {self.satom(val_sc)}"] if rw.random() < 0.4 else []
+        post = []
+        if rw.random() < 0.4:
+            last = JC if len(inner[1]) and rw.random() < 0.4 else col
+            post = [f"{T} += x[{IR}, {last}] * {rw.choice(['2.0', 'a'])}"]
+            if rw.random() < 0.3:
+                post = [f"if x[{IR}, 0] > 0.0:"] + _ind(post)
+        return [f"for {IR} in {outer[0]}:"] + _ind(
+            pre + [f"for {JC} in {inner[0]}:"] + _ind(body) + post)
 
     def local_arrays(self, sc: Scope) -> list:
         return self.arrays_of(sc, kinds=("local",))
@@ -1157,9 +1220,15 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     if rnd.random() < 0.5:  # and often from a local array
         body += g.st_arr_new(sc, budget, Ctx())
     body += g.block(sc, budget, Ctx())
+    last_rows = mod.rows and not _terminal(body[-1]) and mod.rw.random() < 0.6
+    if last_rows:  # a last loop over rows: the adjoint's first (the rows stream)
+        body += g.st_rows(sc, Ctx())
     last = body[-1]
     if not last.startswith("return "):
-        body.append(f"return {g.return_expr(sc)}")
+        if last_rows and mod.rw.random() < 0.7:  # returning floats: the loop writes dx first
+            body.append("return " + " + ".join(f"{f} * {f}" for f in sc.floats))
+        else:
+            body.append(f"return {g.return_expr(sc)}")
     fsrc = "\n".join(["def f(x, a, n):"] + _ind(body))
     header = HEADER + ("\nimport jitgrad as jg\n" if mod.uses_jg else "")
     parts = [header] + [h[3] for h in mod.helpers] + [fsrc]

@@ -74,11 +74,11 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    w_f, w_r = _defs(fwd.body) | {i}, _defs(rev.body) | {i}
+    w_f, w_r = bound_in(fwd.body) | {i}, bound_in(rev.body) | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
-    if not (_plain_loop(fwd) and _plain_loop(rev) and fwd.target.id == rev.target.id) \
+    if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or exposed_rev & w_f or not writes_names_only(fwd.body, tapes) \
             or not _sums_only(rev.body, fwd.body, shared):
         dependent.add(key)
@@ -90,7 +90,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
         return None  # the next iteration would read what the adjoint left
     hoist, stay = _split(mid, w_f, r_f)
-    w_stay = _defs(stay)
+    w_stay = bound_in(stay)
     r_stay = _reads_all(stay)
     if w_stay & (_reads_all(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
@@ -135,7 +135,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
         tape, cur, v = push
         w = out[pop + 1].targets[0].id
         between = out[k + 2:pop]
-        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in _defs(between):
+        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in bound_in(between):
             k += 1
             continue
         moved = [] if w == v else [ast.copy_location(
@@ -178,7 +178,7 @@ def _pop(stmts: list[ast.stmt], start: int, push: tuple[str, str, str]) -> int |
     return None
 
 
-def _plain_loop(s: ast.stmt) -> bool:
+def plain_loop(s: ast.stmt) -> bool:
     """A ``for`` over ``range`` without ``else``, ``break``, ``continue`` or ``return`` of
     its own, neither it nor a loop in it a ``prange`` loop or a checkpointed one, and
     holding no checkpointed region (their lowerings have sweeps of their own)."""
@@ -228,10 +228,10 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
             touched = loaded_ids(s) | all_defs(s)
         if touched & family:
             return False
-    return not (family & (_reads_all(fwd) | _defs(fwd)))
+    return not (family & (_reads_all(fwd) | bound_in(fwd)))
 
 
-def _defs(stmts: list[ast.stmt]) -> set[str]:
+def bound_in(stmts: list[ast.stmt]) -> set[str]:
     """Every name ``stmts`` bind or write into, nested blocks included."""
     out: set[str] = set()
     for s in stmts:
