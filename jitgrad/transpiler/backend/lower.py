@@ -28,6 +28,7 @@ from . import emit, jvp_workspace
 from .fuse import fuse_loops
 from .jit import BUFFER
 from .optimize import Facts, dead_code, dead_code_variants, dead_loops
+from .shape_only import shape_stand_ins
 from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
 from .write_once import write_once
@@ -119,14 +120,15 @@ def lower_tangent(ir: Tangent, fname: str,
 
 def lower_variants(ir: Adjoint, fnames: dict[str, str],
                    workspaces: dict[str, tuple[str, ...]] | None = None,
-                   unit_seed: bool = False, once: bool = False
-                   ) -> dict[str, ast.FunctionDef]:
+                   unit_seed: bool = False, once: bool = False,
+                   arrays: frozenset[str] = frozenset()) -> dict[str, ast.FunctionDef]:
     """``lower`` of every one of ``VARIANTS`` (``fnames``: their names), with one dead-code
     propagation: what the gradients need, then what the value adds.  ``workspaces``: filled
     with each variant's workspace dtypes (see ``with_workspace``).  ``unit_seed``: the
     function returns one scalar, so ``grad_only`` (what ``f.grad`` runs) is only ever seeded
     with 1.0, and is written with the constant for its seed (``vjp`` runs ``grad``).
-    ``once``: see ``_function`` (where the builtins ``max`` and ``range`` are the module's)."""
+    ``once``, ``arrays``: see ``_function`` (``once`` where the builtins ``max`` and
+    ``range`` are the module's)."""
     rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
     roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
     bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
@@ -134,7 +136,7 @@ def lower_variants(ir: Adjoint, fnames: dict[str, str],
         bodies["grad_only"] = with_unit_seed(bodies["grad_only"], ir.seed)
     dependent: set[tuple[int, int]] = set()  # loop pairs the variants share, found dependent
     return {v: _function(ir, fnames[v], [*bodies[v], rets[v]], v, workspaces,
-                         dependent=dependent, once=once)
+                         dependent=dependent, once=once, arrays=arrays)
             for v in VARIANTS}
 
 
@@ -150,10 +152,12 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
 def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
               workspaces: dict[str, tuple[str, ...]] | None,
               reuse: bool = True, dependent: set[tuple[int, int]] | None = None,
-              once: bool = False) -> ast.FunctionDef:
+              once: bool = False, arrays: frozenset[str] = frozenset()) -> ast.FunctionDef:
     """The variant's function, with its workspace parameter where it keeps tapes (unless
     not ``reuse``: a device lowering declares its own); ``once``: gradients a loop writes
-    first are written once, not zeroed (``backend/write_once.py``)."""
+    first are written once, not zeroed (``backend/write_once.py``); ``arrays``: the float
+    arrays, of which those read later only for their shape get a stand-in
+    (``backend/shape_only.py``)."""
     body = _without_dead_loops(body, ir.shared)
     if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
         # gradients in the order of the two sweeps)
@@ -163,6 +167,8 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
             body = dead_code(fused, ir.shared)
         if once:
             body = write_once(body, set(ir.grads), ir.shared)
+        if arrays:
+            body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)})
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes
