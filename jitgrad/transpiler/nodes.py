@@ -124,6 +124,29 @@ def loaded_ids(node: ast.AST) -> set[str]:
     return out
 
 
+def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
+    """How many ``Name`` nodes (loaded or stored) under ``node`` (a node or a list of
+    them) are ``name``; with ``limit``, stop counting there (``limit=1``: is it named at
+    all, found with the first)."""
+    count = 0
+    todo = list(node) if isinstance(node, list) else [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name):
+            if n.id == name:
+                count += 1
+                if count == limit:
+                    return count
+        elif isinstance(n, ast.AST):
+            for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
+    return count
+
+
 def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
     """Put ``new(n)`` in place of every ``Name`` ``n`` strictly under ``node``, in place.
 

@@ -669,7 +669,8 @@ def lower_(u: Unit) -> None:
     scalar = isinstance(ret, ast.Constant) or (
         isinstance(ret, ast.Name) and ret.id in u.kinds and not u.kinds[ret.id].is_array
         and u.kinds[ret.id].cls in ("f", "i", "b"))
-    builtin = all(resolve_name(name(b), u.env) is getattr(builtins, b) for b in ("max", "range"))
+    builtin = all(resolve_name(name(b), u.env) is getattr(builtins, b)
+                  for b in ("max", "range", "len"))
     arrays = frozenset(n for n, k in u.kinds.items() if k.cls == "f" and k.ndim)
     fns = list(lower.lower_variants(u.ir, u.names, u.workspaces, unit_seed=scalar,
                                     once=builtin, arrays=arrays).values())

@@ -127,8 +127,8 @@ def lower_variants(ir: Adjoint, fnames: dict[str, str],
     with each variant's workspace dtypes (see ``with_workspace``).  ``unit_seed``: the
     function returns one scalar, so ``grad_only`` (what ``f.grad`` runs) is only ever seeded
     with 1.0, and is written with the constant for its seed (``vjp`` runs ``grad``).
-    ``once``, ``arrays``: see ``_function`` (``once`` where the builtins ``max`` and
-    ``range`` are the module's)."""
+    ``once``, ``arrays``: see ``_function`` (``once`` where the builtins ``max``,
+    ``range`` and ``len`` are the module's)."""
     rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
     roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
     bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
@@ -166,7 +166,7 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
         if fused != body:  # a tape a fused loop no longer uses is dead now
             body = dead_code(fused, ir.shared)
         if once:
-            body = write_once(body, set(ir.grads), ir.shared)
+            body = write_once(body, ir.grads, ir.shared)
         if arrays:
             body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)})
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())

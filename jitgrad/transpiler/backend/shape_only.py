@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import ast
 
-from ..astutil import all_defs
 from ..front.desugar import assign, name
 from ..naming import names_in
-from ..nodes import clone, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
 from .emit import comment
 
 #: helpers whose second argument is read for its shape and dtype only
@@ -42,23 +41,30 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself).
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
-    start = next((k for k, s in enumerate(body) if id(s) in sweep), len(body))
+    cands = {v for v in map(_bound, body) if v in arrays}
+    if not cands:
+        return body
     binds: dict[str, int] = {}
     for s in walk_stmts(body):
-        for n in all_defs(s):
-            binds[n] = binds.get(n, 0) + 1
-    taken = set().union(*(names_in(s) for s in body)) if body else set()
-    out = list(body)
+        for n in stmt_defs(s):
+            if n in cands:
+                binds[n] = binds.get(n, 0) + 1
+    cands = {v for v in cands if binds[v] == 1}
+    start = next((k for k, s in enumerate(body) if id(s) in sweep), len(body))
+    shape_at, other_at = _reads(body, cands)
+    taken: set[str] | None = None
+    out: list[ast.stmt | list[ast.stmt]] = list(body)
     for k, s in enumerate(body):
         v = _bound(s)
-        if v is None or v not in arrays or binds.get(v) != 1:
+        if v not in cands or not shape_at.get(v) or min(shape_at[v]) <= k:
             continue
-        shape_at, other_at = _reads(body[k + 1:], v)
-        if not shape_at or (other_at and k + 1 + max(other_at) >= start):
+        if any(m > k and m >= start for m in other_at.get(v, ())):
             continue  # (read otherwise in the sweep: it stays alive anyway)
+        if taken is None:
+            taken = set().union(*(names_in(x) for x in body))
         like = _fresh(f"{v}_like", taken)
-        for m in set(shape_at):
-            out[k + 1 + m] = _with_stand_in(out[k + 1 + m], v, like)
+        for m in shape_at[v]:
+            out[m] = _with_stand_in(out[m], v, like)
         made = assign(like, ast.Call(
             func=ast.Attribute(value=name("np"), attr="broadcast_to", ctx=ast.Load()),
             args=[ast.Call(func=ast.Attribute(value=name("np"), attr="zeros", ctx=ast.Load()),
@@ -81,23 +87,32 @@ def _bound(s: ast.stmt) -> str | None:
     return None
 
 
-def _shape_read(n: ast.AST, v: str) -> bool:
+def _shape_read(n: ast.AST, v: str | None = None) -> bool:
+    """``n`` is a call reading its second argument, a name (``v``), for its shape."""
     return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in SHAPE_ARGS
-            and len(n.args) >= 2 and isinstance(n.args[1], ast.Name) and n.args[1].id == v)
+            and len(n.args) >= 2 and isinstance(n.args[1], ast.Name)
+            and (v is None or n.args[1].id == v))
 
 
-def _reads(stmts: list[ast.stmt], v: str) -> tuple[list[int], list[int]]:
-    """The positions in ``stmts`` of the statements reading ``v`` for its shape, and of
-    those reading it otherwise (a statement may be in both)."""
-    shape_at: list[int] = []
-    other_at: list[int] = []
+def _reads(stmts: list[ast.stmt], names: set[str]
+           ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """Name of ``names`` -> the positions in ``stmts`` of the statements reading it for its
+    shape, and of those reading it otherwise (a statement may be in both)."""
+    shape_at: dict[str, list[int]] = {}
+    other_at: dict[str, list[int]] = {}
     for m, s in enumerate(stmts):
-        shapes = sum(_shape_read(n, v) for n in walk(s))
-        uses = sum(isinstance(n, ast.Name) and n.id == v for n in walk(s))
-        if shapes:
-            shape_at.append(m)
-        if uses > shapes:
-            other_at.append(m)
+        read = loaded_ids(s) & names
+        if not read:
+            continue
+        shapes: dict[str, int] = {}
+        for n in walk(s):
+            if _shape_read(n) and n.args[1].id in read:
+                shapes[n.args[1].id] = shapes.get(n.args[1].id, 0) + 1
+        for v in read:
+            if v in shapes:
+                shape_at.setdefault(v, []).append(m)
+            if mentions(s, v) > shapes.get(v, 0):
+                other_at.setdefault(v, []).append(m)
     return shape_at, other_at
 
 

@@ -20,7 +20,8 @@ are set to 0 by slices::
 It applies only where that is exact.  The loop is a statement of the function body
 itself (it runs once), over ``range`` with step 1 (or its reversal, ``-1``) from a
 constant start >= 0 (no index wraps, no two iterations share a row), without ``break``,
-``continue``, ``prange`` or a checkpoint; the gradient is zeroed in the body, has no
+``continue``, ``prange`` or a checkpoint, its bound arithmetic of names, constants,
+``x.shape[k]`` and ``len(x)``; the gradient is zeroed in the body, has no
 adjoint views (``Adjoint.shared``), and nothing between its zeroing and the loop names
 it.  In the loop, every mention of it is an accumulation ``dz[i, ...] += e`` into the
 iteration's own row (``i`` never rebound, ``e`` not reading it).  The iteration's first
@@ -36,29 +37,29 @@ from __future__ import annotations
 import ast
 
 from ..front.desugar import const, name
-from ..naming import is_tape, names_in
-from ..nodes import clone, loaded_ids, walk, walk_stmts
+from ..naming import is_tape
+from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
 from ..notes import COMMENT, carry
 from .emit import comment
 from .fuse import bound_in, plain_loop
 from .gather import _reversed_range, _zero_slice
 
 
-def write_once(body: list[ast.stmt], grads: set[str], shared: dict[str, str]
+def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, str]
                ) -> list[ast.stmt]:
     """``body`` (a variant's function body) with each gradient of ``grads`` that a loop
     writes first in written-once form (see the module docstring).  ``body``'s statements
     are not changed (the variants share them): what changes is copied."""
     out = list(body)
     viewed = set(shared) | set(shared.values())
-    for d in grads:
+    for d in dict.fromkeys(grads):  # (in order: the generated text must not vary)
         if d in viewed:
             continue
         at = next((k for k, s in enumerate(out) if _zeroing(s) == d), None)
         if at is None:
             continue
         for k in range(at + 1, len(out)):
-            if d not in names_in(out[k]):
+            if not mentions(out[k], d, 1):
                 continue
             new = _loop_once(out[k], d)
             if new is not None:
@@ -107,10 +108,14 @@ def _span(loop: ast.For) -> tuple[int, ast.expr] | None:
 
 
 def _evaluable(e: ast.expr) -> bool:
-    """``e`` is arithmetic of names, constants and shapes (``x.shape[0]``): evaluated
-    again just before the loop, it is what the loop's ``range`` evaluated."""
+    """``e`` is arithmetic of names, constants and shapes (``x.shape[0]``, ``len(x)``):
+    evaluated again just before the loop, it is what the loop's ``range`` evaluated."""
     for n in walk(e):
-        if isinstance(n, ast.Attribute):
+        if isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1
+                    and isinstance(n.args[0], ast.Name) and not n.keywords):
+                return False
+        elif isinstance(n, ast.Attribute):
             if n.attr != "shape" or not isinstance(n.value, ast.Name):
                 return False
         elif isinstance(n, ast.Subscript):
@@ -136,28 +141,26 @@ def _row_of(target: ast.expr, d: str, i: str) -> list[ast.expr] | None:
 def _accumulations_only(loop: ast.For, d: str, i: str) -> bool:
     """Every mention of ``d`` in ``loop`` is ``d[i, ...] += e`` (``e`` and the other indices
     not naming ``d``), and ``loop`` never rebinds ``i``."""
-    if i in bound_in(loop.body) or d in names_in(loop.iter):
+    if mentions(loop.iter, d, 1):
         return False
-    mentions = sum(isinstance(n, ast.Name) and n.id == d for n in walk(ast.Module(
-        body=loop.body, type_ignores=[])))
     adds = 0
     for s in walk_stmts(loop.body):
+        if i in stmt_defs(s):
+            return False
         if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
                 and _row_of(s.target, d, i) is not None
-                and d not in names_in(s.value) and d not in names_in(s.target.slice)):
+                and not mentions(s.value, d, 1) and not mentions(s.target.slice, d, 1)):
             adds += 1
-    return adds == mentions
+    return adds == mentions(loop.body, d)
 
 
 def _loop_once(loop: ast.stmt, d: str) -> list[ast.stmt] | None:
     """The statements for ``loop`` with ``d`` written once, or None where it does not
     apply."""
-    if not plain_loop(loop):
+    span = _span(loop) if isinstance(loop, ast.For) else None
+    if span is None or not plain_loop(loop) or not _accumulations_only(loop, d, loop.target.id):
         return None
-    span = _span(loop)
     i = loop.target.id
-    if span is None or not _accumulations_only(loop, d, i):
-        return None
     lo, hi = span
     body = _first_write(loop.body, d, i)
     if body is None:
@@ -183,15 +186,15 @@ def _at_least(e: ast.expr, lo: int) -> ast.expr:
 def _first_write(body: list[ast.stmt], d: str, i: str) -> list[ast.stmt] | None:
     """``body`` (an iteration over row ``i``) with its first accumulation into ``d`` made an
     assignment covering the row, or None."""
-    first = next(k for k, s in enumerate(body) if d in names_in(s))
+    first = next(k for k, s in enumerate(body) if mentions(s, d, 1))
     s = body[first]
     if isinstance(s, ast.AugAssign) and len(_row_of(s.target, d, i)) == 1:
         return [*body[:first], _assigned(s), *body[first + 1:]]
     inner = next((k for k, x in enumerate(body) if isinstance(x, ast.For)
-                  and d in names_in(x)), None)
+                  and mentions(x, d, 1)), None)
     if inner is None:
         return None
-    early = [k for k in range(inner) if d in names_in(body[k])]
+    early = [k for k in range(inner) if mentions(body[k], d, 1)]
     if not all(isinstance(body[k], ast.AugAssign) for k in early):
         return None  # (a nested block: ``_accumulations_only`` allows it, sinking does not)
     for k in early:  # each moves after the inner loop: nothing up to there may change it
@@ -230,13 +233,13 @@ def _row_once(loop: ast.For, d: str, i: str) -> list[ast.stmt] | None:
     """``loop`` (over ``j``) writing ``d[i, j]`` once per iteration, with the rest of row
     ``i`` set to 0 before it, or None where ``loop`` is not the one accumulation
     ``d[i, j] += e`` at its top level over a whole span of ``j``."""
-    if not plain_loop(loop):
-        return None
     span = _span(loop)
-    j = loop.target.id
-    if span is None or j in bound_in(loop.body) or d in names_in(loop.iter):
+    if span is None or not plain_loop(loop) or mentions(loop.iter, d, 1):
         return None
-    at = [k for k, s in enumerate(loop.body) if d in names_in(s)]
+    j = loop.target.id
+    if any(j in stmt_defs(s) for s in walk_stmts(loop.body)):
+        return None
+    at = [k for k, s in enumerate(loop.body) if mentions(s, d, 1)]
     if len(at) != 1:
         return None
     s = loop.body[at[0]]
