@@ -541,6 +541,27 @@ def test_state_without_a_value_before_the_loop_is_refused():
     assert "prev" in str(e.value) and e.value.lineno is not None
 
 
+def _index_after_its_loop(x, T, k):
+    """``j`` is read after the inner loop that binds it (every step), bound again only
+    after the checkpointed loop: the first step's snapshot would read it unbound (fuzz
+    seed 24680 #866 crashed with ``UnboundLocalError``)."""
+    s = 0.0
+    for t in jg.checkpointed(range(T), snapshots=k):
+        for j in range(x.shape[0]):
+            s += x[j] * (t + 1.0)
+        s += x[j] * 2.0
+    for j in range(2):
+        s += x[j]
+    return s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_state_bound_only_after_the_loop_is_refused(jit):
+    with pytest.raises(TransformError) as e:
+        jg.grad(_index_after_its_loop, jit=jit)(np.array([0.7, 1.3, 0.2]), 4, 2)
+    assert "'j'" in str(e.value) and e.value.lineno is not None
+
+
 def test_peak_memory_does_not_grow_with_T():
     """snapshots=8: the snapshots and one step's tape, however many steps (jit=False, traced
     by tracemalloc); the plain loop's tape grows with T."""

@@ -276,8 +276,9 @@ class BinomialMixin:
             if k.is_array and n in rebound:
                 self.refuse_shape_change(n, body)
             carried = n in rebound or n in written
-            if carried and n not in self.args and all(
-                    POS.get(s) <= POS.get(d) <= end for d in defs):
+            if carried and n not in self.args and all(POS.get(s) <= POS.get(d) for d in defs):
+                # (a binding after the loop gives it no value before the loop either: the
+                # first step's snapshot would read an unbound name)
                 raise self.parsed.error(
                     f"the checkpointed loop reads '{self.parsed.user_name(n)}' before a step "
                     "assigns it, and it has no value before the loop", s,
