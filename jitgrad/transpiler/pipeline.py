@@ -12,7 +12,6 @@ output; every pass's docstring carries a before/after example that
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import dataclasses
 import functools
@@ -33,13 +32,13 @@ from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_races
 from .backend.promote import promote_accumulations
-from .front.desugar import loops, name, rotations, single_exit
+from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
 from .front.normalize import Normalizer, inplace_updates
 from .front.parse import Parsed, parse_function
-from .front.purity import resolve_name
+from .front.purity import builtins_unshadowed
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
@@ -669,8 +668,7 @@ def lower_(u: Unit) -> None:
     scalar = isinstance(ret, ast.Constant) or (
         isinstance(ret, ast.Name) and ret.id in u.kinds and not u.kinds[ret.id].is_array
         and u.kinds[ret.id].cls in ("f", "i", "b"))
-    builtin = all(resolve_name(name(b), u.env) is getattr(builtins, b)
-                  for b in ("max", "range", "len"))
+    builtin = builtins_unshadowed(u.env, ("max", "range", "len"))
     arrays = frozenset(n for n, k in u.kinds.items() if k.cls == "f" and k.ndim)
     fns = list(lower.lower_variants(u.ir, u.names, u.workspaces, unit_seed=scalar,
                                     once=builtin, arrays=arrays).values())

@@ -36,7 +36,6 @@ edges run serially.
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +45,7 @@ from ...kernels import helpers
 from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
-from ..front.purity import is_pure, resolve_name
+from ..front.purity import builtins_unshadowed, is_pure, resolve_name
 from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
 from ..notes import COMMENT, PRANGE, carry
@@ -65,8 +64,7 @@ def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, An
     form may sum into scalars too (see ``_Rewrite``); ``kept``: buffers zeroed in workspace
     memory (they stay zeroed).  The input is not changed."""
     wanted = scattered_arrays(stmts)
-    if not wanted or any(resolve_name(name(b), env) is not getattr(builtins, b)
-                         for b in ("min", "max", "range")):
+    if not wanted or not builtins_unshadowed(env, ("min", "max", "range")):
         return list(stmts), set()  # nothing to gather, or the module shadows a builtin
     every = [*before, *stmts]
     top = list(stmts)
@@ -537,10 +535,13 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
     return [ast.copy_location(x, loop) for x in [*pre, guard]]
 
 
-def _zero_slice(a: str, start: ast.expr | None, stop: ast.expr | None) -> ast.Assign:
-    """``a[start:stop] = 0.0``."""
-    return ast.Assign(targets=[ast.Subscript(value=name(a), slice=ast.Slice(
-        lower=start, upper=stop, step=None), ctx=ast.Store())], value=const(0.0))
+def _zero_slice(a: str, start: ast.expr | None, stop: ast.expr | None,
+                row: str | None = None) -> ast.Assign:
+    """``a[start:stop] = 0.0`` (``a[row, start:stop] = 0.0`` with a ``row``)."""
+    part = ast.Slice(lower=start, upper=stop, step=None)
+    index = part if row is None else ast.Tuple(elts=[name(row), part], ctx=ast.Load())
+    return ast.Assign(targets=[ast.Subscript(value=name(a), slice=index, ctx=ast.Store())],
+                      value=const(0.0))
 
 
 def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],

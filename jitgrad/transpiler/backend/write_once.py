@@ -66,12 +66,9 @@ def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, s
                 made = clone(out[at])
                 made.value.func.attr = "empty_like"
                 out[at] = made
-                fills, loop = new[:-1], new[-1]
-                start = k  # (before the comments that describe the loop)
-                while start > at + 1 and COMMENT.get(out[start - 1]):
-                    start -= 1
-                out[k:k + 1] = [loop]
-                out[start:start] = fills
+                out[k:k + 1] = [new[-1]]
+                start = _before_comments(out, k, at + 1)
+                out[start:start] = new[:-1]
             break
     return out
 
@@ -160,20 +157,33 @@ def _loop_once(loop: ast.stmt, d: str) -> list[ast.stmt] | None:
     span = _span(loop) if isinstance(loop, ast.For) else None
     if span is None or not plain_loop(loop) or not _accumulations_only(loop, d, loop.target.id):
         return None
-    i = loop.target.id
-    lo, hi = span
-    body = _first_write(loop.body, d, i)
+    body = _first_write(loop.body, d, loop.target.id)
     if body is None:
         return None
+    note = comment(f"{d}: each element written once (made empty); those no index reaches "
+                   "set to 0")
+    return [ast.copy_location(note, loop), *_spanned(loop, body, span, d, None)]
+
+
+def _spanned(loop: ast.For, body: list[ast.stmt], span: tuple[int, ast.expr], d: str,
+             row: str | None) -> list[ast.stmt]:
+    """``loop`` with ``body``, after the fills that set to 0 the part of ``d`` (of its
+    ``row``) outside ``loop``'s ``span``: ``[:lo]`` and ``[max(hi, lo):]``."""
+    lo, hi = span
     new = ast.copy_location(ast.For(target=loop.target, iter=loop.iter, body=body,
                                     orelse=[]), loop)
     carry(loop, new)
-    fills = [comment(f"{d}: each element written once (made empty); those no index "
-                     "reaches set to 0")]
-    if lo > 0:
-        fills.append(_zero_slice(d, None, const(lo)))
-    fills.append(_zero_slice(d, _at_least(hi, lo), None))
+    fills = [_zero_slice(d, None, const(lo), row)] if lo > 0 else []
+    fills.append(_zero_slice(d, _at_least(hi, lo), None, row))
     return [*(ast.copy_location(f, loop) for f in fills), new]
+
+
+def _before_comments(stmts: list[ast.stmt], k: int, floor: int) -> int:
+    """Where statements go that come before ``stmts[k]`` and the comments right before it
+    (which describe it), no earlier than ``floor``."""
+    while k > floor and COMMENT.get(stmts[k - 1]):
+        k -= 1
+    return k
 
 
 def _at_least(e: ast.expr, lo: int) -> ast.expr:
@@ -205,9 +215,7 @@ def _first_write(body: list[ast.stmt], d: str, i: str) -> list[ast.stmt] | None:
     if row is None:
         return None
     rest = [x for k, x in enumerate(body[:inner]) if k not in early]
-    at = len(rest)  # the fills go before the comments that describe the inner loop
-    while at and COMMENT.get(rest[at - 1]):
-        at -= 1
+    at = _before_comments(rest, len(rest), 0)
     return [*rest[:at], *row[:-1], *rest[at:], row[-1], *(body[k] for k in early),
             *body[inner + 1:]]
 
@@ -246,24 +254,9 @@ def _row_once(loop: ast.For, d: str, i: str) -> list[ast.stmt] | None:
     idx = _row_of(s.target, d, i) if isinstance(s, ast.AugAssign) else None
     if idx is None or len(idx) != 2 or not (isinstance(idx[1], ast.Name) and idx[1].id == j):
         return None
-    lo, hi = span
     body = list(loop.body)
     body[at[0]] = _assigned(s)
-    new = ast.copy_location(ast.For(target=loop.target, iter=loop.iter, body=body,
-                                    orelse=[]), loop)
-    carry(loop, new)
-    fills = []
-    if lo > 0:
-        fills.append(_row_slice(d, i, None, const(lo)))
-    fills.append(_row_slice(d, i, _at_least(hi, lo), None))
-    return [*(ast.copy_location(f, loop) for f in fills), new]
-
-
-def _row_slice(d: str, i: str, start: ast.expr | None, stop: ast.expr | None) -> ast.Assign:
-    """``d[i, start:stop] = 0.0``."""
-    return ast.Assign(targets=[ast.Subscript(value=name(d), slice=ast.Tuple(elts=[
-        name(i), ast.Slice(lower=start, upper=stop, step=None)], ctx=ast.Load()),
-        ctx=ast.Store())], value=const(0.0))
+    return _spanned(loop, body, span, d, i)
 
 
 def _assigned(s: ast.AugAssign) -> ast.Assign:

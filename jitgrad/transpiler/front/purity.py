@@ -31,6 +31,13 @@ def resolve_name(f: ast.expr, env: dict[str, Any]) -> Any:
     return resolve(f, env)
 
 
+def builtins_unshadowed(env: dict[str, Any], names: tuple[str, ...]) -> bool:
+    """The module does not shadow any of the builtins ``names`` (generated code calls
+    them by name: ``max``, ``range``...)."""
+    return all(resolve_name(ast.Name(id=b, ctx=ast.Load()), env) is getattr(builtins, b)
+               for b in names)
+
+
 def is_pure(e: ast.expr, env: dict[str, Any]) -> bool:
     """Only reads and arithmetic, and calls of functions that compute a value (no keyword
     arguments to a ufunc: ``out=`` writes)."""
