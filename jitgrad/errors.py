@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 class JitgradError(Exception):
     """Base class of all jitgrad errors."""
@@ -20,13 +22,23 @@ class TransformError(JitgradError):
         self.lineno = lineno
         self.source_line = source_line
         self.hint = hint
-        where = f"{filename}:{lineno}" if lineno is not None else filename
+        shown = _relative(filename)
+        where = f"{shown}:{lineno}" if lineno is not None else shown
         text = f"{where}: {msg}"
         if source_line:
             text += f"\n    {source_line.strip()}"
         if hint:
             text += f"\n  hint: {hint}"
         super().__init__(text)
+
+
+def _relative(filename: str) -> str:
+    """``filename`` relative to the working directory when it lies under it."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:  # another drive (Windows)
+        return filename
+    return rel if os.path.isabs(filename) and not rel.startswith(os.pardir) else filename
 
 
 class RuleError(JitgradError):

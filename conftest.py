@@ -1,0 +1,38 @@
+"""Pytest configuration for the whole checkout: the docs' code blocks are tests (Sybil).
+
+Every ```python block of README.md and docs/*.md runs, page by page in order, in one
+namespace per page (a page reads like a notebook); a block after ``<!-- skip: next -->``
+is an excerpt and does not run.  Blocks that quote generated code or command output are
+compared with what jitgrad prints today (tests/doctools.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tests"))
+
+from doctools import doc_sybil  # noqa: E402
+
+pytest_collect_file = doc_sybil().pytest()
+
+
+def pytest_addoption(parser, pluginmanager) -> None:
+    """Accept the ``-n``/``--dist`` of pyproject's addopts when pytest-xdist is absent or
+    disabled (``pytest -p no:xdist``): the suite then runs in one process."""
+    if pluginmanager.hasplugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "stand-ins for pytest-xdist's options (not installed)")
+    group._addoption("-n", "--numprocesses", dest="numprocesses", default=None,
+                    help="ignored: pytest-xdist is not active")
+    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not active")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Keep each page's examples on one xdist worker, in order (``--dist loadgroup``)."""
+    import pytest
+
+    for item in items:
+        if type(item).__name__ == "SybilItem":
+            item.add_marker(pytest.mark.xdist_group(str(item.path.name)))
