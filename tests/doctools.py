@@ -178,7 +178,9 @@ def _teardown(namespace: dict) -> None:
 def doc_sybil() -> Sybil:
     """The Sybil that collects README.md and docs/*.md (paths relative to the repo root)."""
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    return Sybil(parsers=[PythonBlocks(doctest_optionflags=flags), parse_generated, parse_console, SkipParser()],
+    parsers = [PythonBlocks(doctest_optionflags=flags), parse_generated, parse_console,
+               SkipParser()]
+    return Sybil(parsers=parsers,
                  path=str(REPO), patterns=PAGES, name="docs", setup=_setup, teardown=_teardown)
 
 
