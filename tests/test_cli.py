@@ -6,6 +6,8 @@ about a second); the per-stage and colour cases call ``cli.main`` in-process.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -254,3 +256,19 @@ def test_parse_wrt() -> None:
 def test_console_script(workdir: Path) -> None:
     r = subprocess.run(["jitgrad", "--version"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.startswith("jitgrad ")
+
+
+def test_version_is_the_package_version() -> None:
+    """``jitgrad --version`` prints the version pyproject takes from ``jitgrad.__version__``."""
+    import tomllib
+
+    import jitgrad
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml")
+                            .read_text())
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "jitgrad.__version__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert out.getvalue().strip() == f"jitgrad {jitgrad.__version__}"

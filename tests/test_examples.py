@@ -102,6 +102,7 @@ def test_dask_ensemble() -> None:
 def test_docs_build_strict(tmp_path: Path) -> None:
     """The MkDocs site builds with no warnings (broken links, missing nav pages)."""
     pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings_handlers.python")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
                         "-d", str(tmp_path / "site")], cwd=REPO, capture_output=True,
                        text=True, timeout=120)
