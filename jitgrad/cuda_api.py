@@ -20,6 +20,7 @@ import numpy as np
 
 from . import rules
 from .api import _TRANSFORMING, Wrt, _guess_args, _resolve_wrt
+from .errors import JitError
 from .transpiler.analysis.kinds import Kind, of_value
 from .transpiler.cuda_pipeline import (
     CUDA_PREPARE,
@@ -306,6 +307,9 @@ class CudaDifferentiated:
         import numba
         from numba import cuda
 
+        if numba.config.ENABLE_CUDASIM:
+            raise JitError("ptx() needs Numba's CUDA compiler (the toolkit's NVVM); the CUDA "
+                           "simulator (NUMBA_ENABLE_CUDASIM=1) has none")
         if self.is_kernel:
             built, kargs, _ = self._launch_args(example_args, None)
             types = tuple(numba.typeof(a) for a in kargs)

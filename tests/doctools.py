@@ -38,6 +38,9 @@ from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["README.md", "docs/*.md"]
+#: pages that launch CUDA kernels: run by tests/test_cuda.py in a subprocess under Numba's
+#: CUDA simulator (``python tests/doctools.py --run docs/cuda.md``), not in pytest's process
+SIMULATED = ["docs/cuda.md"]
 
 _GENERATED = re.compile(
     r"<!-- generated: (?P<head>[^>]*?) -->\n```python\n(?P<code>.*?)```", re.S)
@@ -79,7 +82,7 @@ def _generated_now(example: Example, head: str) -> str:
     namespace = example.namespace
     example_args = eval(f"({args},)", {"np": np, "math": math, **namespace})
     target = namespace[name]
-    text = target.source(*example_args, stage=stage, mode=mode or "vjp")
+    text = target.source(*example_args, stage=stage, **({"mode": mode} if mode else {}))
     offset = _block_offset(example, target.func)
     text = re.sub(r"(# line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) - offset}", text)
     return text.rstrip("\n") + "\n"
@@ -180,23 +183,16 @@ def doc_sybil() -> Sybil:
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     parsers = [PythonBlocks(doctest_optionflags=flags), parse_generated, parse_console,
                SkipParser()]
-    return Sybil(parsers=parsers,
-                 path=str(REPO), patterns=PAGES, name="docs", setup=_setup, teardown=_teardown)
+    return Sybil(parsers=parsers, path=str(REPO), patterns=PAGES, excludes=SIMULATED,
+                 name="docs", setup=_setup, teardown=_teardown)
 
 
 def update(pages: Iterable[Path]) -> None:
     """Run every page in order and rewrite the quoted code and output that changed."""
     global UPDATES
-    sybil = doc_sybil()
     for page in pages:
         UPDATES = []
-        document = sybil.parse(page)
-        _setup(document.namespace)
-        try:
-            for example in document.examples():
-                example.evaluate()
-        finally:
-            _teardown(document.namespace)
+        run(page)
         text = page.read_text()
         for _, start, end, now in sorted(UPDATES, key=lambda u: -u[1]):
             text = text[:start] + now + text[end:]
@@ -205,8 +201,23 @@ def update(pages: Iterable[Path]) -> None:
     UPDATES = None
 
 
+def run(page: Path) -> None:
+    """Run every example of ``page`` in order, as pytest would (``--run``)."""
+    document = doc_sybil().parse(page)
+    _setup(document.namespace)
+    try:
+        for example in document.examples():
+            example.evaluate()
+    finally:
+        _teardown(document.namespace)
+    print(f"{page.relative_to(REPO)}: every example ran")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["--update"]:
-        sys.exit("usage: python tests/doctools.py --update [PAGE.md ...]")
-    chosen = [Path(p).resolve() for p in sys.argv[2:]]
-    update(chosen or [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    if sys.argv[1:2] == ["--run"] and len(sys.argv) == 3:
+        run(Path(sys.argv[2]).resolve())
+    elif sys.argv[1:2] == ["--update"]:
+        chosen = [Path(p).resolve() for p in sys.argv[2:]]
+        update(chosen or [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    else:
+        sys.exit("usage: python tests/doctools.py --update [PAGE.md ...] | --run PAGE.md")

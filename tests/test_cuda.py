@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -254,3 +255,38 @@ def test_benchmark_hand_kernels_compile_to_ptx():
                    (bench.heat_hand, (a2, f64, a2, a2, a1))):
         ptx, _ = cuda.compile_ptx(k.py_func, sig, cc=(9, 0))
         assert ".target sm_90" in ptx
+
+
+def _run_simulated(args: list[str]) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=REPO)
+
+
+def test_docs_page_runs_in_the_simulator():
+    """docs/cuda.md, every block in order (Sybil, as for the other pages), its quoted
+    adjoint kernel compared with today's."""
+    r = _run_simulated([str(HERE / "doctools.py"), "--run", "docs/cuda.md"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "docs/cuda.md: every example ran" in r.stdout
+
+
+def test_ptx_in_the_simulator_says_why_not():
+    code = textwrap.dedent("""
+        import math
+        import numpy as np
+        import jitgrad as jg
+
+        @jg.differentiate(wrt=0, target="cuda")
+        def f(a, b):
+            return a * math.sin(b)
+
+        try:
+            f.ptx(1.0, 2.0)
+        except jg.JitError as e:
+            print("JitError:", e)
+    """)
+    r = _run_simulated(["-c", code])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "JitError: ptx() needs Numba's CUDA compiler" in r.stdout, r.stdout
