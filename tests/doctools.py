@@ -9,7 +9,10 @@
   number of lines;
 * a ```python block after ``<!-- file: NAME.py -->`` is also saved as ``NAME.py`` in the
   page's scratch folder, where the page's commands run (``examples`` there is the
-  repository's);
+  repository's) and which is on ``sys.path`` while the page runs (``import NAME``);
+* a ```python block after ``<!-- excerpt: PATH -->`` is not run but must appear in the
+  repository's file PATH line for line (a line ``...`` stands for any lines): a quote of
+  an example script, which tests/test_examples.py runs whole;
 * ``<!-- skip: next -->`` before a block marks it as an excerpt that does not run.
 
 When jitgrad's output changes, refresh the quoted code and output with
@@ -45,6 +48,8 @@ SIMULATED = ["docs/cuda.md"]
 _GENERATED = re.compile(
     r"<!-- generated: (?P<head>[^>]*?) -->\n```python\n(?P<code>.*?)```", re.S)
 _FILE = re.compile(r"<!-- file: (?P<name>[\w.]+) -->\n```python\n")
+_EXCERPT = re.compile(r"<!-- excerpt: (?P<path>[\w./-]+) -->\n```python\n(?P<code>.*?)```",
+                      re.S)
 _CONSOLE = re.compile(r"```text\n(?P<code>\$ jitgrad (?P<cmd>[^\n]*)\n.*?)```", re.S)
 
 #: set by ``--update``: (path, start, end, text now) of every quoted block that differs
@@ -107,7 +112,8 @@ class PythonBlocks(PythonCodeBlockParser):
     after ``<!-- file: NAME -->`` is saved as NAME in the scratch folder, then run."""
 
     def __call__(self, document: Document) -> Iterable[Region]:
-        quoted = [(m.start(), m.end()) for m in _GENERATED.finditer(document.text)]
+        quoted = [(m.start(), m.end()) for pattern in (_GENERATED, _EXCERPT)
+                  for m in pattern.finditer(document.text)]
         files = {m.end(): m.group("name") for m in _FILE.finditer(document.text)}
         for region in super().__call__(document):
             if any(s <= region.start < e for s, e in quoted):
@@ -124,6 +130,29 @@ def _saving(name: str, run):
         (Path(example.namespace["__docdir__"]) / name).write_text(str(example.parsed))
         return run(example)
     return evaluate
+
+
+# --- excerpts of the repository's files -----------------------------------------------
+
+
+def _pattern(quoted: str) -> str:
+    """A regex for ``quoted``'s lines, where a line ``...`` stands for any lines."""
+    return "".join(r"(?:[^\n]*\n)*?" if line.strip() == "..." else re.escape(line) + r"\n"
+                   for line in quoted.splitlines())
+
+
+def _check_excerpt(example: Example) -> str | None:
+    path, quoted = example.parsed
+    if re.search(_pattern(quoted), (REPO / path).read_text()):
+        return None
+    return (f"the excerpt of {path} quoted in {Path(example.path).name} (line "
+            f"{example.line}) is not in {path} any more: quote it again")
+
+
+def parse_excerpts(document: Document) -> Iterator[Region]:
+    for m in _EXCERPT.finditer(document.text):
+        yield Region(m.start("code"), m.end("code"), (m.group("path"), m.group("code")),
+                     _check_excerpt)
 
 
 # --- command output ---------------------------------------------------------------------
@@ -146,9 +175,7 @@ def run_cli(cmd: str, where: Path) -> str:
 
 def matches(quoted: str, printed: str) -> bool:
     """``printed`` is ``quoted``, where a line ``...`` of ``quoted`` stands for any lines."""
-    pattern = "".join(r"(?:[^\n]*\n)*?" if line == "..." else re.escape(line) + r"\n"
-                      for line in quoted.splitlines())
-    return re.fullmatch(pattern, printed) is not None
+    return re.fullmatch(_pattern(quoted), printed) is not None
 
 
 def _check_console(example: Example) -> str | None:
@@ -172,17 +199,24 @@ def _setup(namespace: dict) -> None:
     where = Path(tempfile.mkdtemp(prefix="jitgrad-docs-"))
     (where / "examples").symlink_to(REPO / "examples")
     namespace["__docdir__"] = str(where)
+    sys.path.insert(0, str(where))
 
 
 def _teardown(namespace: dict) -> None:
-    shutil.rmtree(namespace.pop("__docdir__"), ignore_errors=True)
+    where = namespace.pop("__docdir__")
+    if where in sys.path:
+        sys.path.remove(where)
+    for name, module in list(sys.modules.items()):  # the page's own modules
+        if (getattr(module, "__file__", None) or "").startswith(where):
+            del sys.modules[name]
+    shutil.rmtree(where, ignore_errors=True)
 
 
 def doc_sybil() -> Sybil:
     """The Sybil that collects README.md and docs/*.md (paths relative to the repo root)."""
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    parsers = [PythonBlocks(doctest_optionflags=flags), parse_generated, parse_console,
-               SkipParser()]
+    parsers = [PythonBlocks(doctest_optionflags=flags), parse_generated, parse_excerpts,
+               parse_console, SkipParser()]
     return Sybil(parsers=parsers, path=str(REPO), patterns=PAGES, excludes=SIMULATED,
                  name="docs", setup=_setup, teardown=_teardown)
 
