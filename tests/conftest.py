@@ -15,15 +15,8 @@ def jit(request):
 def scratch_rules():
     """Rules registered in the test are gone afterwards (other tests, and the worker
     processes they start, see the registry as it was)."""
-    from jitgrad.rules import primitives as P
+    from doctools import save_rules
 
-    tables = (P._RECORDS, P._BY_METHOD, P._BY_ATTR)
-    saved = [dict(t) for t in tables]
-    fields = {id(r): dict(vars(r)) for r in P._RECORDS.values()}
+    restore = save_rules()
     yield
-    for t, s in zip(tables, saved, strict=True):
-        t.clear()
-        t.update(s)
-    for r in P._RECORDS.values():
-        vars(r).update(fields[id(r)])
-    P.bump()
+    restore()

@@ -32,7 +32,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -195,14 +195,35 @@ def parse_console(document: Document) -> Iterator[Region]:
 # --- the configuration ------------------------------------------------------------------
 
 
+def save_rules() -> Callable[[], None]:
+    """Snapshot the primitive table; the function returned restores it (rules a page or a
+    test registers are gone afterwards)."""
+    from jitgrad.rules import primitives as P
+
+    tables = (P._RECORDS, P._BY_METHOD, P._BY_ATTR)
+    saved = [dict(t) for t in tables]
+    fields = {id(r): dict(vars(r)) for r in P._RECORDS.values()}
+
+    def restore() -> None:
+        for t, kept in zip(tables, saved, strict=True):
+            t.clear()
+            t.update(kept)
+        for r in P._RECORDS.values():
+            vars(r).update(fields[id(r)])
+        P.bump()
+    return restore
+
+
 def _setup(namespace: dict) -> None:
     where = Path(tempfile.mkdtemp(prefix="jitgrad-docs-"))
     (where / "examples").symlink_to(REPO / "examples")
     namespace["__docdir__"] = str(where)
+    namespace["__restore_rules__"] = save_rules()
     sys.path.insert(0, str(where))
 
 
 def _teardown(namespace: dict) -> None:
+    namespace.pop("__restore_rules__")()
     where = namespace.pop("__docdir__")
     if where in sys.path:
         sys.path.remove(where)
