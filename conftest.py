@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tests"))
 
+import pytest  # noqa: E402
 from doctools import doc_sybil  # noqa: E402
 
 pytest_collect_file = doc_sybil().pytest()
@@ -24,15 +25,15 @@ def pytest_addoption(parser, pluginmanager) -> None:
     if pluginmanager.hasplugin("xdist"):
         return
     group = parser.getgroup("xdist", "stand-ins for pytest-xdist's options (not installed)")
-    group._addoption("-n", "--numprocesses", dest="numprocesses", default=None,
+    group._addoption("-n", "--numprocesses", dest="xdist_stub_numprocesses", default=None,
                     help="ignored: pytest-xdist is not active")
-    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not active")
+    group.addoption("--dist", dest="xdist_stub_dist", default="no",
+                    help="ignored: pytest-xdist is not active")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items) -> None:
     """Keep each page's examples on one xdist worker, in order (``--dist loadgroup``)."""
-    import pytest
-
     for item in items:
         if type(item).__name__ == "SybilItem":
             item.add_marker(pytest.mark.xdist_group(str(item.path.name)))
