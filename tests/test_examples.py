@@ -18,7 +18,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-DOCS = REPO / "docs"
 
 
 def run_example(name: str) -> str:
