@@ -94,6 +94,11 @@ CASES = {
     "rule_helper": ("@numba.njit\ndef slope(a):\n    return {A} * a\n\n\n" + PRIM
                     + _rule(pullback="dy * slope(a)"),
                     ("3.0", "7.0"), lambda a, x: x * x + x, lambda a, x: a * x + 1),
+    # a rule made by a factory reads its closure (not the module's k)
+    "rule_closure": (PRIM + "\n\nk = 1.0\n\n\ndef register(k):"
+                     + _rule(pullback="dy * k * a").replace("\n", "\n    ")
+                     + "\n\nregister({A})\n",
+                     ("3.0", "5.0"), lambda a, x: x * x + x, lambda a, x: a * x + 1),
     # a rule (gradient 3 a) that the second process does not register (2 a, the derivative)
     "rule_removed_plain": (PRIM.replace("@numba.njit\n", "") + "\n\nif {A}:"
                            + _rule(forward="a * a", pullback="dy * 3.0 * a")
