@@ -87,9 +87,9 @@ def _is_user_function(v: Any) -> bool:
 
 def function_digest(func: Any) -> str | None:
     """The function's source plus what it reads, recursively (``_Reads``), and the records
-    of the primitives it can reach, whose user-written rules are read the same way (their
-    forward parts and pullbacks, the constants and helpers those read); None without
-    source."""
+    of the primitives it can reach, whose user-written rules (and tangent rules) are read
+    the same way (their forward parts and pullbacks, the constants and helpers those read);
+    None without source."""
     try:
         src = inspect.getsource(func)
     except (OSError, TypeError):
@@ -98,8 +98,10 @@ def function_digest(func: Any) -> str | None:
     reads.walk(func)
     ruled: set[int] = set()
     while True:  # a rule's reads may reach more primitives, and their rules
-        impls = [r.rule.impl for r in _reached_records(reads.reached, reads.spelled)
-                 if r.rule is not None and id(r.rule.impl) not in ruled]
+        impls = [getattr(rule, "impl", None)
+                 for r in _reached_records(reads.reached, reads.spelled)
+                 for rule in (r.rule, r.tangent)]
+        impls = [f for f in impls if f is not None and id(f) not in ruled]
         if not impls:
             break
         for impl in impls:
