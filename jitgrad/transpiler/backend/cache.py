@@ -4,9 +4,13 @@ Each specialisation's lowered sources go into a real ``.py`` file in the directo
 Numba would cache the user's function in (``__pycache__`` next to its source, else
 ``NUMBA_CACHE_DIR`` or Numba's user-wide cache directory: Numba's own locators pick
 it), under ``jitgrad/``.  The file name carries a hash of everything the generated
-code depends on (``key``): the function's source and the code and constants of the
-helpers it reads, the records of the primitives they reach, jitgrad's own source,
-the Python, NumPy and Numba versions, ``wrt``, ``jit`` and the argument kinds.
+code depends on (``key``): the function's source; the code, defaults and Numba options
+of the helpers it reads and the values of the constants and numeric arrays they read
+(globals, closure cells, ``module.name``), transitively; the records of the primitives
+they reach, a dispatcher's under either it or its ``py_func``; the user-written rules of
+those primitives, read the same way (their forward parts and pullbacks, what those read
+and call); jitgrad's own source, the Python, NumPy and Numba versions, ``wrt``, ``jit``,
+the user's ``numba.njit`` options and the argument kinds.
 
 The module binds the global names the generated code reads in a header: modules by
 import, functions and other objects by module and qualified name, constants as
@@ -56,7 +60,7 @@ _memo: dict[str, Any] = {}
 def _code_digest(code: types.CodeType, h: Any) -> None:
     """Feed what a code object computes (not its addresses) into ``h``."""
     h.update(code.co_code)
-    h.update(repr((code.co_names, code.co_varnames, code.co_freevars,
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
                    code.co_firstlineno)).encode())
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
@@ -82,53 +86,86 @@ def _is_user_function(v: Any) -> bool:
 
 
 def function_digest(func: Any) -> str | None:
-    """The function's source plus the code and constants of what it reads, recursively
-    (helpers it calls, as globals, closure cells or ``module.name``), and the records of
-    the primitives it can reach; None without source."""
+    """The function's source plus what it reads, recursively (``_Reads``), and the records
+    of the primitives it can reach, whose user-written rules (and tangent rules) are read
+    the same way (their forward parts and pullbacks, the constants and helpers those read);
+    None without source."""
     try:
         src = inspect.getsource(func)
     except (OSError, TypeError):
         return None
-    h = hashlib.sha256(src.encode())
-    seen: set[int] = set()
-    reached: dict[int, Any] = {}  # every value the code reads, by id: primitives among them
-    spelled: set[str] = set()  # every name it reads: method and attribute spellings
-    todo = [func]
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        _code_digest(fn.__code__, h)
-        scope = dict(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
-            try:
-                scope[name] = cell.cell_contents
-            except ValueError:
-                pass
-        names = _names(fn.__code__)
-        spelled |= names
-        for n in sorted(names):
-            v = scope.get(n)
-            v = getattr(v, "py_func", v)  # a user's numba.njit helper
-            if isinstance(v, types.ModuleType):
+    reads = _Reads(hashlib.sha256(src.encode()))
+    reads.walk(func)
+    ruled: set[int] = set()
+    while True:  # a rule's reads may reach more primitives, and their rules
+        impls = [getattr(rule, "impl", None)
+                 for r in _reached_records(reads.reached, reads.spelled)
+                 for rule in (r.rule, r.tangent)]
+        impls = [f for f in impls if f is not None and id(f) not in ruled]
+        if not impls:
+            break
+        for impl in impls:
+            ruled.add(id(impl))
+            reads.walk(impl)
+    reads.h.update(rules_digest(reads.reached, reads.spelled).encode())
+    return reads.h.hexdigest()
+
+
+class _Reads:
+    """A digest of user functions and of everything they read: their code, the values of
+    the constants and arrays they read (globals, closure cells, ``module.name``), the
+    helpers they call (walked in turn) and the options of Numba dispatchers among them.
+    ``reached`` keeps every value read, by id (primitives among them, a dispatcher and
+    its ``py_func`` both); ``spelled`` every name read (method and attribute spellings)."""
+
+    def __init__(self, h: Any):
+        self.h = h
+        self.seen: set[int] = set()
+        self.reached: dict[int, Any] = {}
+        self.spelled: set[str] = set()
+
+    def walk(self, func: Any) -> None:
+        """Digest ``func`` (a plain function) and, transitively, what it reads."""
+        todo = [func]
+        while todo:
+            fn = todo.pop()
+            if id(fn) in self.seen or not _is_user_function(fn):
+                continue
+            self.seen.add(id(fn))
+            _code_digest(fn.__code__, self.h)
+            for d in (fn.__defaults__, tuple(sorted((fn.__kwdefaults__ or {}).items()))):
+                self.h.update(_constant_digest(d) or _describe(d).encode())
+            scope = dict(fn.__globals__)
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+                try:
+                    scope[name] = cell.cell_contents
+                except ValueError:
+                    pass
+            names = _names(fn.__code__)
+            self.spelled |= names
+            for n in sorted(names):
+                self._read(n, scope.get(n), names, todo)
+
+    def _read(self, name: str, v: Any, names: set[str], todo: list) -> None:
+        self.reached[id(v)] = v
+        py = getattr(v, "py_func", None)
+        if py is not None:  # a Numba dispatcher: its records go by either, its options
+            self.reached[id(py)] = py
+            opts = getattr(v, "targetoptions", None)
+            self.h.update(f"{name}:{sorted((k, repr(o)) for k, o in dict(opts or {}).items())}"
+                          .encode())
+            v = py
+        if isinstance(v, types.ModuleType):
+            if name.count(".") < 3:  # module.name, module.sub.name...
                 for a in sorted(names):
-                    _read(h, f"{n}.{a}", getattr(v, a, None), todo, reached)
-            else:
-                _read(h, n, v, todo, reached)
-    h.update(rules_digest(reached, spelled).encode())
-    return h.hexdigest()
-
-
-def _read(h: Any, name: str, v: Any, todo: list, reached: dict[int, Any]) -> None:
-    v = getattr(v, "py_func", v)
-    reached[id(v)] = v
-    if _is_user_function(v):
-        todo.append(v)
-        return
-    d = _constant_digest(v)
-    if d is not None:
-        h.update(name.encode() + b"=" + d)
+                    if hasattr(v, a):
+                        self._read(f"{name}.{a}", getattr(v, a), names, todo)
+        elif _is_user_function(v):
+            todo.append(v)
+        else:
+            d = _constant_digest(v)
+            if d is not None:
+                self.h.update(name.encode() + b"=" + d)
 
 
 def _names(code: types.CodeType) -> set[str]:
@@ -139,16 +176,21 @@ def _names(code: types.CodeType) -> set[str]:
     return out
 
 
+def _reached_records(reached: dict[int, Any], spelled: set[str]) -> list[Any]:
+    """The primitive records of the values read (``reached``, by id) and of the method and
+    attribute names spelled."""
+    return [rec for rec in primitives.records()
+            if id(rec.fn) in reached or spelled.intersection(rec.methods, rec.attrs)
+            or any(id(a) in reached for a in rec.aliases)]
+
+
 def rules_digest(reached: dict[int, Any], spelled: set[str]) -> str:
-    """The content of the primitive records a function can reach: those of the values it
-    reads (``reached``, by id) and of the method/attribute names it spells.  The built-in
-    table is jitgrad's source (``environment_digest``); rules registered elsewhere in the
-    process, for primitives the function never reaches, do not change its key."""
+    """The content of the primitive records a function can reach (``_reached_records``).
+    The built-in table is jitgrad's source (``environment_digest``); rules registered
+    elsewhere in the process, for primitives the function never reaches, do not change
+    its key.  (What a user's rule reads is in ``function_digest``'s walk.)"""
     h = hashlib.sha256()
-    for rec in primitives.records():
-        if id(rec.fn) not in reached and not spelled.intersection(rec.methods, rec.attrs) \
-                and not any(id(a) in reached for a in rec.aliases):
-            continue
+    for rec in _reached_records(reached, spelled):
         facts = [(f.name, _describe(getattr(rec, f.name))) for f in dataclasses.fields(rec)
                  if f.name not in ("fn", "rule", "aliases")]
         h.update(repr((_describe(rec.fn), facts, [_describe(a) for a in rec.aliases])).encode())

@@ -28,7 +28,7 @@ from ...rules.tangents import TangentRule, how_tangent
 from ..front.inline import rename
 from ..naming import Namer
 from ..nodes import clone, walk
-from .template import Template, bind_args, instantiate, split_rule, template_of
+from .template import Template, bind_args, instantiate, scope_of, split_rule, template_of
 
 
 @dataclass
@@ -63,7 +63,7 @@ def push_template_of(rule: TangentRule) -> PushTemplate:
     local = {n.id for s in pre for n in walk(s)
              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     tpl = Template(rule, params, positional, defaults, pre, value, dys[0] if dys
-                   else "_", [], terms, rule.impl.__globals__, local)
+                   else "_", [], terms, scope_of(rule.impl), local)
     tpl.free = {n.id for s in [*pre, tpl.value, *[t for t in terms if t is not None]]
                 for n in walk(s) if isinstance(n, ast.Name) and n.id not in params
                 and n.id not in local and n.id not in dys}

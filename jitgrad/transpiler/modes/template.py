@@ -9,6 +9,7 @@ forward sweep and the pullback body in the adjoint sweep of one flat function.
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import textwrap
 from dataclasses import dataclass, field
@@ -97,10 +98,28 @@ def template_of(rule: Rule) -> Template:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 local.add(n.id)
     tpl = Template(rule, params, positional, defaults, pre, value,
-                   back.args.args[0].arg, back.body[:-1], grads, impl.__globals__, local)
+                   back.args.args[0].arg, back.body[:-1], grads, scope_of(impl), local)
     tpl.free = _free_names(tpl)
+    unbound = sorted(f for f in tpl.free if f not in tpl.globals and not hasattr(builtins, f))
+    if unbound:
+        raise RuleError(f"rule {rule.name} reads {', '.join(map(repr, unbound))}, neither a "
+                        "global of its module nor a value it closes over")
     _CACHE[key] = tpl
     return tpl
+
+
+def scope_of(impl: Any) -> dict[str, Any]:
+    """The values a rule's free names stand for: its module's globals and, over them, the
+    values its closure holds (a rule made by a factory reads the factory's arguments)."""
+    scope = dict(impl.__globals__)
+    code = getattr(impl, "__code__", None)
+    for name, cell in zip(code.co_freevars if code else (), impl.__closure__ or (),
+                          strict=True):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            pass
+    return scope
 
 
 def _free_names(tpl: Template) -> set[str]:
