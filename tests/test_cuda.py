@@ -195,17 +195,6 @@ def test_cotangents_are_checked():
         k._launch_args((x, kk, out), {"out": np.zeros(3)})
 
 
-def test_docs_quote_the_current_adjoint_kernel():
-    page = (REPO / "docs" / "cuda.md").read_text()
-    block = page.split("```python\ndef stencil_adjoint")[1].split("```")[0]
-    quoted = "def stencil_adjoint" + block
-
-    def code(text):
-        return [ln for ln in text.strip().splitlines() if not ln.strip().startswith("#")]
-
-    assert code(quoted) == code(_source("stencil"))
-
-
 def test_cuda_pass_examples():
     import doctest
 
