@@ -68,9 +68,13 @@ class Differentiated:
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
-        self._positional = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-                               and p.default is inspect.Parameter.empty
-                               for p in sig.parameters.values())
+        self._sig = sig
+        #: plain parameters only (others are refused by the transform, fence.py): calls are
+        #: bound to the full positional tuple the generated code takes (``bind``)
+        self._bindable = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                             for p in sig.parameters.values())
+        self._positional = self._bindable and all(p.default is inspect.Parameter.empty
+                                                  for p in sig.parameters.values())
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
@@ -105,6 +109,21 @@ class Differentiated:
                                              parallel=emit.is_parallel(self.options))
                     self._prepared_version = version
         return self._prepared
+
+    def bind(self, args: tuple, kwargs: dict[str, Any] | None = None) -> tuple:
+        """A call's arguments as the full positional tuple the generated code takes:
+        keywords put in place, the omitted ones filled from the defaults (``f.__defaults__``,
+        evaluated when the ``def`` ran, as Python does); Python's TypeError otherwise."""
+        if not kwargs and (len(args) == len(self.params) or self._positional
+                           or not self._bindable):
+            return args  # (an arity error is _check_args's, after the source's refusals)
+        try:
+            bound = self._sig.bind(*args, **(kwargs or {}))
+        except TypeError as e:
+            raise TypeError(f"{self.func.__name__}({_describe_params(self._sig)}): {e}") \
+                from None
+        bound.apply_defaults()
+        return tuple(bound.args)
 
     def _check_args(self, args: tuple) -> None:
         if len(args) != len(self.params):
@@ -240,9 +259,10 @@ class Differentiated:
 
     # --- public ---------------------------------------------------------------------
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The user's function: compiled with Numba when ``jit=True`` (their own
         ``@numba.njit`` dispatcher if they passed one), as plain Python otherwise."""
+        args = self.bind(args, kwargs)
         for a in args:
             if isinstance(a, Tracked):
                 from .runtime import track_call
@@ -254,9 +274,9 @@ class Differentiated:
             return self.func(*args)
         return emit.call_primal(self._primal_fn(), self.func, args)
 
-    def value_and_grad(self, *args: Any) -> tuple[Any, Any]:
-        """``(f(*args), gradient)`` for a scalar-valued ``f``."""
-        return self._value_and_grad(args, True)
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(f(*args, **kwargs), gradient)`` for a scalar-valued ``f``."""
+        return self._value_and_grad(self.bind(args, kwargs), True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
@@ -272,17 +292,18 @@ class Differentiated:
                              f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
         return value, self._shape(grads)
 
-    def grad(self, *args: Any) -> Any:
+    def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple)."""
-        return self._value_and_grad(args, False)[1]
+        return self._value_and_grad(self.bind(args, kwargs), False)[1]
 
-    def vjp(self, *args: Any) -> tuple[Any, Callable[[Any], Any]]:
+    def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``.
 
         The value is the user's function run on copies of the arguments (compiled as
         ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
         the caller passed are never written; the pullback keeps copies of its own.
         """
+        args = self.bind(args, kwargs)
         self._generated(args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))
@@ -304,12 +325,12 @@ class Differentiated:
 
         return value, pullback
 
-    def jvp(self, primals: tuple, tangents: Any) -> tuple[Any, Any]:
-        """``(f(*primals), J @ tangents)`` by forward mode; ``tangents``: one per ``wrt``
-        argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
+    def jvp(self, primals: tuple, tangents: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(f(*primals, **kwargs), J @ tangents)`` by forward mode; ``tangents``: one per
+        ``wrt`` argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
         from .forward_api import jvp_of
 
-        return jvp_of(self, primals, tangents)
+        return jvp_of(self, primals, tangents, kwargs)
 
     def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
         """Generated code: ``stage`` is ``"all"`` (the compiled function), ``"forward"``,
@@ -337,7 +358,7 @@ class Differentiated:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args:
-            gen = self._generated(example_args)
+            gen = self._generated(self.bind(example_args))
         elif self._last is not None:
             gen = self._last
         else:
@@ -397,8 +418,9 @@ class GradFunction:
         self.with_value = with_value
         functools.update_wrapper(self, diff.func)
 
-    def __call__(self, *args: Any) -> Any:
-        return self.diff.value_and_grad(*args) if self.with_value else self.diff.grad(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.diff
+        return d.value_and_grad(*args, **kwargs) if self.with_value else d.grad(*args, **kwargs)
 
     def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
         return self.diff.source(*example_args, stage=stage, mode=mode)
@@ -492,6 +514,12 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
     return tuple(out), single
 
 
+def _describe_params(sig: inspect.Signature) -> str:
+    """``x, k, dt=0.01``: the parameters, with their defaults."""
+    return ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                     for p in sig.parameters.values())
+
+
 def _describe(v: Any) -> str:
     if isinstance(v, np.ndarray):
         return f"an array of shape {v.shape}" + (f" and dtype {v.dtype}"
@@ -574,9 +602,10 @@ def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
 
 
 def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
-        cache: bool | None = None) -> tuple[Any, Callable]:
-    """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
-    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
+        cache: bool | None = None, **kwargs: Any) -> tuple[Any, Callable]:
+    """``(func(*args, **kwargs), pullback)`` where ``pullback(dy)`` gives the
+    vector-Jacobian product; keywords other than vjp's own go to ``func``."""
+    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args, **kwargs)
 
 
 #: the ``Differentiated`` the functional transforms made of a module-level function, per

@@ -102,7 +102,8 @@ def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
     return float(t)
 
 
-def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
+def _jvp_args(d: Any, primals: Any, tangents: Any,
+              kwargs: dict[str, Any] | None = None) -> tuple[Any, tuple]:
     """The forward-mode code for the primals' kinds and its arguments
     ``(*primals, *seeds)``, after the checks (the primals' first)."""
     if type(primals) is not tuple:
@@ -111,6 +112,7 @@ def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
                             f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
                             f"got {type(primals).__name__}")
         primals = tuple(primals)
+    primals = d.bind(primals, kwargs)
     positions = d.wrt_positions
     if d.single:
         tans: tuple = (tangents,)
@@ -130,9 +132,10 @@ def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
     return gen, (*primals, *seeds)
 
 
-def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
-    """``(f(*primals), J @ tangents)`` for the ``Differentiated`` function ``d``."""
-    gen, args = _jvp_args(d, primals, tangents)
+def jvp_of(d: Any, primals: Any, tangents: Any,
+           kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """``(f(*primals, **kwargs), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+    gen, args = _jvp_args(d, primals, tangents, kwargs)
     # the generated prologue copies the arguments it writes (and their tangents)
     return backend.call(gen.compiled, "jvp", args)
 
@@ -175,7 +178,7 @@ def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
 
 def _example_args(d: Any, args: tuple) -> tuple:
     """``args``, or arguments guessed from the source where none are given."""
-    return tuple(args) if args else tuple(_guess_args(d._prep(), d.params))
+    return d.bind(tuple(args)) if args else tuple(_guess_args(d._prep(), d.params))
 
 
 def hvp_source(d: Any, args: tuple) -> str:
@@ -190,10 +193,11 @@ def hvp_source(d: Any, args: tuple) -> str:
 
 
 def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
-        jit: bool = True) -> tuple[Any, Any]:
-    """``(f(*primals), tangent)``: the Jacobian-vector product by forward mode (like
-    ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple wrt)."""
-    return jvp_of(_diff(f, wrt, jit), primals, tangents)
+        jit: bool = True, **kwargs: Any) -> tuple[Any, Any]:
+    """``(f(*primals, **kwargs), tangent)``: the Jacobian-vector product by forward mode
+    (like ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple
+    wrt); ``primals`` may leave out arguments that have defaults."""
+    return jvp_of(_diff(f, wrt, jit), primals, tangents, kwargs)
 
 
 def _wrt_list(d: Any) -> list[int]:
@@ -210,7 +214,8 @@ def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
     as in JAX: outputs outer, ``wrt`` inner); one jvp per input element."""
     d = _diff(f, wrt, jit)
 
-    def jac(*args: Any) -> Any:
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         positions = _wrt_list(d)
         zeros = [np.zeros_like(np.asarray(args[i], dtype=float)) if np.ndim(args[i]) else 0.0
                  for i in positions]
@@ -248,7 +253,8 @@ def jacrev(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
     shapes as ``jacfwd``."""
     d = _diff(f, wrt, jit)
 
-    def jac(*args: Any) -> Any:
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         value, pullback = d.vjp(*args)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
@@ -312,14 +318,14 @@ def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
 
 
 def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
-        jit: bool = True) -> Any:
+        jit: bool = True, **kwargs: Any) -> Any:
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
     forward mode applied to the generated gradient code); the structure of ``tangents``."""
     d = _diff(f, wrt, jit)
     if not isinstance(primals, (tuple, list)):
         raise TypeError(f"hvp of {d.func.__name__}: primals must be a tuple of all "
                         f"{len(d.params)} positional arguments")
-    primals = tuple(primals)
+    primals = d.bind(tuple(primals), kwargs)
     d2 = _second(d, primals)
     t = _second_jvp(d, d2, primals, tangents)
     return t if d.single or isinstance(t, tuple) else (t,)
@@ -331,7 +337,8 @@ def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any
     ``x_i.shape + x_j.shape``), as JAX nests them."""
     d = _diff(f, wrt, jit)
 
-    def hess(*args: Any) -> Any:
+    def hess(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         d2 = _second(d, args)
         positions = _wrt_list(d)
         zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]

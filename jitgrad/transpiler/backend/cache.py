@@ -4,9 +4,10 @@ Each specialisation's lowered sources go into a real ``.py`` file in the directo
 Numba would cache the user's function in (``__pycache__`` next to its source, else
 ``NUMBA_CACHE_DIR`` or Numba's user-wide cache directory: Numba's own locators pick
 it), under ``jitgrad/``.  The file name carries a hash of everything the generated
-code depends on (``key``): the function's source and the code and constants of the
-helpers it reads, the records of the primitives they reach, jitgrad's own source,
-the Python, NumPy and Numba versions, ``wrt``, ``jit`` and the argument kinds.
+code depends on (``key``): the function's source and the code, constants and default
+parameter values of the helpers it reads, the records of the primitives they reach,
+jitgrad's own source, the Python, NumPy and Numba versions, ``wrt``, ``jit`` and the
+argument kinds.
 
 The module binds the global names the generated code reads in a header: modules by
 import, functions and other objects by module and qualified name, constants as
@@ -106,6 +107,8 @@ def function_digest(func: Any) -> str | None:
                 scope[name] = cell.cell_contents
             except ValueError:
                 pass
+        for i, v in enumerate(fn.__defaults__ or ()):  # evaluated by the def, not in the code
+            _read(h, f"{fn.__qualname__}.__defaults__[{i}]", v, todo, reached)
         names = _names(fn.__code__)
         spelled |= names
         for n in sorted(names):

@@ -1,0 +1,209 @@
+"""Functions as people write them (issue 30): default parameter values and keyword
+arguments (in the differentiated function and in its helpers), JAX's ``argnums=`` and
+``has_aux=``, and what a first call reports.  Every entry point, both modes, every input
+element against central differences; the structures are JAX's, written out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.transpiler.backend import cache as disk
+
+SCALE = np.array([1.0, 0.5, 2.0])
+
+
+def rhs(y, k, c=0.1, w=SCALE):
+    return -k * y + c * y * y * w
+
+
+def euler(x, k, dt=0.01):
+    """Three Euler steps; the helper called with its defaults and with a keyword."""
+    y = x.copy()
+    for _ in range(3):
+        y = y + dt * rhs(y, k)
+        y = y + dt * rhs(y, k, c=dt * 20.0)
+    return np.sum(y * y) + dt * k
+
+
+def euler_py(x, k, dt=0.01):
+    """``euler`` as plain Python (the reference for the finite differences)."""
+    y = x.copy()
+    for _ in range(3):
+        y = y + dt * (-k * y + 0.1 * y * y * SCALE)
+        y = y + dt * (-k * y + dt * 20.0 * y * y * SCALE)
+    return np.sum(y * y) + dt * k
+
+
+def field(x, k, dt=0.01):
+    """A vector output for the Jacobians and vjp."""
+    return np.sin(x) * k + dt * x * x
+
+
+def field_py(x, k, dt=0.01):
+    return np.sin(x) * k + dt * x * x
+
+
+def with_keyword_call(x, c2):
+    """A helper given its arguments by keyword, in another order."""
+    return np.sum(rhs(w=x, c=c2, k=1.5, y=x))
+
+
+def bad_keyword(x):
+    return np.sum(rhs(x, 1.0, cc=2.0))
+
+
+def missing_argument(x):
+    return np.sum(rhs(x, c=2.0))
+
+
+X = np.array([0.5, -0.2, 0.3])
+
+
+def central(fun, x, eps=1e-6):
+    """Central differences of ``fun`` at ``x``: shape ``out.shape + x.shape``."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for idx in np.ndindex(x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += eps
+        xm[idx] -= eps
+        cols.append((np.asarray(fun(xp if x.ndim else float(xp)))
+                     - np.asarray(fun(xm if x.ndim else float(xm)))) / (2 * eps))
+    out = np.stack(cols, axis=-1)
+    return out.reshape(out.shape[:-1] + x.shape)
+
+
+def close(a, b, tol=1e-6):
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+# --- 1. defaults and keywords --------------------------------------------------------------
+
+
+def test_grad_defaults_and_keywords(jit):
+    g = jg.grad(euler, wrt=0, jit=jit)
+    x0 = X.copy()
+    close(g(X, 2.0), central(lambda x: euler_py(x, 2.0), X))  # dt's default
+    close(g(X, 2.0, dt=0.02), central(lambda x: euler_py(x, 2.0, 0.02), X))
+    close(g(X, k=2.0, dt=0.02), central(lambda x: euler_py(x, 2.0, 0.02), X))
+    close(g(dt=0.02, k=2.0, x=X), g(X, 2.0, 0.02))
+    assert np.array_equal(X, x0)  # the caller's array is not written
+    gdt = jg.grad(euler, wrt="dt", jit=jit)
+    close(gdt(X, 2.0), central(lambda dt: euler_py(X, 2.0, dt), 0.01))
+    close(gdt(X, 2.0, dt=0.03), central(lambda dt: euler_py(X, 2.0, dt), 0.03))
+    v, (gx, gd) = jg.value_and_grad(euler, wrt=(0, "dt"), jit=jit)(X, k=2.0)
+    close(v, euler_py(X, 2.0))
+    close(gx, central(lambda x: euler_py(x, 2.0), X))
+    close(gd, central(lambda dt: euler_py(X, 2.0, dt), 0.01))
+
+
+def test_differentiate_object_defaults_and_keywords(jit):
+    d = jg.differentiate(euler, wrt=(0, 2), jit=jit)
+    close(d(X, 2.0), euler_py(X, 2.0))
+    close(d(X, 2.0, dt=0.02), euler_py(X, 2.0, 0.02))
+    v, (gx, gd) = d.value_and_grad(X, 2.0, dt=0.02)
+    close(v, euler_py(X, 2.0, 0.02))
+    close(gx, central(lambda x: euler_py(x, 2.0, 0.02), X))
+    close(gd, central(lambda dt: euler_py(X, 2.0, dt), 0.02))
+    gx2, gd2 = d.grad(X, k=2.0)
+    close(gx2, central(lambda x: euler_py(x, 2.0), X))
+    close(gd2, central(lambda dt: euler_py(X, 2.0, dt), 0.01))
+    assert "def euler_grad" in d.source(X, 2.0) or d.source(X, 2.0)
+
+
+def test_vjp_and_jvp_defaults_and_keywords(jit):
+    dy = np.array([0.3, -1.0, 2.0])
+    for kw, dt in (({}, 0.01), ({"dt": 0.05}, 0.05)):
+        jac = central(lambda x: field_py(x, 1.5, dt), X)  # noqa: B023
+        jdt = central(lambda t: field_py(X, 1.5, t), dt)
+        v, pull = jg.vjp(field, X, 1.5, wrt=(0, "dt"), jit=jit, **kw)
+        close(v, field_py(X, 1.5, dt))
+        gx, gd = pull(dy)
+        close(gx, dy @ jac)
+        close(gd, dy @ jdt)
+        v, pull = jg.differentiate(field, jit=jit).vjp(X, k=1.5, **kw)
+        close(pull(dy), dy @ jac)
+        v, t = jg.jvp(field, (X, 1.5), dy, jit=jit, **kw)
+        close(v, field_py(X, 1.5, dt))
+        close(t, jac @ dy)
+        v, t = jg.jvp(field, (X, 1.5), 0.7, wrt="dt", jit=jit, **kw)
+        close(t, jdt * 0.7)
+        v, t = jg.differentiate(field, jit=jit).jvp((X, 1.5), dy, **kw)
+        close(t, jac @ dy)
+
+
+def test_jacobians_and_second_order_defaults_and_keywords(jit):
+    for kw, dt in (({}, 0.01), ({"dt": 0.05}, 0.05)):
+        jac = central(lambda x: field_py(x, 1.5, dt), X)  # noqa: B023
+        close(jg.jacfwd(field, jit=jit)(X, 1.5, **kw), jac)
+        close(jg.jacrev(field, jit=jit)(X, k=1.5, **kw), jac)
+        close(jg.jacrev(field, wrt="dt", jit=jit)(X, 1.5, **kw),
+              central(lambda t: field_py(X, 1.5, t), dt))
+        hess = central(lambda x: central(lambda z: euler_py(z, 2.0, dt), x, 1e-4), X, 1e-4)
+        close(jg.hessian(euler, jit=jit)(X, 2.0, **kw), hess, 1e-4)
+        v = np.array([1.0, -2.0, 0.5])
+        close(jg.hvp(euler, (X, 2.0), v, jit=jit, **kw), hess @ v, 1e-4)
+        hdt = central(lambda t: central(lambda s: euler_py(X, 2.0, s), t, 1e-4), dt, 1e-4)
+        close(jg.hessian(euler, wrt="dt", jit=jit)(X, 2.0, **kw), hdt, 1e-4)
+
+
+def test_helper_keywords_in_any_order(jit):
+    g = jg.grad(with_keyword_call, wrt=(0, 1), jit=jit)
+
+    def ref(x, c2):
+        return np.sum(-1.5 * x + c2 * x * x * x)
+
+    gx, gc = g(X, 0.7)
+    close(gx, central(lambda x: ref(x, 0.7), X))
+    close(gc, central(lambda c: ref(X, c), 0.7))
+    close(jg.value_and_grad(with_keyword_call, jit=jit)(X, c2=0.7)[0], ref(X, 0.7))
+
+
+def test_default_values_are_literals_or_globals():
+    src = jg.differentiate(euler, jit=False).source(X, 2.0, stage="forward")
+    assert "0.1 * y" in src  # rhs's c=0.1: the literal, no variable kept on a tape
+    assert "rhs_w" in src  # rhs's w=SCALE: the array Python stored, by a global name
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda g: g(X, 2.0, dtt=0.1), "unexpected keyword argument 'dtt'"),
+    (lambda g: g(X), "missing a required argument: 'k'"),
+    (lambda g: g(X, 2.0, k=2.0), "multiple values for argument 'k'"),
+    (lambda g: g(X, 2.0, 0.1, 4.0), "too many positional arguments"),
+])
+def test_bad_calls_are_pythons_type_errors(call, match, jit):
+    for g in (jg.grad(euler, jit=jit), jg.differentiate(euler, jit=jit),
+              jg.jacfwd(euler, jit=jit)):
+        with pytest.raises(TypeError, match=match) as info:
+            call(g)
+        assert "euler(x, k, dt=0.01)" in str(info.value)
+
+
+@pytest.mark.parametrize("f,match", [(bad_keyword, "unexpected keyword argument 'cc'"),
+                                     (missing_argument, "missing 1 required argument: 'k'")])
+def test_bad_helper_calls_refused_at_the_call(f, match, jit):
+    with pytest.raises(jg.TransformError, match=match) as info:
+        jg.grad(f, jit=jit)(X)
+    assert info.value.filename.endswith("test_api_conventions.py")
+    assert "rhs(x" in info.value.source_line and "c=0.1" in info.value.hint
+
+
+def test_specialisation_keys_follow_the_defaults():
+    d = jg.differentiate(euler, jit=False)
+    d.grad(X, 2.0)
+    d.grad(X, 2.0, dt=0.02)  # a float as the default is: the same specialisation
+    assert len(d._cache) == 1
+    d.grad(X, 2.0, dt=1)  # an integer dt: another specialisation
+    assert len(d._cache) == 2
+    before = disk.function_digest(euler)
+    saved = rhs.__defaults__
+    try:  # a helper's default is written into the generated code: part of the disk key
+        rhs.__defaults__ = (0.2, SCALE)
+        assert disk.function_digest(euler) != before
+        rhs.__defaults__ = (0.1, SCALE * 2)
+        assert disk.function_digest(euler) != before
+    finally:
+        rhs.__defaults__ = saved
+    assert disk.function_digest(euler) == before
