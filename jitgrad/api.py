@@ -28,6 +28,7 @@ from .transpiler.backend import cache as disk
 from .transpiler.backend import emit
 from .transpiler.backend import jit as backend
 from .transpiler.backend.lower import VARIANTS
+from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.parse import parse_function, python_function
@@ -46,7 +47,7 @@ class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
-                 cache: bool = False):
+                 cache: bool = False, has_aux: bool = False):
         if target != "cpu":
             refuse_target(target)
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
@@ -62,9 +63,13 @@ class Differentiated:
         self.jit = bool(jit)
         self.wrt = wrt
         self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
+        self.has_aux = bool(has_aux)
+        self._aux_size: int | None = None  # values in aux (0: one value); see front/aux.py
         #: the user's numba.njit options (fastmath, parallel...): the generated code's too
         self.options = emit.user_options(func)
-        self._disk = disk.Store(self.func, self.jit, self.options) if self.cache else None
+        self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux) \
+            if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -104,9 +109,11 @@ class Differentiated:
                         fence(parsed)
                         refuse_on_cpu(parsed)
                         fence_entry(parsed)
+                        if self.has_aux:
+                            self._aux_size = aux_size(parsed)
                         self._entry_checked = True
-                    self._prepared = prepare(self.func,
-                                             parallel=emit.is_parallel(self.options))
+                    self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
+                                             aux=self.has_aux)
                     self._prepared_version = version
         return self._prepared
 
@@ -179,6 +186,8 @@ class Differentiated:
         """``_generated`` the long way: checks, kinds, and the cache keyed by kinds."""
         if not self.cache:  # (a cache hit needs no transform: reported when one runs)
             self._prep()  # unsupported source is reported before arity and kinds
+        elif self.has_aux:
+            self._aux_structure()
         kinds = self._kinds(args)
         key = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
@@ -281,6 +290,8 @@ class Differentiated:
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
         rk = gen.return_kinds
+        if self.has_aux:
+            return self._aux_value_and_grad(gen, args)
         if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
             what = f"{len(rk)} values" if len(rk) != 1 else "an array"
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
@@ -293,8 +304,34 @@ class Differentiated:
         return value, self._shape(grads)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
-        """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple)."""
-        return self._value_and_grad(self.bind(args, kwargs), False)[1]
+        """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple); with ``has_aux``,
+        ``(gradient, aux)``."""
+        args = self.bind(args, kwargs)
+        if self.has_aux:
+            (_, aux), g = self._value_and_grad(args, True)
+            return g, aux
+        return self._value_and_grad(args, False)[1]
+
+    def _aux_value_and_grad(self, gen: Generated, args: tuple) -> tuple[Any, Any]:
+        """``((out, aux), gradient of out)`` for ``has_aux``: one run, aux as computed."""
+        rk = gen.return_kinds
+        if rk[0] is not None and rk[0].ndim != 0:
+            raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but the "
+                             "first of the pair it returns is an array; use "
+                             ".vjp(...) for non-scalar outputs")
+        value, grads = self._run(gen, args, 1.0, True)
+        return (value[0], self._aux_of(value[1:])), self._shape(grads)
+
+    def _aux_structure(self) -> int:
+        """How many values ``aux`` holds (0: one value); refuses a function that does not
+        return a pair, at its return line (also where the on-disk cache skips the transform)."""
+        if self._aux_size is None:
+            self._aux_size = aux_size(parse_function(self.func))
+        return self._aux_size
+
+    def _aux_of(self, flat: tuple) -> Any:
+        """``aux`` rebuilt from the generated code's flat outputs after ``out``."""
+        return tuple(flat) if self._aux_structure() else flat[0]
 
     def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``.
@@ -307,22 +344,17 @@ class Differentiated:
         self._generated(args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))
+        out = value[0] if self.has_aux else value  # (the pair, checked by front/aux.py)
 
         def pullback(dy: Any) -> Any:
-            if isinstance(value, np.ndarray) and value.ndim > 0:
-                dy = np.array(dy, dtype=np.result_type(value.dtype, np.float32))
-                if dy.shape != value.shape:
-                    raise ValueError(f"pullback: dy has shape {dy.shape}, output has "
-                                     f"{value.shape}")
-            elif isinstance(value, tuple):
-                dy = tuple(_copies(tuple(dy)))
-            else:
-                dy = float(dy)
+            dy = _seed_like(out, dy)
             gen = self._generated(kept)
             # (the value-and-gradient variant: the gradient-only one of a scalar function
             # is written for the seed 1.0 that f.grad passes)
             return self._shape(self._run(gen, _copies(kept), dy, True)[1])
 
+        if self.has_aux:
+            return out, pullback, value[1]  # as jax.vjp(f, *args, has_aux=True)
         return value, pullback
 
     def jvp(self, primals: tuple, tangents: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -407,7 +439,7 @@ class Differentiated:
         """Pickled as a reference (module, qualified name) to the user's module-level
         function plus the options: no code, locks or compiled functions travel; the other
         side transforms again, or loads from the on-disk cache under ``cache=True``."""
-        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache)
+        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache, self.has_aux)
 
 
 class GradFunction:
@@ -471,12 +503,13 @@ def _underlying(obj: Any) -> Any:
 _REBUILT: dict[tuple, Differentiated] = {}
 
 
-def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Differentiated:
+def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
+             has_aux: bool = False) -> Differentiated:
     """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
     decorated object itself where they match, so its compiled code is shared; one object
     per process for each reference and options, so a worker's tasks share compiled code)."""
     obj = disk.attr_or_none(mod, qual)
-    key = (mod, qual, repr(wrt), bool(jit), bool(cache))
+    key = (mod, qual, repr(wrt), bool(jit), bool(cache), bool(has_aux))
     hit = _REBUILT.get(key)
     if hit is not None and obj is not None and hit.func is _underlying(obj):
         return hit
@@ -487,7 +520,8 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Different
         raise pickle.UnpicklingError(
             f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
             f"process{where}")
-    out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache)
+    out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache,
+                   has_aux)
     _REBUILT[key] = out
     return out
 
@@ -512,6 +546,19 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
     if len(set(out)) != len(out):
         raise ValueError(f"wrt={wrt!r} names a parameter twice")
     return tuple(out), single
+
+
+def _seed_like(value: Any, dy: Any) -> Any:
+    """``dy`` as the seed of the output ``value``: an array of its shape, a tuple of
+    copies, or a float."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        dy = np.array(dy, dtype=np.result_type(value.dtype, np.float32))
+        if dy.shape != value.shape:
+            raise ValueError(f"pullback: dy has shape {dy.shape}, output has {value.shape}")
+        return dy
+    if isinstance(value, tuple):
+        return tuple(_copies(tuple(dy)))
+    return float(dy)
 
 
 def _describe_params(sig: inspect.Signature) -> str:
@@ -560,17 +607,19 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu", cache: bool = False) -> Any:
+                  target: str = "cpu", cache: bool = False, has_aux: bool = False) -> Any:
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
-    disk (next to the source, where Numba caches), so another process skips both."""
+    disk (next to the source, where Numba caches), so another process skips both;
+    ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
     refuse_target(target)
     if target == "cuda":
         from .cuda_api import CudaDifferentiated
 
-        if cache or not jit:
-            raise ValueError("target='cuda' takes neither cache=True nor jit=False (it always "
+        if cache or not jit or has_aux:
+            raise ValueError("target='cuda' takes neither cache=True, has_aux=True nor "
+                             "jit=False (it always "
                              "compiles with numba.cuda; run it in Numba's simulator, "
                              "NUMBA_ENABLE_CUDASIM=1, to execute it as Python)")
 
@@ -578,8 +627,8 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
             return lambda f: CudaDifferentiated(f, wrt)
         return CudaDifferentiated(func, wrt)
     if func is None:
-        return lambda f: Differentiated(f, wrt, jit, target, cache)
-    return Differentiated(func, wrt, jit, target, cache)
+        return lambda f: Differentiated(f, wrt, jit, target, cache, has_aux)
+    return Differentiated(func, wrt, jit, target, cache, has_aux)
 
 
 def refuse_target(target: str) -> None:
@@ -588,24 +637,41 @@ def refuse_target(target: str) -> None:
         raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
 
 
-def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
+def grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
+         has_aux: bool = False, jit: bool = True, target: str = "cpu",
          cache: bool | None = None) -> GradFunction:
-    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``cache``: see
-    ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
-    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
+    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``argnums``:
+    JAX's name for ``wrt``; ``has_aux=True``: ``func`` returns ``(out, aux)`` and the
+    result is ``(gradient of out, aux)``.  ``cache``: see ``differentiate`` (None: as the
+    ``Differentiated`` passed, else off)."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "grad"), jit, target, cache, has_aux)
+    return GradFunction(d, with_value=False)
 
 
-def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
-                   target: str = "cpu", cache: bool | None = None) -> GradFunction:
-    """Transform ``func`` into a function returning ``(value, gradient)``."""
-    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
+def value_and_grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
+                   has_aux: bool = False, jit: bool = True, target: str = "cpu",
+                   cache: bool | None = None) -> GradFunction:
+    """Transform ``func`` into a function returning ``(value, gradient)``; with
+    ``has_aux=True``, ``((out, aux), gradient)`` as JAX returns them."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "value_and_grad"), jit, target, cache, has_aux)
+    return GradFunction(d, with_value=True)
 
 
-def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
-        cache: bool | None = None, **kwargs: Any) -> tuple[Any, Callable]:
+def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None = None,
+        has_aux: bool = False, jit: bool = True, cache: bool | None = None,
+        **kwargs: Any) -> tuple[Any, ...]:
     """``(func(*args, **kwargs), pullback)`` where ``pullback(dy)`` gives the
-    vector-Jacobian product; keywords other than vjp's own go to ``func``."""
-    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args, **kwargs)
+    vector-Jacobian product; keywords other than vjp's own go to ``func``.  With
+    ``has_aux=True``, ``(out, pullback, aux)`` as ``jax.vjp`` returns them."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "vjp"), jit, "cpu", cache, has_aux)
+    return d.vjp(*args, **kwargs)
+
+
+def pick_wrt(wrt: Wrt | None, argnums: Wrt | None, who: str) -> Wrt:
+    """``wrt``, or JAX's spelling ``argnums`` (not both); 0 when neither is given."""
+    if wrt is not None and argnums is not None:
+        raise TypeError(f"jg.{who}: pass wrt= or argnums= (JAX's name for it), not both")
+    return wrt if wrt is not None else argnums if argnums is not None else 0
 
 
 #: the ``Differentiated`` the functional transforms made of a module-level function, per
@@ -616,23 +682,24 @@ def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
 _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
-def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiated:
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
-        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
+        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache \
+                and bool(has_aux) == func.has_aux:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
     mod, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
     if cache or not isinstance(mod, str) or "<" in qual or mod not in sys.modules or \
             disk.attr_or_none(mod, qual) is not func:
-        return Differentiated(func, wrt, jit, target, cache)
-    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache))
+        return Differentiated(func, wrt, jit, target, cache, has_aux)
+    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache), bool(has_aux))
     hit = _MADE.get(key)
     if hit is None or hit[0] is not func:
-        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache))
+        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux))
     return hit[1]
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature
+from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature, pick_wrt
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -209,10 +209,11 @@ def _nest(per_out: list[list[Any]], tuple_out: bool, single: bool) -> Any:
     return tuple(rows) if tuple_out else rows[0]
 
 
-def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
+           jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by forward mode: shape ``out.shape + x.shape`` (tuples nest
     as in JAX: outputs outer, ``wrt`` inner); one jvp per input element."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "jacfwd"), jit)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         args = d.bind(args, kwargs)
@@ -248,10 +249,11 @@ def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
     return jac
 
 
-def jacrev(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacrev(f: Callable, wrt: Any = None, *, argnums: Any = None,
+           jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by reverse mode (one pullback per output element); same
     shapes as ``jacfwd``."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "jacrev"), jit)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
         args = d.bind(args, kwargs)
@@ -331,11 +333,12 @@ def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
     return t if d.single or isinstance(t, tuple) else (t,)
 
 
-def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
+            jit: bool = True) -> Callable[..., Any]:
     """The Hessian function of a scalar ``f`` (forward-over-reverse): shape
     ``x.shape + x.shape``; for a tuple ``wrt`` a tuple of tuples (``H[i][j]`` of shape
     ``x_i.shape + x_j.shape``), as JAX nests them."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "hessian"), jit)
 
     def hess(*args: Any, **kwargs: Any) -> Any:
         args = d.bind(args, kwargs)

@@ -58,6 +58,44 @@ def missing_argument(x):
     return np.sum(rhs(x, c=2.0))
 
 
+def loss_aux(x, k):
+    """``(out, aux)``: aux an array that depends on x."""
+    y = np.sin(x) * k
+    return np.sum(y * y), y
+
+
+def loss_aux_tuple(x, n):
+    """aux a tuple (a float that depends on x, an int), returned from two places."""
+    s = np.sum(x * x)
+    if s > 100.0:
+        return s, (s * 2.0, n)
+    return s * 3.0 + np.sum(np.exp(x)), (np.sum(np.cos(x)), n)
+
+
+def loss_aux_scalar(x, k=2.0):
+    m = np.max(x)
+    return np.sum(np.exp(x * k)), m
+
+
+def vec_aux(x):
+    """A vector output with a scalar aux (for vjp)."""
+    y = np.sin(x)
+    return y * np.cos(x), np.sum(y)
+
+
+def not_a_pair(x):
+    return np.sum(x)
+
+
+def three_values(x):
+    return np.sum(x), x, 1.0
+
+
+def pair_in_a_name(x):
+    p = np.sum(x), x
+    return p
+
+
 X = np.array([0.5, -0.2, 0.3])
 
 
@@ -207,3 +245,101 @@ def test_specialisation_keys_follow_the_defaults():
     finally:
         rhs.__defaults__ = saved
     assert disk.function_digest(euler) == before
+    kinds = {"x": jg.api.of_value(X), "k": jg.api.of_value(2.0)}
+    assert disk.key(loss_aux, ["x"], kinds, True) != disk.key(loss_aux, ["x"], kinds, True,
+                                                             aux=True)
+
+
+# --- 3. JAX's spellings: argnums=, has_aux= -------------------------------------------------
+
+
+def test_argnums_is_wrt(jit):
+    def ref(x, k, dt=0.01):
+        return euler_py(x, k, dt)
+
+    gx = central(lambda x: ref(x, 2.0), X)
+    gk = central(lambda k: ref(X, k), 2.0)
+    close(jg.grad(euler, argnums=0, jit=jit)(X, 2.0), gx)
+    a, b = jg.grad(euler, argnums=(0, 1), jit=jit)(X, 2.0)
+    close(a, gx)
+    close(b, gk)
+    v, g = jg.value_and_grad(euler, argnums=1, jit=jit)(X, 2.0)
+    close(v, ref(X, 2.0))
+    close(g, gk)
+    dy = np.array([0.3, -1.0, 2.0])
+    out, pull = jg.vjp(field, X, 1.5, argnums=1, jit=jit)
+    close(out, field_py(X, 1.5))
+    close(pull(dy), dy @ central(lambda k: field_py(X, k), 1.5))
+    jac = central(lambda k: field_py(X, k), 1.5)
+    close(jg.jacfwd(field, argnums=1, jit=jit)(X, 1.5), jac)
+    close(jg.jacrev(field, argnums=1, jit=jit)(X, 1.5), jac)
+    h = jg.hessian(euler, argnums=1, jit=jit)(X, 2.0)
+    close(h, central(lambda k: central(lambda q: ref(X, q), k, 1e-4), 2.0, 1e-4), 1e-4)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: jg.grad(euler, 0, argnums=1), lambda: jg.value_and_grad(euler, 0, argnums=0),
+    lambda: jg.vjp(euler, X, 2.0, wrt=0, argnums=0), lambda: jg.jacfwd(euler, 0, argnums=0),
+    lambda: jg.jacrev(euler, wrt=0, argnums=0), lambda: jg.hessian(euler, 0, argnums=0)])
+def test_wrt_and_argnums_together_refused(make):
+    with pytest.raises(TypeError, match="wrt= or argnums="):
+        make()
+
+
+def test_has_aux_grad_and_value_and_grad(jit):
+    def out(x, k):
+        return np.sum((np.sin(x) * k) ** 2)
+
+    g, aux = jg.grad(loss_aux, has_aux=True, jit=jit)(X, 2.0)  # jax: (g, aux)
+    close(g, central(lambda x: out(x, 2.0), X))  # aux carries no gradient
+    close(aux, np.sin(X) * 2.0)
+    (v, aux), (gx, gk) = jg.value_and_grad(loss_aux, argnums=(0, 1), has_aux=True,
+                                           jit=jit)(X, 2.0)  # jax: ((out, aux), g)
+    close(v, out(X, 2.0))
+    close(aux, np.sin(X) * 2.0)
+    close(gx, central(lambda x: out(x, 2.0), X))
+    close(gk, central(lambda k: out(X, k), 2.0))
+    (v, m), g = jg.value_and_grad(loss_aux_scalar, has_aux=True, jit=jit)(X, k=1.5)
+    close(v, np.sum(np.exp(X * 1.5)))
+    assert m == np.max(X)
+    close(g, central(lambda x: np.sum(np.exp(x * 1.5)), X))
+
+
+def test_has_aux_tuple_from_two_returns(jit):
+    def out(x):
+        s = np.sum(x * x)
+        return s if s > 100.0 else s * 3.0 + np.sum(np.exp(x))
+
+    for x, aux0 in ((X, np.sum(np.cos(X))), (X * 100.0, np.sum(X * X) * 2e4)):
+        g, aux = jg.grad(loss_aux_tuple, has_aux=True, jit=jit)(x, 7)
+        assert isinstance(aux, tuple) and len(aux) == 2 and aux[1] == 7
+        close(aux[0], aux0)
+        close(g, central(out, x), 1e-5)
+
+
+def test_has_aux_vjp(jit):
+    dy = np.array([0.3, -1.0, 2.0])
+    out, pull, aux = jg.vjp(vec_aux, X, has_aux=True, jit=jit)  # jax: (out, vjp_fn, aux)
+    close(out, np.sin(X) * np.cos(X))
+    close(aux, np.sum(np.sin(X)))
+    close(pull(dy), dy @ central(lambda x: np.sin(x) * np.cos(x), X))
+    d = jg.differentiate(loss_aux, wrt=(0, 1), has_aux=True, jit=jit)
+    v, pull, aux = d.vjp(X, 2.0)
+    close(aux, np.sin(X) * 2.0)
+    gx, gk = pull(0.5)
+    close(gx, 0.5 * central(lambda x: np.sum((np.sin(x) * 2.0) ** 2), X))
+    close(gk, 0.5 * central(lambda k: np.sum((np.sin(X) * k) ** 2), 2.0))
+
+
+@pytest.mark.parametrize("f,what", [(not_a_pair, "gives one value"),
+                                    (three_values, "gives 3 values"),
+                                    (pair_in_a_name, "'p'")])
+def test_has_aux_without_a_pair_refused_at_the_return(f, what, jit):
+    for call in (lambda: jg.grad(f, has_aux=True, jit=jit)(X),
+                 lambda: jg.value_and_grad(f, has_aux=True, jit=jit)(X),
+                 lambda: jg.vjp(f, X, has_aux=True, jit=jit)):
+        with pytest.raises(jg.TransformError, match="must return a pair") as info:
+            call()
+        assert what in str(info.value)
+        assert info.value.filename.endswith("test_api_conventions.py")
+        assert "return" in info.value.source_line
