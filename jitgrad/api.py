@@ -15,12 +15,13 @@ import inspect
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import rules
+from . import report, rules
 from .errors import JitError
 from .runtime.tracked import Tracked
 from .transpiler.analysis.kinds import of_value
@@ -200,7 +201,17 @@ class Differentiated:
 
     def _build(self, kinds: dict) -> Generated:
         """Transform and compile one specialisation; with ``cache=True``, load it from the
-        on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
+        on-disk cache (no transform; Numba loads the machine code), or fill the cache.
+        The time it took is kept on it and reported (``jitgrad.report``)."""
+        what = f"{self.func.__qualname__}({describe_kinds(kinds)})"
+        report.starting(f"transforming {what}")
+        start = time.perf_counter()
+        gen = self._build_timed(kinds)
+        gen.transform_seconds = time.perf_counter() - start
+        report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
+        return gen
+
+    def _build_timed(self, kinds: dict) -> Generated:
         wrt = [self.params[i] for i in self.wrt_positions]
         with _TRANSFORMING:
             gen = self._disk.load(wrt, kinds) if self._disk is not None else None
@@ -215,10 +226,17 @@ class Differentiated:
 
     def cache_info(self) -> dict[str, Any]:
         """What the on-disk cache did for this function (``cache=True``; see
-        ``jitgrad.transpiler.backend.cache.Store.info``)."""
+        ``jitgrad.transpiler.backend.cache.Store.info``), and what each specialisation cost
+        (``specialisations``; ``transform_seconds`` and ``compile_seconds``, summed)."""
         with self._lock:
             gens = list(self._cache.values())
-        return disk.Store.info(self._disk, gens)
+        info = disk.Store.info(self._disk, gens)
+        jvps = list(self.__dict__.get("_jvp_cache", {}).values())
+        specs = [_cost(g, "vjp") for g in gens] + [_cost(g, "jvp") for g in jvps]
+        info["specialisations"] = specs
+        for k in ("transform_seconds", "compile_seconds"):
+            info[k] = sum(sp[k] for sp in specs)
+        return info
 
     def release_workspaces(self) -> None:
         """Free the workspaces (tapes, adjoint buffers of local arrays) kept between
@@ -546,6 +564,26 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
     if len(set(out)) != len(out):
         raise ValueError(f"wrt={wrt!r} names a parameter twice")
     return tuple(out), single
+
+
+def describe_kinds(kinds: dict) -> str:
+    """``x: float 1-d array, n: int``: a specialisation's argument kinds, for messages."""
+    names = {"f": "float", "i": "int", "b": "bool"}
+
+    def one(k: Any) -> str:
+        cls, ndim = getattr(k, "cls", None), getattr(k, "ndim", 0)
+        return str(k) if cls not in names else \
+            names[cls] + (f" {ndim}-d array" if ndim else "")
+
+    return ", ".join(f"{p}: {one(k)}" for p, k in kinds.items())
+
+
+def _cost(gen: Generated, mode: str) -> dict[str, Any]:
+    """One specialisation's entry in ``cache_info``."""
+    compiled = [gen.compiled, gen.__dict__.get("tangent")]
+    return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": dict(gen.unit.arg_kinds),
+            "transform_seconds": gen.transform_seconds,
+            "compile_seconds": sum(report.compile_seconds(c) for c in compiled if c)}
 
 
 def _seed_like(value: Any, dy: Any) -> Any:

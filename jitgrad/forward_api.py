@@ -10,13 +10,22 @@ applied to the generated gradient code (``second_order.py``), compiled as one fu
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import rules
-from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature, pick_wrt
+from . import report, rules
+from .api import (
+    Differentiated,
+    GradFunction,
+    _as_diff,
+    _guess_args,
+    _signature,
+    describe_kinds,
+    pick_wrt,
+)
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -64,10 +73,15 @@ def _generated_jvp_for(d: Any, args: tuple) -> Any:
     with _LOCK:
         gen = cache.get(key)
         if gen is None:
+            what = f"{d.func.__qualname__}({describe_kinds(kinds)}) for forward mode"
+            report.starting(f"transforming {what}")
+            start = time.perf_counter()
             wrt = [d.params[i] for i in d.wrt_positions]
             gen = generate_jvp(d._prep(), wrt, kinds)
             u = gen.unit
             gen.compiled = _compile(d, u, {"jvp": u.sources["jvp"]}, u.names, u.workspaces)
+            gen.transform_seconds = time.perf_counter() - start
+            report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
             cache[key] = gen
     return gen
 

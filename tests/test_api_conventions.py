@@ -5,6 +5,11 @@ element against central differences; the structures are JAX's, written out by ha
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -343,3 +348,60 @@ def test_has_aux_without_a_pair_refused_at_the_return(f, what, jit):
         assert what in str(info.value)
         assert info.value.filename.endswith("test_api_conventions.py")
         assert "return" in info.value.source_line
+
+
+# --- 8. what a first call is doing ------------------------------------------------------------
+
+
+def smooth(x, k=1.5):
+    return np.sum(np.tanh(x * k) * x)
+
+
+def smooth_py(x, k=1.5):
+    return np.sum(np.tanh(x * k) * x)
+
+
+def test_first_call_logged_and_in_cache_info(jit, caplog):
+    d = jg.differentiate(smooth, jit=jit)  # a new object: its first call transforms
+    with caplog.at_level(logging.INFO, logger="jitgrad"):
+        v, g = d.value_and_grad(X)
+    close(v, smooth_py(X))
+    close(g, central(smooth_py, X))
+    text = [r.getMessage() for r in caplog.records if r.name == "jitgrad"]
+    assert any(m.startswith("transformed smooth(x: float 1-d array, k: float) in ")
+               for m in text), text
+    assert any("with Numba in" in m for m in text) == jit, text
+    info = d.cache_info()
+    assert info["transform_seconds"] > 0
+    assert (info["compile_seconds"] > 0) == jit
+    (spec,) = info["specialisations"]
+    assert spec["mode"] == "vjp" and spec["wrt"] == ["x"]
+    assert spec["transform_seconds"] == info["transform_seconds"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="jitgrad"):
+        close(d.value_and_grad(X, k=2.0)[1], central(lambda x: smooth_py(x, 2.0), X))
+    assert not [r for r in caplog.records if r.name == "jitgrad"]  # nothing new to make
+    close(d.jvp((X,), X)[1], central(smooth_py, X) @ X)
+    assert [s["mode"] for s in d.cache_info()["specialisations"]] == ["vjp", "jvp"]
+
+
+def test_verbose_prints_while_a_first_call_runs(jit, capsys, monkeypatch):
+    monkeypatch.setattr(jg.config, "verbose", True)
+    d = jg.differentiate(smooth, jit=jit)
+    close(d.grad(X), central(smooth_py, X))
+    err = capsys.readouterr().err
+    assert "jitgrad: transforming smooth(x: float 1-d array, k: float) ...\n" in err
+    assert "jitgrad: transformed smooth(" in err
+    assert ("jitgrad: compiling smooth_gradonly" in err) == jit
+    monkeypatch.setattr(jg.config, "verbose", False)
+    jg.differentiate(smooth, jit=jit).grad(X)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("0", False), ("", False)])
+def test_verbose_from_the_environment(value, on):
+    code = "import jitgrad; print(jitgrad.config.verbose)"
+    env = {**os.environ, "JITGRAD_VERBOSE": value}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == str(on)

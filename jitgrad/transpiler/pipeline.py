@@ -815,6 +815,8 @@ class Generated:
     unit: Unit
     return_kinds: list[Kind | None]
     compiled: Any = None
+    #: seconds jitgrad spent making it (transform, or loading it from the on-disk cache)
+    transform_seconds: float = 0.0
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
