@@ -568,20 +568,21 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
 
 def describe_kinds(kinds: dict) -> str:
     """``x: float 1-d array, n: int``: a specialisation's argument kinds, for messages."""
+    return ", ".join(f"{p}: {_kind_text(k)}" for p, k in kinds.items())
+
+
+def _kind_text(k: Any) -> str:
+    """``float 1-d array``, ``int``: one argument kind in words."""
     names = {"f": "float", "i": "int", "b": "bool"}
-
-    def one(k: Any) -> str:
-        cls, ndim = getattr(k, "cls", None), getattr(k, "ndim", 0)
-        return str(k) if cls not in names else \
-            names[cls] + (f" {ndim}-d array" if ndim else "")
-
-    return ", ".join(f"{p}: {one(k)}" for p, k in kinds.items())
+    cls, ndim = getattr(k, "cls", None), getattr(k, "ndim", 0)
+    return names[cls] + (f" {ndim}-d array" if ndim else "") if cls in names else str(k)
 
 
 def _cost(gen: Generated, mode: str) -> dict[str, Any]:
     """One specialisation's entry in ``cache_info``."""
     compiled = [gen.compiled, gen.__dict__.get("tangent")]
-    return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": dict(gen.unit.arg_kinds),
+    kinds = {p: _kind_text(k) for p, k in gen.unit.arg_kinds.items()}
+    return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": kinds,
             "transform_seconds": gen.transform_seconds,
             "compile_seconds": sum(report.compile_seconds(c) for c in compiled if c)}
 

@@ -376,6 +376,7 @@ def test_first_call_logged_and_in_cache_info(jit, caplog):
     assert (info["compile_seconds"] > 0) == jit
     (spec,) = info["specialisations"]
     assert spec["mode"] == "vjp" and spec["wrt"] == ["x"]
+    assert spec["kinds"] == {"x": "float 1-d array", "k": "float"}
     assert spec["transform_seconds"] == info["transform_seconds"]
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="jitgrad"):
