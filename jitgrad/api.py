@@ -74,6 +74,7 @@ class Differentiated:
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
+        self._arity = len(self.params)
         self._sig = sig
         #: plain parameters only (others are refused by the transform, fence.py): calls are
         #: bound to the full positional tuple the generated code takes (``bind``)
@@ -289,7 +290,8 @@ class Differentiated:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The user's function: compiled with Numba when ``jit=True`` (their own
         ``@numba.njit`` dispatcher if they passed one), as plain Python otherwise."""
-        args = self.bind(args, kwargs)
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         for a in args:
             if isinstance(a, Tracked):
                 from .runtime import track_call
@@ -303,7 +305,9 @@ class Differentiated:
 
     def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         """``(f(*args, **kwargs), gradient)`` for a scalar-valued ``f``."""
-        return self._value_and_grad(self.bind(args, kwargs), True)
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
+        return self._value_and_grad(args, True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
@@ -324,7 +328,8 @@ class Differentiated:
     def grad(self, *args: Any, **kwargs: Any) -> Any:
         """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple); with ``has_aux``,
         ``(gradient, aux)``."""
-        args = self.bind(args, kwargs)
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         if self.has_aux:
             (_, aux), g = self._value_and_grad(args, True)
             return g, aux
@@ -358,7 +363,8 @@ class Differentiated:
         ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
         the caller passed are never written; the pullback keeps copies of its own.
         """
-        args = self.bind(args, kwargs)
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         self._generated(args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))

@@ -227,14 +227,15 @@ def _call(compiled: Compiled, variant: str, args: tuple) -> Any:
     """Run ``variant`` on ``args`` as they are."""
     if compiled.jit:
         jitted = compiled.jitted[variant]
-        n = len(jitted.overloads)
+        overloads = jitted.overloads
+        n = len(overloads)
         if not n:
             report.compiling(jitted)
         hint = "" if not compiled.callables else (
             "hook functions must be Numba-compilable with jit=True "
             f"({', '.join(sorted(compiled.callables))})")
         out = emit.call_compiled(jitted, compiled.sources[variant], args, hint)
-        if len(jitted.overloads) != n:  # this call compiled it (for these argument types)
+        if len(overloads) != n:  # this call compiled it (for these argument types)
             report.compiled(jitted)
         return out
     return emit.ieee_call(compiled.functions[variant], args)
