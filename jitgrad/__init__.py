@@ -5,6 +5,7 @@ writes and compiles gradient code; the runtime (``param``, ``gradient``, ``back`
 is an eager port of Flux's Tracker for model-level Python.
 """
 
+from . import config
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
 from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
@@ -34,7 +35,7 @@ from .runtime import (
 )
 
 __all__ = [
-    "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
+    "config", "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
     "jvp", "jacfwd", "jacrev", "hessian", "hvp",
     "JitError", "JitgradError", "RuleError", "TransformError", "BackpropError",
     "grad_rule", "non_differentiable",

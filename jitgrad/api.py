@@ -15,12 +15,13 @@ import inspect
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import rules
+from . import report, rules
 from .errors import JitError
 from .runtime.tracked import Tracked
 from .transpiler.analysis.kinds import of_value
@@ -28,6 +29,7 @@ from .transpiler.backend import cache as disk
 from .transpiler.backend import emit
 from .transpiler.backend import jit as backend
 from .transpiler.backend.lower import VARIANTS
+from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.parse import parse_function, python_function
@@ -46,7 +48,7 @@ class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
-                 cache: bool = False):
+                 cache: bool = False, has_aux: bool = False):
         if target != "cpu":
             refuse_target(target)
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
@@ -62,15 +64,24 @@ class Differentiated:
         self.jit = bool(jit)
         self.wrt = wrt
         self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
+        self.has_aux = bool(has_aux)
+        self._aux_size: int | None = None  # values in aux (0: one value); see front/aux.py
         #: the user's numba.njit options (fastmath, parallel...): the generated code's too
         self.options = emit.user_options(func)
-        self._disk = disk.Store(self.func, self.jit, self.options) if self.cache else None
+        self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux) \
+            if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
-        self._positional = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-                               and p.default is inspect.Parameter.empty
-                               for p in sig.parameters.values())
+        self._arity = len(self.params)
+        self._sig = sig
+        #: plain parameters only (others are refused by the transform, fence.py): calls are
+        #: bound to the full positional tuple the generated code takes (``bind``)
+        self._bindable = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+                             for p in sig.parameters.values())
+        self._positional = self._bindable and all(p.default is inspect.Parameter.empty
+                                                  for p in sig.parameters.values())
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
@@ -100,11 +111,28 @@ class Differentiated:
                         fence(parsed)
                         refuse_on_cpu(parsed)
                         fence_entry(parsed)
+                        if self.has_aux:
+                            self._aux_size = aux_size(parsed)
                         self._entry_checked = True
-                    self._prepared = prepare(self.func,
-                                             parallel=emit.is_parallel(self.options))
+                    self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
+                                             aux=self.has_aux)
                     self._prepared_version = version
         return self._prepared
+
+    def bind(self, args: tuple, kwargs: dict[str, Any] | None = None) -> tuple:
+        """A call's arguments as the full positional tuple the generated code takes:
+        keywords put in place, the omitted ones filled from the defaults (``f.__defaults__``,
+        evaluated when the ``def`` ran, as Python does); Python's TypeError otherwise."""
+        if not kwargs and (len(args) == len(self.params) or self._positional
+                           or not self._bindable):
+            return args  # (an arity error is _check_args's, after the source's refusals)
+        try:
+            bound = self._sig.bind(*args, **(kwargs or {}))
+        except TypeError as e:
+            raise TypeError(f"{self.func.__name__}({_describe_params(self._sig)}): {e}") \
+                from None
+        bound.apply_defaults()
+        return tuple(bound.args)
 
     def _check_args(self, args: tuple) -> None:
         if len(args) != len(self.params):
@@ -160,6 +188,8 @@ class Differentiated:
         """``_generated`` the long way: checks, kinds, and the cache keyed by kinds."""
         if not self.cache:  # (a cache hit needs no transform: reported when one runs)
             self._prep()  # unsupported source is reported before arity and kinds
+        elif self.has_aux:
+            self._aux_structure()
         kinds = self._kinds(args)
         key = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
@@ -172,7 +202,17 @@ class Differentiated:
 
     def _build(self, kinds: dict) -> Generated:
         """Transform and compile one specialisation; with ``cache=True``, load it from the
-        on-disk cache (no transform; Numba loads the machine code), or fill the cache."""
+        on-disk cache (no transform; Numba loads the machine code), or fill the cache.
+        The time it took is kept on it and reported (``jitgrad.report``)."""
+        what = f"{self.func.__qualname__}({describe_kinds(kinds)})"
+        report.starting(f"transforming {what}")
+        start = time.perf_counter()
+        gen = self._build_timed(kinds)
+        gen.transform_seconds = time.perf_counter() - start
+        report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
+        return gen
+
+    def _build_timed(self, kinds: dict) -> Generated:
         wrt = [self.params[i] for i in self.wrt_positions]
         with _TRANSFORMING:
             gen = self._disk.load(wrt, kinds) if self._disk is not None else None
@@ -187,10 +227,17 @@ class Differentiated:
 
     def cache_info(self) -> dict[str, Any]:
         """What the on-disk cache did for this function (``cache=True``; see
-        ``jitgrad.transpiler.backend.cache.Store.info``)."""
+        ``jitgrad.transpiler.backend.cache.Store.info``), and what each specialisation cost
+        (``specialisations``; ``transform_seconds`` and ``compile_seconds``, summed)."""
         with self._lock:
             gens = list(self._cache.values())
-        return disk.Store.info(self._disk, gens)
+        info = disk.Store.info(self._disk, gens)
+        jvps = list(self.__dict__.get("_jvp_cache", {}).values())
+        specs = [_cost(g, "vjp") for g in gens] + [_cost(g, "jvp") for g in jvps]
+        info["specialisations"] = specs
+        for k in ("transform_seconds", "compile_seconds"):
+            info[k] = sum(sp[k] for sp in specs)
+        return info
 
     def release_workspaces(self) -> None:
         """Free the workspaces (tapes, adjoint buffers of local arrays) kept between
@@ -240,9 +287,11 @@ class Differentiated:
 
     # --- public ---------------------------------------------------------------------
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The user's function: compiled with Numba when ``jit=True`` (their own
         ``@numba.njit`` dispatcher if they passed one), as plain Python otherwise."""
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         for a in args:
             if isinstance(a, Tracked):
                 from .runtime import track_call
@@ -254,13 +303,17 @@ class Differentiated:
             return self.func(*args)
         return emit.call_primal(self._primal_fn(), self.func, args)
 
-    def value_and_grad(self, *args: Any) -> tuple[Any, Any]:
-        """``(f(*args), gradient)`` for a scalar-valued ``f``."""
+    def value_and_grad(self, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(f(*args, **kwargs), gradient)`` for a scalar-valued ``f``."""
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         return self._value_and_grad(args, True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
         rk = gen.return_kinds
+        if self.has_aux:
+            return self._aux_value_and_grad(gen, args)
         if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
             what = f"{len(rk)} values" if len(rk) != 1 else "an array"
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but it "
@@ -272,44 +325,68 @@ class Differentiated:
                              f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
         return value, self._shape(grads)
 
-    def grad(self, *args: Any) -> Any:
-        """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple)."""
+    def grad(self, *args: Any, **kwargs: Any) -> Any:
+        """The gradient w.r.t. ``wrt`` (a tuple when ``wrt`` is a tuple); with ``has_aux``,
+        ``(gradient, aux)``."""
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
+        if self.has_aux:
+            (_, aux), g = self._value_and_grad(args, True)
+            return g, aux
         return self._value_and_grad(args, False)[1]
 
-    def vjp(self, *args: Any) -> tuple[Any, Callable[[Any], Any]]:
+    def _aux_value_and_grad(self, gen: Generated, args: tuple) -> tuple[Any, Any]:
+        """``((out, aux), gradient of out)`` for ``has_aux``: one run, aux as computed."""
+        rk = gen.return_kinds
+        if rk[0] is not None and rk[0].ndim != 0:
+            raise ValueError(f"grad of {self.func.__name__} needs a scalar output, but the "
+                             "first of the pair it returns is an array; use "
+                             ".vjp(...) for non-scalar outputs")
+        value, grads = self._run(gen, args, 1.0, True)
+        return (value[0], self._aux_of(value[1:])), self._shape(grads)
+
+    def _aux_structure(self) -> int:
+        """How many values ``aux`` holds (0: one value); refuses a function that does not
+        return a pair, at its return line (also where the on-disk cache skips the transform)."""
+        if self._aux_size is None:
+            self._aux_size = aux_size(parse_function(self.func))
+        return self._aux_size
+
+    def _aux_of(self, flat: tuple) -> Any:
+        """``aux`` rebuilt from the generated code's flat outputs after ``out``."""
+        return tuple(flat) if self._aux_structure() else flat[0]
+
+    def vjp(self, *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], Any]]:
         """``(f(*args), pullback)``; ``pullback(dy)`` reruns the sweeps with seed ``dy``.
 
         The value is the user's function run on copies of the arguments (compiled as
         ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
         the caller passed are never written; the pullback keeps copies of its own.
         """
+        if kwargs or len(args) != self._arity:
+            args = self.bind(args, kwargs)
         self._generated(args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))
+        out = value[0] if self.has_aux else value  # (the pair, checked by front/aux.py)
 
         def pullback(dy: Any) -> Any:
-            if isinstance(value, np.ndarray) and value.ndim > 0:
-                dy = np.array(dy, dtype=np.result_type(value.dtype, np.float32))
-                if dy.shape != value.shape:
-                    raise ValueError(f"pullback: dy has shape {dy.shape}, output has "
-                                     f"{value.shape}")
-            elif isinstance(value, tuple):
-                dy = tuple(_copies(tuple(dy)))
-            else:
-                dy = float(dy)
+            dy = _seed_like(out, dy)
             gen = self._generated(kept)
             # (the value-and-gradient variant: the gradient-only one of a scalar function
             # is written for the seed 1.0 that f.grad passes)
             return self._shape(self._run(gen, _copies(kept), dy, True)[1])
 
+        if self.has_aux:
+            return out, pullback, value[1]  # as jax.vjp(f, *args, has_aux=True)
         return value, pullback
 
-    def jvp(self, primals: tuple, tangents: Any) -> tuple[Any, Any]:
-        """``(f(*primals), J @ tangents)`` by forward mode; ``tangents``: one per ``wrt``
-        argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
+    def jvp(self, primals: tuple, tangents: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """``(f(*primals, **kwargs), J @ tangents)`` by forward mode; ``tangents``: one per
+        ``wrt`` argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
         from .forward_api import jvp_of
 
-        return jvp_of(self, primals, tangents)
+        return jvp_of(self, primals, tangents, kwargs)
 
     def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
         """Generated code: ``stage`` is ``"all"`` (the compiled function), ``"forward"``,
@@ -337,7 +414,7 @@ class Differentiated:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args:
-            gen = self._generated(example_args)
+            gen = self._generated(self.bind(example_args))
         elif self._last is not None:
             gen = self._last
         else:
@@ -386,7 +463,7 @@ class Differentiated:
         """Pickled as a reference (module, qualified name) to the user's module-level
         function plus the options: no code, locks or compiled functions travel; the other
         side transforms again, or loads from the on-disk cache under ``cache=True``."""
-        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache)
+        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache, self.has_aux)
 
 
 class GradFunction:
@@ -397,8 +474,9 @@ class GradFunction:
         self.with_value = with_value
         functools.update_wrapper(self, diff.func)
 
-    def __call__(self, *args: Any) -> Any:
-        return self.diff.value_and_grad(*args) if self.with_value else self.diff.grad(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.diff
+        return d.value_and_grad(*args, **kwargs) if self.with_value else d.grad(*args, **kwargs)
 
     def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
         return self.diff.source(*example_args, stage=stage, mode=mode)
@@ -449,12 +527,13 @@ def _underlying(obj: Any) -> Any:
 _REBUILT: dict[tuple, Differentiated] = {}
 
 
-def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Differentiated:
+def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
+             has_aux: bool = False) -> Differentiated:
     """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
     decorated object itself where they match, so its compiled code is shared; one object
     per process for each reference and options, so a worker's tasks share compiled code)."""
     obj = disk.attr_or_none(mod, qual)
-    key = (mod, qual, repr(wrt), bool(jit), bool(cache))
+    key = (mod, qual, repr(wrt), bool(jit), bool(cache), bool(has_aux))
     hit = _REBUILT.get(key)
     if hit is not None and obj is not None and hit.func is _underlying(obj):
         return hit
@@ -465,7 +544,8 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool) -> Different
         raise pickle.UnpicklingError(
             f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
             f"process{where}")
-    out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache)
+    out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache,
+                   has_aux)
     _REBUILT[key] = out
     return out
 
@@ -490,6 +570,46 @@ def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ..
     if len(set(out)) != len(out):
         raise ValueError(f"wrt={wrt!r} names a parameter twice")
     return tuple(out), single
+
+
+def describe_kinds(kinds: dict) -> str:
+    """``x: float 1-d array, n: int``: a specialisation's argument kinds, for messages."""
+    return ", ".join(f"{p}: {_kind_text(k)}" for p, k in kinds.items())
+
+
+def _kind_text(k: Any) -> str:
+    """``float 1-d array``, ``int``: one argument kind in words."""
+    names = {"f": "float", "i": "int", "b": "bool"}
+    cls, ndim = getattr(k, "cls", None), getattr(k, "ndim", 0)
+    return names[cls] + (f" {ndim}-d array" if ndim else "") if cls in names else str(k)
+
+
+def _cost(gen: Generated, mode: str) -> dict[str, Any]:
+    """One specialisation's entry in ``cache_info``."""
+    compiled = [gen.compiled, gen.__dict__.get("tangent")]
+    kinds = {p: _kind_text(k) for p, k in gen.unit.arg_kinds.items()}
+    return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": kinds,
+            "transform_seconds": gen.transform_seconds,
+            "compile_seconds": sum(report.compile_seconds(c) for c in compiled if c)}
+
+
+def _seed_like(value: Any, dy: Any) -> Any:
+    """``dy`` as the seed of the output ``value``: an array of its shape, a tuple of
+    copies, or a float."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        dy = np.array(dy, dtype=np.result_type(value.dtype, np.float32))
+        if dy.shape != value.shape:
+            raise ValueError(f"pullback: dy has shape {dy.shape}, output has {value.shape}")
+        return dy
+    if isinstance(value, tuple):
+        return tuple(_copies(tuple(dy)))
+    return float(dy)
+
+
+def _describe_params(sig: inspect.Signature) -> str:
+    """``x, k, dt=0.01``: the parameters, with their defaults."""
+    return ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+                     for p in sig.parameters.values())
 
 
 def _describe(v: Any) -> str:
@@ -532,17 +652,19 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu", cache: bool = False) -> Any:
+                  target: str = "cpu", cache: bool = False, has_aux: bool = False) -> Any:
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
-    disk (next to the source, where Numba caches), so another process skips both."""
+    disk (next to the source, where Numba caches), so another process skips both;
+    ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
     refuse_target(target)
     if target == "cuda":
         from .cuda_api import CudaDifferentiated
 
-        if cache or not jit:
-            raise ValueError("target='cuda' takes neither cache=True nor jit=False (it always "
+        if cache or not jit or has_aux:
+            raise ValueError("target='cuda' takes neither cache=True, has_aux=True nor "
+                             "jit=False (it always "
                              "compiles with numba.cuda; run it in Numba's simulator, "
                              "NUMBA_ENABLE_CUDASIM=1, to execute it as Python)")
 
@@ -550,8 +672,8 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
             return lambda f: CudaDifferentiated(f, wrt)
         return CudaDifferentiated(func, wrt)
     if func is None:
-        return lambda f: Differentiated(f, wrt, jit, target, cache)
-    return Differentiated(func, wrt, jit, target, cache)
+        return lambda f: Differentiated(f, wrt, jit, target, cache, has_aux)
+    return Differentiated(func, wrt, jit, target, cache, has_aux)
 
 
 def refuse_target(target: str) -> None:
@@ -560,23 +682,41 @@ def refuse_target(target: str) -> None:
         raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
 
 
-def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
+def grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
+         has_aux: bool = False, jit: bool = True, target: str = "cpu",
          cache: bool | None = None) -> GradFunction:
-    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``cache``: see
-    ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
-    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
+    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``argnums``:
+    JAX's name for ``wrt``; ``has_aux=True``: ``func`` returns ``(out, aux)`` and the
+    result is ``(gradient of out, aux)``.  ``cache``: see ``differentiate`` (None: as the
+    ``Differentiated`` passed, else off)."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "grad"), jit, target, cache, has_aux)
+    return GradFunction(d, with_value=False)
 
 
-def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
-                   target: str = "cpu", cache: bool | None = None) -> GradFunction:
-    """Transform ``func`` into a function returning ``(value, gradient)``."""
-    return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
+def value_and_grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
+                   has_aux: bool = False, jit: bool = True, target: str = "cpu",
+                   cache: bool | None = None) -> GradFunction:
+    """Transform ``func`` into a function returning ``(value, gradient)``; with
+    ``has_aux=True``, ``((out, aux), gradient)`` as JAX returns them."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "value_and_grad"), jit, target, cache, has_aux)
+    return GradFunction(d, with_value=True)
 
 
-def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
-        cache: bool | None = None) -> tuple[Any, Callable]:
-    """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
-    return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
+def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None = None,
+        has_aux: bool = False, jit: bool = True, cache: bool | None = None,
+        **kwargs: Any) -> tuple[Any, ...]:
+    """``(func(*args, **kwargs), pullback)`` where ``pullback(dy)`` gives the
+    vector-Jacobian product; keywords other than vjp's own go to ``func``.  With
+    ``has_aux=True``, ``(out, pullback, aux)`` as ``jax.vjp`` returns them."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "vjp"), jit, "cpu", cache, has_aux)
+    return d.vjp(*args, **kwargs)
+
+
+def pick_wrt(wrt: Wrt | None, argnums: Wrt | None, who: str) -> Wrt:
+    """``wrt``, or JAX's spelling ``argnums`` (not both); 0 when neither is given."""
+    if wrt is not None and argnums is not None:
+        raise TypeError(f"jg.{who}: pass wrt= or argnums= (JAX's name for it), not both")
+    return wrt if wrt is not None else argnums if argnums is not None else 0
 
 
 #: the ``Differentiated`` the functional transforms made of a module-level function, per
@@ -587,23 +727,24 @@ def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
 _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
-def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiated:
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
-        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache:
+        if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache \
+                and bool(has_aux) == func.has_aux:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
     mod, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
     if cache or not isinstance(mod, str) or "<" in qual or mod not in sys.modules or \
             disk.attr_or_none(mod, qual) is not func:
-        return Differentiated(func, wrt, jit, target, cache)
-    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache))
+        return Differentiated(func, wrt, jit, target, cache, has_aux)
+    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache), bool(has_aux))
     hit = _MADE.get(key)
     if hit is None or hit[0] is not func:
-        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache))
+        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux))
     return hit[1]
 
 

@@ -10,13 +10,22 @@ applied to the generated gradient code (``second_order.py``), compiled as one fu
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import rules
-from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature
+from . import report, rules
+from .api import (
+    Differentiated,
+    GradFunction,
+    _as_diff,
+    _guess_args,
+    _signature,
+    describe_kinds,
+    pick_wrt,
+)
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -64,10 +73,15 @@ def _generated_jvp_for(d: Any, args: tuple) -> Any:
     with _LOCK:
         gen = cache.get(key)
         if gen is None:
+            what = f"{d.func.__qualname__}({describe_kinds(kinds)}) for forward mode"
+            report.starting(f"transforming {what}")
+            start = time.perf_counter()
             wrt = [d.params[i] for i in d.wrt_positions]
             gen = generate_jvp(d._prep(), wrt, kinds)
             u = gen.unit
             gen.compiled = _compile(d, u, {"jvp": u.sources["jvp"]}, u.names, u.workspaces)
+            gen.transform_seconds = time.perf_counter() - start
+            report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
             cache[key] = gen
     return gen
 
@@ -102,7 +116,8 @@ def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
     return float(t)
 
 
-def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
+def _jvp_args(d: Any, primals: Any, tangents: Any,
+              kwargs: dict[str, Any] | None = None) -> tuple[Any, tuple]:
     """The forward-mode code for the primals' kinds and its arguments
     ``(*primals, *seeds)``, after the checks (the primals' first)."""
     if type(primals) is not tuple:
@@ -111,6 +126,7 @@ def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
                             f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
                             f"got {type(primals).__name__}")
         primals = tuple(primals)
+    primals = d.bind(primals, kwargs)
     positions = d.wrt_positions
     if d.single:
         tans: tuple = (tangents,)
@@ -130,9 +146,10 @@ def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
     return gen, (*primals, *seeds)
 
 
-def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
-    """``(f(*primals), J @ tangents)`` for the ``Differentiated`` function ``d``."""
-    gen, args = _jvp_args(d, primals, tangents)
+def jvp_of(d: Any, primals: Any, tangents: Any,
+           kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """``(f(*primals, **kwargs), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+    gen, args = _jvp_args(d, primals, tangents, kwargs)
     # the generated prologue copies the arguments it writes (and their tangents)
     return backend.call(gen.compiled, "jvp", args)
 
@@ -175,7 +192,7 @@ def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
 
 def _example_args(d: Any, args: tuple) -> tuple:
     """``args``, or arguments guessed from the source where none are given."""
-    return tuple(args) if args else tuple(_guess_args(d._prep(), d.params))
+    return d.bind(tuple(args)) if args else tuple(_guess_args(d._prep(), d.params))
 
 
 def hvp_source(d: Any, args: tuple) -> str:
@@ -190,10 +207,11 @@ def hvp_source(d: Any, args: tuple) -> str:
 
 
 def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
-        jit: bool = True) -> tuple[Any, Any]:
-    """``(f(*primals), tangent)``: the Jacobian-vector product by forward mode (like
-    ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple wrt)."""
-    return jvp_of(_diff(f, wrt, jit), primals, tangents)
+        jit: bool = True, **kwargs: Any) -> tuple[Any, Any]:
+    """``(f(*primals, **kwargs), tangent)``: the Jacobian-vector product by forward mode
+    (like ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple
+    wrt); ``primals`` may leave out arguments that have defaults."""
+    return jvp_of(_diff(f, wrt, jit), primals, tangents, kwargs)
 
 
 def _wrt_list(d: Any) -> list[int]:
@@ -205,12 +223,14 @@ def _nest(per_out: list[list[Any]], tuple_out: bool, single: bool) -> Any:
     return tuple(rows) if tuple_out else rows[0]
 
 
-def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
+           jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by forward mode: shape ``out.shape + x.shape`` (tuples nest
     as in JAX: outputs outer, ``wrt`` inner); one jvp per input element."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "jacfwd"), jit)
 
-    def jac(*args: Any) -> Any:
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         positions = _wrt_list(d)
         zeros = [np.zeros_like(np.asarray(args[i], dtype=float)) if np.ndim(args[i]) else 0.0
                  for i in positions]
@@ -243,12 +263,14 @@ def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
     return jac
 
 
-def jacrev(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacrev(f: Callable, wrt: Any = None, *, argnums: Any = None,
+           jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by reverse mode (one pullback per output element); same
     shapes as ``jacfwd``."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "jacrev"), jit)
 
-    def jac(*args: Any) -> Any:
+    def jac(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         value, pullback = d.vjp(*args)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
@@ -312,26 +334,28 @@ def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
 
 
 def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
-        jit: bool = True) -> Any:
+        jit: bool = True, **kwargs: Any) -> Any:
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
     forward mode applied to the generated gradient code); the structure of ``tangents``."""
     d = _diff(f, wrt, jit)
     if not isinstance(primals, (tuple, list)):
         raise TypeError(f"hvp of {d.func.__name__}: primals must be a tuple of all "
                         f"{len(d.params)} positional arguments")
-    primals = tuple(primals)
+    primals = d.bind(tuple(primals), kwargs)
     d2 = _second(d, primals)
     t = _second_jvp(d, d2, primals, tangents)
     return t if d.single or isinstance(t, tuple) else (t,)
 
 
-def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
+            jit: bool = True) -> Callable[..., Any]:
     """The Hessian function of a scalar ``f`` (forward-over-reverse): shape
     ``x.shape + x.shape``; for a tuple ``wrt`` a tuple of tuples (``H[i][j]`` of shape
     ``x_i.shape + x_j.shape``), as JAX nests them."""
-    d = _diff(f, wrt, jit)
+    d = _diff(f, pick_wrt(wrt, argnums, "hessian"), jit)
 
-    def hess(*args: Any) -> Any:
+    def hess(*args: Any, **kwargs: Any) -> Any:
+        args = d.bind(args, kwargs)
         d2 = _second(d, args)
         positions = _wrt_list(d)
         zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]

@@ -72,10 +72,6 @@ def uses_while_else(x):
     return x
 
 
-def uses_default(x, y=2.0):
-    return x * y
-
-
 def uses_recursion(x, n):
     if n == 0:
         return x

@@ -12,7 +12,7 @@ REFUSED = [
     (B.uses_lambda, (1.0,), "lambda"), (B.uses_varargs, (1.0,), r"\*args"),
     (B.uses_star_unpack, (1.0, 2.0), "star"), (B.uses_listcomp, (np.ones(3),), "comprehension"),
     (B.uses_dict, (1.0,), "dict"), (B.uses_nested_def, (1.0,), "nested function"),
-    (B.uses_while_else, (3.0,), "else"), (B.uses_default, (1.0, 2.0), "default"),
+    (B.uses_while_else, (3.0,), "else"),
     (B.uses_recursion, (1.0, 2), "recursion"), (B.uses_alias_write, (np.ones(3),), "view of 'y'"),
     (B.uses_unknown_function, (np.ones(3),), "no gradient rule"),
     (B.uses_nonlocal_walrus, (1.0,), ":="),

@@ -32,6 +32,7 @@ from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_races
 from .backend.promote import promote_accumulations
+from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
@@ -95,6 +96,8 @@ class Unit:
     workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: compiled with ``parallel=True``: prange loops stay parallel (``backend/prange.py``)
     parallel: bool = False
+    #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
+    aux: bool = False
 
     @property
     def name(self) -> str:
@@ -104,7 +107,7 @@ class Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds), kernel=self.kernel, parallel=self.parallel)
+                    dict(arg_kinds), kernel=self.kernel, parallel=self.parallel, aux=self.aux)
 
 
 def show_body(u: Unit) -> str:
@@ -185,6 +188,8 @@ def single_exit_(u: Unit) -> None:
             _ret = -x
         return _ret
     """
+    if u.aux:
+        flatten_aux(u.body)
     u.body, u.returns = single_exit(u.parsed, u.body, u.namer)
 
 
@@ -477,7 +482,8 @@ def reverse_(u: Unit) -> None:
             dx[i] += _dt3
         return (s, dx)
     """
-    sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, u.returns)
+    seeded = u.returns[:1] if u.aux else u.returns  # has_aux: aux carries no gradient
+    sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, seeded)
     # the adjoint sweep may restore overwritten names: keep the outputs aside first
     results = []
     for r in u.returns:
@@ -722,10 +728,11 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
-            parallel: bool = False) -> Unit:
+            parallel: bool = False, aux: bool = False) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
-    including ``until``; ``parallel``: the function is compiled with ``parallel=True``."""
-    u = Unit(func, parallel=parallel)
+    including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
+    ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated."""
+    u = Unit(func, parallel=parallel, aux=aux)
     for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
@@ -808,6 +815,8 @@ class Generated:
     unit: Unit
     return_kinds: list[Kind | None]
     compiled: Any = None
+    #: seconds jitgrad spent making it (transform, or loading it from the on-disk cache)
+    transform_seconds: float = 0.0
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:

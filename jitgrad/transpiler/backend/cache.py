@@ -133,15 +133,20 @@ class _Reads:
                 continue
             self.seen.add(id(fn))
             _code_digest(fn.__code__, self.h)
-            for d in (fn.__defaults__, tuple(sorted((fn.__kwdefaults__ or {}).items()))):
-                self.h.update(_constant_digest(d) or _describe(d).encode())
+            names = _names(fn.__code__)
+            defaults = [(f"{fn.__qualname__}.__defaults__[{i}]", v)  # evaluated by the def
+                        for i, v in enumerate(fn.__defaults__ or ())]
+            defaults += [(f"{fn.__qualname__}.__kwdefaults__[{k}]", v)
+                         for k, v in sorted((fn.__kwdefaults__ or {}).items())]
+            for what, v in defaults:
+                self.h.update(what.encode())
+                self._read(what, v, names, todo)
             scope = dict(fn.__globals__)
             for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
                 try:
                     scope[name] = cell.cell_contents
                 except ValueError:
                     pass
-            names = _names(fn.__code__)
             self.spelled |= names
             for n in sorted(names):
                 self._read(n, scope.get(n), names, todo)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import report
 from . import emit
 
 
@@ -225,12 +226,18 @@ def _unshared(ws: tuple, dtypes: tuple[str, ...], grads: Any) -> tuple:
 def _call(compiled: Compiled, variant: str, args: tuple) -> Any:
     """Run ``variant`` on ``args`` as they are."""
     if compiled.jit:
-        if not compiled.callables:
-            return emit.call_compiled(compiled.jitted[variant], compiled.sources[variant], args)
-        hint = ("hook functions must be Numba-compilable with jit=True "
-                f"({', '.join(sorted(compiled.callables))})")
-        return emit.call_compiled(compiled.jitted[variant], compiled.sources[variant], args,
-                                  hint)
+        jitted = compiled.jitted[variant]
+        overloads = jitted.overloads
+        n = len(overloads)
+        if not n:
+            report.compiling(jitted)
+        hint = "" if not compiled.callables else (
+            "hook functions must be Numba-compilable with jit=True "
+            f"({', '.join(sorted(compiled.callables))})")
+        out = emit.call_compiled(jitted, compiled.sources[variant], args, hint)
+        if len(overloads) != n:  # this call compiled it (for these argument types)
+            report.compiled(jitted)
+        return out
     return emit.ieee_call(compiled.functions[variant], args)
 
 

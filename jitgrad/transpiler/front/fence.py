@@ -4,7 +4,8 @@ Before:  ``try: y = f(x)`` ...
 After:   TransformError("try/except is not supported", file:line, source line, hint)
 
 Also refused here: parameters other than plain positional ones (``*args``,
-``**kwargs``, keyword-only, defaults), and (``fence_entry``, for the function passed
+``**kwargs``, keyword-only; defaults are fine: the API fills them in, ``inline.py`` at a
+helper's call), and (``fence_entry``, for the function passed
 to ``differentiate`` only) a function that returns no value.
 """
 
@@ -68,9 +69,6 @@ def fence(parsed: Parsed) -> None:
     if a.kwonlyargs or a.posonlyargs:
         raise parsed.error("keyword-only and positional-only parameters are not supported", fn,
                            "use plain positional parameters")
-    if a.defaults:
-        raise parsed.error("default parameter values are not supported", fn,
-                           "pass every argument explicitly")
     for node in ast.walk(fn):
         if node is fn:
             continue

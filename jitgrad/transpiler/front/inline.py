@@ -3,7 +3,8 @@
 Helpers (module-level functions, ``numba.njit`` ones included) are parsed, fenced
 and given a single exit; their locals get fresh names; a parameter bound to a
 plain name argument becomes that name, so a helper that fills an array the caller
-passed in writes the caller's array.  Recursion is refused.
+passed in writes the caller's array; keywords and defaults are put in place first
+(``call_args.py``).  Recursion is refused.
 
 Before::                               After::
 
@@ -36,6 +37,7 @@ from ..nodes import (
     walk,
 )
 from ..notes import AUG, CHECKPOINTED, PARAM_OF, Checkpoint
+from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
@@ -289,19 +291,18 @@ class Inliner:
         helper = parse_function(fn)
         fence(helper)
         params = [a.arg for a in helper.tree.args.args]
-        if node.keywords or len(node.args) != len(params):
-            sig = ", ".join(params)
-            raise caller.error(f"call of helper {fn.__name__}({sig}) must pass its "
-                               f"{len(params)} arguments positionally", node)
+        args, filled = call_arguments(fn, params, node, caller, self.env, self.namer)
         body = clone(helper.tree.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
             body = body[1:]
         stored = stored_names(body)
         mapping: dict[str, str | ast.expr] = {}
         binds: list[ast.stmt] = []
-        for p, a in zip(params, node.args, strict=True):
+        for p, a in zip(params, args, strict=True):
             if isinstance(a, ast.Name) and p not in stored:
                 mapping[p] = a.id
+            elif p in filled and p not in stored:
+                mapping[p] = a  # a default: the literal itself, no variable to keep
             else:
                 new = self.namer.fresh(p)
                 self.namer.origin[new] = p

@@ -243,6 +243,9 @@ def parse_function(func: Any) -> Parsed:
         raise parsed.error(f"{py.__qualname__} is not a def function jitgrad can read",
                            hint="lambdas cannot be differentiated; use def")
     fn.decorator_list = []
+    # defaults are values (``__defaults__``, evaluated when the def ran): the API binds them
+    # into the call's arguments, inlining into a helper's call; not code of the function
+    fn.args.defaults = []
     env: dict[str, Any] = dict(py.__globals__)
     if py.__closure__:
         for name, cell in zip(py.__code__.co_freevars, py.__closure__, strict=True):
