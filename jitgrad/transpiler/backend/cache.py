@@ -243,16 +243,18 @@ def environment_digest() -> str:
 
 
 def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool,
-        options: dict[str, Any] | None = None) -> str | None:
+        options: dict[str, Any] | None = None, aux: bool = False) -> str | None:
     """The cache key of one specialisation, None where the function cannot be cached
-    (``options``: the user's ``numba.njit`` options the code is compiled with)."""
+    (``options``: the user's ``numba.njit`` options the code is compiled with; ``aux``:
+    differentiated with ``has_aux=True``)."""
     from .emit import options_key
 
     fd = function_digest(func)
     if fd is None:
         return None
     text = repr((fd, environment_digest(), list(wrt), bool(jit),
-                 sorted((k, repr(v)) for k, v in kinds.items()), options_key(options)))
+                 sorted((k, repr(v)) for k, v in kinds.items()), options_key(options))
+                + (("has_aux",) if aux else ()))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -424,8 +426,9 @@ def compile_module(mod: types.ModuleType, jit: bool,
 class Store:
     """The on-disk cache of one differentiated function (``cache=True``)."""
 
-    def __init__(self, func: Any, jit: bool, options: dict[str, Any] | None = None):
-        self.func, self.jit = func, jit
+    def __init__(self, func: Any, jit: bool, options: dict[str, Any] | None = None,
+                 aux: bool = False):
+        self.func, self.jit, self.aux = func, jit, aux
         self.options = dict(options or {})  # the user's numba.njit options (part of the key)
         self._dir: str | None = None
         self.stats = {"hits": 0, "misses": 0, "uncached": 0}
@@ -436,7 +439,7 @@ class Store:
         return self._dir or None
 
     def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
-        k = key(self.func, wrt, kinds, self.jit, self.options)
+        k = key(self.func, wrt, kinds, self.jit, self.options, self.aux)
         folder = self.folder() if k is not None else None
         return None if folder is None else (path(folder, self.func, k), k)
 
