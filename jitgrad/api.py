@@ -260,6 +260,7 @@ class Differentiated:
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
+        refuse_aliased(self, gen, args)
         rk = gen.return_kinds
         if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
             what = f"{len(rk)} values" if len(rk) != 1 else "an array"
@@ -283,7 +284,7 @@ class Differentiated:
         ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
         the caller passed are never written; the pullback keeps copies of its own.
         """
-        self._generated(args)  # refusals before anything runs
+        refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))
 
@@ -605,6 +606,38 @@ def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
     if hit is None or hit[0] is not func:
         hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache))
     return hit[1]
+
+
+def refuse_aliased(d: Differentiated, gen: Generated, args: tuple) -> None:
+    """Refuse arguments that share memory when the generated code writes one of them: it
+    writes a copy of that one (the caller's arrays are never written), which would no longer
+    be the other, so value and gradient would not be those of ``f(*args)``."""
+    if not gen.written:
+        return
+    arrays = [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    for i, a in arrays:
+        if d.params[i] not in gen.written:
+            continue
+        for j, b in arrays:
+            if j != i and _overlap(a, b):
+                f, pi, pj = d.func.__name__, d.params[i], d.params[j]
+                lo, hi = min(i, j), max(i, j)
+                raise ValueError(
+                    f"arguments {lo} ('{d.params[lo]}') and {hi} ('{d.params[hi]}') of {f} "
+                    f"share memory and {f} writes '{pi}' in place; jitgrad differentiates "
+                    f"each argument as a separate input, so it cannot follow the write into "
+                    f"'{pj}': pass separate arrays (e.g. {pj}.copy())")
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Do ``a`` and ``b`` share memory (views too)?  True where the exact answer is too
+    costly to find."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=1 << 16))
+    except getattr(np, "exceptions", np).TooHardError:
+        return True
 
 
 def _copies(args: tuple) -> tuple:

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .api import Differentiated, GradFunction, _as_diff, _guess_args, _signature
+from .api import (
+    Differentiated,
+    GradFunction,
+    _as_diff,
+    _guess_args,
+    _signature,
+    refuse_aliased,
+)
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -126,6 +133,7 @@ def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
                          f"{len(positions)} wrt arguments "
                          f"({', '.join(d.params[i] for i in positions)})")
     gen = generated_jvp(d, primals)
+    refuse_aliased(d, gen, primals)
     seeds = [_tangent_like(t, primals[i], d, i) for t, i in zip(tans, positions, strict=True)]
     return gen, (*primals, *seeds)
 
@@ -285,6 +293,7 @@ def _second(d: Any, args: tuple) -> Any:
     """The ``Differentiated`` gradient code of ``d`` at these kinds (same ``wrt``), whose
     jvp is the Hessian-vector product (cached on ``d``, per specialisation)."""
     gen = d._generated(args)
+    refuse_aliased(d, gen, args)
     cache = d.__dict__.setdefault("_second_cache", {})
     hit = cache.get(id(gen))
     if hit is not None and hit[0] is gen:
