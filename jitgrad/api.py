@@ -561,20 +561,21 @@ def refuse_target(target: str) -> None:
         raise ValueError(f"target must be 'cpu' or 'cuda', got {target!r}")
 
 
-def grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True, target: str = "cpu",
+def grad(func: Callable, wrt: Wrt | None = None, *, jit: bool = True, target: str = "cpu",
          cache: bool | None = None) -> GradFunction:
-    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``cache``: see
-    ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
+    """Transform ``func`` into its gradient function (like ``jax.grad``).  ``wrt``: None
+    is a ``jg.differentiate`` object's own ``wrt``, else 0 (so for every transform).
+    ``cache``: see ``differentiate`` (None: as the ``Differentiated`` passed, else off)."""
     return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=False)
 
 
-def value_and_grad(func: Callable, wrt: Wrt = 0, *, jit: bool = True,
+def value_and_grad(func: Callable, wrt: Wrt | None = None, *, jit: bool = True,
                    target: str = "cpu", cache: bool | None = None) -> GradFunction:
     """Transform ``func`` into a function returning ``(value, gradient)``."""
     return GradFunction(_as_diff(func, wrt, jit, target, cache), with_value=True)
 
 
-def vjp(func: Callable, *args: Any, wrt: Wrt = 0, jit: bool = True,
+def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, jit: bool = True,
         cache: bool | None = None) -> tuple[Any, Callable]:
     """``(func(*args), pullback)`` where ``pullback(dy)`` gives the vector-Jacobian product."""
     return _as_diff(func, wrt, jit, "cpu", cache).vjp(*args)
@@ -589,6 +590,9 @@ _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
 def _as_diff(func, wrt, jit, target, cache=None) -> Differentiated:
+    if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
+        wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
+                                                                   GradFunction)) else 0
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):

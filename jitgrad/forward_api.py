@@ -9,6 +9,7 @@ applied to the generated gradient code (``second_order.py``), compiled as one fu
 
 from __future__ import annotations
 
+import linecache
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -86,7 +87,7 @@ def _compile(d: Any, u: Any, sources: dict[str, str], names: dict[str, str],
                          workspaces=workspaces, options=d.options)
 
 
-def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
+def _tangent_like(t: Any, p: Any, d: Any, i: int, what: str = "jvp") -> Any:
     """``t`` as a tangent of the primal ``p`` (argument ``i`` of ``d``): same shape,
     ``p``'s float dtype."""
     if type(t) is float and not isinstance(p, np.ndarray):
@@ -94,48 +95,82 @@ def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
     if type(t) is np.ndarray and type(p) is np.ndarray and t.dtype == p.dtype \
             and t.shape == p.shape and p.dtype.kind == "f":
         return t  # the common case, without the checks below
-    what = f"jvp of {d.func.__name__}, argument {i} ('{d.params[i]}')"
+    what = f"{what} of {d.func.__name__}, argument {i} ('{d.params[i]}')"
+    expected = f"one tangent per wrt argument ({_wrt_names(d)})"
     if isinstance(p, np.ndarray):
-        ta = np.asarray(t)
+        try:
+            ta = np.asarray(t)
+        except ValueError:  # a ragged tuple (tangents for several arguments, say)
+            raise ValueError(f"{what}: the tangent is a {type(t).__name__} that is not an "
+                             f"array of the primal's shape {p.shape} ({expected})") from None
         if ta.dtype.kind not in "fiub" or ta.shape != p.shape:
             raise ValueError(f"{what}: tangent has shape {ta.shape}"
                              f"{'' if ta.dtype.kind in 'fiub' else ' and dtype ' + str(ta.dtype)}"
-                             f", the primal has shape {p.shape}")
+                             f", the primal has shape {p.shape} ({expected})")
         # no copy: the generated code copies the tangents of arguments it writes
         return np.asarray(ta, dtype=p.dtype if p.dtype.kind == "f" else np.float64)
-    if np.ndim(t) != 0 or isinstance(t, (complex, np.complexfloating)):
-        raise ValueError(f"{what}: the primal is a scalar, the tangent is "
-                         f"{'an array of shape ' + str(np.shape(t)) if np.ndim(t) else 'complex'}")
+    if isinstance(t, (tuple, list)) or np.ndim(t) != 0 \
+            or isinstance(t, (complex, np.complexfloating)):
+        got = (f"a {type(t).__name__} of {len(t)}" if isinstance(t, (tuple, list)) else
+               f"an array of shape {np.shape(t)}" if np.ndim(t) else "complex")
+        raise ValueError(f"{what}: the primal is a scalar, the tangent is {got} ({expected})")
     return float(t)
+
+
+def _wrt_names(d: Any) -> str:
+    """``wrt=(0, 1): x, a``: how messages say which tangents ``d`` takes."""
+    return f"wrt={d.wrt!r}: {', '.join(repr(d.params[i]) for i in d.wrt_positions)}"
+
+
+def _tangents(d: Any, primals: tuple, tangents: Any, what: str = "jvp") -> tuple:
+    """One tangent per ``wrt`` argument of ``d`` (a single value for a single ``wrt``; a
+    1-tuple of one shaped like the primal is taken too, as JAX spells it)."""
+    positions = d.wrt_positions
+    if d.single:
+        if isinstance(tangents, (tuple, list)) and len(tangents) == 1 \
+                and len(primals) > positions[0] \
+                and np.shape(tangents[0]) == np.shape(primals[positions[0]]):
+            return (tangents[0],)
+        return (tangents,)
+    if type(tangents) is tuple:
+        tans = tangents
+    elif isinstance(tangents, list):
+        tans = tuple(tangents)
+    else:
+        raise ValueError(f"{what} of {d.func.__name__}: wrt={d.wrt!r} is a tuple, so "
+                         f"tangents must be a tuple of {len(positions)} ({_wrt_names(d)}), "
+                         f"got one {type(tangents).__name__}")
+    if len(tans) != len(positions):
+        raise ValueError(f"{what} of {d.func.__name__}: {len(tans)} tangents for "
+                         f"{len(positions)} wrt arguments ({_wrt_names(d)})")
+    return tans
+
+
+def _primal_tuple(d: Any, primals: Any, what: str = "jvp") -> tuple:
+    if type(primals) is tuple:
+        return primals
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"{what} of {d.func.__name__}: primals must be a tuple of all "
+                        f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
+                        f"got {type(primals).__name__}")
+    return tuple(primals)
+
+
+def _seeds(d: Any, primals: tuple, tangents: Any, what: str = "jvp") -> list:
+    """The tangents, checked against ``d``'s ``wrt`` and the primals' shapes."""
+    tans = _tangents(d, primals, tangents, what)
+    return [_tangent_like(t, primals[i], d, i, what)
+            for t, i in zip(tans, d.wrt_positions, strict=True)]
 
 
 def _jvp_args(d: Any, primals: Any, tangents: Any) -> tuple[Any, tuple]:
     """The forward-mode code for the primals' kinds and its arguments
     ``(*primals, *seeds)``, after the checks (the primals' first)."""
-    if type(primals) is not tuple:
-        if not isinstance(primals, (tuple, list)):
-            raise TypeError(f"jvp of {d.func.__name__}: primals must be a tuple of all "
-                            f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
-                            f"got {type(primals).__name__}")
-        primals = tuple(primals)
-    positions = d.wrt_positions
-    if d.single:
-        tans: tuple = (tangents,)
-    elif type(tangents) is tuple:
-        tans = tangents
-    elif isinstance(tangents, list):
-        tans = tuple(tangents)
-    else:
-        raise TypeError(f"jvp of {d.func.__name__}: wrt={d.wrt!r} is a tuple, so tangents "
-                        f"must be a tuple of {len(positions)}")
-    if len(tans) != len(positions):
-        raise ValueError(f"jvp of {d.func.__name__}: {len(tans)} tangents for "
-                         f"{len(positions)} wrt arguments "
-                         f"({', '.join(d.params[i] for i in positions)})")
+    primals = _primal_tuple(d, primals)
+    _tangents(d, primals, tangents)
     gen = generated_jvp(d, primals)
     refuse_aliased(d, gen, primals)
-    seeds = [_tangent_like(t, primals[i], d, i) for t, i in zip(tans, positions, strict=True)]
-    return gen, (*primals, *seeds)
+    return gen, (*primals, *_seeds(d, primals, tangents))
 
 
 def jvp_of(d: Any, primals: Any, tangents: Any) -> tuple[Any, Any]:
@@ -197,7 +232,7 @@ def hvp_source(d: Any, args: tuple) -> str:
 # --- public functions --------------------------------------------------------------------
 
 
-def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
+def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
         jit: bool = True) -> tuple[Any, Any]:
     """``(f(*primals), tangent)``: the Jacobian-vector product by forward mode (like
     ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple wrt)."""
@@ -213,7 +248,7 @@ def _nest(per_out: list[list[Any]], tuple_out: bool, single: bool) -> Any:
     return tuple(rows) if tuple_out else rows[0]
 
 
-def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacfwd(f: Callable, wrt: Any = None, *, jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by forward mode: shape ``out.shape + x.shape`` (tuples nest
     as in JAX: outputs outer, ``wrt`` inner); one jvp per input element."""
     d = _diff(f, wrt, jit)
@@ -251,7 +286,7 @@ def jacfwd(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]
     return jac
 
 
-def jacrev(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def jacrev(f: Callable, wrt: Any = None, *, jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by reverse mode (one pullback per output element); same
     shapes as ``jacfwd``."""
     d = _diff(f, wrt, jit)
@@ -308,33 +343,43 @@ def _second(d: Any, args: tuple) -> Any:
 
 
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
-    """The jvp of the gradient code; a refusal says it is about the generated code."""
+    """The jvp of the gradient code; a refusal names the user's line whose gradient code it
+    is about (the generated line quoted in the message)."""
     try:
         return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
+        where = {"filename": e.filename, "lineno": e.lineno, "source_line": e.source_line}
+        what, generated = "", ""
+        if e.filename.startswith("<jitgrad:"):  # the generated line: name the user's
+            code = d.func.__code__
+            line = getattr(d2.func, "user_lines", {}).get(e.lineno)
+            what = " of this line" if line is not None else ""
+            line = code.co_firstlineno if line is None else line
+            where = {"filename": code.co_filename, "lineno": line,
+                     "source_line": linecache.getline(code.co_filename, line)}
+            generated = f" (in its generated line '{e.source_line.strip()}')"
         raise TransformError(
             f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
-            f"generated gradient code: {e.msg}", filename=e.filename, lineno=e.lineno,
-            source_line=e.source_line,
-            hint="see d.source() for the gradient code; jacfwd of a hand-written gradient "
-                 "or finite differences of jg.grad are the alternatives") from None
+            f"gradient code{what}: {e.msg}{generated}", **where,
+            hint="d.source() shows the gradient code (d = jg.differentiate(f)); jacfwd of a "
+                 "hand-written gradient or finite differences of jg.grad are the "
+                 "alternatives") from None
 
 
-def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
+def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
         jit: bool = True) -> Any:
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
     forward mode applied to the generated gradient code); the structure of ``tangents``."""
     d = _diff(f, wrt, jit)
-    if not isinstance(primals, (tuple, list)):
-        raise TypeError(f"hvp of {d.func.__name__}: primals must be a tuple of all "
-                        f"{len(d.params)} positional arguments")
-    primals = tuple(primals)
+    primals = _primal_tuple(d, primals, "hvp")
+    d._check_args(primals)
+    seeds = _seeds(d, primals, tangents, "hvp")  # (checked against d's wrt, not d2's)
     d2 = _second(d, primals)
-    t = _second_jvp(d, d2, primals, tangents)
+    t = _second_jvp(d, d2, primals, seeds[0] if d.single else tuple(seeds))
     return t if d.single or isinstance(t, tuple) else (t,)
 
 
-def hessian(f: Callable, wrt: Any = 0, *, jit: bool = True) -> Callable[..., Any]:
+def hessian(f: Callable, wrt: Any = None, *, jit: bool = True) -> Callable[..., Any]:
     """The Hessian function of a scalar ``f`` (forward-over-reverse): shape
     ``x.shape + x.shape``; for a tuple ``wrt`` a tuple of tuples (``H[i][j]`` of shape
     ``x_i.shape + x_j.shape``), as JAX nests them."""
