@@ -226,7 +226,10 @@ def hvp_source(d: Any, args: tuple) -> str:
     gradient code (``_second``), with the seed ``_dret`` one."""
     args = _example_args(d, args)
     d2 = _second(d, args)
-    return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
+    try:
+        return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
+    except TransformError as e:
+        raise _blamed(d, d2, e) from None
 
 
 # --- public functions --------------------------------------------------------------------
@@ -343,27 +346,32 @@ def _second(d: Any, args: tuple) -> Any:
 
 
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
-    """The jvp of the gradient code; a refusal names the user's line whose gradient code it
-    is about (the generated line quoted in the message)."""
+    """The jvp of the gradient code; a refusal names the user's line (``_blamed``)."""
     try:
         return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
-        where = {"filename": e.filename, "lineno": e.lineno, "source_line": e.source_line}
-        what, generated = "", ""
-        if e.filename.startswith("<jitgrad:"):  # the generated line: name the user's
-            code = d.func.__code__
-            line = getattr(d2.func, "user_lines", {}).get(e.lineno)
-            what = " of this line" if line is not None else ""
-            line = code.co_firstlineno if line is None else line
-            where = {"filename": code.co_filename, "lineno": line,
-                     "source_line": linecache.getline(code.co_filename, line)}
-            generated = f" (in its generated line '{e.source_line.strip()}')"
-        raise TransformError(
-            f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
-            f"gradient code{what}: {e.msg}{generated}", **where,
-            hint="d.source() shows the gradient code (d = jg.differentiate(f)); jacfwd of a "
-                 "hand-written gradient or finite differences of jg.grad are the "
-                 "alternatives") from None
+        raise _blamed(d, d2, e) from None
+
+
+def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
+    """Forward mode's refusal ``e`` of ``d``'s gradient code ``d2``, at the user's line
+    whose gradient code it is about (the generated line quoted in the message)."""
+    where = {"filename": e.filename, "lineno": e.lineno, "source_line": e.source_line}
+    what, generated = "", ""
+    if e.filename.startswith("<jitgrad:"):
+        code = d.func.__code__
+        line = getattr(d2.func, "user_lines", {}).get(e.lineno)
+        what = " of this line" if line is not None else ""
+        line = code.co_firstlineno if line is None else line
+        where = {"filename": code.co_filename, "lineno": line,
+                 "source_line": linecache.getline(code.co_filename, line)}
+        generated = f" (in its generated line '{e.source_line.strip()}')"
+    return TransformError(
+        f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
+        f"gradient code{what}: {e.msg}{generated}", **where,
+        hint="d.source() shows the gradient code (d = jg.differentiate(f)); jacfwd of a "
+             "hand-written gradient or finite differences of jg.grad are the "
+             "alternatives")
 
 
 def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,

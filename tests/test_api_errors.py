@@ -561,3 +561,6 @@ def test_hvp_refusal_names_the_users_line(scratch_rules, jit):
     e = info.value
     assert e.filename == __file__ and e.lineno == _line_of(uses_weigh, "return _weigh(y)")
     assert "np.median" in e.msg and "_weigh(y)" in e.source_line
+    with pytest.raises(jg.TransformError, match="gradient code of this line") as info:
+        jg.differentiate(uses_weigh, jit=jit).source(x, mode="hvp")
+    assert info.value.filename == __file__
