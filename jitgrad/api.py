@@ -311,6 +311,7 @@ class Differentiated:
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         gen = self._generated(args)
+        refuse_aliased(self, gen, args)
         rk = gen.return_kinds
         if self.has_aux:
             return self._aux_value_and_grad(gen, args)
@@ -365,7 +366,7 @@ class Differentiated:
         """
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
-        self._generated(args)  # refusals before anything runs
+        refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
         value = self._value(_copies(args))
         out = value[0] if self.has_aux else value  # (the pair, checked by front/aux.py)
@@ -713,10 +714,11 @@ def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None 
 
 
 def pick_wrt(wrt: Wrt | None, argnums: Wrt | None, who: str) -> Wrt:
-    """``wrt``, or JAX's spelling ``argnums`` (not both); 0 when neither is given."""
+    """``wrt``, or JAX's spelling ``argnums`` (not both); None when neither is given (a
+    ``jg.differentiate`` object's own ``wrt``, else 0: ``_as_diff``)."""
     if wrt is not None and argnums is not None:
         raise TypeError(f"jg.{who}: pass wrt= or argnums= (JAX's name for it), not both")
-    return wrt if wrt is not None else argnums if argnums is not None else 0
+    return wrt if wrt is not None else argnums
 
 
 #: the ``Differentiated`` the functional transforms made of a module-level function, per
@@ -728,6 +730,9 @@ _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
 def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiated:
+    if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
+        wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
+                                                                   GradFunction)) else 0
     if cache is None:
         cache = isinstance(func, Differentiated) and func.cache
     if isinstance(func, Differentiated):
@@ -746,6 +751,38 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if hit is None or hit[0] is not func:
         hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux))
     return hit[1]
+
+
+def refuse_aliased(d: Differentiated, gen: Generated, args: tuple) -> None:
+    """Refuse arguments that share memory when the generated code writes one of them: it
+    writes a copy of that one (the caller's arrays are never written), which would no longer
+    be the other, so value and gradient would not be those of ``f(*args)``."""
+    if not gen.written:
+        return
+    arrays = [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    for i, a in arrays:
+        if d.params[i] not in gen.written:
+            continue
+        for j, b in arrays:
+            if j != i and _overlap(a, b):
+                f, pi, pj = d.func.__name__, d.params[i], d.params[j]
+                lo, hi = min(i, j), max(i, j)
+                raise ValueError(
+                    f"arguments {lo} ('{d.params[lo]}') and {hi} ('{d.params[hi]}') of {f} "
+                    f"share memory and {f} writes '{pi}' in place; jitgrad differentiates "
+                    f"each argument as a separate input, so it cannot follow the write into "
+                    f"'{pj}': pass separate arrays (e.g. {pj}.copy())")
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Do ``a`` and ``b`` share memory (views too)?  True where the exact answer is too
+    costly to find."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=1 << 16))
+    except getattr(np, "exceptions", np).TooHardError:
+        return True
 
 
 def _copies(args: tuple) -> tuple:

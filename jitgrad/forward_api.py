@@ -9,6 +9,7 @@ applied to the generated gradient code (``second_order.py``), compiled as one fu
 
 from __future__ import annotations
 
+import linecache
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from .api import (
     _signature,
     describe_kinds,
     pick_wrt,
+    refuse_aliased,
 )
 from .errors import TransformError
 from .second_order import gradient_function
@@ -93,7 +95,7 @@ def _compile(d: Any, u: Any, sources: dict[str, str], names: dict[str, str],
                          workspaces=workspaces, options=d.options)
 
 
-def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
+def _tangent_like(t: Any, p: Any, d: Any, i: int, what: str = "jvp") -> Any:
     """``t`` as a tangent of the primal ``p`` (argument ``i`` of ``d``): same shape,
     ``p``'s float dtype."""
     if type(t) is float and not isinstance(p, np.ndarray):
@@ -101,49 +103,83 @@ def _tangent_like(t: Any, p: Any, d: Any, i: int) -> Any:
     if type(t) is np.ndarray and type(p) is np.ndarray and t.dtype == p.dtype \
             and t.shape == p.shape and p.dtype.kind == "f":
         return t  # the common case, without the checks below
-    what = f"jvp of {d.func.__name__}, argument {i} ('{d.params[i]}')"
+    what = f"{what} of {d.func.__name__}, argument {i} ('{d.params[i]}')"
+    expected = f"one tangent per wrt argument ({_wrt_names(d)})"
     if isinstance(p, np.ndarray):
-        ta = np.asarray(t)
+        try:
+            ta = np.asarray(t)
+        except ValueError:  # a ragged tuple (tangents for several arguments, say)
+            raise ValueError(f"{what}: the tangent is a {type(t).__name__} that is not an "
+                             f"array of the primal's shape {p.shape} ({expected})") from None
         if ta.dtype.kind not in "fiub" or ta.shape != p.shape:
             raise ValueError(f"{what}: tangent has shape {ta.shape}"
                              f"{'' if ta.dtype.kind in 'fiub' else ' and dtype ' + str(ta.dtype)}"
-                             f", the primal has shape {p.shape}")
+                             f", the primal has shape {p.shape} ({expected})")
         # no copy: the generated code copies the tangents of arguments it writes
         return np.asarray(ta, dtype=p.dtype if p.dtype.kind == "f" else np.float64)
-    if np.ndim(t) != 0 or isinstance(t, (complex, np.complexfloating)):
-        raise ValueError(f"{what}: the primal is a scalar, the tangent is "
-                         f"{'an array of shape ' + str(np.shape(t)) if np.ndim(t) else 'complex'}")
+    if isinstance(t, (tuple, list)) or np.ndim(t) != 0 \
+            or isinstance(t, (complex, np.complexfloating)):
+        got = (f"a {type(t).__name__} of {len(t)}" if isinstance(t, (tuple, list)) else
+               f"an array of shape {np.shape(t)}" if np.ndim(t) else "complex")
+        raise ValueError(f"{what}: the primal is a scalar, the tangent is {got} ({expected})")
     return float(t)
+
+
+def _wrt_names(d: Any) -> str:
+    """``wrt=(0, 1): x, a``: how messages say which tangents ``d`` takes."""
+    return f"wrt={d.wrt!r}: {', '.join(repr(d.params[i]) for i in d.wrt_positions)}"
+
+
+def _tangents(d: Any, primals: tuple, tangents: Any, what: str = "jvp") -> tuple:
+    """One tangent per ``wrt`` argument of ``d`` (a single value for a single ``wrt``; a
+    1-tuple of one shaped like the primal is taken too, as JAX spells it)."""
+    positions = d.wrt_positions
+    if d.single:
+        if isinstance(tangents, (tuple, list)) and len(tangents) == 1 \
+                and len(primals) > positions[0] \
+                and np.shape(tangents[0]) == np.shape(primals[positions[0]]):
+            return (tangents[0],)
+        return (tangents,)
+    if type(tangents) is tuple:
+        tans = tangents
+    elif isinstance(tangents, list):
+        tans = tuple(tangents)
+    else:
+        raise ValueError(f"{what} of {d.func.__name__}: wrt={d.wrt!r} is a tuple, so "
+                         f"tangents must be a tuple of {len(positions)} ({_wrt_names(d)}), "
+                         f"got one {type(tangents).__name__}")
+    if len(tans) != len(positions):
+        raise ValueError(f"{what} of {d.func.__name__}: {len(tans)} tangents for "
+                         f"{len(positions)} wrt arguments ({_wrt_names(d)})")
+    return tans
+
+
+def _primal_tuple(d: Any, primals: Any, what: str = "jvp") -> tuple:
+    if type(primals) is tuple:
+        return primals
+    if not isinstance(primals, (tuple, list)):
+        raise TypeError(f"{what} of {d.func.__name__}: primals must be a tuple of all "
+                        f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
+                        f"got {type(primals).__name__}")
+    return tuple(primals)
+
+
+def _seeds(d: Any, primals: tuple, tangents: Any, what: str = "jvp") -> list:
+    """The tangents, checked against ``d``'s ``wrt`` and the primals' shapes."""
+    tans = _tangents(d, primals, tangents, what)
+    return [_tangent_like(t, primals[i], d, i, what)
+            for t, i in zip(tans, d.wrt_positions, strict=True)]
 
 
 def _jvp_args(d: Any, primals: Any, tangents: Any,
               kwargs: dict[str, Any] | None = None) -> tuple[Any, tuple]:
     """The forward-mode code for the primals' kinds and its arguments
     ``(*primals, *seeds)``, after the checks (the primals' first)."""
-    if type(primals) is not tuple:
-        if not isinstance(primals, (tuple, list)):
-            raise TypeError(f"jvp of {d.func.__name__}: primals must be a tuple of all "
-                            f"{len(d.params)} positional arguments ({', '.join(d.params)}), "
-                            f"got {type(primals).__name__}")
-        primals = tuple(primals)
-    primals = d.bind(primals, kwargs)
-    positions = d.wrt_positions
-    if d.single:
-        tans: tuple = (tangents,)
-    elif type(tangents) is tuple:
-        tans = tangents
-    elif isinstance(tangents, list):
-        tans = tuple(tangents)
-    else:
-        raise TypeError(f"jvp of {d.func.__name__}: wrt={d.wrt!r} is a tuple, so tangents "
-                        f"must be a tuple of {len(positions)}")
-    if len(tans) != len(positions):
-        raise ValueError(f"jvp of {d.func.__name__}: {len(tans)} tangents for "
-                         f"{len(positions)} wrt arguments "
-                         f"({', '.join(d.params[i] for i in positions)})")
+    primals = d.bind(_primal_tuple(d, primals), kwargs)
+    _tangents(d, primals, tangents)
     gen = generated_jvp(d, primals)
-    seeds = [_tangent_like(t, primals[i], d, i) for t, i in zip(tans, positions, strict=True)]
-    return gen, (*primals, *seeds)
+    refuse_aliased(d, gen, primals)
+    return gen, (*primals, *_seeds(d, primals, tangents))
 
 
 def jvp_of(d: Any, primals: Any, tangents: Any,
@@ -200,13 +236,16 @@ def hvp_source(d: Any, args: tuple) -> str:
     gradient code (``_second``), with the seed ``_dret`` one."""
     args = _example_args(d, args)
     d2 = _second(d, args)
-    return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
+    try:
+        return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).sources["tangent"]
+    except TransformError as e:
+        raise _blamed(d, d2, e) from None
 
 
 # --- public functions --------------------------------------------------------------------
 
 
-def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
+def jvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
         jit: bool = True, **kwargs: Any) -> tuple[Any, Any]:
     """``(f(*primals, **kwargs), tangent)``: the Jacobian-vector product by forward mode
     (like ``jax.jvp``); ``tangents`` is one value per ``wrt`` argument (a tuple for a tuple
@@ -307,6 +346,7 @@ def _second(d: Any, args: tuple) -> Any:
     """The ``Differentiated`` gradient code of ``d`` at these kinds (same ``wrt``), whose
     jvp is the Hessian-vector product (cached on ``d``, per specialisation)."""
     gen = d._generated(args)
+    refuse_aliased(d, gen, args)
     cache = d.__dict__.setdefault("_second_cache", {})
     hit = cache.get(id(gen))
     if hit is not None and hit[0] is gen:
@@ -321,29 +361,45 @@ def _second(d: Any, args: tuple) -> Any:
 
 
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
-    """The jvp of the gradient code; a refusal says it is about the generated code."""
+    """The jvp of the gradient code; a refusal names the user's line (``_blamed``)."""
     try:
         return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
-        raise TransformError(
-            f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
-            f"generated gradient code: {e.msg}", filename=e.filename, lineno=e.lineno,
-            source_line=e.source_line,
-            hint="see d.source() for the gradient code; jacfwd of a hand-written gradient "
-                 "or finite differences of jg.grad are the alternatives") from None
+        raise _blamed(d, d2, e) from None
 
 
-def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = 0,
+def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
+    """Forward mode's refusal ``e`` of ``d``'s gradient code ``d2``, at the user's line
+    whose gradient code it is about (the generated line quoted in the message)."""
+    where = {"filename": e.filename, "lineno": e.lineno, "source_line": e.source_line}
+    what, generated = "", ""
+    if e.filename.startswith("<jitgrad:"):
+        code = d.func.__code__
+        line = getattr(d2.func, "user_lines", {}).get(e.lineno)
+        what = " of this line" if line is not None else ""
+        line = code.co_firstlineno if line is None else line
+        where = {"filename": code.co_filename, "lineno": line,
+                 "source_line": linecache.getline(code.co_filename, line)}
+        generated = f" (in its generated line '{e.source_line.strip()}')"
+    return TransformError(
+        f"hvp/hessian of {d.func.__name__}: forward mode cannot differentiate the "
+        f"gradient code{what}: {e.msg}{generated}", **where,
+        hint="d.source() shows the gradient code (d = jg.differentiate(f)); jacfwd of a "
+             "hand-written gradient or finite differences of jg.grad are the "
+             "alternatives")
+
+
+def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
         jit: bool = True, **kwargs: Any) -> Any:
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
-    forward mode applied to the generated gradient code); the structure of ``tangents``."""
+    forward mode applied to the generated gradient code); the structure of ``tangents``;
+    ``primals`` may leave out arguments that have defaults."""
     d = _diff(f, wrt, jit)
-    if not isinstance(primals, (tuple, list)):
-        raise TypeError(f"hvp of {d.func.__name__}: primals must be a tuple of all "
-                        f"{len(d.params)} positional arguments")
-    primals = d.bind(tuple(primals), kwargs)
+    primals = d.bind(_primal_tuple(d, primals, "hvp"), kwargs)
+    d._check_args(primals)
+    seeds = _seeds(d, primals, tangents, "hvp")  # (checked against d's wrt, not d2's)
     d2 = _second(d, primals)
-    t = _second_jvp(d, d2, primals, tangents)
+    t = _second_jvp(d, d2, primals, seeds[0] if d.single else tuple(seeds))
     return t if d.single or isinstance(t, tuple) else (t,)
 
 

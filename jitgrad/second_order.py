@@ -12,6 +12,8 @@ one is missing, forward mode refuses with a ``TransformError`` naming the genera
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from .transpiler.backend import emit
@@ -38,5 +40,42 @@ def gradient_function(d: Any, args: tuple) -> Any:
     namespace = backend.imports({"g": src}, u.env)
     fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".grad")
     fn.__module__ = getattr(d.func, "__module__", None)
+    fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
     cache[key] = (gen, fn)
     return fn
+
+
+_LINE = re.compile(r"line (\d+): ")
+
+
+def user_lines(body: list[ast.stmt], src: str) -> dict[int, int]:
+    """Line of ``src`` (``body`` unparsed) -> the user's line it comes from: the line of the
+    last ``# line N:`` comment before it (the adjoint sweep), else the statement's own (the
+    forward sweep); empty where the two do not pair up."""
+    lines: list[int | None] = []
+    current = None
+    for s in _preorder(body):
+        text = emit.comment_text(s)
+        if text is not None:
+            m = _LINE.match(text)
+            current = int(m[1]) if m else current
+            continue
+        lines.append(current if current is not None else getattr(s, "lineno", None) or None)
+    made = list(_preorder(ast.parse(src).body[0].body))
+    if len(made) != len(lines):
+        return {}
+    out: dict[int, int] = {}
+    for g, line in zip(made, lines, strict=True):
+        last = g.lineno if any(getattr(g, f, None) for f in emit.BLOCK_FIELDS) else g.end_lineno
+        for k in range(g.lineno, last + 1):
+            if line:
+                out[k] = line
+    return out
+
+
+def _preorder(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements under ``stmts`` in source order."""
+    for s in stmts:
+        yield s
+        for f in emit.BLOCK_FIELDS:
+            yield from _preorder(getattr(s, f, None) or [])

@@ -13,6 +13,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 
@@ -360,3 +361,206 @@ def test_ieee_with_numpy_and_python_scalars(jit):
         assert jg.grad(f_sqrt, jit=jit)(x) == np.inf
     assert jg.grad(f_sqrt, jit=jit)(np.float32(0.0)) == np.inf
     assert np.isclose(jg.grad(f_sqrt, jit=jit)(4.0), 0.25)  # regular points unchanged
+
+
+# --- messages that blame the user's line (issue 33, item 7) -------------------------------
+
+
+def _line_of(f, text: str) -> int:
+    """The file line of ``f``'s source holding ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(f)
+    return first + next(k for k, ln in enumerate(lines) if text in ln)
+
+
+def _sq(x):
+    return np.sum(x * x * x)
+
+
+_grad_sq = jg.grad(_sq, jit=False)
+_vg_sq = jg.value_and_grad(_sq, jit=False)
+_d_sq = jg.differentiate(_sq, jit=False)
+
+
+def nested_grad(x):
+    y = 0.0
+    for i in range(2):
+        y = y + _grad_sq(x)[i]
+    return y
+
+
+def nested_value_and_grad(x):
+    v, g = _vg_sq(x)
+    return v + np.sum(g)
+
+
+def nested_method(x):
+    y = 0.0
+    y = y + np.sum(_d_sq.grad(x))
+    return y
+
+
+def nested_jvp(x):
+    v, t = jg.jvp(_sq, (x,), x)
+    return t
+
+
+def calls_the_object(x):
+    y = 0.5 * _d_sq(x)
+    return y + np.sum(x)
+
+
+@pytest.mark.parametrize("f, call, what", [
+    (nested_grad, "_grad_sq(x)", "'_grad_sq' is jg.grad of _sq"),
+    (nested_value_and_grad, "_vg_sq(x)", "'_vg_sq' is jg.value_and_grad of _sq"),
+    (nested_method, "_d_sq.grad(x)", "'_d_sq.grad' is the .grad method of the "
+                                     "jg.differentiate object of _sq"),
+    (nested_jvp, "jg.jvp(", "'jg.jvp' is jitgrad's jvp"),
+], ids=["grad", "value_and_grad", "method", "jvp"])
+def test_nested_transform_is_refused_at_its_call(f, call, what, jit):
+    """Not at 'y = 0.0' ("cannot tell whether 'y' is a number or an array"): at the call,
+    naming the called object, in every entry point."""
+    x = np.array([0.5, 1.0, 1.5])
+    for run in (lambda: jg.grad(f, jit=jit)(x), lambda: jg.jvp(f, (x,), x, jit=jit),
+                lambda: jg.hvp(f, (x,), x, jit=jit)):
+        with pytest.raises(jg.TransformError, match="nested differentiation") as info:
+            run()
+        e = info.value
+        assert what in e.msg
+        assert e.filename == __file__ and e.lineno == _line_of(f, call)
+        assert "pass the result in" in e.hint
+
+
+def test_a_differentiate_object_called_inside_is_its_function(jit):
+    """``d(x)`` inside differentiated code is the user's function: inlined, value and
+    gradient right."""
+    x = np.array([0.5, -1.0, 1.5])
+    v, g = jg.value_and_grad(calls_the_object, jit=jit)(x)
+    assert np.isclose(v, 0.5 * np.sum(x ** 3) + np.sum(x), rtol=1e-12)
+    np.testing.assert_allclose(g, 1.5 * x ** 2 + 1.0, rtol=1e-12)
+
+
+def concat_reshape(x):
+    y = np.concatenate((x, x * x)).reshape(2, -1)
+    return np.sum(y * y)
+
+
+def concat_axis1(x):
+    m = x.reshape(2, 3)
+    y = np.concatenate((m, np.sin(m), m * m), axis=1)
+    return np.sum(y * y * y)
+
+
+def stacked(x):
+    y = np.stack((x, np.cos(x)), axis=1)
+    z = np.hstack((x, x * x))
+    w = np.vstack((x, np.exp(x)))
+    return np.sum(y * y) * np.sum(z ** 3) + np.sum(w * w)
+
+
+@pytest.mark.parametrize("f", [concat_reshape, concat_axis1, stacked])
+def test_hvp_through_concatenate_and_stack(f, jit):
+    """The gradient code's ``split_like`` pieces have kinds and a tangent: hvp and hessian
+    of concatenate/stack work (they were refused at a generated line); checked against
+    central differences of the gradient, the value against the function."""
+    x = np.array([0.5, 1.0, 1.5, -0.3, 0.7, 1.2])
+    v = np.array([0.3, -0.7, 1.1, 0.2, 0.5, -0.4])
+    eps = 1e-5
+    g = jg.grad(f, jit=jit)
+    fd = (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(g(x), _fd_grad(f, x), rtol=1e-6, atol=1e-6)
+    scale = max(1.0, float(np.max(np.abs(fd))))
+    hv = jg.hvp(f, (x,), (v,), jit=jit)  # (a 1-tuple of tangents, as JAX spells it)
+    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-6 * scale)
+    np.testing.assert_allclose(jg.hessian(f, jit=jit)(x) @ v, hv, rtol=1e-10, atol=1e-10)
+    value, _ = jg.value_and_grad(f, jit=jit)(x)
+    assert np.isclose(value, f(x.copy()), rtol=1e-12)
+
+
+def _fd_grad(f, x, eps=1e-6):
+    return np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
+
+
+@jg.differentiate(wrt=(0, 1), jit=False)
+def cubic_pair(x, a):
+    return np.sum(x * x * x) * a * a
+
+
+def test_tangents_follow_the_objects_wrt(jit):
+    """``jg.hvp(d, primals, (v, 1.0))`` on a ``wrt=(0, 1)`` object: one tangent per wrt
+    argument (NumPy's "inhomogeneous shape" error before); so for every transform."""
+    d = jg.differentiate(cubic_pair._orig, wrt=(0, 1), jit=jit)
+    x, a, v, w = np.array([0.5, -1.0, 1.5]), 2.0, np.array([0.3, -0.7, 1.1]), 0.4
+    hx = 6 * x * a * a * v + 6 * a * x * x * w  # H @ (v, w), closed form
+    ha = np.sum(6 * a * x * x * v) + 2 * np.sum(x ** 3) * w
+    for obj in (d, cubic_pair):
+        got = jg.hvp(obj, (x, a), (v, w), jit=jit)
+        np.testing.assert_allclose(got[0], hx, rtol=1e-12)
+        assert np.isclose(got[1], ha, rtol=1e-12)
+    value, t = jg.jvp(d, (x, a), (v, w), jit=jit)
+    assert np.isclose(value, np.sum(x ** 3) * a * a, rtol=1e-12)
+    assert np.isclose(t, np.sum(3 * x * x * a * a * v) + 2 * a * np.sum(x ** 3) * w)
+    gx, ga = jg.grad(d, jit=jit)(x, a)
+    np.testing.assert_allclose(gx, 3 * x * x * a * a, rtol=1e-12)
+    assert np.isclose(ga, 2 * a * np.sum(x ** 3), rtol=1e-12)
+    h = jg.hessian(d, jit=jit)(x, a)
+    np.testing.assert_allclose(h[0][0] @ v + h[0][1] * w, hx, rtol=1e-12)
+    # an explicit wrt still wins
+    np.testing.assert_allclose(jg.hvp(d, (x, a), v, wrt=0, jit=jit), 6 * x * a * a * v,
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("tangents, match", [
+    (np.ones(3), r"wrt=\(0, 1\) is a tuple, so tangents must be a tuple of 2 "
+                 r"\(wrt=\(0, 1\): 'x', 'a'\)"),
+    ((np.ones(3),), r"1 tangents for 2 wrt arguments \(wrt=\(0, 1\): 'x', 'a'\)"),
+    ((np.ones(2), 1.0), r"argument 0 \('x'\): tangent has shape \(2,\), the primal has "
+                        r"shape \(3,\)"),
+    ((np.ones(3), np.ones(3)), r"argument 1 \('a'\): the primal is a scalar, the tangent "
+                               r"is an array of shape \(3,\)"),
+])
+def test_wrong_tangents_say_what_is_expected(tangents, match, jit):
+    d = jg.differentiate(cubic_pair._orig, wrt=(0, 1), jit=jit)
+    x = np.array([0.5, -1.0, 1.5])
+    for run in (jg.hvp, jg.jvp):
+        with pytest.raises(ValueError, match=match):
+            run(d, (x, 2.0), tangents, jit=jit)
+    single = jg.differentiate(cubic_pair._orig, wrt=0, jit=jit)
+    with pytest.raises(ValueError, match=r"hvp of cubic_pair, argument 0 \('x'\): the "
+                                         r"tangent is a tuple that is not an array"):
+        jg.hvp(single, (x, 2.0), (np.ones(3), 1.0), jit=jit)
+
+
+@numba.njit
+def _weigh(x):
+    return np.sum(x) * np.median(x)
+
+
+def _weigh_rule(x):
+    m = np.median(x)
+
+    def back(dy):
+        return (dy * m + 0.0 * x,)
+
+    return np.sum(x) * m, back
+
+
+def uses_weigh(x):
+    y = x * x
+    return _weigh(y) + np.sum(y)
+
+
+def test_hvp_refusal_names_the_users_line(scratch_rules, jit):
+    """Forward mode refusing the gradient code (a rule's pullback calls ``np.median``, which
+    has no rule) names the user's line whose gradient code it is, not ``<jitgrad:...>``."""
+    jg.grad_rule(_weigh, ndim_of=lambda nd: 0, float_result=True)(_weigh_rule)
+    x = np.array([0.5, 1.0, 1.5])
+    with pytest.raises(jg.TransformError, match="gradient code of this line") as info:
+        jg.hvp(uses_weigh, (x,), x, jit=jit)
+    e = info.value
+    assert e.filename == __file__ and e.lineno == _line_of(uses_weigh, "return _weigh(y)")
+    assert "np.median" in e.msg and "_weigh(y)" in e.source_line
+    with pytest.raises(jg.TransformError, match="gradient code of this line") as info:
+        jg.differentiate(uses_weigh, jit=jit).source(x, mode="hvp")
+    assert info.value.filename == __file__

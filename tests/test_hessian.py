@@ -153,13 +153,19 @@ def sums_halfsq(x):
 
 def test_hessian_refusal_is_clear():
     """A gradient code forward mode cannot differentiate (here: a primitive with a reverse
-    rule only) is refused, saying so and naming the generated line."""
+    rule only) is refused, saying so at the user's line and quoting the generated one."""
+    import inspect
+
     x = np.linspace(0.1, 0.5, 4)
     np.testing.assert_allclose(jg.grad(sums_halfsq, jit=False)(x), 1.5 * x * x)
     with pytest.raises(jg.TransformError,
-                       match="generated gradient code.*no tangent.*_halfsq") as e:
+                       match="gradient code of this line.*no tangent.*_halfsq.*generated "
+                             "line '[^']*_halfsq") as e:
         jg.hvp(sums_halfsq, (x,), np.ones(4), jit=False)
-    assert e.value.source_line and "_halfsq" in e.value.source_line
+    lines, first = inspect.getsourcelines(sums_halfsq)
+    assert e.value.filename == __file__
+    assert e.value.lineno == first + next(k for k, ln in enumerate(lines) if "+= _halfsq" in ln)
+    assert "s += _halfsq(x[i]) * x[i]" in e.value.source_line
 
 
 # --- every corpus function with a scalar output: hvp against differences of the gradient --

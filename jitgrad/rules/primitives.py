@@ -41,7 +41,8 @@ class Result:
     * ``"declared"``: ndim ``ndim(nd, **options)`` (see ``jitgrad.rules.results``), the
       arguments' class, float where ``cls="f"``, or the class of a ``dtype`` argument;
     * ``"arg"``: the kind of argument ``arg`` (``jg.hook``: its second);
-    * ``"sequence"``: the joined kind of a tuple of arrays, ndim ``ndim(nd)`` of theirs;
+    * ``"sequence"``: the joined kind of a tuple of arrays (argument ``arg``), ndim
+      ``ndim(nd)`` of theirs;
     * ``"unknown"``: nothing can be said (kind inference refuses the value);
     * a name of one of kind inference's own rules: ``"dot"``, ``"solve"``, ``"alloc"``
       (``np.zeros``...), ``"arange"``, ``"reshape"``, ``"cumsum"``, ``"where"``.

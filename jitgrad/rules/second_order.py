@@ -42,6 +42,9 @@ def _one_more(nd):
 
 
 declare(R.array_slots, result=Result("same", ndim=_one_more))
+#: ``split_like(dy, (a, b), axis)``: a tuple of pieces shaped like ``a`` and ``b``, read only
+#: as ``g[0]``, ``g[1]``: typed as a stack of them (one more axis), so an entry has theirs
+declare(K.split_like, result=Result("sequence", ndim=_one_more, arg=1))
 
 
 
@@ -159,6 +162,13 @@ def reshape_like_t(dy, x):
     def push(ddy, dx):
         return (K.reshape_like(ddy, x), None)
     return K.reshape_like(dy, x), push
+
+
+@tangent_rule(K.split_like)
+def split_like_t(dy, arrays, axis):
+    def push(ddy, darrays, daxis):
+        return (K.split_like(ddy, arrays, axis), None, None)
+    return K.split_like(dy, arrays, axis), push
 
 
 @tangent_rule(K.scatter_add)

@@ -27,6 +27,7 @@ from .pipeline import (
     show_kinds,
     show_prange,
     transform,
+    written_args,
 )
 
 
@@ -150,7 +151,7 @@ def generate_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gene
     """Forward mode's generated code for one specialisation, as the API keeps it."""
     u = transform_jvp(prep, wrt, arg_kinds)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk)
+    return Generated(u, rk, written=written_args(u))
 
 
 def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:

@@ -199,6 +199,16 @@ def walk_stmts(body: list[ast.stmt]):
             yield from walk_stmts(getattr(s, f, []) or [])
 
 
+def relocate(s: ast.stmt, at: ast.AST) -> None:
+    """Give ``s`` and the statements under it ``at``'s line (code a rule's template made
+    stands for the user's statement it differentiates)."""
+    line = getattr(at, "lineno", None)
+    if line is None:
+        return
+    for x in walk_stmts([s]):
+        x.lineno, x.end_lineno = line, getattr(at, "end_lineno", line)
+
+
 def own_expressions(s: ast.stmt):
     """The expression nodes of ``s`` itself (not of the statements it holds)."""
     todo: list[ast.AST] = []

@@ -817,14 +817,23 @@ class Generated:
     compiled: Any = None
     #: seconds jitgrad spent making it (transform, or loading it from the on-disk cache)
     transform_seconds: float = 0.0
+    #: the array arguments the generated code writes in place (it works on copies of them,
+    #: so it refuses arguments that share memory with them: ``api.refuse_aliased``)
+    written: frozenset[str] = frozenset()
+
+
+def written_args(u: Unit) -> frozenset[str]:
+    """The array arguments unit ``u``'s code writes in place (from its analysis)."""
+    return frozenset(u.analysis.args_written) if u.analysis is not None else frozenset()
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
     """All specialising passes; the return kinds tell the API what the function returns."""
     u = transform(prep, wrt, arg_kinds)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk)
+    return Generated(u, rk, written=written_args(u))
 
 
 __all__ = ["PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "example", "fence", "generate", "prepare", "stage", "transform"]
+           "Unit", "example", "fence", "generate", "prepare", "stage", "transform",
+           "written_args"]

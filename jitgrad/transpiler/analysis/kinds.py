@@ -437,7 +437,8 @@ class KindInference:
 
     def _sequence(self, r: Result, c: _Call) -> Kind:
         e = c.node
-        elts = e.args[0].elts if e.args and isinstance(e.args[0], ast.Tuple) else []
+        seq = e.args[r.arg] if len(e.args) > r.arg else None
+        elts = seq.elts if isinstance(seq, ast.Tuple) else []
         k = None
         for x in elts:
             k = join(k, self.expr(x))

@@ -47,7 +47,7 @@ from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
 
-FORMAT = 2
+FORMAT = 3  # 3: the meta records the arguments the code writes ("written")
 _MAX_CONSTANT = 1 << 20  # bytes of pickled constant written into a cached module
 _SCALARS = (int, float, bool, complex, str, bytes, type(None), np.generic)
 _lock = threading.Lock()
@@ -454,7 +454,8 @@ class Store:
         unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
                     wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
         return Generated(unit, list(meta["return_kinds"]),
-                         compile_module(mod, self.jit, self.options))
+                         compile_module(mod, self.jit, self.options),
+                         frozenset(meta["written"]))
 
     def save(self, gen: Generated) -> Compiled | None:
         """Write a freshly generated specialisation and compile it from the file; None
@@ -464,7 +465,7 @@ class Store:
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
                     "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables),
-                    "workspaces": u.workspaces}
+                    "workspaces": u.workspaces, "written": sorted(gen.written)}
             sources = {v: u.sources[v] for v in VARIANTS}
             if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta, u.reads):
                 mod = load(*where)

@@ -51,8 +51,16 @@ def comment(text: str) -> ast.stmt:
     return node
 
 
+def comment_text(node: ast.AST) -> str | None:
+    """The text of a ``comment`` statement, else None."""
+    v = getattr(node, "value", None) if isinstance(node, ast.Expr) else None
+    if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith(_MARK):
+        return v.value[len(_MARK):]
+    return None
+
+
 #: fields of a statement that hold statements (or handlers, which hold statements)
-_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def locate_statements(node: ast.AST, lineno: int = 1) -> None:
@@ -69,7 +77,7 @@ def locate_statements(node: ast.AST, lineno: int = 1) -> None:
                 n.lineno = line
             else:
                 line = n.lineno
-        for f in _BLOCK_FIELDS:
+        for f in BLOCK_FIELDS:
             sub = getattr(n, f, None)
             if sub:
                 todo.extend((c, line) for c in sub)
@@ -237,6 +245,10 @@ def _numba_summary(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", summary).strip()
 
 
+#: ``# line 12: y = x * x``, the comment before the adjoint of a user's line
+_COMMENT_LINE = re.compile(r"\s*# line (\d+): (.*)")
+
+
 def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
     """Call a Numba-compiled generated function, turning Numba failures into JitError."""
     try:
@@ -255,6 +267,9 @@ def call_compiled(jitted: Any, src: str, args: tuple, hint: str = "") -> Any:
             n = int(m[-1]) - code.co_firstlineno + 1
             if 0 < n <= len(lines):
                 where = f"\n  generated line {n}: {lines[n - 1].strip()}"
+                where += next((f"\n  in the gradient code of your line {m[1]}: {m[2]}"
+                               for ln in reversed(lines[:n])
+                               if (m := _COMMENT_LINE.match(ln))), "")
         summary = _numba_summary(text)
         extra = f"\n  note: {hint}" if hint else ""
         raise JitError(f"Numba could not compile the generated code: {summary}{where}{extra}\n"

@@ -41,6 +41,7 @@ from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
+from .transforms import callee, primal_of, refuse_transform
 
 
 def resolve(expr: ast.expr, env: dict[str, Any]) -> Any:
@@ -223,7 +224,9 @@ class Inliner:
                 v.generic_visit(node)
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)
-                fn = user_function(resolve(node.func, parsed.env))
+                obj = callee(node.func, parsed.env)
+                refuse_transform(node, obj, parsed)
+                fn = user_function(primal_of(obj))
                 if fn is None:
                     return node
                 return self.call(fn, node, parsed, pre)

@@ -26,7 +26,7 @@ from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import SEED, Namer
-from ..nodes import clone, stmt_defs, walk, walk_stmts
+from ..nodes import clone, relocate, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
 from .fused import ReciprocalSqrt, reciprocal_sqrt
@@ -426,6 +426,8 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         self.note_callables(fn, inst)
         rev: list[ast.stmt] = []
         fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
+        for x in fwd:  # the rule's forward part is the user's line (errors, hvp's messages)
+            relocate(x, s)
         self.fwd_vars.update(inst.outputs)
         g = self.stash(tgt, operands, rev)
         if stashed:
