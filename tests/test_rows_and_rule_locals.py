@@ -51,6 +51,7 @@ def test_value_and_gradient(f, args, wrt, jit):
     check_grad(f, args, wrt=wrt, jit=jit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, args, wrt", ALL, ids=[c[0].__name__ for c in ALL])
 def test_jvp(f, args, wrt, jit):
     t = _direction(args, wrt)
@@ -62,6 +63,7 @@ def test_jvp(f, args, wrt, jit):
     np.testing.assert_allclose(tangent, fd, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("f, args, wrt", ALL, ids=[c[0].__name__ for c in ALL])
 def test_hvp(f, args, wrt, jit):
     t = _direction(args, wrt, seed=1)
