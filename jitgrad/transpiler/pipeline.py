@@ -649,7 +649,10 @@ def promote_(u: Unit) -> None:
     """
     ir = u.ir
     before = [*ir.prologue, *ir.workspace, *ir.forward, *ir.init]
-    adjoint = promote_accumulations(list(ir.adjoint), before, u.env, u.namer, ir.shared)
+    ndims = {d: u.kinds[n].ndim for n, d in u.namer.adjoints().items()
+             if n in u.kinds and u.kinds[n].is_array and u.kinds[n].ndim is not None}
+    adjoint = promote_accumulations(list(ir.adjoint), before, u.env, u.namer, ir.shared,
+                                    ndims)
     u.ir = dataclasses.replace(ir, adjoint=tuple(adjoint))
 
 

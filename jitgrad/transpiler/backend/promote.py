@@ -17,7 +17,9 @@ the sum is kept in a local and added once after the loop, as an expert writes it
 
 Only where it is exact: a straight-line loop body, an array that is a buffer of its
 own (``gather.distinct_buffers``) and that the loop reads nowhere, an index made of
-names the loop does not assign and constants, and every other write of the array in
+names the loop does not assign and constants that picks one element (an integer for each
+axis of the array's known rank: ``dpos[i]`` of a 2-d ``dpos`` is a row, the adjoint of a
+row read ``pos[i]``, and stays an in-place row sum), and every other write of the array in
 the loop provably at another element: some component is a constant that differs, or
 is the loop index against an enclosing loop's index ``i`` while the loop runs over
 ``range(i + c, ...)`` with ``c >= 1`` (or stops at ``i``).  Sums are formed in another
@@ -38,14 +40,17 @@ from .gather import _plus, _reversed_range, distinct_buffers
 
 
 def promote_accumulations(stmts: list[ast.stmt], before: list[ast.stmt],
-                          env: dict[str, Any], namer: Namer,
-                          shared: dict[str, str]) -> list[ast.stmt]:
+                          env: dict[str, Any], namer: Namer, shared: dict[str, str],
+                          ndims: dict[str, int]) -> list[ast.stmt]:
     """``stmts`` (the adjoint sweep) with loop-invariant element accumulations of inner
-    loops kept in scalars (see the module docstring); the input is not changed."""
-    wanted = _invariant_targets(stmts)
+    loops kept in scalars (see the module docstring); the input is not changed.
+    ``ndims``: the arrays' known ranks (an index must pick one element: ``dpos[i]`` of a
+    2-d ``dpos`` is a row, which a scalar cannot hold)."""
+    wanted = {a for a in _invariant_targets(stmts) if a in ndims}
     if not wanted:
         return list(stmts)
     fresh = distinct_buffers([*before, *stmts], shared, env, wanted)
+    fresh = {a: ndims[a] for a in fresh}
     return _rewrite(list(stmts), fresh, namer, set(), _Binds())
 
 
@@ -77,7 +82,7 @@ class _Binds:
             self.readers.setdefault(m, set()).add(n)
 
 
-def _rewrite(stmts: list[ast.stmt], fresh: set[str], namer: Namer, outer: set[str],
+def _rewrite(stmts: list[ast.stmt], fresh: dict[str, int], namer: Namer, outer: set[str],
              binds: _Binds) -> list[ast.stmt]:
     """``outer``: the indices of the enclosing reversed loops that run over non-negative
     values and are not rebound in their bodies; ``binds``: see ``_Binds``."""
@@ -127,8 +132,8 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
         if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
                 and isinstance(t.value, ast.Name) and t.value.id in fresh
                 and not (loaded_ids(t.slice) & assigned)
-                and not any(isinstance(c, ast.Slice) for c in _components(t.slice))):
-            # (an element, not a slice: the register sum starts as the scalar 0.0)
+                and _element(t.slice, fresh[t.value.id])):
+            # (an element, not a slice or a row: the register sum starts as the scalar 0.0)
             candidates.setdefault(ast.unparse(t), []).append(s)
     if not candidates:
         return [loop]
@@ -201,6 +206,14 @@ def _reads_of(s: ast.stmt) -> list[ast.expr]:
 
 def _components(idx: ast.expr) -> list[ast.expr]:
     return list(idx.elts) if isinstance(idx, ast.Tuple) else [idx]
+
+
+def _element(idx: ast.expr, ndim: int) -> bool:
+    """Does ``idx`` pick one element of an ``ndim``-d array (one integer per axis)?"""
+    parts = _components(idx)
+    return len(parts) == ndim and not any(
+        isinstance(c, (ast.Slice, ast.Tuple, ast.List, ast.Starred))
+        or (isinstance(c, ast.Constant) and type(c.value) is not int) for c in parts)
 
 
 def _apart(a: list[ast.expr], b: list[ast.expr], j: str, lo: ast.expr, hi: ast.expr,

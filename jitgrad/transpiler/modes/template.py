@@ -37,6 +37,9 @@ class Template:
     grads: list[ast.expr | None]
     globals: dict[str, Any]
     locals: set[str] = field(default_factory=set)
+    #: the locals the forward part binds (the values its pullback may read); the others
+    #: are the pullback's own temporaries, bound again wherever the pullback runs
+    forward_locals: set[str] = field(default_factory=set)
     #: names the rule reads from its module (found once, mapped at each call)
     free: set[str] = field(default_factory=set)
     #: ``mapping -> (pre, value, back_body, grads)`` renamed copies (compiled once)
@@ -92,13 +95,9 @@ def template_of(rule: Rule) -> Template:
     defaults = {x.arg: d for x, d in zip(a.args[len(a.args) - ndef:], a.defaults, strict=True)}
     defaults.update({x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)
                      if d is not None})
-    local = set()
-    for s in pre + back.body:
-        for n in walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                local.add(n.id)
     tpl = Template(rule, params, positional, defaults, pre, value,
-                   back.args.args[0].arg, back.body[:-1], grads, scope_of(impl), local)
+                   back.args.args[0].arg, back.body[:-1], grads, scope_of(impl),
+                   _stored(pre + back.body), _stored(pre))
     tpl.free = _free_names(tpl)
     unbound = sorted(f for f in tpl.free if f not in tpl.globals and not hasattr(builtins, f))
     if unbound:
@@ -120,6 +119,12 @@ def scope_of(impl: Any) -> dict[str, Any]:
         except ValueError:  # a cell not filled yet
             pass
     return scope
+
+
+def _stored(stmts: list[ast.stmt]) -> set[str]:
+    """The names ``stmts`` bind."""
+    return {n.id for s in stmts for n in walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def _free_names(tpl: Template) -> set[str]:
@@ -185,5 +190,7 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
     if tpl.copy is None:
         tpl.copy = renaming_copier([tpl.pre, tpl.value, tpl.back_body, tpl.grads])
     fwd, value, back, grads = tpl.copy(mapping)
-    outputs = {mapping[x] for x in tpl.locals if isinstance(mapping.get(x), str)}
+    # only the forward part's values: a pullback temporary (arctan2's ``r2``) is bound in
+    # the adjoint sweep where it is read, never a forward value to store or restore
+    outputs = {mapping[x] for x in tpl.forward_locals if isinstance(mapping.get(x), str)}
     return Instance(fwd, value, outputs, back, grads, bound, dy)
