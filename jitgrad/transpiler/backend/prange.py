@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ..analysis.effects import first_draw
 from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
 from ..front.desugar import assign, const, name
@@ -401,6 +402,25 @@ def refuse_races(u: Any) -> None:
                 "into scalars with 's += ...', or use range (docs/supported.md)")
 
 
+def refuse_parallel_draws(u: Any) -> None:
+    """Refuse a random draw in a prange loop under ``parallel=True``: Numba's generators
+    are per thread and ``np.random.seed`` seeds the calling thread's only, so no run (the
+    function's, its gradient's, a rerun's) can draw the same numbers again."""
+    for loop in walk_stmts(u.body):
+        if isinstance(loop, ast.For) and PRANGE.get(loop):
+            at = next((st for st in walk_stmts(loop.body) if not hasattr(st, "body")
+                       and first_draw([st], u.env) is not None), None)
+            if at is not None:
+                call = first_draw([at], u.env)
+                raise u.parsed.error(
+                    f"'{u.parsed.user_source(call.func)}(...)' draws random numbers in a "
+                    "prange loop under parallel=True: each thread draws from its own "
+                    "generator, which np.random.seed does not seed, so the gradient cannot "
+                    "see the draws the function made", at,
+                    "draw them before the loop: z = np.random.standard_normal(n), then use "
+                    "z[i] (or use range, or compile without parallel=True)")
+
+
 def loop_verdicts(u: Any) -> list[tuple[str, str]]:
     """(loop index, what the check found) for each outermost prange loop of the user's."""
     if not u.parallel:
@@ -433,4 +453,5 @@ def _user_words(u: Any, reason: str) -> str:
                   reason)
 
 
-__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_races"]
+__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_parallel_draws",
+           "refuse_races"]
