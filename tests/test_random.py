@@ -14,6 +14,7 @@ does.
 from __future__ import annotations
 
 import math
+import random
 
 import numba
 import numpy as np
@@ -28,11 +29,14 @@ STRIKE = 1.0
 @numba.njit
 def _seed_compiled(s):
     np.random.seed(s)
+    random.seed(s)
 
 
 def seed(s: int) -> None:
-    """Seed NumPy's generator and Numba's (a separate one, seeded from compiled code)."""
+    """Seed NumPy's and ``random``'s generators and Numba's (separate ones, seeded from
+    compiled code)."""
     np.random.seed(s)
+    random.seed(s)
     _seed_compiled(s)
 
 
@@ -45,7 +49,7 @@ def gbm(S0, sigma, T, k):
     """A GBM path by Euler steps under a checkpointed loop; a call's payoff."""
     dt = 1.0 / T
     S = S0
-    for t in jg.checkpointed(range(T), snapshots=k):
+    for t in jg.checkpointed(range(T), snapshots=k):  # noqa: B007
         z = np.random.standard_normal()
         S = S + 0.03 * S * dt + sigma * S * math.sqrt(dt) * z
     return max(S - STRIKE, 0.0)
@@ -55,7 +59,7 @@ def gbm_default(S0, sigma, T, k):
     """The same with the default number of snapshots (about sqrt(2 T))."""
     dt = 1.0 / T
     S = S0
-    for t in jg.checkpointed(range(T), snapshots=None):
+    for t in jg.checkpointed(range(T), snapshots=None):  # noqa: B007
         z = np.random.standard_normal()
         S = S + 0.03 * S * dt + sigma * S * math.sqrt(dt) * z
     return max(S - STRIKE, 0.0)
@@ -64,7 +68,7 @@ def gbm_default(S0, sigma, T, k):
 def gbm_plain(S0, sigma, T, k):
     dt = 1.0 / T
     S = S0
-    for t in range(T):
+    for t in range(T):  # noqa: B007
         z = np.random.standard_normal()
         S = S + 0.03 * S * dt + sigma * S * math.sqrt(dt) * z
     return max(S - STRIKE, 0.0)
@@ -107,31 +111,31 @@ def test_monte_carlo_path_delta_vega(jit, k):
 
 
 def nested(x, T, k):
-    """A checkpointed loop with draws inside an outer loop."""
+    """A checkpointed loop with draws inside an outer loop (and ``random``'s between)."""
     y = x
     acc = 0.0
-    for e in range(3):
-        for t in jg.checkpointed(range(T), snapshots=k):
+    for e in range(3):  # noqa: B007
+        for t in jg.checkpointed(range(T), snapshots=k):  # noqa: B007
             y = y * 0.95 + 0.1 * math.sin(y) * np.random.normal(1.0, 0.5)
             acc += y * 0.01
-        y = y + 0.05 * np.random.uniform(0.0, 1.0)
+        y = y + 0.05 * random.random()
     return acc + y * y
 
 
 def nested_plain(x, T, k):
     y = x
     acc = 0.0
-    for e in range(3):
-        for t in range(T):
+    for e in range(3):  # noqa: B007
+        for t in range(T):  # noqa: B007
             y = y * 0.95 + 0.1 * math.sin(y) * np.random.normal(1.0, 0.5)
             acc += y * 0.01
-        y = y + 0.05 * np.random.uniform(0.0, 1.0)
+        y = y + 0.05 * random.random()
     return acc + y * y
 
 
 def _walk(u, T, k):
     s = 0.0
-    for t in jg.checkpointed(range(T), snapshots=k):
+    for t in jg.checkpointed(range(T), snapshots=k):  # noqa: B007
         u = np.tanh(u * (1.0 + 0.1 * np.random.standard_normal(u.shape[0])))
         s = s + np.sum(u) * 0.1
     return s + np.sum(u * u)
@@ -146,7 +150,7 @@ def region(x, T, k):
 
 def _walk_plain(u, T, k):
     s = 0.0
-    for t in range(T):
+    for t in range(T):  # noqa: B007
         u = np.tanh(u * (1.0 + 0.1 * np.random.standard_normal(u.shape[0])))
         s = s + np.sum(u) * 0.1
     return s + np.sum(u * u)
@@ -200,7 +204,7 @@ def basket(x, n):
     """Draws in a plain loop (taped) and as an array, for vjp and the Jacobians."""
     w = np.random.standard_normal(x.shape[0])
     s = 0.0
-    for i in range(n):
+    for i in range(n):  # noqa: B007
         s = s + np.sum(x * w) * np.random.uniform(0.5, 1.5)
     return s * s + np.sum(x * x * w)
 
@@ -245,3 +249,69 @@ def test_a_draw_is_stored_never_recomputed():
     src = jg.differentiate(gbm_plain, wrt=(0, 1), jit=False).source(*ARGS, 10, 0)
     assert "np.random.standard_normal draws a random number: never drawn again" in src
     assert src.count("np.random.standard_normal()") == 1
+
+
+def value_only_draw(x):
+    """``a`` serves only the value: the gradient-only code must still draw it."""
+    a = np.random.standard_normal(3)
+    b = np.random.standard_normal()
+    return x * x * b + np.sum(a)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_grad_and_hvp_keep_draws_only_the_value_reads(jit):
+    x = 0.5
+    seed(SEED)
+    np.random.standard_normal(3)
+    b = np.random.standard_normal()
+    v, g = seeded(jg.value_and_grad(value_only_draw, jit=jit), SEED, x)
+    assert v == seeded(jg.differentiate(value_only_draw, jit=jit), SEED, x)
+    np.testing.assert_allclose(g, 2.0 * x * b, rtol=1e-12)
+    np.testing.assert_allclose(seeded(jg.grad(value_only_draw, jit=jit), SEED, x), g,
+                               rtol=1e-12)
+    np.testing.assert_allclose(seeded(jg.hvp, SEED, value_only_draw, (x,), 1.0, jit=jit),
+                               2.0 * b, rtol=1e-12)
+    t = seeded(jg.jvp, SEED, value_only_draw, (x,), 1.0, jit=jit)
+    np.testing.assert_allclose(t, (v, g), rtol=1e-12)
+
+
+@numba.njit(parallel=True)
+def parallel_draws(x):
+    out = np.zeros(x.shape[0])
+    for i in numba.prange(x.shape[0]):
+        out[i] = x[i] * np.random.standard_normal()
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def parallel_array_draw(x):
+    z = np.random.standard_normal(x.shape[0])
+    return np.sum(x * z)
+
+
+@numba.njit(parallel=True)
+def parallel_draws_before(x):
+    """The refusal's hint applied: one draw at a time in a range loop before it."""
+    z = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        z[i] = np.random.standard_normal()
+    out = np.zeros(x.shape[0])
+    for i in numba.prange(x.shape[0]):
+        out[i] = x[i] * z[i]
+    return np.sum(out * out)
+
+
+def test_draws_in_a_parallel_prange_loop_are_refused():
+    """Per-thread generators that np.random.seed does not seed: no run repeats the draws
+    (a prange loop's, an array of draws, which Numba's parfor pass parallelises)."""
+    with pytest.raises(jg.TransformError) as e:
+        jg.grad(parallel_draws)(np.ones(3))
+    assert e.value.lineno == parallel_draws.py_func.__code__.co_firstlineno + 4
+    assert "z[i] = np.random.standard_normal()), then use z[i]" in str(e.value)
+    with pytest.raises(jg.TransformError, match="as an array under parallel=True"):
+        jg.grad(parallel_array_draw)(np.ones(3))
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    v, g = seeded(jg.value_and_grad(parallel_draws_before), SEED, x)
+    assert v == seeded(parallel_draws_before, SEED, x)
+    fd = numeric_grad(lambda a: seeded(parallel_draws_before, SEED, a), (x,), 0)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
