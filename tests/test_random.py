@@ -315,3 +315,41 @@ def test_draws_in_a_parallel_prange_loop_are_refused():
     assert v == seeded(parallel_draws_before, SEED, x)
     fd = numeric_grad(lambda a: seeded(parallel_draws_before, SEED, a), (x,), 0)
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+
+
+def jitter(x):
+    """A primitive of the user's that draws (its rule declares ``random=True``)."""
+    return x * (1.0 + 0.1 * np.random.standard_normal())
+
+
+@jg.grad_rule(jitter, random=True)
+def _jitter_rule(x):
+    e = 1.0 + 0.1 * np.random.standard_normal()
+    y = x * e
+
+    def pullback(dy):
+        return (dy * e,)
+
+    return y, pullback
+
+
+def jittered(x, T, k):
+    y = x
+    for t in jg.checkpointed(range(T), snapshots=k):  # noqa: B007
+        y = math.sin(jitter(y)) + 0.5 * y
+    return y * y
+
+
+def jittered_plain(x, T, k):
+    y = x
+    for t in range(T):  # noqa: B007
+        y = math.sin(jitter(y)) + 0.5 * y
+    return y * y
+
+
+def test_a_rule_that_draws_declares_it():
+    """``grad_rule(..., random=True)``: the checkpointed loop replays the rule's draws."""
+    v, g = seeded(jg.value_and_grad(jittered, jit=False), SEED, 0.7, 40, 2)
+    vp, gp = seeded(jg.value_and_grad(jittered_plain, jit=False), SEED, 0.7, 40, 2)
+    assert v == vp == seeded(jittered, SEED, 0.7, 40, 2)
+    np.testing.assert_allclose(g, gp, rtol=1e-12)
