@@ -353,3 +353,32 @@ def test_a_rule_that_draws_declares_it():
     vp, gp = seeded(jg.value_and_grad(jittered_plain, jit=False), SEED, 0.7, 40, 2)
     assert v == vp == seeded(jittered, SEED, 0.7, 40, 2)
     np.testing.assert_allclose(g, gp, rtol=1e-12)
+
+
+@numba.njit
+def _compiled_noise(n):
+    return np.random.standard_normal(n)
+
+
+def test_eager_checkpoint_replays_compiled_draws():
+    """The runtime's ``jg.checkpoint`` replays Numba's generators too (compiled code
+    the checkpointed function calls draws from them)."""
+    from jitgrad import runtime as rt
+
+    w = rt.param(np.ones(4))
+    draws = []
+
+    def noisy(v):
+        noise = _compiled_noise(4)
+        draws.append(noise)
+        return (v * noise).sum()
+
+    seed(SEED)
+    y = rt.checkpoint(noisy, w)
+    after = _next_draw(True)
+    seed(SEED)
+    rt.checkpoint(noisy, rt.param(np.ones(4)))
+    rt.back(y)
+    np.testing.assert_array_equal(draws[0], draws[2])
+    np.testing.assert_allclose(w.grad, draws[0])
+    assert _next_draw(True) == after  # the recompute consumed no draws
