@@ -5,7 +5,8 @@ a checkpointed region rerun by the reverse sweep, a ``vjp`` pullback) must draw 
 numbers the first run drew.  Generated code keeps the generators' state next to the
 state it recomputes from: ``rng_reserve(buf, k)`` makes room for ``k`` states in a 1-d
 ``uint8`` storage, ``rng_store(buf, i)`` copies the state into entry ``i`` and
-``rng_load(buf, i)`` makes it the generators' state again.
+``rng_load(buf, i)`` makes it the generators' state again; a checkpointed region tapes
+``rng_saved()`` (a new one-entry storage) at its entry.
 
 Which generators: with ``jit=False`` NumPy's global ``RandomState`` (``np.random.*``) and
 Python's ``random`` module; compiled, Numba's own per-thread generators for the same two
