@@ -23,7 +23,9 @@ import numpy as np
 
 from . import report, rules
 from .errors import JitError
+from .kernels import rng
 from .runtime.tracked import Tracked
+from .transpiler.analysis.effects import first_draw
 from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import cache as disk
 from .transpiler.backend import emit
@@ -133,6 +135,12 @@ class Differentiated:
                 from None
         bound.apply_defaults()
         return tuple(bound.args)
+
+    def _draws(self) -> bool:
+        """Does the function (its helpers inlined) draw from a global random generator?
+        Then code that runs it again replays the generators (``kernels/rng.py``)."""
+        prep = self._prep()
+        return first_draw(prep.body, prep.env) is not None
 
     def _check_args(self, args: tuple) -> None:
         if len(args) != len(self.params):
@@ -362,12 +370,15 @@ class Differentiated:
 
         The value is the user's function run on copies of the arguments (compiled as
         ``self(...)`` runs it; as plain Python where Numba cannot compile it), so arrays
-        the caller passed are never written; the pullback keeps copies of its own.
+        the caller passed are never written; the pullback keeps copies of its own, and
+        replays the random generators' state the value was computed from (its draws are
+        the value's, and it leaves the generators as it found them).
         """
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
+        drawn = rng.capture() if self._draws() else None  # the pullback draws the same
         value = self._value(_copies(args))
         out = value[0] if self.has_aux else value  # (the pair, checked by front/aux.py)
 
@@ -376,7 +387,8 @@ class Differentiated:
             gen = self._generated(kept)
             # (the value-and-gradient variant: the gradient-only one of a scalar function
             # is written for the seed 1.0 that f.grad passes)
-            return self._shape(self._run(gen, _copies(kept), dy, True)[1])
+            with rng.replaying(drawn):
+                return self._shape(self._run(gen, _copies(kept), dy, True)[1])
 
         if self.has_aux:
             return out, pullback, value[1]  # as jax.vjp(f, *args, has_aux=True)

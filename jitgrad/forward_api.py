@@ -29,6 +29,7 @@ from .api import (
     refuse_aliased,
 )
 from .errors import TransformError
+from .kernels import rng
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
 from .transpiler.forward_pipeline import JVP, generate_jvp, tangent_source, transform_jvp
@@ -275,6 +276,7 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
                  for i in positions]
         cols: list[list[Any]] = [[] for _ in positions]
         value = None
+        drawn = rng.capture() if d._draws() else None  # every column draws the same
         for k, i in enumerate(positions):
             x = args[i]
             for j in range(int(np.size(x))):
@@ -285,6 +287,8 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
                     seeds[k] = e
                 else:
                     seeds[k] = 1.0
+                if drawn is not None:
+                    rng.restore(drawn)
                 value, tan = jvp_of(d, args, seeds[0] if d.single else tuple(seeds))
                 cols[k].append(tan)
         tuple_out = isinstance(value, tuple)
@@ -416,6 +420,7 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
         positions = _wrt_list(d)
         zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
         cols: list[list[Any]] = [[] for _ in positions]
+        drawn = rng.capture() if d._draws() else None  # every column draws the same
         for k, i in enumerate(positions):
             for j in range(int(np.size(args[i]))):
                 seeds = list(zeros)
@@ -425,6 +430,8 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
                     seeds[k] = e
                 else:
                     seeds[k] = 1.0
+                if drawn is not None:
+                    rng.restore(drawn)
                 t = _second_jvp(d, d2, args, seeds[0] if d.single else tuple(seeds))
                 cols[k].append(t if isinstance(t, tuple) else (t,))
         rows = []

@@ -10,6 +10,7 @@ device.  Ufuncs and ``math`` functions are elementwise and broadcast by default
 import builtins
 import math
 import operator
+import random
 
 import numpy as np
 
@@ -97,6 +98,14 @@ declare(np.exp, math.exp, np.expm1, math.expm1, np.exp2, np.log, math.log, np.lo
         math.atan, np.arctan2, math.atan2, np.sinh, math.sinh, np.cosh, math.cosh, np.tanh,
         math.tanh, np.arcsinh, math.asinh, np.arccosh, math.acosh, np.arctanh, math.atanh,
         operator.pow, builtins.pow, math.pow, np.power, np.float_power, cost=20)
+
+# --- random draws: another value each time (never recomputed; reruns replay the state) --
+
+declare(*(f for n in dir(np.random) for f in [getattr(np.random, n)]
+          if getattr(f, "__self__", None) is np.random.mtrand._rand),
+        *(f for n in dir(random) for f in [getattr(random, n)]
+          if getattr(f, "__self__", None) is random._inst),
+        np.random.seed, random=True)
 
 # --- linear (tangent = the primitive of the tangents) and elementwise ------------------
 

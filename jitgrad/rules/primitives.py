@@ -99,9 +99,12 @@ class Primitive:
     recomputed in the adjoint); ``cheap`` (a settable spelling of it): recomputing a
     scalar call costs no more than taping it;
     ``device``: allowed in CUDA device code; ``query``: depends only on its argument's
-    shape or type.  ``methods`` and ``attrs`` are the array methods (``x.sum()``) and
-    attributes (``x.T``) that spell it; ``aliases`` are the other functions that share
-    its rule (``np.add`` and ``operator.add``).
+    shape or type.  ``random``: it draws from (or seeds) a global random generator, so
+    that evaluating it again gives another value: never recomputed, and code that runs it
+    again replays the generator's state (``kernels/rng.py``).  ``methods`` and ``attrs``
+    are the array methods (``x.sum()``) and attributes (``x.T``) that spell it;
+    ``aliases`` are the other functions that share its rule (``np.add`` and
+    ``operator.add``).
     """
 
     fn: Any
@@ -116,6 +119,7 @@ class Primitive:
     cost: float | None = None
     device: bool = False
     query: bool = False
+    random: bool = False
     methods: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ()
     aliases: tuple[Any, ...] = ()
@@ -140,7 +144,7 @@ TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "cheap",
-            "cost", "device", "query", "methods", "attrs")
+            "cost", "device", "query", "random", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -255,6 +259,18 @@ def cost(fn: Any) -> float | None:
     """What one scalar call of ``fn`` costs (``Primitive.cost``), None where unknown."""
     rec = _RECORDS.get(id(fn))
     return None if rec is None else rec.cost
+
+
+def draws(fn: Any) -> bool:
+    """Does calling ``fn`` draw from (or seed) a global random generator?  The table's
+    ``random`` fact, else any function of ``numpy.random`` or ``random`` (or a method of
+    their generators)."""
+    rec = _RECORDS.get(id(fn))
+    if rec is not None and rec.random:
+        return True
+    owner = type(getattr(fn, "__self__", None)).__module__ or ""
+    mod = getattr(fn, "__module__", None) or ""
+    return any(m == "random" or m.startswith("numpy.random") for m in (mod, owner))
 
 
 def allocating_names() -> frozenset[str]:

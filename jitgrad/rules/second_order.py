@@ -16,9 +16,10 @@ import numpy as np
 from ..kernels import arrays as K
 from ..kernels import helpers as H
 from ..kernels import revolve as R
+from ..kernels import rng as G
 from ..kernels.revolve import ref_slots
 from ..kernels.tangents import pick_tangent, prod_others_tangent, sort_tangent, trigamma
-from .primitives import BROADCAST, FLOAT, INT, Result, argument, declare, declared
+from .primitives import BROADCAST, FLOAT, INT, Result, argument, declare, declared, fixed
 from .registry import non_differentiable
 from .results import RUNTIME
 from .tangents import tangent_rule
@@ -29,11 +30,12 @@ declare(H.unbroadcast, K.reshape_like, K.scatter_add, K.expand_along, K.spread,
         K.dot_grad_a, K.pick, K.diag_back, K.diff_back, K.unsort, result=argument(1))
 declare(K.transpose_back, result=argument(0))
 declare(K.dot_grad_b, result=argument(2))
-declare(H.snapshot, H.tape_reserve, K.centered, K.chooser_weights, K.prod_others,
-        K.cumsum_along, K.flip_along, result=argument(0))
+declare(H.snapshot, H.tape_reserve, G.rng_reserve, K.centered, K.chooser_weights,
+        K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
 declare(K.axis_count, result=FLOAT)
+declare(G.rng_saved, result=fixed("i", 1))  # uint8 storage
 
 
 def _one_more(nd):
@@ -92,7 +94,8 @@ declare(K.extreme_at, result=declared(_extreme))
 
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
                    K.argextreme, R.revolve_split, R.snapshot_count,
-                   R.array_slots)  # (its entries: ``store_slot``, a copy in forward mode)
+                   R.array_slots, G.rng_reserve, G.rng_store, G.rng_load,
+                   G.rng_saved)  # (its entries: ``store_slot``, a copy in forward mode)
 
 # --- tangents: linear in the gradient (or array) argument ------------------------------
 

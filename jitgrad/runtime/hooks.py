@@ -4,13 +4,13 @@ call these."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..errors import RuleError
+from ..kernels import rng
 from .backprop import BackpropError, Node, mark, propagate, seed
 from .tracked import Tracked, _slots, _state, data, istracked, paused, record, recording
 
@@ -50,11 +50,12 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     The first run records nothing but notes every tracked value ``f`` reads, its
     arguments and anything captured in its closure, so all of them receive
     gradients (Tracker drops the captured ones). The recompute sees the same numpy
-    and ``random`` global RNG state as the first run, so random draws match.
+    and ``random`` global RNG state as the first run (and Numba's, for compiled code it
+    calls), so random draws match.
     """
     if not _state.on:  # inside another checkpoint's first run: nothing is recorded anyway
         return f(*args)
-    rng = (np.random.get_state(), random.getstate())
+    drawn = rng.capture()
     with paused() as touched:
         value = data(f(*args))
     nodes = {id(t.node): t.node for _, _, t in _slots(args)}
@@ -66,16 +67,9 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     parents = tuple(nodes.values())
 
     def recompute(dy: Any) -> tuple:
-        saved = (np.random.get_state(), random.getstate())
-        np.random.set_state(rng[0])
-        random.setstate(rng[1])
-        try:
-            with recording():
-                start = mark()
-                y = f(*args)
-        finally:
-            np.random.set_state(saved[0])
-            random.setstate(saved[1])
+        with rng.replaying(drawn), recording():
+            start = mark()
+            y = f(*args)
         if not isinstance(y, Tracked):
             return (None,) * len(parents)
         if y.node.shape != np.shape(value):

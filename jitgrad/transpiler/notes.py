@@ -81,6 +81,11 @@ PRANGE: Note[bool] = Note(
     "prange", False, "desugar",
     "a `for` loop the user wrote over `numba.prange` (now over range): with parallel=True "
     "its forward and reverse loops are kept parallel where iterations are independent")
+DRAW: Note[bool] = Note(
+    "draw", False, "normalize",
+    "a statement that draws from (or seeds) a global random generator: dead-code "
+    "elimination keeps it even where nothing reads its value (the draws after it would "
+    "take its numbers)")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -125,12 +130,12 @@ DECISION: Note[bool] = Note(
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
     "after the source-line comment it may follow")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
-         PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
+NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW, AUG, KIND, POS, END,
+         BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE, SWEEP)
+_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW, SWEEP)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:

@@ -25,12 +25,13 @@ from typing import Any
 
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
+from .analysis.effects import first_draw
 from .analysis.kinds import Kind, infer
 from .backend import emit, lower
 from .backend.gather import gather_form
 from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
-from .backend.prange import Parallel, loop_verdicts, refuse_races
+from .backend.prange import Parallel, loop_verdicts, refuse_parallel_draws, refuse_races
 from .backend.promote import promote_accumulations
 from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
@@ -44,8 +45,8 @@ from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import SEED, WORKSPACE, Namer, is_generated, is_tape, names_in
-from .nodes import clone
-from .notes import checkpoint
+from .nodes import clone, walk_stmts
+from .notes import DRAW, checkpoint
 
 
 def _without_gc(fn):
@@ -286,6 +287,9 @@ def normalize_(u: Unit) -> None:
         else:
             atoms.append(norm.atom(r, body))
     u.body, u.returns = body, atoms
+    for s in walk_stmts(body):  # (one operation per statement: a draw is its own)
+        if not hasattr(s, "body") and first_draw([s], u.env) is not None:
+            DRAW.set(s, True)
 
 
 def versions_(u: Unit) -> None:
@@ -399,6 +403,7 @@ def prange_(u: Unit) -> None:
     """
     if u.parallel:
         refuse_races(u)
+        refuse_parallel_draws(u)
 
 
 def show_prange(u: Unit) -> str:

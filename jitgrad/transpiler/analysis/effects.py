@@ -36,7 +36,7 @@ import builtins
 from ...kernels.helpers import restore_into, same_shape
 from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import method_function
+from ...rules.primitives import draws, method_function
 from ..front.inline import resolve
 from .kinds import list_tape_call
 
@@ -95,4 +95,15 @@ def refuse_hidden_writes(stmts: list[ast.stmt], an, env: dict, parsed,
             "array, e.g. 'y = a * b' rather than 'np.multiply(a, b, out=y)')")
 
 
-__all__ = ["hidden_write", "refuse_hidden_writes"]
+def first_draw(stmts: list[ast.stmt], env: dict) -> ast.Call | None:
+    """The first call in ``stmts`` that draws from (or seeds) a global random generator
+    (``np.random.normal(...)``, ``random.random()``: the primitive table's ``random``
+    fact), else None: code that runs ``stmts`` again must replay the generator's state."""
+    for s in stmts:
+        for v in ast.walk(s):
+            if isinstance(v, ast.Call) and draws(resolve(v.func, env)):
+                return v
+    return None
+
+
+__all__ = ["first_draw", "hidden_write", "refuse_hidden_writes"]

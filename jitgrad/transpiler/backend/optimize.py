@@ -25,7 +25,7 @@ from ..astutil import all_defs, exposed_reads
 from ..front.inline import rename
 from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
-from ..notes import CHECK, COMMENT, DECISION, SCALAR_RESULT
+from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
 
 
 def _defines(s: ast.stmt) -> set[str]:
@@ -209,9 +209,10 @@ def _facts(s: ast.stmt, memo: Facts) -> list:
 
 
 def _live_key(s: ast.stmt, defines: set[str]) -> bool | str | None:
-    """True for a simple statement kept whatever is live (effects, breaks), the array
+    """True for a simple statement kept whatever is live (effects, breaks, random draws:
+    ``notes.DRAW``), the array
     whose element it writes (kept unless that array is fresh), else None."""
-    if isinstance(s, ast.Break) or not _pure(s, defines):
+    if isinstance(s, ast.Break) or DRAW.get(s) or not _pure(s, defines):
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
     if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)

@@ -54,12 +54,13 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ..analysis.effects import first_draw
 from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
-from ..notes import PRANGE
+from ..notes import DRAW, PRANGE
 from . import emit
 from .gather import distinct_buffers, offset
 from .slots import binds, bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
@@ -401,6 +402,41 @@ def refuse_races(u: Any) -> None:
                 "into scalars with 's += ...', or use range (docs/supported.md)")
 
 
+def refuse_parallel_draws(u: Any) -> None:
+    """Under ``parallel=True``, refuse a random draw Numba runs on several threads: one in a
+    prange loop, or an array of draws (``np.random.normal(0, 1, n)``, which Numba's parfor
+    pass parallelises).  Each thread draws from its own generator, which
+    ``np.random.seed`` does not seed, so no run (the function's, its gradient's, a
+    rerun's) can draw the same numbers again."""
+    def refuse(st: ast.stmt, where: str) -> None:
+        call = first_draw([st], u.env)
+        raise u.parsed.error(
+            f"'{u.parsed.user_source(call.func)}(...)' draws random numbers {where} under "
+            "parallel=True: Numba draws them on several threads, each from its own "
+            "generator, which np.random.seed does not seed, so the gradient cannot see the "
+            "draws the function made", st,
+            "draw them one at a time in a range loop first (for i in range(n): z[i] = "
+            "np.random.standard_normal()), then use z[i]; or pass the draws in as an "
+            "argument, or compile without parallel=True")
+
+    def visit(stmts: list[ast.stmt], in_prange: bool) -> None:
+        for st in stmts:
+            if isinstance(st, ast.For):
+                visit(st.body, in_prange or PRANGE.get(st))
+            elif hasattr(st, "body"):
+                visit(st.body, in_prange)
+                visit(getattr(st, "orelse", []) or [], in_prange)
+            elif DRAW.get(st):
+                if in_prange:
+                    refuse(st, "in a prange loop")
+                t = st.targets[0] if isinstance(st, ast.Assign) else None
+                if isinstance(t, ast.Name) and u.kinds.get(t.id) is not None \
+                        and u.kinds[t.id].is_array:
+                    refuse(st, "as an array")
+
+    visit(u.body, False)
+
+
 def loop_verdicts(u: Any) -> list[tuple[str, str]]:
     """(loop index, what the check found) for each outermost prange loop of the user's."""
     if not u.parallel:
@@ -433,4 +469,5 @@ def _user_words(u: Any, reason: str) -> str:
                   reason)
 
 
-__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_races"]
+__all__ = ["Parallel", "bounds", "loop_verdicts", "primal_verdicts", "refuse_parallel_draws",
+           "refuse_races"]

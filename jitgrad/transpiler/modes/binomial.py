@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import ast
 
-from ...kernels import helpers, revolve
+from ...kernels import helpers, revolve, rng
+from ..analysis.effects import first_draw
 from ..analysis.shapes import loop_temps, shape_changer
 from ..astutil import all_defs, binop, exposed_reads
 from ..backend.emit import comment
@@ -142,13 +143,14 @@ class BinomialMixin:
             once_save, once_load = [], []  # restores its entry state (these would copy again)
         slotted = {x.value.args[0].id for x in load if isinstance(x, ast.Expr)} | {
             x.value.args[0].id for x in once_load if isinstance(x, ast.Expr)}
+        replay = self.replayed_draws(s, v["K"], v["TOP"], slots, store, load)
         plain = strip_pushes(clone(bf))
         taped = bf + br  # a step pushes its top-level values once each: reserved below
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
         self.restored_names |= all_defs(s) | set(state) | {t}
-        what = ", ".join(state) or "nothing"
+        what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
                        f"snapshots of {what}; one step's tape at a time")
@@ -156,7 +158,7 @@ class BinomialMixin:
                *splice(_FORWARD, v, blocks),
                # room for one step's top-level pushes, once: each taped step pops its own
                *self.reserves(s, const(0), const(1), const(1))]
-        rev = [note, *once_load, *splice(_REVERSE, v, blocks)]
+        rev = [note, *once_load, *replay[:1], *splice(_REVERSE, v, blocks), *replay[1:]]
         kinds = []
         for n in state:
             k = self.an.kind(n)
@@ -168,6 +170,29 @@ class BinomialMixin:
                                            tuple(sorted(counts.items(), key=lambda c: (
                                                c[0] is not None, c[0] or 0))), arrays))
         return fwd, rev
+
+    def replayed_draws(self, s: ast.For, K: str, top: str, slots: list[ast.stmt],
+                       store: list[ast.stmt], load: list[ast.stmt]) -> list[ast.stmt]:
+        """Where a step draws random numbers, the generators' state joins each snapshot
+        (``kernels/rng.py``), so that a step run again draws what it drew the first time;
+        returns the reverse sweep's first and last statements: the state the forward sweep
+        left kept in an extra slot ``K`` and made current again after the driver (the
+        gradient call advances the generators as the function does).  Else []."""
+        if first_draw(s.body, self.env) is None:
+            return []
+        buf = self.namer.fresh("_snaps_rng")
+        self.slot_buffers.append((buf, "uint8"))
+        res, st, ld = (self.global_name(f.__name__, f)
+                       for f in (rng.rng_reserve, rng.rng_store, rng.rng_load))
+
+        def call(f: str, *args: ast.expr) -> ast.stmt:
+            return ast.Expr(value=ast.Call(func=name(f), args=list(args), keywords=[]))
+
+        slots.append(assign(buf, call(res, name(buf), binop(name(K), ast.Add(),
+                                                             const(1))).value))
+        store.append(call(st, name(buf), name(top)))
+        load.append(call(ld, name(buf), name(top)))
+        return [call(st, name(buf), name(K)), call(ld, name(buf), name(K))]
 
     def refuse_shape_change(self, n: str, body: list[ast.stmt]) -> None:
         """Refuse, at its line, a step that rebinds the state array ``n`` to an array of

@@ -14,9 +14,11 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left, bisect_right
 
+from ...rules.primitives import draws
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
 from ..front.desugar import name
+from ..front.inline import resolve
 from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
 from .tapes import decision
@@ -228,6 +230,10 @@ class RecomputeMixin:
                 a = operand(v.left)
                 b = operand(v.comparators[0]) if a is not None else None
                 return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
+            if isinstance(v, ast.Call) and draws(resolve(v.func, self.env)):
+                plan.why = plan.why or f"{ast.unparse(v.func)} draws a random number: never " \
+                    "drawn again"
+                return None
             c, what = op_cost(v, self.env)
             if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
                     isinstance(v, ast.Call) and v.keywords):

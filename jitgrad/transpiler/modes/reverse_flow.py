@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 
-from ...kernels import helpers
+from ...kernels import helpers, rng
+from ..analysis.effects import first_draw
 from ..analysis.kinds import INT
 from ..astutil import all_defs, binop, exposed_reads
 from ..front.desugar import assign, const, name
@@ -78,7 +79,33 @@ class ControlFlowMixin:
                 before += push
                 pops += pop(n)
                 self.restored_names.add(n)
-        return before + plain, pops + restores + bf + br
+        replay, back = self.replay_region(s, before)
+        return before + plain, pops + restores + replay + bf + back + br
+
+    def replay_region(self, s: ast.If, before: list[ast.stmt]
+                      ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Where the region ``s`` draws random numbers: the generators' state taped at its
+        entry (added to ``before``), and the statements that make it current for the
+        rerun and give back the state the reverse sweep had after it; else ([], [])."""
+        if first_draw(s.body, self.env) is None:
+            return [], []
+        tape = self.namer.fresh("_tape_rng")
+        now = self.namer.fresh("_rng_now")
+        self.tapes.append((tape, None))
+        saved = self.global_name("rng_saved", rng.rng_saved)
+        load = self.global_name("rng_load", rng.rng_load)
+
+        def call(f: ast.expr, *args: ast.expr) -> ast.expr:
+            return ast.Call(func=f, args=list(args), keywords=[])
+
+        def method(m: str, *args: ast.expr) -> ast.expr:
+            return call(ast.Attribute(value=name(tape), attr=m, ctx=ast.Load()), *args)
+
+        before.append(ast.Expr(value=method("append", call(name(saved)))))
+        PUSH.set(before[-1], True)
+        replay = [assign(now, call(name(saved))),
+                  ast.Expr(value=call(name(load), method("pop"), const(0)))]
+        return replay, [ast.Expr(value=call(name(load), name(now), const(0)))]
 
     def if_(self, s: ast.If, restored):
         bf, br = self.block(s.body)
