@@ -66,9 +66,9 @@ PARAM_OF: Note[str | None] = Note(
 LOOP_SEQ: Note[bool] = Note(
     "loop_seq", False, "desugar",
     "the hidden copy of the array a `for v in x` loop iterates (refusals name the loop)")
-PRE: Note[ast.stmt | None] = Note(
+PRE: Note[list[ast.stmt] | None] = Note(
     "pre", None, "desugar",
-    "a `for` loop rewritten over range: the assignment to hoist before it")
+    "a `for` loop rewritten over range: the assignments to hoist before it")
 BREAK_FLAG: Note[str | None] = Note(
     "break_flag", None, "desugar",
     "a loop whose non-trailing breaks became a flag: the flag's name (set False before it)")
