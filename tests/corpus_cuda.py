@@ -203,14 +203,6 @@ def _rng(seed):
 
 
 CASES = [
-    ("black_scholes_like", black_scholes_like, lambda: (_rng(21).uniform(0.5, 2.0, 20), 0.4,
-                                                        np.zeros(20)), (2, 16)),
-    ("jacobi_explicit", jacobi_explicit, lambda: (_rng(22).uniform(-1, 1, (6, 7)),
-                                                  np.zeros((6, 7))), ((2, 2), (4, 4))),
-    ("grid_stride", grid_stride, lambda: (_rng(23).uniform(-1, 1, 33), 0.7, np.zeros(32)),
-     (2, 4)),
-    ("grid_stride_explicit", grid_stride_explicit, lambda: (_rng(24).uniform(-1, 1, 21),
-                                                            np.zeros(21)), (1, 8)),
     ("stencil", stencil, lambda: (_rng(1).uniform(-1, 1, 33), 0.7, np.zeros(32)), (2, 16)),
     ("relax", relax, lambda: (_rng(2).uniform(-1, 1, 24), 0.3, 5, np.zeros(24)), (2, 16)),
     ("gather", gather, lambda: (_rng(3).uniform(-1, 1, 16), np.array(
@@ -241,6 +233,14 @@ CASES = [
     ("nested", nested, lambda: (_rng(18).uniform(-1, 1, 8), 0.3, 3, 4, np.zeros(8)), (1, 16)),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
+    ("black_scholes_like", black_scholes_like, lambda: (_rng(21).uniform(0.5, 2.0, 20), 0.4,
+                                                        np.zeros(20)), (2, 16)),
+    ("jacobi_explicit", jacobi_explicit, lambda: (_rng(22).uniform(-1, 1, (6, 7)),
+                                                  np.zeros((6, 7))), ((2, 2), (4, 4))),
+    ("grid_stride", grid_stride, lambda: (_rng(23).uniform(-1, 1, 33), 0.7, np.zeros(32)),
+     (2, 4)),
+    ("grid_stride_explicit", grid_stride_explicit, lambda: (_rng(24).uniform(-1, 1, 21),
+                                                            np.zeros(21)), (1, 8)),
 ]
 
 # --- device functions ---------------------------------------------------------------------
