@@ -172,3 +172,19 @@ def test_refusals_at_the_loop(f, what, hint):
                 np.ones((2, 2)))
     assert info.value.lineno == f.__code__.co_firstlineno + 2
     assert hint in str(info.value)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0].__name__ for c in CASES])
+def test_iterables_forward_mode(case, jit):
+    """The rewrites are front-end passes forward mode shares: J v against central
+    differences along v, and the value."""
+    f, args, wrt = case
+    w = wrt if isinstance(wrt, int) else wrt[0]
+    v = np.random.default_rng(3).normal(size=np.shape(args[w]))
+    eps = 1e-6
+    hi, lo = list(args), list(args)
+    hi[w], lo[w] = args[w] + eps * v, args[w] - eps * v
+    fd = (f(*hi) - f(*lo)) / (2 * eps)
+    val, tan = jg.jvp(jg.differentiate(f, wrt=w, jit=jit), args, v)
+    np.testing.assert_allclose(val, f(*args), rtol=1e-12)
+    np.testing.assert_allclose(tan, fd, rtol=1e-5, atol=1e-6)
