@@ -145,6 +145,13 @@ def idx_unknown_rank(d):
     return s
 
 
+def idx_read_after(d):
+    s = 0.0
+    for idx in np.ndindex(2, 2):
+        s += d[idx]
+    return s + d[idx]
+
+
 def flat_written(d):
     s = 0.0
     for v in d.flat:
@@ -162,6 +169,7 @@ def zip_one_name(x, y):
 
 @pytest.mark.parametrize("f, what, hint", [
     (idx_unknown_rank, "np.ndindex of a shape", "for i, j in np.ndindex"),
+    (idx_read_after, "read after it", "for i, j in np.ndindex"),
     (flat_written, "d.flat that writes d", "range(d.size)"),
     (zip_one_name, "unsupported zip loop", "one name per array"),
 ])

@@ -221,12 +221,12 @@ def _names_target(n: ast.AST, name_: str) -> bool:
 
 
 class _Loops:
-    def __init__(self, parsed: Parsed, env: dict, namer: Namer):
+    def __init__(self, parsed: Parsed, env: dict, namer: Namer, root: list[ast.stmt]):
         self.parsed = parsed
         self.env = env
         self.namer = namer
         from .iterables import Iterables  # (it builds with this module's helpers)
-        self.iterables = Iterables(parsed, env, namer)
+        self.iterables = Iterables(parsed, env, namer, root)
 
     # for v in x / for i, v in enumerate(x) / for a, b in zip(x, y)
     #   ->  for i in range(len(x)): v = x[i]   (range(min(len(x), len(y))) for zip)
@@ -245,8 +245,9 @@ class _Loops:
             return s
         idx, pairs = self.unpack(s)
         pres, body, lengths = [], [], []
+        targets = {var for var, _ in pairs} | {idx}
         for var, seq in pairs:
-            seq, pre = self.loop_seq(s, seq)
+            seq, pre = self.loop_seq(s, seq, targets)
             if pre is not None:
                 pres.append(pre)
             lengths.append(ast.Call(func=name("len"), args=[seq], keywords=[]))
@@ -315,7 +316,8 @@ class _Loops:
                                                              ctx=ast.Load()),
                                           args=[], keywords=[]), seq)
 
-    def loop_seq(self, s: ast.For, seq: ast.expr) -> tuple[ast.Name, ast.stmt | None]:
+    def loop_seq(self, s: ast.For, seq: ast.expr, targets: set[str]) \
+            -> tuple[ast.Name, ast.stmt | None]:
         """The name the loop indexes, and the assignment making it (None: the array's own).
 
         (``x op= e`` on the iterated array updates it in place: Python's iteration sees
@@ -323,10 +325,10 @@ class _Loops:
         """
         aug_targets = {id(n.target) for n in walk(ast.Module(body=s.body, type_ignores=[]))
                        if isinstance(n, ast.AugAssign)}
-        rebound = isinstance(seq, ast.Name) and any(
+        rebound = isinstance(seq, ast.Name) and (seq.id in targets or any(
             isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
             and id(n) not in aug_targets
-            for n in walk(ast.Module(body=s.body, type_ignores=[])))
+            for n in walk(ast.Module(body=s.body, type_ignores=[]))))
         if isinstance(seq, ast.Name) and not rebound:
             return seq, None
         # Python iterates the array the loop started with, even if the body rebinds it;
@@ -434,9 +436,12 @@ class _Loops:
         return False
 
 
-def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
-    """Rewrite loops into range loops whose only jump is a trailing ``break``."""
-    return _Loops(parsed, env, namer).block(body)
+def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer,
+          returns: list[ast.expr] = ()) -> list[ast.stmt]:
+    """Rewrite loops into range loops whose only jump is a trailing ``break``
+    (``returns``: the returned expressions, which read the body's names too)."""
+    root = body + [ast.Expr(value=r) for r in returns]
+    return _Loops(parsed, env, namer, root).block(body)
 
 
 # --- buffer rotations ---------------------------------------------------------------

@@ -59,10 +59,11 @@ def is_literal_seq(node: ast.expr) -> bool:
 class Iterables:
     """The rewrites; ``expand`` answers the statements replacing one ``for`` (or None)."""
 
-    def __init__(self, parsed, env: dict, namer):
+    def __init__(self, parsed, env: dict, namer, root: list[ast.stmt]):
         self.parsed = parsed
         self.env = env
         self.namer = namer
+        self.root = root  # the function's body
 
     def expand(self, s: ast.For) -> list[ast.stmt] | None:
         if is_ndindex(s.iter, self.env):
@@ -92,6 +93,12 @@ class Iterables:
         return [ast.Subscript(value=clone(shape), slice=const(k), ctx=ast.Load())
                 for k in range(len(s.target.elts))]
 
+    def loads(self, n: str, stmts: list[ast.stmt] | None = None) -> int:
+        """How often ``n`` is read in ``stmts`` (the whole function by default)."""
+        tree = ast.Module(body=self.root if stmts is None else stmts, type_ignores=[])
+        return sum(isinstance(m, ast.Name) and m.id == n and isinstance(m.ctx, ast.Load)
+                   for m in walk(tree))
+
     def ndindex(self, s: ast.For) -> list[ast.stmt]:
         extents = self.extents(s)
         body, pre = list(s.body), []
@@ -99,14 +106,16 @@ class Iterables:
         if isinstance(tgt, ast.Tuple) and all(isinstance(e, ast.Name) for e in tgt.elts) \
                 and len(tgt.elts) == len(extents):
             idx = [e.id for e in tgt.elts]
-        elif isinstance(tgt, ast.Name) and tgt.id not in _stored(body):
+        elif isinstance(tgt, ast.Name) and tgt.id not in _stored(body) \
+                and self.loads(tgt.id) == self.loads(tgt.id, body):
             idx = [self.namer.fresh("_i") for _ in extents]
             whole = tgt.id
             body = [clone_with(b, lambda n: ast.copy_location(ast.Tuple(
                 elts=[name(i) for i in idx], ctx=ast.Load()), n) if n.id == whole else clone(n))
                 for b in body]
         else:
-            raise self.parsed.error("unsupported np.ndindex loop target", s,
+            raise self.parsed.error("unsupported np.ndindex loop target (one name, rebound "
+                                    "in the loop or read after it)", s,
                                     f"write 'for {', '.join('ijk'[:len(extents)])} in "
                                     "np.ndindex(...)' with one name per dimension")
         rebound = _stored(body)
