@@ -75,10 +75,30 @@ def accumulator_prange(pos, w):
     return np.sum(out * out)
 
 
+def pair_force(xi, yi, xj, yj):
+    dx = xi - xj
+    dy = yi - yj
+    r2 = dx * dx + dy * dy + 0.5
+    return np.array([dx / r2, dy / r2])
+
+
+def forces_from_helper(pos, w):
+    """``f += g(...)`` with a helper returning the pair's force (scalar arguments)."""
+    n = pos.shape[0]
+    e = 0.0
+    for i in range(n):
+        f = np.zeros(2)
+        for j in range(n):
+            if i != j:
+                f += w[j] * pair_force(pos[i, 0], pos[i, 1], pos[j, 0], pos[j, 1])
+        e += np.sum(f * f)
+    return e
+
+
 POS = np.random.default_rng(4).normal(size=(4, 2))
 W = np.array([0.2, 0.9, 3.0, 0.4])  # the break fires at j = 2
 CASES = [forces_energy, forces_out, scaled_accumulator, accumulator_break,
-         accumulator_prange]
+         accumulator_prange, forces_from_helper]
 
 
 @pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
