@@ -150,6 +150,54 @@ def _smooth(a, b):
     return b + math.log1p(math.exp(a - b))
 
 
+# --- thread indices written out, grid-stride loops (issue 29 item 6) ----------------------
+
+
+@jg.differentiate(wrt=("S", "vol"), target="cuda")
+@cuda.jit
+def black_scholes_like(S, vol, out):
+    """Numba's Black-Scholes example indexes by hand and returns early."""
+    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    if i >= S.shape[0]:
+        return
+    d1 = (math.log(S[i]) + 0.5 * vol * vol) / vol
+    out[i] = S[i] * 0.5 * (1.0 + math.erf(d1 / math.sqrt(2.0)))
+
+
+@jg.differentiate(wrt="A", target="cuda")
+@cuda.jit
+def jacobi_explicit(A, out):
+    """Numba's Jacobi example: named parts, the other operand order, .y for rows."""
+    tx = cuda.threadIdx.x
+    bx = cuda.blockIdx.x
+    bw = cuda.blockDim.x
+    j = bx * bw + tx
+    i = cuda.blockDim.y * cuda.blockIdx.y + cuda.threadIdx.y
+    if 0 < j < A.shape[1] - 1 and 0 < i < A.shape[0] - 1:
+        out[i, j] = 0.25 * (A[i, j + 1] + A[i, j - 1] + A[i - 1, j] + A[i + 1, j]) ** 2
+
+
+@jg.differentiate(wrt=("x", "k"), target="cuda")
+@cuda.jit
+def grid_stride(x, k, out):
+    """A grid-stride loop: fewer threads than elements, each doing several."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.shape[0], stride):
+        out[i] = x[i] * x[i + 1] + k * math.sin(x[i])
+
+
+@jg.differentiate(wrt="x", target="cuda")
+@cuda.jit
+def grid_stride_explicit(x, out):
+    for i in range(cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x, x.shape[0],
+                   cuda.blockDim.x * cuda.gridDim.x):
+        v = x[i]
+        for t in range(3):
+            v = v - 0.2 * math.sin(v)
+        out[i] = v * v
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -185,6 +233,14 @@ CASES = [
     ("nested", nested, lambda: (_rng(18).uniform(-1, 1, 8), 0.3, 3, 4, np.zeros(8)), (1, 16)),
     ("stencil_f32", stencil, lambda: (_rng(11).uniform(-1, 1, 17).astype(np.float32),
                                       0.7, np.zeros(16, np.float32)), (1, 16)),
+    ("black_scholes_like", black_scholes_like, lambda: (_rng(21).uniform(0.5, 2.0, 20), 0.4,
+                                                        np.zeros(20)), (2, 16)),
+    ("jacobi_explicit", jacobi_explicit, lambda: (_rng(22).uniform(-1, 1, (6, 7)),
+                                                  np.zeros((6, 7))), ((2, 2), (4, 4))),
+    ("grid_stride", grid_stride, lambda: (_rng(23).uniform(-1, 1, 33), 0.7, np.zeros(32)),
+     (2, 4)),
+    ("grid_stride_explicit", grid_stride_explicit, lambda: (_rng(24).uniform(-1, 1, 21),
+                                                            np.zeros(21)), (1, 8)),
 ]
 
 # --- device functions ---------------------------------------------------------------------

@@ -104,7 +104,23 @@ def _x():
     return np.linspace(0.1, 0.9, 8)
 
 
+@cuda.jit
+def stride_break(x, out):
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        if x[i] > 0.5:
+            break
+        out[i] = x[i] * 2.0
+
+
+@cuda.jit
+def stride_offset(x, out):
+    for i in range(cuda.grid(1) + 1, x.shape[0], cuda.gridsize(1)):
+        out[i] = x[i] * 2.0
+
+
 BAD = [
+    (stride_break, "x", lambda: (_x(), np.zeros(8)), "grid-stride loop"),
+    (stride_offset, "x", lambda: (_x(), np.zeros(8)), "cuda.grid(1) + 1"),
     (barrier, "x", lambda: (_x(), np.zeros(8)), "syncthreads"),
     (shared, "x", lambda: (_x(), np.zeros(8)), "shared"),
     (atomics, "x", lambda: (_x(), np.zeros(8)), "atomic"),

@@ -63,12 +63,17 @@ class Required(Note[T]):
 PARAM_OF: Note[str | None] = Note(
     "param_of", None, "inline",
     "an assignment binding a helper's parameter: the helper's name (messages name it)")
+INLINED: Note[tuple[str, int, str, tuple[str, ...]] | None] = Note(
+    "inlined", None, "inline",
+    "a node inlined from a helper (its lineno is the call's): (the helper's file, the "
+    "node's line there, that line's text, the calls leading to it as 'f at file:line', "
+    "innermost first); messages name it")
 LOOP_SEQ: Note[bool] = Note(
     "loop_seq", False, "desugar",
     "the hidden copy of the array a `for v in x` loop iterates (refusals name the loop)")
-PRE: Note[ast.stmt | None] = Note(
+PRE: Note[list[ast.stmt] | None] = Note(
     "pre", None, "desugar",
-    "a `for` loop rewritten over range: the assignment to hoist before it")
+    "a `for` loop rewritten over range: the assignments to hoist before it")
 BREAK_FLAG: Note[str | None] = Note(
     "break_flag", None, "desugar",
     "a loop whose non-trailing breaks became a flag: the flag's name (set False before it)")
@@ -130,12 +135,12 @@ DECISION: Note[bool] = Note(
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
     "after the source-line comment it may follow")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW, AUG, KIND, POS, END,
-         BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
+NOTES = (PARAM_OF, INLINED, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW, AUG, KIND,
+         POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW, SWEEP)
+_CARRIED = (PARAM_OF, INLINED, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW, SWEEP)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:
@@ -162,6 +167,6 @@ def checkpoint(s: ast.AST) -> bool:
     return isinstance(s, Checkpoint)
 
 
-__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "KIND",
-           "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
+__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
+           "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
            "SWEEP", "CHECK", "Checkpoint", "Note", "Required", "carry", "checkpoint"]

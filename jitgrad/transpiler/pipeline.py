@@ -232,7 +232,7 @@ def loops_(u: Unit) -> None:
             s += v
         return s
     """
-    u.body = loops(u.parsed, u.body, u.env, u.namer)
+    u.body = loops(u.parsed, u.body, u.env, u.namer, u.returns)
 
 
 def last_taken_(u: Unit) -> None:

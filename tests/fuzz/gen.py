@@ -120,6 +120,11 @@ class Module:
         #: program whose ``x`` is a matrix, so programs without one are unchanged
         self.rw = random.Random(f"rw:{rnd.getstate()[1][:4]}")
         self.rows = len(shape) == 2 and self.rw.random() < 0.5
+        #: a sixth stream for loops over zip / .flat / np.ndindex / literal tuples and
+        #: per-iteration accumulator arrays (``st_iterable``, ``st_accum``), in one program
+        #: in four, so programs without one are unchanged
+        self.it = random.Random(f"it:{rnd.getstate()[1][:4]}")
+        self.iters = self.it.random() < 0.25
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -473,6 +478,11 @@ class FuncGen:
                 return out
         if self.mod.rows and ctx.depth < 2 and self.mod.rw.random() < 0.25:
             out = self.st_rows(sc, ctx)
+            if out:
+                return out
+        if self.mod.iters and ctx.depth < 3 and budget >= 2 and self.mod.it.random() < 0.25:
+            out = self.st_accum(sc, budget, ctx) if ctx.in_loop and self.mod.it.random() < 0.6 \
+                else self.st_iterable(sc, budget, ctx)
             if out:
                 return out
         opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
@@ -991,6 +1001,76 @@ class FuncGen:
             return [f"for {IV}, {V} in enumerate({U}):"] + _ind(body)
         body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
         return [f"for {V} in {U}:"] + _ind(body)
+
+    def st_iterable(self, sc, budget, ctx) -> list:
+        """``for a, b in zip(u, v)``, ``for e in u.flat``, ``for i, j in np.ndindex(u.shape)``,
+        ``for e in (0.5, s)``: the loop forms the front end rewrites (issue 29 item 1)."""
+        form = "ndindex" if self.arrays_of(sc, ndim=2) and self.mod.it.random() < 0.5 else \
+            self.mod.it.choice(["zip", "flat", "ndindex", "literal"])
+        free = [v for v in ITERS if v not in sc.frozen and v not in sc.floats
+                and self.kinds.get(v, "f") == "f"]
+        body_sc = sc.copy()
+        if form == "ndindex":
+            arrs = self.arrays_of(sc, ndim=2)
+            IA = self.int_name(sc)
+            body_sc.frozen.append(IA)
+            JA = self.int_name(body_sc) if IA else None
+            if not arrs or JA is None:
+                return []
+            U = self.pick(arrs)
+            body_sc.ints.update({IA: (0, sc.arrays[U].shape[0] - 1),
+                                 JA: (0, sc.arrays[U].shape[1] - 1)})
+            body_sc.frozen.append(JA)
+            head, names = f"for {IA}, {JA} in np.ndindex({U}.shape):", []
+        elif form == "zip":
+            arrs = self.arrays_of(sc, ndim=1)
+            if not arrs or len(free) < 2:
+                return []
+            names = free[:2]
+            head = f"for {names[0]}, {names[1]} in zip({self.pick(arrs)}, {self.pick(arrs)}):"
+        elif form == "flat":
+            if not sc.arrays or not free:
+                return []
+            U = self.pick(list(sc.arrays))
+            body_sc.frozen.append(U)  # (a body writing U is refused, by design)
+            names, head = free[:1], f"for {free[0]} in {U}.flat:"
+        else:
+            if not free:
+                return []
+            elts = [self.pick(CONSTS) for _ in range(self.r.randint(1, 3))]
+            if sc.floats and self.chance(0.5):
+                elts.append(self.pick(sc.floats))
+            names, head = free[:1], f"for {free[0]} in ({', '.join(elts)},):"
+        for v in names:
+            self.kinds[v] = "f"
+            body_sc.add_float(v)
+            body_sc.frozen.append(v)
+        nb = self.r.randint(1, min(4, budget - 1))
+        return [head] + _ind(self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True,
+                                                         ctx.in_helper)))
+
+    def st_accum(self, sc, budget, ctx) -> list:
+        """A per-iteration accumulator: ``h = np.zeros(m)`` in a loop body, ``h += ...`` in
+        an inner loop, read after it (issue 29 item 4)."""
+        shape = self.pick([s for s in self.local_shapes() if len(s) == 1] or [(3,)])
+        A = self.new_array_name(sc, shape)
+        IV = self.int_name(sc)
+        targets = sc.assignable_floats()
+        if A is None or IV is None or not targets:
+            return []
+        sc.arrays.pop(A, None)  # (not readable in its own update)
+        text, vals = self.range_expr(sc)
+        body_sc = sc.copy()
+        body_sc.ints[IV] = (min(vals), max(vals)) if len(vals) else (1, 0)
+        body_sc.frozen.append(IV)
+        term, _ = self.aexpr(body_sc, shape, 1)
+        op = self.pick(["+=", "+=", "-="])
+        F = self.pick(targets)
+        read = self.pick([f"np.sum({A} * {A})", f"{A}[0] * {A}[-1]", f"np.sum({A}) * 0.5"])
+        sc.arrays[A] = Arr(shape, "local")
+        return [f"{A} = np.zeros({shape[0]})", f"for {IV} in {text}:",
+                f"    {A} {op} {self.paren(term)} * {self.satom(body_sc)}",
+                f"{F} = {F} + {read}"]
 
     def st_selfloop(self, sc, budget, ctx) -> list:
         arr = [a for a in self.local_arrays(sc) if a not in sc.frozen]

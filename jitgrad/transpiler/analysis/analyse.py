@@ -473,8 +473,10 @@ def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
     for n, m in an.modes.items():
         if m != "buffer" or n in args or n in an.top_defined or not an.kind(n).is_array:
             continue
+        # (``n op= e`` in a nested loop, an accumulation into the block's array, updates
+        # it: the block is where it is created)
         binds = [d for d in an.defs.get(n, []) if isinstance(d, ast.Assign)
-                 and isinstance(d.targets[0], ast.Name)]
+                 and isinstance(d.targets[0], ast.Name) and not AUG.get(d)]
         blocks = {BLOCK.get(d) for d in binds}
         if len(blocks) != 1 or n in an.returned:
             continue

@@ -196,7 +196,12 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
             and not _loads(u.body, o)}
     body = _without_dead_writes(body, shape.outputs, once)
     body = dead_code(body + [ast.Return(value=None)])[:-1]
-    fn.body = [clone(shape.grid), *body]
+    if isinstance(shape.grid, ast.For):  # a grid-stride loop: each of the thread's elements
+        loop = clone(shape.grid)
+        loop.body = body or [ast.Pass()]
+        fn.body = [loop]
+    else:
+        fn.body = [clone(shape.grid), *body]
     out.writes = frozenset(o for o in [*shape.outputs, *out.seeds.values()]
                            if _stores(fn.body, o))
     fn.args = emit.function_def(fn.name, [*user_params, *extra], []).args

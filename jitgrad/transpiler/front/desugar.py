@@ -3,7 +3,8 @@
 * ``single_exit``: every ``return`` becomes an assignment to return variables, with
   the rest of the block nested under ``else`` (or a ``_returned`` flag when a return
   sits in a loop), so the function ends in exactly one ``return``.
-* ``loops``: ``for v in x`` / ``enumerate(x)`` become range loops, ``continue``
+* ``loops``: ``for v in x`` / ``enumerate(x)`` / ``zip(x, y)`` / ``x.flat`` become range
+  loops (``np.ndindex`` and literal tuples: ``iterables.py``), ``continue``
   disappears, and ``break`` survives only as the last statement of a loop body.
 
 Before::                          After::
@@ -220,12 +221,15 @@ def _names_target(n: ast.AST, name_: str) -> bool:
 
 
 class _Loops:
-    def __init__(self, parsed: Parsed, env: dict, namer: Namer):
+    def __init__(self, parsed: Parsed, env: dict, namer: Namer, root: list[ast.stmt]):
         self.parsed = parsed
         self.env = env
         self.namer = namer
+        from .iterables import Iterables  # (it builds with this module's helpers)
+        self.iterables = Iterables(parsed, env, namer, root)
 
-    # for v in x / for i, v in enumerate(x)  ->  for i in range(len(x)): v = x[i]
+    # for v in x / for i, v in enumerate(x) / for a, b in zip(x, y)
+    #   ->  for i in range(len(x)): v = x[i]   (range(min(len(x), len(y))) for zip)
     def for_target(self, s: ast.For) -> ast.For:
         it = s.iter
         if _is_prange(it, self.env):
@@ -239,62 +243,116 @@ class _Loops:
             if not isinstance(s.target, ast.Name):
                 raise self.parsed.error("range loops need a single loop variable", s)
             return s
-        if _is_call_to(it, self.env, enumerate):
-            if not (isinstance(s.target, ast.Tuple) and len(s.target.elts) == 2
-                    and all(isinstance(e, ast.Name) for e in s.target.elts)
-                    and len(it.args) == 1 and not it.keywords):
-                raise self.parsed.error("unsupported enumerate loop", s,
-                                        "use 'for i, v in enumerate(x)'")
-            idx, var = s.target.elts[0].id, s.target.elts[1].id
-            seq = it.args[0]
-        elif isinstance(s.target, ast.Name) and isinstance(it, (ast.Name, ast.Attribute,
-                                                                  ast.Subscript)):
-            idx, var, seq = self.namer.fresh("_i"), s.target.id, it
-        else:
-            raise self.parsed.error("only loops over range(...), an array, or enumerate(array) "
-                                    "are supported", s,
-                                    "write 'for i in range(len(x)):' and index x[i]")
-        # (``x op= e`` on the iterated array updates it in place: Python's iteration sees
-        # that, and so does reading x[i] each trip, so it does not count as rebinding)
-        aug_targets = {id(n.target) for n in walk(ast.Module(body=s.body, type_ignores=[]))
-                       if isinstance(n, ast.AugAssign)}
-        rebound = isinstance(seq, ast.Name) and any(
-            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
-            and id(n) not in aug_targets
-            for n in walk(ast.Module(body=s.body, type_ignores=[])))
-        if not isinstance(seq, ast.Name) or rebound:
-            # Python iterates the array the loop started with, even if the body rebinds it;
-            # a copy is that array when the body never writes through the name in place
-            tmp = self.namer.fresh("_seq")
-            written = any(isinstance(n, (ast.Subscript, ast.AugAssign)) and isinstance(
-                getattr(n, "ctx", ast.Store()), ast.Store) and _names_target(n, seq.id)
-                for n in walk(ast.Module(body=s.body, type_ignores=[]))) \
-                if rebound else True
-            pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
-                value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
-            LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy
-            seq = name(tmp)
-        else:
-            pre = None
-        length = ast.Call(func=name("len"), args=[seq], keywords=[])
+        idx, pairs = self.unpack(s)
+        pres, body, lengths = [], [], []
+        targets = {var for var, _ in pairs} | {idx}
+        for var, seq in pairs:
+            seq, pre = self.loop_seq(s, seq, targets)
+            if pre is not None:
+                pres.append(pre)
+            lengths.append(ast.Call(func=name("len"), args=[seq], keywords=[]))
+            body.append(assign(var, ast.Subscript(value=name(seq.id), slice=name(idx),
+                                                  ctx=ast.Load())))
         self.env.setdefault("len", len)
-        body = [assign(var, ast.Subscript(value=name(seq.id), slice=name(idx), ctx=ast.Load()))]
+        length = lengths[0] if len(lengths) == 1 else ast.Call(  # zip: the shortest
+            func=name(self.builtin("min", min)), args=lengths, keywords=[])
         new = ast.For(target=name(idx, True),
                       iter=ast.Call(func=name("range"), args=[length], keywords=[]),
                       body=body + s.body, orelse=[], lineno=s.lineno)
         self.env.setdefault("range", range)
         ast.copy_location(new, s)
-        PRE.set(new, pre)  # an assignment to hoist before the loop
+        PRE.set(new, pres)  # assignments to hoist before the loop
         return new
+
+    def builtin(self, n: str, obj) -> str:
+        self.env.setdefault(n, obj)
+        return n
+
+    def unpack(self, s: ast.For) -> tuple[str, list[tuple[str, ast.expr]]]:
+        """The index variable and each (loop variable, sequence) of a loop over arrays."""
+        it, tgt = s.iter, s.target
+        if _is_call_to(it, self.env, enumerate):
+            if not (isinstance(tgt, ast.Tuple) and len(tgt.elts) == 2
+                    and isinstance(tgt.elts[0], ast.Name) and len(it.args) == 1
+                    and not it.keywords):
+                raise self.parsed.error("unsupported enumerate loop", s,
+                                        "use 'for i, v in enumerate(x)'")
+            return tgt.elts[0].id, self.pairs(s, tgt.elts[1], it.args[0])
+        return self.namer.fresh("_i"), self.pairs(s, tgt, it)
+
+    def pairs(self, s: ast.For, tgt: ast.expr, it: ast.expr) -> list[tuple[str, ast.expr]]:
+        if _is_call_to(it, self.env, zip):
+            loose = all(k.arg == "strict" and isinstance(k.value, ast.Constant)
+                        and k.value.value is False for k in it.keywords)
+            if not (isinstance(tgt, ast.Tuple) and len(tgt.elts) == len(it.args)
+                    and it.args and loose and all(isinstance(e, ast.Name) for e in tgt.elts)):
+                raise self.parsed.error("unsupported zip loop", s,
+                                        "use 'for a, b in zip(x, y)' with one name per array")
+            return [(e.id, self.seq_of(a, s)) for e, a in zip(tgt.elts, it.args, strict=True)]
+        if isinstance(tgt, ast.Name) and isinstance(it, (ast.Name, ast.Attribute,
+                                                           ast.Subscript)):
+            return [(tgt.id, self.seq_of(it, s))]
+        raise self.parsed.error(
+            "only loops over range(...), an array, x.flat, enumerate(...), zip(...), "
+            "np.ndindex(...) or a literal tuple are supported", s,
+            "write 'for i in range(len(x)):' and index x[i]")
+
+    def seq_of(self, seq: ast.expr, s: ast.For) -> ast.expr:
+        """What the loop indexes: ``x.flat`` is ``x.ravel()`` (read once, before the loop)."""
+        if not (isinstance(seq, ast.Attribute) and seq.attr == "flat"):
+            if isinstance(seq, ast.Call):
+                raise self.parsed.error("a loop over a call's result is not supported", s,
+                                        "assign it first: 'xs = ...; for v in xs:'")
+            return seq
+        base = seq.value
+        if isinstance(base, ast.Name) and any(
+                isinstance(n, (ast.Subscript, ast.AugAssign)) and _names_target(n, base.id)
+                and isinstance(getattr(n, "ctx", ast.Store()), ast.Store)
+                for n in walk(ast.Module(body=s.body, type_ignores=[]))):
+            raise self.parsed.error(f"a loop over {base.id}.flat that writes {base.id}", s,
+                                    f"loop over the indices: 'for k in range({base.id}.size)' "
+                                    f"with a flat copy 'r = {base.id}.ravel()'")
+        return ast.copy_location(ast.Call(func=ast.Attribute(value=base, attr="ravel",
+                                                             ctx=ast.Load()),
+                                          args=[], keywords=[]), seq)
+
+    def loop_seq(self, s: ast.For, seq: ast.expr, targets: set[str]) \
+            -> tuple[ast.Name, ast.stmt | None]:
+        """The name the loop indexes, and the assignment making it (None: the array's own).
+
+        (``x op= e`` on the iterated array updates it in place: Python's iteration sees
+        that, and so does reading x[i] each trip, so it does not count as rebinding)
+        """
+        aug_targets = {id(n.target) for n in walk(ast.Module(body=s.body, type_ignores=[]))
+                       if isinstance(n, ast.AugAssign)}
+        rebound = isinstance(seq, ast.Name) and (seq.id in targets or any(
+            isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id == seq.id
+            and id(n) not in aug_targets
+            for n in walk(ast.Module(body=s.body, type_ignores=[]))))
+        if isinstance(seq, ast.Name) and not rebound:
+            return seq, None
+        # Python iterates the array the loop started with, even if the body rebinds it;
+        # a copy is that array when the body never writes through the name in place
+        tmp = self.namer.fresh("_seq")
+        written = any(isinstance(n, (ast.Subscript, ast.AugAssign)) and isinstance(
+            getattr(n, "ctx", ast.Store()), ast.Store) and _names_target(n, seq.id)
+            for n in walk(ast.Module(body=s.body, type_ignores=[]))) \
+            if rebound else True
+        pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
+            value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
+        LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy
+        return name(tmp), pre
 
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for s in stmts:
             if isinstance(s, ast.For):
+                expanded = self.iterables.expand(s)
+                if expanded is not None:  # np.ndindex, literal tuples
+                    out += self.block(expanded)
+                    continue
                 s = self.for_target(s)
-                pre = PRE.get(s)
-                if pre is not None:
-                    out.append(ast.copy_location(pre, s))
+                out += [ast.copy_location(pre, s) for pre in PRE.get(s) or ()]
             if isinstance(s, (ast.For, ast.While)):
                 s.body = self.loop_body(s)
                 brk = BREAK_FLAG.get(s)
@@ -378,9 +436,12 @@ class _Loops:
         return False
 
 
-def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer) -> list[ast.stmt]:
-    """Rewrite loops into range loops whose only jump is a trailing ``break``."""
-    return _Loops(parsed, env, namer).block(body)
+def loops(parsed: Parsed, body: list[ast.stmt], env: dict, namer: Namer,
+          returns: list[ast.expr] = ()) -> list[ast.stmt]:
+    """Rewrite loops into range loops whose only jump is a trailing ``break``
+    (``returns``: the returned expressions, which read the body's names too)."""
+    root = body + [ast.Expr(value=r) for r in returns]
+    return _Loops(parsed, env, namer, root).block(body)
 
 
 # --- buffer rotations ---------------------------------------------------------------

@@ -69,8 +69,9 @@ def fence(parsed: Parsed) -> None:
     if a.kwonlyargs or a.posonlyargs:
         raise parsed.error("keyword-only and positional-only parameters are not supported", fn,
                            "use plain positional parameters")
+    shapes = _ndindex_stars(fn)
     for node in ast.walk(fn):
-        if node is fn:
+        if node is fn or id(node) in shapes:
             continue
         kind = type(node)
         if kind in _HINTS:
@@ -91,6 +92,13 @@ def fence(parsed: Parsed) -> None:
             raise parsed.error("assigning to attributes is not supported", node)
         if isinstance(node, ast.Call) and any(k.arg is None for k in node.keywords):
             raise parsed.error("'**kwargs' in calls is not supported", node)
+
+
+def _ndindex_stars(fn: ast.FunctionDef) -> set[int]:
+    """``*shape`` in ``for ... in np.ndindex(*shape)`` (``front/iterables.py`` reads it)."""
+    return {id(a) for n in ast.walk(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
+            and getattr(n.iter.func, "attr", getattr(n.iter.func, "id", None)) == "ndindex"
+            for a in n.iter.args if isinstance(a, ast.Starred)}
 
 
 def fence_entry(parsed: Parsed) -> None:

@@ -23,6 +23,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ...errors import TransformError
 from ...markers import checkpoint, checkpointed
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
@@ -36,7 +37,7 @@ from ..nodes import (
     this_loop,
     walk,
 )
-from ..notes import AUG, CHECKPOINTED, PARAM_OF, Checkpoint
+from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
@@ -292,7 +293,11 @@ class Inliner:
             raise caller.error(f"recursion ({fn.__name__} calls itself) is not supported",
                                node, "rewrite the recursion as a loop")
         helper = parse_function(fn)
-        fence(helper)
+        site = f"{caller.tree.name} at {caller.filename}:{caller.absolute_line(node)}"
+        try:
+            fence(helper)
+        except TransformError as e:
+            raise e.via(site) from None
         params = [a.arg for a in helper.tree.args.args]
         args, filled = call_arguments(fn, params, node, caller, self.env, self.namer)
         body = clone(helper.tree.body)
@@ -333,6 +338,8 @@ class Inliner:
             body = self.run(body + [ast.Return(value=ast.Tuple(elts=rets, ctx=ast.Load()))],
                             helper)
             rets = list(body.pop().value.elts)
+        except TransformError as e:  # at the helper's own line: say where it was called
+            raise e.via(site) from None
         finally:
             self.stack.pop()
         body = [rename(s, mapping) for s in body]
@@ -340,11 +347,23 @@ class Inliner:
         for s in walk(ast.Module(body=body + [ast.Expr(value=r) for r in rets],
                                  type_ignores=[])):
             if hasattr(s, "lineno"):
-                s.lineno = node.lineno  # errors and comments point at the call site
+                _note_origin(s, helper, site)
+                s.lineno = node.lineno  # comments point at the call site; errors, INLINED
         pre += binds + body
         if len(rets) == 1:
             return rets[0]
         return ast.Tuple(elts=rets, ctx=ast.Load())
+
+
+def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
+    """Record where an inlined node is in its helper (first inlining) and the call site."""
+    o = INLINED.get(n)
+    if o is None:
+        line = helper.absolute_line(n)
+        INLINED.set(n, (helper.filename, line, helper.source_line(line) if line else "",
+                        (site,)))
+    else:
+        INLINED.set(n, (*o[:3], (*o[3], site)))
 
 
 def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer) -> list[ast.stmt]:

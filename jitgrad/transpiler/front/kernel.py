@@ -16,10 +16,13 @@ parameter, the arrays the kernel writes are its outputs)::
         return out
 
 The shape accepted is ``i = cuda.grid(1)`` (or ``i, j = cuda.grid(2)``, three names for
-3), then a guard: one ``if`` on the thread indices holding the rest, or an early
-``if ...: return`` followed by it.  Everything else that makes threads depend on each
-other is refused here with the line (barriers, shared arrays, warp functions, atomics,
-other thread queries, an output written or read at an index other than the thread's).
+3; or the index written out, ``cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x``,
+``thread_index.py``), then a guard: one ``if`` on the thread indices holding the rest,
+or an early ``if ...: return`` followed by it; or one grid-stride loop, ``for i in
+range(cuda.grid(1), n, cuda.gridsize(1))`` (its body is one element's part).
+Everything else that makes threads depend on each other is refused here with the line
+(barriers, shared arrays, warp functions, atomics, other thread queries, an output
+written or read at an index other than the thread's).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from ..nodes import this_loop
 from .parse import Parsed
 
 #: the dotted ``cuda.`` names refused in a kernel, and why
@@ -38,9 +42,13 @@ _REFUSED = {
     "local": "local arrays are not supported in differentiated kernels",
     "const": "constant arrays are not supported in differentiated kernels",
     "atomic": "atomics make the result depend on other threads",
-    "threadIdx": "thread queries other than cuda.grid are not supported",
-    "blockIdx": "thread queries other than cuda.grid are not supported",
-    "blockDim": "thread queries other than cuda.grid are not supported",
+    "threadIdx": "thread queries other than cuda.grid (or the index 'i = "
+                 "cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x' first) are not "
+                 "supported",
+    "blockIdx": "thread queries other than cuda.grid (or the index written out first) are "
+                "not supported",
+    "blockDim": "thread queries other than cuda.grid (or the index written out first) are "
+                "not supported",
     "gridDim": "thread queries other than cuda.grid are not supported",
     "gridsize": "grid-stride loops are not supported",
     "laneid": "warp functions are not supported",
@@ -109,13 +117,18 @@ class KernelShape:
     index: tuple[str, ...]
     #: the parameters the kernel writes (its outputs), in parameter order
     outputs: tuple[str, ...]
-    #: the ``i = cuda.grid(1)`` statement as the user wrote it
+    #: the ``i = cuda.grid(1)`` statement as the user wrote it (or as it stands for the
+    #: index written out); for a grid-stride loop the loop's header, with no body
     grid: ast.stmt
 
 
 def is_kernel(parsed: Parsed) -> bool:
-    """Does the function call ``cuda.grid`` (else it is a device function)?"""
-    return any(path == "grid" for _, path in cuda_uses(parsed))
+    """Does the function ask for its thread's index (``cuda.grid``, ``cuda.threadIdx.x``...;
+    else it is a device function)?"""
+    return any(path.split(".")[0] in _THREAD for _, path in cuda_uses(parsed))
+
+
+_THREAD = ("grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
 def own_index(sl: ast.expr, index: tuple[str, ...]) -> bool:
@@ -131,9 +144,26 @@ def kernel_body(parsed: Parsed, body: list[ast.stmt], params: list[str]) \
     """The kernel's shape and one thread's part of its body (the guard and what it holds),
     ending in ``return`` of the outputs; TransformError for anything else."""
     hint = ("write the kernel as 'i = cuda.grid(1)' followed by one guard, 'if i < n:' "
-            "holding the body, or 'if i >= n: return' followed by it (docs/cuda.md)")
+            "holding the body, or 'if i >= n: return' followed by it, or as one grid-stride "
+            "loop 'for i in range(cuda.grid(1), n, cuda.gridsize(1)):' (docs/cuda.md)")
     if not body:
         raise parsed.error("an empty kernel has nothing to differentiate", parsed.tree, hint)
+    from .thread_index import grid_prefix, stride_loop  # (they read cuda_path)
+
+    strided = stride_loop(body, parsed.env)
+    if strided is not None:  # for i in range(cuda.grid(1), n, cuda.gridsize(1)): one i
+        header, guard = strided
+        for n in this_loop(guard.body):
+            if isinstance(n, (ast.Break, ast.Continue)):
+                raise parsed.error("break/continue in a grid-stride loop: each element is "
+                                   "differentiated on its own", n,
+                                   "put the element's work under an 'if' instead")
+        outputs = _check_body(parsed, guard, [header.target.id], params)
+        return KernelShape((header.target.id,), tuple(outputs), header), \
+            [guard, _returns(outputs, guard)]
+    written_out = grid_prefix(body, parsed.env)
+    if written_out is not None:  # threadIdx.x + blockIdx.x * blockDim.x: cuda.grid(1)
+        body = [written_out[0], *body[written_out[1]:]]
     first = body[0]
     index = _grid_names(first, parsed.env)
     if index is None:
@@ -159,11 +189,14 @@ def kernel_body(parsed: Parsed, body: list[ast.stmt], params: list[str]) \
         raise parsed.error("the kernel's guard does not test the thread indices "
                            f"({', '.join(index)})", guard, hint)
     outputs = _check_body(parsed, guard, index, params)
+    return KernelShape(tuple(index), tuple(outputs), first), [guard, _returns(outputs, guard)]
+
+
+def _returns(outputs: list[str], guard: ast.stmt) -> ast.Return:
     ret = ast.Return(value=ast.Name(id=outputs[0], ctx=ast.Load()) if len(outputs) == 1 else
                      ast.Tuple(elts=[ast.Name(id=o, ctx=ast.Load()) for o in outputs],
                                ctx=ast.Load()))
-    ast.copy_location(ret, guard)
-    return KernelShape(tuple(index), tuple(outputs), first), [guard, ret]
+    return ast.copy_location(ret, guard)
 
 
 def _grid_names(s: ast.stmt, env: dict[str, Any]) -> list[str] | None:

@@ -141,6 +141,7 @@ class Normalizer:
             return out
         v = self.simple(e, out)
         out.append(ast.copy_location(assign(target, v), where))
+        carry(where, out[-1])  # (a helper's expression: messages name the helper's line)
         return out
 
     def opaque(self, e: ast.expr) -> ast.expr:

@@ -20,6 +20,7 @@ import gast
 
 from ...errors import TransformError
 from ..nodes import clone
+from ..notes import INLINED
 
 
 @dataclass
@@ -56,6 +57,11 @@ class Parsed:
 
     def error(self, msg: str, node: ast.AST | None = None, hint: str = "") -> TransformError:
         """A TransformError pointing at ``node``'s line in the user's file."""
+        origin = None if node is None else INLINED.get(node)
+        if origin is not None:  # a helper's line: name it, and the calls leading to it
+            file, lineno, line, sites = origin
+            return TransformError(msg, filename=file, lineno=lineno, source_line=line,
+                                  hint=hint, called_from=sites)
         lineno = None if node is None else self.absolute_line(node)
         line = "" if lineno is None else self.source_line(lineno)
         return TransformError(msg, filename=self.filename, lineno=lineno, source_line=line,
