@@ -76,7 +76,8 @@ def test_generator_is_deterministic_and_valid():
         p, q = generate(3, i), generate(3, i)
         assert p.source == q.source and p.shape == q.shape and p.wrt == q.wrt
         compile(p.source, f"<fuzz {i}>", "exec")
-        assert "def f(x, a, n):" in p.source
+        assert f"def f({', '.join(p.params)}):" in p.source
+        assert p.original is None or "def f(x, a, n):" in p.original
     assert generate(3, 1).source != generate(3, 2).source
     assert generate(3, 1).source != generate(4, 1).source
 
