@@ -29,6 +29,7 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` importable, and 
 
 from fuzz.check import APIS, SEVERITY, Pool  # noqa: E402
 from fuzz.gen import Program, generate  # noqa: E402
+from fuzz.rename import neutralise  # noqa: E402
 from fuzz.shrink import shrink  # noqa: E402
 
 TIMEOUT = {False: 20.0, True: 60.0}
@@ -85,6 +86,7 @@ class Summary:
     shrunk: list = field(default_factory=list)  # (ProgramResult, jit, Program, result, text)
     times: dict = field(default_factory=lambda: collections.defaultdict(list))
     wall: float = 0.0
+    hygiene: set = field(default_factory=set)  # failures that pass with plain names
 
     def tally(self) -> collections.Counter:
         c = collections.Counter({k: 0 for k in CLASSES})
@@ -94,8 +96,11 @@ class Summary:
 
     def last_line(self) -> str:
         t = self.tally()
-        return (f"fuzz: {len(self.programs)} programs, ok {t['ok']}, refused {t['refused']}, "
+        line = (f"fuzz: {len(self.programs)} programs, ok {t['ok']}, refused {t['refused']}, "
                 f"wrong {t['wrong']}, crash {t['crash']}, hang {t['hang']}")
+        if self.hygiene:
+            line += f" ({len(self.hygiene)} of the failures pass with plain names)"
+        return line
 
     def failures(self) -> list:
         return [p for p in self.programs if p.outcome in ("wrong", "crash", "hang")]
@@ -182,8 +187,9 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
              do_shrink: bool = False, shrink_all: bool = False, shrink_budget: float = 120.0,
              shrink_tests: int = 400, show_refusals: bool = False, jit_every: int = 1,
              timeouts: dict | None = None, shrink_total: float | None = None,
-             out=print) -> Summary:
-    """Generate and check programs ``start .. start+programs-1`` of ``seed``."""
+             triage: bool = False, out=print) -> Summary:
+    """Generate and check programs ``start .. start+programs-1`` of ``seed``; ``triage``:
+    re-check each failure with plain names (``neutralise``) and say whether it passes so."""
     timeouts = dict(TIMEOUT if timeouts is None else timeouts)
     summary = Summary(seed)
     t0 = time.monotonic()
@@ -205,6 +211,8 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
                         (show_refusals and pr.outcome == "refused"):
                     out(reason_line(pr, seed))
         summary.programs.sort(key=lambda p: p.index)
+        if triage:
+            triage_names(pool, summary, timeouts, out)
         if do_shrink:
             seen: set = set()
             t_shrink = time.monotonic()
@@ -231,6 +239,35 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
                 out(text)
     summary.wall = time.monotonic() - t0
     return summary
+
+
+def triage_names(pool: Pool, summary: Summary, timeouts: dict, out=print) -> None:
+    """Re-check every failure with the pool names it binds renamed to plain ones (and
+    without its alpha-renaming): one that passes so is a hygiene failure (a name jitgrad
+    captures), counted in ``summary.hygiene``."""
+    tasks = []
+    for pr in summary.failures():
+        prog = pr.program
+        if prog is not None:
+            jit = pr.worst[0]
+            plain = prog.with_source(neutralise(prog.original or prog.source))
+            plain = Program(plain.source, prog.shape, prog.n, _plain_wrt(prog), prog.seed,
+                            prog.index, prog.attempt)
+            tasks.append((pr.index, ("prog", plain, jit), timeouts[jit]))
+    for index, res in pool.run(tasks):
+        if res["outcome"] in ("ok", "skipped", "refused"):
+            summary.hygiene.add(index)
+    for pr in summary.failures():
+        tag = "hygiene (passes with plain names)" if pr.index in summary.hygiene else \
+            "not hygiene (fails with plain names too)"
+        out(f"TRIAGE  seed={summary.seed} #{pr.index}: {tag}")
+
+
+def _plain_wrt(prog: Program):
+    """``prog.wrt`` in the original's parameter names (x, a, n)."""
+    orig = ("x", "a", "n")
+    back = lambda w: orig[prog.params.index(w)] if isinstance(w, str) else w  # noqa: E731
+    return tuple(back(w) for w in prog.wrt) if isinstance(prog.wrt, tuple) else back(prog.wrt)
 
 
 def print_report(summary: Summary, out=print) -> None:
@@ -265,6 +302,8 @@ def main(argv=None) -> int:
                     help="shrink every failure, not only the first of each kind")
     ap.add_argument("--shrink-budget", type=float, default=120.0, help="seconds per failure")
     ap.add_argument("--show-refusals", action="store_true")
+    ap.add_argument("--triage", action="store_true",
+                    help="re-check each failure with plain names: is it one of hygiene?")
     ap.add_argument("--only", type=int, default=None,
                     help="re-run program I of the seed and print its source and results")
     ap.add_argument("--timeout", type=float, default=None,
@@ -278,7 +317,7 @@ def main(argv=None) -> int:
     summary = run_fuzz(args.seed, args.programs, args.start, args.jit, args.workers,
                        args.shrink, args.shrink_all, args.shrink_budget,
                        show_refusals=args.show_refusals, jit_every=args.jit_every,
-                       timeouts=timeouts)
+                       timeouts=timeouts, triage=args.triage)
     print_report(summary)
     t = summary.tally()
     return 1 if t["wrong"] or t["crash"] or t["hang"] else 0
