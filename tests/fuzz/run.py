@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` importable, and 
     _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # checkout's
     sys.path[:0] = [_TESTS, os.path.dirname(_TESTS)]  # jitgrad (the spawned workers too)
 
-from fuzz.check import APIS, SEVERITY, Pool  # noqa: E402
+from fuzz.check import APIS, DRAW_SEED, SEVERITY, Pool, draws  # noqa: E402
 from fuzz.gen import Program, generate  # noqa: E402
 from fuzz.rename import neutralise  # noqa: E402
 from fuzz.shrink import shrink  # noqa: E402
@@ -137,6 +137,9 @@ def format_repro(prog: Program, res: dict, jit: bool, title: str = "repro") -> s
         lines += [f"# {ln}" for ln in inputs.splitlines()]
     lines.append(f"# d = jitgrad.differentiate(f, wrt={prog.wrt!r}, jit={jit}); "
                  "d.value_and_grad(x, a, n)")
+    if draws(prog):
+        lines.append(f"# (random draws: np.random.seed({DRAW_SEED}) before every call, and "
+                     "with jit=True also in an @numba.njit function: Numba's generator)")
     for p in res.get("problems") or [res]:
         lines.append(f"# -> {p['outcome']}: {p['reason']}".replace("\n", "\n#    "))
     return "\n".join(lines)
@@ -243,24 +246,39 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
 
 def triage_names(pool: Pool, summary: Summary, timeouts: dict, out=print) -> None:
     """Re-check every failure with the pool names it binds renamed to plain ones (and
-    without its alpha-renaming): one that passes so is a hygiene failure (a name jitgrad
-    captures), counted in ``summary.hygiene``."""
-    tasks = []
-    for pr in summary.failures():
+    without its alpha-renaming), and, if that fails too and the program draws random
+    numbers, also without its draws: says which of the two the failure needs.  Those
+    that pass with plain names are counted in ``summary.hygiene``."""
+    fails = {pr.index: pr for pr in summary.failures() if pr.program is not None}
+    variants = {}
+    for i, pr in fails.items():
         prog = pr.program
-        if prog is not None:
-            jit = pr.worst[0]
-            plain = prog.with_source(neutralise(prog.original or prog.source))
-            plain = Program(plain.source, prog.shape, prog.n, _plain_wrt(prog), prog.seed,
-                            prog.index, prog.attempt)
-            tasks.append((pr.index, ("prog", plain, jit), timeouts[jit]))
-    for index, res in pool.run(tasks):
-        if res["outcome"] in ("ok", "skipped", "refused"):
-            summary.hygiene.add(index)
-    for pr in summary.failures():
-        tag = "hygiene (passes with plain names)" if pr.index in summary.hygiene else \
-            "not hygiene (fails with plain names too)"
-        out(f"TRIAGE  seed={summary.seed} #{pr.index}: {tag}")
+        src = neutralise(prog.original or prog.source)
+        plain = Program(src, prog.shape, prog.n, _plain_wrt(prog), prog.seed, prog.index,
+                        prog.attempt)
+        variants[(i, "names")] = plain
+        if draws(prog):
+            variants[(i, "draws")] = plain.with_source(DRAW_CALL.sub("0.25", src))
+    got = dict(pool.run([(key, ("prog", p, fails[key[0]].worst[0]),
+                          timeouts[fails[key[0]].worst[0]]) for key, p in variants.items()]))
+    passes = lambda r: r is not None and r["outcome"] in ("ok", "skipped", "refused")  # noqa
+    for i, pr in fails.items():
+        res, nodraw = got.get((i, "names")), got.get((i, "draws"))
+        if passes(res):
+            summary.hygiene.add(i)
+            tag = "hygiene (passes with plain names)"
+        elif passes(nodraw):
+            tag = "random draws (passes with plain names and without its draws)"
+        elif res is not None and signatures(res) & signatures(pr.worst[1]):
+            tag = "not hygiene (fails the same way with plain names)"
+        else:
+            reason = " ".join((res or {}).get("reason", "").split())[:160]
+            tag = f"hygiene, then with plain names: {(res or {}).get('outcome')}: {reason}"
+        out(f"TRIAGE  seed={summary.seed} #{i}: {tag}")
+
+
+#: a random draw with constant arguments, as the generator writes them
+DRAW_CALL = re.compile(r"\bnp\.random\.\w+\([^()]*\)")
 
 
 def _plain_wrt(prog: Program):
