@@ -32,7 +32,7 @@ ITERS = ["val", "xv", "el"]
 INTS = ["i", "j", "k", "m"]
 COUNTERS = ["it", "cnt"]
 CONSTS = ["0.5", "1.5", "0.3", "-0.7", "2.0", "0.25", "1.1", "-0.4", "0.9"]
-LONG_LOOPS = 0.1  # the fraction of programs with a long checkpointed loop
+LONG_LOOPS = 0.06  # the fraction of programs with a long checkpointed loop
 RENAMED = 0.25  # the fraction of programs alpha-renamed (rename.py)
 
 
@@ -130,9 +130,9 @@ class Module:
         #: program whose ``x`` is a matrix, so programs without one are unchanged
         self.rw = random.Random(f"rw:{rnd.getstate()[1][:4]}")
         self.rows = len(shape) == 2 and self.rw.random() < 0.5
-        #: a sixth stream for long checkpointed loops (``long_loops.py``), in one program
-        #: in ten, half of them with random draws inside, so programs without one are
-        #: unchanged
+        #: a sixth stream for long checkpointed loops (``long_loops.py``), in a fraction
+        #: ``LONG_LOOPS`` of programs, half of them with random draws inside, so programs
+        #: without one are unchanged
         self.lp = random.Random(f"lp:{rnd.getstate()[1][:4]}")
         self.long_left = self.lp.choice([1, 1, 2]) if self.lp.random() < LONG_LOOPS else 0
         self.draws = self.lp.random() < 0.5

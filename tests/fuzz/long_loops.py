@@ -38,8 +38,10 @@ def recompute_steps(T: int, k: int | None) -> int:
 
 
 def trip_count(lp, k: int | None) -> int:
-    """``T`` log-uniform in 2 .. 5,000, lowered until the recomputation fits the budget."""
-    T = int(round(10 ** lp.uniform(math.log10(2), math.log10(T_MAX))))
+    """``T`` log-uniform in 10 .. 5,000 (or uniform in 2,000 .. 5,000 a third of the time),
+    lowered until the recomputation fits the budget."""
+    T = lp.randint(2000, T_MAX) if lp.random() < 0.33 else \
+        int(round(10 ** lp.uniform(1.0, math.log10(T_MAX))))
     while T > 2 and recompute_steps(T, k) > RECOMPUTE_BUDGET:
         T = int(T * 0.8)
     return T
