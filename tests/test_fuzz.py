@@ -12,6 +12,7 @@ the first failure of each kind in the message.  Re-run one program with::
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -255,3 +256,17 @@ def f(x, a, n):
 def test_checker_seeds_every_evaluation_of_a_program_with_random_draws(jit):
     res = fcheck.check(Program(DRAWS, (4,), 2, (0, 1)), jit=jit, tmpdir=tempfile.mkdtemp())
     assert res["outcome"] == "ok", res
+
+
+def test_neutralise_renames_pool_names_to_plain_ones():
+    from fuzz.rename import alpha_rename, neutralise
+    from fuzz.run import DRAW_CALL
+
+    src, _ = alpha_rename(SIMPLE, 4)
+    plain = neutralise(src)
+    ns: dict = {}
+    exec(compile(plain, "<plain>", "exec"), ns)
+    assert abs(ns["f"](np.arange(4.0), 0.5, 2) - 7.0 - np.sin(0.5)) < 1e-12
+    names = {n.id for n in ast.walk(ast.parse(plain)) if isinstance(n, ast.Name)}
+    assert not names & {"J", "K", "_dret", "_t3"}
+    assert DRAW_CALL.sub("0.25", "a + np.random.uniform(0.0, 1.0)") == "a + 0.25"
