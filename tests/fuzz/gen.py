@@ -32,7 +32,7 @@ ITERS = ["val", "xv", "el"]
 INTS = ["i", "j", "k", "m"]
 COUNTERS = ["it", "cnt"]
 CONSTS = ["0.5", "1.5", "0.3", "-0.7", "2.0", "0.25", "1.1", "-0.4", "0.9"]
-LONG_LOOPS = 0.06  # the fraction of programs with a long checkpointed loop
+LONG_LOOPS = 0.04  # the fraction of programs with a long checkpointed loop
 RENAMED = 0.25  # the fraction of programs alpha-renamed (rename.py)
 
 

@@ -3,6 +3,7 @@
     python tests/fuzz/run.py --programs 300 --seed 1 --jit off --shrink
     python tests/fuzz/run.py --programs 60 --seed 1 --jit on --workers 2
     python tests/fuzz/run.py --seed 1 --only 37 --shrink      # one program, its source
+    python tests/fuzz/run.py --programs 300 --seed 1 --jit off --triage   # hygiene or draws?
 
 Program ``i`` of a run is generated from ``(seed, i)`` alone.  One line is printed
 per non-ok program, then a tally of refusal reasons, and as the last line::
@@ -10,6 +11,9 @@ per non-ok program, then a tally of refusal reasons, and as the last line::
     fuzz: N programs, ok O, refused R, wrong W, crash C, hang H
 
 (``skipped`` programs, where no smooth input point was found, count as ok.)
+With ``--triage`` each failure is re-checked with plain names (``rename.neutralise``, and
+without the alpha-renaming) and, if it has random draws, also without them; a line
+``TRIAGE ... hygiene`` / ``random draws`` / ``not hygiene`` says which the failure needs.
 The exit status is 1 when any program is wrong, crashes or hangs.
 """
 
