@@ -12,7 +12,9 @@ the first failure of each kind in the message.  Re-run one program with::
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import sys
 import tempfile
 
@@ -76,7 +78,8 @@ def test_generator_is_deterministic_and_valid():
         p, q = generate(3, i), generate(3, i)
         assert p.source == q.source and p.shape == q.shape and p.wrt == q.wrt
         compile(p.source, f"<fuzz {i}>", "exec")
-        assert "def f(x, a, n):" in p.source
+        assert f"def f({', '.join(p.params)}):" in p.source
+        assert p.original is None or "def f(x, a, n):" in p.original
     assert generate(3, 1).source != generate(3, 2).source
     assert generate(3, 1).source != generate(4, 1).source
 
@@ -191,3 +194,79 @@ def test_shrinker_minimises_while_the_failure_reproduces():
     assert marker in small.source
     assert len(small.source) < len(prog.source) / 2
     compile(small.source, "<shrunk>", "exec")
+
+
+# --- the alpha-renaming, long-loop and random-draw streams ------------------------------------
+
+def test_renaming_stream_maps_wrt_and_keeps_the_original():
+    progs = [generate(11, i) for i in range(80)]
+    renamed = [p for p in progs if p.original is not None]
+    assert 8 <= len(renamed) <= 32  # about a quarter
+    for p in renamed:
+        names = [w for w in (p.wrt if isinstance(p.wrt, tuple) else (p.wrt,))
+                 if isinstance(w, str)]
+        assert all(w in p.params for w in names)
+        assert p.wrt_positions == Program(p.original, p.shape, p.n, p.wrt if not names else
+                                          tuple(("x", "a", "n")[p.params.index(w)]
+                                                if isinstance(w, str) else w
+                                                for w in p.wrt)).wrt_positions
+        assert p.with_source(p.source).original is None  # a shrunk program is its own reference
+    plain_ones = [p for p in progs if p.original is None]
+    assert all(p.params == ("x", "a", "n") for p in plain_ones)
+
+
+def test_checker_compares_a_renamed_program_with_its_original():
+    good = SIMPLE.replace("s = ", "S = ").replace("s += ", "S += ").replace("return s", "return S")
+    prog = Program(good, (4,), 2, (0, 1), original=SIMPLE)
+    assert fcheck.check(prog, jit=False, tmpdir=tempfile.mkdtemp())["outcome"] == "ok"
+    bad = Program(good.replace("* a\n", "* a * 1.5\n"), (4,), 2, (0, 1), original=SIMPLE)
+    res = fcheck.check(bad, jit=False, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == "crash" and res["signature"] == "crash:rename", res
+
+
+def test_long_loops_stay_within_their_budget():
+    from fuzz.long_loops import RECOMPUTE_BUDGET, T_MAX, recompute_steps
+
+    assert recompute_steps(5000, None) == 10000 and recompute_steps(10, 1) == 90  # (an upper bound)
+    seen = []
+    for i in range(300):
+        src = generate(20240, i).original or generate(20240, i).source
+        for m in re.finditer(r"range\((\d+)\), snapshots=(\w+)\)", src):
+            T, k = int(m.group(1)), m.group(2)
+            kk = None if k == "None" else 4 if k == "n" else int(k)
+            assert T <= T_MAX and recompute_steps(T, kk) <= RECOMPUTE_BUDGET, m.group(0)
+            seen.append(T)
+    assert len(seen) >= 10 and max(seen) > 500
+
+
+DRAWS = """import math
+import numpy as np
+
+
+def f(x, a, n):
+    s = 0.0
+    for i in range(len(x)):
+        s = 0.5 * s + 0.1 * math.tanh(x[i] * a + np.random.standard_normal())
+        s += 0.2 * math.sin(np.random.uniform(-1.0, 1.0) * a * x[i])
+    return s
+"""
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_checker_seeds_every_evaluation_of_a_program_with_random_draws(jit):
+    res = fcheck.check(Program(DRAWS, (4,), 2, (0, 1)), jit=jit, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == "ok", res
+
+
+def test_neutralise_renames_pool_names_to_plain_ones():
+    from fuzz.rename import alpha_rename, neutralise
+    from fuzz.run import DRAW_CALL
+
+    src, _ = alpha_rename(SIMPLE, 4)
+    plain = neutralise(src)
+    ns: dict = {}
+    exec(compile(plain, "<plain>", "exec"), ns)
+    assert abs(ns["f"](np.arange(4.0), 0.5, 2) - 7.0 - np.sin(0.5)) < 1e-12
+    names = {n.id for n in ast.walk(ast.parse(plain)) if isinstance(n, ast.Name)}
+    assert not names & {"J", "K", "_dret", "_t3"}
+    assert DRAW_CALL.sub("0.25", "a + np.random.uniform(0.0, 1.0)") == "a + 0.25"

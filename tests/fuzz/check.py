@@ -46,6 +46,35 @@ VALUE_RTOL = 1e-9
 GRAD_CONSISTENT = 1e-7  # value_and_grad / grad / vjp must agree with each other
 
 
+# --- random draws ----------------------------------------------------------------------------
+
+#: every evaluation (the plain function's, each finite difference's, every jitgrad call's)
+#: starts from this state of NumPy's global generator, and with ``jit=True`` of Numba's,
+#: which is separate: a program's random draws are the same in all of them
+DRAW_SEED = 20240
+_NUMBA_SEED: list = []  # the njit function seeding Numba's generator, once compiled
+
+
+def reseed(numba_too: bool = False) -> None:
+    """Seed NumPy's global generator (and Numba's, compiling its seeder on first use)."""
+    np.random.seed(DRAW_SEED)
+    if numba_too or _NUMBA_SEED:
+        if not _NUMBA_SEED:
+            import numba
+
+            @numba.njit(cache=False)
+            def seed(s):
+                np.random.seed(s)
+
+            _NUMBA_SEED.append(seed)
+        _NUMBA_SEED[0](DRAW_SEED)
+
+
+def draws(prog: Program) -> bool:
+    """Does the program (maybe) make random draws?"""
+    return "random." in prog.source
+
+
 # --- loading and sampling ------------------------------------------------------------------
 
 def load(prog: Program, tmpdir: str):
@@ -86,9 +115,11 @@ def copy_args(args: tuple) -> list:
 
 
 def plain(f, args) -> float:
-    """The plain function on copies of ``args``; raises ValueError on a bad result."""
+    """The plain function on copies of ``args`` (random draws from ``DRAW_SEED``); raises
+    ValueError on a bad result."""
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        reseed()
         v = f(*copy_args(args))
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (float, int, np.floating,
                                                               np.integer)):
@@ -111,6 +142,7 @@ def overflows(f, args) -> bool:
     try:
         with np.errstate(all="raise", under="ignore"), warnings.catch_warnings():
             warnings.simplefilter("error")
+            reseed()
             f(*a)
     except (FloatingPointError, OverflowError, RuntimeWarning, ZeroDivisionError):
         return True
@@ -202,6 +234,7 @@ def find_point(f, prog: Program, tries: int = 6):
             after = copy_args(args)
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                reseed()
                 f(*after)
             return "point", (args, v, got[0], got[1], after)
         last = "finite differences disagree between step sizes (non-smooth point)"
@@ -241,7 +274,7 @@ def _split_grads(prog: Program, what: str, grads) -> list:
 
 
 def _check_grads(prog: Program, what: str, grads, args, fds, noise) -> list:
-    names = ["x", "a", "n"]
+    names = prog.params
     out = []
     for pos, g, (s, b) in zip(prog.wrt_positions, _split_grads(prog, what, grads), fds,
                               strict=True):
@@ -295,6 +328,7 @@ def numba_differs(f, args, value, after) -> str:
             g[name] = numba.njit(types.FunctionType(obj.__code__, g, obj.__name__))
     p = copy_args(args)
     try:
+        reseed(numba_too=True)
         v = g[f.__name__](*p)
     except Exception as exc:
         return f"numba.njit(f) raises {type(exc).__name__}"
@@ -332,6 +366,7 @@ def _numba_compiles(f, args) -> bool:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            reseed(numba_too=True)
             numba.njit(f)(*args)
     except Exception:
         return False
@@ -395,6 +430,9 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
     def fresh():
         return copy_args(args), copy_args(args)
 
+    def seeded():  # every call draws what the plain function drew
+        reseed(numba_too=jit and draws(prog))
+
     holder = {}
     if not step("differentiate", lambda: holder.update(
             d=jitgrad.differentiate(f, wrt=prog.wrt, jit=jit))):
@@ -404,6 +442,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
 
     def vag():
         p, before = fresh()
+        seeded()
         v, g = d.value_and_grad(*p)
         _unchanged("value_and_grad", p, before)
         _check_value("value_and_grad", v, value)
@@ -411,6 +450,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
 
     def grad():
         p, before = fresh()
+        seeded()
         g = d.grad(*p)
         _unchanged("grad", p, before)
         grads["grad"] = _check_grads(prog, "grad", g, args, fds, noise)
@@ -418,6 +458,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
     def primal():
         p, _ = fresh()
         try:
+            seeded()
             v = d(*p)
         except (jitgrad.JitError, NotImplementedError):
             # (NotImplementedError: what Numba's compiled code raises at run time for what
@@ -432,9 +473,11 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
 
     def vjp():
         p, before = fresh()
+        seeded()
         v, pb = d.vjp(*p)
         _unchanged("vjp", p, before)
         _check_value("vjp", v, value)
+        seeded()
         g = pb(1.0)
         _unchanged("vjp pullback(1.0)", p, before)
         grads["vjp"] = _check_grads(prog, "vjp pullback(1.0)", g, args, fds, noise)
@@ -448,6 +491,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
         vs = [rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else
               float(rng.standard_normal()) for k in prog.wrt_positions]
         try:
+            seeded()
             v, t = d.jvp(tuple(p), tuple(vs) if isinstance(prog.wrt, tuple) else vs[0])
         except (jitgrad.TransformError, jitgrad.RuleError) as exc:
             if located(exc, path):
@@ -483,6 +527,7 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
         vs = [rng.standard_normal(np.shape(args[k])) if np.ndim(args[k]) else
               float(rng.standard_normal()) for k in prog.wrt_positions]
         try:
+            seeded()
             hv = jitgrad.hvp(f, tuple(p), tuple(vs) if isinstance(prog.wrt, tuple) else vs[0],
                              wrt=prog.wrt, jit=False)
         except (jitgrad.TransformError, jitgrad.RuleError) as exc:
@@ -499,7 +544,10 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
             for k, vv in zip(prog.wrt_positions, vs, strict=True):
                 hi[k] = args[k] + eps * vv
                 lo[k] = args[k] - eps * vv
-            gh, gl = d.grad(*hi), d.grad(*lo)
+            seeded()
+            gh = d.grad(*hi)
+            seeded()
+            gl = d.grad(*lo)
             gh, gl = (gh, gl) if isinstance(prog.wrt, tuple) else ((gh,), (gl,))
             fds2.append([(np.asarray(a, float) - np.asarray(b, float)) / (2 * eps)
                          for a, b in zip(gh, gl, strict=True)])
@@ -546,13 +594,20 @@ def check(prog: Program, jit: bool, tmpdir: str, on_program=None, apis=APIS) -> 
         mod, path = load(prog, tmpdir)
     except Exception as exc:
         return dict(outcome="invalid", reason=f"import: {type(exc).__name__}: {exc}")
+    ref = None
     try:
         f = getattr(mod, "f", None)
         if f is None:
             return dict(outcome="invalid", reason="no function f")
-        kind, got = find_point(f, prog)
+        if prog.original is not None:  # alpha-renamed: the original is the reference
+            ref = load(prog.with_source(prog.original), tmpdir)
+        kind, got = find_point(ref[0].f if ref else f, prog)
         if kind != "point":
             return dict(outcome=kind, reason=got)
+        if ref and not _renamed_agrees(f, got):
+            return dict(outcome="crash", error_type="checker", signature="crash:rename",
+                        reason="checker: the alpha-renamed program computes another value "
+                               "than the original (a bug of rename.py)")
         if on_program is not None:
             on_program(prog)
         out = run_jitgrad(f, prog, path, jit, got, apis)
@@ -560,6 +615,17 @@ def check(prog: Program, jit: bool, tmpdir: str, on_program=None, apis=APIS) -> 
         return out
     finally:
         unload(mod, path)
+        if ref:
+            unload(*ref)
+
+
+def _renamed_agrees(f, point) -> bool:
+    """Does the renamed function compute the original's value at the checked point?"""
+    try:
+        v = plain(f, point[0])
+    except Exception:
+        return False
+    return abs(v - point[1]) <= VALUE_RTOL * max(1.0, abs(point[1]))
 
 
 def check_generated(seed: int, index: int, jit: bool, tmpdir: str, on_program=None,

@@ -20,6 +20,9 @@ import ast
 import random
 from dataclasses import dataclass, field
 
+from .long_loops import long_loop
+from .rename import alpha_rename
+
 HEADER = "import math\n\nimport numpy as np\n"
 
 FLOATS = ["s", "t", "z", "p", "q", "w", "b", "c", "d", "r", "y0", "acc"]
@@ -29,6 +32,8 @@ ITERS = ["val", "xv", "el"]
 INTS = ["i", "j", "k", "m"]
 COUNTERS = ["it", "cnt"]
 CONSTS = ["0.5", "1.5", "0.3", "-0.7", "2.0", "0.25", "1.1", "-0.4", "0.9"]
+LONG_LOOPS = 0.04  # the fraction of programs with a long checkpointed loop
+RENAMED = 0.25  # the fraction of programs alpha-renamed (rename.py)
 
 
 @dataclass
@@ -42,20 +47,25 @@ class Program:
     seed: int = 0
     index: int = 0
     attempt: int = 0
+    #: the names of f's parameters (other than x, a, n in an alpha-renamed program)
+    params: tuple = ("x", "a", "n")
+    #: the source before alpha-renaming: the reference the checker compares with
+    original: str | None = None
 
     @property
     def wrt_positions(self) -> tuple:
         items = self.wrt if isinstance(self.wrt, tuple) else (self.wrt,)
-        names = ["x", "a", "n"]
-        return tuple(names.index(w) if isinstance(w, str) else w for w in items)
+        return tuple(self.params.index(w) if isinstance(w, str) else w for w in items)
 
     def describe(self) -> str:
+        renamed = f" renamed {', '.join(self.params)}" if self.original else ""
         return (f"seed={self.seed} index={self.index} attempt={self.attempt} "
-                f"x.shape={self.shape} n={self.n} wrt={self.wrt!r}")
+                f"x.shape={self.shape} n={self.n} wrt={self.wrt!r}{renamed}")
 
     def with_source(self, source: str) -> Program:
+        """This program's shape, n and wrt with another source (its own reference)."""
         return Program(source, self.shape, self.n, self.wrt, self.seed, self.index,
-                       self.attempt)
+                       self.attempt, self.params)
 
 
 @dataclass
@@ -125,6 +135,13 @@ class Module:
         #: in four, so programs without one are unchanged
         self.it = random.Random(f"it:{rnd.getstate()[1][:4]}")
         self.iters = self.it.random() < 0.25
+        #: a seventh stream for long checkpointed loops (``long_loops.py``), in a fraction
+        #: ``LONG_LOOPS`` of programs, half of them with random draws inside, so programs
+        #: without one are unchanged
+        self.lp = random.Random(f"lp:{rnd.getstate()[1][:4]}")
+        self.long_left = self.lp.choice([1, 1, 2]) if self.lp.random() < LONG_LOOPS else 0
+        self.draws = self.lp.random() < 0.5
+        self.long_outs: list = []  # expressions of their results, for the return
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -485,6 +502,11 @@ class FuncGen:
                 else self.st_iterable(sc, budget, ctx)
             if out:
                 return out
+        if self.mod.long_left and ctx.depth == 0 and not ctx.in_helper and \
+                self.mod.lp.random() < 0.25:
+            out = self.st_long(sc)
+            if out:
+                return out
         opts = [(20, self.st_assign), (6, self.st_selfupd), (8, self.st_aug),
                 (5, self.st_tuple), (4, self.st_cfold)]
         has_arr = bool(sc.arrays)
@@ -516,6 +538,22 @@ class FuncGen:
             if out:
                 return out
         return self.st_assign(sc, budget, ctx)
+
+    def st_long(self, sc: Scope) -> list:
+        """A long checkpointed loop (``long_loops.py``), its names registered in ``sc``."""
+        lo = long_loop(self, sc, self.mod.draws)
+        if lo is None:
+            return []
+        self.mod.long_left -= 1
+        for nm in lo.floats:
+            self.kinds[nm] = "f"
+            sc.add_float(nm)
+        self.kinds[lo.index] = "i"
+        if lo.array is not None:
+            self.kinds[lo.array] = ("a", (self.mod.shape[0],))
+            sc.arrays[lo.array] = Arr((self.mod.shape[0],), "local")
+        self.mod.long_outs.append(lo.result)
+        return lo.lines
 
     def st_effect(self, sc: Scope) -> list:
         """A call made for its effect, drawn from the effect stream only: a write into a
@@ -1300,6 +1338,8 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     if rnd.random() < 0.5:  # and often from a local array
         body += g.st_arr_new(sc, budget, Ctx())
     body += g.block(sc, budget, Ctx())
+    if mod.long_left and not mod.long_outs and not _terminal(body[-1]):
+        body += g.st_long(sc)  # the program was drawn to have one
     last_rows = mod.rows and not _terminal(body[-1]) and mod.rw.random() < 0.6
     if last_rows:  # a last loop over rows: the adjoint's first (the rows stream)
         body += g.st_rows(sc, Ctx())
@@ -1309,13 +1349,29 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
             body.append("return " + " + ".join(f"{f} * {f}" for f in sc.floats))
         else:
             body.append(f"return {g.return_expr(sc)}")
+    if mod.long_outs:  # the long loops' results reach the value
+        body[-1] += " + 0.5 * (" + " + ".join(mod.long_outs) + ")"
     fsrc = "\n".join(["def f(x, a, n):"] + _ind(body))
     header = HEADER + ("\nimport jitgrad as jg\n" if mod.uses_jg else "")
     parts = [header] + [h[3] for h in mod.helpers] + [fsrc]
     src = "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
     src = ast.unparse(ast.parse(src))  # normalise parentheses and spacing
     src = src.replace("import numpy as np\n", "import numpy as np\n\n", 1) + "\n"
-    return Program(src, shape, n, wrt, seed, index, attempt)
+    return maybe_renamed(Program(src, shape, n, wrt, seed, index, attempt))
+
+
+def maybe_renamed(prog: Program) -> Program:
+    """``prog`` alpha-renamed (``rename.py``) in a fraction ``RENAMED`` of programs, drawn
+    from a stream of its own; ``wrt`` names and ``params`` follow f's renaming."""
+    al = random.Random(f"alpha:{prog.seed}:{prog.index}:{prog.attempt}")
+    if al.random() >= RENAMED:
+        return prog
+    src, maps = alpha_rename(prog.source, al.randrange(2 ** 31))
+    fmap = maps.get("f", {})
+    ren = lambda w: fmap.get(w, w) if isinstance(w, str) else w  # noqa: E731
+    wrt = tuple(ren(w) for w in prog.wrt) if isinstance(prog.wrt, tuple) else ren(prog.wrt)
+    return Program(src, prog.shape, prog.n, wrt, prog.seed, prog.index, prog.attempt,
+                   tuple(fmap.get(p, p) for p in prog.params), original=prog.source)
 
 
 if __name__ == "__main__":

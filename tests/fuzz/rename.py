@@ -152,3 +152,23 @@ def alpha_rename(src: str, seed: int = 0) -> tuple[str, dict[str, dict[str, str]
     for fn in fns:  # parameters first, so calls' keywords follow their callee
         _Renamer(maps[fn.name], maps).visit(fn)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n", maps
+
+
+def neutralise(src: str) -> str:
+    """``src`` with every pool name it binds renamed to a plain one (``J`` -> ``v_J``):
+    when a failing program passes so, the failure is one of hygiene (a captured name)."""
+    tree = ast.parse(src)
+    used = _loads(tree) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    mapping: dict[str, str] = {}
+    for name in sorted(used & set(POOL) - {"np", "math", "numba", "jg"}):
+        new = "v_" + name.lstrip("_")
+        while new in used or new in mapping.values():
+            new += "_"
+        mapping[name] = new
+    for st in tree.body:  # the module aliases, with the names that use them
+        if isinstance(st, ast.Import):
+            for al in st.names:
+                if (al.asname or al.name) in mapping:
+                    al.asname = mapping[al.asname or al.name]
+    _Renamer(mapping, {}).visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

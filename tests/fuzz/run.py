@@ -3,6 +3,7 @@
     python tests/fuzz/run.py --programs 300 --seed 1 --jit off --shrink
     python tests/fuzz/run.py --programs 60 --seed 1 --jit on --workers 2
     python tests/fuzz/run.py --seed 1 --only 37 --shrink      # one program, its source
+    python tests/fuzz/run.py --programs 300 --seed 1 --jit off --triage   # hygiene or draws?
 
 Program ``i`` of a run is generated from ``(seed, i)`` alone.  One line is printed
 per non-ok program, then a tally of refusal reasons, and as the last line::
@@ -10,6 +11,9 @@ per non-ok program, then a tally of refusal reasons, and as the last line::
     fuzz: N programs, ok O, refused R, wrong W, crash C, hang H
 
 (``skipped`` programs, where no smooth input point was found, count as ok.)
+With ``--triage`` each failure is re-checked with plain names (``rename.neutralise``, and
+without the alpha-renaming) and, if it has random draws, also without them; a line
+``TRIAGE ... hygiene`` / ``random draws`` / ``not hygiene`` says which the failure needs.
 The exit status is 1 when any program is wrong, crashes or hangs.
 """
 
@@ -27,8 +31,9 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` importable, and 
     _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # checkout's
     sys.path[:0] = [_TESTS, os.path.dirname(_TESTS)]  # jitgrad (the spawned workers too)
 
-from fuzz.check import APIS, SEVERITY, Pool  # noqa: E402
+from fuzz.check import APIS, DRAW_SEED, SEVERITY, Pool, draws  # noqa: E402
 from fuzz.gen import Program, generate  # noqa: E402
+from fuzz.rename import neutralise  # noqa: E402
 from fuzz.shrink import shrink  # noqa: E402
 
 TIMEOUT = {False: 20.0, True: 60.0}
@@ -85,6 +90,7 @@ class Summary:
     shrunk: list = field(default_factory=list)  # (ProgramResult, jit, Program, result, text)
     times: dict = field(default_factory=lambda: collections.defaultdict(list))
     wall: float = 0.0
+    hygiene: set = field(default_factory=set)  # failures that pass with plain names
 
     def tally(self) -> collections.Counter:
         c = collections.Counter({k: 0 for k in CLASSES})
@@ -94,8 +100,11 @@ class Summary:
 
     def last_line(self) -> str:
         t = self.tally()
-        return (f"fuzz: {len(self.programs)} programs, ok {t['ok']}, refused {t['refused']}, "
+        line = (f"fuzz: {len(self.programs)} programs, ok {t['ok']}, refused {t['refused']}, "
                 f"wrong {t['wrong']}, crash {t['crash']}, hang {t['hang']}")
+        if self.hygiene:
+            line += f" ({len(self.hygiene)} of the failures pass with plain names)"
+        return line
 
     def failures(self) -> list:
         return [p for p in self.programs if p.outcome in ("wrong", "crash", "hang")]
@@ -132,6 +141,9 @@ def format_repro(prog: Program, res: dict, jit: bool, title: str = "repro") -> s
         lines += [f"# {ln}" for ln in inputs.splitlines()]
     lines.append(f"# d = jitgrad.differentiate(f, wrt={prog.wrt!r}, jit={jit}); "
                  "d.value_and_grad(x, a, n)")
+    if draws(prog):
+        lines.append(f"# (random draws: np.random.seed({DRAW_SEED}) before every call, and "
+                     "with jit=True also in an @numba.njit function: Numba's generator)")
     for p in res.get("problems") or [res]:
         lines.append(f"# -> {p['outcome']}: {p['reason']}".replace("\n", "\n#    "))
     return "\n".join(lines)
@@ -182,8 +194,9 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
              do_shrink: bool = False, shrink_all: bool = False, shrink_budget: float = 120.0,
              shrink_tests: int = 400, show_refusals: bool = False, jit_every: int = 1,
              timeouts: dict | None = None, shrink_total: float | None = None,
-             out=print) -> Summary:
-    """Generate and check programs ``start .. start+programs-1`` of ``seed``."""
+             triage: bool = False, out=print) -> Summary:
+    """Generate and check programs ``start .. start+programs-1`` of ``seed``; ``triage``:
+    re-check each failure with plain names (``neutralise``) and say whether it passes so."""
     timeouts = dict(TIMEOUT if timeouts is None else timeouts)
     summary = Summary(seed)
     t0 = time.monotonic()
@@ -205,6 +218,8 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
                         (show_refusals and pr.outcome == "refused"):
                     out(reason_line(pr, seed))
         summary.programs.sort(key=lambda p: p.index)
+        if triage:
+            triage_names(pool, summary, timeouts, out)
         if do_shrink:
             seen: set = set()
             t_shrink = time.monotonic()
@@ -231,6 +246,50 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
                 out(text)
     summary.wall = time.monotonic() - t0
     return summary
+
+
+def triage_names(pool: Pool, summary: Summary, timeouts: dict, out=print) -> None:
+    """Re-check every failure with the pool names it binds renamed to plain ones (and
+    without its alpha-renaming), and, if that fails too and the program draws random
+    numbers, also without its draws: says which of the two the failure needs.  Those
+    that pass with plain names are counted in ``summary.hygiene``."""
+    fails = {pr.index: pr for pr in summary.failures() if pr.program is not None}
+    variants = {}
+    for i, pr in fails.items():
+        prog = pr.program
+        src = neutralise(prog.original or prog.source)
+        plain = Program(src, prog.shape, prog.n, _plain_wrt(prog), prog.seed, prog.index,
+                        prog.attempt)
+        variants[(i, "names")] = plain
+        if draws(prog):
+            variants[(i, "draws")] = plain.with_source(DRAW_CALL.sub("0.25", src))
+    got = dict(pool.run([(key, ("prog", p, fails[key[0]].worst[0]),
+                          timeouts[fails[key[0]].worst[0]]) for key, p in variants.items()]))
+    passes = lambda r: r is not None and r["outcome"] in ("ok", "skipped", "refused")  # noqa
+    for i, pr in fails.items():
+        res, nodraw = got.get((i, "names")), got.get((i, "draws"))
+        if passes(res):
+            summary.hygiene.add(i)
+            tag = "hygiene (passes with plain names)"
+        elif passes(nodraw):
+            tag = "random draws (passes with plain names and without its draws)"
+        elif res is not None and signatures(res) & signatures(pr.worst[1]):
+            tag = "not hygiene (fails the same way with plain names)"
+        else:
+            reason = " ".join((res or {}).get("reason", "").split())[:160]
+            tag = f"hygiene, then with plain names: {(res or {}).get('outcome')}: {reason}"
+        out(f"TRIAGE  seed={summary.seed} #{i}: {tag}")
+
+
+#: a random draw with constant arguments, as the generator writes them
+DRAW_CALL = re.compile(r"\bnp\.random\.\w+\([^()]*\)")
+
+
+def _plain_wrt(prog: Program):
+    """``prog.wrt`` in the original's parameter names (x, a, n)."""
+    orig = ("x", "a", "n")
+    back = lambda w: orig[prog.params.index(w)] if isinstance(w, str) else w  # noqa: E731
+    return tuple(back(w) for w in prog.wrt) if isinstance(prog.wrt, tuple) else back(prog.wrt)
 
 
 def print_report(summary: Summary, out=print) -> None:
@@ -265,6 +324,8 @@ def main(argv=None) -> int:
                     help="shrink every failure, not only the first of each kind")
     ap.add_argument("--shrink-budget", type=float, default=120.0, help="seconds per failure")
     ap.add_argument("--show-refusals", action="store_true")
+    ap.add_argument("--triage", action="store_true",
+                    help="re-check each failure with plain names: is it one of hygiene?")
     ap.add_argument("--only", type=int, default=None,
                     help="re-run program I of the seed and print its source and results")
     ap.add_argument("--timeout", type=float, default=None,
@@ -278,7 +339,7 @@ def main(argv=None) -> int:
     summary = run_fuzz(args.seed, args.programs, args.start, args.jit, args.workers,
                        args.shrink, args.shrink_all, args.shrink_budget,
                        show_refusals=args.show_refusals, jit_every=args.jit_every,
-                       timeouts=timeouts)
+                       timeouts=timeouts, triage=args.triage)
     print_report(summary)
     t = summary.tally()
     return 1 if t["wrong"] or t["crash"] or t["hang"] else 0
