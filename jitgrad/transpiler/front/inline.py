@@ -4,7 +4,7 @@ Helpers (module-level functions, ``numba.njit`` ones included) are parsed, fence
 and given a single exit; their locals get fresh names; a parameter bound to a
 plain name argument becomes that name, so a helper that fills an array the caller
 passed in writes the caller's array; keywords and defaults are put in place first
-(``call_args.py``).  Recursion is refused.
+(``call_args.py``).  Recursion is refused (``recursion.py``: a tail call's hint is its loop).
 
 Before::                               After::
 
@@ -42,6 +42,7 @@ from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .parse import Parsed, parse_function, python_function
+from .recursion import recursion_error
 from .transforms import callee, primal_of, refuse_transform
 
 
@@ -290,8 +291,7 @@ class Inliner:
 
     def call(self, fn, node: ast.Call, caller: Parsed, pre: list[ast.stmt]) -> ast.expr:
         if fn in self.stack:
-            raise caller.error(f"recursion ({fn.__name__} calls itself) is not supported",
-                               node, "rewrite the recursion as a loop")
+            raise recursion_error(caller, node, fn, self.stack)
         helper = parse_function(fn)
         site = f"{caller.tree.name} at {caller.filename}:{caller.absolute_line(node)}"
         try:
