@@ -142,6 +142,13 @@ class Module:
         self.long_left = self.lp.choice([1, 1, 2]) if self.lp.random() < LONG_LOOPS else 0
         self.draws = self.lp.random() < 0.5
         self.long_outs: list = []  # expressions of their results, for the return
+        #: an eighth stream for pair loops over a matrix's rows (``st_pairs``: a helper
+        #: called with two rows, or their difference inline), in two programs in five whose
+        #: ``x`` is a matrix, so programs without one are unchanged
+        self.pr = random.Random(f"pr:{rnd.getstate()[1][:4]}")
+        self.pairs = len(shape) == 2 and self.pr.random() < 0.4
+        self.pairs_done = False
+        self.uses_numba = False
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -502,6 +509,10 @@ class FuncGen:
                 else self.st_iterable(sc, budget, ctx)
             if out:
                 return out
+        if self.mod.pairs and ctx.depth < 2 and self.mod.pr.random() < 0.2:
+            out = self.st_pairs(sc, ctx)
+            if out:
+                return out
         if self.mod.long_left and ctx.depth == 0 and not ctx.in_helper and \
                 self.mod.lp.random() < 0.25:
             out = self.st_long(sc)
@@ -671,6 +682,76 @@ class FuncGen:
                 post = [f"if x[{IR}, 0] > 0.0:"] + _ind(post)
         return [f"for {IR} in {outer[0]}:"] + _ind(
             pre + [f"for {JC} in {inner[0]}:"] + _ind(body) + post)
+
+    def st_pairs(self, sc: Scope, ctx: Ctx) -> list:
+        """A loop over the pairs of a matrix's rows summing a smooth function of two rows,
+        through a helper called with the rows (``e += dist(x[i], x[j])``, the
+        Lennard-Jones loop) or inline (``d = x[i] - x[j]``) (issue 29 item 2).  Drawn from
+        the pairs stream; the other values from the main one."""
+        pr = self.mod.pr
+        mats = [m for m in self.arrays_of(sc, ndim=2) if sc.arrays[m].kind in ("arg", "local")]
+        targets = sc.assignable_floats()
+        IR = self.int_name(sc)
+        if not mats or not targets or IR is None or ctx.in_helper:
+            return []
+        X = pr.choice(mats)
+        rows, cols = sc.arrays[X].shape
+        row_sc = sc.copy()
+        row_sc.ints[IR] = (0, rows - 1)
+        row_sc.frozen.append(IR)
+        JR = self.int_name(row_sc)
+        if JR is None:
+            return []
+        outer = pr.choice([f"range({X}.shape[0])", f"range({rows})", f"range({X}.shape[0] - 1)"])
+        if pr.random() < 0.25:
+            self.mod.uses_numba = True
+            outer = outer.replace("range", "numba.prange", 1)
+        inner = pr.choice([f"range({IR} + 1, {X}.shape[0])", f"range({IR} + 1, {rows})",
+                           f"range({IR})", f"range({X}.shape[0])"])
+        pa, pb = f"{X}[{IR}]", f"{X}[{JR}]"
+        if pr.random() < 0.3:
+            pa, pb = pb, pa
+        T = pr.choice(targets)
+        scale = pr.choice(["", "", f" * {self.satom(sc)}"])
+        D = next((d for d in ("dr", "dq") if self.kinds.get(d, ("a", (cols,))) == ("a", (cols,))),
+                 None)
+        if pr.random() < 0.6 or D is None:
+            name, extra = self.pair_helper(cols)
+            body = [f"{T} += {name}({pa}, {pb}{extra}){scale}"]
+        else:
+            self.kinds[D] = ("a", (cols,))
+            body = [f"{D} = {pa} - {pb}", f"{T} += {self.pair_term(D)}{scale}"]
+        if inner == f"range({X}.shape[0])":
+            body = [f"if {JR} != {IR}:"] + _ind(body)
+        self.mod.pairs_done = True
+        return [f"for {IR} in {outer}:"] + _ind([f"for {JR} in {inner}:"] + _ind(body))
+
+    def pair_term(self, D: str) -> str:
+        """A bounded smooth function of the row difference ``D`` (the pairs stream)."""
+        sq = f"np.sum({D} * {D})"
+        return self.mod.pr.choice([sq, f"1.0 / (1.0 + {sq})", f"np.exp(-{sq})",
+                                   f"math.sqrt({sq} + 0.1)", f"np.sum(np.tanh({D})) * 0.5"])
+
+    def pair_helper(self, cols: int) -> tuple:
+        """A helper of two rows (reused, or new to the module): its name and the text of
+        any argument after the rows."""
+        pr = self.mod.pr
+        have = [h for h in self.mod.helpers if h[1] == "pair" and h[2] == (cols,)]
+        if have and pr.random() < 0.7:
+            name, _, _, src = pr.choice(have)
+            return name, (", a" if "cc" in src.splitlines()[0] else "")
+        name = f"dist{len(self.mod.helpers)}"
+        params = "pa, pb, cc" if pr.random() < 0.3 else "pa, pb"
+        if pr.random() < 0.3:  # the Numba example's element loop
+            body = ["acc = 0.0", "for k in range(len(pa)):",
+                    "    acc += (pa[k] - pb[k]) * (pa[k] - pb[k])", "return acc"]
+        else:
+            body = ["d = pa - pb", f"return {self.pair_term('d')}"]
+        if "cc" in params:
+            body[-1] = body[-1].replace("return ", "return cc * ", 1)
+        src = "\n".join([f"def {name}({params}):"] + _ind(body))
+        self.mod.helpers.append((name, "pair", (cols,), src))
+        return name, (", a" if "cc" in params else "")
 
     def local_arrays(self, sc: Scope) -> list:
         return self.arrays_of(sc, kinds=("local",))
@@ -1289,7 +1370,7 @@ class FuncGen:
             return []
         U = self.pick(targets)
         shape = sc.arrays[U].shape
-        have = [h for h in self.mod.helpers if h[2] == shape]
+        have = [h for h in self.mod.helpers if h[2] == shape and h[1] != "pair"]
         if have and (self.chance(0.7) or len(self.mod.helpers) >= self.mod.max_helpers):
             name, kind = self.pick(have)[:2]
         elif len(self.mod.helpers) < self.mod.max_helpers:
@@ -1340,6 +1421,8 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     body += g.block(sc, budget, Ctx())
     if mod.long_left and not mod.long_outs and not _terminal(body[-1]):
         body += g.st_long(sc)  # the program was drawn to have one
+    if mod.pairs and not mod.pairs_done and not _terminal(body[-1]):
+        body += g.st_pairs(sc, Ctx())  # the program was drawn to have one
     last_rows = mod.rows and not _terminal(body[-1]) and mod.rw.random() < 0.6
     if last_rows:  # a last loop over rows: the adjoint's first (the rows stream)
         body += g.st_rows(sc, Ctx())
@@ -1352,7 +1435,8 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     if mod.long_outs:  # the long loops' results reach the value
         body[-1] += " + 0.5 * (" + " + ".join(mod.long_outs) + ")"
     fsrc = "\n".join(["def f(x, a, n):"] + _ind(body))
-    header = HEADER + ("\nimport jitgrad as jg\n" if mod.uses_jg else "")
+    header = HEADER + ("\nimport jitgrad as jg\n" if mod.uses_jg else "") \
+        + ("\nimport numba\n" if mod.uses_numba else "")
     parts = [header] + [h[3] for h in mod.helpers] + [fsrc]
     src = "\n\n\n".join(p.rstrip("\n") for p in parts) + "\n"
     src = ast.unparse(ast.parse(src))  # normalise parentheses and spacing
