@@ -270,3 +270,20 @@ def test_neutralise_renames_pool_names_to_plain_ones():
     names = {n.id for n in ast.walk(ast.parse(plain)) if isinstance(n, ast.Name)}
     assert not names & {"J", "K", "_dret", "_t3"}
     assert DRAW_CALL.sub("0.25", "a + np.random.uniform(0.0, 1.0)") == "a + 0.25"
+
+
+# --- the pair-loop stream (issue 29 item 2) ---------------------------------------------------
+
+def _has_pairs(p: Program) -> bool:
+    src = p.original or p.source
+    return "def dist" in src or "dr = " in src or "dq = " in src
+
+
+def test_pair_loops_come_in_matrix_programs_and_differentiate():
+    progs = [generate(11, i) for i in range(160)]
+    pairs = [p for p in progs if _has_pairs(p)]
+    assert len(pairs) >= 6 and all(len(p.shape) == 2 for p in pairs)
+    assert any("def dist" in (p.original or p.source) for p in pairs)
+    for p in [p for p in pairs if p.original is None][:3]:  # (renaming: its own test)
+        res = fcheck.check(p, jit=False, tmpdir=tempfile.mkdtemp())
+        assert res["outcome"] in ("ok", "refused"), (p.describe(), res)
