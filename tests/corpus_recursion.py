@@ -31,8 +31,20 @@ def power(a, n):
     return a * power(a, n - 1)
 
 
-def calls_power(a):
-    return power(a, 3) + a
+def series(x, k):
+    if k > 0:
+        return series(x, k - 1) + np.sin(k * x) / k
+    return 0.0
+
+
+def fib(a, n):
+    if n < 2:
+        return a
+    return fib(a * 0.9, n - 1) + fib(a, n - 2)
+
+
+def calls_fib(a):
+    return fib(a, 3) + a
 
 
 def ping(x, n):

@@ -1,5 +1,6 @@
-"""Recursion is refused at the recursive call; for a tail call the hint is the loop that
-replaces it, and that loop differentiates (issue 29 item 9)."""
+"""Recursion is refused at the recursive call; for a tail call (or ``e * f(...)``,
+``f(...) + e``) the hint is the loop that replaces it, and that loop differentiates
+(issue 29 item 9)."""
 
 import inspect
 import textwrap
@@ -26,7 +27,7 @@ def refusal(f, args, jit) -> jg.TransformError:
     return info.value
 
 
-TAIL = [  # function, arguments, its recursive call, the loop the hint gives
+HINTED = [  # function, arguments, its recursive call, the loop the hint gives
     (R.shrink, (0.7, 4), "return shrink(", ["while depth != 0:",
                                             "    a, depth = np.sin(a) * 1.1, depth - 1",
                                             "return a"]),
@@ -35,11 +36,16 @@ TAIL = [  # function, arguments, its recursive call, the loop the hint gives
     (R.jit_shrink, (0.7, 4), "return jit_shrink(", ["while depth != 0:",
                                                     "    a, depth = np.sin(a) * 1.1, depth - 1",
                                                     "return a"]),
+    (R.power, (0.7, 3), "return a * power(", ["acc = 1.0", "while n != 0:", "    acc = acc * a",
+                                              "    n = n - 1", "return acc * 1.0"]),
+    (R.series, (0.7, 3), "return series(", ["acc = 0.0", "while k > 0:",
+                                            "    acc = acc + np.sin(k * x) / k",
+                                            "    k = k - 1", "return acc + 0.0"]),
 ]
 
 
 @pytest.mark.parametrize("jit", JIT)
-@pytest.mark.parametrize("f, args, call, loop", TAIL, ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("f, args, call, loop", HINTED, ids=lambda v: getattr(v, "__name__", ""))
 def test_tail_recursion_hint_is_the_loop(f, args, call, loop, jit, tmp_path):
     e = refusal(f, args, jit)
     py = getattr(f, "py_func", f)
@@ -58,11 +64,11 @@ def test_tail_recursion_hint_is_the_loop(f, args, call, loop, jit, tmp_path):
 
 @pytest.mark.parametrize("jit", JIT)
 def test_other_recursion_gets_the_general_hint(jit):
-    e = refusal(R.calls_power, (0.7,), jit)
-    assert e.msg == "recursion (power calls itself) is not supported"
-    assert e.lineno == line_of(R.power, "return a * power(")
-    site = line_of(R.calls_power, "power(a, 3)")
-    assert e.called_from == (f"calls_power at {R.__file__}:{site}",)
+    e = refusal(R.calls_fib, (0.7,), jit)
+    assert e.msg == "recursion (fib calls itself) is not supported"
+    assert e.lineno == line_of(R.fib, "return fib(")
+    site = line_of(R.calls_fib, "fib(a, 3)")
+    assert e.called_from == (f"calls_fib at {R.__file__}:{site}",)
     assert e.hint == GENERAL
 
 

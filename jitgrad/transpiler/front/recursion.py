@@ -1,15 +1,16 @@
 """The refusal of recursion, with the loop that replaces it where that loop is mechanical.
 
 A function that returns either a base value or a call of itself (a tail call) is a
-``while`` loop over its parameters; the hint prints that loop, written with the user's
-own names and expressions::
+``while`` loop over its parameters (one that returns ``e * f(...)`` or ``e + f(...)``:
+the loop also multiplies or adds up ``e``); the hint prints that loop, written with the
+user's own names and expressions::
 
     def tail(a, depth):              hint: ... the function's body becomes
         if depth == 0:                         while depth != 0:
             return a                               a, depth = a * 1.1, depth - 1
         return tail(a * 1.1, depth - 1)        return a
 
-Other recursions (mutual, or a call whose value is used further) get the general
+Other recursions (mutual, several calls, a call's value used otherwise) get the general
 advice and a pointer to the determinant example of ``docs/porting.md``.
 """
 
@@ -43,7 +44,8 @@ def recursion_error(caller: Parsed, node: ast.Call, fn: Any, stack: list[Any]) -
 
 def tail_loop(tree: ast.FunctionDef, name: str) -> list[str] | None:
     """The body's lines as a while loop, for ``if c: return base`` plus ``return name(...)``
-    (either branch the call, the other ``return`` after the if or in its else)."""
+    (either branch the call, the other ``return`` after the if or in its else), or plus
+    ``return e * name(...)`` (``+``; either order): then the loop multiplies (adds) ``e``."""
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]  # the docstring
@@ -53,17 +55,39 @@ def tail_loop(tree: ast.FunctionDef, name: str) -> list[str] | None:
     if len(body) != (1 if body[0].orelse else 2) or len(rets) != 2 \
             or not all(isinstance(r, ast.Return) and r.value is not None for r in rets):
         return None
-    calls = [_self_call(r.value, name) for r in rets]
-    if calls[0] is not None and calls[1] is None:  # recurse while the test holds
-        call, base = calls[0], rets[1].value
-    elif calls[1] is not None and calls[0] is None:
-        call, base, test = calls[1], rets[0].value, _negate(test)
+    found = [_recursive_part(r.value, name) for r in rets]
+    if found[0] is not None and found[1] is None:  # recurse while the test holds
+        (call, factor), base = found[0], rets[1].value
+    elif found[1] is not None and found[0] is None:
+        (call, factor), base, test = found[1], rets[0].value, _negate(test)
     else:
         return None
     step = _step(tree.args, call)
     if step is None or any(_self_call(n, name) for n in ast.walk(base)):
         return None
-    return [f"while {ast.unparse(test)}:", f"    {step}", f"return {ast.unparse(base)}"]
+    if factor is None:
+        return [f"while {ast.unparse(test)}:", f"    {step}", f"return {ast.unparse(base)}"]
+    op, e = factor
+    acc = "acc"
+    while acc in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} \
+            | {a.arg for a in tree.args.args}:
+        acc += "_"
+    times = lambda v: ast.unparse(ast.BinOp(left=ast.Name(id=acc), op=op, right=v))  # noqa: E731
+    return [f"{acc} = {'1.0' if isinstance(op, ast.Mult) else '0.0'}",
+            f"while {ast.unparse(test)}:", f"    {acc} = {times(e)}", f"    {step}",
+            f"return {times(base)}"]
+
+
+def _recursive_part(e: ast.expr, name: str) -> tuple | None:
+    """(the call, None) for ``name(...)``; (the call, (op, other)) for ``other * name(...)``
+    or ``name(...) + other`` (``*``, ``+``; ``other`` without the call); else None."""
+    if _self_call(e, name):
+        return e, None
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Mult, ast.Add)):
+        for call, other in ((e.right, e.left), (e.left, e.right)):
+            if _self_call(call, name) and not any(_self_call(n, name) for n in ast.walk(other)):
+                return call, (e.op, other)
+    return None
 
 
 def _self_call(e: ast.AST, name: str) -> ast.Call | None:
