@@ -12,16 +12,30 @@ from .nodes import walk
 class Namer:
     """Hands out names that never collide with the user's (or each other)."""
 
-    def __init__(self, taken: set[str] | None = None):
+    def __init__(self, taken: set[str] | None = None, free: set[str] | None = None):
         self.taken: set[str] = set(taken or ())
+        #: names the code reads from its module (never bound in the generated function)
+        self.free: set[str] = set(free or ())
+        self.taken |= self.free
         self._adjoints: dict[str, str] = {}
         self._counts: dict[str, int] = {}
         self._names_of: set[str] = set()
         self._tangents: dict[str, str] = {}
         self.origin: dict[str, str] = {}
+        #: the generated gradients' parameters: the output cotangent and the kept buffers
+        self.seed = self.unique(SEED)
+        self.workspace = self.unique(WORKSPACE)
 
     def reserve(self, names) -> None:
         self.taken.update(names)
+
+    def unique(self, base: str) -> str:
+        """``base``, or ``base_``, ``base__``... where taken (a name kept recognisable)."""
+        cand = base
+        while cand in self.taken:
+            cand += "_"
+        self.taken.add(cand)
+        return cand
 
     def fresh(self, base: str) -> str:
         """A new unused name starting with ``base`` (``_t``, ``_t1``, ``_t2``...)."""
@@ -53,11 +67,7 @@ class Namer:
         """The adjoint of ``name``: ``dx`` for ``x`` (``dx_`` if the user has a ``dx``)."""
         if name not in self._adjoints:
             base = "d" + name if not name.startswith("_") else "_d" + name.lstrip("_")
-            cand = base
-            while cand in self.taken:
-                cand += "_"
-            self.taken.add(cand)
-            self._adjoints[name] = cand
+            self._adjoints[name] = self.unique(base)
         return self._adjoints[name]
 
     def adjoints(self) -> dict[str, str]:
@@ -71,11 +81,7 @@ class Namer:
     def tangent(self, name: str) -> str:
         """The tangent of ``name`` in forward mode: ``x_dot`` (``x_dot_`` if that is taken)."""
         if name not in self._tangents:
-            cand = name + "_dot"
-            while cand in self.taken:
-                cand += "_"
-            self.taken.add(cand)
-            self._tangents[name] = cand
+            self._tangents[name] = self.unique(name + "_dot")
         return self._tangents[name]
 
     def tape(self, name: str) -> str:
@@ -83,21 +89,25 @@ class Namer:
 
     def global_name(self, env: dict, name: str, obj: object) -> str:
         """The module-level name generated code reaches ``obj`` by in ``env``: ``name``
-        itself where free or already ``obj``, else a fresh ``_name``."""
-        if name in env and env[name] is obj:
+        itself where free or already ``obj`` (and no local of the generated function), else
+        a fresh ``_name``."""
+        local = name in self.taken and name not in self.free
+        if name in env and env[name] is obj and not local:
             return name
         if name not in env and name not in self.taken:
             env[name] = obj
             self.reserve([name])
+            self.free.add(name)
             return name
         alt = self.fresh("_" + name.lstrip("_"))
         env[alt] = obj
+        self.free.add(alt)
         return alt
 
     def is_adjoint(self, name: str) -> bool:
         """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
         (``_dt``) or the output cotangent."""
-        return name == SEED or is_adjoint_temp(name) or name in self._adjoint_names()
+        return name == self.seed or is_adjoint_temp(name) or name in self._adjoint_names()
 
     def _adjoint_names(self) -> set[str]:
         if len(self._names_of) != len(self._adjoints):
@@ -105,9 +115,11 @@ class Namer:
         return self._names_of
 
 
-#: the parameter holding the output cotangent in generated gradients
+#: the parameter holding the output cotangent in generated gradients (``Namer.seed``: this,
+#: or ``_dret_`` where the user has a ``_dret``)
 SEED = "_dret"
 #: the parameter holding the reused buffers (tapes) of a generated gradient, returned grown
+#: (``Namer.workspace``)
 WORKSPACE = "_ws"
 
 

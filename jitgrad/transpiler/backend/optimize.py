@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ...rules.primitives import allocating
 from ..astutil import all_defs, exposed_reads
 from ..front.inline import rename
-from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
+from ..naming import is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, SCALAR_RESULT
 
@@ -525,7 +525,7 @@ class Simplify(ast.NodeTransformer):
 
 
 def propagate_copies(stmts: list[ast.stmt], protected: set[str],
-                     adjoint: Callable[[str], bool]) -> list[ast.stmt]:
+                     adjoint: Callable[[str], bool], seed: str) -> list[ast.stmt]:
     """Drop ``a = b`` between adjoint names (``adjoint``) each assigned once: readers use
     ``b``."""
     counts: dict[str, int] = {}
@@ -542,7 +542,7 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str],
     for n in copies:
         a, b = n.targets[0].id, n.value.id
         if (is_adjoint_temp(a) and a not in protected and counts.get(a) == 1
-                and (counts.get(b) == 1 or b == SEED) and adjoint(b)):
+                and (counts.get(b) == 1 or b == seed) and adjoint(b)):
             mapping[a] = mapping.get(b, b)
     if not mapping:
         return stmts
