@@ -23,6 +23,17 @@ GENERATED = ["_dret", "_ws", "_t", "_t3", "_dt", "_dt4", "_tape_x", "_tape_J_1",
              "dx", "da", "x_dot", "trip_count", "tape_reserve", "revolve_split",
              "snapshot_count", "unbroadcast", "restore_into", "helpers"]
 
+#: the names also checked compiled (the generated text is the same in both modes: the
+#: compiled run checks that Numba accepts it)
+COMPILED = {"J", "K", "M", "A", "N", "POS", "_dret", "_ws", "_j", "_t3", "dx", "trip_count"}
+
+
+def _modes(names: list[str]) -> list:
+    """(name, jit) pairs: every name uncompiled, those of ``COMPILED`` compiled too."""
+    return [pytest.param(n, jit, id=f"{'jit' if jit else 'nojit'}-{n}")
+            for n in names for jit in (True, False) if not jit or n in COMPILED]
+
+
 _SCALAR = '''
 import jitgrad as jg
 
@@ -67,7 +78,7 @@ def _load(tmp_path, template: str, n: str, tag: str):
     return function_from_source(tmp_path, f"hyg_{tag}_{safe}", template.format(n=n))
 
 
-@pytest.mark.parametrize("n", CAPITALS + GENERATED)
+@pytest.mark.parametrize("n,jit", _modes(CAPITALS + GENERATED))
 def test_checkpointed_scalar_state_named(tmp_path, jit, n):
     """The issue's repro: value 0.3 and gradient (1.35, 14.5) for J (right: the plain
     loop's); M looped forever, A and N raised from generated code."""
@@ -75,7 +86,8 @@ def test_checkpointed_scalar_state_named(tmp_path, jit, n):
     check_grad(f, (0.3, 0.5), wrt=(0, 1), jit=jit)
 
 
-@pytest.mark.parametrize("n", ["J", "K", "M", "A", "N", "POS", "TOP", "_j", "_at", "_ws"])
+@pytest.mark.parametrize("n,jit", _modes(["J", "K", "M", "A", "N", "POS", "TOP", "_j", "_at",
+                                           "_ws"]))
 @pytest.mark.parametrize("template", [_ARRAY, _REBOUND], ids=["inplace", "rebound"])
 def test_checkpointed_array_state_named(tmp_path, jit, n, template):
     """Arrays named like the driver's placeholders (IndexError, JitError before)."""
@@ -129,7 +141,7 @@ def f(x, a):
 '''
 
 
-@pytest.mark.parametrize("n", GENERATED + ["J", "M", "N"])
+@pytest.mark.parametrize("n,jit", _modes(GENERATED + ["J", "M", "N"]))
 def test_generated_names_as_user_variables(tmp_path, jit, n):
     """A user variable named like a generated one (``_dret``: SyntaxError before)."""
     f = _load(tmp_path, _STRAIGHT, n, "g")
