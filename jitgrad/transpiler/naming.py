@@ -21,6 +21,9 @@ class Namer:
         self._counts: dict[str, int] = {}
         self._names_of: set[str] = set()
         self._tangents: dict[str, str] = {}
+        #: every name this namer handed out (the predicates below ask this, never a
+        #: user name's spelling: a user's ``_tape_x`` or ``_dt`` is no generated name)
+        self.made: set[str] = set()
         self.origin: dict[str, str] = {}
         #: the generated gradients' parameters: the output cotangent and the kept buffers
         self.seed = self.unique(SEED)
@@ -35,6 +38,7 @@ class Namer:
         while cand in self.taken:
             cand += "_"
         self.taken.add(cand)
+        self.made.add(cand)
         return cand
 
     def fresh(self, base: str) -> str:
@@ -47,6 +51,7 @@ class Namer:
             if cand not in self.taken:
                 self._counts[base] = n
                 self.taken.add(cand)
+                self.made.add(cand)
                 return cand
 
     def version(self, name: str) -> str:
@@ -107,7 +112,15 @@ class Namer:
     def is_adjoint(self, name: str) -> bool:
         """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
         (``_dt``) or the output cotangent."""
-        return name == self.seed or is_adjoint_temp(name) or name in self._adjoint_names()
+        return name == self.seed or self.is_adjoint_temp(name) or name in self._adjoint_names()
+
+    def is_temp(self, name: str) -> bool:
+        """A temporary, tape or flag this namer made (``is_generated``, and made here)."""
+        return name in self.made and is_generated(name)
+
+    def is_adjoint_temp(self, name: str) -> bool:
+        """A pullback temporary or generated name's adjoint this namer made."""
+        return name in self.made and is_adjoint_temp(name)
 
     def _adjoint_names(self) -> set[str]:
         if len(self._names_of) != len(self._adjoints):
@@ -124,7 +137,10 @@ WORKSPACE = "_ws"
 
 
 def is_generated(name: str) -> bool:
-    """A name of the kind jitgrad makes (temporaries, tapes, flags start with ``_``)."""
+    """A name of the kind jitgrad makes (temporaries, tapes, flags start with ``_``); a
+    user's name may have that spelling too: where a ``Namer`` is at hand, ask it
+    (``Namer.is_temp``); these spellings serve displays and code jitgrad generated itself
+    (hvp's forward pass over gradient code)."""
     return name.startswith("_")
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 
 from ..front.desugar import const, name
-from ..naming import is_tape
 from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
 from ..notes import COMMENT, carry
 from .emit import comment
@@ -232,8 +231,7 @@ def _writes_only(stmts: list[ast.stmt], d: str) -> bool:
         for t in targets:
             for e in t.elts if isinstance(t, ast.Tuple) else [t]:
                 if isinstance(e, ast.Subscript) and not (
-                        isinstance(e.value, ast.Name) and (e.value.id == d
-                                                           or is_tape(e.value.id))):
+                        isinstance(e.value, ast.Name) and e.value.id == d):
                     return False
     return True
 

@@ -460,7 +460,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
             self.reset(tgt, s, rev)
         else:
             rev = drop_self_identity(rev, g.id, self.adj(tgt))
-        rev = prune_unused(rev, inst)
+        rev = prune_unused(rev, self.namer)
         outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
         return self.finish(s, fwd, rev, outputs, restored)
 
@@ -565,7 +565,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             init.append(r.adjoint_view(n))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] in ("buffer",
                                                                              "view")},
-                           r.namer.is_adjoint, r.namer.seed)
+                           r.namer)
     tapes: list[ast.stmt] = []
     reused: list[tuple[str, str]] = []
     np_name = r.global_name("np", __import__("numpy"))
