@@ -187,6 +187,33 @@ def f(x, _ws):
 
 
 def test_generated_names_as_arrays_and_parameters(tmp_path, jit):
+    """Arrays and parameters named like the seed, the workspace, an adjoint and a tape."""
     f = function_from_source(tmp_path, "hyg_dret_array", _DRET_ARRAY)
     x = np.array([0.3, -0.2, 0.5])
+    check_grad(f, (x, 0.7), wrt=(0, 1), jit=jit)
+
+
+_TAPE_VIEW = '''
+import math
+
+import numpy as np
+
+
+def f(x, a):
+    s = 0.0
+    for j in range(3):
+        s = s + a * x[j]
+        _tape_x = x[::-1]
+        _tape_x[0] = math.e * s
+    _dt = x[0]
+    _dy = _dt
+    return np.sum(x * x) + _dy * a
+'''
+
+
+def test_user_tape_and_adjoint_temp_names(tmp_path, jit):
+    """A user's view named like a tape (its element writes were dropped as a tape's: fuzz
+    4242:35 renamed) and copies named like pullback temporaries."""
+    f = function_from_source(tmp_path, "hyg_tape_view", _TAPE_VIEW)
+    x = np.array([0.3, -0.2, 0.5, 0.8])
     check_grad(f, (x, 0.7), wrt=(0, 1), jit=jit)
