@@ -217,3 +217,29 @@ def test_user_tape_and_adjoint_temp_names(tmp_path, jit):
     f = function_from_source(tmp_path, "hyg_tape_view", _TAPE_VIEW)
     x = np.array([0.3, -0.2, 0.5, 0.8])
     check_grad(f, (x, 0.7), wrt=(0, 1), jit=jit)
+
+
+_BUILTIN_LOCAL = '''
+import math
+
+import numpy as np
+
+
+def f(x, a):
+    {n} = 0.0
+    for i in range(3):
+        for j in range(x.shape[0]):
+            {n} = math.sin({n} * a + x[j])
+    y = np.concatenate((x, x * {n}))
+    return {n} + np.sum(y * y)
+'''
+
+
+@pytest.mark.parametrize("n,jit", [("max", True), ("max", False), ("min", False),
+                                   ("len", False), ("abs", False), ("bool", False),
+                                   ("int", False)])
+def test_local_named_like_a_builtin_generated_code_calls(tmp_path, jit, n):
+    """A running ``max`` (a local shadowing the builtin that sizes nested loops' tapes
+    in generated code: 'float' object is not callable before)."""
+    f = _load(tmp_path, _BUILTIN_LOCAL, n, "b")
+    check_grad(f, (np.array([0.3, -0.2, 0.5]), 0.7), wrt=(0, 1), jit=jit)

@@ -44,7 +44,7 @@ from .front.purity import builtins_unshadowed
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, is_generated, is_tape, names_in
+from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
 from .nodes import clone
 from .notes import checkpoint
 
@@ -168,7 +168,7 @@ def parse_(u: Unit) -> None:
     body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    u.body = body
+    u.body = unshadowed_builtins(body, u.params, u.namer)
 
 
 def single_exit_(u: Unit) -> None:
