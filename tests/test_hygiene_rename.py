@@ -142,7 +142,7 @@ def test_fuzz_program_renamed(i, tmp_path):
 #: compiled: a few cases of loops, checkpointed loops, rules and whole-array code
 _COMPILED = [c for c in CASES if c[1].__name__ in {
     "combo_rosenbrock", "for_break_data", "while_newton", "arr_cumulative",
-    "combo_max_tracking", "mlp"}]
+    "combo_max_tracking"}]
 
 
 @pytest.mark.slow

@@ -96,8 +96,7 @@ class Namer:
         """The module-level name generated code reaches ``obj`` by in ``env``: ``name``
         itself where free or already ``obj`` (and no local of the generated function), else
         a fresh ``_name``."""
-        local = name in self.taken and name not in self.free
-        if name in env and env[name] is obj and not local:
+        if name in env and env[name] is obj and not self.is_local(name):
             return name
         if name not in env and name not in self.taken:
             env[name] = obj
@@ -108,6 +107,11 @@ class Namer:
         env[alt] = obj
         self.free.add(alt)
         return alt
+
+    def is_local(self, name: str) -> bool:
+        """``name`` is (or may become) a variable of the generated function: seen in the
+        code or handed out, and not a name it reads from its module."""
+        return name in self.taken and name not in self.free
 
     def is_adjoint(self, name: str) -> bool:
         """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
