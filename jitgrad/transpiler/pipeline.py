@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
@@ -44,7 +46,7 @@ from .front.purity import builtins_unshadowed
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import SEED, WORKSPACE, Namer, is_generated, is_tape, names_in
+from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
 from .nodes import clone, walk_stmts
 from .notes import DRAW, checkpoint
 
@@ -163,14 +165,14 @@ def parse_(u: Unit) -> None:
     u.parsed = parse_function(u.func)
     fence(u.parsed)
     tree = u.parsed.tree
-    u.namer = Namer(names_in(tree) | u.parsed.free | {SEED, WORKSPACE})
+    u.namer = Namer(names_in(tree), u.parsed.free)
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env
     u.params = [a.arg for a in tree.args.args]
     body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    u.body = body
+    u.body = unshadowed_builtins(body, u.params, u.namer)
 
 
 def single_exit_(u: Unit) -> None:
@@ -499,10 +501,11 @@ def reverse_(u: Unit) -> None:
             results.append(ast.Name(id=keep, ctx=ast.Load()))
         else:
             results.append(r)
-    u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
+    u.ir = Adjoint(u.name, tuple(u.params), u.namer.seed, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
-                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots)
+                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots,
+                   u.namer.workspace, u.namer.global_name(u.env, "np", np))
 
 
 def show_ir(u: Unit) -> str:

@@ -325,13 +325,9 @@ class Inliner:
                             if isinstance(n, ast.Name)} - stored - set(params)):
             if free not in helper.env:
                 continue
-            obj = helper.env[free]
-            if free in self.env and self.env[free] is not obj:
-                alias = self.namer.fresh(free)
-                self.env[alias] = obj
+            alias = self.namer.global_name(self.env, free, helper.env[free])
+            if alias != free:  # (another object, or a local, has that name here)
                 mapping[free] = alias
-            else:
-                self.env.setdefault(free, obj)
         self.stack.append(fn)
         try:
             body, rets = single_exit(helper, body, self.namer, keep_tail=True)
