@@ -36,6 +36,12 @@ class TransformError(JitgradError):
             text += f"\n  hint: {hint}"
         super().__init__(text)
 
+    def via(self, site: str) -> TransformError:
+        """This error, reached through one more helper call (``"f at file:line"``)."""
+        return TransformError(self.msg, filename=self.filename, lineno=self.lineno,
+                              source_line=self.source_line, hint=self.hint,
+                              called_from=(*self.called_from, site))
+
 
 def _relative(filename: str) -> str:
     """``filename`` relative to the working directory when it lies under it."""
@@ -44,12 +50,6 @@ def _relative(filename: str) -> str:
     except ValueError:  # another drive (Windows)
         return filename
     return rel if os.path.isabs(filename) and not rel.startswith(os.pardir) else filename
-
-    def via(self, site: str) -> TransformError:
-        """This error, reached through one more helper call (``"f at file:line"``)."""
-        return TransformError(self.msg, filename=self.filename, lineno=self.lineno,
-                              source_line=self.source_line, hint=self.hint,
-                              called_from=(*self.called_from, site))
 
 
 class RuleError(JitgradError):
