@@ -26,6 +26,7 @@ from typing import Any
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.kinds import Kind, infer
+from .analysis.regions import distinct_guards
 from .backend import emit, lower
 from .backend.gather import gather_form
 from .backend.jit import global_reads
@@ -358,6 +359,7 @@ def analyse_(u: Unit) -> None:
             s = s + _t
         return s
     """
+    u.body = distinct_guards(u.body, u.kinds, u.params) + u.body
     u.analysis = analyse(u.body, u.env, u.kinds, u.params, u.wrt, u.returns, u.parsed)
 
 
