@@ -32,6 +32,7 @@ from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from .effects import refuse_hidden_writes
 from .kinds import LIST, UNKNOWN, Kind, list_tape_call
+from .list_hint import list_refusal
 from .regions import asserted_distinct, disjoint_regions
 from .shapes import refuse_loop_shape_changes
 
@@ -495,9 +496,8 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
             if isinstance(e, ast.Name) and an.kind(e.id).cls == "o":
                 what = parsed.user_source(s.value)
                 if isinstance(s.value, ast.List):
-                    raise parsed.error("lists and tuples of values are not supported in "
-                                       "differentiated code", s,
-                                       "keep the values in separate variables or in an array")
+                    msg, hint = list_refusal(s, stmts, an.loops_of, an.kinds, parsed)
+                    raise parsed.error(msg, s, hint)
                 prim = primitive_of(s.value, env)
                 if isinstance(s.value, ast.Call) and (prim is None or prim[0] is None or (
                         lookup(prim[0]) is None and not is_non_differentiable(prim[0]))):
