@@ -81,6 +81,10 @@ PRANGE: Note[bool] = Note(
     "prange", False, "desugar",
     "a `for` loop the user wrote over `numba.prange` (now over range): with parallel=True "
     "its forward and reverse loops are kept parallel where iterations are independent")
+ELEMENTWISE: Note[str | None] = Note(
+    "elementwise", None, "inline (numba_kernels)",
+    "an assignment binding an argument of a @numba.vectorize ufunc whose scalar function is "
+    "inlined: the ufunc's name (the kinds pass refuses an array there)")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -125,12 +129,13 @@ DECISION: Note[bool] = Note(
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
     "after the source-line comment it may follow")
 
-NOTES = (PARAM_OF, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND, POS, END, BLOCK,
+NOTES = (PARAM_OF, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, AUG, KIND,
+         POS, END, BLOCK,
          PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, LOOP_SEQ, CHECKPOINTED, PRANGE, SWEEP)
+_CARRIED = (PARAM_OF, ELEMENTWISE, LOOP_SEQ, CHECKPOINTED, PRANGE, SWEEP)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:

@@ -38,6 +38,7 @@ from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
 from .front.normalize import Normalizer, inplace_updates
+from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.versions import version_names
@@ -320,6 +321,7 @@ def kinds_(u: Unit) -> None:
         return s
     """
     u.kinds = infer(u.body, u.env, u.arg_kinds)
+    refuse_elementwise_arrays(u.body, u.kinds, u.parsed)
     u.body = fold_param_binds(u.body, u.kinds)
     u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
 

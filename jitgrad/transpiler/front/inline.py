@@ -38,6 +38,7 @@ from ..nodes import (
 from ..notes import AUG, CHECKPOINTED, PARAM_OF, Checkpoint
 from .desugar import assign, const, name, single_exit
 from .fence import fence
+from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 
 
@@ -221,6 +222,9 @@ class Inliner:
                 v.generic_visit(node)
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)
+                kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
+                if kernel is not None:
+                    return kernel
                 fn = user_function(resolve(node.func, parsed.env))
                 if fn is None:
                     return node
