@@ -74,3 +74,20 @@ def test_stencil_with_and_without_out(jit):
     u = np.random.default_rng(6).random((4, 5))
     check_grad(energy, (u, 1.3), wrt=(0, 1), jit=jit)
     check_grad(energy_out, (u, 0.3), wrt=(0, 1), jit=jit)
+
+
+@pytest.mark.parametrize("decorator, call", [("@numba.vectorize", "g(x)"),
+                                             ("@numba.stencil", "g(x)")])
+def test_the_cache_digest_reads_the_kernel(tmp_path, decorator, call):
+    from gradcheck import function_from_source
+
+    from jitgrad.transpiler.backend.cache import function_digest
+
+    src = (f"import numba\n\n\n{decorator}\ndef g(x):\n    return x[0] * {{k}}\n\n\n"
+           f"def f(x):\n    return {call}\n")
+    if "vectorize" in decorator:
+        src = src.replace("x[0]", "x")
+    name = decorator[7:]
+    d1 = function_digest(function_from_source(tmp_path, f"kd_{name}_1", src.format(k=2.0)))
+    d2 = function_digest(function_from_source(tmp_path, f"kd_{name}_2", src.format(k=3.0)))
+    assert d1 != d2

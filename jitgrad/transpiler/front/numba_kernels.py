@@ -37,6 +37,16 @@ def is_stencil(obj: Any) -> bool:
     return type(obj).__name__ == "StencilFunc" and type(obj).__module__.startswith("numba")
 
 
+def kernel_function(obj: Any) -> Any:
+    """The Python function behind a vectorize ufunc or a stencil (what the cache digests),
+    else None."""
+    if is_vectorized(obj):
+        return obj._dispatcher.py_func
+    if is_stencil(obj):
+        return obj.kernel_ir.func_id.func
+    return None
+
+
 def kernel_call(inliner, obj: Any, node: ast.Call, parsed, pre: list[ast.stmt]):
     """The inlined expression for a call of a vectorize ufunc or a stencil, else None."""
     if is_vectorized(obj):
