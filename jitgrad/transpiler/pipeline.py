@@ -41,6 +41,7 @@ from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
@@ -211,6 +212,12 @@ def inline_(u: Unit) -> None:
     u.body = body
 
 
+def lists_(u: Unit) -> None:
+    """Lists of numbers appended once per trip of one loop and read after it become
+    preallocated arrays (``front/value_lists.py``)."""
+    u.body = value_lists(u.body, u.returns, u.env, u.namer)
+
+
 def loops_(u: Unit) -> None:
     """Loops in one shape: ``for`` over ``range`` with a counted index, ``while`` flags.
 
@@ -322,6 +329,7 @@ def kinds_(u: Unit) -> None:
     """
     u.kinds = infer(u.body, u.env, u.arg_kinds)
     refuse_elementwise_arrays(u.body, u.kinds, u.parsed)
+    refuse_list_entries(u.body, u.kinds, u.parsed)
     u.body = fold_param_binds(u.body, u.kinds)
     u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
 
@@ -700,6 +708,7 @@ PREPARE: list[Pass] = [
     Pass("parse", parse_),
     Pass("single_exit", single_exit_),
     Pass("inline", inline_),
+    Pass("lists", lists_),
     Pass("loops", loops_),
     Pass("last_taken", last_taken_),
     Pass("normalize", normalize_),

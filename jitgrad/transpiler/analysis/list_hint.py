@@ -35,18 +35,39 @@ def list_refusal(s: ast.Assign, stmts: list[ast.stmt], loops_of: dict[int, list[
         return msg, (f"preallocate an array of the final length ('{user} = np.zeros(N)') and "
                      f"write '{user}[i] = value' in place of '{user}.append(value)'")
     target, count, start = head
-    elem = appends[0].value.args[0]
-    k = kinds.get(elem.id) if isinstance(elem, ast.Name) else None
+    elem = _appended_text(appends[0], parsed)
+    k = kinds.get(appends[0].value.args[0].id) \
+        if isinstance(appends[0].value.args[0], ast.Name) else None
     size = f"{count} + {m}" if m else count
-    shape = size if k is None or not k.is_array else \
-        f"({size},) + {parsed.user_source(elem)}.shape"
+    shape = f"({size},) + {elem}.shape" if k is not None and k.is_array and k.ndim else size
     first = "".join(f"; {user}[{i}] = {parsed.user_source(e)}"
                     for i, e in enumerate(s.value.elts))
-    offset = f"{target}{f' - {start}' if start != '0' else ''}{f' + {m}' if m else ''}"
+    last = f"; inside the loop the last entry so far is '{user}[{_index(target, start, m - 1)}]'" \
+        if m else ""
     return msg, (f"preallocate it: '{user} = np.zeros({shape}){first}' before the loop, "
-                 f"and '{user}[{offset}] = {parsed.user_source(elem)}' in place of "
-                 f"'{user}.append({parsed.user_source(elem)})'; '{user}[k]' and "
+                 f"and '{user}[{_index(target, start, m)}] = {elem}' in place of "
+                 f"'{user}.append({elem})'{last}; after the loop '{user}[k]' and "
                  f"'len({user})' read it as before, and 'np.array({user})' is '{user}'")
+
+
+def _index(target: str, start: str, m: int) -> str:
+    """``target - start + m`` written short."""
+    text = target + (f" - {start}" if start != "0" else "")
+    return text + (f" + {m}" if m > 0 else f" - {-m}" if m < 0 else "")
+
+
+def _appended_text(append: ast.Expr, parsed) -> str:
+    """The appended expression as the user wrote it (their line, else the normalized one)."""
+    text = parsed.source_line(getattr(append, "lineno", 0) or 0).strip()
+    try:
+        e = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        e = None
+    if isinstance(e, ast.Expr) and isinstance(e.value, ast.Call) \
+            and isinstance(e.value.func, ast.Attribute) and e.value.func.attr == "append" \
+            and len(e.value.args) == 1:
+        return ast.unparse(e.value.args[0])
+    return parsed.user_source(append.value.args[0])
 
 
 def _range_head(loop: ast.stmt, parsed) -> tuple[str, str, str] | None:

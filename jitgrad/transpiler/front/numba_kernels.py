@@ -84,7 +84,7 @@ def refuse_elementwise_arrays(body: list[ast.stmt], kinds: dict, parsed) -> None
     """A vectorize ufunc's argument that is an array: refused (its scalar is inlined)."""
     for s in walk_stmts(body):
         ufunc = ELEMENTWISE.get(s)
-        if ufunc is None or not isinstance(s, ast.Assign):
+        if ufunc is None or not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
         k = kinds.get(s.targets[0].id)
         if k is not None and k.is_array:
