@@ -654,7 +654,8 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
 def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
                         facts: tuple[set[int], frozenset]) -> bool:
     """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
-    ``t`` (or, for a write through ``t``, of ``base``) that would see it?  ``assumed``:
+    ``t`` (or, for a write through another name than ``base``, of ``base``) that would see
+    it?  ``assumed``:
     ``facts``: for ``regions.disjoint_regions``."""
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
@@ -666,16 +667,17 @@ def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
     t_uses = [u for u in an.uses.get(t, []) if same(t, u)]
     base_uses = [u for u in an.uses.get(base, []) if same(base, u)]
     for n, w in writes:
-        # a write through another name changes what 't' reads only where the regions
-        # overlap, and only matters to a later read of 't' (one adjoint for each name,
-        # as for a copy, is exact otherwise); a write through 't' reaches the base too
-        if n != t and disjoint_regions(s, w, base, an.kinds, an.defs, *facts):
+        # a write through the base itself changes what 't' reads only where the regions
+        # overlap, and only matters to a later read of 't' (one adjoint for each name, as
+        # for a copy, is exact otherwise); a write through 't' or another alias reaches
+        # the base's later reads through the shared adjoint
+        if n == base and disjoint_regions(s, w, base, an.kinds, an.defs, *facts):
             continue
-        live = {t, base} if n == t else {t}
+        live = {t} if n == base else {t, base}
         if live & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in t_uses + (base_uses if n == t else []):
+        for u in t_uses + ([] if n == base else base_uses):
             if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
