@@ -215,7 +215,8 @@ def inline_(u: Unit) -> None:
 def lists_(u: Unit) -> None:
     """Lists of numbers appended once per trip of one loop and read after it become
     preallocated arrays (``front/value_lists.py``)."""
-    u.body = value_lists(u.body, u.returns, u.env, u.namer)
+    if u.kernel is None:  # (a CUDA kernel allocates no arrays)
+        u.body = value_lists(u.body, u.returns, u.env, u.namer)
 
 
 def loops_(u: Unit) -> None:
