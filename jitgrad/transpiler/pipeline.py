@@ -214,7 +214,27 @@ def inline_(u: Unit) -> None:
 
 def lists_(u: Unit) -> None:
     """Lists of numbers appended once per trip of one loop and read after it become
-    preallocated arrays (``front/value_lists.py``)."""
+    preallocated arrays (``front/value_lists.py``).
+
+    >>> print(example("lists", '''
+    ... def f(x, q):
+    ...     s = 0.0
+    ...     xs = [s]
+    ...     for k in range(len(x)):
+    ...         s = s + q * (x[k] - s)
+    ...         xs.append(s)
+    ...     return np.sum(np.array(xs))
+    ... ''', args=(np.ones(3), 0.5)))
+    def f(x, q):
+        s = 0.0
+        _xs_entry = s
+        xs = np.zeros(len(x) + 1)
+        xs[0] = _xs_entry
+        for k in range(len(x)):
+            s = s + q * (x[k] - s)
+            xs[k + 1] = s
+        return np.sum(xs.copy())
+    """
     if u.kernel is None:  # (a CUDA kernel allocates no arrays)
         u.body = value_lists(u.body, u.returns, u.env, u.namer)
 

@@ -81,11 +81,14 @@ def _rewrite(body: list[ast.stmt], i: int, tail: list[ast.stmt], env: dict,
     first = namer.fresh(f"_{name}_start")
     start = ast.Name(id=first, ctx=ast.Load()) if len(it.args) == 2 else ast.Constant(0)
     stop = it.args[-1]
-    keep = [namer.fresh(f"_{name}_{k}") for k in range(m)]
+    keep = [namer.fresh(f"_{name}_entry") for k in range(m)]
     made = [ast.copy_location(assign(k, e), s) for k, e in zip(keep, s.value.elts, strict=True)]
     plus = f" + {m}" if m else ""
-    size = ast.parse(f"np.zeros(max(0, {ast.unparse(stop)} - {ast.unparse(start)}){plus})",
-                     mode="eval").body
+    minus = f" - {ast.unparse(start)}" if len(it.args) == 2 else ""
+    count = ast.unparse(stop) if not minus and isinstance(stop, ast.Call) \
+        and isinstance(stop.func, ast.Name) and stop.func.id == "len" \
+        else f"max(0, {ast.unparse(stop)}{minus})"  # (a len is never negative)
+    size = ast.parse(f"np.zeros({count}{plus})", mode="eval").body
     env.setdefault("np", __import__("numpy"))
     env.setdefault("max", max)
     pre = [ast.copy_location(assign(first, clone(it.args[0])), loop)] if len(it.args) == 2 else []
@@ -93,7 +96,6 @@ def _rewrite(body: list[ast.stmt], i: int, tail: list[ast.stmt], env: dict,
     for k, kept in enumerate(keep):
         pre.append(_entry(name, ast.Constant(k), ast.Name(id=kept, ctx=ast.Load()), s))
     app = loop.body[appends[0]]
-    minus = f" - {ast.unparse(start)}" if len(it.args) == 2 else ""
     at = ast.parse(f"{loop.target.id}{minus}{plus}", mode="eval").body
     loop.body[appends[0]] = _entry(name, at, app.value.args[0], app)
     _copies(body[loop_at + 1:] + tail, name)
