@@ -390,7 +390,8 @@ def analyse_(u: Unit) -> None:
             s = s + _t
         return s
     """
-    u.body = distinct_guards(u.body, u.kinds, u.params) + u.body
+    if u.kernel is None:  # (numba.cuda compiles an assert away unless debugging)
+        u.body = distinct_guards(u.body, u.kinds, u.params) + u.body
     u.analysis = analyse(u.body, u.env, u.kinds, u.params, u.wrt, u.returns, u.parsed)
 
 
