@@ -41,6 +41,7 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
+from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .transforms import callee, primal_of, refuse_transform
 
@@ -227,6 +228,9 @@ class Inliner:
                     return self.checkpoint(node, parsed, pre)
                 obj = callee(node.func, parsed.env)
                 refuse_transform(node, obj, parsed)
+                kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
+                if kernel is not None:
+                    return kernel
                 fn = user_function(primal_of(obj))
                 if fn is None:
                     return node
