@@ -43,7 +43,7 @@ class Adjoint:
     #: functions that compiled code calls through ``hook`` (compiled with it under jit)
     callables: frozenset[str] = frozenset()
     #: (name, dtype) of the typed tapes declared in ``workspace``: the compiled variants take
-    #: them in ``WORKSPACE`` and return them, grown, so that later calls reuse them
+    #: them in ``ws`` and return them, grown, so that later calls reuse them
     reused: tuple[tuple[str, str], ...] = ()
     #: (adjoint, storage name, name of the zeroing helper) of the adjoint buffers of local
     #: float arrays (zeroed in ``init``, never returned): the compiled variants zero them in
@@ -54,6 +54,10 @@ class Adjoint:
     #: the list tapes of float array copies, which the compiled variants may copy into
     #: workspace memory kept between calls (``backend/snapshots.py``)
     snapshots: Snapshots | None = None
+    #: the parameter the compiled variants take their kept buffers in (``Namer.workspace``)
+    ws: str = "_ws"
+    #: the name generated code reaches numpy by (``np`` unless the user's code binds it)
+    np: str = "np"
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""
@@ -113,6 +117,8 @@ class Tangent:
     #: the returned values, and their tangents (zeros for inactive outputs)
     results: tuple[ast.expr, ...]
     tangents: tuple[ast.expr, ...]
+    #: the parameter of kept buffers (``Namer.workspace``)
+    ws: str = "_ws"
 
     def body(self) -> list[ast.stmt]:
         """The statements in execution order."""

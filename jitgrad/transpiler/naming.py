@@ -12,16 +12,34 @@ from .nodes import walk
 class Namer:
     """Hands out names that never collide with the user's (or each other)."""
 
-    def __init__(self, taken: set[str] | None = None):
+    def __init__(self, taken: set[str] | None = None, free: set[str] | None = None):
         self.taken: set[str] = set(taken or ())
+        #: names the code reads from its module (never bound in the generated function)
+        self.free: set[str] = set(free or ())
+        self.taken |= self.free
         self._adjoints: dict[str, str] = {}
         self._counts: dict[str, int] = {}
         self._names_of: set[str] = set()
         self._tangents: dict[str, str] = {}
+        #: every name this namer handed out (the predicates below ask this, never a
+        #: user name's spelling: a user's ``_tape_x`` or ``_dt`` is no generated name)
+        self.made: set[str] = set()
         self.origin: dict[str, str] = {}
+        #: the generated gradients' parameters: the output cotangent and the kept buffers
+        self.seed = self.unique(SEED)
+        self.workspace = self.unique(WORKSPACE)
 
     def reserve(self, names) -> None:
         self.taken.update(names)
+
+    def unique(self, base: str) -> str:
+        """``base``, or ``base_``, ``base__``... where taken (a name kept recognisable)."""
+        cand = base
+        while cand in self.taken:
+            cand += "_"
+        self.taken.add(cand)
+        self.made.add(cand)
+        return cand
 
     def fresh(self, base: str) -> str:
         """A new unused name starting with ``base`` (``_t``, ``_t1``, ``_t2``...)."""
@@ -33,6 +51,7 @@ class Namer:
             if cand not in self.taken:
                 self._counts[base] = n
                 self.taken.add(cand)
+                self.made.add(cand)
                 return cand
 
     def version(self, name: str) -> str:
@@ -53,11 +72,7 @@ class Namer:
         """The adjoint of ``name``: ``dx`` for ``x`` (``dx_`` if the user has a ``dx``)."""
         if name not in self._adjoints:
             base = "d" + name if not name.startswith("_") else "_d" + name.lstrip("_")
-            cand = base
-            while cand in self.taken:
-                cand += "_"
-            self.taken.add(cand)
-            self._adjoints[name] = cand
+            self._adjoints[name] = self.unique(base)
         return self._adjoints[name]
 
     def adjoints(self) -> dict[str, str]:
@@ -71,11 +86,7 @@ class Namer:
     def tangent(self, name: str) -> str:
         """The tangent of ``name`` in forward mode: ``x_dot`` (``x_dot_`` if that is taken)."""
         if name not in self._tangents:
-            cand = name + "_dot"
-            while cand in self.taken:
-                cand += "_"
-            self.taken.add(cand)
-            self._tangents[name] = cand
+            self._tangents[name] = self.unique(name + "_dot")
         return self._tangents[name]
 
     def tape(self, name: str) -> str:
@@ -83,21 +94,37 @@ class Namer:
 
     def global_name(self, env: dict, name: str, obj: object) -> str:
         """The module-level name generated code reaches ``obj`` by in ``env``: ``name``
-        itself where free or already ``obj``, else a fresh ``_name``."""
-        if name in env and env[name] is obj:
+        itself where free or already ``obj`` (and no local of the generated function), else
+        a fresh ``_name``."""
+        if name in env and env[name] is obj and not self.is_local(name):
             return name
         if name not in env and name not in self.taken:
             env[name] = obj
             self.reserve([name])
+            self.free.add(name)
             return name
         alt = self.fresh("_" + name.lstrip("_"))
         env[alt] = obj
+        self.free.add(alt)
         return alt
+
+    def is_local(self, name: str) -> bool:
+        """``name`` is (or may become) a variable of the generated function: seen in the
+        code or handed out, and not a name it reads from its module."""
+        return name in self.taken and name not in self.free
 
     def is_adjoint(self, name: str) -> bool:
         """Whether ``name`` holds an adjoint: a variable's (``dx``), a pullback temporary
         (``_dt``) or the output cotangent."""
-        return name == SEED or is_adjoint_temp(name) or name in self._adjoint_names()
+        return name == self.seed or self.is_adjoint_temp(name) or name in self._adjoint_names()
+
+    def is_temp(self, name: str) -> bool:
+        """A temporary, tape or flag this namer made (``is_generated``, and made here)."""
+        return name in self.made and is_generated(name)
+
+    def is_adjoint_temp(self, name: str) -> bool:
+        """A pullback temporary or generated name's adjoint this namer made."""
+        return name in self.made and is_adjoint_temp(name)
 
     def _adjoint_names(self) -> set[str]:
         if len(self._names_of) != len(self._adjoints):
@@ -105,14 +132,19 @@ class Namer:
         return self._names_of
 
 
-#: the parameter holding the output cotangent in generated gradients
+#: the parameter holding the output cotangent in generated gradients (``Namer.seed``: this,
+#: or ``_dret_`` where the user has a ``_dret``)
 SEED = "_dret"
 #: the parameter holding the reused buffers (tapes) of a generated gradient, returned grown
+#: (``Namer.workspace``)
 WORKSPACE = "_ws"
 
 
 def is_generated(name: str) -> bool:
-    """A name of the kind jitgrad makes (temporaries, tapes, flags start with ``_``)."""
+    """A name of the kind jitgrad makes (temporaries, tapes, flags start with ``_``); a
+    user's name may have that spelling too: where a ``Namer`` is at hand, ask it
+    (``Namer.is_temp``); these spellings serve displays and code jitgrad generated itself
+    (hvp's forward pass over gradient code)."""
     return name.startswith("_")
 
 
@@ -124,6 +156,24 @@ def is_adjoint_temp(name: str) -> bool:
 def is_tape(name: str) -> bool:
     """A tape array (``_tape_x_``)."""
     return name.startswith("_tape")
+
+
+#: the builtins generated code calls by name (loop bounds, tape sizes, flags)
+GENERATED_BUILTINS = frozenset({"range", "len", "max", "min", "abs", "bool", "float", "int"})
+
+
+def unshadowed_builtins(body: list[ast.stmt], params: list[str], namer: Namer
+                        ) -> list[ast.stmt]:
+    """``body`` with each local it binds under the name of a builtin that generated code
+    calls (a running ``max``) renamed to a version (``max_1``): the function never calls
+    that builtin itself (the name is local throughout), generated code does."""
+    from .front.inline import rename, stored_names
+
+    local = (stored_names(body) & GENERATED_BUILTINS) - set(params)
+    if not local:
+        return body
+    mapping: dict[str, str | ast.expr] = {n: namer.version(n) for n in sorted(local)}
+    return [rename(s, mapping) for s in body]
 
 
 def names_in(node: ast.AST) -> set[str]:

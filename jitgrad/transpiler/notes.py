@@ -91,6 +91,10 @@ DRAW: Note[bool] = Note(
     "a statement that draws from (or seeds) a global random generator: dead-code "
     "elimination keeps it even where nothing reads its value (the draws after it would "
     "take its numbers)")
+ELEMENTWISE: Note[str | None] = Note(
+    "elementwise", None, "inline (numba_kernels)",
+    "an assignment binding an argument of a @numba.vectorize ufunc whose scalar function is "
+    "inlined: the ufunc's name (the kinds pass refuses an array there)")
 AUG: Note[bool] = Note(
     "aug", False, "normalize",
     "an assignment that was `x op= e`: on an array Python updates x's buffer in place")
@@ -135,12 +139,13 @@ DECISION: Note[bool] = Note(
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
     "after the source-line comment it may follow")
 
-NOTES = (PARAM_OF, INLINED, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW, AUG, KIND,
-         POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT, DECISION)
+NOTES = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW,
+         AUG, KIND, POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT,
+         DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
-_CARRIED = (PARAM_OF, INLINED, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW, SWEEP)
+_CARRIED = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW, SWEEP)
 
 
 def carry(old: ast.AST, new: ast.AST) -> None:

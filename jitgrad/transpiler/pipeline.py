@@ -23,10 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
 from .analysis.kinds import Kind, infer
+from .analysis.regions import distinct_guards
 from .backend import emit, lower
 from .backend.gather import gather_form
 from .backend.jit import global_reads
@@ -39,12 +42,14 @@ from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
 from .front.normalize import Normalizer, inplace_updates
+from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import SEED, WORKSPACE, Namer, is_generated, is_tape, names_in
+from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
 from .nodes import clone, walk_stmts
 from .notes import DRAW, checkpoint
 
@@ -163,14 +168,14 @@ def parse_(u: Unit) -> None:
     u.parsed = parse_function(u.func)
     fence(u.parsed)
     tree = u.parsed.tree
-    u.namer = Namer(names_in(tree) | u.parsed.free | {SEED, WORKSPACE})
+    u.namer = Namer(names_in(tree), u.parsed.free)
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env
     u.params = [a.arg for a in tree.args.args]
     body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    u.body = body
+    u.body = unshadowed_builtins(body, u.params, u.namer)
 
 
 def single_exit_(u: Unit) -> None:
@@ -213,6 +218,33 @@ def inline_(u: Unit) -> None:
     body = inline(u.parsed, u.body + [ret], u.namer)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
+
+
+def lists_(u: Unit) -> None:
+    """Lists of numbers appended once per trip of one loop and read after it become
+    preallocated arrays (``front/value_lists.py``).
+
+    >>> print(example("lists", '''
+    ... def f(x, q):
+    ...     s = 0.0
+    ...     xs = [s]
+    ...     for k in range(len(x)):
+    ...         s = s + q * (x[k] - s)
+    ...         xs.append(s)
+    ...     return np.sum(np.array(xs))
+    ... ''', args=(np.ones(3), 0.5)))
+    def f(x, q):
+        s = 0.0
+        _xs_entry = s
+        xs = np.zeros(len(x) + 1)
+        xs[0] = _xs_entry
+        for k in range(len(x)):
+            s = s + q * (x[k] - s)
+            xs[k + 1] = s
+        return np.sum(xs.copy())
+    """
+    if u.kernel is None:  # (a CUDA kernel allocates no arrays)
+        u.body = value_lists(u.body, u.returns, u.env, u.namer)
 
 
 def loops_(u: Unit) -> None:
@@ -328,6 +360,8 @@ def kinds_(u: Unit) -> None:
         return s
     """
     u.kinds = infer(u.body, u.env, u.arg_kinds)
+    refuse_elementwise_arrays(u.body, u.kinds, u.parsed)
+    refuse_list_entries(u.body, u.kinds, u.parsed)
     u.body = fold_param_binds(u.body, u.kinds)
     u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
 
@@ -367,6 +401,8 @@ def analyse_(u: Unit) -> None:
             s = s + _t
         return s
     """
+    if u.kernel is None:  # (numba.cuda compiles an assert away unless debugging)
+        u.body = distinct_guards(u.body, u.kinds, u.params) + u.body
     u.analysis = analyse(u.body, u.env, u.kinds, u.params, u.wrt, u.returns, u.parsed)
 
 
@@ -499,10 +535,11 @@ def reverse_(u: Unit) -> None:
             results.append(ast.Name(id=keep, ctx=ast.Load()))
         else:
             results.append(r)
-    u.ir = Adjoint(u.name, tuple(u.params), SEED, tuple(sw.prologue), tuple(sw.workspace),
+    u.ir = Adjoint(u.name, tuple(u.params), u.namer.seed, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
-                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots)
+                   tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots,
+                   u.namer.workspace, u.namer.global_name(u.env, "np", np))
 
 
 def show_ir(u: Unit) -> str:
@@ -710,6 +747,7 @@ PREPARE: list[Pass] = [
     Pass("parse", parse_),
     Pass("single_exit", single_exit_),
     Pass("inline", inline_),
+    Pass("lists", lists_),
     Pass("loops", loops_),
     Pass("last_taken", last_taken_),
     Pass("normalize", normalize_),

@@ -28,6 +28,16 @@ POOL = (
     # the binomial driver's template names, and modules generated code reaches
     "POS", "TOP", "END", "LIVE", "SLOTS", "STORE", "LOAD", "PLAIN", "TAPED", "INDEX",
     "TRIPS", "COUNT", "SNAPS", "SPLIT", "RESERVE", "np", "math", "numba", "jg", "helpers",
+    # the names the binomial driver, the tapes, flags and the lowering make
+    "_at", "_top", "_steps", "_slots", "_start", "_stride", "_snapshots", "_end", "_live",
+    "_a", "_snaps_x", "_refs_x", "_kept_x", "_ref_x", "_ws_slots_x", "_ws_x", "_value",
+    "_c", "_hit", "_skip", "_break", "_cap", "_tape_need", "x_like", "_dws", "_dret_",
+    "_ws_", "dx_", "x_1", "_np", "_math",
+    # the module-level helpers generated code calls by name
+    "trip_count", "tape_reserve", "tape_get", "tape_put", "revolve_split",
+    "snapshot_count", "unbroadcast", "expand_along", "ws_snapshot", "ws_zeros_like",
+    "ws_grow", "store_slot", "load_slot", "guard", "restore_into", "snapshot", "pick",
+    "select", "same_shape", "argextreme", "extreme_at",
 )
 
 _RESERVED = set(keyword.kwlist) | set(dir(builtins))

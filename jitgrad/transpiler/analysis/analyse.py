@@ -32,6 +32,8 @@ from ..nodes import stmt_defs, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from .effects import refuse_hidden_writes
 from .kinds import LIST, UNKNOWN, Kind, list_tape_call
+from .list_hint import list_refusal
+from .regions import asserted_distinct, disjoint_regions
 from .shapes import refuse_loop_shape_changes
 
 BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -366,7 +368,8 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                 raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
                                    "real (float) values only", s,
                                    "split the value into real and imaginary float parts")
-    _check_views(stmts, an, varied, env, parsed, args)
+    _check_views(stmts, an, varied, env, parsed, args,
+                 ({id(x) for x in body}, asserted_distinct(body)))
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
     _block_local(body, an, args)
@@ -495,9 +498,8 @@ def _check_kinds(stmts, an: Analysis, env: dict, parsed) -> None:
             if isinstance(e, ast.Name) and an.kind(e.id).cls == "o":
                 what = parsed.user_source(s.value)
                 if isinstance(s.value, ast.List):
-                    raise parsed.error("lists and tuples of values are not supported in "
-                                       "differentiated code", s,
-                                       "keep the values in separate variables or in an array")
+                    msg, hint = list_refusal(s, stmts, an.loops_of, an.kinds, parsed)
+                    raise parsed.error(msg, s, hint)
                 prim = primitive_of(s.value, env)
                 if isinstance(s.value, ast.Call) and (prim is None or prim[0] is None or (
                         lookup(prim[0]) is None and not is_non_differentiable(prim[0]))):
@@ -588,8 +590,9 @@ def view_base(v: ast.expr, env: dict) -> str | None:
 
 
 def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
-                 args: list[str]) -> None:
-    """Group views with their bases; refuse what the adjoints could not follow."""
+                 args: list[str], facts: tuple[set[int], frozenset]) -> None:
+    """Group views with their bases; refuse what the adjoints could not follow (``facts``:
+    the top-level statements' ids, and the index pairs asserted distinct there)."""
     before = None
     while before != (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()}):
         before = (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()})
@@ -606,7 +609,7 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
         if isinstance(s.value, ast.Name) and not any(
                 an.used_after(m, s) or m in args for m in an.aliases.get(base, {base}) - {t}):
             continue  # a move (nothing else reaches the buffer again): one adjoint suffices
-        if t in an.inplace or _written_while_live(t, base, s, an):
+        if t in an.inplace or _written_while_live(t, base, s, an, facts):
             an.views[t] = (base, s)  # settled (kept or refused) once modes are known
 
 
@@ -650,24 +653,33 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
                 an.aliases[n] = group
 
 
-def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis) -> bool:
+def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
+                        facts: tuple[set[int], frozenset]) -> bool:
     """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
-    ``t`` or of ``base`` (either one's adjoint must then see what the write zeroes)?"""
+    ``t`` (or, for a write through another name than ``base``, of ``base``) that would see
+    it?  ``assumed``:
+    ``facts``: for ``regions.disjoint_regions``."""
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
     def same(name: str, x: ast.stmt) -> bool:
         return _may_name_the_same(name, s, x, an)
 
-    writes = [w for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
+    writes = [(n, w) for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
               if n not in (t, base) or same(n, w)]
-    if not writes:
-        return False
-    for w in writes:
-        if {t, base} & an.returned and POS.get(w) > END.get(s):
+    t_uses = [u for u in an.uses.get(t, []) if same(t, u)]
+    base_uses = [u for u in an.uses.get(base, []) if same(base, u)]
+    for n, w in writes:
+        # a write through the base itself changes what 't' reads only where the regions
+        # overlap, and only matters to a later read of 't' (one adjoint for each name, as
+        # for a copy, is exact otherwise); a write through 't' or another alias reaches
+        # the base's later reads through the shared adjoint
+        if n == base and disjoint_regions(s, w, base, an.kinds, an.defs, *facts):
+            continue
+        live = {t} if n == base else {t, base}
+        if live & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in [*(u for u in an.uses.get(t, []) if same(t, u)),
-                  *(u for u in an.uses.get(base, []) if same(base, u))]:
+        for u in t_uses + ([] if n == base else base_uses):
             if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:

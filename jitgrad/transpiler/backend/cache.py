@@ -43,6 +43,7 @@ import numpy as np
 
 from ...rules import primitives
 from ...rules.primitives import LIBRARY_ROOTS
+from ..front.numba_kernels import kernel_function
 from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
@@ -153,10 +154,10 @@ class _Reads:
 
     def _read(self, name: str, v: Any, names: set[str], todo: list) -> None:
         self.reached[id(v)] = v
-        py = getattr(v, "py_func", None)
+        py = getattr(v, "py_func", None) or kernel_function(v)
         if py is not None:  # a Numba dispatcher: its records go by either, its options
             self.reached[id(py)] = py
-            opts = getattr(v, "targetoptions", None)
+            opts = getattr(v, "targetoptions" if kernel_function(v) is None else "options", None)
             self.h.update(f"{name}:{sorted((k, repr(o)) for k, o in dict(opts or {}).items())}"
                           .encode())
             v = py

@@ -31,7 +31,6 @@ from ...kernels import helpers
 from ...rules.primitives import fact
 from ..analysis.privacy import private_arrays
 from ..front.inline import resolve
-from ..naming import SEED
 from ..nodes import clone, own_expressions, walk_stmts
 from ..notes import HOISTED
 from . import emit, lower
@@ -171,10 +170,7 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
             out.grads[w] = (adjoints[w], False)
             extra.append(adjoints[w])
         else:
-            total = f"{adjoints[w]}_sum"
-            while total in u.namer.taken:
-                total += "_"
-            u.namer.reserve([total])
+            total = u.namer.unique(f"{adjoints[w]}_sum")
             out.grads[w] = (total, True)
             extra.append(total)
     for o in shape.outputs:
@@ -185,10 +181,7 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
     rw = _Rewriter(u, out, cuda_names, params=set(user_params), kernel=True)
     rw.scan(fn.body, [])
     if rw.unbounded_tapes:
-        out.need = "_tape_need"
-        while out.need in u.namer.taken:
-            out.need += "_"
-        u.namer.reserve([out.need])
+        out.need = u.namer.unique("_tape_need")
         extra.append(out.need)
     body = rw.block(fn.body, [])
     out.atomic = frozenset(rw.atomics)
@@ -272,10 +265,7 @@ class _Rewriter:
                                          [ast.Name(id=cap, ctx=ast.Load()),
                                           _attr(self.names["numba"], dtype)]))]
                 if t in self.unbounded_tapes and self.kernel:
-                    var = f"{t}_need"
-                    while var in u.namer.taken:
-                        var += "_"
-                    u.namer.reserve([var])
+                    var = u.namer.unique(f"{t}_need")
                     self.need_var[t] = var
                     self.out.checked[cap] = len(self.out.checked)
                     decl.append(_assign(var, ast.Constant(value=0)))
@@ -302,7 +292,7 @@ class _Rewriter:
                     and v.func.value.id == t and t in self.params:
                 return []  # a copy of a written argument: the host passes a copy
             if self.kernel and t in self.array_adjoints and (
-                    _is_seed(v) or fn in (np.zeros_like, helpers.zeros_like)):
+                    _is_seed(v, self.u.namer.seed) or fn in (np.zeros_like, helpers.zeros_like)):
                 return []  # a gradient buffer or seed: a kernel parameter, set by the host
         if isinstance(s, ast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], ast.Subscript) \
@@ -316,7 +306,8 @@ class _Rewriter:
                                                                   ctx=ast.Load())]),
                            body=[push], orelse=[])]
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
-                and self.kernel and s.target.id in self.array_adjoints and _is_seed(s.value):
+                and self.kernel and s.target.id in self.array_adjoints \
+                and _is_seed(s.value, self.u.namer.seed):
             return []
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
                 and isinstance(s.target.value, ast.Name) and self.kernel \
@@ -503,7 +494,7 @@ class _Rewriter:
                 bad = "a list or other container"
             elif isinstance(n, ast.Name) and self.env.get(n.id) is np:
                 bad = "a use of NumPy"
-            elif isinstance(n, ast.Name) and n.id == SEED and self.kernel:
+            elif isinstance(n, ast.Name) and n.id == self.u.namer.seed and self.kernel:
                 bad = "the seed used as an array"
             elif isinstance(n, (ast.Assign, ast.AugAssign)) and self.kernel and any(
                     isinstance(t, ast.Name) and t.id in self.array_adjoints
@@ -700,10 +691,10 @@ def evaluate(e: ast.expr, values: dict[str, Any]) -> Any:
                        "trip_count": helpers.trip_count}, dict(values))
 
 
-def _is_seed(e: ast.expr) -> bool:
+def _is_seed(e: ast.expr, seed: str) -> bool:
     while isinstance(e, (ast.Subscript, ast.Call, ast.Attribute)):
         e = e.value if not isinstance(e, ast.Call) else e.func
-    return isinstance(e, ast.Name) and e.id == SEED
+    return isinstance(e, ast.Name) and e.id == seed
 
 
 def _assign(t: str, v: ast.expr) -> ast.stmt:

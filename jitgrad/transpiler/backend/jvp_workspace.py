@@ -65,7 +65,8 @@ def tape_workspace(body: list[ast.stmt], env: dict[str, Any], namer: Namer
         entries.append((k, store, store, BUFFER))
     entries.sort()
     out = [st for k, st in enumerate(out) if k not in drop]
-    return (through_workspace(out, [e[1] for e in entries], [e[2] for e in entries]),
+    return (through_workspace(out, [e[1] for e in entries], [e[2] for e in entries],
+                               namer.workspace),
             tuple(e[3] for e in entries))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
-from ..naming import WORKSPACE, Namer, names_in
+from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmt_defs
 from . import emit, jvp_workspace
 from .fuse import fuse_loops
@@ -79,7 +79,7 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], t
         kinds.append(BUFFER)
     if not kept:
         return body, ()
-    return through_workspace(out, kept, kept), tuple(kinds)
+    return through_workspace(out, kept, kept, ir.ws), tuple(kinds)
 
 
 def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | None:
@@ -114,8 +114,8 @@ def lower_tangent(ir: Tangent, fname: str,
         body, dtypes = jvp_workspace.tape_workspace(body, *keep)
     if workspaces is not None:
         workspaces[variant] = dtypes
-    return emit.function_def(fname, [*ir.params, *ir.seeds] + ([WORKSPACE] if dtypes else []),
-                             body)
+    ws = [keep[1].workspace] if keep is not None and dtypes else []  # (tape_workspace's)
+    return emit.function_def(fname, [*ir.params, *ir.seeds] + ws, body)
 
 
 def lower_variants(ir: Adjoint, fnames: dict[str, str],
@@ -166,13 +166,14 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
         if fused != body:  # a tape a fused loop no longer uses is dead now
             body = dead_code(fused, ir.shared)
         if once:
-            body = write_once(body, ir.grads, ir.shared)
+            body = write_once(body, ir.grads, ir.shared, ir.np)
         if arrays:
-            body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)})
+            body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)},
+                                    ir.np)
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes
-    params = [*ir.params, ir.seed] + ([WORKSPACE] if dtypes else [])
+    params = [*ir.params, ir.seed] + ([ir.ws] if dtypes else [])
     return emit.function_def(fname, params, body)
 
 

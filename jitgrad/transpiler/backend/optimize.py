@@ -17,13 +17,11 @@ Before::                                 After::
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import allocating
 from ..astutil import all_defs, exposed_reads
 from ..front.inline import rename
-from ..naming import SEED, is_adjoint_temp, is_generated, is_tape
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
 
@@ -215,8 +213,7 @@ def _live_key(s: ast.stmt, defines: set[str]) -> bool | str | None:
     if isinstance(s, ast.Break) or DRAW.get(s) or not _pure(s, defines):
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
-    if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-            and not is_tape(t.value.id)):
+    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
         return t.value.id
     return None
 
@@ -525,10 +522,9 @@ class Simplify(ast.NodeTransformer):
 
 
 
-def propagate_copies(stmts: list[ast.stmt], protected: set[str],
-                     adjoint: Callable[[str], bool]) -> list[ast.stmt]:
-    """Drop ``a = b`` between adjoint names (``adjoint``) each assigned once: readers use
-    ``b``."""
+def propagate_copies(stmts: list[ast.stmt], protected: set[str], namer) -> list[ast.stmt]:
+    """Drop ``a = b`` between adjoint names (``namer.is_adjoint``; ``a`` a pullback
+    temporary) each assigned once: readers use ``b``."""
     counts: dict[str, int] = {}
     copies: list[ast.Assign] = []  # every ``name = name``, in ``ast.walk`` order
     for n in walk(ast.Module(body=stmts, type_ignores=[])):
@@ -542,8 +538,8 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str],
     mapping: dict[str, str] = {}
     for n in copies:
         a, b = n.targets[0].id, n.value.id
-        if (is_adjoint_temp(a) and a not in protected and counts.get(a) == 1
-                and (counts.get(b) == 1 or b == SEED) and adjoint(b)):
+        if (namer.is_adjoint_temp(a) and a not in protected and counts.get(a) == 1
+                and (counts.get(b) == 1 or b == namer.seed) and namer.is_adjoint(b)):
             mapping[a] = mapping.get(b, b)
     if not mapping:
         return stmts
@@ -581,8 +577,8 @@ def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
     return [rename(x, {g: d}) for x in middle]
 
 
-def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
-    """Drop pullback temporaries that no contribution reads."""
+def prune_unused(rev: list[ast.stmt], namer) -> list[ast.stmt]:
+    """Drop pullback temporaries (made by ``namer``) that no contribution reads."""
     changed = True
     while changed:
         changed = False
@@ -590,8 +586,8 @@ def prune_unused(rev: list[ast.stmt], inst) -> list[ast.stmt]:
         keep = []
         for x in rev:
             if (isinstance(x, ast.Assign) and isinstance(x.targets[0], ast.Name)
-                    and is_generated(x.targets[0].id) and x.targets[0].id not in used
-                    and not is_adjoint_temp(x.targets[0].id)):
+                    and namer.is_temp(x.targets[0].id) and x.targets[0].id not in used
+                    and not namer.is_adjoint_temp(x.targets[0].id)):
                 changed = True
                 continue
             keep.append(x)

@@ -89,11 +89,12 @@ class Parallel:
     def _prange_name(self) -> str:
         import numba
 
-        if self.env.get("prange") is numba.prange:
+        if self.env.get("prange") is numba.prange and not self.u.namer.is_local("prange"):
             return "prange"
         n = "prange" if "prange" not in self.env and "prange" not in self.u.namer.taken \
             else self.u.namer.fresh("_prange")
         self.u.namer.reserve([n])
+        self.u.namer.free.add(n)
         self.env[n] = numba.prange
         return n
 
@@ -321,11 +322,12 @@ class Parallel:
     def _global(self, want: str, obj: Any) -> str:
         """A name the generated code reads ``obj`` through (bound in the environment)."""
         for n, v in self.env.items():
-            if v is obj:
+            if v is obj and not self.u.namer.is_local(n):
                 return n
         n = want if want not in self.env and want not in self.u.namer.taken else \
             self.u.namer.fresh("_" + want)
         self.u.namer.reserve([n])
+        self.u.namer.free.add(n)
         self.env[n] = obj
         return n
 

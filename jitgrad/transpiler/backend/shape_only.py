@@ -34,11 +34,12 @@ from .emit import comment
 SHAPE_ARGS = frozenset({"unbroadcast", "expand_along"})
 
 
-def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int]
-                    ) -> list[ast.stmt]:
+def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int],
+                    np_name: str = "np") -> list[ast.stmt]:
     """``body`` (a variant's function body) with a stand-in for each array of ``arrays``
     that the adjoint sweep reads only for its shape (see the module docstring); ``sweep``:
-    the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself).
+    the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself);
+    ``np_name``: the name generated code reaches numpy by.
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
     cands = {v for v in map(_bound, body) if v in arrays}
@@ -66,8 +67,8 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
         for m in shape_at[v]:
             out[m] = _with_stand_in(out[m], v, like)
         made = assign(like, ast.Call(
-            func=ast.Attribute(value=name("np"), attr="broadcast_to", ctx=ast.Load()),
-            args=[ast.Call(func=ast.Attribute(value=name("np"), attr="zeros", ctx=ast.Load()),
+            func=ast.Attribute(value=name(np_name), attr="broadcast_to", ctx=ast.Load()),
+            args=[ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
                            args=[ast.Tuple(elts=[], ctx=ast.Load()),
                                  ast.Attribute(value=name(v), attr="dtype", ctx=ast.Load())],
                            keywords=[]),

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ast
 
-from ..naming import WORKSPACE
-
 
 def zeroing(store: str, target: str, helper: str, like: ast.expr) -> ast.Assign:
     """``store, target = helper(store, like)``: a zero array shaped like ``like`` in the
@@ -22,13 +20,14 @@ def zeroing(store: str, target: str, helper: str, like: ast.expr) -> ast.Assign:
                                      keywords=[]))
 
 
-def through_workspace(body: list[ast.stmt], taken: list[str],
-                      returned: list[str]) -> list[ast.stmt]:
-    """``body`` (ending in its return) starting with ``taken = _ws`` and returning
+def through_workspace(body: list[ast.stmt], taken: list[str], returned: list[str],
+                      ws: str) -> list[ast.stmt]:
+    """``body`` (ending in its return) starting with ``taken = ws`` (the workspace
+    parameter, ``Namer.workspace``) and returning
     ``returned`` (the same entries, under the names they end with) after its results."""
     names = [_name(t, True) for t in taken]
     target = names[0] if len(names) == 1 else ast.Tuple(elts=names, ctx=ast.Store())
-    value: ast.expr = _name(WORKSPACE)
+    value: ast.expr = _name(ws)
     if len(names) == 1:
         value = ast.Subscript(value=value, slice=ast.Constant(0), ctx=ast.Load())
     ret = body[-1]

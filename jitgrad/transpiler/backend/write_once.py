@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 
 from ..front.desugar import const, name
-from ..naming import is_tape
 from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
 from ..notes import COMMENT, carry
 from .emit import comment
@@ -45,17 +44,18 @@ from .fuse import bound_in, plain_loop
 from .gather import _reversed_range, _zero_slice
 
 
-def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, str]
-               ) -> list[ast.stmt]:
+def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, str],
+               np_name: str = "np") -> list[ast.stmt]:
     """``body`` (a variant's function body) with each gradient of ``grads`` that a loop
-    writes first in written-once form (see the module docstring).  ``body``'s statements
+    writes first in written-once form (see the module docstring); ``np_name``: the name
+    generated code reaches numpy by.  ``body``'s statements
     are not changed (the variants share them): what changes is copied."""
     out = list(body)
     viewed = set(shared) | set(shared.values())
     for d in dict.fromkeys(grads):  # (in order: the generated text must not vary)
         if d in viewed:
             continue
-        at = next((k for k, s in enumerate(out) if _zeroing(s) == d), None)
+        at = next((k for k, s in enumerate(out) if _zeroing(s, np_name) == d), None)
         if at is None:
             continue
         for k in range(at + 1, len(out)):
@@ -73,14 +73,14 @@ def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, s
     return out
 
 
-def _zeroing(s: ast.stmt) -> str | None:
-    """``d`` where ``s`` is ``d = np.zeros_like(v)``."""
+def _zeroing(s: ast.stmt, np_name: str) -> str | None:
+    """``d`` where ``s`` is ``d = np.zeros_like(v)`` (numpy by ``np_name``)."""
     if not (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call)):
         return None
     f = s.value.func
     if (isinstance(f, ast.Attribute) and f.attr == "zeros_like" and isinstance(f.value, ast.Name)
-            and f.value.id == "np" and len(s.value.args) == 1 and not s.value.keywords):
+            and f.value.id == np_name and len(s.value.args) == 1 and not s.value.keywords):
         return s.targets[0].id
     return None
 
@@ -231,8 +231,7 @@ def _writes_only(stmts: list[ast.stmt], d: str) -> bool:
         for t in targets:
             for e in t.elts if isinstance(t, ast.Tuple) else [t]:
                 if isinstance(e, ast.Subscript) and not (
-                        isinstance(e.value, ast.Name) and (e.value.id == d
-                                                           or is_tape(e.value.id))):
+                        isinstance(e.value, ast.Name) and e.value.id == d):
                     return False
     return True
 

@@ -41,6 +41,7 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
+from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
 from .transforms import callee, primal_of, refuse_transform
@@ -228,6 +229,9 @@ class Inliner:
                     return self.checkpoint(node, parsed, pre)
                 obj = callee(node.func, parsed.env)
                 refuse_transform(node, obj, parsed)
+                kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
+                if kernel is not None:
+                    return kernel
                 fn = user_function(primal_of(obj))
                 if fn is None:
                     return node
@@ -325,13 +329,9 @@ class Inliner:
                             if isinstance(n, ast.Name)} - stored - set(params)):
             if free not in helper.env:
                 continue
-            obj = helper.env[free]
-            if free in self.env and self.env[free] is not obj:
-                alias = self.namer.fresh(free)
-                self.env[alias] = obj
+            alias = self.namer.global_name(self.env, free, helper.env[free])
+            if alias != free:  # (another object, or a local, has that name here)
                 mapping[free] = alias
-            else:
-                self.env.setdefault(free, obj)
         self.stack.append(fn)
         try:
             body, rets = single_exit(helper, body, self.namer, keep_tail=True)

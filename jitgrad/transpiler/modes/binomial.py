@@ -86,9 +86,10 @@ while END > 0:
 
 def splice(template: str, names: dict[str, str | ast.expr],
            blocks: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
-    """``template`` parsed, its names renamed and each statement that is just a name in
-    ``blocks`` replaced by (a copy of) those statements."""
-    body = ast.parse(template).body
+    """``template`` parsed, its own names renamed (before any block is spliced in: a
+    placeholder never reaches the user's statements) and each statement that is just a
+    name in ``blocks`` replaced by (a copy of) those statements."""
+    body = [rename(s, names) for s in ast.parse(template).body]
 
     def fill(stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -100,7 +101,7 @@ def splice(template: str, names: dict[str, str | ast.expr],
             for f in ("body", "orelse"):
                 if getattr(s, f, None):
                     setattr(s, f, fill(getattr(s, f)) or [ast.Pass()])
-            out.append(rename(s, names))
+            out.append(s)
         return out
 
     return fill(body)

@@ -412,7 +412,7 @@ def forward(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
                      (fw.zero_of(r.id) if isinstance(r, ast.Name) else const(0.0))
                      for r in returns)
     return Tangent(name_, tuple(args), tuple(seeds), tuple(prologue), tuple(sweep), results,
-                   tangents)
+                   tangents, namer.workspace)
 
 
 def _copy(n: str) -> ast.expr:

@@ -25,7 +25,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..ir import Snapshots
-from ..naming import SEED, Namer
+from ..naming import Namer
 from ..nodes import clone, relocate, stmt_defs, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
@@ -189,8 +189,8 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
             seeds: list[ast.stmt] = []
             for k, r in enumerate(self.returns):
                 if self.is_active(r):
-                    seed = name(SEED) if len(self.returns) == 1 else ast.Subscript(
-                        value=name(SEED), slice=const(k), ctx=ast.Load())
+                    seed = name(self.namer.seed) if len(self.returns) == 1 else ast.Subscript(
+                        value=name(self.namer.seed), slice=const(k), ctx=ast.Load())
                     self.contribute(r.id, seed, seeds)
             rev += seeds
         last = None
@@ -462,7 +462,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
             self.reset(tgt, s, rev)
         else:
             rev = drop_self_identity(rev, g.id, self.adj(tgt))
-        rev = prune_unused(rev, inst)
+        rev = prune_unused(rev, self.namer)
         outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
         return self.finish(s, fwd, rev, outputs, restored)
 
@@ -567,7 +567,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             init.append(r.adjoint_view(n))
     rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] in ("buffer",
                                                                              "view")},
-                           r.namer.is_adjoint)
+                           r.namer)
     tapes: list[ast.stmt] = []
     reused: list[tuple[str, str]] = []
     np_name = r.global_name("np", __import__("numpy"))

@@ -47,6 +47,7 @@ class Template:
 
 
 _CACHE: dict[int, Template] = {}
+_NONE = object()
 
 
 def split_rule(impl: Any, what: str, inner: str, inner_name: str
@@ -182,9 +183,10 @@ def instantiate(tpl: Template, args: list[ast.expr], keywords: dict[str, ast.exp
     seed = namer.fresh("_seed")  # (allocated either way: names stay numbered alike)
     dy = dy or seed  # renamed at once with the parameters: no clash with user names
     mapping[tpl.dy] = dy
-    for f in tpl.free:
-        if f in tpl.globals:
-            new = global_name(f, tpl.globals[f])
+    for f in tpl.free:  # its module's names, and builtins (a user's local may be a 'min')
+        obj = tpl.globals[f] if f in tpl.globals else getattr(builtins, f, _NONE)
+        if obj is not _NONE:
+            new = global_name(f, obj)
             if new != f:
                 mapping[f] = new
     if tpl.copy is None:
