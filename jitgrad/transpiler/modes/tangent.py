@@ -97,9 +97,12 @@ def differentiable_params(fn: Any) -> list[bool] | None:
     return [g is not None for g in tpl.grads]
 
 
-def _strip_unbroadcast(e: ast.expr, globals_: dict) -> ast.expr:
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and len(e.args) == 2 \
-            and globals_.get(e.func.id) is helpers.unbroadcast:
+def _strip_unbroadcast(e: ast.expr, original: ast.expr | None, globals_: dict) -> ast.expr:
+    """``e`` (an instance of the template's ``original``) without its outer
+    ``unbroadcast(v, x)``, told by the template's own name for it: the instance's name may
+    be another (``_unbroadcast2``, where the user's module binds ``unbroadcast``)."""
+    if isinstance(original, ast.Call) and isinstance(original.func, ast.Name) \
+            and len(original.args) == 2 and globals_.get(original.func.id) is helpers.unbroadcast:
         return e.args[0]
     return e
 
@@ -163,7 +166,7 @@ def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
         t = tangent(a)
         if t is None:
             continue
-        term = _strip_unbroadcast(clone(inst.grads[k]), tpl.globals)
+        term = _strip_unbroadcast(clone(inst.grads[k]), tpl.grads[k], tpl.globals)
         term = rename(term, {inst.dy: t})
         expr = term if expr is None else ast.BinOp(left=expr, op=ast.Add(), right=term)
     if expr is not None:
