@@ -24,6 +24,9 @@ refusal with its hint (``analysis/list_hint.py``).
 from __future__ import annotations
 
 import ast
+import builtins
+
+import numpy as np
 
 from ..nodes import clone, walk, walk_stmts
 from ..notes import ELEMENTWISE
@@ -74,7 +77,8 @@ def _rewrite(body: list[ast.stmt], i: int, tail: list[ast.stmt], env: dict,
            for n in walk(ast.Module(body=loop.body, type_ignores=[]))):
         return None  # the index is rebound in the body: not the trip number
     others = [x for k, x in enumerate(loop.body) if k != appends[0]]
-    if any(_touches(x, name) for x in others) or _uses_outside(body[loop_at + 1:] + tail, name) \
+    if any(_touches(x, name) for x in others) \
+            or _uses_outside(body[loop_at + 1:] + tail, name, env) \
             or any(_touches(e, name) for e in s.value.elts):
         return None
     m = len(s.value.elts)
@@ -88,9 +92,10 @@ def _rewrite(body: list[ast.stmt], i: int, tail: list[ast.stmt], env: dict,
     count = ast.unparse(stop) if not minus and isinstance(stop, ast.Call) \
         and isinstance(stop.func, ast.Name) and stop.func.id == "len" \
         else f"max(0, {ast.unparse(stop)}{minus})"  # (a len is never negative)
-    size = ast.parse(f"np.zeros({count}{plus})", mode="eval").body
-    env.setdefault("np", __import__("numpy"))
-    env.setdefault("max", max)
+    npn = namer.global_name(env, "np", np)  # (a user's local 'np' or 'max' stays theirs)
+    if "max(" in count:
+        count = count.replace("max(", f"{namer.global_name(env, 'max', max)}(", 1)
+    size = ast.parse(f"{npn}.zeros({count}{plus})", mode="eval").body
     pre = [ast.copy_location(assign(first, clone(it.args[0])), loop)] if len(it.args) == 2 else []
     pre.append(ast.copy_location(assign(name, size), s))
     for k, kept in enumerate(keep):
@@ -98,7 +103,7 @@ def _rewrite(body: list[ast.stmt], i: int, tail: list[ast.stmt], env: dict,
     app = loop.body[appends[0]]
     at = ast.parse(f"{loop.target.id}{minus}{plus}", mode="eval").body
     loop.body[appends[0]] = _entry(name, at, app.value.args[0], app)
-    _copies(body[loop_at + 1:] + tail, name)
+    _copies(body[loop_at + 1:] + tail, name, env)
     return body[:i] + made + body[i + 1:loop_at] + pre + body[loop_at:]
 
 
@@ -123,7 +128,7 @@ def _touches(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in walk(node))
 
 
-def _uses_outside(stmts: list[ast.stmt], name: str) -> bool:
+def _uses_outside(stmts: list[ast.stmt], name: str, env: dict) -> bool:
     """Is ``name`` used after the loop other than as ``name[i]``, ``len(name)``,
     ``np.array(name)``, or rebound there?"""
     ok: set[int] = set()
@@ -131,29 +136,36 @@ def _uses_outside(stmts: list[ast.stmt], name: str) -> bool:
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
                 and n.value.id == name and isinstance(n.ctx, ast.Load):
             ok.add(id(n.value))
-        elif isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords \
-                and isinstance(n.args[0], ast.Name) and n.args[0].id == name \
-                and ast.unparse(n.func) in ("len", "np.array", "numpy.array", "np.asarray"):
+        elif _call_of(n, name, env) in (len, np.array, np.asarray):
             ok.add(id(n.args[0]))
     return any(isinstance(n, ast.Name) and n.id == name and id(n) not in ok
                for n in walk(ast.Module(body=stmts, type_ignores=[])))
 
 
-def _copies(stmts: list[ast.stmt], name: str) -> None:
+def _copies(stmts: list[ast.stmt], name: str, env: dict) -> None:
     """``np.array(xs)`` -> ``xs.copy()`` (a new array, as from the list)."""
     for n in walk(ast.Module(body=stmts, type_ignores=[])):
         for f, v in ast.iter_fields(n):
-            if isinstance(v, ast.Call) and ast.unparse(v.func) in ("np.array", "numpy.array",
-                                                                  "np.asarray") \
-                    and len(v.args) == 1 and isinstance(v.args[0], ast.Name) \
-                    and v.args[0].id == name:
+            if _call_of(v, name, env) in (np.array, np.asarray):
                 setattr(n, f, _copy_call(v))
             elif isinstance(v, list):
                 for k, x in enumerate(v):
-                    if isinstance(x, ast.Call) and ast.unparse(x.func) in (
-                            "np.array", "numpy.array", "np.asarray") and len(x.args) == 1 \
-                            and isinstance(x.args[0], ast.Name) and x.args[0].id == name:
+                    if _call_of(x, name, env) in (np.array, np.asarray):
                         v[k] = _copy_call(x)
+
+
+def _call_of(c: ast.AST, name: str, env: dict):
+    """The function ``c`` calls with ``name`` as its one argument (``len``, ``np.array``
+    under any module name), else None."""
+    if not (isinstance(c, ast.Call) and len(c.args) == 1 and not c.keywords
+            and isinstance(c.args[0], ast.Name) and c.args[0].id == name):
+        return None
+    f = c.func
+    if isinstance(f, ast.Name):
+        return env.get(f.id, getattr(builtins, f.id, None))
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        return getattr(env.get(f.value.id), f.attr, None)
+    return None
 
 
 def _copy_call(c: ast.Call) -> ast.expr:
