@@ -29,6 +29,7 @@ FLOATS = ["s", "t", "z", "p", "q", "w", "b", "c", "d", "r", "y0", "acc"]
 ARRAYS = ["u", "v", "h", "y", "g", "buf"]
 VIEWS = ["rv", "sv", "wv"]
 ITERS = ["val", "xv", "el"]
+LISTS = ["xs", "hist"]
 INTS = ["i", "j", "k", "m"]
 COUNTERS = ["it", "cnt"]
 CONSTS = ["0.5", "1.5", "0.3", "-0.7", "2.0", "0.25", "1.1", "-0.4", "0.9"]
@@ -149,6 +150,12 @@ class Module:
         self.pairs = len(shape) == 2 and self.pr.random() < 0.4
         self.pairs_done = False
         self.uses_numba = False
+        #: a ninth stream for lists of numbers appended once per trip of a range loop and
+        #: read after it (``st_list``), in one program in six, so programs without one are
+        #: unchanged
+        self.ls = random.Random(f"ls:{rnd.getstate()[1][:4]}")
+        self.lists = self.ls.random() < 0.17
+        self.lists_done = False
         self.uses_jg = False
         self.helpers: list = []  # (name, kind, shape, source)
         self.max_helpers = rnd.choice([0, 1, 2, 2, 3])
@@ -166,6 +173,7 @@ class FuncGen:
         self.in_helper = in_helper
         self.kinds: dict = {}  # name -> 'f' | ('a', shape) | 'i'
         self.views_used: list = []
+        self.returned = False  # an early return so far (``st_list`` mostly avoids them)
 
     # --- small random helpers ----------------------------------------------------
 
@@ -509,6 +517,11 @@ class FuncGen:
                 else self.st_iterable(sc, budget, ctx)
             if out:
                 return out
+        if self.mod.lists and ctx.depth == 0 and not ctx.in_helper and budget >= 2 \
+                and self.mod.ls.random() < 0.2:
+            out = self.st_list(sc)
+            if out:
+                return out
         if self.mod.pairs and ctx.depth < 2 and self.mod.pr.random() < 0.2:
             out = self.st_pairs(sc, ctx)
             if out:
@@ -725,6 +738,60 @@ class FuncGen:
             body = [f"if {JR} != {IR}:"] + _ind(body)
         self.mod.pairs_done = True
         return [f"for {IR} in {outer}:"] + _ind([f"for {JR} in {inner}:"] + _ind(body))
+
+    def st_list(self, sc: Scope) -> list:
+        """A list of numbers appended once per trip of a range loop and read after it
+        (``xs = [s]``, ``for k in range(n): s = ...; xs.append(s)``, then ``xs[-1]``,
+        ``len(xs)``, a loop over it, ``np.array(xs)``) (issue 29 item 8).  Drawn from the
+        lists stream; the values from the main one."""
+        ls = self.mod.ls
+        if (self.returned or self.mod.lists_done) and ls.random() < 0.8:
+            return []  # (a list after an early return is refused: now and then, probe it)
+        L = next((nm for nm in LISTS if nm not in self.kinds and nm not in sc.floats), None)
+        targets = sc.assignable_floats()
+        IV = self.int_name(sc)
+        if L is None or not targets or IV is None:
+            return []
+        self.kinds[L] = "list"
+        T = ls.choice(targets)
+        init = ls.choice([[T], [T], [], [T, self.const()]])
+        rows, n = self.mod.shape[0], self.mod.n
+        text, vals = ls.choice([("range(n)", range(n)), ("range(1, n)", range(1, n)),
+                                ("range(3)", range(3)), ("range(x.shape[0])", range(rows)),
+                                ("range(2, 5)", range(2, 5))])
+        body_sc = sc.copy()
+        body_sc.ints[IV] = (min(vals), max(vals))
+        body_sc.frozen.append(IV)
+        e = self.sexpr(body_sc, 1)
+        body = [f"{T} = " + ls.choice([f"math.tanh({T} * {self.const()} + {e})",
+                                       f"{T} * 0.9 + {e}", f"math.sin({T}) + {e}"])]
+        if ls.random() < 0.3:
+            body.append(f"{ls.choice(targets)} += {T} * {self.satom(body_sc)}")
+        entry = ls.choice([T, T, f"{T} * {T}", f"math.tanh({T})"])
+        body.insert(ls.choice([0, len(body)]), f"{L}.append({entry})")
+        m = len(init) + len(vals)
+        self.mod.lists_done = True
+        return ([f"{L} = [{', '.join(init)}]", f"for {IV} in {text}:"] + _ind(body)
+                + self.list_reads(sc, L, m))
+
+    def list_reads(self, sc: Scope, L: str, m: int) -> list:
+        """One or two reads of the list ``L`` of ``m`` numbers into floats of ``sc``."""
+        ls = self.mod.ls
+        out: list = []
+        for _ in range(ls.choice([1, 1, 2])):
+            F = ls.choice(sc.assignable_floats())
+            c = self.const()
+            forms = [f"{F} = {F} * (1.0 + 0.1 * len({L}))",
+                     f"{F} = {F} + np.sum(np.array({L}) * {c})"]
+            if m:
+                k = ls.randrange(-m, m)
+                forms += [f"{F} = {F} + {L}[{k}] * {c}", f"{F} = {F} + {L}[-1]",
+                          f"{F} = {F} + {L}[len({L}) - 1] * {L}[0]"]
+            IV = self.int_name(sc)
+            if IV is not None:
+                forms.append(f"for {IV} in range(len({L})):\n    {F} += {L}[{IV}] * {c}")
+            out += ls.choice(forms).split("\n")
+        return out
 
     def pair_term(self, D: str) -> str:
         """A bounded smooth function of the row difference ``D`` (the pairs stream)."""
@@ -1289,6 +1356,7 @@ class FuncGen:
     def st_early_return(self, sc, budget, ctx) -> list:
         if not sc.floats and not sc.arrays:
             return []
+        self.returned = True
         return [f"if {self.cond(sc)}:", f"    return {self.return_expr(sc)}"]
 
     def return_expr(self, sc: Scope) -> str:
@@ -1421,6 +1489,8 @@ def generate(seed: int, index: int, attempt: int = 0) -> Program:
     body += g.block(sc, budget, Ctx())
     if mod.long_left and not mod.long_outs and not _terminal(body[-1]):
         body += g.st_long(sc)  # the program was drawn to have one
+    if mod.lists and not mod.lists_done and not _terminal(body[-1]):
+        body += g.st_list(sc)  # the program was drawn to have one
     if mod.pairs and not mod.pairs_done and not _terminal(body[-1]):
         body += g.st_pairs(sc, Ctx())  # the program was drawn to have one
     last_rows = mod.rows and not _terminal(body[-1]) and mod.rw.random() < 0.6
