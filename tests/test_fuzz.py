@@ -287,3 +287,14 @@ def test_pair_loops_come_in_matrix_programs_and_differentiate():
     for p in [p for p in pairs if p.original is None][:3]:  # (renaming: its own test)
         res = fcheck.check(p, jit=False, tmpdir=tempfile.mkdtemp())
         assert res["outcome"] in ("ok", "refused"), (p.describe(), res)
+
+
+# --- the list stream (issue 29 item 8) --------------------------------------------------------
+
+def test_lists_of_numbers_are_generated_and_differentiate():
+    progs = [generate(11, i) for i in range(120)]
+    lists = [p for p in progs if ".append(" in (p.original or p.source)]
+    assert len(lists) >= 8
+    for p in [p for p in lists if p.original is None][:3]:  # (renaming: its own test)
+        res = fcheck.check(p, jit=False, tmpdir=tempfile.mkdtemp())
+        assert res["outcome"] == "ok", (p.describe(), res)
