@@ -7,7 +7,8 @@ finite differences (in worker processes, so crashes and hangs are caught),
 their own add, without changing other programs: alpha-renamed programs (``rename``,
 checked against the original), long checkpointed loops with state named like
 jitgrad's own names and random draws inside (``long_loops``; the checker seeds NumPy's
-and Numba's generators before every evaluation)::
+and Numba's generators before every evaluation), pair loops over a matrix's rows with
+helpers called with two rows, and lists of numbers appended in a loop (``gen``)::
 
     python tests/fuzz/run.py --programs 300 --seed 1 --jit off --shrink
 """
