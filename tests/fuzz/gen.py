@@ -726,8 +726,11 @@ class FuncGen:
             pa, pb = pb, pa
         T = pr.choice(targets)
         scale = pr.choice(["", "", f" * {self.satom(sc)}"])
+        # (a name another pair loop made is refused, '... first created inside a loop ...
+        # used after it': mostly a fresh one, now and then probe that)
+        fresh = [d for d in ("dr", "dq") if d not in self.kinds]
         D = next((d for d in ("dr", "dq") if self.kinds.get(d, ("a", (cols,))) == ("a", (cols,))),
-                 None)
+                 None) if not fresh or pr.random() < 0.2 else fresh[0]
         if pr.random() < 0.6 or D is None:
             name, extra = self.pair_helper(cols)
             body = [f"{T} += {name}({pa}, {pb}{extra}){scale}"]
