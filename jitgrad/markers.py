@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from numba.extending import overload
+
 __all__ = ["checkpoint", "checkpointed", "hook", "nobacksies"]
 
 
@@ -55,3 +57,13 @@ def checkpointed(r: range, snapshots: int | None = None) -> range:
     tape at a time.  ``None``: the fewest snapshots with which no step is recomputed more
     than once (about sqrt(2 len(r))).  ``jg.schedule(len(r), snapshots)`` tells the cost."""
     return r
+
+
+@overload(checkpointed)
+def _checkpointed_compiled(r, snapshots=None):
+    """In the user's own ``@numba.njit`` code (the primal), ``checkpointed(r)`` is ``r``."""
+
+    def impl(r, snapshots=None):
+        return r
+
+    return impl
