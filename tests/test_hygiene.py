@@ -243,3 +243,48 @@ def test_local_named_like_a_builtin_generated_code_calls(tmp_path, jit, n):
     in generated code: 'float' object is not callable before)."""
     f = _load(tmp_path, _BUILTIN_LOCAL, n, "b")
     check_grad(f, (np.array([0.3, -0.2, 0.5]), 0.7), wrt=(0, 1), jit=jit)
+
+
+_KEYWORD_ADJOINT = '''
+import numpy as np
+
+
+def f(x, a):
+    s = 0.0
+    for xv in x:
+        el = a * xv
+        s += el * el + np.sin(el) * x[1]
+    return s
+'''
+
+
+def test_adjoint_of_a_name_that_would_be_a_keyword(tmp_path, jit):
+    """``el``'s adjoint is not ``del`` (a keyword: the generated code did not parse; fuzz
+    seed 91001 #151)."""
+    f = function_from_source(tmp_path, "hyg_keyword_adjoint", _KEYWORD_ADJOINT)
+    check_grad(f, (np.array([0.3, -0.2, 0.5]), 0.7), wrt=(0, 1), jit=jit)
+
+
+_MODULE_AS_GENERATED = '''
+import numpy as _i
+
+
+def helper(p, q):
+    buf = _i.zeros(3)
+    buf[1] = p * q
+    return p + buf[1]
+
+
+def f(x, a):
+    s = 0.0
+    for u, v in zip(x, x[::-1]):
+        s += helper(u * a, v)
+    return s
+'''
+
+
+def test_helper_module_alias_named_like_a_generated_index(tmp_path, jit):
+    """numpy imported as ``_i`` (the zip loop's generated index) and read by an inlined
+    helper: the index takes another name (fuzz seed 91001 #246: '_i.zeros' on an int)."""
+    f = function_from_source(tmp_path, "hyg_module_as_index", _MODULE_AS_GENERATED)
+    check_grad(f, (np.array([0.3, -0.2, 0.5]), 0.7), wrt=(0, 1), jit=jit)

@@ -5,6 +5,7 @@ a name's prefix itself)."""
 from __future__ import annotations
 
 import ast
+import keyword
 
 from .nodes import walk
 
@@ -35,7 +36,7 @@ class Namer:
     def unique(self, base: str) -> str:
         """``base``, or ``base_``, ``base__``... where taken (a name kept recognisable)."""
         cand = base
-        while cand in self.taken:
+        while cand in self.taken or keyword.iskeyword(cand):  # del_ for the adjoint of el
             cand += "_"
         self.taken.add(cand)
         self.made.add(cand)
@@ -97,6 +98,8 @@ class Namer:
         itself where free or already ``obj`` (and no local of the generated function), else
         a fresh ``_name``."""
         if name in env and env[name] is obj and not self.is_local(name):
+            self.reserve([name])  # no later fresh name may take it
+            self.free.add(name)
             return name
         if name not in env and name not in self.taken:
             env[name] = obj

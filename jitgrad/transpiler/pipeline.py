@@ -738,7 +738,8 @@ def lower_(u: Unit) -> None:
         u.sources[v] = text(fn)
     used = {n for n in names.values() if tapes and any(
         n + "(" in u.sources[v] for v in lower.VARIANTS)}
-    u.reads = global_reads(fns) | used  # (the accessors are written into the text)
+    reads = global_reads(fns)  # None: the names are found again in the text (``imports``)
+    u.reads = None if reads is None else reads | used  # (accessors are written in the text)
     for part in lower.PARTS:
         u.sources[part] = text(lower.lower(u.ir, part, f"{u.name}_{part}"))
 
