@@ -104,6 +104,9 @@ class Unit:
     parallel: bool = False
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
+    #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
+    #: hide the builtin generated code calls; ``naming.unshadowed_builtins``)
+    renamed: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -111,9 +114,11 @@ class Unit:
 
     def specialise(self, wrt: list[str], arg_kinds: dict[str, Kind]) -> Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
+        to = self.renamed
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
-                    list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds), kernel=self.kernel, parallel=self.parallel, aux=self.aux)
+                    list(self.params), clone(self.body), clone(self.returns),
+                    [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
+                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to)
 
 
 def show_body(u: Unit) -> str:
@@ -175,7 +180,7 @@ def parse_(u: Unit) -> None:
     body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    u.body = unshadowed_builtins(body, u.params, u.namer)
+    u.body, u.params, u.renamed = unshadowed_builtins(body, u.params, u.namer)
 
 
 def single_exit_(u: Unit) -> None:
@@ -871,7 +876,9 @@ class Generated:
 
 def written_args(u: Unit) -> frozenset[str]:
     """The array arguments unit ``u``'s code writes in place (from its analysis)."""
-    return frozenset(u.analysis.args_written) if u.analysis is not None else frozenset()
+    user = {code: p for p, code in u.renamed.items()}
+    return frozenset(user.get(a, a) for a in u.analysis.args_written) \
+        if u.analysis is not None else frozenset()
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
