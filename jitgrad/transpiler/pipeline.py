@@ -47,6 +47,7 @@ from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import version_names
+from .front.webs import split_webs
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
@@ -344,6 +345,35 @@ def versions_(u: Unit) -> None:
         return y_1
     """
     u.body, u.returns = version_names(u.body, u.returns, u.params, u.namer)
+
+
+def webs_(u: Unit) -> None:
+    """A name two loops use for unrelated values gets one name per value (``d``, ``d_1``).
+
+    >>> print(example("webs", '''
+    ... def f(x, a):
+    ...     s = 0.0
+    ...     for i in range(3):
+    ...         d = x * a
+    ...         s = s + np.sum(d)
+    ...     for j in range(2):
+    ...         d = x * s
+    ...         s = s + np.sum(d)
+    ...     return s
+    ... '''))
+    def f(x, a):
+        s = 0.0
+        for i in range(3):
+            d = x * a
+            _t = np.sum(d)
+            s = s + _t
+        for j in range(2):
+            d_1 = x * s
+            _t2 = np.sum(d_1)
+            s = s + _t2
+        return s
+    """
+    split_webs(u.body, u.returns, u.params, u.namer)
 
 
 def kinds_(u: Unit) -> None:
@@ -758,6 +788,7 @@ PREPARE: list[Pass] = [
     Pass("last_taken", last_taken_),
     Pass("normalize", normalize_),
     Pass("versions", versions_),
+    Pass("webs", webs_),
 ]
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
