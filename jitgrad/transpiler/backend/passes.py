@@ -217,6 +217,18 @@ def check(steps: list[BackendPass], given: Iterable[str] = GIVEN,
     return steps
 
 
+def listing(steps: list[BackendPass] | None = None) -> str:
+    """The list (``BACKEND``), one line per step: what it requires, provides, invalidates."""
+    lines = []
+    for p in BACKEND if steps is None else steps:
+        line = f"{p.name}: requires {', '.join(sorted(p.requires)) or 'nothing'}; " \
+               f"provides {', '.join(sorted(p.provides))}"
+        if p.invalidates:
+            line += f"; invalidates {', '.join(sorted(p.invalidates))}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _why_missing(fact: str, spoiled: dict[str, str]) -> str:
     if fact in spoiled:
         return f"{spoiled[fact]!r} invalidates before it, and no step in between provides"
@@ -654,4 +666,4 @@ BACKEND: list[BackendPass] = check([
 
 
 __all__ = ["BACKEND", "BackendPass", "Context", "Lowering", "OrderError", "check",
-           "global_names", "lower_variants", "run", "start", "step", "sweep_text"]
+           "global_names", "listing", "lower_variants", "run", "start", "step", "sweep_text"]
