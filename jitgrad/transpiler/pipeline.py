@@ -6,7 +6,9 @@ Each pass is a ``Pass``: a name, a function that updates the ``Unit`` in place,
 and a ``show`` that renders the unit after it.  ``stage(func, name, ...)`` (and
 ``jitgrad show --stage NAME``, ``f.source(stage=NAME)``) prints any pass's
 output; every pass's docstring carries a before/after example that
-``tests/test_passes.py`` runs as a doctest (``example`` writes them).
+``tests/test_passes.py`` runs as a doctest (``example`` writes them).  The last pass,
+``lower``, runs a list of its own per variant, ``BACKEND`` (``backend/passes.py``),
+whose steps are stages too.
 """
 
 from __future__ import annotations
@@ -699,7 +701,8 @@ def promote_(u: Unit) -> None:
 
 def lower_(u: Unit) -> None:
     """One function per variant from the IR: value and gradient, gradient only (CPU; for a
-    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0).
+    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0),
+    each through the steps of ``BACKEND`` (``backend/passes.py``).
 
     >>> print(example("lower", '''
     ... def f(x, y):
@@ -798,8 +801,9 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
           parallel: bool = False) -> str:
-    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds
-    (``parallel``: compiled with ``parallel=True``)."""
+    """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
+    one of the lowered sweeps) for these kinds (``parallel``: compiled with
+    ``parallel=True``)."""
     if name == "normalized":
         return show_body(prepare(func))
     if name in ("forward", "adjoint", "all"):

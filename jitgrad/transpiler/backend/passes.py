@@ -204,16 +204,18 @@ def check(steps: list[BackendPass], given: Iterable[str] = GIVEN,
         if p.name in seen:
             raise OrderError(f"backend step {p.name!r} is listed twice")
         seen.add(p.name)
-        for fact in sorted(p.requires - held):
-            raise OrderError(f"backend step {p.name!r} requires {fact!r}, which "
-                             + _why_missing(fact, spoiled))
+        missing = sorted(p.requires - held)
+        if missing:
+            raise OrderError(f"backend step {p.name!r} requires {missing[0]!r}, which "
+                             + _why_missing(missing[0], spoiled))
         for fact in p.spoils:
             held.discard(fact)
             spoiled[fact] = p.name
         held |= p.provides
-    for fact in sorted(set(wanted) - held):
-        raise OrderError(f"the backend list ends without {fact!r}, which "
-                         + _why_missing(fact, spoiled))
+    missing = sorted(set(wanted) - held)
+    if missing:
+        raise OrderError(f"the backend list ends without {missing[0]!r}, which "
+                         + _why_missing(missing[0], spoiled))
     return steps
 
 
