@@ -6,7 +6,9 @@ Each pass is a ``Pass``: a name, a function that updates the ``Unit`` in place,
 and a ``show`` that renders the unit after it.  ``stage(func, name, ...)`` (and
 ``jitgrad show --stage NAME``, ``f.source(stage=NAME)``) prints any pass's
 output; every pass's docstring carries a before/after example that
-``tests/test_passes.py`` runs as a doctest (``example`` writes them).
+``tests/test_passes.py`` runs as a doctest (``example`` writes them).  The last pass,
+``lower``, runs a list of its own per variant, ``BACKEND`` (``backend/passes.py``),
+whose steps are stages too.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
 from .analysis.kinds import Kind, infer
 from .analysis.regions import distinct_guards
-from .backend import emit, lower
+from .backend import emit, lower, passes
 from .backend.gather import gather_form
-from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_parallel_draws, refuse_races
 from .backend.promote import promote_accumulations
@@ -50,7 +51,7 @@ from .front.versions import version_names
 from .front.webs import split_webs
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
+from .naming import Namer, is_generated, names_in, unshadowed_builtins
 from .nodes import clone, walk_stmts
 from .notes import DRAW, checkpoint
 
@@ -735,7 +736,8 @@ def promote_(u: Unit) -> None:
 
 def lower_(u: Unit) -> None:
     """One function per variant from the IR: value and gradient, gradient only (CPU; for a
-    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0).
+    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0),
+    each through the steps of ``BACKEND`` (``backend/passes.py``).
 
     >>> print(example("lower", '''
     ... def f(x, y):
@@ -747,36 +749,29 @@ def lower_(u: Unit) -> None:
         dy = 1.0 * x
         return (None, (dx, dy))
     """
+    ctx = backend_context(u)
+    lowered = passes.lower_variants(ctx)
+    for v, s in lowered.items():
+        u.sources[v] = s.text
+    u.reads = passes.global_names(ctx, lowered.values())
+    for part in lower.PARTS:
+        u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
+
+
+def backend_context(u: Unit) -> passes.Context:
+    """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
-    texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
     ret = u.returns[0] if len(u.returns) == 1 else None
     scalar = isinstance(ret, ast.Constant) or (
         isinstance(ret, ast.Name) and ret.id in u.kinds and not u.kinds[ret.id].is_array
         and u.kinds[ret.id].cls in ("f", "i", "b"))
-    builtin = builtins_unshadowed(u.env, ("max", "range", "len"))
     arrays = frozenset(n for n, k in u.kinds.items() if k.cls == "f" and k.ndim)
-    fns = list(lower.lower_variants(u.ir, u.names, u.workspaces, unit_seed=scalar,
-                                    once=builtin, arrays=arrays).values())
-    if u.parallel:  # prange loops stay parallel where their iterations are independent
-        par = Parallel(u)
-        fns = [par.function(fn) for fn in fns]
-    tapes = {t for t, _ in u.ir.reused if is_tape(t)}  # (not a checkpoint's snapshot stack)
-    names = {n: u.namer.global_name(u.env, n, getattr(helpers, n)) if tapes else n
-             for n in ("tape_get", "tape_put")}
-
-    def text(fn: ast.FunctionDef) -> str:
-        return lower.unchecked_tape_text(emit.unparse(fn, texts), tapes, names["tape_get"],
-                                         names["tape_put"])
-
-    for v, fn in zip(lower.VARIANTS, fns, strict=True):
-        u.sources[v] = text(fn)
-    used = {n for n in names.values() if tapes and any(
-        n + "(" in u.sources[v] for v in lower.VARIANTS)}
-    reads = global_reads(fns)  # None: the names are found again in the text (``imports``)
-    u.reads = None if reads is None else reads | used  # (accessors are written in the text)
-    for part in lower.PARTS:
-        u.sources[part] = text(lower.lower(u.ir, part, f"{u.name}_{part}"))
+    return passes.Context(
+        u.ir, u.names, u.workspaces, unit_seed=scalar,
+        once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
+        parallel=(lambda: Parallel(u)) if u.parallel else None,
+        accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 
 
 PREPARE: list[Pass] = [
@@ -801,9 +796,13 @@ SPECIALISE: list[Pass] = [
     Pass("lower", lower_, lambda u: u.sources["grad"]),
 ]
 PASSES: list[Pass] = PREPARE + SPECIALISE
+#: the steps ``lower`` runs per variant (``backend/passes.py``), by name
+BACKEND: dict[str, passes.BackendPass] = {p.name: p for p in passes.BACKEND}
+#: the pass whose output ``lower`` (the backend list) starts from
+_BEFORE_LOWER = SPECIALISE[[p.run for p in SPECIALISE].index(lower_) - 1].name
 
-#: ``stage=`` names: every pass, plus the sweeps of the lowered code
-STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
+#: ``stage=`` names: every pass and backend step, plus the sweeps of the lowered code
+STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), *BACKEND)
 
 
 # --- running them -----------------------------------------------------------------------
@@ -838,13 +837,17 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
           parallel: bool = False) -> str:
-    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds
-    (``parallel``: compiled with ``parallel=True``)."""
+    """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
+    one of the lowered sweeps) for these kinds (``parallel``: compiled with
+    ``parallel=True``)."""
     if name == "normalized":
         return show_body(prepare(func))
     if name in ("forward", "adjoint", "all"):
         u = transform(prepare(func, parallel=parallel), wrt, arg_kinds)
         return u.sources["grad" if name == "all" else name]
+    if name in BACKEND:
+        return _backend_stage(transform(prepare(func, parallel=parallel), wrt, arg_kinds,
+                                        until=_BEFORE_LOWER), BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
@@ -852,6 +855,12 @@ def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
     if p in SPECIALISE:
         u = transform(u, wrt, arg_kinds, until=name)
     return p.show(u).rstrip("\n") + "\n"
+
+
+def _backend_stage(u: Unit, step: passes.BackendPass) -> str:
+    """The variant ``step.shows`` after backend ``step``, from ``u`` as ``lower`` gets it."""
+    s = passes.run(passes.start(backend_context(u), step.shows), until=step.name)
+    return step.show(s).rstrip("\n") + "\n"
 
 
 _EXAMPLES = itertools.count(1)
@@ -919,6 +928,6 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generate
     return Generated(u, rk, written=written_args(u))
 
 
-__all__ = ["PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
+__all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
            "Unit", "example", "fence", "generate", "prepare", "stage", "transform",
            "written_args"]
