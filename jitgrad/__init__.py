@@ -6,6 +6,7 @@ is an eager port of Flux's Tracker for model-level Python.
 """
 
 from . import config
+from . import njit_call as _njit_call  # noqa: F401  (gradients callable from @njit code)
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .errors import JitError, JitgradError, RuleError, TransformError
 from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
