@@ -4,8 +4,9 @@ The value is the user's function (compiled as a ``@differentiate`` object calls 
 the VJP jitgrad's pullback, both run on the host through ``jax.pure_callback``, so the
 function works under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` (whose rule loops over
 the batch, ``vmap_method="sequential"``).  The shape of a scalar output follows from the
-generated code; an array output's from one run on the arguments (or, under ``jax.jit``,
-on arrays of ones of their shapes).
+generated code; an array output's from one run on the arguments, with ones in place of
+the values ``jax.jit`` traces (an output shape that depends on a traced value is an error
+when the callback returns: pass such values, e.g. a step count, as Python ints).
 """
 
 from __future__ import annotations
@@ -85,22 +86,24 @@ def _cotangents(bridge: Bridge, args: tuple, dy: Any) -> tuple:
 
 def _out_spec(d: Differentiated, args: tuple) -> Any:
     """The output's shape and dtype: a float of the arguments' precision for a scalar
-    function; else those of one run (on the values, or ones where they are traced)."""
+    function; else those of one run (on the values, ones where they are traced)."""
     examples = tuple(_example(a) for a in args)
     rk = d._generated(examples).return_kinds
     floats = [jax.numpy.result_type(a) for a in args if is_float(jax.numpy.result_type(a))]
     dtype = jax.numpy.result_type(*floats) if floats else jax.numpy.result_type(float)
     if len(rk) == 1 and rk[0] is not None and rk[0].ndim == 0:
         return jax.ShapeDtypeStruct((), dtype)
-    concrete = not any(isinstance(a, jax.core.Tracer) for a in args)
-    value = d(*(tuple(plain(np.asarray(a)) for a in args) if concrete else examples))
+    value = d(*examples)
     return jax.tree_util.tree_map(
         lambda v: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype if np.ndim(v)
                                        else dtype), value)
 
 
 def _example(a: Any) -> Any:
-    """A value of ``a``'s shape and dtype (ones; a 0-d one as a Python scalar)."""
+    """``a``'s value where it is known (not traced), else ones of its shape and dtype; a
+    0-d one as a Python scalar."""
+    if not isinstance(a, jax.core.Tracer):
+        return plain(np.asarray(a))
     return plain(np.ones(np.shape(a), dtype=jax.numpy.result_type(a)))
 
 
