@@ -143,3 +143,5 @@ def test_wrt_no_grad_and_refusals(data):
         assert f(w, X0, y, 1).grad_fn is None
     g, = torch.autograd.grad(jg.to_torch(energy)(w, 2.0), w, create_graph=True)
     assert not g.requires_grad  # no second derivatives through the bridge
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        f(torch.ones(3, dtype=torch.float64, device="meta"), X0, y, 1)

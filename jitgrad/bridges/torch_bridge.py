@@ -31,13 +31,12 @@ class _Apply(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, *dys: torch.Tensor) -> tuple:
-        seeds = tuple(plain(d.detach().cpu().numpy()) for d in dys)
+        seeds = tuple(plain(d.detach().numpy()) for d in dys)
         grads = ctx.pullback(seeds if len(seeds) > 1 else seeds[0])
         out: list[Any] = [None] * (2 + ctx.nargs)
         for i, like, g in zip(ctx.positions, ctx.like, grads, strict=True):
             if like is not None:
-                out[2 + i] = torch.as_tensor(np.asarray(g)).to(dtype=like.dtype,
-                                                               device=like.device)
+                out[2 + i] = torch.as_tensor(np.asarray(g)).to(dtype=like.dtype)
         return tuple(out)
 
 
@@ -75,7 +74,11 @@ class TorchFunction:
 def _numpy(a: Any) -> Any:
     """A tensor's data as NumPy (a 0-d one as a Python scalar); other values as they are."""
     if torch.is_tensor(a):
-        return plain(a.detach().cpu().numpy())
+        if a.device.type != "cpu":
+            raise ValueError(f"jitgrad runs on the CPU: a tensor on {a.device} was passed "
+                             "to a jg.to_torch function; pass it .cpu() (and move the "
+                             "result back)")
+        return plain(a.detach().numpy())
     return a
 
 
