@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=False)
 def rodrigues_rotate_point(rot, pt):
     """Rotate pt by the angle-axis vector rot; returns the three coordinates."""
     sqtheta = rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2]
@@ -39,6 +40,7 @@ def rodrigues_rotate_point(rot, pt):
             pt[2] + rot[0] * pt[1] - rot[1] * pt[0])
 
 
+@njit(cache=False)
 def project(cam, X):
     """Pinhole projection with radial distortion of point X by camera cam (11 params)."""
     xo = np.empty(3)

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=False)
 def logsumexp(v):
     """max(v) + log(sum(exp(v - max(v))))."""
     mx = v[0]
@@ -26,6 +27,7 @@ def logsumexp(v):
     return math.log(s) + mx
 
 
+@njit(cache=False)
 def log_gamma_distrib(a, p):
     """log of the multivariate gamma function Gamma_p(a)."""
     out = 0.25 * p * (p - 1) * math.log(math.pi)
@@ -34,6 +36,7 @@ def log_gamma_distrib(a, p):
     return out
 
 
+@njit(cache=False)
 def q_times_x(qrow, lrow, xc):
     """Q(q, l) @ xc, Q lower triangular with diagonal exp(q) and l filled column-wise."""
     d = xc.shape[0]
@@ -48,6 +51,7 @@ def q_times_x(qrow, lrow, xc):
     return out
 
 
+@njit(cache=False)
 def log_wishart_prior(q, l, wishart_gamma, wishart_m):
     """log p(theta): the Wishart prior on the k precision matrices."""
     k, d = q.shape

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 
+@njit(cache=False)
 def sigmoid(x):
     """1 / (1 + exp(-x))."""
     return 1.0 / (1.0 + math.exp(-x))

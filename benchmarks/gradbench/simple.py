@@ -61,6 +61,7 @@ def llsq(x, n):
     return total / 2.0
 
 
+@njit(cache=False)
 def ode_fun(x, y):
     """z_0 = x_0, z_i = x_i * y_{i-1}: the right-hand side of evals/ode."""
     n = x.shape[0]
