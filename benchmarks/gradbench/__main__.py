@@ -22,13 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=None, help="timing rounds (7; quick 3)")
     a = p.parse_args(argv)
     configure_env(1)
-    from benchmarks.harness.threads import configure_runtime
-    from benchmarks.harness.timing import freeze_heap
-
     from benchmarks.gradbench import jaxtools
     from benchmarks.gradbench.evals import EVALS
     from benchmarks.gradbench.report import table
     from benchmarks.gradbench.runner import log, run_eval
+    from benchmarks.harness.threads import configure_runtime
+    from benchmarks.harness.timing import freeze_heap
 
     configure_runtime(1)
     names = [n for n in a.evals.split(",") if n]

@@ -6,6 +6,8 @@ Numba: small helpers over rows, a centred point and ``Q (x - mu)`` in scratch ar
 point's ``k x d`` block).
 """
 
+# ruff: noqa: E741 - ``l`` is GradBench's name for gmm's lower-triangle parameters
+
 from __future__ import annotations
 
 import math

@@ -5,6 +5,8 @@ objective and gradient as zero-argument thunks over device arrays; their results
 converted to NumPy outside the timed call.
 """
 
+# ruff: noqa: E741 - ``l`` is GradBench's name for gmm's lower-triangle parameters
+
 from __future__ import annotations
 
 import math
@@ -139,6 +141,7 @@ def _lstm_eval(main_params, extra_params, state, sequence):
     jnp = jax.numpy
     layers = main_params.shape[0] // 2
     b = sequence.shape[1]
+    sequence, state = jnp.asarray(sequence), jnp.asarray(state)
 
     def f(main_params, extra_params):
         def step(st, t):

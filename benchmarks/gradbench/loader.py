@@ -6,6 +6,8 @@ data GradBench ships (ba: one camera, point, weight and feature, duplicated; ht:
 "simple_small" hand model and hand1's 100 points, MIT-licensed, ``data/ht/``).
 """
 
+# ruff: noqa: E741 - ``l`` is GradBench's name for gmm's lower-triangle parameters
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -64,12 +66,12 @@ def gmm(d: int, k: int, n: int, m: int = 0, gamma: float = 1.0) -> tuple:
     return (alpha, mu, q, l, x, float(gamma), int(m))
 
 
-def lstm(l: int, c: int, b: int = 7) -> tuple:
+def lstm(layers: int, c: int, b: int = 7) -> tuple:
     """(main_params, extra_params, state, sequence): U(0, 1) parameters and state, and a
     sequence of c characters as b bits each (random bits instead of the text file)."""
     rng = _rng()
-    state = rng.random((2 * l, b))
-    main_params = rng.random((2 * l, 4 * b))
+    state = rng.random((2 * layers, b))
+    main_params = rng.random((2 * layers, 4 * b))
     extra_params = rng.random((3, b))
     sequence = (rng.random((c, b)) < 0.5).astype(np.float64)
     return (main_params, extra_params, state, sequence)

@@ -118,8 +118,12 @@ def _jax_tools(ev: Eval, args: tuple, res: EvalResult) -> dict:
         return {}
     obj, grad = made
     t0 = time.perf_counter()
-    obj()
-    grad()
+    try:
+        obj()
+        grad()
+    except Exception as exc:  # noqa: BLE001 - a peer failing is a note, not the end of the run
+        res.tools["jax"] = ToolResult(note=f"JAX failed: {type(exc).__name__}: {exc}"[:200])
+        return {}
     res.tools["jax"] = ToolResult(first_call_s=time.perf_counter() - t0)
     return {"jax objective": obj, "jax": grad}
 
