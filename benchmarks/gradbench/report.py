@@ -18,6 +18,15 @@ def _num(x: float | None, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
+def _mib(x: float | None, tool: str) -> str:
+    """Peak MiB; a JAX call served from memory XLA already holds raises no peak."""
+    if x is None:
+        return "-"
+    if x < 0.01:
+        return "in pool" if tool == "jax" else "<0.01"
+    return f"{x:.2f}"
+
+
 def rows(r: EvalResult) -> list[str]:
     """Table rows of one eval: one per tool, then any refusal."""
     if r.refused and not r.tools:
@@ -36,7 +45,7 @@ def rows(r: EvalResult) -> list[str]:
               else None)
         out.append(f"| {r.name} | {r.size} | {name} | {_ms(t.objective_s)} | "
                    f"{_ms(t.gradient_s)} | {_num(ratio, '.2f')} | {_num(vs, '.2f')} | "
-                   f"{_num(t.peak_mib, '.2f')} | {_num(t.first_call_s, '.1f')} s |")
+                   f"{_mib(t.peak_mib, name)} | {_num(t.first_call_s, '.1f')} s |")
     return out
 
 
