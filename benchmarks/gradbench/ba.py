@@ -98,12 +98,10 @@ def jacobian_blocks(grad_fn, cams, X, w, obs, feats):
 
 
 @njit(cache=False)
-def _project_adj(cam, X, ub, vb, dcam, dX):
-    """Reverse sweep of project for cotangent (ub, vb) of (u, v); writes dcam, dX."""
-    xo = np.empty(3)
-    for j in range(3):
-        xo[j] = X[j] - cam[3 + j]
-    r0, r1, r2 = cam[0], cam[1], cam[2]
+def _rodrigues_adj(rot, xo, dx0, dx1, dx2, dcam):
+    """Reverse sweep of rodrigues_rotate_point (non-zero angle) for cotangent dx of the
+    rotated point: writes d rot into dcam[0:3], returns d xo."""
+    r0, r1, r2 = rot[0], rot[1], rot[2]
     sqtheta = r0 * r0 + r1 * r1 + r2 * r2
     theta = math.sqrt(sqtheta)
     ct, st = math.cos(theta), math.sin(theta)
@@ -113,34 +111,11 @@ def _project_adj(cam, X, ub, vb, dcam, dX):
     c2 = w0 * xo[1] - w1 * xo[0]
     dot = w0 * xo[0] + w1 * xo[1] + w2 * xo[2]
     tmp = dot * (1.0 - ct)
-    x0 = xo[0] * ct + c0 * st + w0 * tmp
-    x1 = xo[1] * ct + c1 * st + w1 * tmp
-    x2 = xo[2] * ct + c2 * st + w2 * tmp
-    p0, p1 = x0 / x2, x1 / x2
-    rsq = p0 * p0 + p1 * p1
-    L = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq
-    f = cam[6]
-    dcam[7] = ub
-    dcam[8] = vb
-    dcam[6] = ub * p0 * L + vb * p1 * L
-    dL = f * (ub * p0 + vb * p1)
-    dp0 = ub * L * f
-    dp1 = vb * L * f
-    dcam[9] = dL * rsq
-    dcam[10] = dL * rsq * rsq
-    drsq = dL * (cam[9] + 2.0 * cam[10] * rsq)
-    dp0 += 2.0 * p0 * drsq
-    dp1 += 2.0 * p1 * drsq
-    dx0 = dp0 / x2
-    dx1 = dp1 / x2
-    dx2 = -(dp0 * x0 + dp1 * x1) / (x2 * x2)
     # x_j = xo_j ct + c_j st + w_j tmp
     dct = dx0 * xo[0] + dx1 * xo[1] + dx2 * xo[2]
     dst = dx0 * c0 + dx1 * c1 + dx2 * c2
     dtmp = dx0 * w0 + dx1 * w1 + dx2 * w2
-    dxo0 = dx0 * ct
-    dxo1 = dx1 * ct
-    dxo2 = dx2 * ct
+    dxo0, dxo1, dxo2 = dx0 * ct, dx1 * ct, dx2 * ct
     dw0, dw1, dw2 = dx0 * tmp, dx1 * tmp, dx2 * tmp
     # c = w x xo
     dw1 += dx0 * st * xo[2] - dx2 * st * xo[0]
@@ -162,6 +137,32 @@ def _project_adj(cam, X, ub, vb, dcam, dX):
     dcam[0] = dw0 / theta + dtheta * r0 / theta
     dcam[1] = dw1 / theta + dtheta * r1 / theta
     dcam[2] = dw2 / theta + dtheta * r2 / theta
+    return dxo0, dxo1, dxo2
+
+
+@njit(cache=False)
+def _project_adj(cam, X, ub, vb, dcam, dX):
+    """Reverse sweep of project for cotangent (ub, vb) of (u, v); writes dcam, dX and
+    returns (u, v)."""
+    xo = np.empty(3)
+    for j in range(3):
+        xo[j] = X[j] - cam[3 + j]
+    x0, x1, x2 = rodrigues_rotate_point(cam[0:3], xo)
+    p0, p1 = x0 / x2, x1 / x2
+    rsq = p0 * p0 + p1 * p1
+    L = 1.0 + cam[9] * rsq + cam[10] * rsq * rsq
+    f = cam[6]
+    dcam[7] = ub
+    dcam[8] = vb
+    dcam[6] = ub * p0 * L + vb * p1 * L
+    dL = f * (ub * p0 + vb * p1)
+    dcam[9] = dL * rsq
+    dcam[10] = dL * rsq * rsq
+    drsq = dL * (cam[9] + 2.0 * cam[10] * rsq)
+    dp0 = ub * L * f + 2.0 * p0 * drsq
+    dp1 = vb * L * f + 2.0 * p1 * drsq
+    dxo0, dxo1, dxo2 = _rodrigues_adj(cam[0:3], xo, dp0 / x2, dp1 / x2,
+                                      -(dp0 * x0 + dp1 * x1) / (x2 * x2), dcam)
     dX[0], dX[1], dX[2] = dxo0, dxo1, dxo2
     dcam[3], dcam[4], dcam[5] = -dxo0, -dxo1, -dxo2
     return p0 * L * f + cam[7], p1 * L * f + cam[8]
