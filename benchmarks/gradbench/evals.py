@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,13 +29,13 @@ class Eval:
     reference: Callable[..., tuple] | None = None
     hand: Callable[..., tuple] | None = None
     refused: Callable[[bool], str] | None = None
-    notes: dict[str, str] = field(default_factory=dict)
 
     def args(self, scale: str) -> tuple:
         """Deterministic inputs at ``scale`` (test, quick or full)."""
         return self.inputs(**self.sizes[scale])
 
     def size_label(self, scale: str) -> str:
+        """The size parameters at ``scale``, e.g. ``d=10, k=25, n=1000``."""
         return ", ".join(f"{k}={v}" for k, v in self.sizes[scale].items())
 
 
@@ -78,7 +78,8 @@ def _ht_reference(*args) -> tuple:
     return (reference.fd_jacobian(ht.ht, args, 0),)
 
 
-def _det_refused(jit: bool) -> str:
+def det_recursive_refused(jit: bool) -> str:
+    """The TransformError message for the recursive (Laplace) det, or "ok"."""
     try:
         jg.grad(simple.det_recursive, wrt=0, jit=jit)(np.eye(3).ravel(), 3)
     except jg.TransformError as exc:
@@ -122,12 +123,10 @@ EVALS: dict[str, Eval] = {e.name: e for e in (
          loader.llsq, simple.llsq, _grad(simple.llsq, (0,)), _fd(simple.llsq, (0,))),
     Eval("det", "determinant, loop over the ell! permutations",
          {"test": dict(ell=4), "quick": dict(ell=7), "full": dict(ell=9)},
-         loader.det, simple.det, _grad(simple.det, (0,)), _fd(simple.det, (0,)),
-         notes={"recursive": "see _det_refused"}),
+         loader.det, simple.det, _grad(simple.det, (0,)), _fd(simple.det, (0,))),
     Eval("particle", "charged particle: argmin over an Euler ODE driven by a gradient",
          {}, lambda: (), refused=lambda jit: nested.attempt("particle", jit)),
     Eval("saddle", "saddle point: argmin of an argmax, both by gradient descent",
          {}, lambda: (), refused=lambda jit: nested.attempt("saddle", jit)),
 )}
 
-det_recursive_refused = _det_refused
