@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import ast
 
-from ..astutil import all_defs, exposed_reads
-from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
+from ..analysis import dataflow
+from ..astutil import exposed_reads
+from ..nodes import loaded_ids, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, COMMENT, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
 from .optimize import view_root, writes_names_only, writes_through_call
@@ -123,7 +124,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
     # and its pop (``cur -= 1; w = tape[cur]``) name the tape twice and the cursor 4 times
     uses: dict[str, int] = {}
     for s in out:
-        for n in (_reads_all([s]) | all_defs(s)) & tapes:
+        for n in (_reads_all([s]) | dataflow.binds_in([s])) & tapes:
             uses[n] = uses.get(n, 0) + 1
     k = 0
     while k < len(out) - 1:
@@ -221,11 +222,11 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
             touched = loaded_ids(s.value) | loaded_ids(s.target.slice)
         elif isinstance(s, ast.For):
-            touched = loaded_ids(s.iter) | set(stmt_defs(s))
+            touched = loaded_ids(s.iter) | set(dataflow.binds(s, elements=True))
         elif isinstance(s, (ast.If, ast.While)):
             touched = loaded_ids(s.test)
         else:
-            touched = loaded_ids(s) | all_defs(s)
+            touched = loaded_ids(s) | dataflow.binds_in([s])
         if touched & family:
             return False
     return not (family & (_reads_all(fwd) | bound_in(fwd)))
@@ -235,7 +236,7 @@ def bound_in(stmts: list[ast.stmt]) -> set[str]:
     """Every name ``stmts`` bind or write into, nested blocks included."""
     out: set[str] = set()
     for s in stmts:
-        out |= all_defs(s)
+        out |= dataflow.binds_in([s])
     return out
 
 
@@ -263,7 +264,7 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     w_stay: set[str] = set()
     r_stay: set[str] = set()
     for s in mid:
-        reads, defs = _reads_all([s]), all_defs(s)
+        reads, defs = _reads_all([s]), dataflow.binds_in([s])
         if reads & (w_f | w_stay) or defs & (r_f | w_f | r_stay | w_stay):
             stay.append(s)
             w_stay |= defs
@@ -288,11 +289,11 @@ def _sums(rev: list[ast.stmt]) -> set[str]:
             if isinstance(t, ast.Subscript):
                 other |= loaded_ids(t.slice)
         elif isinstance(s, ast.For):
-            other |= loaded_ids(s.iter) | set(stmt_defs(s))
+            other |= loaded_ids(s.iter) | set(dataflow.binds(s, elements=True))
         elif isinstance(s, (ast.While, ast.If)):
             other |= loaded_ids(s.test)
         else:
-            other |= loaded_ids(s) | all_defs(s) | _aug_reads([s])
+            other |= loaded_ids(s) | dataflow.binds_in([s]) | _aug_reads([s])
     return added - other
 
 
@@ -306,7 +307,7 @@ def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
             out[s.targets[0].id] = ast.dump(s.value)
         else:
-            for n in all_defs(s):
+            for n in dataflow.binds_in([s]):
                 out.pop(n, None)
     return out
 

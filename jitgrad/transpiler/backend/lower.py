@@ -20,10 +20,11 @@ import ast
 import re
 from typing import Any
 
+from ..analysis import dataflow
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer, names_in
-from ..nodes import clone, loaded_ids, stmt_defs
+from ..nodes import clone, loaded_ids
 from . import emit, jvp_workspace
 from .fuse import fuse_loops
 from .jit import BUFFER
@@ -161,7 +162,7 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
     body = _without_dead_loops(body, ir.shared)
     if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
         # gradients in the order of the two sweeps)
-        fused = fuse_loops(body, {n for st in ir.workspace for n in stmt_defs(st)}, ir.shared,
+        fused = fuse_loops(body, dataflow.binds_in(ir.workspace), ir.shared,
                            dependent)
         if fused != body:  # a tape a fused loop no longer uses is dead now
             body = dead_code(fused, ir.shared)

@@ -20,7 +20,8 @@ import ast
 from dataclasses import dataclass
 
 from ...rules.primitives import allocating
-from ..astutil import all_defs, exposed_reads
+from ..analysis import dataflow
+from ..astutil import exposed_reads
 from ..front.inline import rename
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
@@ -753,7 +754,7 @@ def dead_loops(body: list[ast.stmt], shared: dict[str, str] | None = None) -> li
     exposed: set[str] = set()  # what the statements after the current one read first
     for k in range(len(body) - 1, first - 1, -1):
         s = body[k]
-        if k in candidates and not (all_defs(s) & exposed):
+        if k in candidates and not (dataflow.binds_in([s]) & exposed):
             continue
         exposed -= _bound_on_every_path(s)  # (in place: a long body stays linear)
         exposed |= exposed_reads([s])

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis import dataflow
 from ..front.desugar import assign, name
 from ..naming import names_in
-from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from .emit import comment
 
 #: helpers whose second argument is read for its shape and dtype only
@@ -47,7 +48,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
         return body
     binds: dict[str, int] = {}
     for s in walk_stmts(body):
-        for n in stmt_defs(s):
+        for n in dataflow.binds(s, elements=True):
             if n in cands:
                 binds[n] = binds.get(n, 0) + 1
     cands = {v for v in cands if binds[v] == 1}

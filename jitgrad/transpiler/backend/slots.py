@@ -30,10 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, own_expressions, stmt_defs, this_loop, walk, walk_stmts
+from ..nodes import clone, loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from .gather import _reversed_range
 
 
@@ -320,7 +321,7 @@ def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
 
 def binds(s: ast.stmt) -> set[str]:
     """The names ``s`` itself binds or writes in place."""
-    return set(stmt_defs(s))
+    return set(dataflow.binds(s, elements=True))
 
 
 def _is_int(e: ast.expr, v: int | None = None) -> bool:

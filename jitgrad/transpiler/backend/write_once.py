@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis import dataflow
 from ..front.desugar import const, name
-from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from ..notes import COMMENT, carry
 from .emit import comment
 from .fuse import bound_in, plain_loop
@@ -142,7 +143,7 @@ def _accumulations_only(loop: ast.For, d: str, i: str) -> bool:
         return False
     adds = 0
     for s in walk_stmts(loop.body):
-        if i in stmt_defs(s):
+        if i in dataflow.binds(s, elements=True):
             return False
         if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
                 and _row_of(s.target, d, i) is not None
@@ -244,7 +245,7 @@ def _row_once(loop: ast.For, d: str, i: str) -> list[ast.stmt] | None:
     if span is None or not plain_loop(loop) or mentions(loop.iter, d, 1):
         return None
     j = loop.target.id
-    if any(j in stmt_defs(s) for s in walk_stmts(loop.body)):
+    if any(j in dataflow.binds(s, elements=True) for s in walk_stmts(loop.body)):
         return None
     at = [k for k, s in enumerate(loop.body) if mentions(s, d, 1)]
     if len(at) != 1:
