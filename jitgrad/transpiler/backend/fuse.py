@@ -75,7 +75,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    w_f, w_r = bound_in(fwd.body) | {i}, bound_in(rev.body) | {i}
+    w_f, w_r = dataflow.binds_in(fwd.body) | {i}, dataflow.binds_in(rev.body) | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
@@ -87,13 +87,13 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not writes_names_only(mid, tapes):
         return None
-    r_f = _reads_all(fwd.body) | loaded_ids(fwd.iter)
+    r_f = dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter)
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
         return None  # the next iteration would read what the adjoint left
     hoist, stay = _split(mid, w_f, r_f)
-    w_stay = bound_in(stay)
-    r_stay = _reads_all(stay)
-    if w_stay & (_reads_all(rev.body) | w_r) or r_stay & (w_r - tapes):
+    w_stay = dataflow.binds_in(stay)
+    r_stay = dataflow.reads_in(stay)
+    if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
     summed = _sums(rev.body) - r_f - w_f
     ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
@@ -108,7 +108,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
     pre = [x for x in pre if HOISTED.get(x) != pos]
-    taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
+    taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
@@ -124,7 +124,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
     # and its pop (``cur -= 1; w = tape[cur]``) name the tape twice and the cursor 4 times
     uses: dict[str, int] = {}
     for s in out:
-        for n in (_reads_all([s]) | dataflow.binds_in([s])) & tapes:
+        for n in (dataflow.reads_in([s]) | dataflow.binds_in([s])) & tapes:
             uses[n] = uses.get(n, 0) + 1
     k = 0
     while k < len(out) - 1:
@@ -136,7 +136,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
         tape, cur, v = push
         w = out[pop + 1].targets[0].id
         between = out[k + 2:pop]
-        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in bound_in(between):
+        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in dataflow.binds_in(between):
             k += 1
             continue
         moved = [] if w == v else [ast.copy_location(
@@ -229,29 +229,7 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
             touched = loaded_ids(s) | dataflow.binds_in([s])
         if touched & family:
             return False
-    return not (family & (_reads_all(fwd) | bound_in(fwd)))
-
-
-def bound_in(stmts: list[ast.stmt]) -> set[str]:
-    """Every name ``stmts`` bind or write into, nested blocks included."""
-    out: set[str] = set()
-    for s in stmts:
-        out |= dataflow.binds_in([s])
-    return out
-
-
-def _aug_reads(stmts: list[ast.stmt]) -> set[str]:
-    """Names ``x`` of ``x op= e`` (a read that ``loaded_ids`` does not see)."""
-    return {s.target.id for s in walk_stmts(stmts)
-            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)}
-
-
-def _reads_all(stmts: list[ast.stmt]) -> set[str]:
-    """Every name ``stmts`` read, nested blocks included."""
-    out = _aug_reads(stmts)
-    for s in stmts:
-        out |= loaded_ids(s)
-    return out
+    return not (family & (dataflow.reads_in(fwd) | dataflow.binds_in(fwd)))
 
 
 def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
@@ -264,7 +242,7 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     w_stay: set[str] = set()
     r_stay: set[str] = set()
     for s in mid:
-        reads, defs = _reads_all([s]), dataflow.binds_in([s])
+        reads, defs = dataflow.reads_in([s]), dataflow.binds_in([s])
         if reads & (w_f | w_stay) or defs & (r_f | w_f | r_stay | w_stay):
             stay.append(s)
             w_stay |= defs
@@ -293,7 +271,7 @@ def _sums(rev: list[ast.stmt]) -> set[str]:
         elif isinstance(s, (ast.While, ast.If)):
             other |= loaded_ids(s.test)
         else:
-            other |= loaded_ids(s) | dataflow.binds_in([s]) | _aug_reads([s])
+            other |= dataflow.reads(s) | dataflow.binds_in([s])
     return added - other
 
 

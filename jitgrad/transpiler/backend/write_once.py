@@ -41,7 +41,7 @@ from ..front.desugar import const, name
 from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from ..notes import COMMENT, carry
 from .emit import comment
-from .fuse import bound_in, plain_loop
+from .fuse import plain_loop
 from .gather import _reversed_range, _zero_slice
 
 
@@ -209,7 +209,7 @@ def _first_write(body: list[ast.stmt], d: str, i: str) -> list[ast.stmt] | None:
     if not all(isinstance(body[k], ast.AugAssign) for k in early):
         return None  # (a nested block: ``_accumulations_only`` allows it, sinking does not)
     for k in early:  # each moves after the inner loop: nothing up to there may change it
-        if (loaded_ids(body[k]) - {d}) & bound_in(body[k + 1:inner + 1]) \
+        if (loaded_ids(body[k]) - {d}) & dataflow.binds_in(body[k + 1:inner + 1]) \
                 or not _writes_only(body[k + 1:inner + 1], d):
             return None
     row = _row_once(body[inner], d, i)
