@@ -74,6 +74,13 @@ def binds(s: ast.stmt, elements: bool = False, appends: bool = False) -> list[st
     return out
 
 
+def plain_binding(s: ast.stmt) -> str | None:
+    """``v`` where ``s`` is the plain assignment ``v = e`` (one target, a name)."""
+    if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name:
+        return s.targets[0].id
+    return None
+
+
 def _target_names(t: ast.expr, elements: bool, out: list[str]) -> None:
     """Add to ``out`` the names the target ``t`` binds (and, with ``elements``, the array
     whose element it writes: the name under a chain of subscripts and attributes)."""

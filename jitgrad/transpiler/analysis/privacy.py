@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from ..notes import COMMENT
+from . import dataflow
 
 
 def grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -153,7 +154,7 @@ def independent(loop: ast.For, names: Names) -> Verdict:
                     isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS)
                     or any(k.arg == "out" for k in n.keywords)):
                 return Verdict(f"'{ast.unparse(n)}' may write into what it is given", s)
-        for t in _bound(s):
+        for t in dataflow.binds(s):
             binds.setdefault(t, []).append(s)
     exposed = exposed_reads(body)
     loads = _load_counts(body)
@@ -206,18 +207,6 @@ def independent(loop: ast.For, names: Names) -> Verdict:
         return Verdict(collided[0][1], collided[0][2], tuple(zeroed),
                        tuple(a for a, _, _ in collided), tuple(sums))
     return Verdict(zeroed=tuple(zeroed), sums=tuple(sums))
-
-
-def _bound(s: ast.stmt) -> list[str]:
-    """The names ``s`` itself binds (rebinds), not the arrays it writes elements of."""
-    if isinstance(s, ast.Assign):
-        return [n.id for t in s.targets for n in walk(t) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Store)]
-    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-        return [s.target.id]
-    if isinstance(s, ast.For):
-        return [n.id for n in walk(s.target) if isinstance(n, ast.Name)]
-    return []
 
 
 def _written_elements(s: ast.stmt) -> list[ast.Subscript]:
@@ -277,7 +266,7 @@ def _zero_at_end(n: str, body: list[ast.stmt]) -> bool:
     """Does the body end with ``n`` zero: its last top-level statement binding ``n`` is
     ``n = 0.0`` (no statement after it binds ``n``)?"""
     for s in reversed(body):
-        if any(n in _bound(x) for x in walk_stmts([s])):
+        if n in dataflow.binds_in([s], elements=False):
             return isinstance(s, ast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant) \
                 and s.value.value == 0 and not isinstance(s.value.value, bool)

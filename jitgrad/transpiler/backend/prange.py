@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..analysis.effects import first_draw
 from ..analysis.privacy import Names, Verdict, independent, live_after
 from ..astutil import binop
@@ -63,7 +64,7 @@ from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import DRAW, PRANGE
 from . import emit
 from .gather import distinct_buffers, offset
-from .slots import binds, bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
+from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
 _FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
@@ -140,7 +141,7 @@ class Parallel:
               k: int) -> Names:
         def zero_before(n: str) -> bool:
             for s in reversed(block[:k]):
-                if any(n in binds(x) for x in walk_stmts([s])):
+                if n in dataflow.binds_in([s]):
                     return isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
                         and _is_zero(s.value)
             return False

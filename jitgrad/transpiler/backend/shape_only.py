@@ -43,7 +43,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     ``np_name``: the name generated code reaches numpy by.
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
-    cands = {v for v in map(_bound, body) if v in arrays}
+    cands = {v for v in map(dataflow.plain_binding, body) if v in arrays}
     if not cands:
         return body
     binds: dict[str, int] = {}
@@ -57,7 +57,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     taken: set[str] | None = None
     out: list[ast.stmt | list[ast.stmt]] = list(body)
     for k, s in enumerate(body):
-        v = _bound(s)
+        v = dataflow.plain_binding(s)
         if v not in cands or not shape_at.get(v) or min(shape_at[v]) <= k:
             continue
         if any(m > k and m >= start for m in other_at.get(v, ())):
@@ -80,13 +80,6 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     for s in out:
         flat += s if isinstance(s, list) else [s]
     return flat
-
-
-def _bound(s: ast.stmt) -> str | None:
-    """``v`` where ``s`` is ``v = e``."""
-    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-        return s.targets[0].id
-    return None
 
 
 def _shape_read(n: ast.AST, v: str | None = None) -> bool:

@@ -210,7 +210,7 @@ def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.ex
     inner iteration: slot ``cursor + ((i - lo) * m + (j - jlo))`` for ``m`` inner trips;
     the room the body reserved per iteration is reserved once before the loop."""
     i = loop.target.id
-    bound = {n for s in walk_stmts(loop.body) for n in binds(s)} | {i}
+    bound = dataflow.binds_in(loop.body) | {i}
     uses = _name_counts(loop.body)
     reserves = {}
     for k, s in enumerate(loop.body):
@@ -319,11 +319,6 @@ def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
     return out
 
 
-def binds(s: ast.stmt) -> set[str]:
-    """The names ``s`` itself binds or writes in place."""
-    return set(dataflow.binds(s, elements=True))
-
-
 def _is_int(e: ast.expr, v: int | None = None) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) is int and (v is None or e.value == v)
 
@@ -371,5 +366,5 @@ def where(body: list[ast.stmt], target: ast.stmt, outer: frozenset[int] = frozen
     raise LookupError("statement not found")
 
 
-__all__ = ["binds", "bounds", "minus", "plus", "slot_branch_tapes", "slot_tapes", "trip_count",
+__all__ = ["bounds", "minus", "plus", "slot_branch_tapes", "slot_tapes", "trip_count",
            "where"]
