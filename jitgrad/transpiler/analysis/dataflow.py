@@ -34,7 +34,7 @@ import ast
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from ...rules.primitives import allocating
+from ...rules.primitives import allocating, method_function, returns_view
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 
@@ -44,6 +44,8 @@ Affine = tuple[str | None, int]
 Index = tuple[Affine | None, ...]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: attributes that read an array's shape, not its elements (nor alias it)
+_QUERIES = frozenset({"shape", "size", "ndim", "dtype"})
 
 
 # --- per statement ------------------------------------------------------------------------
@@ -99,8 +101,11 @@ def _target_names(t: ast.expr, elements: bool, out: list[str]) -> None:
 
 
 def base_name(e: ast.expr) -> str | None:
-    """The name an element or attribute access reaches (``a`` of ``a[i][j]``, ``a.T[i]``)."""
+    """The array an element access reaches (``a`` of ``a[i][j]``, ``a.T[i]``; none of
+    ``a.shape[0]``, which reads no element)."""
     while isinstance(e, (ast.Subscript, ast.Attribute)):
+        if isinstance(e, ast.Attribute) and e.attr in _QUERIES:
+            return None
         e = e.value
     return e.id if isinstance(e, ast.Name) else None
 
@@ -229,26 +234,27 @@ def _regrows(call: ast.Call, n: str) -> bool:
 
 # --- per body -----------------------------------------------------------------------------
 
-#: attributes that read an array's shape, not its elements (nor alias it)
-_QUERIES = frozenset({"shape", "size", "ndim", "dtype"})
+#: the names generated code reaches modules by (not arrays: ``np.sin(x)`` is no method call)
+MODULES = frozenset({"np", "math", "numpy", "numba", "random"})
 #: builtins whose results never share an argument's buffer
 _SCALAR_CALLS = frozenset({"range", "prange", "len", "int", "float", "bool", "abs", "min",
                            "max", "round"})
 
 
-def may_alias(e: ast.expr) -> set[str]:
+def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
     """The names whose buffer the value of ``e`` may share (a name, an element or a slice,
-    a view or an unknown call of them); none for arithmetic and fresh allocations."""
+    a view or an unknown call of them); none for arithmetic and fresh allocations
+    (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``)."""
     if isinstance(e, ast.Name):
         return {e.id}
     if isinstance(e, (ast.Subscript, ast.Starred)):
-        return may_alias(e.value)
+        return may_alias(e.value, modules)
     if isinstance(e, ast.Attribute):
-        return set() if e.attr in _QUERIES else may_alias(e.value)
+        return set() if e.attr in _QUERIES else may_alias(e.value, modules)
     if isinstance(e, (ast.Tuple, ast.List)):
-        return set().union(*map(may_alias, e.elts))
+        return set().union(*(may_alias(x, modules) for x in e.elts))
     if isinstance(e, ast.IfExp):
-        return may_alias(e.body) | may_alias(e.orelse)
+        return may_alias(e.body, modules) | may_alias(e.orelse, modules)
     if not isinstance(e, ast.Call):
         return set()  # arithmetic, comparisons, constants: a new value
     f = e.func
@@ -256,10 +262,13 @@ def may_alias(e: ast.expr) -> set[str]:
         else ""
     if allocating(spelled) or (isinstance(f, ast.Name) and f.id in _SCALAR_CALLS):
         return set()
-    out = set().union(*map(may_alias, e.args), *(may_alias(k.value) for k in e.keywords))
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-        out.add(f.value.id)  # ``x.reshape(...)``: a view of ``x``
-    return out
+    obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+        and f.value.id not in modules else None
+    fn = method_function(spelled)
+    if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
+        return {obj} if obj else may_alias(e.args[0], modules) if e.args else set()
+    out = set().union(*(may_alias(x, modules) for x in [*e.args, *(k.value for k in e.keywords)]))
+    return out | ({obj} if obj else set())
 
 
 def loop_index(loop: ast.stmt) -> str | None:
@@ -276,8 +285,10 @@ class Dataflow:
     share a buffer (``shared``: adjoint -> the adjoint it is a view of), liveness and the
     per-loop queries.  A pass that rewrites the body builds a new one for the new body."""
 
-    def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None) -> None:
+    def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None,
+                 modules: Collection[str] = MODULES) -> None:
         self.body = body
+        self.modules = modules
         self._at: dict[int, tuple[list[ast.stmt], int, ast.stmt | None]] = {}
         self._place(body, None)
         self._shared = dict(shared or {})
@@ -315,6 +326,8 @@ class Dataflow:
             pairs = [(s.target, s.iter)]  # ``for row in a``: each row a view of ``a``
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             pairs = [(w.optional_vars, w.context_expr) for w in s.items if w.optional_vars]
+        elif isinstance(s, ast.Expr) and binds(s, appends=True):
+            pairs = [(s.value.func.value, s.value.args[0])] if s.value.args else []
         else:
             return
         for t, v in pairs:
@@ -322,16 +335,19 @@ class Dataflow:
                     and len(t.elts) == len(v.elts):
                 pairs += list(zip(t.elts, v.elts, strict=True))
                 continue
+            if isinstance(t, ast.Subscript) and isinstance(v, ast.Subscript):
+                continue  # an element copied into an array (a list's element: not a view)
             names: list[str] = []
             _target_names(t, True, names)
             for n in names:
-                for m in may_alias(v):
+                for m in may_alias(v, self.modules):
                     self._union(n, m)
 
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
         r = self._find(n)
-        return {n} | {m for m in self._root or () if self._find(m) == r}
+        every = set(self._root or ()) | set((self._root or {}).values())
+        return {n} | {m for m in every if self._find(m) == r}
 
     def live_after(self, s: ast.stmt) -> frozenset[str]:
         """The names a statement after ``s`` may read before binding them (a later trip of
@@ -368,7 +384,7 @@ class Dataflow:
         if set(names) & (self.carried(loop) | (bound & self.live_after(loop))):
             return False
         every = [a for s in walk_stmts(loop.body) for a in accesses(s, (i,))]
-        written = {a.base for a in every if a.write} | _given_whole(loop.body)
+        written = _written(loop.body)
         for n in set(names):
             group = self.shares(n)
             if group & written and (len(group) > 1 and _mentions_any(loop.body, group - {n})
@@ -390,9 +406,8 @@ class Dataflow:
         and reads no name the loop binds, nor a buffer the loop writes (under any name)?"""
         if any(isinstance(n, ast.Call) for n in walk(e)):
             return False
-        changed = binds_in([loop], elements=True)
-        touched = set().union(*(self.shares(n) for n in changed)) if changed else set()
-        return not (loaded_ids(e) & (changed | touched))
+        touched = set().union(*(self.shares(n) for n in _written(loop.body)))
+        return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
 
 
 def carried(loop: ast.stmt) -> set[str]:
@@ -430,6 +445,17 @@ def _leaves_or_effects(body: list[ast.stmt]) -> bool:
                                             and not isinstance(n.func.value, ast.Name)):
                 return True
     return False
+
+
+def _written(body: list[ast.stmt]) -> set[str]:
+    """The arrays ``body`` may write into: element writes, appends, and what it hands
+    whole to a call."""
+    out = _given_whole(body)
+    for s in walk_stmts(body):
+        out.update(a.base for a in accesses(s) if a.write)
+        if isinstance(s, ast.Expr):
+            out.update(binds(s, appends=True))
+    return out
 
 
 def _given_whole(body: list[ast.stmt]) -> set[str]:
