@@ -184,10 +184,10 @@ def index_of(sub: ast.Subscript, loop_vars: Collection[str]) -> Index | None:
 
 @dataclass(frozen=True)
 class Access:
-    """One element access: the array's name, its index (``index_of``), the node; whether
-    it writes (``a[i] = v``) and whether by ``op=`` (which reads the element too)."""
+    """One element access: the array's name (None: an expression's, ``f(x)[i]``), its index
+    (``index_of``), the node; whether it writes (``a[i] = v``) and whether by ``op=``."""
 
-    base: str
+    base: str | None
     index: Index | None
     node: ast.Subscript
     write: bool = False
@@ -201,10 +201,8 @@ def accesses(s: ast.stmt, loop_vars: Collection[str] = ()) -> list[Access]:
     aug = isinstance(s, ast.AugAssign)
     for n in own_expressions(s):
         if isinstance(n, ast.Subscript):
-            b = base_name(n)
-            if b is not None:
-                w = isinstance(n.ctx, ast.Store)
-                out.append(Access(b, index_of(n, loop_vars), n, w, w and aug))
+            w = isinstance(n.ctx, ast.Store)
+            out.append(Access(base_name(n), index_of(n, loop_vars), n, w, w and aug))
     return out
 
 
@@ -385,6 +383,8 @@ class Dataflow:
             return False
         every = [a for s in walk_stmts(loop.body) for a in accesses(s, (i,))]
         written = _written(loop.body)
+        if None in written:
+            return False  # an element of an expression's value: of any array
         for n in set(names):
             group = self.shares(n)
             if group & written and (len(group) > 1 and _mentions_any(loop.body, group - {n})
@@ -406,7 +406,10 @@ class Dataflow:
         and reads no name the loop binds, nor a buffer the loop writes (under any name)?"""
         if any(isinstance(n, ast.Call) for n in walk(e)):
             return False
-        touched = set().union(*(self.shares(n) for n in _written(loop.body)))
+        written = _written(loop.body)
+        if None in written:
+            return False
+        touched = set().union(*(self.shares(n) for n in written))
         return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
 
 
@@ -447,10 +450,10 @@ def _leaves_or_effects(body: list[ast.stmt]) -> bool:
     return False
 
 
-def _written(body: list[ast.stmt]) -> set[str]:
-    """The arrays ``body`` may write into: element writes, appends, and what it hands
-    whole to a call."""
-    out = _given_whole(body)
+def _written(body: list[ast.stmt]) -> set[str | None]:
+    """The arrays ``body`` may write into: element writes (None: into an expression's
+    value), appends, and what it hands whole to a call."""
+    out: set[str | None] = set(_given_whole(body))
     for s in walk_stmts(body):
         out.update(a.base for a in accesses(s) if a.write)
         if isinstance(s, ast.Expr):

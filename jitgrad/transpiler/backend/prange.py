@@ -56,7 +56,7 @@ import numpy as np
 from ...kernels import helpers
 from ..analysis import dataflow
 from ..analysis.effects import first_draw
-from ..analysis.privacy import Names, Verdict, independent, live_after
+from ..analysis.privacy import Names, Verdict, independent
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
@@ -146,8 +146,9 @@ class Parallel:
                         and _is_zero(s.value)
             return False
 
-        return Names(live_after(body, loop), self.is_array, self.group, self.fresh,
-                     self.effect, zero_before, local_arrays=self.local_arrays,
+        after = dataflow.Dataflow(body).live_after(loop)
+        return Names(after, self.is_array, self.group, self.fresh, self.effect, zero_before,
+                     local_arrays=self.local_arrays,
                      slotted=frozenset(self.slotted.get(id(loop), ())))
 
     #: may a parallel loop write into arrays it makes (not in generated code: numba#9529)
@@ -188,7 +189,7 @@ class Parallel:
                 continue
             lo, hi = lo_hi
             args = [hi] if isinstance(lo, ast.Constant) and lo.value == 0 else [lo, hi]
-            after = live_after(fn.body, loop)
+            after = dataflow.Dataflow(fn.body).live_after(loop)
             loop.iter = ast.Call(func=name(self.prange), args=args, keywords=[])
             loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
             block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
@@ -305,7 +306,7 @@ class Parallel:
             const(2)], keywords=[]), body=[par], orelse=[]) if reach else par
         new = [note, *pre, outer, *post]
         block[k:k + 1] = new
-        after = live_after(body, par)
+        after = dataflow.Dataflow(body).live_after(par)
         # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c; the
         # arrays added into directly are another phase's where chunks meet)
         names = self.names(body, par, *((outer.body, 0) if reach else (block, k + 1 + len(
