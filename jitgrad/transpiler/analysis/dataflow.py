@@ -172,6 +172,12 @@ def affine(e: ast.expr, loop_vars: Collection[str]) -> Affine | None:
     return (a[0] or b[0], a[1] + b[1])
 
 
+def offset(e: ast.expr, i: str) -> int | None:
+    """``c`` where ``e`` is ``i + c`` in affine form (``i``, ``i + c``, ``c + i``, ``i - c``)."""
+    a = affine(e, (i,))
+    return a[1] if a is not None and a[0] == i else None
+
+
 def index_of(sub: ast.Subscript, loop_vars: Collection[str]) -> Index | None:
     """The affine form of each component of ``sub``'s index (``affine``); None where a
     component is a slice or the index is not written out (``a[k]`` with ``k`` a tuple)."""
@@ -498,4 +504,4 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 
 __all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
            "binds", "binds_in", "carried", "fresh_binds", "index_of", "loop_index",
-           "may_alias", "must_binds", "own_axis", "reads", "reads_in"]
+           "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in"]

@@ -63,7 +63,7 @@ from ..front.inline import resolve
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import DRAW, PRANGE
 from . import emit
-from .gather import distinct_buffers, offset
+from .gather import distinct_buffers
 from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 #: what makes a new array (writes into it are the iteration's own when made in the loop)
@@ -345,7 +345,7 @@ def _reach(body: list[ast.stmt], arrays: tuple[str, ...], i: str) -> tuple[int, 
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
                     and n.value.id in arrays:
                 sl = n.slice
-                c = offset(sl.elts[0] if isinstance(sl, ast.Tuple) else sl, i)
+                c = dataflow.offset(sl.elts[0] if isinstance(sl, ast.Tuple) else sl, i)
                 if c is None:
                     return None
                 found.append(c)
