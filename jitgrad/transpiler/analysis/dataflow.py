@@ -152,6 +152,27 @@ def reads_in(stmts: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
+def sums(stmts: list[ast.stmt], whole: bool = True) -> set[str]:
+    """The names ``stmts`` only add to: ``v[k] += g``, ``v[k] -= g`` (and ``v += g`` with
+    ``whole``) with ``g`` and ``k`` not reading ``v``, and no other read or binding of ``v``:
+    sums over the iterations of a loop, whatever their order."""
+    added: set[str] = set()
+    other: set[str] = set()
+    for s in walk_stmts(stmts):
+        t = getattr(s, "target", None)
+        if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)) \
+                and (whole or isinstance(t, ast.Subscript)):
+            base = t.value if isinstance(t, ast.Subscript) else t
+            if isinstance(base, ast.Name):
+                added.add(base.id)
+            other |= loaded_ids(s.value)
+            if isinstance(t, ast.Subscript):
+                other |= loaded_ids(t.slice)
+        else:
+            other |= reads(s) | set(binds(s, elements=True))
+    return added - other
+
+
 def affine(e: ast.expr, loop_vars: Collection[str]) -> Affine | None:
     """``(i, c)`` where ``e`` is ``i``, ``i + c``, ``c + i`` or ``i - c`` for a loop variable
     ``i`` of ``loop_vars`` and an integer ``c``; ``(None, c)`` for an integer constant."""
@@ -504,4 +525,4 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 
 __all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
            "binds", "binds_in", "carried", "fresh_binds", "index_of", "loop_index",
-           "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in"]
+           "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in", "sums"]

@@ -95,7 +95,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     r_stay = dataflow.reads_in(stay)
     if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
-    summed = _sums(rev.body) - r_f - w_f
+    summed = dataflow.sums(rev.body) - r_f - w_f
     ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
     for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
         if v not in summed and not (v in ends and ends[v] == starts.get(v)):
@@ -218,17 +218,9 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
     family = set(summed)  # the arrays summed into and every adjoint that views them
     roots = {view_root(n, shared) for n in summed}
     family |= {n for n in shared if view_root(n, shared) in roots} | roots
-    for s in walk_stmts(rev):  # what each statement reads or binds, blocks apart
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
-            touched = loaded_ids(s.value) | loaded_ids(s.target.slice)
-        elif isinstance(s, ast.For):
-            touched = loaded_ids(s.iter) | set(dataflow.binds(s, elements=True))
-        elif isinstance(s, (ast.If, ast.While)):
-            touched = loaded_ids(s.test)
-        else:
-            touched = loaded_ids(s) | dataflow.binds_in([s])
-        if touched & family:
-            return False
+    touched = dataflow.reads_in(rev) | dataflow.binds_in(rev)  # other than as a sum
+    if family & (touched - dataflow.sums(rev, whole=False)):
+        return False
     return not (family & (dataflow.reads_in(fwd) | dataflow.binds_in(fwd)))
 
 
@@ -250,29 +242,6 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
         else:
             hoist.append(s)
     return hoist, stay
-
-
-def _sums(rev: list[ast.stmt]) -> set[str]:
-    """The names the adjoint loop only adds to (``v += g``, ``v[k] += g``, with ``g`` and
-    ``k`` not reading ``v``): sums over the iterations, whatever their order."""
-    added: set[str] = set()
-    other: set[str] = set()  # any other read or binding
-    for s in walk_stmts(rev):
-        if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)):
-            t = s.target
-            base = t.value if isinstance(t, ast.Subscript) else t
-            if isinstance(base, ast.Name):
-                added.add(base.id)
-            other |= loaded_ids(s.value)
-            if isinstance(t, ast.Subscript):
-                other |= loaded_ids(t.slice)
-        elif isinstance(s, ast.For):
-            other |= loaded_ids(s.iter) | set(dataflow.binds(s, elements=True))
-        elif isinstance(s, (ast.While, ast.If)):
-            other |= loaded_ids(s.test)
-        else:
-            other |= dataflow.reads(s) | dataflow.binds_in([s])
-    return added - other
 
 
 def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
