@@ -243,3 +243,32 @@ def test_plain_binding():
     assert df.plain_binding(one("v, = e")) is None
     assert df.plain_binding(one("v += e")) is None
     assert df.plain_binding(one("a[0] = e")) is None
+
+
+@pytest.mark.parametrize("src, c", [
+    ("i", 0), ("i + 2", 2), ("2 + i", 2), ("i - 3", -3), ("i + 1 - 1", 0),
+    ("j + 1", None), ("3", None), ("2 * i", None), ("(i, 0)", None), ("i + n", None),
+])
+def test_offset(src, c):
+    assert df.offset(ast.parse(src, mode="eval").body, "i") == c
+
+
+def test_sums():
+    b = body("""
+        for i in range(n):
+            t = x[i] * w
+            s += t
+            d[i + 1] += t
+            d[i] -= t
+            e[i] += e[i - 1]
+            f[i] *= 2.0
+            g += t
+            u = g
+            q[k] += t
+            k = k + 1
+        """)
+    # g is read, e reads itself, f is scaled; q is summed into (whether k is carried is
+    # the loop's question: ``carried``)
+    assert df.sums(b) == {"s", "d", "q"}
+    assert df.sums(b, whole=False) == {"d", "q"}  # s is a whole name
+    assert df.carried(b[0]) == {"s", "g", "k"}
