@@ -378,15 +378,14 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
     if any(not tape for tape in p.cursors.values()):
         return None
     summed = {s.target.id for s in p.sums}
-    seen: set[str] = set()
+    if assigned & dataflow.carried(loop):
+        return None  # a value carried from the previous iteration
     for s in p.order:  # each value read is made earlier in the iteration or not at all here
         value = s.value
         for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
                 s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
             if n in gathered or n in summed:
                 return None
-            if n in assigned and n not in seen:
-                return None  # carried from the previous iteration
             if n in p.cursors and not (isinstance(value, ast.Subscript)
                                        and _is_name(value.slice, n)):
                 return None
@@ -397,8 +396,6 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                 base = n.value.id
                 if base in reset_arrays and dataflow.offset(n.slice, p.index) != 0:
                     return None
-        if isinstance(s, ast.Assign):
-            seen.add(s.targets[0].id)
     for r in p.resets:  # a reset array is read at the own index, before its reset
         arr = r.targets[0].value.id
         if arr in gathered:
