@@ -187,6 +187,9 @@ def test_independent_for_names():
     ("for i in range(n):\n    d[i] = 1.0\n    if d[i] > 0:\n        break", {"d"}, False),
     ("for i in range(n):\n    d[i] = 1.0\n    t.append(i)", {"d"}, False),
     ("for i in idx:\n    d[i] = 1.0", {"d"}, False),
+    ("for i in range(n):\n    d[i] = random.random()", {"d"}, False),  # the draws' order
+    ("for i in range(n):\n    d[i] = np.random.rand()", {"d"}, False),
+    ("for i in range(n):\n    f(d)[i] = 1.0", {"d"}, False),  # an expression's element
     ("for i in range(n):\n    d[i] = 1.0\nelse:\n    pass", {"d"}, False),
     # a read-only array is no dependence
     ("for i in range(n):\n    d[i] = x[0] + x[i + 3]", {"x"}, True),

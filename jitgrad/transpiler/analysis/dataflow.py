@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from ...rules.primitives import allocating, method_function, returns_view
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from ..notes import DRAW
 
 #: (loop variable, constant offset) of one index component; (None, c) is the constant c
 Affine = tuple[str | None, int]
@@ -308,7 +309,9 @@ def loop_index(loop: ast.stmt) -> str | None:
 class Dataflow:
     """The facts of one body, computed once: where each statement sits, which names may
     share a buffer (``shared``: adjoint -> the adjoint it is a view of), liveness and the
-    per-loop queries.  A pass that rewrites the body builds a new one for the new body."""
+    per-loop queries.  A pass that rewrites the body builds a new one for the new body.
+    Names the body never binds (parameters) are distinct buffers unless ``shared`` joins
+    them: generated code writes no argument (the prologue copies those it writes)."""
 
     def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None,
                  modules: Collection[str] = MODULES) -> None:
@@ -463,16 +466,18 @@ def own_axis(accs: list[Access], i: str) -> tuple[int, int] | None:
 
 
 def _leaves_or_effects(body: list[ast.stmt]) -> bool:
-    """Does ``body`` break out, return, or call something for its effect (a statement that
-    is only a call, ``out=``, a method of an object)?"""
+    """Does ``body`` break out, return, draw a random number (``notes.DRAW``: the draws'
+    order is the iterations'), or call something for its effect (a statement that is only
+    a call, ``out=``, a method of an object that is no name, ``random.f()``)?"""
     for s in walk_stmts(body):
-        if isinstance(s, (ast.Break, ast.Return, ast.Raise, ast.Yield)) or (
+        if isinstance(s, (ast.Break, ast.Return, ast.Raise)) or DRAW.get(s) or (
                 isinstance(s, ast.Expr) and not isinstance(s.value, ast.Constant)):
             return True
         for n in own_expressions(s):
-            if isinstance(n, ast.Call) and (any(k.arg == "out" for k in n.keywords)
-                                            or isinstance(n.func, ast.Attribute)
-                                            and not isinstance(n.func.value, ast.Name)):
+            f = getattr(n, "func", None)
+            if isinstance(n, ast.Call) and (any(k.arg == "out" for k in n.keywords) or (
+                    isinstance(f, ast.Attribute) and (not isinstance(f.value, ast.Name)
+                                                      or f.value.id == "random"))):
                 return True
     return False
 
