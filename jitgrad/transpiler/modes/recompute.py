@@ -15,11 +15,12 @@ import ast
 from bisect import bisect_left, bisect_right
 
 from ...rules.primitives import draws
+from ..analysis import dataflow
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
 from ..front.desugar import name
 from ..front.inline import resolve
-from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
+from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
 from .tapes import decision
 
@@ -192,7 +193,7 @@ class RecomputeMixin:
                                     else f"{n} is made in another loop or branch")
             return None
         v = d.value
-        changed_by_d = set(stmt_defs(d))
+        changed_by_d = set(dataflow.binds(d, elements=True))
 
         def available(m: str) -> bool:
             if self.an.recomputed_index(m, s) or not self.an.may_redefine_after(
@@ -200,7 +201,8 @@ class RecomputeMixin:
                 return True
             # a later statement restores it to its value here
             return (m in restored and BLOCK.get(d) == BLOCK.get(s)
-                    and not self.an.defined_between(m, d, s) and m not in stmt_defs(s))
+                    and not self.an.defined_between(m, d, s)
+                    and m not in dataflow.binds(s, elements=True))
 
         def read(v: ast.Subscript) -> ast.expr | None:
             """An element read again: its array unwritten since, its index available."""
@@ -272,7 +274,7 @@ class RecomputeMixin:
                                                             ast.Call, ast.Compare)) \
                     or int_arith(e, self.an):
                 return e  # inlined: an element read, index arithmetic
-            if m.id in stmt_defs(s):
+            if m.id in dataflow.binds(s, elements=True):
                 return e
             if self.needed_before(m.id, s):
                 # an earlier statement's adjoint needs it too, and finds it restored: it

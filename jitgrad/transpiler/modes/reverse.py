@@ -17,8 +17,9 @@ from ...kernels import helpers, snapshots
 from ...markers import hook, nobacksies
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
+from ..analysis import dataflow
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
-from ..astutil import all_defs, binop, names_of, walk_values
+from ..astutil import binop, names_of, walk_values
 from ..backend.emit import comment
 from ..backend.optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
 from ..front.desugar import assign, const, name
@@ -26,7 +27,7 @@ from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
-from ..nodes import clone, relocate, stmt_defs, walk, walk_stmts
+from ..nodes import clone, relocate, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
 from .fused import ReciprocalSqrt, reciprocal_sqrt
@@ -199,8 +200,9 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
             # what a later statement restored of this one's outputs: the values it made
-            self.post_restored = restored & set(stmt_defs(s))
-            restored -= {m for n in all_defs(s) for m in self.an.aliases.get(n, {n}) | {n}}
+            self.post_restored = restored & set(dataflow.binds(s, elements=True))
+            restored -= {m for n in dataflow.binds_in([s])
+                         for m in self.an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
             f, r = self.restore_before(s, f, r, restored)
             chunks.append(list(f))  # as it is now, like the slice assignment was
@@ -234,7 +236,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
             return self.for_(s, restored)
         if isinstance(s, ast.While):
             return self.while_(s, restored)
-        self.fwd_vars.update(stmt_defs(s))
+        self.fwd_vars.update(dataflow.binds(s, elements=True))
         if isinstance(s, ast.Assign):
             return self.assign(s, restored)
         if isinstance(s, ast.AugAssign):

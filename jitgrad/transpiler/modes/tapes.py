@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..analysis.cost import Decision, decide, note
 from ..analysis.kinds import Kind
-from ..astutil import all_defs, binop
+from ..astutil import binop
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
-from ..nodes import clone, loaded_ids, stmt_defs, walk
+from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH
 
 
@@ -40,7 +41,7 @@ class TapeMixin:
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # values defined earlier first: a later one may then be recomputed from them
         reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
-        defined = set(stmt_defs(s)) if not compound else all_defs(s)
+        defined = dataflow.binds_in([s])
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.post_restored
         pops: list[ast.stmt] = []
@@ -135,7 +136,8 @@ class TapeMixin:
             val = name(n)
             # a rule's own value (not in the kinds) may be the very array the statement
             # binds to a name that is written in place later
-            shared = n not in self.an.kinds and bool(set(stmt_defs(s)) & self.an.written)
+            shared = n not in self.an.kinds \
+                and bool(set(dataflow.binds(s, elements=True)) & self.an.written)
             if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
