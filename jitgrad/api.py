@@ -50,7 +50,7 @@ class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
-                 cache: bool = False, has_aux: bool = False):
+                 cache: bool | None = None, has_aux: bool = False):
         if target != "cpu":
             refuse_target(target)
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
@@ -65,7 +65,9 @@ class Differentiated:
         self._dispatcher = func if func is not self.func else None
         self.jit = bool(jit)
         self.wrt = wrt
-        self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        #: on-disk cache of generated and compiled code (cache.py); None: as the user's
+        #: dispatcher (``@numba.njit(cache=True)`` caches its gradient too)
+        self.cache = emit.user_caches(func) if cache is None else bool(cache)
         #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
         self.has_aux = bool(has_aux)
         self._aux_size: int | None = None  # values in aux (0: one value); see front/aux.py
@@ -665,11 +667,12 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu", cache: bool = False, has_aux: bool = False) -> Any:
+                  target: str = "cpu", cache: bool | None = None, has_aux: bool = False) -> Any:
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
-    disk (next to the source, where Numba caches), so another process skips both;
+    disk (next to the source, where Numba caches), so another process skips both (None:
+    as the user's ``@numba.njit(cache=...)`` dispatcher, else off);
     ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
     refuse_target(target)
     if target == "cuda":
@@ -745,8 +748,8 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
         wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
                                                                    GradFunction)) else 0
-    if cache is None:
-        cache = isinstance(func, Differentiated) and func.cache
+    if cache is None:  # a Differentiated's own choice, else the user's dispatcher's
+        cache = emit.user_caches(func)
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))

@@ -194,6 +194,17 @@ def user_options(func: Any) -> dict[str, Any]:
     return {k: opts[k] for k in CARRIED_OPTIONS if opts.get(k) is not None}
 
 
+def user_caches(func: Any) -> bool:
+    """Did the user ask Numba to cache ``func`` on disk (``@numba.njit(cache=True)``)?
+    Then its gradients use the on-disk cache too (``cache.py``)."""
+    if hasattr(func, "diff"):  # a jg.grad result: its function's choice
+        func = func.diff
+    if hasattr(func, "cache") and hasattr(func, "wrt"):  # a jg.differentiate object
+        return bool(func.cache)
+    c = getattr(func, "_cache", None)
+    return c is not None and type(c).__name__ != "NullCache"
+
+
 def options_key(options: dict[str, Any] | None) -> str:
     """A stable text of ``options`` (for cache keys)."""
     return repr(sorted((k, repr(v)) for k, v in (options or {}).items()))
