@@ -89,6 +89,9 @@ class Differentiated:
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
+        #: tuple arguments passed as their entries (``structured.Flat``): the ``tuples``
+        #: pass's input (``transpiler/front/tuples.py``); None for other functions
+        self._tuples: dict[str, tuple] | None = None
         self._entry_checked = False
         self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
@@ -119,7 +122,7 @@ class Differentiated:
                             self._aux_size = aux_size(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux)
+                                             aux=self.has_aux, tuples=self._tuples)
                     self._prepared_version = version
         return self._prepared
 
@@ -320,6 +323,10 @@ class Differentiated:
         return self._value_and_grad(args, True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
+        if _tupled(args):
+            from .structured import value_and_grad
+
+            return value_and_grad(self, args, want_value)
         gen = self._generated(args)
         refuse_aliased(self, gen, args)
         rk = gen.return_kinds
@@ -378,6 +385,10 @@ class Differentiated:
         """
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
+        if _tupled(args):
+            from .structured import vjp
+
+            return vjp(self, args)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
         drawn = rng.capture() if self._draws() else None  # the pullback draws the same
@@ -428,6 +439,11 @@ class Differentiated:
             raise ValueError(f"mode must be 'vjp', 'jvp' or 'hvp', got {mode!r}")
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
+        if example_args and _tupled(self.bind(example_args)):
+            from .structured import flat
+
+            f, fargs = flat(self, self.bind(example_args))
+            return f.source(*fargs, stage=stage, mode=mode)
         if example_args:
             gen = self._generated(self.bind(example_args))
         elif self._last is not None:
@@ -441,7 +457,7 @@ class Differentiated:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
-                                parallel=emit.is_parallel(self.options))
+                                parallel=emit.is_parallel(self.options), tuples=self._tuples)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:
@@ -808,6 +824,14 @@ def _copies(args: tuple) -> tuple:
 #: argument types whose kind follows from the type alone (arrays: from dtype and ndim)
 _SCALAR_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32,
                            np.bool_})
+
+
+def _tupled(args: tuple) -> bool:
+    """Is any argument a tuple (run on its entries: ``structured.py``)?"""
+    for a in args:
+        if isinstance(a, tuple):
+            return True
+    return False
 
 
 def _signature(args: tuple) -> tuple | None:
