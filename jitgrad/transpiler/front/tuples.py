@@ -257,7 +257,7 @@ class _Split(ast.NodeTransformer):
                 if isinstance(n, ast.Name):
                     n.ctx = ast.Store()
         _flatten_pair(s)
-        return s
+        return _one_by_one(s)
 
 
 def _flatten_pair(s: ast.Assign) -> None:
@@ -289,6 +289,25 @@ def _flatten_pair(s: ast.Assign) -> None:
     ast.copy_location(s.value, v)
 
 
+def _one_by_one(s: ast.Assign) -> ast.stmt | list[ast.stmt]:
+    """``wb, s = ((a, b), c)`` as ``wb = (a, b)`` and ``s = c``, so ``wb`` can be split
+    too: only where some entry gives a name a tuple, and no value reads a target."""
+    t, v = s.targets[0], s.value
+    if not (isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+            and len(t.elts) == len(v.elts) and any(isinstance(e, ast.Tuple) for e in v.elts)
+            and all(isinstance(e, ast.Name) for e in t.elts)):
+        return s
+    names = {e.id for e in t.elts}
+    if len(names) < len(t.elts) or any(isinstance(n, ast.Name) and n.id in names
+                                       for e in v.elts for n in walk(e)):
+        return s
+    out = []
+    for a, b in zip(t.elts, v.elts, strict=True):
+        out.append(ast.copy_location(ast.Assign(targets=[a], value=b), s))
+    s.targets, s.value = [t.elts[0]], v.elts[0]  # (the first keeps the statement's notes)
+    return [s, *out[1:]]
+
+
 def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], namer: Namer,
           tuples: dict[str, tuple[Shape, list[str]]] | None = None
           ) -> tuple[list[ast.stmt], list[ast.expr]]:
@@ -305,7 +324,7 @@ def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], name
                       [namer.unique(n) for n in leaf_names(t, s, set())])
                   for t, s in shapes.items()}
         tr = _Split(leaves)
-        body = [tr.visit(s) for s in body]
+        body = [x for s in body for x in _as_list(tr.visit(s))]
         if len(returns) == 1 and isinstance(returns[0], ast.Name) \
                 and returns[0].id in leaves:
             returns = list(tr.entries(returns[0].id).elts)
@@ -315,6 +334,10 @@ def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], name
         for s in body:
             ast.fix_missing_locations(s)
     return body, returns
+
+
+def _as_list(s: ast.stmt | list[ast.stmt]) -> list[ast.stmt]:
+    return s if isinstance(s, list) else [s]
 
 
 def _self_assign(s: ast.stmt) -> bool:
