@@ -244,6 +244,8 @@ class Differentiated:
         (``specialisations``; ``transform_seconds`` and ``compile_seconds``, summed)."""
         with self._lock:
             gens = list(self._cache.values())
+            gens += [g for k, b in self._bridges.items() if k[:1] == ("tuples",)
+                     for g in b._cache.values()]  # tuple arguments' (structured.Flat)
         info = disk.Store.info(self._disk, gens)
         jvps = list(self.__dict__.get("_jvp_cache", {}).values())
         specs = [_cost(g, "vjp") for g in gens] + [_cost(g, "jvp") for g in jvps]
@@ -290,7 +292,7 @@ class Differentiated:
         generated code may still compile), the function run as plain Python."""
         if not self.jit:
             return self.func(*args)
-        key = tuple((type(a), getattr(a, "dtype", None), np.ndim(a)) for a in args)
+        key = tuple((type(a), getattr(a, "dtype", None), getattr(a, "ndim", 0)) for a in args)
         if key not in self._uncompilable:
             try:
                 return emit.call_primal(self._primal_fn(), self.func, args)

@@ -94,6 +94,7 @@ class Flat(Differentiated):
         if self._disk is not None:
             self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux,
                                     extra=repr(self._tuples))
+            self._disk.stats = parent._disk.stats  # (counted in the parent's cache_info)
 
     def unflatten(self, args: tuple) -> tuple:
         """The parent's arguments from the flat ones."""

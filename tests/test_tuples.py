@@ -5,6 +5,7 @@ input element against central differences, values of every entry point, both mod
 
 from __future__ import annotations
 
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -28,7 +29,7 @@ def predict(p, X):
 def loss(p, X, y):
     """The parameters a tuple, unpacked inside a helper."""
     r = predict(p, X) - y
-    return np.sum(r * r) + 0.1 * np.sum(p[1] * p[1])
+    return np.sum(r * r) + 0.1 * np.sum(p[1] * p[1] * X[:, 0])
 
 
 def loss_fields(p, X):
@@ -144,7 +145,12 @@ def test_grad_value_and_vjp_of_a_parameter_tuple(dloss, make):
     assert value == pytest.approx(loss(p, X0, Y0), rel=1e-12)
     assert_like(pullback(2.0), Params._make(2.0 * v for v in want) if make is not tuple
                 else tuple(2.0 * v for v in want))
-    assert isinstance(p.W if make is not tuple else p[0], np.ndarray)
+    value, pullback = jg.vjp(loss, p, X0, Y0, jit=dloss.jit)
+    assert_like(pullback(1.0), want)
+    t = make((np.array([0.5, -1.0, 2.0]), 0.7))
+    value, tan = dloss.jvp((p, X0, Y0), t)
+    assert value == pytest.approx(loss(p, X0, Y0), rel=1e-12)
+    assert tan == pytest.approx(np.dot(want[0], t[0]) + want[1] * t[1], rel=1e-6)
     np.testing.assert_array_equal(_leaves(p)[0], W0)  # never written
 
 
@@ -250,6 +256,41 @@ def test_generated_code_splits_local_tuples():
     src = jg.differentiate(oscillator, jit=False).source(W0, W0, 1.0, stage="tuples")
     assert "state_0, state_1 = (x0, v0)" in src
     assert "state =" not in src
+
+
+def aux_loss(p, X):
+    W, b = p
+    r = X @ W + b
+    return np.sum(r * r), (r, b)
+
+
+def test_has_aux_with_a_tuple_argument():
+    p = Params(W0, B0)
+    g, (r, b) = jg.grad(aux_loss, has_aux=True, jit=False)(p, X0)
+    assert_like(g, numeric(lambda p, X: aux_loss(p, X)[0], (p, X0), 0))
+    np.testing.assert_allclose(r, X0 @ W0 + B0)
+    assert b == B0
+    (value, _), g2 = jg.value_and_grad(aux_loss, has_aux=True, jit=False)(p, X0)
+    assert value == pytest.approx(aux_loss(p, X0)[0], rel=1e-12)
+    assert_like(g2, g)
+
+
+def test_disk_cache_keys_the_structure(tmp_path, monkeypatch):
+    (tmp_path / "tuplecachefn.py").write_text(
+        "def f(p, x):\n    a, b = p\n    return a * b * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tuplecachefn
+
+    g = jg.grad(tuplecachefn.f, cache=True, jit=False)
+    assert g((2.0, 3.0), 5.0) == (15.0, 10.0)
+    assert g.cache_info()["misses"] == 1
+    fresh = jg.grad(tuplecachefn.f, cache=True, jit=False)  # a new object: from disk
+    assert fresh((2.0, 3.0), 5.0) == (15.0, 10.0)
+    assert (fresh.cache_info()["hits"], fresh.cache_info()["misses"]) == (1, 0)
+    assert fresh(Params(2.0, 3.0), 5.0) == Params(15.0, 10.0)  # another structure
+    assert (fresh.cache_info()["hits"], fresh.cache_info()["misses"]) == (1, 1)
+    assert len(fresh.cache_info()["specialisations"]) == 2
+    sys.modules.pop("tuplecachefn", None)
 
 
 # --- refusals -----------------------------------------------------------------------------
