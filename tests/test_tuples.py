@@ -305,3 +305,5 @@ def test_refusals():
         jg.hessian(loss, jit=False)((W0, B0), X0, Y0)
     with pytest.raises(ValueError, match="must have its structure"):
         jg.jvp(loss, ((W0, B0), X0, Y0), (np.ones(3),), jit=False)
+    with pytest.raises(jg.TransformError, match=r"'.W' is read but it has no fields"):
+        jg.grad(loss_fields, jit=False)((W0, B0), X0)  # a plain tuple has no .b

@@ -108,7 +108,8 @@ class _Uses:
     def __init__(self, body: list[ast.stmt], returns: list[ast.expr], params: list[str]):
         self.assigns: dict[str, list[ast.Assign]] = {}
         self.bad: dict[str, ast.AST] = {p: None for p in params}  # name -> why not split
-        self.reads: dict[str, list[tuple[str, Any]]] = {}  # name -> (how, detail)
+        #: name -> (how, detail, statement): how a split tuple may be read
+        self.reads: dict[str, list[tuple[str, Any, Any]]] = {}
         parent = _parents([*body, *returns])
         for s in body:
             for n in walk(s):
@@ -116,7 +117,7 @@ class _Uses:
                     self._use(n, parent, s)
         for r in returns:
             if isinstance(r, ast.Name) and len(returns) == 1:
-                self.reads.setdefault(r.id, []).append(("return", None))
+                self.reads.setdefault(r.id, []).append(("return", None, r))
                 continue
             for n in walk(r):
                 if isinstance(n, ast.Name):
@@ -148,7 +149,7 @@ class _Uses:
                 q, child = parent.get(id(q)), q
             if isinstance(q, ast.Assign) and q.value is child:
                 how = ("whole", None)
-        self.reads.setdefault(n.id, []).append(how)
+        self.reads.setdefault(n.id, []).append((*how, stmt))
         if how[0] == "other":
             self.bad.setdefault(n.id, stmt)
 
@@ -171,17 +172,19 @@ def _shape_of(e: ast.expr, shapes: dict[str, Shape], cands: set[str]) -> Shape |
     return (tuple(elts), None)
 
 
-def _reads_fit(shape: Shape, reads: list[tuple[str, Any]]) -> bool:
+def _misfit(shape: Shape, reads: list[tuple[str, Any, Any]]) -> tuple[str, Any] | None:
+    """The first read a tuple of this structure cannot serve: (what is wrong, where)."""
     n = len(shape[0])
     fields = shape[1] or ()
-    for how, d in reads:
+    for how, d, where in reads:
         if how == "index" and not -n <= d < n:
-            return False
+            return f"index {d} is out of range for a tuple of {n}", where
         if how == "field" and d not in fields:
-            return False
+            what = f"fields {', '.join(fields)}" if fields else "no fields (a plain tuple)"
+            return f"'.{d}' is read but it has {what}", where
         if how == "return" and any(e is not None for e in shape[0]):
-            return False  # (a nested tuple returned: the outputs are flat)
-    return True
+            return "a nested tuple is returned (outputs are flat)", where
+    return None
 
 
 def _bare(s: Shape) -> Any:
@@ -205,7 +208,7 @@ def _candidates(uses: _Uses, fixed: dict[str, Shape]) -> dict[str, Shape]:
                     same = t in fixed and _bare(fixed[t]) == _bare(vals[0])
                     shapes[t] = fixed[t] if same else vals[0]
         keep = {t for t in cands if t in shapes and shapes[t][0]
-                and _reads_fit(shapes[t], uses.reads.get(t, []))}
+                and _misfit(shapes[t], uses.reads.get(t, [])) is None}
         if keep == cands:
             return {t: shapes[t] for t in keep}
         cands = keep
@@ -361,8 +364,11 @@ def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str
     for p in tuples:
         if p not in uses.assigns and p not in uses.reads:
             continue
-        node = uses.bad.get(p)
-        where = node if node is not None else next(iter(uses.assigns.get(p, [])), None)
+        misfit = _misfit(tuples[p][0], uses.reads.get(p, []))
+        if uses.bad.get(p) is None and misfit is not None:
+            raise parsed.error(f"the tuple argument '{p}': {misfit[0]}", misfit[1],
+                               "pass a namedtuple to read fields, and index within range")
+        where = uses.bad.get(p) or next(iter(uses.assigns.get(p, [])), None)
         raise parsed.error(
             f"the tuple argument '{p}' is used as a whole here; jitgrad passes a tuple "
             "argument's entries as separate values", where,
