@@ -46,6 +46,23 @@ def loss_nested(q, X):
     return s * np.sum((X @ W + inner[1]) ** 2) + q[0][1] * s
 
 
+def loss_nested_target(q, X):
+    """A nested target unpacking a nested tuple argument at once."""
+    (W, b), s = q
+    return s * np.sum(np.tanh(X @ W + b))
+
+
+def concat_entries(q, X):
+    """A tuple of the entries (a literal once split) passed to NumPy."""
+    (W, b), s = q
+    return np.sum(np.concatenate(q[0]) ** 2) * s + np.sum(X @ W)
+
+
+def nested_target_of_whole(q, i):
+    (W, b), s = q
+    return np.sum(q[i][0]) * s
+
+
 def step(state, dt, k):
     x, v = state
     return (x + dt * v, v - dt * k * x)
@@ -187,6 +204,13 @@ def test_nested_tuple_argument():
     g = jg.grad(loss_nested, jit=False)(q, X0)
     assert isinstance(g, tuple) and isinstance(g[0], tuple)
     assert_like(g, numeric(loss_nested, (q, X0), 0))
+    value, g = jg.value_and_grad(loss_nested_target, jit=False)(q, X0)
+    assert value == pytest.approx(loss_nested_target(q, X0), rel=1e-12)
+    assert_like(g, numeric(loss_nested_target, (q, X0), 0))
+    q2 = ((W0, W0[::-1].copy()), 1.3)
+    value, g = jg.value_and_grad(concat_entries, jit=False)(q2, X0)
+    assert value == pytest.approx(concat_entries(q2, X0), rel=1e-12)
+    assert_like(g, numeric(concat_entries, (q2, X0), 0))
 
 
 def test_tuple_output_vjp_jacobians():
@@ -301,6 +325,8 @@ def test_refusals():
         jg.grad(loss, jit=False)((W0, 2), X0, Y0)
     with pytest.raises(jg.TransformError, match="tuple argument 'p' is used as a whole"):
         jg.grad(whole, jit=False)((W0, W0), X0)
+    with pytest.raises(jg.TransformError, match="nested tuple targets are supported where"):
+        jg.grad(nested_target_of_whole, jit=False)(((W0, W0), 1.0), 0)
     with pytest.raises(TypeError, match="argument 0 .'p'. is a tuple, which hessian"):
         jg.hessian(loss, jit=False)((W0, B0), X0, Y0)
     with pytest.raises(ValueError, match="must have its structure"):

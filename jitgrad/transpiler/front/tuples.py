@@ -359,7 +359,15 @@ def _self_assign(s: ast.stmt) -> bool:
 def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
                  tuples: dict[str, Any], parsed) -> None:
     """A tuple argument left whole (read other than by unpacking, constant indices or
-    fields) is refused at the read, with what to write instead."""
+    fields) is refused at the read, with what to write instead; so is a nested target
+    (``(a, b), c = q``) whose value was not split."""
+    for s in body:
+        for n in walk(s):
+            if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple) and any(
+                    isinstance(e, ast.Tuple) for e in n.targets[0].elts):
+                raise parsed.error("nested tuple targets are supported where they unpack a "
+                                   "tuple jitgrad splits into its entries, not here", n,
+                                   "unpack in two steps")
     uses = _Uses(body, returns, params)
     for p in tuples:
         if p not in uses.assigns and p not in uses.reads:
