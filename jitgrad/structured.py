@@ -83,7 +83,7 @@ class Flat(Differentiated):
         for i, (p, t) in enumerate(zip(parent.params, trees, strict=True)):
             names = [p] if t is None else leaf_names(p, _shape(t), taken)
             if t is not None:
-                self._tuples[p] = (_shape(t), names)
+                self._tuples[p] = (_shape(t), names, i in parent.wrt_positions)
             if i in parent.wrt_positions:
                 wrt.extend(range(len(params), len(params) + len(names)))
             params.extend(names)

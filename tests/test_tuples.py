@@ -317,6 +317,19 @@ def test_disk_cache_keys_the_structure(tmp_path, monkeypatch):
     sys.modules.pop("tuplecachefn", None)
 
 
+def zeros_of(x, shape):
+    z = np.zeros(shape)  # a tuple of ints used whole, as before tuples were split
+    n, m = shape
+    return np.sum((z + x.reshape(n, m)) ** 2) * len(shape)
+
+
+def test_a_tuple_not_differentiated_may_be_used_whole():
+    x = np.arange(6.0) / 3.0
+    value, g = jg.value_and_grad(zeros_of, jit=False)(x, (2, 3))
+    assert value == pytest.approx(zeros_of(x, (2, 3)), rel=1e-12)
+    np.testing.assert_allclose(g, numeric(zeros_of, (x, (2, 3)), 0), rtol=1e-6)
+
+
 # --- refusals -----------------------------------------------------------------------------
 
 

@@ -108,7 +108,7 @@ class Unit:
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
     #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
-    tuples: dict[str, tuple[Any, list[str]]] | None = None
+    tuples: dict[str, tuple[Any, list[str], bool]] | None = None
 
     @property
     def name(self) -> str:
@@ -243,7 +243,7 @@ def tuples_(u: Unit) -> None:
     """
     tuples = u.tuples or {}
     if tuples:
-        u.namer.reserve(n for _, leaves in tuples.values() for n in leaves)
+        u.namer.reserve(n for v in tuples.values() for n in v[1])
         u.params, u.body = flatten_params(u.params, u.body, tuples, u.parsed.tree)
     u.body, u.returns = split_tuples(u.body, u.returns, u.params, u.namer, tuples)
     refuse_whole_tuples(u.body, u.returns, u.params, tuples, u.parsed)
@@ -806,7 +806,7 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
-            tuples: dict[str, tuple[Any, list[str]]] | None = None) -> Unit:
+            tuples: dict[str, tuple[Any, list[str], bool]] | None = None) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:

@@ -52,17 +52,18 @@ def leaf_names(param: str, shape: Shape, taken: set[str]) -> list[str]:
 
 
 def flatten_params(params: list[str], body: list[ast.stmt],
-                   tuples: dict[str, tuple[Shape, list[str]]],
+                   tuples: dict[str, tuple[Shape, list[str], bool]],
                    at: ast.AST) -> tuple[list[str], list[ast.stmt]]:
     """Each tuple parameter replaced by its entries (``tuples``: its shape and entry
-    names), bound to its old name at the top of the body (``split`` then splits it)."""
+    names, and whether it is differentiated), bound to its old name at the top of the
+    body (``split`` then splits it)."""
     out: list[str] = []
     binds: list[ast.stmt] = []
     for p in params:
         if p not in tuples:
             out.append(p)
             continue
-        shape, leaves = tuples[p]
+        shape, leaves = tuples[p][:2]
         out.extend(leaves)
         it = iter(leaves)
         value = _literal(shape, lambda: ast.Name(id=next(it), ctx=ast.Load()))
@@ -312,13 +313,13 @@ def _one_by_one(s: ast.Assign) -> ast.stmt | list[ast.stmt]:
 
 
 def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], namer: Namer,
-          tuples: dict[str, tuple[Shape, list[str]]] | None = None
+          tuples: dict[str, tuple[Shape, list[str], bool]] | None = None
           ) -> tuple[list[ast.stmt], list[ast.expr]]:
     """Split the tuples whose every use allows it (see the module's docstring); returns
     the new body and returned values.  ``tuples``: the tuple arguments (``flatten_params``),
     whose entries are the parameters themselves."""
     tuples = tuples or {}
-    fixed = {p: s for p, (s, _) in tuples.items()}
+    fixed = {p: v[0] for p, v in tuples.items()}
     for _ in range(_ROUNDS):
         shapes = _candidates(_Uses(body, returns, params), fixed)
         if not shapes:
@@ -358,9 +359,10 @@ def _self_assign(s: ast.stmt) -> bool:
 
 def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
                  tuples: dict[str, Any], parsed) -> None:
-    """A tuple argument left whole (read other than by unpacking, constant indices or
-    fields) is refused at the read, with what to write instead; so is a nested target
-    (``(a, b), c = q``) whose value was not split."""
+    """A differentiated tuple argument left whole (read other than by unpacking, constant
+    indices or fields) is refused at the read, with what to write instead; so is a nested
+    target (``(a, b), c = q``) whose value was not split.  Another tuple argument left
+    whole is rebuilt from its entries (``shape = (shape_0, shape_1)``), as it was passed."""
     for s in body:
         for n in walk(s):
             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple) and any(
@@ -369,10 +371,12 @@ def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str
                                    "tuple jitgrad splits into its entries, not here", n,
                                    "unpack in two steps")
     uses = _Uses(body, returns, params)
-    for p in tuples:
+    for p, (shape, _, wrt) in tuples.items():
         if p not in uses.assigns and p not in uses.reads:
             continue
-        misfit = _misfit(tuples[p][0], uses.reads.get(p, []))
+        misfit = _misfit(shape, uses.reads.get(p, []))
+        if not wrt and (misfit is None or misfit[0].startswith("a nested")):
+            continue
         if uses.bad.get(p) is None and misfit is not None:
             raise parsed.error(f"the tuple argument '{p}': {misfit[0]}", misfit[1],
                                "pass a namedtuple to read fields, and index within range")
