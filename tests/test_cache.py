@@ -228,7 +228,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, fastmath=True, error_model="numpy")
+@numba.njit(cache=True, fastmath=True, error_model="numpy", nogil=True)
 def spring(x, k):
     e = 0.0
     for i in range(len(x) - 1):
@@ -263,7 +263,7 @@ def test_njit_cache_true_carries_to_the_gradient(tmp_path):
     (tmp_path / "njitfn.py").write_text(NJIT_MODULE)
     (tmp_path / "run.py").write_text(NJIT_SCRIPT.format(folder=str(tmp_path)))
     first = _run(tmp_path)
-    assert first["cache"] is True and first["options"] == ["error_model", "fastmath"]
+    assert first["cache"] is True and first["options"] == ["error_model", "fastmath", "nogil"]
     assert (first["misses"], first["hits"], first["transforms"]) == (1, 0, 1)
     assert first["numba_misses"] == 1
     second = _run(tmp_path)

@@ -182,7 +182,7 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
 
 
 #: the user's ``numba.njit`` options that the generated code is compiled with too
-CARRIED_OPTIONS = ("fastmath", "parallel", "error_model", "boundscheck")
+CARRIED_OPTIONS = ("fastmath", "parallel", "error_model", "boundscheck", "nogil")
 
 
 def user_options(func: Any) -> dict[str, Any]:
