@@ -326,9 +326,7 @@ class Differentiated:
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         if _tupled(args):
-            from .structured import value_and_grad
-
-            return value_and_grad(self, args, want_value)
+            return structured.value_and_grad(self, args, want_value)
         gen = self._generated(args)
         refuse_aliased(self, gen, args)
         rk = gen.return_kinds
@@ -388,9 +386,7 @@ class Differentiated:
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
         if _tupled(args):
-            from .structured import vjp
-
-            return vjp(self, args)
+            return structured.vjp(self, args)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
         drawn = rng.capture() if self._draws() else None  # the pullback draws the same
@@ -442,9 +438,7 @@ class Differentiated:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args and _tupled(self.bind(example_args)):
-            from .structured import flat
-
-            f, fargs = flat(self, self.bind(example_args))
+            f, fargs = structured.flat(self, self.bind(example_args))[:2]
             return f.source(*fargs, stage=stage, mode=mode)
         if example_args:
             gen = self._generated(self.bind(example_args))
@@ -849,3 +843,6 @@ def _signature(args: tuple) -> tuple | None:
         else:
             return None
     return tuple(out)
+
+
+from . import structured  # noqa: E402  (tuple arguments: it subclasses Differentiated)

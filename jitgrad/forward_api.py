@@ -203,7 +203,7 @@ def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
         return None
     from . import structured
 
-    f, fargs = structured.flat(d, primals, "tangents")
+    f, fargs, _ = structured.flat(d, primals, "tangents")
     return f, fargs, structured.flat_tangents(d, primals, tangents, what), None
 
 
@@ -288,11 +288,11 @@ def _structured_jacobian(d: Any, jac: Callable, args: tuple, kwargs: dict[str, A
         return jac(d, args)
     from .structured import flat, grads_like
 
-    f, fargs = flat(d, args, what)
+    f, fargs, trees = flat(d, args, what)
     out = jac(f, fargs)  # (the flat function's wrt is a tuple: one block per entry)
     if isinstance(out, tuple) and out and isinstance(out[0], tuple):  # one row per output
-        return tuple(grads_like(d, args, row) for row in out)
-    return grads_like(d, args, out)
+        return tuple(grads_like(d, trees, row) for row in out)
+    return grads_like(d, trees, out)
 
 
 def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
@@ -438,9 +438,10 @@ def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
     primals = d.bind(_primal_tuple(d, primals, "hvp"), kwargs)
     flat = _flat(d, primals, tangents, None, "hvp")
     if flat is not None:  # tuple arguments: H @ v in the structure of the wrt arguments
-        from .structured import grads_like
+        from .structured import grads_like, tree
 
-        return grads_like(d, primals, hvp(flat[0], flat[1], flat[2], jit=jit))
+        return grads_like(d, tuple(tree(a) for a in primals),
+                          hvp(flat[0], flat[1], flat[2], jit=jit))
     d._check_args(primals)
     seeds = _seeds(d, primals, tangents, "hvp")  # (checked against d's wrt, not d2's)
     d2 = _second(d, primals)

@@ -117,21 +117,32 @@ class Flat(Differentiated):
         return Flat, (self.parent, self.trees)
 
 
-def flat(d: Differentiated, args: tuple, what: str = "gradients") -> tuple[Flat, tuple]:
-    """The flat version of ``d`` for these (bound) arguments' structure, and the flat
-    arguments; a ``wrt`` tuple with an entry that cannot carry ``what`` is refused."""
+def flat(d: Differentiated, args: tuple, what: str = "gradients"
+         ) -> tuple[Flat, tuple, tuple[Tree, ...]]:
+    """The flat version of ``d`` for these (bound) arguments' structure, the flat
+    arguments and the structure; a ``wrt`` tuple with an entry that cannot carry ``what``
+    is refused."""
     if len(args) != len(d.params):
         d._check_args(args)
     trees = tuple(tree(a) for a in args)
-    for i in d.wrt_positions:
-        if trees[i] is not None:
-            _check_entries(d, i, args[i], what)
-    key = ("tuples", trees)
-    with d._lock:
-        f = d._bridges.get(key)
-        if f is None:
-            f = d._bridges[key] = Flat(d, trees)
-    return f, tuple(v for a in args for v in leaves(a))
+    fargs: list[Any] = []
+    for i, a in enumerate(args):
+        if trees[i] is None:
+            fargs.append(a)
+            continue
+        n = len(fargs)
+        fargs.extend(leaves(a))
+        if i in d.wrt_positions and not all(
+                type(v) is float or (type(v) is np.ndarray and v.dtype.kind == "f")
+                for v in fargs[n:]):
+            _check_entries(d, i, a, what)
+    f = d._bridges.get(("tuples", trees))
+    if f is None:
+        with d._lock:
+            f = d._bridges.get(("tuples", trees))
+            if f is None:
+                f = d._bridges[("tuples", trees)] = Flat(d, trees)
+    return f, tuple(fargs), trees
 
 
 def _check_entries(d: Differentiated, i: int, arg: tuple, what: str) -> None:
@@ -153,11 +164,11 @@ def _paths(v: Any, base: str) -> Iterator[tuple[str, Any]]:
         yield base, v
 
 
-def grads_like(d: Differentiated, args: tuple, flat_grads: Any) -> Any:
+def grads_like(d: Differentiated, trees: tuple[Tree, ...], flat_grads: Any) -> Any:
     """The flat version's gradients (one per entry of each ``wrt`` argument) in the
-    structure of ``d``'s ``wrt`` arguments."""
+    structure ``trees`` of ``d``'s arguments."""
     it = iter(flat_grads if isinstance(flat_grads, tuple) else (flat_grads,))
-    out = tuple(rebuild(tree(args[i]), it) for i in d.wrt_positions)
+    out = tuple(rebuild(trees[i], it) for i in d.wrt_positions)
     return out[0] if d.single else out
 
 
@@ -204,18 +215,18 @@ def refuse(d: Differentiated, args: tuple, who: str) -> None:
 
 def value_and_grad(d: Differentiated, args: tuple, want_value: bool) -> tuple[Any, Any]:
     """``d._value_and_grad`` for arguments with tuples: gradients in their structure."""
-    f, fargs = flat(d, args)
+    f, fargs, trees = flat(d, args)
     value, g = f._value_and_grad(fargs, want_value)
-    return value, grads_like(d, args, g)
+    return value, grads_like(d, trees, g)
 
 
 def vjp(d: Differentiated, args: tuple) -> tuple:
     """``d.vjp`` for arguments with tuples: the pullback's gradients in their structure."""
-    f, fargs = flat(d, args)
+    f, fargs, trees = flat(d, args)
     out = f.vjp(*fargs)
     pb = out[1]
 
     def pullback(dy: Any) -> Any:
-        return grads_like(d, args, pb(dy))
+        return grads_like(d, trees, pb(dy))
 
     return (out[0], pullback, *out[2:])
