@@ -330,6 +330,11 @@ def test_a_tuple_not_differentiated_may_be_used_whole():
     np.testing.assert_allclose(g, numeric(zeros_of, (x, (2, 3)), 0), rtol=1e-6)
 
 
+def variable_index(x, i):
+    t = (x, 2.0 * x)
+    return np.sum(t[i])
+
+
 # --- refusals -----------------------------------------------------------------------------
 
 
@@ -340,6 +345,8 @@ def test_refusals():
         jg.grad(whole, jit=False)((W0, W0), X0)
     with pytest.raises(jg.TransformError, match="nested tuple targets are supported where"):
         jg.grad(nested_target_of_whole, jit=False)(((W0, W0), 1.0), 0)
+    with pytest.raises(jg.TransformError, match="the tuple 't' of differentiated values"):
+        jg.grad(variable_index, jit=False)(W0, 1)
     with pytest.raises(TypeError, match="argument 0 .'p'. is a tuple, which hessian"):
         jg.hessian(loss, jit=False)((W0, B0), X0, Y0)
     with pytest.raises(ValueError, match="must have its structure"):
