@@ -326,6 +326,8 @@ class Differentiated:
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
         if _tupled(args):
+            from . import structured  # (it subclasses Differentiated)
+
             return structured.value_and_grad(self, args, want_value)
         gen = self._generated(args)
         refuse_aliased(self, gen, args)
@@ -386,6 +388,8 @@ class Differentiated:
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
         if _tupled(args):
+            from . import structured  # (it subclasses Differentiated)
+
             return structured.vjp(self, args)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
@@ -438,6 +442,8 @@ class Differentiated:
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
         if example_args and _tupled(self.bind(example_args)):
+            from . import structured  # (it subclasses Differentiated)
+
             f, fargs = structured.flat(self, self.bind(example_args))[:2]
             return f.source(*fargs, stage=stage, mode=mode)
         if example_args:
@@ -844,5 +850,3 @@ def _signature(args: tuple) -> tuple | None:
             return None
     return tuple(out)
 
-
-from . import structured  # noqa: E402  (tuple arguments: it subclasses Differentiated)

@@ -74,13 +74,14 @@ def flatten_params(params: list[str], body: list[ast.stmt],
     return out, binds + body
 
 
-def _literal(shape: Shape, leaf) -> ast.expr:
-    """The tuple of this structure whose entries ``leaf()`` gives (a namedtuple's field
-    names kept on the node, for ``p.name``)."""
+def _literal(shape: Shape, leaf, fields: dict[int, Any] | None = None) -> ast.expr:
+    """The tuple of this structure whose entries ``leaf()`` gives (``fields``: each new
+    tuple node's id -> a namedtuple's field names, for ``p.name``)."""
     if shape is None:
         return leaf()
-    node = ast.Tuple(elts=[_literal(e, leaf) for e in shape[0]], ctx=ast.Load())
-    node.jg_fields = shape[1]
+    node = ast.Tuple(elts=[_literal(e, leaf, fields) for e in shape[0]], ctx=ast.Load())
+    if fields is not None:
+        fields[id(node)] = shape[1]
     return node
 
 
@@ -220,11 +221,12 @@ class _Split(ast.NodeTransformer):
 
     def __init__(self, leaves: dict[str, tuple[Shape, list[str]]]):
         self.leaves = leaves
+        self.fields: dict[int, Any] = {}  # tuple node id -> namedtuple field names
 
     def entries(self, t: str) -> ast.expr:
         shape, names = self.leaves[t]
         it = iter(names)
-        return _literal(shape, lambda: ast.Name(id=next(it), ctx=ast.Load()))
+        return _literal(shape, lambda: ast.Name(id=next(it), ctx=ast.Load()), self.fields)
 
     def visit_Name(self, n: ast.Name) -> ast.expr:
         if n.id in self.leaves and isinstance(n.ctx, ast.Load):
@@ -240,7 +242,7 @@ class _Split(ast.NodeTransformer):
 
     def visit_Attribute(self, n: ast.Attribute) -> ast.expr:
         self.generic_visit(n)
-        fields = getattr(n.value, "jg_fields", None) or ()
+        fields = self.fields.get(id(n.value)) or ()
         if isinstance(n.value, ast.Tuple) and isinstance(n.ctx, ast.Load) and n.attr in fields:
             return n.value.elts[fields.index(n.attr)]
         return n
