@@ -553,8 +553,9 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                     f"the tuple '{parsed.user_name(t)}' of differentiated values is used in a "
                     "way jitgrad cannot split into its entries", s,
                     "a tuple may be unpacked (a, b = t), indexed with constants (t[0]), "
-                    "copied, passed to helpers and returned; index it with a constant, or "
-                    "keep the values in separate variables or in an array")
+                    "copied, passed to helpers and returned alone (return t: outputs are "
+                    "flat, not nested); index it with a constant, or keep the values in "
+                    "separate variables or in an array")
             raise parsed.error("lists and tuples of differentiated values are not supported",
                                s, "keep the values in separate variables or in an array")
         group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(
