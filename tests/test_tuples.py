@@ -38,6 +38,14 @@ def loss_fields(p, X):
     return np.sum(r * r) * len(p) + p.b * np.sum(p[0])
 
 
+def l2(p, X):
+    """A loop over a tuple argument's entries (unrolled)."""
+    reg = 0.0
+    for w in p:
+        reg += np.sum(w * w)
+    return reg + np.sum(X @ p[0])
+
+
 def loss_nested(q, X):
     """A nested tuple ((W, b), s): unpacked in two steps and indexed twice."""
     wb, s = q
@@ -197,6 +205,13 @@ def test_fields_indices_and_len():
     value, g = jg.value_and_grad(loss_fields, jit=False)(p, X0)
     assert value == pytest.approx(loss_fields(p, X0), rel=1e-12)
     assert_like(g, numeric(loss_fields, (p, X0), 0))
+
+
+def test_loop_over_a_tuple_argument():
+    p = (W0, np.full(3, B0), W0[::-1].copy())
+    value, g = jg.value_and_grad(l2, jit=False)(p, X0)
+    assert value == pytest.approx(l2(p, X0), rel=1e-12)
+    assert_like(g, numeric(l2, (p, X0), 0))
 
 
 def test_nested_tuple_argument():

@@ -3,8 +3,8 @@ one variable per entry, so the later passes see only separate values.
 
 A local tuple is split when every read of it unpacks it (``x, v = state``), indexes it
 with a constant (``state[0]``, ``p.W`` on a namedtuple argument), asks its ``len``,
-copies it or puts it in another tuple, or returns it; every assignment gives it a tuple
-of the same structure.  Otherwise it is left as it was (``shape = (n, m)`` passed to
+loops over it, copies it or puts it in another tuple, or returns it; every assignment
+gives it a tuple of the same structure.  Otherwise it is left as it was (``shape = (n, m)`` passed to
 ``np.zeros`` stays a tuple).
 
 Before::                                  After::
@@ -145,6 +145,8 @@ class _Uses:
         elif isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "len" \
                 and p.args == [n] and not p.keywords:
             how = ("len", None)
+        elif isinstance(p, ast.For) and p.iter is n:
+            how = ("whole", None)  # (a loop over a tuple of names is unrolled: desugar.py)
         else:
             q, child = p, n
             while isinstance(q, ast.Tuple):
