@@ -4,8 +4,8 @@ one variable per entry, so the later passes see only separate values.
 A local tuple is split when every read of it unpacks it (``x, v = state``), indexes it
 with a constant (``state[0]``, ``p.W`` on a namedtuple argument), asks its ``len``,
 loops over it, copies it or puts it in another tuple, or returns it; every assignment
-gives it a tuple of the same structure.  Otherwise it is left as it was (``shape = (n, m)`` passed to
-``np.zeros`` stays a tuple).
+gives it a tuple of the same structure.  Otherwise it is left as it was
+(``shape = (n, m)`` passed to ``np.zeros`` stays a tuple).
 
 Before::                                  After::
 
