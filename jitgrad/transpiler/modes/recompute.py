@@ -1,31 +1,132 @@
-"""Recompute: a value the adjoint needs, given again from what the adjoint sweep still has.
+"""The store-or-recompute planner: a value the adjoint needs, given again from what the
+adjoint sweep still has, or stored.
 
-``RecomputeMixin.recompute`` plans a value's recomputation (``analysis.cost.Plan``): it
+``Planner.plan`` returns the decision record of one statement (``Captures``: each value
+stored or recomputed, ``analysis.cost.decide``); ``tapes.py`` writes it out.
+``Planner.recompute`` plans a value's recomputation (``analysis.cost.Plan``): it
 is rebuilt from the one definition that reaches the read, from operands that provably
 hold the values that definition saw (arrays not written since, restored or
 loop-invariant scalars, the loop index), each intermediate value restored once under
 its name; ``joint_plans`` prices the values one statement reads together; and a value
 carried from one loop trip to the next is taped once, before its update
-(``restored_next_trip``).  ``tapes.py`` asks ``analysis.cost.decide`` which to do.
+(``restored_next_trip``).
 """
 
 from __future__ import annotations
 
 import ast
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...rules.primitives import draws
 from ..analysis.analyse import Analysis
-from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
+from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
+from ..astutil import all_defs
 from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
-from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
-from .tapes import decision
+from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
 
 
-class RecomputeMixin:
-    """Recomputation planning of the ``Reverser`` (see module docstring)."""
+@dataclass
+class Capture:
+    """What to do with one value an adjoint reads that may change before the adjoint runs:
+    ``decision`` stores it (pushed on a tape) or recomputes it (``decision.plan``)."""
+
+    name: str
+    #: the statement's own output (pushed after it, not before)
+    is_out: bool
+    #: given back under its own name (earlier statements' adjoints reuse it), not a fresh one
+    restores: bool
+    decision: Decision
+    #: stored instead where the loop first rebinds it, once per trip (``Planner.restore_at``)
+    next_trip: bool = False
+
+
+@dataclass
+class Captures:
+    """The planner's decision record for one statement: its values in order, and the one
+    decision for the values recomputed together (None: each was decided on its own)."""
+
+    values: list[Capture]
+    joint: Decision | None = None
+
+
+class Planner:
+    """Store or recompute: which values a statement's adjoint needs again, and how each is
+    given (see module docstring).  Its state: ``restore_at``, the values stored once per
+    trip where a loop first rebinds them."""
+
+    def __init__(self, an: Analysis, env: dict, args: list[str], body: list[ast.stmt],
+                 has_break: Callable[[ast.stmt], bool]):
+        self.an, self.env, self.args = an, env, args
+        self.has_break = has_break
+        self.regions = any(checkpoint(x) for x in walk_stmts(body))  # checkpointed regions
+        self.nonlinear_reads = nonlinear_reads(body, an)
+        #: statement id -> the scalars taped before it, restored after its adjoint
+        self.restore_at: dict[int, set[str]] = {}
+
+    def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
+             compound: bool, made: set[str]) -> Captures:
+        """The values of ``reads`` (forward-sweep names, in order of definition) that the
+        adjoint of ``s`` needs and that may change before it runs, each stored or
+        recomputed (``analysis.cost.decide``; together where that is cheaper).
+
+        ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
+        gains what the adjoint will have restored under its own name."""
+        wanted = self.wanted(s, reads, outputs, restored, compound, made)
+        # the first value's plan, planned once: on its own it is what joint planning starts
+        # from (nothing planned before it), and what deciding it alone finds
+        first = self.first_plan(wanted, s, restored, compound)
+        joint = self.joint_plans(wanted, s, restored, compound, first)
+        values: list[Capture] = []
+        for k, (n, is_out, restores) in enumerate(wanted):
+            if joint is not None:
+                d = Decision(n, False, "", joint[0][n])
+            else:
+                d = decide(n, first[0] if k == 0 else self.recompute(
+                    n, s, restored, post=is_out, steps=not compound and not is_out))
+            if not d.stored:
+                restored.update(m for m, _ in d.plan.steps)  # restored on the way
+                if restores:
+                    restored.add(n)
+                values.append(Capture(n, is_out, restores, d))
+                continue
+            at = self.restored_next_trip(n, s) if restores else None
+            if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
+                self.restore_at.setdefault(id(at), set()).add(n)
+                values.append(Capture(n, is_out, restores, d, next_trip=True))
+                continue
+            if restores:
+                restored.add(n)
+            values.append(Capture(n, is_out, restores, d))
+        return Captures(values, None if joint is None else joint[1])
+
+    def wanted(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
+               compound: bool, made: set[str]) -> list[tuple[str, bool, bool]]:
+        """(name, ``s``'s own output, restored here) of each value read that something may
+        redefine before the adjoint of ``s`` runs."""
+        defined = set(stmt_defs(s)) if not compound else all_defs(s)
+        wanted: list[tuple[str, bool, bool]] = []
+        for n in sorted(reads, key=lambda n: (self.an.first_pos(n), n)):
+            if self.an.recomputed_index(n, s):
+                continue
+            is_out = n in outputs
+            if is_out and n in made:
+                continue
+            if is_out and n not in self.an.defs:
+                # a rule's own value, made here: the next iteration makes it again
+                need = bool(self.an.enclosing_loops(s))
+            elif is_out:
+                need = self.an.may_redefine_after(n, s, include_self=False)
+            else:
+                need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
+                if need and n in restored and n not in defined and not compound:
+                    need = False
+            if need:
+                wanted.append((n, is_out, not is_out and not compound and n not in defined))
+        return wanted
 
     def restored_next_trip(self, n: str, s: ast.stmt) -> ast.stmt | None:
         """Where the scalar ``n``, read by ``s`` with the value it has at the end of a
@@ -46,7 +147,7 @@ class RecomputeMixin:
             return None
         loop = loops[0]
         k = self.an.kind(n)
-        if k.is_array or k.ndim != 0 or CHECKPOINTED.get(loop) or self._has_break(loop) \
+        if k.is_array or k.ndim != 0 or CHECKPOINTED.get(loop) or self.has_break(loop) \
                 or loop.target.id == n:
             return None
         defs = self.an.defs.get(n, [])
@@ -64,27 +165,6 @@ class RecomputeMixin:
         if not self.an.used_within(n, at, POS.get(first)):
             return None  # the trip's start value is never read: one tape either way
         return first
-
-    def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
-                       restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
-        """``s``'s sweeps with the values ``restored_next_trip`` placed here taped before
-        ``s`` and restored after its adjoint (``restored`` then holds them)."""
-        names = sorted(self.restore_at.get(id(s), ()))
-        if not names:
-            return fwd, rev
-        c = decision(f"stored {', '.join(names)} before the loop rebinds "
-                    f"{'them' if len(names) > 1 else 'it'}: the value each trip ends with is "
-                    "the next one's")
-        PUSH.set(c, True)
-        before: list[ast.stmt] = [c]
-        after: list[ast.stmt] = []
-        for n in names:
-            push, pop = self.new_tape(self.namer.tape(n), n, s)
-            before += push
-            after += pop(n)
-            restored.add(n)
-            self.restored_names.add(n)
-        return before + list(fwd), list(rev) + after
 
     def needed_before(self, m: str, s: ast.stmt) -> bool:
         """Does the adjoint of a statement before ``s`` in its loop body (one that runs

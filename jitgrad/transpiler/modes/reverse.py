@@ -26,11 +26,11 @@ from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
-from ..nodes import clone, relocate, stmt_defs, walk, walk_stmts
+from ..nodes import clone, relocate, stmt_defs, walk
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
 from .fused import ReciprocalSqrt, reciprocal_sqrt
-from .recompute import RecomputeMixin, nonlinear_reads
+from .recompute import Planner
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
 from .template import instantiate, template_of
@@ -71,7 +71,7 @@ class _Scalars:
         return n in self.names and not self.an.kind(n).is_array
 
 
-class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
+class Reverser(TapeMixin, ControlFlowMixin, BinomialMixin):
     """Generates both sweeps; see the module docstring."""
 
     def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
@@ -88,10 +88,6 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         self.touched: set[str] = set()
         self.restored_names: set[str] = set()
         self.post_restored: set[str] = set()
-        #: statement id -> the scalars taped before it, restored after its adjoint
-        self.restore_at: dict[int, set[str]] = {}
-        self.regions = False  # any checkpointed region in the function
-        self.nonlinear_reads: dict[str, list[ast.stmt]] = {}  # (``tapes.nonlinear_reads``)
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
         self.schedules: list = []
@@ -533,8 +529,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     """Build the forward and adjoint sweeps (see module docstring)."""
     r = Reverser(parsed, an, env, namer, args, wrt, returns)
     r.fwd_vars |= set(an.defs)
-    r.regions = any(checkpoint(x) for x in walk_stmts(body))
-    r.nonlinear_reads = nonlinear_reads(body, an)
+    r.planner = Planner(an, env, args, body, r._has_break)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)
