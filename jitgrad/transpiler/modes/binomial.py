@@ -17,6 +17,7 @@ like any loop body's.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ...kernels import helpers, revolve, rng
 from ..analysis.effects import first_draw
@@ -29,6 +30,8 @@ from ..ir import LoopSchedule
 from ..nodes import clone, walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PUSH
 from .reverse_flow import strip_pushes
+from .tapes import Tapes
+from .unit import Part, Unit
 
 #: the forward sweep: snapshots where the schedule places them, every step without a tape
 _FORWARD = '''
@@ -107,10 +110,17 @@ def splice(template: str, names: dict[str, str | ast.expr],
     return fill(body)
 
 
-class BinomialMixin:
-    """The ``Reverser``'s checkpointed loops (``jg.checkpointed``)."""
+class Binomial(Part):
+    """The driver of checkpointed loops (``jg.checkpointed``).  Its state: the schedules
+    of the loops it drove (``jitgrad show --schedule``)."""
 
-    def binomial_(self, s: ast.For, restored):
+    def __init__(self, unit: Unit, tapes: Tapes, fwd_vars: set[str],
+                 block: Callable[[list[ast.stmt]], tuple[list[ast.stmt], list[ast.stmt]]]):
+        super().__init__(unit)
+        self.tapes, self.fwd_vars, self.block = tapes, fwd_vars, block
+        self.schedules: list[LoopSchedule] = []
+
+    def loop(self, s: ast.For, restored):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
         at revolve's positions, one step's tape at a time (``kernels.revolve``)."""
         bf, br = self.block(s.body)
@@ -129,7 +139,7 @@ class BinomialMixin:
         stride = fresh("_stride")
         np_name = self.global_name("np", __import__("numpy"))
         tc = self.global_name("trip_count", helpers.trip_count)
-        self.slot_buffers.append((v["POS"], "int64"))
+        self.tapes.slot_buffers.append((v["POS"], "int64"))
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
                  RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
@@ -150,7 +160,7 @@ class BinomialMixin:
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
-        self.restored_names |= all_defs(s) | set(state) | {t}
+        self.tapes.restored_names |= all_defs(s) | set(state) | {t}
         what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
@@ -158,7 +168,7 @@ class BinomialMixin:
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
                *splice(_FORWARD, v, blocks),
                # room for one step's top-level pushes, once: each taped step pops its own
-               *self.reserves(s, const(0), const(1), const(1))]
+               *self.tapes.reserves(s, const(0), const(1), const(1))]
         rev = [note, *once_load, *replay[:1], *splice(_REVERSE, v, blocks), *replay[1:]]
         kinds = []
         for n in state:
@@ -182,7 +192,7 @@ class BinomialMixin:
         if first_draw(s.body, self.env) is None:
             return []
         buf = self.namer.fresh("_snaps_rng")
-        self.slot_buffers.append((buf, "uint8"))
+        self.tapes.slot_buffers.append((buf, "uint8"))
         res, st, ld = (self.global_name(f.__name__, f)
                        for f in (rng.rng_reserve, rng.rng_store, rng.rng_load))
 
@@ -275,7 +285,7 @@ class BinomialMixin:
 
         def reserve(buf: str, size: ast.expr, dtype: str) -> ast.stmt:
             """``buf = tape_reserve(buf, 0, size)``: kept storage (``slot_buffers``)."""
-            self.slot_buffers.append((buf, dtype))
+            self.tapes.slot_buffers.append((buf, dtype))
             res = self.global_name("tape_reserve", helpers.tape_reserve)
             return assign(buf, call(res, name(buf), const(0), size))
 

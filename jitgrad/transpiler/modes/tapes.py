@@ -11,20 +11,42 @@ from __future__ import annotations
 
 import ast
 
-from ...kernels import helpers
+from ...kernels import helpers, snapshots
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
 from ..astutil import binop
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
+from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, stmt_defs, walk
 from ..notes import CHECK, DECISION, PUSH
-from .recompute import Capture
+from .recompute import Capture, Planner
+from .unit import Part, Unit
 
 
-class TapeMixin:
-    """Capture handling of the ``Reverser`` (see module docstring)."""
+class Tapes(Part):
+    """The reverse pass's storage: captures written out from the planner's record, the
+    tapes and slot storage to declare, and the names the adjoint sweep restores."""
+
+    def __init__(self, unit: Unit, planner: Planner, fwd_vars: set[str]):
+        super().__init__(unit)
+        self.planner = planner
+        #: the names the forward sweep has defined so far (shared with the statements)
+        self.fwd_vars = fwd_vars
+        #: (tape, None for a list or (dtype, cursor) for a typed array), to declare
+        self.declared: list[tuple[str, tuple[str, str] | None]] = []
+        #: loop id -> the typed tapes (and cursors) reserved before it, once per trip
+        self.reserve: dict[int, list[tuple[str, str]]] = {}
+        #: the list tapes pushed with copies of float arrays (``Adjoint.snapshots``)
+        self.snapshot_tapes: list[str] = []
+        #: (name, dtype) of the checkpointed loops' slot storage, declared empty at the top
+        #: and grown by ``tape_reserve`` where a loop starts (kept like the typed tapes)
+        self.slot_buffers: list[tuple[str, str]] = []
+        #: the names the adjoint sweep gives back (``Sweeps.restored``)
+        self.restored_names: set[str] = set()
+        #: outputs of the statement being reversed that a later statement's adjoint restored
+        self.made: set[str] = set()
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
@@ -41,7 +63,7 @@ class TapeMixin:
         if reads is None:
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
-        made = set() if compound else self.post_restored
+        made = set() if compound else self.made
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
                                    compound, made)
         pops: list[ast.stmt] = []
@@ -128,7 +150,7 @@ class TapeMixin:
         k = kind or self.an.kind(n)
         dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls) if k.ndim == 0 else None
         if dtype is None:
-            self.tapes.append((tape, None))
+            self.declared.append((tape, None))
             val = name(n)
             # a rule's own value (not in the kinds) may be the very array the statement
             # binds to a name that is written in place later
@@ -146,11 +168,11 @@ class TapeMixin:
                 value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[])),
                 *self.shape_check(n, t)]
         cur = self.namer.fresh(tape + "n")
-        self.tapes.append((tape, (dtype, cur)))
+        self.declared.append((tape, (dtype, cur)))
         loops = self.an.enclosing_loops(s)
         push: list[ast.stmt] = []
         inner = loops[-1] if loops else None
-        if isinstance(inner, ast.For) and not self._has_break(inner):
+        if isinstance(inner, ast.For) and not self.has_break(inner):
             self.reserve.setdefault(id(inner), []).append((tape, cur))
         else:
             res = self.global_name("tape_reserve", helpers.tape_reserve)
@@ -213,7 +235,46 @@ class TapeMixin:
         pops = self.captures(s, holder, set(), before, after, restored, True, reads)
         return pops, holder
 
-    # --- blocks ------------------------------------------------------------------
+    def list_tape(self, tape: str) -> None:
+        """Declare ``tape`` as a list (pushed and popped by the caller)."""
+        self.declared.append((tape, None))
+
+    def declarations(self) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
+        """The tapes' and slot storage's declarations, and (name, dtype) of the typed ones
+        (reused across calls, see ``Adjoint``)."""
+        tapes: list[ast.stmt] = []
+        reused: list[tuple[str, str]] = []
+        np_name = self.global_name("np", __import__("numpy"))
+        for t, typed in self.declared:
+            if typed is None:
+                tapes.append(assign(t, ast.List(elts=[], ctx=ast.Load())))
+            else:
+                dtype, cur = typed
+                tapes.append(assign(t, _empty(np_name, dtype)))
+                tapes.append(assign(cur, const(0)))
+                reused.append((t, dtype))
+        for t, dtype in self.slot_buffers:
+            tapes.append(assign(t, _empty(np_name, dtype)))
+            reused.append((t, dtype))
+        return tapes, reused
+
+    def snapshots(self) -> Snapshots | None:
+        """The list tapes of float array copies, with the names that keep them between calls
+        (``Adjoint.snapshots``); None without."""
+        if not self.snapshot_tapes:
+            return None
+        return Snapshots(tuple(self.snapshot_tapes),
+                         self.global_name("snapshot", helpers.snapshot),
+                         self.global_name("ws_snapshot", snapshots.ws_snapshot),
+                         self.global_name("ws_grow", snapshots.ws_grow),
+                         self.namer.fresh("_ws_snaps"), self.namer.fresh("_ws_snapsn"))
+
+
+def _empty(np_name: str, dtype: str) -> ast.expr:
+    """``np.empty(0, np.<dtype>)``: a tape or storage before it grows."""
+    return ast.Call(func=ast.Attribute(value=name(np_name), attr="empty", ctx=ast.Load()),
+                    args=[const(0), ast.Attribute(value=name(np_name), attr=dtype,
+                                                  ctx=ast.Load())], keywords=[])
 
 
 def decision(text: str) -> ast.stmt:
