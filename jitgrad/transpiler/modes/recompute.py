@@ -250,6 +250,15 @@ class Planner:
         ``plan``; ``done`` holds the intermediates already planned (each one once)."""
         if n in done:
             return clone(done[n])
+        d = self._reaching(n, post, at, plan, depth)
+        if d is None:
+            return None
+        return _Again(self, n, s, d, restored, plan, depth, steps, done).value()
+
+    def _reaching(self, n: str, post: bool, at: ast.stmt, plan: Plan, depth: int
+                  ) -> ast.Assign | None:
+        """The one plain definition of ``n`` that reaches ``at`` in the same loop trip (or
+        is ``at`` itself, ``post``); None (``plan.why`` says why) where there is none."""
         defs = self.an.defs.get(n, [])
         if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
                 or not isinstance(defs[0].targets[0], ast.Name):
@@ -271,126 +280,161 @@ class Planner:
             plan.why = plan.why or (f"{n} changes after {at.targets[0].id} reads it" if later
                                     else f"{n} is made in another loop or branch")
             return None
-        v = d.value
-        changed_by_d = set(stmt_defs(d))
+        return d
 
-        def available(m: str) -> bool:
-            if self.an.recomputed_index(m, s) or not self.an.may_redefine_after(
-                    m, d, include_self=False):
-                return True
-            # a later statement restores it to its value here
-            return (m in restored and BLOCK.get(d) == BLOCK.get(s)
-                    and not self.an.defined_between(m, d, s) and m not in stmt_defs(s))
 
-        def read(v: ast.Subscript) -> ast.expr | None:
-            """An element read again: its array unwritten since, its index available."""
-            base = v.value.id
-            group = self.an.aliases.get(base, {base})
-            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
-                plan.why = plan.why or f"{base} is written later"
-                return None
-            sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
-            for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
-                if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
-                        m.id, d, include_self=False):
-                    continue
-                k = self._again(m.id, s, restored, False, d, plan, depth + 1, False, done)
-                if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
-                    plan.why = plan.why or f"index {m.id} of {n} is rebound later"
-                    return None
-                replace_names(sub, lambda x, m=m.id, k=k: clone(k) if x.id == m else x)
-            plan.leaves.add(base)
-            plan.charge(READ_COST, "")
-            return sub
+class _Again:
+    """One step of ``Planner.recompute``'s walk: the value ``n`` gets at its definition
+    ``d``, rebuilt from operands that still hold what ``d`` saw in the adjoint of ``s``
+    (charging ``plan``; deeper names through ``Planner._again``)."""
 
-        def op(v: ast.expr) -> ast.expr | None:
-            """A comparison, operator or priced scalar call again, from its operands."""
-            if isinstance(v, ast.Compare) and len(v.ops) == 1:  # a test, bool(a > b)
-                plan.charge(1.0, "")
-                a = operand(v.left)
-                b = operand(v.comparators[0]) if a is not None else None
-                return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
-            if isinstance(v, ast.Call) and draws(resolve(v.func, self.env)):
-                plan.why = plan.why or f"{ast.unparse(v.func)} draws a random number: never " \
-                    "drawn again"
-                return None
-            c, what = op_cost(v, self.env)
-            if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
-                    isinstance(v, ast.Call) and v.keywords):
-                plan.why = plan.why or (f"{what} has no cost in the primitive table" if what
-                                        else f"{n} is not an operation jitgrad redoes")
-                return None
-            plan.charge(c, what)
-            if isinstance(v, ast.Call):
-                args = [operand(a) for a in v.args]
-                if any(a is None for a in args):
-                    return None
-                return ast.Call(func=clone(v.func), args=args, keywords=[])
-            if isinstance(v, ast.BinOp):
-                a = operand(v.left)
-                b = operand(v.right) if a is not None else None
-                return None if b is None else ast.BinOp(left=a, op=v.op, right=b)
-            a = operand(v.operand)
-            return None if a is None else ast.UnaryOp(op=v.op, operand=a)
+    def __init__(self, planner: Planner, n: str, s: ast.stmt, d: ast.Assign, restored,
+                 plan: Plan, depth: int, steps: bool, done: dict[str, ast.expr]):
+        self.planner, self.an, self.env = planner, planner.an, planner.env
+        self.n, self.s, self.d, self.restored = n, s, d, restored
+        self.plan, self.depth, self.steps, self.done = plan, depth, steps, done
+        self.changed_by_d = set(stmt_defs(d))
 
-        def operand(m: ast.expr) -> ast.expr | None:
-            if isinstance(m, ast.Constant):
-                return m
-            if isinstance(m, ast.Subscript) and isinstance(m.value, ast.Name):
-                return read(m)  # x[i] > 0, a test on an element
-            if isinstance(m, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.Call)):
-                return op(m)  # nested: bool(i % 2 == 0), min(a + b, c)
-            if not isinstance(m, ast.Name) or m.id in changed_by_d:
-                plan.why = plan.why or f"{n} reads its own old value"
-                return None
-            if available(m.id):
-                plan.leaves.add(m.id)
-                return name(m.id)
-            spent = plan.cost
-            e = self._again(m.id, s, restored, False, d, plan, depth + 1, steps, done)
-            if e is None or not steps or not isinstance(e, (ast.BinOp, ast.UnaryOp,
-                                                            ast.Call, ast.Compare)) \
-                    or int_arith(e, self.an):
-                return e  # inlined: an element read, index arithmetic
-            if m.id in stmt_defs(s):
-                return e
-            if self.needed_before(m.id, s):
-                # an earlier statement's adjoint needs it too, and finds it restored: it
-                # costs here only what it costs beyond the tape it saves there
-                plan.cost = spent + max(0.0, plan.cost - spent - TAPE_COST)
-                plan.shared = True
-            plan.steps.append((m.id, e))  # restored under its name: computed once
-            done[m.id] = name(m.id)
-            return name(m.id)
+    def why(self, text: str) -> None:
+        """Say why not (the first reason found is kept)."""
+        self.plan.why = self.plan.why or text
 
+    def deeper(self, m: str, steps: bool) -> ast.expr | None:
+        """``m`` just before ``d``, one level down the walk."""
+        return self.planner._again(m, self.s, self.restored, False, self.d, self.plan,
+                                   self.depth + 1, steps, self.done)
+
+    def unchanged(self, m: str) -> bool:
+        """Does ``m`` hold, in the adjoint of ``s``, the value it had at ``d``?"""
+        return self.an.recomputed_index(m, self.s) or not self.an.may_redefine_after(
+            m, self.d, include_self=False)
+
+    def value(self) -> ast.expr | None:
+        """The expression giving ``n`` again, or None (``plan.why``)."""
+        n, v = self.n, self.d.value
         for m in walk(v):
-            if isinstance(m, ast.Name) and m.id in changed_by_d:
-                plan.why = plan.why or f"{n} reads its own old value"
+            if isinstance(m, ast.Name) and m.id in self.changed_by_d:
+                self.why(f"{n} reads its own old value")
                 return None
         if int_arith(v, self.an):
-            shaped = shape_operands(v)
-            for m in walk(v):
-                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
-                    continue  # the function name in len(x)
-                if isinstance(m, ast.Name) and m.id in shaped:
-                    if self.an.may_rebind_after(m.id, d):
-                        plan.why = plan.why or f"{m.id} is rebound later (its shape may change)"
-                        return None
-                    continue  # writes into it keep its shape
-                if isinstance(m, ast.Name) and not (
-                        self.an.recomputed_index(m.id, s)
-                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
-                    plan.why = plan.why or f"operand {m.id} of {n} is rebound later"
-                    return None
-            plan.leaves |= {m.id for m in walk(v) if isinstance(m, ast.Name)
-                            and m.id in self.an.kinds}
-            return clone(v)  # index arithmetic: free (hoisted by the compiler), never taped
+            return self.index_arith(v)
         if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-            return read(v)
+            return self.read(v)
         if self.an.kind(n).is_array:
-            plan.why = plan.why or f"{n} is an array"
+            self.why(f"{n} is an array")
             return None
-        return op(v)
+        return self.op(v)
+
+    def index_arith(self, v: ast.expr) -> ast.expr | None:
+        """Integer arithmetic again: free (hoisted by the compiler), never taped, when its
+        operands are unchanged (the arrays whose shape it queries not rebound)."""
+        shaped = shape_operands(v)
+        for m in walk(v):
+            if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
+                continue  # the function name in len(x)
+            if isinstance(m, ast.Name) and m.id in shaped:
+                if self.an.may_rebind_after(m.id, self.d):
+                    self.why(f"{m.id} is rebound later (its shape may change)")
+                    return None
+                continue  # writes into it keep its shape
+            if isinstance(m, ast.Name) and not self.unchanged(m.id):
+                self.why(f"operand {m.id} of {self.n} is rebound later")
+                return None
+        self.plan.leaves |= {m.id for m in walk(v) if isinstance(m, ast.Name)
+                             and m.id in self.an.kinds}
+        return clone(v)
+
+    def available(self, m: str) -> bool:
+        """Does the adjoint of ``s`` still have ``m`` as ``d`` saw it (unchanged, or
+        restored to it by a later statement)?"""
+        if self.unchanged(m):
+            return True
+        d, s = self.d, self.s
+        return (m in self.restored and BLOCK.get(d) == BLOCK.get(s)
+                and not self.an.defined_between(m, d, s) and m not in stmt_defs(s))
+
+    def read(self, v: ast.Subscript) -> ast.expr | None:
+        """An element read again: its array unwritten since, its index available."""
+        base = v.value.id
+        group = self.an.aliases.get(base, {base})
+        if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
+            self.why(f"{base} is written later")
+            return None
+        sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+        for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
+            if self.unchanged(m.id):
+                continue
+            k = self.deeper(m.id, False)
+            if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
+                self.why(f"index {m.id} of {self.n} is rebound later")
+                return None
+            replace_names(sub, lambda x, m=m.id, k=k: clone(k) if x.id == m else x)
+        self.plan.leaves.add(base)
+        self.plan.charge(READ_COST, "")
+        return sub
+
+    def op(self, v: ast.expr) -> ast.expr | None:
+        """A comparison, operator or priced scalar call again, from its operands."""
+        plan, operand = self.plan, self.operand
+        if isinstance(v, ast.Compare) and len(v.ops) == 1:  # a test, bool(a > b)
+            plan.charge(1.0, "")
+            a = operand(v.left)
+            b = operand(v.comparators[0]) if a is not None else None
+            return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
+        if isinstance(v, ast.Call) and draws(resolve(v.func, self.env)):
+            self.why(f"{ast.unparse(v.func)} draws a random number: never drawn again")
+            return None
+        c, what = op_cost(v, self.env)
+        if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
+                isinstance(v, ast.Call) and v.keywords):
+            self.why(f"{what} has no cost in the primitive table" if what
+                     else f"{self.n} is not an operation jitgrad redoes")
+            return None
+        plan.charge(c, what)
+        if isinstance(v, ast.Call):
+            args = [operand(a) for a in v.args]
+            if any(a is None for a in args):
+                return None
+            return ast.Call(func=clone(v.func), args=args, keywords=[])
+        if isinstance(v, ast.BinOp):
+            a = operand(v.left)
+            b = operand(v.right) if a is not None else None
+            return None if b is None else ast.BinOp(left=a, op=v.op, right=b)
+        a = operand(v.operand)
+        return None if a is None else ast.UnaryOp(op=v.op, operand=a)
+
+    def operand(self, m: ast.expr) -> ast.expr | None:
+        """An operand of ``d``'s value again: a constant, an element read, a nested
+        operation, or a name available or recomputed (restored as a step, with ``steps``)."""
+        if isinstance(m, ast.Constant):
+            return m
+        if isinstance(m, ast.Subscript) and isinstance(m.value, ast.Name):
+            return self.read(m)  # x[i] > 0, a test on an element
+        if isinstance(m, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.Call)):
+            return self.op(m)  # nested: bool(i % 2 == 0), min(a + b, c)
+        if not isinstance(m, ast.Name) or m.id in self.changed_by_d:
+            self.why(f"{self.n} reads its own old value")
+            return None
+        if self.available(m.id):
+            self.plan.leaves.add(m.id)
+            return name(m.id)
+        plan = self.plan
+        spent = plan.cost
+        e = self.deeper(m.id, self.steps)
+        if e is None or not self.steps or not isinstance(e, (ast.BinOp, ast.UnaryOp,
+                                                             ast.Call, ast.Compare)) \
+                or int_arith(e, self.an):
+            return e  # inlined: an element read, index arithmetic
+        if m.id in stmt_defs(self.s):
+            return e
+        if self.planner.needed_before(m.id, self.s):
+            # an earlier statement's adjoint needs it too, and finds it restored: it
+            # costs here only what it costs beyond the tape it saves there
+            plan.cost = spent + max(0.0, plan.cost - spent - TAPE_COST)
+            plan.shared = True
+        plan.steps.append((m.id, e))  # restored under its name: computed once
+        self.done[m.id] = name(m.id)
+        return name(m.id)
 
 
 def shape_query(v: ast.expr) -> bool:

@@ -125,29 +125,7 @@ class Statements(Part):
         if isinstance(t, ast.Name) and self.an.modes.get(t.id) == "view":
             return [s], []  # its adjoint is a view of the base's: nothing to pass back
         if is_permutation(s):
-            tn = [e.id for e in t.elts]
-            vn = [e.id for e in s.value.elts]
-            act = [i for i, n in enumerate(tn) if n in self.an.active]
-            if not act:
-                return [s], []
-            if sorted(tn) == sorted(vn):  # a swap: the adjoints swap too
-                lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act],
-                                ctx=ast.Store())
-                rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
-                return [s], [ast.Assign(targets=[lhs], value=rhs)]
-            # new names for old values (versions): take the targets' adjoints, then pass
-            # each to the value it came from
-            rev: list[ast.stmt] = []
-            held = []
-            for i in act:
-                g = self.namer.fresh("_g")
-                rev.append(assign(g, name(self.adj(tn[i]))))
-                held.append((i, g))
-            for i, _ in held:
-                self.reset(tn[i], s, rev)
-            for i, g in held:
-                self.contribute(vn[i], name(g), rev)
-            return [s], rev
+            return self.permutation(s)
         if isinstance(t, ast.Subscript):
             return self.write(s, t, v, None, restored)
         prim = primitive_of(v, self.env)
@@ -178,24 +156,57 @@ class Statements(Part):
         if isinstance(v, ast.Subscript) and self._fancy(v.slice):
             return self.call(s, tgt, v, restored)
         if isinstance(v, ast.Subscript):
-            base = v.value.id
-            if base not in self.an.active:
-                self.reset(tgt, s, rev)
-                return self.finish(s, [s], rev, set(), restored)
-            self.check_index(v.slice, s)
-            if base == tgt:
-                raise self.parsed.error("'x = x[...]' rebinding an array to a part of itself "
-                                        "is not supported", s, "use a new name")
-            rev.append(ast.AugAssign(target=ast.Subscript(value=name(self.adj(base)),
-                                                          slice=clone(v.slice),
-                                                          ctx=ast.Store()),
-                                     op=ast.Add(), value=dt))
-            self.reset(tgt, s, rev)
-            return self.finish(s, [s], rev, set(), restored)
+            return self.element_read(s, tgt, v, restored)
         chain = reciprocal_sqrt(s, tgt, self.an, self.env)
         if chain is not None:
             return self.reciprocal_sqrt(s, tgt, chain, restored)
         return self.call(s, tgt, v, restored)
+
+    def permutation(self, s: ast.Assign):
+        """``a, b = b, a`` or new names for old values: the adjoints follow the values."""
+        t = s.targets[0]
+        tn = [e.id for e in t.elts]
+        vn = [e.id for e in s.value.elts]
+        act = [i for i, n in enumerate(tn) if n in self.an.active]
+        if not act:
+            return [s], []
+        if sorted(tn) == sorted(vn):  # a swap: the adjoints swap too
+            lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act],
+                            ctx=ast.Store())
+            rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
+            return [s], [ast.Assign(targets=[lhs], value=rhs)]
+        # new names for old values (versions): take the targets' adjoints, then pass
+        # each to the value it came from
+        rev: list[ast.stmt] = []
+        held = []
+        for i in act:
+            g = self.namer.fresh("_g")
+            rev.append(assign(g, name(self.adj(tn[i]))))
+            held.append((i, g))
+        for i, _ in held:
+            self.reset(tn[i], s, rev)
+        for i, g in held:
+            self.contribute(vn[i], name(g), rev)
+        return [s], rev
+
+    def element_read(self, s: ast.Assign, tgt: str, v: ast.Subscript, restored):
+        """``t = A[i]``: ``dA[i] += dt``."""
+        rev: list[ast.stmt] = []
+        dt = name(self.adj(tgt))
+        base = v.value.id
+        if base not in self.an.active:
+            self.reset(tgt, s, rev)
+            return self.finish(s, [s], rev, set(), restored)
+        self.check_index(v.slice, s)
+        if base == tgt:
+            raise self.parsed.error("'x = x[...]' rebinding an array to a part of itself "
+                                    "is not supported", s, "use a new name")
+        rev.append(ast.AugAssign(target=ast.Subscript(value=name(self.adj(base)),
+                                                      slice=clone(v.slice),
+                                                      ctx=ast.Store()),
+                                 op=ast.Add(), value=dt))
+        self.reset(tgt, s, rev)
+        return self.finish(s, [s], rev, set(), restored)
 
     def reciprocal_sqrt(self, s: ast.Assign, tgt: str, chain: ReciprocalSqrt, restored):
         """``t = c / r`` of ``r = sqrt(u)``: ``du += -0.5 c dt / (r u)``, one division where
@@ -305,6 +316,20 @@ class Statements(Part):
             self.reset(tgt, s, rev)
         seed = {inst.dy: g} if inst.dy != g.id else None
         rev += [rename(x, seed) for x in inst.back] if seed else inst.back
+        for var, gexpr in doubled(self.terms(tgt, tpl, inst, seed, rev)):
+            self.contribute(var, gexpr, rev)
+        if not stashed:
+            self.reset(tgt, s, rev)
+        else:
+            rev = drop_self_identity(rev, g.id, self.adj(tgt))
+        rev = prune_unused(rev, self.namer)
+        outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
+        return self.finish(s, fwd, rev, outputs, restored)
+
+    def terms(self, tgt: str, tpl, inst, seed: dict | None, rev: list[ast.stmt]
+              ) -> list[tuple[str, ast.expr]]:
+        """(operand, its gradient) of each active named operand of the rule's call (into
+        ``tgt``); an active tuple operand's gradient is taken apart into ``rev`` here."""
         scalar_res = not self.an.kind(tgt).is_array
         scalars = _Scalars(self.fwd_vars, self.an)
         terms: list[tuple[str, ast.expr]] = []  # (operand, its gradient), one per operand
@@ -327,15 +352,7 @@ class Statements(Part):
                     if self.is_active(e):
                         self.contribute(e.id, ast.Subscript(value=name(gt), slice=const(j),
                                                             ctx=ast.Load()), rev)
-        for var, gexpr in doubled(terms):
-            self.contribute(var, gexpr, rev)
-        if not stashed:
-            self.reset(tgt, s, rev)
-        else:
-            rev = drop_self_identity(rev, g.id, self.adj(tgt))
-        rev = prune_unused(rev, self.namer)
-        outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
-        return self.finish(s, fwd, rev, outputs, restored)
+        return terms
 
     def forward_of(self, s, tgt, v, fn, tpl, inst, operands) -> list[ast.stmt]:
         """Forward statements: the user's own call where the rule just computes it."""
