@@ -139,7 +139,7 @@ class Binomial(Part):
         stride = fresh("_stride")
         np_name = self.global_name("np", __import__("numpy"))
         tc = self.global_name("trip_count", helpers.trip_count)
-        self.tapes.slot_buffers.append((v["POS"], "int64"))
+        self.tapes.slot(v["POS"], "int64")
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
                  RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
@@ -160,7 +160,7 @@ class Binomial(Part):
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
-        self.tapes.restored_names |= all_defs(s) | set(state) | {t}
+        self.tapes.restores(all_defs(s) | set(state) | {t})
         what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
@@ -198,7 +198,7 @@ class Binomial(Part):
         if first_draw(s.body, self.env) is None:
             return []
         buf = self.namer.fresh("_snaps_rng")
-        self.tapes.slot_buffers.append((buf, "uint8"))
+        self.tapes.slot(buf, "uint8")
         res, st, ld = (self.global_name(f.__name__, f)
                        for f in (rng.rng_reserve, rng.rng_store, rng.rng_load))
 
@@ -291,7 +291,7 @@ class _State:
 
     def reserve(self, buf: str, size: ast.expr, dtype: str) -> ast.stmt:
         """``buf = tape_reserve(buf, 0, size)``: kept storage (``slot_buffers``)."""
-        self.b.tapes.slot_buffers.append((buf, dtype))
+        self.b.tapes.slot(buf, dtype)
         res = self.b.global_name("tape_reserve", helpers.tape_reserve)
         return assign(buf, _call(res, name(buf), const(0), size))
 

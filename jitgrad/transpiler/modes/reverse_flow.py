@@ -43,7 +43,7 @@ class ControlFlow(Part):
         if not br:
             return plain, []
         inside = all_defs(s)
-        self.tapes.restored_names |= inside  # the reverse sweep reruns the region
+        self.tapes.restores(inside)  # the reverse sweep reruns the region
         before: list[ast.stmt] = []
         pops: list[ast.stmt] = []
         # arrays from outside that the region writes in place: snapshot at entry, written
@@ -75,7 +75,7 @@ class ControlFlow(Part):
             before += push
             restores += [*pop(snap), ast.Expr(value=ast.Call(func=name(restore), args=[
                 name(n), name(snap)], keywords=[]))]
-            self.tapes.restored_names.add(n)
+            self.tapes.restores({n})
         reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
         for n in sorted(set(reads) & exposed - set(outer)):
             defs = self.an.defs.get(n, [])
@@ -87,7 +87,7 @@ class ControlFlow(Part):
                 push, pop = self.tapes.new_tape(self.namer.tape(n), n, s)
                 before += push
                 pops += pop(n)
-                self.tapes.restored_names.add(n)
+                self.tapes.restores({n})
         replay, back = self.replay_region(s, before)
         return before + plain, pops + restores + replay + bf + back + br
 

@@ -235,6 +235,15 @@ class Tapes(Part):
         pops = self.captures(s, holder, set(), before, after, restored, True, reads)
         return pops, holder
 
+    def slot(self, buf: str, dtype: str) -> None:
+        """Declare ``buf`` as slot storage of ``dtype``, kept between calls (grown by the
+        caller's ``tape_reserve``)."""
+        self.slot_buffers.append((buf, dtype))
+
+    def restores(self, names: set[str]) -> None:
+        """Note that the adjoint sweep gives ``names`` back (``Sweeps.restored``)."""
+        self.restored_names |= names
+
     def list_tape(self, tape: str) -> None:
         """Declare ``tape`` as a list (pushed and popped by the caller)."""
         self.declared.append((tape, None))
