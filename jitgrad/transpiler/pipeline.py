@@ -46,6 +46,9 @@ from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.tuples import flatten_params
+from .front.tuples import refuse_whole as refuse_whole_tuples
+from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import version_names
 from .front.webs import split_webs
@@ -109,6 +112,8 @@ class Unit:
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
     #: hide the builtin generated code calls; ``naming.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)
+    #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
+    tuples: dict[str, tuple[Any, list[str], bool]] | None = None
 
     @property
     def name(self) -> str:
@@ -225,6 +230,30 @@ def inline_(u: Unit) -> None:
     body = inline(u.parsed, u.body + [ret], u.namer)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
+
+
+def tuples_(u: Unit) -> None:
+    """Tuple arguments become one parameter per entry, and local tuples that are only
+    unpacked, indexed with constants or returned one variable per entry
+    (``front/tuples.py``).
+
+    >>> print(example("tuples", '''
+    ... def f(x, v):
+    ...     state = (x, v)
+    ...     a, b = state
+    ...     return a * b + state[1]
+    ... '''))
+    def f(x, v):
+        state_0, state_1 = (x, v)
+        a, b = (state_0, state_1)
+        return a * b + state_1
+    """
+    tuples = u.tuples or {}
+    if tuples:
+        u.namer.reserve(n for v in tuples.values() for n in v[1])
+        u.params, u.body = flatten_params(u.params, u.body, tuples, u.parsed.tree)
+    u.body, u.returns = split_tuples(u.body, u.returns, u.params, u.namer, tuples)
+    refuse_whole_tuples(u.body, u.returns, u.params, tuples, u.parsed)
 
 
 def lists_(u: Unit) -> None:
@@ -778,6 +807,7 @@ PREPARE: list[Pass] = [
     Pass("parse", parse_),
     Pass("single_exit", single_exit_),
     Pass("inline", inline_),
+    Pass("tuples", tuples_),
     Pass("lists", lists_),
     Pass("loops", loops_),
     Pass("last_taken", last_taken_),
@@ -810,11 +840,13 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
-            parallel: bool = False, aux: bool = False) -> Unit:
+            parallel: bool = False, aux: bool = False,
+            tuples: dict[str, tuple[Any, list[str], bool]] | None = None) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
-    ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated."""
-    u = Unit(func, parallel=parallel, aux=aux)
+    ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
+    its tuple arguments' structures (``front/tuples.py``)."""
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples)
     for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
@@ -836,22 +868,22 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
-          parallel: bool = False) -> str:
+          parallel: bool = False, tuples: dict[str, Any] | None = None) -> str:
     """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
     one of the lowered sweeps) for these kinds (``parallel``: compiled with
-    ``parallel=True``)."""
+    ``parallel=True``; ``tuples``: see ``prepare``)."""
     if name == "normalized":
-        return show_body(prepare(func))
+        return show_body(prepare(func, tuples=tuples))
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func, parallel=parallel), wrt, arg_kinds)
+        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds)
         return u.sources["grad" if name == "all" else name]
     if name in BACKEND:
-        return _backend_stage(transform(prepare(func, parallel=parallel), wrt, arg_kinds,
-                                        until=_BEFORE_LOWER), BACKEND[name])
+        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples), wrt,
+                                        arg_kinds, until=_BEFORE_LOWER), BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
-    u = prepare(func, until=name, parallel=parallel)
+    u = prepare(func, until=name, parallel=parallel, tuples=tuples)
     if p in SPECIALISE:
         u = transform(u, wrt, arg_kinds, until=name)
     return p.show(u).rstrip("\n") + "\n"

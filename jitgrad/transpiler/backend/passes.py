@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis import dataflow
 from ..ir import Adjoint
 from ..naming import is_tape
-from ..nodes import loaded_ids, stmt_defs
+from ..nodes import loaded_ids
 from . import emit
 from .fuse import fuse_loops
 from .jit import global_reads
@@ -390,7 +391,7 @@ def fuse_(s: Lowering) -> None:
     """
     ir = s.ctx.ir
     if not ir.callables:  # a hook sees the gradients in the order of the two sweeps
-        tapes = {n for st in ir.workspace for n in stmt_defs(st)}
+        tapes = dataflow.binds_in(ir.workspace)
         s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent)
 
 

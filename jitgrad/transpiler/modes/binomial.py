@@ -20,9 +20,10 @@ import ast
 from collections.abc import Callable
 
 from ...kernels import helpers, revolve, rng
+from ..analysis import dataflow
 from ..analysis.effects import first_draw
 from ..analysis.shapes import loop_temps, shape_changer
-from ..astutil import all_defs, binop, exposed_reads
+from ..astutil import binop, exposed_reads
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
@@ -160,7 +161,7 @@ class Binomial(Part):
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
-        self.tapes.restores(all_defs(s) | set(state) | {t})
+        self.tapes.restores(dataflow.binds_in([s]) | set(state) | {t})
         what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "

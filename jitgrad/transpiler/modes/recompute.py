@@ -20,12 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import draws
+from ..analysis import dataflow
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
-from ..astutil import all_defs
 from ..front.desugar import name
 from ..front.inline import resolve
-from ..nodes import clone, replace_names, stmt_defs, walk, walk_stmts
+from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
 
 
@@ -107,7 +107,7 @@ class Planner:
                compound: bool, made: set[str]) -> list[tuple[str, bool, bool]]:
         """(name, ``s``'s own output, restored here) of each value read that something may
         redefine before the adjoint of ``s`` runs."""
-        defined = set(stmt_defs(s)) if not compound else all_defs(s)
+        defined = dataflow.binds_in([s])
         wanted: list[tuple[str, bool, bool]] = []
         for n in sorted(reads, key=lambda n: (self.an.first_pos(n), n)):
             if self.an.recomputed_index(n, s):
@@ -293,7 +293,7 @@ class _Again:
         self.planner, self.an, self.env = planner, planner.an, planner.env
         self.n, self.s, self.d, self.restored = n, s, d, restored
         self.plan, self.depth, self.steps, self.done = plan, depth, steps, done
-        self.changed_by_d = set(stmt_defs(d))
+        self.changed_by_d = set(dataflow.binds(d, elements=True))
 
     def why(self, text: str) -> None:
         """Say why not (the first reason found is kept)."""
@@ -351,7 +351,8 @@ class _Again:
             return True
         d, s = self.d, self.s
         return (m in self.restored and BLOCK.get(d) == BLOCK.get(s)
-                and not self.an.defined_between(m, d, s) and m not in stmt_defs(s))
+                and not self.an.defined_between(m, d, s)
+                and m not in dataflow.binds(s, elements=True))
 
     def read(self, v: ast.Subscript) -> ast.expr | None:
         """An element read again: its array unwritten since, its index available."""
@@ -425,7 +426,7 @@ class _Again:
                                                              ast.Call, ast.Compare)) \
                 or int_arith(e, self.an):
             return e  # inlined: an element read, index arithmetic
-        if m.id in stmt_defs(self.s):
+        if m.id in dataflow.binds(self.s, elements=True):
             return e
         if self.planner.needed_before(m.id, self.s):
             # an earlier statement's adjoint needs it too, and finds it restored: it

@@ -19,15 +19,14 @@ import ast
 from dataclasses import dataclass, field
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..analysis.analyse import Analysis
-from ..astutil import all_defs
 from ..backend.emit import comment
 from ..backend.optimize import propagate_copies
 from ..front.desugar import assign, const, name
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
-from ..nodes import stmt_defs
 from ..notes import CHECKPOINTED, POS, checkpoint
 from .binomial import Binomial
 from .recompute import Planner
@@ -88,8 +87,9 @@ class Reverser:
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
             # what a later statement restored of this one's outputs: the values it made
-            self.tapes.made = restored & set(stmt_defs(s))
-            restored -= {m for n in all_defs(s) for m in an.aliases.get(n, {n}) | {n}}
+            self.tapes.made = restored & set(dataflow.binds(s, elements=True))
+            restored -= {m for n in dataflow.binds_in([s])
+                         for m in an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
             f, r = self.tapes.restore_before(s, f, r, restored)
             chunks.append(list(f))  # as it is now, like the slice assignment was

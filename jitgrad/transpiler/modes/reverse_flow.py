@@ -12,12 +12,13 @@ import ast
 from collections.abc import Callable
 
 from ...kernels import helpers, rng
+from ..analysis import dataflow
 from ..analysis.effects import first_draw
 from ..analysis.kinds import INT
-from ..astutil import all_defs, binop, exposed_reads
+from ..astutil import binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
-from ..nodes import clone, loaded_ids, stmt_defs, walk_stmts
+from ..nodes import clone, loaded_ids, walk_stmts
 from ..notes import END, HOISTED, POS, PRANGE, PUSH, SWEEP, carry
 from .tapes import Tapes
 from .unit import Part, Unit
@@ -42,7 +43,7 @@ class ControlFlow(Part):
         plain = strip_pushes(clone(bf))
         if not br:
             return plain, []
-        inside = all_defs(s)
+        inside = dataflow.binds_in([s])
         self.tapes.restores(inside)  # the reverse sweep reruns the region
         before: list[ast.stmt] = []
         pops: list[ast.stmt] = []
@@ -198,10 +199,10 @@ class ControlFlow(Part):
         if self.env.get("tape_reserve") is not helpers.tape_reserve or PRANGE.get(s) \
                 or self.env.get("max", max) is not max:
             return []
-        inside = all_defs(s)
+        inside = dataflow.binds_in([s])
         defs: dict[str, list[ast.stmt]] = {}
         for x in walk_stmts(s.body):
-            for n in stmt_defs(x):
+            for n in dataflow.binds(x, elements=True):
                 defs.setdefault(n, []).append(x)
         top = {id(x) for x in s.body}
 

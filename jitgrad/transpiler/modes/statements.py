@@ -15,12 +15,13 @@ from ...kernels import helpers
 from ...markers import hook, nobacksies
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
+from ..analysis import dataflow
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
 from ..astutil import binop, names_of, walk_values
 from ..backend.optimize import Simplify, drop_self_identity, prune_unused
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
-from ..nodes import clone, relocate, stmt_defs, walk
+from ..nodes import clone, relocate, walk
 from ..notes import POS, SCALAR_RESULT
 from .fused import ReciprocalSqrt, reciprocal_sqrt
 from .tapes import Tapes
@@ -54,7 +55,7 @@ class Statements(Part):
 
     def simple(self, s: ast.stmt, restored: set[str]):
         """The forward and adjoint of a statement that is not compound."""
-        self.fwd_vars.update(stmt_defs(s))
+        self.fwd_vars.update(dataflow.binds(s, elements=True))
         if isinstance(s, ast.Assign):
             return self.assign(s, restored)
         if isinstance(s, ast.AugAssign):

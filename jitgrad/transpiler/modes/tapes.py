@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers, snapshots
+from ..analysis import dataflow
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
 from ..astutil import binop
@@ -19,7 +20,7 @@ from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..ir import Snapshots
-from ..nodes import clone, loaded_ids, stmt_defs, walk
+from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH
 from .recompute import Capture, Planner
 from .unit import Part, Unit
@@ -154,7 +155,8 @@ class Tapes(Part):
             val = name(n)
             # a rule's own value (not in the kinds) may be the very array the statement
             # binds to a name that is written in place later
-            shared = n not in self.an.kinds and bool(set(stmt_defs(s)) & self.an.written)
+            shared = n not in self.an.kinds \
+                and bool(set(dataflow.binds(s, elements=True)) & self.an.written)
             if (k.is_array and n in self.an.written) or shared:
                 snap = self.global_name("snapshot", helpers.snapshot)
                 val = ast.Call(func=name(snap), args=[val], keywords=[])
