@@ -150,8 +150,9 @@ def child(case: str, tool: str) -> dict:
         t = time.perf_counter()
         pf(*args)
         return {"seconds": time.perf_counter() - t}
-    import jitgrad as jg
     from numba.core import event
+
+    import jitgrad as jg
 
     if tool == "second":
         vg, g = jg.value_and_grad(f, wrt=wrt), jg.grad(f, wrt=wrt)
