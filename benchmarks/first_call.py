@@ -140,41 +140,41 @@ def child(case: str, tool: str) -> dict:
             import jax  # noqa: F401
         except ImportError:
             return {"skipped": "jax is not installed"}
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         jax_thunk()()
-        return {"seconds": time.perf_counter() - t}
+        return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}
     if tool == "primal":
         import numba
 
         pf = numba.njit(f)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         pf(*args)
-        return {"seconds": time.perf_counter() - t}
+        return {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c}
     from numba.core import event
 
     import jitgrad as jg
 
     if tool == "second":
         vg, g = jg.value_and_grad(f, wrt=wrt), jg.grad(f, wrt=wrt)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         vg(*args)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         g(*args)
-        t2 = time.perf_counter()
-        return {"first": t1 - t0, "seconds": t2 - t1}
+        t2, c2 = time.perf_counter(), time.process_time()
+        return {"first": t1 - t0, "seconds": t2 - t1, "first_cpu": c1 - c0, "cpu": c2 - c1}
     spent = _timed_passes()
     g = jg.grad(f, wrt=wrt)
     with event.install_recorder("numba:run_pass") as rec:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         g(*args)
-        total = time.perf_counter() - t
+        total, cpu = time.perf_counter() - t, time.process_time() - c
     info = g.cache_info()
     numba_passes = _outer_passes(rec.buffer)
     compiled = g.diff._last.compiled
     timers = [c.metadata.get("timers", {}) for d in compiled.jitted.values()
               for c in d.overloads.values()]
     src = g.diff._last.unit.sources["grad_only"]
-    return {"seconds": total, "transform": info["transform_seconds"],
+    return {"seconds": total, "cpu": cpu, "transform": info["transform_seconds"],
             "compile": info["compile_seconds"], "passes": spent,
             "typing": numba_passes.get("nopython_type_inference", 0.0),
             "lowering": numba_passes.get("native_lowering", 0.0),
@@ -215,32 +215,36 @@ def median_of(runs: list[dict]) -> dict:
 
 
 def _s(r: dict | None, key: str = "seconds") -> str:
+    """``r[key]`` in seconds, with the CPU seconds in parentheses for a total."""
     if r is None:
         return "-"
     if "error" in r or "skipped" in r:
         return "n/a"
-    return f"{r[key]:.2f}"
+    cpu = f" ({r['cpu']:.2f})" if key == "seconds" and "cpu" in r else ""
+    return f"{r[key]:.2f}{cpu}"
 
 
-def _ratio(a: dict | None, b: dict | None, ka: str = "seconds", kb: str = "seconds") -> str:
-    ok = all(r is not None and ka in r for r in (a,)) and b is not None and kb in b
-    return f"{a[ka] / b[kb]:.1f}x" if ok and b[kb] > 0 else "-"
+def _ratio(a: dict | None, b: dict | None, kb: str = "seconds") -> str:
+    """``a``'s wall seconds over ``b``'s ``kb``."""
+    ok = a is not None and "seconds" in a and b is not None and kb in b and b[kb] > 0
+    return f"{a['seconds'] / b[kb]:.1f}x" if ok else "-"
 
 
 def table(results: dict[str, dict[str, dict]]) -> str:
-    """The Markdown first-call table (seconds; ratios of medians)."""
-    rows = ["| case | transform | typing | lowering (LLVM) | jitgrad 1st call | lines "
+    """The Markdown first-call table (seconds, CPU seconds in parentheses; ratios of the
+    medians' wall times)."""
+    rows = ["| case | transform | Numba typing | lowering (LLVM) | jitgrad 1st call | lines "
             "| njit primal | vs primal | JAX jit(grad) | vs JAX | 2nd entry | 2nd / 1st |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, r in results.items():
-        j, p, x, s = (r.get(t) for t in TOOLS[:1] + ("primal", "jax", "second"))
-        ok = j is not None and "seconds" in j and "transform" in j
+        j, p, x, s = (r.get(t) for t in ("jitgrad", "primal", "jax", "second"))
+        ok = j is not None and "transform" in j
+        parts = [_s(j, k) if ok else "-" for k in ("transform", "typing")]
         low = f"{j['lowering']:.2f} ({j['llvm']:.2f})" if ok else "-"
-        rows.append(
-            f"| {case} | {_s(j, 'transform') if ok else '-'} | {_s(j, 'typing') if ok else '-'}"
-            f" | {low} | {_s(j)} | {int(j['lines']) if ok else '-'} | {_s(p)} "
-            f"| {_ratio(j, p)} | {_s(x)} | {_ratio(j, x)} | {_s(s)} "
-            f"| {_ratio(s, s, 'seconds', 'first') if s and 'first' in s else '-'} |")
+        lines = str(int(j["lines"])) if ok else "-"
+        rows.append(f"| {case} | {' | '.join(parts)} | {low} | {_s(j)} | {lines} | {_s(p)} "
+                    f"| {_ratio(j, p)} | {_s(x)} | {_ratio(j, x)} | {_s(s)} "
+                    f"| {_ratio(s, s, 'first')} |")
     return "\n".join(rows)
 
 

@@ -5,6 +5,7 @@ the value (``backend.jit.runs_as``); values and gradients stay those of the func
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -99,3 +100,24 @@ def test_new_argument_types_compile_one_variant():
     np.testing.assert_allclose(g, numeric_grad(dead_value, (x, k), 0), rtol=1e-5)
     counts = _variants(d)
     assert counts["grad_only"] == 0 and counts["grad"] >= 1
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_from_the_disk_cache(tmp_path, monkeypatch, jit):
+    """``cache=True``: a function loaded from disk routes the same way."""
+    (tmp_path / "entryfn.py").write_text(
+        "import math\n\n\ndef f(x, k):\n    s = 0.0\n    for i in range(x.shape[0]):\n"
+        "        s += math.exp(k * x[i])\n    return s * s\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import entryfn
+
+    args = (np.linspace(-1.0, 1.0, 4), 0.3)
+    for _ in range(2):  # transformed and saved, then a new object loading it
+        d = jg.differentiate(entryfn.f, wrt=(0, 1), jit=jit, cache=True)
+        value, grads = d.value_and_grad(*args)
+        _check(entryfn.f, args, value, grads)
+        _check(entryfn.f, args, None, d.grad(*args))
+        if jit:
+            assert _variants(d) == {"grad": 1, "grad_only": 0}
+    assert d.cache_info()["hits"] == 1
+    sys.modules.pop("entryfn", None)
