@@ -214,36 +214,44 @@ def median_of(runs: list[dict]) -> dict:
     return out
 
 
-def _s(r: dict | None, key: str = "seconds") -> str:
-    """``r[key]`` in seconds, with the CPU seconds in parentheses for a total."""
+def _c(r: dict | None) -> str:
+    """CPU seconds (wall seconds) of a measurement; n/a for an error or a skip."""
     if r is None:
         return "-"
     if "error" in r or "skipped" in r:
         return "n/a"
-    cpu = f" ({r['cpu']:.2f})" if key == "seconds" and "cpu" in r else ""
-    return f"{r[key]:.2f}{cpu}"
+    return f"{r['cpu']:.2f} ({r['seconds']:.1f})" if "cpu" in r else f"({r['seconds']:.1f})"
 
 
 def _ratio(a: dict | None, b: dict | None, kb: str = "seconds") -> str:
-    """``a``'s wall seconds over ``b``'s ``kb``."""
-    ok = a is not None and "seconds" in a and b is not None and kb in b and b[kb] > 0
-    return f"{a['seconds'] / b[kb]:.1f}x" if ok else "-"
+    """``a``'s seconds over ``b``'s ``kb``: CPU seconds where both have them (less
+    disturbed by a loaded machine than wall time), else wall seconds."""
+    if a is None or b is None or "seconds" not in a or kb not in b:
+        return "-"
+    cpu_b = "first_cpu" if kb == "first" else "cpu"
+    x, y = (a["cpu"], b[cpu_b]) if "cpu" in a and cpu_b in b else (a["seconds"], b[kb])
+    return f"{x / y:.1f}x" if y > 0 else "-"
+
+
+def _share(j: dict, key: str) -> str:
+    """``j[key]`` as a share of the first call's wall time (shares hold under load)."""
+    return f"{100 * j[key] / j['seconds']:.0f}%"
 
 
 def table(results: dict[str, dict[str, dict]]) -> str:
-    """The Markdown first-call table (seconds, CPU seconds in parentheses; ratios of the
-    medians' wall times)."""
-    rows = ["| case | transform | Numba typing | lowering (LLVM) | jitgrad 1st call | lines "
+    """The Markdown first-call table: seconds as CPU (wall), the stages as shares of the
+    first call, ratios of the medians (``_ratio``)."""
+    rows = ["| case | jitgrad 1st call | transform | Numba typing | lowering (LLVM) | lines "
             "| njit primal | vs primal | JAX jit(grad) | vs JAX | 2nd entry | 2nd / 1st |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, r in results.items():
         j, p, x, s = (r.get(t) for t in ("jitgrad", "primal", "jax", "second"))
         ok = j is not None and "transform" in j
-        parts = [_s(j, k) if ok else "-" for k in ("transform", "typing")]
-        low = f"{j['lowering']:.2f} ({j['llvm']:.2f})" if ok else "-"
+        parts = [_share(j, k) for k in ("transform", "typing")] if ok else ["-", "-"]
+        low = f"{_share(j, 'lowering')} ({_share(j, 'llvm')})" if ok else "-"
         lines = str(int(j["lines"])) if ok else "-"
-        rows.append(f"| {case} | {' | '.join(parts)} | {low} | {_s(j)} | {lines} | {_s(p)} "
-                    f"| {_ratio(j, p)} | {_s(x)} | {_ratio(j, x)} | {_s(s)} "
+        rows.append(f"| {case} | {_c(j)} | {' | '.join(parts)} | {low} | {lines} | {_c(p)} "
+                    f"| {_ratio(j, p)} | {_c(x)} | {_ratio(j, x)} | {_c(s)} "
                     f"| {_ratio(s, s, 'first')} |")
     return "\n".join(rows)
 
