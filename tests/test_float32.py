@@ -84,3 +84,20 @@ def test_float32_gradients(name, dtypes, jit):
         assert g.dtype == args[w].dtype, (w, g.dtype)
         np.testing.assert_allclose(g, numeric_grad(f, at, w), rtol=2e-3, atol=2e-3,
                                    err_msg=f"gradient w.r.t. argument {w}")
+
+
+@pytest.mark.parametrize("name", ["outer_product", "solved", "inverse_squared"])
+def test_hessian_through_the_conversions(name, jit):
+    """The gradient code of ``np.outer``, ``np.linalg.solve`` and ``np.linalg.inv`` calls
+    ``mixed_dot``, ``mixed_solve`` and ``in_dtype_of``: forward mode differentiates them
+    (``jg.hessian``, float64), as the central differences of the gradient say."""
+    f, args = CASES[name]
+    x = args[0]
+    rest = args[1:]
+    hess = jg.hessian(f, wrt=0, jit=jit)(*args)
+    grad = jg.grad(f, wrt=0, jit=jit)
+    fd = np.stack([numeric_grad(lambda a, k=k: grad(a, *rest).reshape(-1)[k], (x,), 0)
+                   for k in range(x.size)]).reshape(x.shape + x.shape)
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad(x, *rest), numeric_grad(f, args, 0), rtol=1e-5,
+                               atol=1e-6)
