@@ -29,6 +29,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...rules.primitives import mutating
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from ..notes import COMMENT
@@ -126,11 +127,6 @@ class Names:
     slotted: frozenset[str] = frozenset()
 
 
-#: method calls that change their object
-MUTATORS = frozenset({"append", "pop", "extend", "insert", "remove", "clear", "fill", "sort",
-                      "resize", "put", "itemset", "setfield", "partition"})
-
-
 def independent(loop: ast.For, names: Names) -> Verdict:
     """May the iterations of ``loop`` run at once (see the module docstring)?"""
     if not isinstance(loop.target, ast.Name):
@@ -150,7 +146,7 @@ def independent(loop: ast.For, names: Names) -> Verdict:
             return Verdict(f"'{ast.unparse(s)}' runs for its effect", s)
         for n in own_expressions(s):
             if isinstance(n, ast.Call) and (names.effect(n) or (
-                    isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS)
+                    isinstance(n.func, ast.Attribute) and mutating(n.func.attr))
                     or any(k.arg == "out" for k in n.keywords)):
                 return Verdict(f"'{ast.unparse(n)}' may write into what it is given", s)
         for t in _bound(s):
@@ -385,5 +381,5 @@ def _path(body: list[ast.stmt], target: ast.stmt, owner: ast.stmt | None = None)
     return None
 
 
-__all__ = ["MUTATORS", "Names", "Verdict", "access_positions", "grid_positions",
+__all__ = ["Names", "Verdict", "access_positions", "grid_positions",
            "independent", "live_after", "own_slot", "private_arrays"]

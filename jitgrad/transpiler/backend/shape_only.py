@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import ast
 
+from ...rules.primitives import reads_shape_of
 from ..front.desugar import assign, name
 from ..naming import names_in
 from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
 from .emit import comment
-
-#: helpers whose second argument is read for its shape and dtype only
-SHAPE_ARGS = frozenset({"unbroadcast", "expand_along"})
 
 
 def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int],
@@ -89,8 +87,10 @@ def _bound(s: ast.stmt) -> str | None:
 
 
 def _shape_read(n: ast.AST, v: str | None = None) -> bool:
-    """``n`` is a call reading its second argument, a name (``v``), for its shape."""
-    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in SHAPE_ARGS
+    """``n`` is a call reading its second argument, a name (``v``), for its shape (the
+    primitive table's ``shape_args``: ``unbroadcast``, ``expand_along``)."""
+    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and reads_shape_of(n.func.id, 1)
             and len(n.args) >= 2 and isinstance(n.args[1], ast.Name)
             and (v is None or n.args[1].id == v))
 
@@ -135,4 +135,4 @@ def _fresh(base: str, taken: set[str]) -> str:
     return out
 
 
-__all__ = ["SHAPE_ARGS", "shape_stand_ins"]
+__all__ = ["shape_stand_ins"]
