@@ -161,24 +161,6 @@ def is_tape(name: str) -> bool:
     return name.startswith("_tape")
 
 
-#: the builtins generated code calls by name (loop bounds, tape sizes, flags)
-GENERATED_BUILTINS = frozenset({"range", "len", "max", "min", "abs", "bool", "float", "int"})
-
-
-def unshadowed_builtins(body: list[ast.stmt], params: list[str], namer: Namer
-                        ) -> list[ast.stmt]:
-    """``body`` with each local it binds under the name of a builtin that generated code
-    calls (a running ``max``) renamed to a version (``max_1``): the function never calls
-    that builtin itself (the name is local throughout), generated code does."""
-    from .front.inline import rename, stored_names
-
-    local = (stored_names(body) & GENERATED_BUILTINS) - set(params)
-    if not local:
-        return body
-    mapping: dict[str, str | ast.expr] = {n: namer.version(n) for n in sorted(local)}
-    return [rename(s, mapping) for s in body]
-
-
 def names_in(node: ast.AST) -> set[str]:
     """All identifiers (loaded or stored) under ``node``."""
     out = set()

@@ -46,10 +46,10 @@ from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.value_lists import refuse_list_entries, value_lists
-from .front.versions import version_names
+from .front.versions import unshadowed_builtins, version_names
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
+from .naming import Namer, is_generated, is_tape, names_in
 from .nodes import clone, walk_stmts
 from .notes import DRAW, checkpoint
 

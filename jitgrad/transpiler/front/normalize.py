@@ -22,6 +22,7 @@ import numpy as np
 
 from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
+from ..analysis.analyse import view_base
 from ..naming import Namer
 from ..nodes import clone, stmts_by_depth, walk
 from ..notes import AUG, Checkpoint, carry, checkpoint
@@ -321,8 +322,6 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
     buffer; where a view of ``u`` (or ``u`` as a view) is involved, Python's in-place
     update must stay one (``_t = u + e; u[:] = _t``) so the views see it.
     """
-    from ..analysis.analyse import view_base  # (analyse imports this module)
-
     viewed: set[str] = set()
     for n in stmts_by_depth(body):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):
