@@ -51,7 +51,7 @@ from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, is_tape, names_in
 from .nodes import clone, walk_stmts
-from .notes import DRAW, checkpoint
+from .notes import DRAW, ZEROING, checkpoint
 
 
 def _without_gc(fn):
@@ -656,6 +656,7 @@ def _made_empty(s: ast.Assign) -> ast.Assign:
     """``d = np.empty_like(v)`` for the zeroing ``d = np.zeros_like(v)``."""
     new = clone(s)
     new.value.func.attr = "empty_like"
+    ZEROING.set(new.value, False)
     return new
 
 

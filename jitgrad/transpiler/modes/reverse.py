@@ -27,7 +27,7 @@ from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
 from ..nodes import clone, relocate, stmt_defs, walk, walk_stmts
-from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
+from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, ZEROING, checkpoint
 from .binomial import BinomialMixin
 from .fused import ReciprocalSqrt, reciprocal_sqrt
 from .recompute import RecomputeMixin, nonlinear_reads
@@ -122,8 +122,10 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         like = like or n
         if k.ndim is not None and k.cls == "f":
             np_name = self.global_name("np", __import__("numpy"))
-            return ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
+            made = ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
                                                ctx=ast.Load()), args=[name(like)], keywords=[])
+            ZEROING.set(made, True)
+            return made
         zl = self.global_name("zeros_like", helpers.zeros_like)
         return ast.Call(func=name(zl), args=[name(like)], keywords=[])
 
