@@ -354,11 +354,11 @@ def reshapes(fn: Any) -> bool:
     return rec is not None and rec.reshapes
 
 
-def reads_shape_of(name: str, k: int) -> bool:
-    """Does the function spelled ``name`` read its argument ``k`` only for its shape and
-    dtype (``Primitive.shape_args``: ``unbroadcast(g, x)`` reads ``x``'s)?"""
-    return name in names_with("shape_args") and any(
-        k in rec.shape_args for rec in _RECORDS.values() if rec.fn.__name__ == name)
+def shape_args(fn: Any) -> tuple[int, ...]:
+    """The arguments ``fn`` reads only for their shape and dtype (``unbroadcast(g, x)``:
+    ``(1,)``); none for an unknown function."""
+    rec = _RECORDS.get(id(fn))
+    return () if rec is None else rec.shape_args
 
 
 def device_spelling(fn: Any) -> str | None:

@@ -26,10 +26,10 @@ from .primitives import (
     version,
 )
 
-#: the record fields ``grad_rule``'s keywords may set (spellings, queries, mutating methods,
-#: device spellings and IEEE stand-ins are the built-in table's; tangent rules have their own)
+#: the record fields ``grad_rule``'s keywords may set (spellings, queries, mutating methods
+#: and IEEE stand-ins are the built-in table's; tangent rules have their own)
 RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs",
-                                                     "mutates", "device_as", "ieee"))
+                                                     "mutates", "ieee"))
 
 __all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable",
            "version"]

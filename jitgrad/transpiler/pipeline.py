@@ -36,6 +36,7 @@ from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_parallel_draws, refuse_races
 from .backend.promote import promote_accumulations
+from .backend.shape_only import shape_reading_names
 from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
@@ -539,7 +540,8 @@ def reverse_(u: Unit) -> None:
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
                    tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots,
-                   u.namer.workspace, u.namer.global_name(u.env, "np", np))
+                   u.namer.workspace, u.namer.global_name(u.env, "np", np),
+                   shape_reading_names(u.env))
 
 
 def show_ir(u: Unit) -> str:

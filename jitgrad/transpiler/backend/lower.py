@@ -168,7 +168,7 @@ def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
             body = write_once(body, ir.grads, ir.shared, ir.np)
         if arrays:
             body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)},
-                                    ir.np)
+                                    ir.np, ir.shape_reads)
     body, dtypes = with_workspace(ir, body) if reuse else (body, ())
     if workspaces is not None:
         workspaces[variant] = dtypes
