@@ -29,7 +29,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...rules.primitives import mutating
+from ...rules.primitives import mutating, query_attrs
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from ..notes import COMMENT
@@ -327,8 +327,8 @@ def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, 
             elif isinstance(n, ast.Name) and n.id == a:
                 whole += 1
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
-                    and n.value.id == a and n.attr in ("shape", "size", "ndim"):
-                whole -= 1  # a shape query reads no element
+                    and n.value.id == a and n.attr in query_attrs():
+                whole -= 1  # a shape or type query reads no element (the table's ``query``)
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
                     and n.func.id == "len" and len(n.args) == 1 \
                     and isinstance(n.args[0], ast.Name) and n.args[0].id == a:

@@ -444,7 +444,9 @@ class _IEEEMath(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         fn = getattr(math, name)
         twin = ieee_twin(fn)
-        return fn if twin is None else twin
+        out = fn if twin is None else twin
+        setattr(self, name, out)  # (found once: the next read is the module's own)
+        return out
 
 
 IEEE_MATH = _IEEEMath("math", "math with IEEE results (jitgrad's jit=False generated code)")

@@ -30,9 +30,6 @@ from .desugar import assign, name
 from .inline import resolve
 from .parse import Parsed
 
-#: attributes that are plain (non-differentiable) queries
-QUERY_ATTRS = query_attrs()
-
 
 def is_atom(e: ast.expr) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
@@ -56,10 +53,10 @@ class Normalizer:
             return True
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return True
-        if isinstance(e, ast.Attribute) and e.attr in QUERY_ATTRS:
+        if isinstance(e, ast.Attribute) and e.attr in query_attrs():
             return True
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) \
-                and e.value.attr in QUERY_ATTRS:
+                and e.value.attr in query_attrs():
             return True
         if isinstance(e, ast.Call):
             fn = resolve(e.func, self.env)
