@@ -127,6 +127,12 @@ declare(*(f for n in dir(np.random) for f in [getattr(np.random, n)]
         *(f for n in dir(random) for f in [getattr(random, n)]
           if getattr(f, "__self__", None) is random._inst),
         np.random.seed, random=True)
+# where a draw's size argument is (kind inference: its ndim is the size's length)
+for fn, k in [(np.random.rand, -1), (np.random.randn, -1), (np.random.random, 0),
+              (np.random.random_sample, 0), (np.random.standard_normal, 0),
+              (np.random.normal, 2), (np.random.uniform, 2), (np.random.exponential, 1)]:
+    declare(fn, size_arg=k)
+declare(np.random.randint, size_arg=2, result=INT)  # (integers)
 
 # --- linear (tangent = the primitive of the tangents) and elementwise ------------------
 

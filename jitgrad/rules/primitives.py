@@ -111,7 +111,9 @@ class Primitive:
     code run with ``jit=False``); ``query``: depends only on its argument's
     shape or type.  ``random``: it draws from (or seeds) a global random generator, so
     that evaluating it again gives another value: never recomputed, and code that runs it
-    again replays the generator's state (``kernels/rng.py``).  ``methods`` and ``attrs``
+    again replays the generator's state (``kernels/rng.py``); ``size_arg``: the position
+    of a NumPy draw's ``size`` argument (-1: the dimensions as arguments, ``np.random.rand``;
+    None: kind inference does not know the draw).  ``methods`` and ``attrs``
     are the array methods (``x.sum()``) and attributes (``x.T``) that spell it;
     ``aliases`` are the other functions that share its rule (``np.add`` and
     ``operator.add``).
@@ -137,6 +139,7 @@ class Primitive:
     ieee: Callable[..., Any] | None = None
     query: bool = False
     random: bool = False
+    size_arg: int | None = None
     methods: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ()
     aliases: tuple[Any, ...] = ()
@@ -162,7 +165,7 @@ TAPE_COST = 16.0
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "reshapes", "shape_args", "cheap", "cost", "device",
-            "device_as", "ieee", "query", "random", "methods", "attrs")
+            "device_as", "ieee", "query", "random", "size_arg", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
