@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,12 @@ Wrt = int | str | tuple
 #: conversion keeps per-interpreter state that two threads parsing at once corrupt
 #: ("SystemError: AST constructor recursion depth mismatch", seen with concurrent first calls)
 TRANSFORMING = threading.RLock()
+
+#: calls with tuple arguments (``structured.py``: ``flat``, ``flat_tangents``,
+#: ``value_and_grad``, ``vjp``), which that module puts here when loaded (``import jitgrad``
+#: loads it): it subclasses ``api.Differentiated``, so ``api`` and ``forward_mode`` reach it
+#: through this table, not by importing it
+STRUCTURED: dict[str, Callable[..., Any]] = {}
 
 
 def resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ...], bool]:
@@ -149,6 +156,14 @@ def copies(args: tuple) -> tuple:
 #: argument types whose kind follows from the type alone (arrays: from dtype and ndim)
 _SCALAR_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32,
                            np.bool_})
+
+
+def tupled(args: tuple) -> bool:
+    """Is any argument a tuple (run on its entries: ``structured.py``)?"""
+    for a in args:
+        if isinstance(a, tuple):
+            return True
+    return False
 
 
 def signature(args: tuple) -> tuple | None:

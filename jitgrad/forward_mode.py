@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import report, rules
-from .arguments import describe_kinds, guess_args, refuse_aliased, signature
+from .arguments import STRUCTURED, describe_kinds, guess_args, refuse_aliased, signature
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
@@ -165,9 +165,23 @@ def _jvp_args(d: Any, primals: Any, tangents: Any,
 def jvp_of(d: Any, primals: Any, tangents: Any,
            kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """``(f(*primals, **kwargs), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+    flat = _flat(d, primals, tangents, kwargs, "jvp")
+    if flat is not None:  # tuple arguments: their entries' tangents
+        return jvp_of(*flat)
     gen, args = _jvp_args(d, primals, tangents, kwargs)
     # the generated prologue copies the arguments it writes (and their tangents)
     return backend.call(gen.compiled, "jvp", args)
+
+
+def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
+          what: str) -> tuple | None:
+    """``(flat function, primals, tangents, None)`` for primals with tuples
+    (``structured.py``: tangents in the structure of the ``wrt`` arguments), else None."""
+    primals = d.bind(_primal_tuple(d, primals, what), kwargs)
+    if not any(isinstance(a, tuple) for a in primals):
+        return None
+    f, fargs, _ = STRUCTURED["flat"](d, primals, "tangents")
+    return f, fargs, STRUCTURED["flat_tangents"](d, primals, tangents, what), None
 
 
 def tangent_of(d: Any, primals: Any, tangents: Any) -> Any:

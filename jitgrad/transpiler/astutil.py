@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .nodes import loaded_ids, stmt_defs, walk, walk_stmts
+from .nodes import loaded_ids, walk
 
 
 def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -14,14 +14,6 @@ def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
 
 def names_of(e: ast.AST) -> list[str]:
     return [n.id for n in walk(e) if isinstance(n, ast.Name)]
-
-
-def all_defs(s: ast.stmt) -> set[str]:
-    out = set(stmt_defs(s))
-    for f in ("body", "orelse"):
-        for x in walk_stmts(getattr(s, f, []) or []):
-            out.update(stmt_defs(x))
-    return out
 
 
 def exposed_reads(stmts: list[ast.stmt]) -> set[str]:

@@ -170,27 +170,6 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
                 todo.append(v)
 
 
-def stmt_defs(s: ast.stmt) -> list[str]:
-    """Names (re)bound or written in place by ``s`` itself (not nested statements)."""
-    if isinstance(s, ast.Assign):
-        t = s.targets[0]
-        if isinstance(t, ast.Name):
-            return [t.id]
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return [t.value.id]
-        if isinstance(t, ast.Tuple):
-            return [e.id for e in t.elts if isinstance(e, ast.Name)]
-    if isinstance(s, ast.AugAssign):
-        t = s.target
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return [t.value.id]
-        if isinstance(t, ast.Name):
-            return [t.id]
-    if isinstance(s, ast.For):
-        return [s.target.id]
-    return []
-
-
 def walk_stmts(body: list[ast.stmt]):
     """Every statement of ``body`` and of the blocks nested in it, in source order."""
     for s in body:

@@ -27,8 +27,9 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import attribute_function, method_function, query_attrs, returns_view
 from ..front.inline import resolve
 from ..naming import is_generated
-from ..nodes import stmt_defs, walk, walk_stmts
+from ..nodes import walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
+from . import dataflow
 from .effects import refuse_hidden_writes
 from .kinds import LIST, UNKNOWN, Kind, list_tape_call
 from .list_hint import list_refusal
@@ -299,7 +300,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                 and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
             an.aug_written.add(s.value.left.id)
     for s in stmts:
-        for n in stmt_defs(s):
+        for n in dataflow.binds(s, elements=True):
             an.defs.setdefault(n, []).append(s)
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             t = s.targets[0] if isinstance(s, ast.Assign) else s.target
@@ -310,7 +311,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             an.written.add(copy[0].id)  # (gradient code under hvp) an in-place copy
             an.inplace.setdefault(copy[0].id, []).append(s)
     for s in flat_body(body):
-        an.top_defined.update(stmt_defs(s))
+        an.top_defined.update(dataflow.binds(s, elements=True))
     for s in stmts:
         if isinstance(s, ast.For):
             parts = [s.iter]
@@ -362,7 +363,7 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     useful = _reachable({r.id for r in returns if isinstance(r, ast.Name)}, backward)
     an.active = {n for n in varied & useful if diff(n)}
     for s in stmts:
-        for n in stmt_defs(s):
+        for n in dataflow.binds(s, elements=True):
             if n in an.active and an.kind(n).cls == "c":
                 raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
                                    "real (float) values only", s,
@@ -451,8 +452,8 @@ def _args_written(stmts, an: Analysis, args: list[str], env: dict) -> None:
 
     written = an.written | an.aug_written
     for s in stmts:
-        if not (isinstance(s, ast.Assign) and an.kind(stmt_defs(s)[0]).is_array
-                if stmt_defs(s) else False):
+        if not (isinstance(s, ast.Assign) and an.kind(dataflow.binds(s, elements=True)[0]).is_array
+                if dataflow.binds(s, elements=True) else False):
             continue
         t, v = s.targets[0], s.value
         if isinstance(t, ast.Name):
@@ -547,6 +548,14 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
         t, v = s.targets[0].id, s.value
         if isinstance(v, (ast.List, ast.Tuple)) and any(
                 isinstance(e, ast.Name) and e.id in varied for e in v.elts):
+            if isinstance(v, ast.Tuple):  # (one only unpacked or indexed is split: tuples.py)
+                raise parsed.error(
+                    f"the tuple '{parsed.user_name(t)}' of differentiated values is used in a "
+                    "way jitgrad cannot split into its entries", s,
+                    "a tuple may be unpacked (a, b = t), indexed with constants (t[0]), "
+                    "copied, passed to helpers and returned alone (return t: outputs are "
+                    "flat, not nested); index it with a constant, or keep the values in "
+                    "separate variables or in an array")
             raise parsed.error("lists and tuples of differentiated values are not supported",
                                s, "keep the values in separate variables or in an array")
         group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(

@@ -30,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import mutating, query_attrs
-from ..astutil import exposed_reads
-from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
+from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import COMMENT
+from . import dataflow
 
 
 def grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
@@ -149,9 +149,9 @@ def independent(loop: ast.For, names: Names) -> Verdict:
                     isinstance(n.func, ast.Attribute) and mutating(n.func.attr))
                     or any(k.arg == "out" for k in n.keywords)):
                 return Verdict(f"'{ast.unparse(n)}' may write into what it is given", s)
-        for t in _bound(s):
+        for t in dataflow.binds(s):
             binds.setdefault(t, []).append(s)
-    exposed = exposed_reads(body)
+    carried = dataflow.carried(loop)
     loads = _load_counts(body)
     zeroed: list[str] = []
     sums: list[tuple[str, str]] = []
@@ -164,7 +164,7 @@ def independent(loop: ast.For, names: Names) -> Verdict:
                 return Verdict(f"'{n}' is not a scalar sum", sts[0])
             sums.append((n, family))
             continue
-        if n not in exposed:
+        if n not in carried:
             if n in names.live_after:
                 return Verdict(f"'{n}' is bound in the loop and read after it (its value "
                                "would be any iteration's)", sts[-1])
@@ -173,11 +173,11 @@ def independent(loop: ast.For, names: Names) -> Verdict:
             zeroed.append(n)  # a reset adjoint: zero when each iteration starts
             continue
         return Verdict(f"'{n}' carries a value from one iteration to the next", sts[0])
-    local = {n for n in binds if n not in exposed}
+    local = set(binds) - carried
     done: set[str] = set()
     collided: list[tuple[str, str, ast.stmt]] = []
     for s in walk_stmts(body):
-        for t in _written_elements(s):
+        for t in (x.node for x in dataflow.accesses(s) if x.write):
             if not isinstance(t.value, ast.Name):
                 return Verdict(f"'{ast.unparse(t)}' is written through an expression", s)
             a = t.value.id
@@ -202,26 +202,6 @@ def independent(loop: ast.For, names: Names) -> Verdict:
         return Verdict(collided[0][1], collided[0][2], tuple(zeroed),
                        tuple(a for a, _, _ in collided), tuple(sums))
     return Verdict(zeroed=tuple(zeroed), sums=tuple(sums))
-
-
-def _bound(s: ast.stmt) -> list[str]:
-    """The names ``s`` itself binds (rebinds), not the arrays it writes elements of."""
-    if isinstance(s, ast.Assign):
-        return [n.id for t in s.targets for n in walk(t) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Store)]
-    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-        return [s.target.id]
-    if isinstance(s, ast.For):
-        return [n.id for n in walk(s.target) if isinstance(n, ast.Name)]
-    return []
-
-
-def _written_elements(s: ast.stmt) -> list[ast.Subscript]:
-    """The element targets ``s`` writes (``a[i] = ...``, ``a[i] += ...``)."""
-    targets = s.targets if isinstance(s, ast.Assign) else \
-        [s.target] if isinstance(s, ast.AugAssign) else []
-    return [n for t in targets for n in walk(t) if isinstance(n, ast.Subscript)
-            and isinstance(n.ctx, ast.Store)]
 
 
 def _load_counts(body: list[ast.stmt]) -> dict[str, int]:
@@ -273,7 +253,7 @@ def _zero_at_end(n: str, body: list[ast.stmt]) -> bool:
     """Does the body end with ``n`` zero: its last top-level statement binding ``n`` is
     ``n = 0.0`` (no statement after it binds ``n``)?"""
     for s in reversed(body):
-        if any(n in _bound(x) for x in walk_stmts([s])):
+        if n in dataflow.binds_in([s], elements=False):
             return isinstance(s, ast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant) \
                 and s.value.value == 0 and not isinstance(s.value.value, bool)
@@ -351,35 +331,5 @@ def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, 
             f"iteration may write or read"), False
 
 
-def live_after(body: list[ast.stmt], loop: ast.stmt) -> frozenset[str]:
-    """The names a statement after ``loop`` in the function ``body`` may read before
-    binding them (a later trip of an enclosing loop counts as after)."""
-    path = _path(body, loop)
-    if path is None:
-        raise ValueError("the loop is not in the body")
-    out: set[str] = set()
-    for block, k, owner in reversed(path):
-        out |= exposed_reads(block[k + 1:])
-        if isinstance(owner, (ast.For, ast.While)):  # the next trip, from its start
-            out |= exposed_reads(owner.body)
-            out |= loaded_ids(owner.test if isinstance(owner, ast.While) else owner.iter)
-    return frozenset(out)
-
-
-def _path(body: list[ast.stmt], target: ast.stmt, owner: ast.stmt | None = None) \
-        -> list[tuple[list[ast.stmt], int, ast.stmt | None]] | None:
-    """The blocks from ``body`` down to ``target``: (block, position in it, its owner)."""
-    for k, s in enumerate(body):
-        if s is target:
-            return [(body, k, owner)]
-        for f in ("body", "orelse"):
-            sub = getattr(s, f, None)
-            if isinstance(sub, list) and sub:
-                inner = _path(sub, target, s)
-                if inner is not None:
-                    return [(body, k, owner), *inner]
-    return None
-
-
 __all__ = ["Names", "Verdict", "access_positions", "grid_positions",
-           "independent", "live_after", "own_slot", "private_arrays"]
+           "independent", "own_slot", "private_arrays"]

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 
-from ..nodes import stmt_defs, walk_stmts
+from ..nodes import walk_stmts
 from ..notes import POS
+from . import dataflow
 from .kinds import Kind
 
 #: an atom a fixed index may be: an int constant or a name (``ast.unparse`` text)
@@ -133,7 +134,7 @@ def distinct_guards(body: list[ast.stmt], kinds: Mapping[str, Kind],
     stmts = list(walk_stmts(body))
     defs: dict[str, list[ast.stmt]] = {}
     for s in stmts:
-        for n in stmt_defs(s):
+        for n in dataflow.binds(s, elements=True):
             defs.setdefault(n, []).append(s)
     views = [s.value for s in stmts if isinstance(s, ast.Assign)
              and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Subscript)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import ast
 
-from ..astutil import all_defs, exposed_reads
-from ..nodes import loaded_ids, stmt_defs, this_loop, walk_stmts
+from ..analysis import dataflow
+from ..astutil import exposed_reads
+from ..nodes import loaded_ids, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, COMMENT, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
-from .optimize import view_root, writes_names_only, writes_through_call
+from .optimize import writes_names_only, writes_through_call
 
 
 def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | None = None,
@@ -74,7 +75,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    w_f, w_r = bound_in(fwd.body) | {i}, bound_in(rev.body) | {i}
+    w_f, w_r = dataflow.binds_in(fwd.body) | {i}, dataflow.binds_in(rev.body) | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
@@ -86,15 +87,15 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not writes_names_only(mid, tapes):
         return None
-    r_f = _reads_all(fwd.body) | loaded_ids(fwd.iter)
+    r_f = dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter)
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
         return None  # the next iteration would read what the adjoint left
     hoist, stay = _split(mid, w_f, r_f)
-    w_stay = bound_in(stay)
-    r_stay = _reads_all(stay)
-    if w_stay & (_reads_all(rev.body) | w_r) or r_stay & (w_r - tapes):
+    w_stay = dataflow.binds_in(stay)
+    r_stay = dataflow.reads_in(stay)
+    if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
-    summed = _sums(rev.body) - r_f - w_f
+    summed = dataflow.sums(rev.body) - r_f - w_f
     ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
     for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
         if v not in summed and not (v in ends and ends[v] == starts.get(v)):
@@ -107,7 +108,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
     pre = [x for x in pre if HOISTED.get(x) != pos]
-    taped = "its tape holds one iteration" if _reads_all(loop.body) & tapes else \
+    taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
@@ -123,7 +124,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
     # and its pop (``cur -= 1; w = tape[cur]``) name the tape twice and the cursor 4 times
     uses: dict[str, int] = {}
     for s in out:
-        for n in (_reads_all([s]) | all_defs(s)) & tapes:
+        for n in (dataflow.reads_in([s]) | dataflow.binds_in([s])) & tapes:
             uses[n] = uses.get(n, 0) + 1
     k = 0
     while k < len(out) - 1:
@@ -135,7 +136,7 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
         tape, cur, v = push
         w = out[pop + 1].targets[0].id
         between = out[k + 2:pop]
-        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in bound_in(between):
+        if uses.get(tape) != 2 or uses.get(cur) != 4 or v in dataflow.binds_in(between):
             k += 1
             continue
         moved = [] if w == v else [ast.copy_location(
@@ -216,43 +217,12 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str],
             return False
         if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value, tapes):
             return False
-    family = set(summed)  # the arrays summed into and every adjoint that views them
-    roots = {view_root(n, shared) for n in summed}
-    family |= {n for n in shared if view_root(n, shared) in roots} | roots
-    for s in walk_stmts(rev):  # what each statement reads or binds, blocks apart
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
-            touched = loaded_ids(s.value) | loaded_ids(s.target.slice)
-        elif isinstance(s, ast.For):
-            touched = loaded_ids(s.iter) | set(stmt_defs(s))
-        elif isinstance(s, (ast.If, ast.While)):
-            touched = loaded_ids(s.test)
-        else:
-            touched = loaded_ids(s) | all_defs(s)
-        if touched & family:
-            return False
-    return not (family & (_reads_all(fwd) | bound_in(fwd)))
-
-
-def bound_in(stmts: list[ast.stmt]) -> set[str]:
-    """Every name ``stmts`` bind or write into, nested blocks included."""
-    out: set[str] = set()
-    for s in stmts:
-        out |= all_defs(s)
-    return out
-
-
-def _aug_reads(stmts: list[ast.stmt]) -> set[str]:
-    """Names ``x`` of ``x op= e`` (a read that ``loaded_ids`` does not see)."""
-    return {s.target.id for s in walk_stmts(stmts)
-            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)}
-
-
-def _reads_all(stmts: list[ast.stmt]) -> set[str]:
-    """Every name ``stmts`` read, nested blocks included."""
-    out = _aug_reads(stmts)
-    for s in stmts:
-        out |= loaded_ids(s)
-    return out
+    flow = dataflow.Dataflow([*fwd, *rev], shared)  # the arrays summed into, their views
+    family = set().union(*(flow.shares(n) for n in summed))
+    touched = dataflow.reads_in(rev) | dataflow.binds_in(rev)  # other than as a sum
+    if family & (touched - dataflow.sums(rev, whole=False)):
+        return False
+    return not (family & (dataflow.reads_in(fwd) | dataflow.binds_in(fwd)))
 
 
 def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
@@ -265,7 +235,7 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     w_stay: set[str] = set()
     r_stay: set[str] = set()
     for s in mid:
-        reads, defs = _reads_all([s]), all_defs(s)
+        reads, defs = dataflow.reads_in([s]), dataflow.binds_in([s])
         if reads & (w_f | w_stay) or defs & (r_f | w_f | r_stay | w_stay):
             stay.append(s)
             w_stay |= defs
@@ -273,29 +243,6 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
         else:
             hoist.append(s)
     return hoist, stay
-
-
-def _sums(rev: list[ast.stmt]) -> set[str]:
-    """The names the adjoint loop only adds to (``v += g``, ``v[k] += g``, with ``g`` and
-    ``k`` not reading ``v``): sums over the iterations, whatever their order."""
-    added: set[str] = set()
-    other: set[str] = set()  # any other read or binding
-    for s in walk_stmts(rev):
-        if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)):
-            t = s.target
-            base = t.value if isinstance(t, ast.Subscript) else t
-            if isinstance(base, ast.Name):
-                added.add(base.id)
-            other |= loaded_ids(s.value)
-            if isinstance(t, ast.Subscript):
-                other |= loaded_ids(t.slice)
-        elif isinstance(s, ast.For):
-            other |= loaded_ids(s.iter) | set(stmt_defs(s))
-        elif isinstance(s, (ast.While, ast.If)):
-            other |= loaded_ids(s.test)
-        else:
-            other |= loaded_ids(s) | all_defs(s) | _aug_reads([s])
-    return added - other
 
 
 def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
@@ -308,7 +255,7 @@ def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
             out[s.targets[0].id] = ast.dump(s.value)
         else:
-            for n in all_defs(s):
+            for n in dataflow.binds_in([s]):
                 out.pop(n, None)
     return out
 

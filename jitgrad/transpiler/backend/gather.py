@@ -43,6 +43,7 @@ import numpy as np
 
 from ...kernels import helpers
 from ...rules.primitives import allocates, copies
+from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
@@ -338,7 +339,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             p.sums.append(s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
             t = s.target
-            off = offset(t.slice, p.index)
+            off = dataflow.offset(t.slice, p.index)
             if (not isinstance(s.op, ast.Add) or not isinstance(t.value, ast.Name)
                     or off is None or t.value.id not in fresh):
                 return None
@@ -355,7 +356,7 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                 assigned.add(t.id)
                 p.temps.append(s)
             elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                  and t.value.id in fresh and offset(t.slice, p.index) == 0
+                  and t.value.id in fresh and dataflow.offset(t.slice, p.index) == 0
                   and isinstance(s.value, ast.Constant)):
                 reset_arrays.add(t.value.id)
                 p.resets.append(s)
@@ -379,15 +380,14 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
     if any(not tape for tape in p.cursors.values()):
         return None
     summed = {s.target.id for s in p.sums}
-    seen: set[str] = set()
+    if assigned & dataflow.carried(loop):
+        return None  # a value carried from the previous iteration
     for s in p.order:  # each value read is made earlier in the iteration or not at all here
         value = s.value
         for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
                 s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
             if n in gathered or n in summed:
                 return None
-            if n in assigned and n not in seen:
-                return None  # carried from the previous iteration
             if n in p.cursors and not (isinstance(value, ast.Subscript)
                                        and _is_name(value.slice, n)):
                 return None
@@ -396,10 +396,8 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         for n in walk(value):  # arrays read: not written in the loop, except reset ones
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                 base = n.value.id
-                if base in reset_arrays and offset(n.slice, p.index) != 0:
+                if base in reset_arrays and dataflow.offset(n.slice, p.index) != 0:
                     return None
-        if isinstance(s, ast.Assign):
-            seen.add(s.targets[0].id)
     for r in p.resets:  # a reset array is read at the own index, before its reset
         arr = r.targets[0].value.id
         if arr in gathered:
@@ -443,17 +441,6 @@ def _plus(e: ast.expr, k: int) -> ast.expr:
     if k == 0:
         return clone(e)
     return ast.BinOp(left=clone(e), op=ast.Add() if k > 0 else ast.Sub(), right=const(abs(k)))
-
-
-def offset(idx: ast.expr, i: str) -> int | None:
-    """``c`` where ``idx`` is ``i + c`` (or ``i``, ``i - c``); else None."""
-    if _is_name(idx, i):
-        return 0
-    if isinstance(idx, ast.BinOp) and isinstance(idx.op, (ast.Add, ast.Sub)) \
-            and _is_name(idx.left, i) and isinstance(idx.right, ast.Constant) \
-            and type(idx.right.value) is int:
-        return idx.right.value if isinstance(idx.op, ast.Add) else -idx.right.value
-    return None
 
 
 def _is_name(e: ast.expr, n: str) -> bool:
@@ -621,4 +608,4 @@ def _sum(terms: list[ast.expr]) -> ast.expr:
     return out
 
 
-__all__ = ["distinct_buffers", "gather_form", "offset", "scattered_arrays"]
+__all__ = ["distinct_buffers", "gather_form", "scattered_arrays"]

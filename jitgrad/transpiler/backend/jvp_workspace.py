@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..front.inline import resolve
 from ..naming import Namer
 from .jit import BUFFER
@@ -120,7 +121,7 @@ def _kept(f: _Family, body: list[ast.stmt], env: dict[str, Any]) -> bool:
             allowed.add(id(st.value))
         if not isinstance(st, ast.stmt):
             continue
-        bound = _bound(st)
+        bound = set(dataflow.binds(st))
         if not bound & f.members:
             continue
         if len(bound) != 1 or not isinstance(st, ast.Assign):
@@ -145,27 +146,6 @@ def _kept(f: _Family, body: list[ast.stmt], env: dict[str, Any]) -> bool:
 
 def _is_reserve(call: ast.Call, env: dict[str, Any]) -> bool:
     return len(call.args) == 3 and resolve(call.func, env) is helpers.tape_reserve
-
-
-def _bound(st: ast.stmt) -> set[str]:
-    """The names ``st`` itself binds (not its nested statements'); an element write
-    ``t[k] = v`` binds none."""
-    if isinstance(st, ast.Assign):
-        targets = list(st.targets)
-    elif isinstance(st, (ast.AugAssign, ast.AnnAssign, ast.For)):
-        targets = [st.target]
-    else:
-        return set()
-    out: set[str] = set()
-    while targets:
-        t = targets.pop()
-        if isinstance(t, ast.Name):
-            out.add(t.id)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            targets.extend(t.elts)
-        elif isinstance(t, ast.Starred):
-            targets.append(t.value)
-    return out
 
 
 __all__ = ["tape_workspace"]

@@ -19,39 +19,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ...rules.primitives import allocating, mutating
-from ..astutil import all_defs, exposed_reads
+from ...rules.primitives import mutating
+from ..analysis import dataflow
+from ..astutil import exposed_reads
 from ..front.inline import rename
 from ..nodes import loaded_ids, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
-
-
-def _defines(s: ast.stmt) -> set[str]:
-    """Names a simple statement defines (array names for element writes, tapes for pushes)."""
-    if isinstance(s, ast.Assign):
-        out = set()
-        for t in s.targets:
-            if t.__class__ is ast.Name:  # the usual target, without a walk
-                if isinstance(t.ctx, ast.Store):
-                    out.add(t.id)
-                continue
-            for n in walk(t):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    out.add(n.id)
-            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                out.add(t.value.id)
-        return out
-    if isinstance(s, ast.AugAssign):
-        t = s.target
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return {t.value.id}
-        if isinstance(t, ast.Name):
-            return {t.id}
-    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-        f = s.value.func
-        if isinstance(f, ast.Attribute) and f.attr == "append" and isinstance(f.value, ast.Name):
-            return {f.value.id}
-    return set()
 
 
 def _pure(s: ast.stmt, defines: set[str]) -> bool:
@@ -60,30 +33,6 @@ def _pure(s: ast.stmt, defines: set[str]) -> bool:
     if isinstance(s, ast.Expr):
         return bool(defines)
     return isinstance(s, ast.Pass)
-
-
-def _binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
-    """The names an assignment binds, each with whether it binds a newly allocated array
-    (or the array itself grown: ``buf = tape_reserve(buf, used, more)`` binds ``buf`` to
-    ``buf`` or to a new array, so it stays as fresh as its other bindings make it)."""
-    if not isinstance(s, ast.Assign):
-        return ()
-    out = []
-    v = s.value
-    for t in s.targets:
-        for n in ([t] if t.__class__ is ast.Name else walk(t)):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                ok = isinstance(t, ast.Name) and isinstance(v, ast.Call) and (
-                    (isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
-                    or _regrows(v, t.id))
-                out.append((n.id, ok))
-    return tuple(out)
-
-
-def _regrows(call: ast.Call, n: str) -> bool:
-    """Is ``call`` ``tape_reserve(n, ...)`` (the helper under its usual name)?"""
-    return isinstance(call.func, ast.Name) and call.func.id == "tape_reserve" \
-        and bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == n
 
 
 def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:
@@ -101,7 +50,7 @@ def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:
 
 #: per simple statement, kept between ``dead_code`` runs on the same statements:
 #: id -> [the statement, what it defines, what it needs (None until needed), what it binds
-#: (``_binds``), ``_live_key``]
+#: (``dataflow.fresh_binds``), ``_live_key``]
 Facts = dict[int, list]
 _COMPOUND = (ast.For, ast.While, ast.If)
 
@@ -170,12 +119,12 @@ def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
             while s is not None and id(s) not in keep:  # the statement, then what encloses it
                 keep.add(id(s))
                 if isinstance(s, _COMPOUND):
-                    needs = _needs(s)
+                    needs = dataflow.reads(s)
                 else:
                     fs = _facts(s, memo)
                     needs = fs[2]
                     if needs is None:
-                        needs = fs[2] = _needs(s)
+                        needs = fs[2] = dataflow.reads(s)
                 _make_live(needs, live, definers, work)
                 s = parent.get(id(s))
         bound = {id(s) for s in every if isinstance(s, ast.For) and id(s) in keep
@@ -201,8 +150,8 @@ def _facts(s: ast.stmt, memo: Facts) -> list:
     hit = memo.get(id(s))
     if hit is not None and hit[0] is s:
         return hit
-    defines = _defines(s)
-    hit = memo[id(s)] = [s, defines, None, _binds(s), _live_key(s, defines)]
+    defines = set(dataflow.binds(s, elements=True, appends=True))
+    hit = memo[id(s)] = [s, defines, None, dataflow.fresh_binds(s), _live_key(s, defines)]
     return hit
 
 
@@ -244,17 +193,6 @@ def _make_live(names: set[str], live: set[str], definers: dict[str, list[ast.stm
     for n in names - live:
         live.add(n)
         work.extend(definers.pop(n, ()))
-
-
-def _needs(s: ast.stmt) -> set[str]:
-    if isinstance(s, (ast.For,)):
-        return loaded_ids(s.iter)
-    if isinstance(s, (ast.If, ast.While)):
-        return loaded_ids(s.test)
-    out = loaded_ids(s)
-    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-        out.add(s.target.id)
-    return out
 
 
 def _shallow_copy(s: ast.stmt) -> ast.stmt:
@@ -436,7 +374,7 @@ def _merge_run(run: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
                                         idx_names, value_reads)
                 order.append(key)
             continue
-        defines = _defines(s)
+        defines = set(dataflow.binds(s, elements=True, appends=True))
         touched = {view_root(n, shared) for n in loaded_ids(s) | defines}
         defined = defines | {view_root(n, shared) for n in defines}
         flush = [k for k in order if pending[k].base in touched
@@ -759,24 +697,10 @@ def dead_loops(body: list[ast.stmt], shared: dict[str, str] | None = None) -> li
     exposed: set[str] = set()  # what the statements after the current one read first
     for k in range(len(body) - 1, first - 1, -1):
         s = body[k]
-        if k in candidates and not ((all_defs(s) | _popped(s)) & exposed):
+        if k in candidates and not ((dataflow.binds_in([s]) | _popped(s)) & exposed):
             continue
-        exposed -= _bound_on_every_path(s)  # (in place: a long body stays linear)
+        exposed -= dataflow.must_binds(s)  # (in place: a long body stays linear)
         exposed |= exposed_reads([s])
         out.append(s)
     out.reverse()
     return body[:first] + out
-
-
-def _bound_on_every_path(s: ast.stmt) -> set[str]:
-    """The names ``s`` binds on every path through it (a loop may not run)."""
-    if isinstance(s, ast.Assign):
-        return {n.id for t in s.targets for n in ast.walk(t)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-        return {s.target.id}
-    if isinstance(s, ast.If):
-        yes = set().union(*(_bound_on_every_path(x) for x in s.body)) if s.body else set()
-        no = set().union(*(_bound_on_every_path(x) for x in s.orelse)) if s.orelse else set()
-        return yes & no
-    return set()

@@ -54,16 +54,17 @@ from typing import Any
 import numpy as np
 
 from ...rules.primitives import allocates
+from ..analysis import dataflow
 from ..analysis.effects import first_draw
-from ..analysis.privacy import Names, Verdict, independent, live_after
+from ..analysis.privacy import Names, Verdict, independent
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import DRAW, PRANGE
 from . import emit
-from .gather import distinct_buffers, offset
-from .slots import binds, bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
+from .gather import distinct_buffers
+from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 
 class Parallel:
@@ -135,13 +136,14 @@ class Parallel:
               k: int) -> Names:
         def zero_before(n: str) -> bool:
             for s in reversed(block[:k]):
-                if any(n in binds(x) for x in walk_stmts([s])):
+                if n in dataflow.binds_in([s]):
                     return isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) \
                         and _is_zero(s.value)
             return False
 
-        return Names(live_after(body, loop), self.is_array, self.group, self.fresh,
-                     self.effect, zero_before, local_arrays=self.local_arrays,
+        after = dataflow.Dataflow(body).live_after(loop)
+        return Names(after, self.is_array, self.group, self.fresh, self.effect, zero_before,
+                     local_arrays=self.local_arrays,
                      slotted=frozenset(self.slotted.get(id(loop), ())))
 
     #: may a parallel loop write into arrays it makes (not in generated code: numba#9529)
@@ -182,7 +184,7 @@ class Parallel:
                 continue
             lo, hi = lo_hi
             args = [hi] if isinstance(lo, ast.Constant) and lo.value == 0 else [lo, hi]
-            after = live_after(fn.body, loop)
+            after = dataflow.Dataflow(fn.body).live_after(loop)
             loop.iter = ast.Call(func=name(self.prange), args=args, keywords=[])
             loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
             block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
@@ -299,7 +301,7 @@ class Parallel:
             const(2)], keywords=[]), body=[par], orelse=[]) if reach else par
         new = [note, *pre, outer, *post]
         block[k:k + 1] = new
-        after = live_after(body, par)
+        after = dataflow.Dataflow(body).live_after(par)
         # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c; the
         # arrays added into directly are another phase's where chunks meet)
         names = self.names(body, par, *((outer.body, 0) if reach else (block, k + 1 + len(
@@ -338,7 +340,7 @@ def _reach(body: list[ast.stmt], arrays: tuple[str, ...], i: str) -> tuple[int, 
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
                     and n.value.id in arrays:
                 sl = n.slice
-                c = offset(sl.elts[0] if isinstance(sl, ast.Tuple) else sl, i)
+                c = dataflow.offset(sl.elts[0] if isinstance(sl, ast.Tuple) else sl, i)
                 if c is None:
                     return None
                 found.append(c)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ..astutil import all_defs
+from ..analysis import dataflow
 from ..front.desugar import assign, const, name
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
@@ -89,7 +89,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: dict[str, int], namer: Namer, outer: 
     out: list[ast.stmt] = []
     binds = binds.copy()
     for s in stmts:
-        stored = all_defs(s)
+        stored = dataflow.binds_in([s])
         if isinstance(s, ast.For):
             rng = _reversed_range(s)
             inside = binds.copy()  # (the target among what the loop stores)
@@ -98,7 +98,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: dict[str, int], namer: Namer, outer: 
             i = s.target.id
             ok = (rng is not None and isinstance(rng[0], ast.Constant)
                   and type(rng[0].value) is int and rng[0].value >= 0
-                  and i not in {n for b in s.body for n in all_defs(b)})
+                  and i not in dataflow.binds_in(s.body))
             body = _rewrite(s.body, fresh, namer, outer | {i} if ok else outer - {i},
                             inside)
             new = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body,
@@ -123,7 +123,7 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
     if not body or any(not isinstance(s, (ast.Assign, ast.AugAssign)) for s in body):
         return [loop]
     j = loop.target.id
-    assigned = {n for s in body for n in all_defs(s)} | {j}  # arrays written too
+    assigned = dataflow.binds_in(body) | {j}  # arrays written too
     writes = [s for s in body if isinstance(s, (ast.Assign, ast.AugAssign))
               and isinstance(_target(s), ast.Subscript)]
     candidates: dict[str, list[ast.AugAssign]] = {}

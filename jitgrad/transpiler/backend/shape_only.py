@@ -27,9 +27,10 @@ import ast
 from typing import Any
 
 from ...rules.primitives import shape_args
+from ..analysis import dataflow
 from ..front.desugar import assign, name
 from ..naming import names_in
-from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from .emit import comment
 
 
@@ -42,12 +43,12 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     the helpers reading an argument for its shape by (``shape_reading_names``).
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
-    cands = {v for v in map(_bound, body) if v in arrays}
+    cands = {v for v in map(dataflow.plain_binding, body) if v in arrays}
     if not cands or not readers:
         return body
     binds: dict[str, int] = {}
     for s in walk_stmts(body):
-        for n in stmt_defs(s):
+        for n in dataflow.binds(s, elements=True):
             if n in cands:
                 binds[n] = binds.get(n, 0) + 1
     cands = {v for v in cands if binds[v] == 1}
@@ -56,7 +57,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     taken: set[str] | None = None
     out: list[ast.stmt | list[ast.stmt]] = list(body)
     for k, s in enumerate(body):
-        v = _bound(s)
+        v = dataflow.plain_binding(s)
         if v not in cands or not shape_at.get(v) or min(shape_at[v]) <= k:
             continue
         if any(m > k and m >= start for m in other_at.get(v, ())):
@@ -79,13 +80,6 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     for s in out:
         flat += s if isinstance(s, list) else [s]
     return flat
-
-
-def _bound(s: ast.stmt) -> str | None:
-    """``v`` where ``s`` is ``v = e``."""
-    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
-        return s.targets[0].id
-    return None
 
 
 def shape_reading_names(env: dict[str, Any]) -> tuple[str, ...]:

@@ -30,10 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ...kernels import helpers
+from ..analysis import dataflow
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, own_expressions, stmt_defs, this_loop, walk, walk_stmts
+from ..nodes import clone, loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from .gather import _reversed_range
 
 
@@ -209,7 +210,7 @@ def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.ex
     inner iteration: slot ``cursor + ((i - lo) * m + (j - jlo))`` for ``m`` inner trips;
     the room the body reserved per iteration is reserved once before the loop."""
     i = loop.target.id
-    bound = {n for s in walk_stmts(loop.body) for n in binds(s)} | {i}
+    bound = dataflow.binds_in(loop.body) | {i}
     uses = _name_counts(loop.body)
     reserves = {}
     for k, s in enumerate(loop.body):
@@ -318,11 +319,6 @@ def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
     return out
 
 
-def binds(s: ast.stmt) -> set[str]:
-    """The names ``s`` itself binds or writes in place."""
-    return set(stmt_defs(s))
-
-
 def _is_int(e: ast.expr, v: int | None = None) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) is int and (v is None or e.value == v)
 
@@ -370,5 +366,5 @@ def where(body: list[ast.stmt], target: ast.stmt, outer: frozenset[int] = frozen
     raise LookupError("statement not found")
 
 
-__all__ = ["binds", "bounds", "minus", "plus", "slot_branch_tapes", "slot_tapes", "trip_count",
+__all__ = ["bounds", "minus", "plus", "slot_branch_tapes", "slot_tapes", "trip_count",
            "where"]

@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis import dataflow
 from ..front.desugar import const, name
-from ..nodes import clone, loaded_ids, mentions, stmt_defs, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from ..notes import COMMENT, ZEROING, carry
 from .emit import comment
-from .fuse import bound_in, plain_loop
+from .fuse import plain_loop
 from .gather import _reversed_range, _zero_slice
 
 
@@ -140,7 +141,7 @@ def _accumulations_only(loop: ast.For, d: str, i: str) -> bool:
         return False
     adds = 0
     for s in walk_stmts(loop.body):
-        if i in stmt_defs(s):
+        if i in dataflow.binds(s, elements=True):
             return False
         if (isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add)
                 and _row_of(s.target, d, i) is not None
@@ -206,7 +207,7 @@ def _first_write(body: list[ast.stmt], d: str, i: str) -> list[ast.stmt] | None:
     if not all(isinstance(body[k], ast.AugAssign) for k in early):
         return None  # (a nested block: ``_accumulations_only`` allows it, sinking does not)
     for k in early:  # each moves after the inner loop: nothing up to there may change it
-        if (loaded_ids(body[k]) - {d}) & bound_in(body[k + 1:inner + 1]) \
+        if (loaded_ids(body[k]) - {d}) & dataflow.binds_in(body[k + 1:inner + 1]) \
                 or not _writes_only(body[k + 1:inner + 1], d):
             return None
     row = _row_once(body[inner], d, i)
@@ -242,7 +243,7 @@ def _row_once(loop: ast.For, d: str, i: str) -> list[ast.stmt] | None:
     if span is None or not plain_loop(loop) or mentions(loop.iter, d, 1):
         return None
     j = loop.target.id
-    if any(j in stmt_defs(s) for s in walk_stmts(loop.body)):
+    if any(j in dataflow.binds(s, elements=True) for s in walk_stmts(loop.body)):
         return None
     at = [k for k, s in enumerate(loop.body) if mentions(s, d, 1)]
     if len(at) != 1:

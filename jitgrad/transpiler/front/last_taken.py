@@ -32,8 +32,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..analysis import dataflow
 from ..naming import Namer
-from ..nodes import clone, loaded_ids, stmt_defs
+from ..nodes import clone, loaded_ids
 from ..notes import CHECKPOINTED, PRANGE
 from .desugar import assign, const, name
 from .inline import rename
@@ -63,7 +64,7 @@ def _block(stmts: list[ast.stmt], env, namer: Namer, bound: set[str]) -> list[as
                     setattr(s, f, _block(sub, env, namer, inner))
             out.append(s)
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            bound |= set(stmt_defs(s))  # (statements of this block run in order)
+            bound |= dataflow.binds_in([s])  # (statements of this block run in order)
     return out
 
 

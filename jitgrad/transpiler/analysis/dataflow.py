@@ -1,0 +1,539 @@
+"""Dataflow: what the statements of a generated body bind, read and write, and what its
+loops carry; the one def/use, aliasing and dependence analysis the backend passes query.
+
+Per statement (plain functions, syntax only):
+
+- ``binds``: the names it binds itself (targets of ``=``, ``op=``, ``for``, ``with``),
+  optionally with the arrays it writes elements of (``elements``) and the lists it
+  appends to (``appends``); ``binds_in``: the same over blocks, nested ones included;
+- ``must_binds``: the names bound on every path through it (both branches of an
+  ``if``; a loop may not run, so it binds nothing for sure);
+- ``reads``: the names it reads itself (a compound statement: its head only);
+- ``accesses``: its element reads and writes, each index in affine form where it is
+  one (``a[i + 1, j]`` over loops ``i, j`` -> ``(("i", 1), ("j", 0))``);
+- ``fresh_binds``: each name it binds, with whether to a newly allocated array.
+
+Per body (``Dataflow``, computed once): where each statement sits, the names that may
+share a buffer (the adjoint-view map and the assignments that may alias), liveness
+after a statement, and per loop: the names carried from one iteration to the next,
+whether the iterations are independent for a set of names, the first writer of an
+array and whether an expression is invariant.  Every answer errs on the safe side:
+an index it cannot read is not affine, a loop it cannot prove independent is not.
+
+Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
+
+    binds(stmt)                     ["t"], ["s"], [] (elements=True: ["y"])
+    accesses(y[i] = t, ("i",))      [Access("y", (("i", 0),), write=True)]
+    Dataflow(body).carried(loop)    {"s"}   (read before it is bound in an iteration)
+    independent(loop, {"s"})        False
+    independent(loop, {"y"})        True where ``is_array`` says ``t`` is a scalar (else
+                                    False: ``y`` might be a list that ``t`` is stored in)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from ...rules.primitives import allocating, method_function, query_attrs, returns_view
+from ..astutil import exposed_reads
+from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from ..notes import DRAW
+
+#: (loop variable, constant offset) of one index component; (None, c) is the constant c
+Affine = tuple[str | None, int]
+#: an index vector: one entry per component, None where that component is not affine
+Index = tuple[Affine | None, ...]
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+# --- per statement ------------------------------------------------------------------------
+
+
+def binds(s: ast.stmt, elements: bool = False, appends: bool = False) -> list[str]:
+    """The names ``s`` itself binds, in order, each once (not its blocks'); ``elements``: and
+    the arrays it writes elements of (``a[i] = v``); ``appends``: and ``v`` of ``v.append(e)``."""
+    cls = s.__class__
+    if cls is ast.Assign:
+        targets = s.targets
+    elif cls in (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor):
+        targets = [s.target]
+    elif cls in (ast.With, ast.AsyncWith):
+        targets = [w.optional_vars for w in s.items if w.optional_vars is not None]
+    elif cls is ast.Expr and appends:
+        v = s.value
+        f = v.func if isinstance(v, ast.Call) else None
+        return [f.value.id] if isinstance(f, ast.Attribute) and f.attr == "append" \
+            and isinstance(f.value, ast.Name) else []
+    else:
+        return []
+    if len(targets) == 1 and targets[0].__class__ is ast.Name:  # the usual case, quickly
+        return [targets[0].id]
+    out: list[str] = []
+    for t in targets:
+        _target_names(t, elements, out)
+    return out
+
+
+def plain_binding(s: ast.stmt) -> str | None:
+    """``v`` where ``s`` is the plain assignment ``v = e`` (one target, a name)."""
+    if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name:
+        return s.targets[0].id
+    return None
+
+
+def _target_names(t: ast.expr, elements: bool, out: list[str]) -> None:
+    """Add to ``out`` the names the target ``t`` binds (and, with ``elements``, the array
+    whose element it writes: the name under a chain of subscripts and attributes)."""
+    if isinstance(t, ast.Name):
+        if t.id not in out:
+            out.append(t.id)
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            _target_names(e, elements, out)
+    elif isinstance(t, ast.Starred):
+        _target_names(t.value, elements, out)
+    elif elements and isinstance(t, ast.Subscript):
+        b = base_name(t)
+        if b is not None and b not in out:
+            out.append(b)
+
+
+def base_name(e: ast.expr) -> str | None:
+    """The array an element access reaches (``a`` of ``a[i][j]``, ``a.T[i]``; none of
+    ``a.shape[0]``, which reads no element)."""
+    while isinstance(e, (ast.Subscript, ast.Attribute)):
+        if isinstance(e, ast.Attribute) and e.attr in query_attrs():  # (the table's ``query``)
+            return None
+        e = e.value
+    return e.id if isinstance(e, ast.Name) else None
+
+
+def binds_in(stmts: Iterable[ast.stmt], elements: bool = True) -> set[str]:
+    """Every name ``stmts`` bind, nested blocks included (``elements``: see ``binds``)."""
+    out: set[str] = set()
+    for s in walk_stmts(list(stmts)):
+        out.update(binds(s, elements))
+    return out
+
+
+def must_binds(s: ast.stmt) -> set[str]:
+    """The names ``s`` binds on every path through it (not element writes; a loop may not
+    run; an ``if`` binds what both its branches bind)."""
+    if isinstance(s, ast.If):
+        yes = set().union(*map(must_binds, s.body))
+        return yes & set().union(*map(must_binds, s.orelse)) if yes else set()
+    if isinstance(s, (ast.With, ast.AsyncWith)):
+        return set(binds(s)).union(*map(must_binds, s.body))
+    if isinstance(s, ast.AnnAssign) and s.value is None or "body" in s._fields:
+        return set()
+    return set(binds(s))
+
+
+def reads(s: ast.stmt) -> set[str]:
+    """The names ``s`` itself reads: a compound statement's head (``for``'s iterable, the
+    test), a simple one's expressions, and ``x`` of ``x op= e``."""
+    if isinstance(s, (ast.For, ast.AsyncFor)):
+        return loaded_ids(s.iter)
+    if isinstance(s, (ast.If, ast.While)):
+        return loaded_ids(s.test)
+    out = loaded_ids(s)
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+        out.add(s.target.id)
+    return out
+
+
+def reads_in(stmts: Iterable[ast.stmt]) -> set[str]:
+    """Every name ``stmts`` read, nested blocks included."""
+    out: set[str] = set()
+    for s in walk_stmts(list(stmts)):
+        out |= reads(s)
+    return out
+
+
+def sums(stmts: list[ast.stmt], whole: bool = True) -> set[str]:
+    """The names ``stmts`` only add to: ``v[k] += g``, ``v[k] -= g`` (and ``v += g`` with
+    ``whole``) with ``g`` and ``k`` not reading ``v``, and no other read or binding of ``v``:
+    sums over the iterations of a loop, whatever their order."""
+    added: set[str] = set()
+    other: set[str] = set()
+    for s in walk_stmts(stmts):
+        t = getattr(s, "target", None)
+        if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)) \
+                and (whole or isinstance(t, ast.Subscript)):
+            base = t.value if isinstance(t, ast.Subscript) else t
+            if isinstance(base, ast.Name):
+                added.add(base.id)
+            other |= loaded_ids(s.value)
+            if isinstance(t, ast.Subscript):
+                other |= loaded_ids(t.slice)
+        else:
+            other |= reads(s) | set(binds(s, elements=True))
+    return added - other
+
+
+def affine(e: ast.expr, loop_vars: Collection[str]) -> Affine | None:
+    """``(i, c)`` where ``e`` is ``i``, ``i + c``, ``c + i`` or ``i - c`` for a loop variable
+    ``i`` of ``loop_vars`` and an integer ``c``; ``(None, c)`` for an integer constant."""
+    if isinstance(e, ast.Name):
+        return (e.id, 0) if e.id in loop_vars else None
+    if isinstance(e, ast.Constant):
+        return (None, e.value) if type(e.value) is int else None
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        inner = affine(e.operand, ())
+        return None if inner is None else (None, -inner[1])
+    if not (isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub))):
+        return None
+    a, b = affine(e.left, loop_vars), affine(e.right, loop_vars)
+    if a is None or b is None or (a[0] is not None and b[0] is not None):
+        return None
+    if isinstance(e.op, ast.Sub):
+        return None if b[0] is not None else (a[0], a[1] - b[1])
+    return (a[0] or b[0], a[1] + b[1])
+
+
+def offset(e: ast.expr, i: str) -> int | None:
+    """``c`` where ``e`` is ``i + c`` in affine form (``i``, ``i + c``, ``c + i``, ``i - c``)."""
+    a = affine(e, (i,))
+    return a[1] if a is not None and a[0] == i else None
+
+
+def index_of(sub: ast.Subscript, loop_vars: Collection[str]) -> Index | None:
+    """The affine form of each component of ``sub``'s index (``affine``); None where a
+    component is a slice or the index is not written out (``a[k]`` with ``k`` a tuple)."""
+    sl = sub.slice
+    parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(p, (ast.Slice, ast.Starred)) for p in parts):
+        return None
+    return tuple(affine(p, loop_vars) for p in parts)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One element access: the array's name (None: an expression's, ``f(x)[i]``), its index
+    (``index_of``), the node; whether it writes (``a[i] = v``) and whether by ``op=``."""
+
+    base: str | None
+    index: Index | None
+    node: ast.Subscript
+    write: bool = False
+    aug: bool = False
+
+
+def accesses(s: ast.stmt, loop_vars: Collection[str] = ()) -> list[Access]:
+    """The element reads and writes ``s`` itself makes (its head only, for a compound
+    statement), with indices in affine form over ``loop_vars`` where they are."""
+    out = []
+    aug = isinstance(s, ast.AugAssign)
+    for n in own_expressions(s):
+        if isinstance(n, ast.Subscript):
+            w = isinstance(n.ctx, ast.Store)
+            out.append(Access(base_name(n), index_of(n, loop_vars), n, w, w and aug))
+    return out
+
+
+def fresh_binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
+    """The names an assignment binds, each with whether to a newly allocated array (or the
+    array itself grown: ``buf = tape_reserve(buf, used, more)`` binds ``buf`` to ``buf`` or
+    to a new array, so it stays as fresh as its other bindings make it)."""
+    if not isinstance(s, ast.Assign):
+        return ()
+    out = []
+    v = s.value
+    for t in s.targets:
+        new = isinstance(t, ast.Name) and isinstance(v, ast.Call) and (
+            (isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+            or _regrows(v, t.id))
+        names: list[str] = []
+        _target_names(t, False, names)
+        out += [(n, new) for n in names]
+    return tuple(out)
+
+
+def _regrows(call: ast.Call, n: str) -> bool:
+    """Is ``call`` ``tape_reserve(n, ...)`` (the helper under its usual name)?"""
+    return isinstance(call.func, ast.Name) and call.func.id == "tape_reserve" \
+        and bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == n
+
+
+# --- per body -----------------------------------------------------------------------------
+
+#: the names generated code reaches modules by (not arrays: ``np.sin(x)`` is no method call)
+MODULES = frozenset({"np", "math", "numpy", "numba", "random"})
+#: builtins whose results never share an argument's buffer
+_SCALAR_CALLS = frozenset({"range", "prange", "len", "int", "float", "bool", "abs", "min",
+                           "max", "round"})
+
+
+def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
+    """The names whose buffer the value of ``e`` may share (a name, an element or a slice,
+    a view or an unknown call of them); none for arithmetic and fresh allocations
+    (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``)."""
+    if isinstance(e, ast.Name):
+        return {e.id}
+    if isinstance(e, (ast.Subscript, ast.Starred)):
+        return may_alias(e.value, modules)
+    if isinstance(e, ast.Attribute):
+        return set() if e.attr in query_attrs() else may_alias(e.value, modules)
+    if isinstance(e, (ast.Tuple, ast.List)):
+        return set().union(*(may_alias(x, modules) for x in e.elts))
+    if isinstance(e, ast.IfExp):
+        return may_alias(e.body, modules) | may_alias(e.orelse, modules)
+    if not isinstance(e, ast.Call):
+        return set()  # arithmetic, comparisons, constants: a new value
+    f = e.func
+    spelled = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) \
+        else ""
+    if allocating(spelled) or (isinstance(f, ast.Name) and f.id in _SCALAR_CALLS):
+        return set()
+    obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+        and f.value.id not in modules else None
+    fn = method_function(spelled)
+    if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
+        return {obj} if obj else may_alias(e.args[0], modules) if e.args else set()
+    out = set().union(*(may_alias(x, modules) for x in [*e.args, *(k.value for k in e.keywords)]))
+    return out | ({obj} if obj else set())
+
+
+def loop_index(loop: ast.stmt) -> str | None:
+    """The index of a ``for`` over ``range``/``prange`` (distinct in every iteration)."""
+    if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+            and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
+            and loop.iter.func.id in ("range", "prange") and not loop.orelse):
+        return None
+    return loop.target.id
+
+
+class Dataflow:
+    """The facts of one body, computed once: where each statement sits, which names may
+    share a buffer (``shared``: adjoint -> the adjoint it is a view of), liveness and the
+    per-loop queries.  A pass that rewrites the body builds a new one for the new body.
+    Names the body never binds (parameters) are distinct buffers unless ``shared`` joins
+    them: generated code writes no argument (the prologue copies those it writes).
+    ``is_array``: the kinds, where known (False: a scalar, which shares no buffer; without
+    them ``a[i] = t`` may store the array ``t`` in a list ``a``)."""
+
+    def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None,
+                 modules: Collection[str] = MODULES,
+                 is_array: Callable[[str], bool | None] | None = None) -> None:
+        self.body = body
+        self.modules = modules
+        self.is_array = is_array
+        self._at: dict[int, tuple[list[ast.stmt], int, ast.stmt | None]] = {}
+        self._place(body, None)
+        self._shared = dict(shared or {})
+        self._root: dict[str, str] | None = None  # the alias forest, made when first asked
+
+    def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
+        for k, s in enumerate(block):
+            self._at[id(s)] = (block, k, owner)
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if isinstance(sub, list):
+                    self._place(sub, s)
+
+    def _find(self, n: str) -> str:
+        if self._root is None:
+            self._root = {}
+            for a, b in self._shared.items():
+                self._union(a, b)
+            for s in walk_stmts(self.body):
+                self._alias(s)
+        while self._root.get(n, n) != n:
+            n = self._root[n]
+        return n
+
+    def _union(self, a: str, b: str) -> None:
+        ra, rb = self._find(a), self._find(b)
+        if ra != rb:
+            self._root[ra] = rb
+
+    def _alias(self, s: ast.stmt) -> None:
+        """Join the names ``s`` binds with those whose buffer the bound value may share."""
+        if isinstance(s, ast.Assign):
+            pairs = [(t, s.value) for t in s.targets]
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            pairs = [(s.target, s.iter)]  # ``for row in a``: each row a view of ``a``
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            pairs = [(w.optional_vars, w.context_expr) for w in s.items if w.optional_vars]
+        elif isinstance(s, ast.Expr) and binds(s, appends=True):
+            pairs = [(s.value.func.value, s.value.args[0])] if s.value.args else []
+        else:
+            return
+        for t, v in pairs:
+            if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)) \
+                    and len(t.elts) == len(v.elts):
+                pairs += list(zip(t.elts, v.elts, strict=True))
+                continue
+            if isinstance(t, ast.Subscript) and isinstance(v, ast.Subscript):
+                continue  # an element copied into an array (a list's element: not a view)
+            names: list[str] = []
+            _target_names(t, True, names)
+            for n in names:
+                for m in may_alias(v, self.modules):
+                    if self.is_array is None or (self.is_array(n) is not False
+                                                 and self.is_array(m) is not False):
+                        self._union(n, m)
+
+    def shares(self, n: str) -> set[str]:
+        """The names of the body that may share ``n``'s buffer (``n`` included)."""
+        r = self._find(n)
+        every = set(self._root or ()) | set((self._root or {}).values())
+        return {n} | {m for m in every if self._find(m) == r}
+
+    def live_after(self, s: ast.stmt) -> frozenset[str]:
+        """The names a statement after ``s`` may read before binding them (a later trip of
+        an enclosing loop counts as after)."""
+        if id(s) not in self._at:
+            raise ValueError("the statement is not in the body")
+        out: set[str] = set()
+        owner: ast.stmt | None = s
+        while owner is not None:
+            block, k, owner = self._at[id(owner)]
+            out |= exposed_reads(block[k + 1:])
+            if isinstance(owner, _LOOPS):  # the next trip, from its start
+                out |= exposed_reads(owner.body)
+                out |= loaded_ids(owner.test if isinstance(owner, ast.While) else owner.iter)
+        return frozenset(out)
+
+    # --- per loop -------------------------------------------------------------------------
+
+    def carried(self, loop: ast.stmt) -> set[str]:
+        """The names an iteration of ``loop`` may read as an earlier iteration left them:
+        bound in the body and read there before being bound (or read by a ``while`` test)."""
+        return carried(loop)
+
+    def independent(self, loop: ast.stmt, names: Collection[str]) -> bool:
+        """May the iterations of ``loop`` run in any order or at once, as far as ``names``
+        go?  Yes where the loop is a ``for`` over ``range`` without break or return that
+        calls nothing for its effect, no name of ``names`` is carried or bound and read after
+        it, and each array of them written in it is reached, under no other name, only at
+        elements of the iteration's own (``own_axis``)."""
+        i = loop_index(loop)
+        bound = binds_in(loop.body, elements=False)
+        if i is None or i in bound or _leaves_or_effects(loop.body):
+            return False
+        if set(names) & (self.carried(loop) | (bound & self.live_after(loop))):
+            return False
+        every = [a for s in walk_stmts(loop.body) for a in accesses(s, (i,))]
+        written = _written(loop.body)
+        if None in written:
+            return False  # an element of an expression's value: of any array
+        for n in set(names):
+            group = self.shares(n)
+            if group & written and (len(group) > 1 and _mentions_any(loop.body, group - {n})
+                                    or _used_whole(loop.body, n)
+                                    or own_axis([a for a in every if a.base == n], i) is None):
+                return False
+        return True
+
+    def first_writer(self, array: str, stmts: list[ast.stmt] | None = None) -> ast.stmt | None:
+        """The first statement of ``stmts`` (the body by default; nested ones included, in
+        order) that binds ``array``, writes an element of it or appends to it."""
+        for s in walk_stmts(self.body if stmts is None else stmts):
+            if array in binds(s, elements=True, appends=True):
+                return s
+        return None
+
+    def invariant(self, loop: ast.stmt, e: ast.expr) -> bool:
+        """Does ``e`` take the same value in every iteration of ``loop``: it calls nothing
+        and reads no name the loop binds, nor a buffer the loop writes (under any name)?"""
+        if any(isinstance(n, ast.Call) for n in walk(e)):
+            return False
+        written = _written(loop.body)
+        if None in written:
+            return False
+        touched = set().union(*(self.shares(n) for n in written))
+        return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
+
+
+def carried(loop: ast.stmt) -> set[str]:
+    """``Dataflow.carried`` (syntax only: a loop's body and head suffice)."""
+    bound = binds_in(loop.body, elements=False)
+    head = binds(loop) if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+    out = (bound & exposed_reads(loop.body)) - set(head)
+    if isinstance(loop, ast.While):
+        out |= bound & loaded_ids(loop.test)
+    return out
+
+
+def own_axis(accs: list[Access], i: str) -> tuple[int, int] | None:
+    """``(position, offset)`` where every access of ``accs`` has the component ``i + offset``
+    at ``position`` of its index (so iterations over ``i`` reach elements apart); else None."""
+    if not accs or any(a.index is None for a in accs):
+        return None
+    for p, comp in enumerate(accs[0].index):
+        if comp is not None and comp[0] == i and all(
+                len(a.index) > p and a.index[p] == comp for a in accs):
+            return p, comp[1]
+    return None
+
+
+def _leaves_or_effects(body: list[ast.stmt]) -> bool:
+    """Does ``body`` break out, return, draw a random number (``notes.DRAW``: the draws'
+    order is the iterations'), or call something for its effect (a statement that is only
+    a call, ``out=``, a method of an object that is no name, ``random.f()``)?"""
+    for s in walk_stmts(body):
+        if isinstance(s, (ast.Break, ast.Return, ast.Raise)) or DRAW.get(s) or (
+                isinstance(s, ast.Expr) and not isinstance(s.value, ast.Constant)):
+            return True
+        for n in own_expressions(s):
+            f = getattr(n, "func", None)
+            if isinstance(n, ast.Call) and (any(k.arg == "out" for k in n.keywords) or (
+                    isinstance(f, ast.Attribute) and (not isinstance(f.value, ast.Name)
+                                                      or f.value.id == "random"))):
+                return True
+    return False
+
+
+def _written(body: list[ast.stmt]) -> set[str | None]:
+    """The arrays ``body`` may write into: element writes (None: into an expression's
+    value), appends, and what it hands whole to a call."""
+    out: set[str | None] = set(_given_whole(body))
+    for s in walk_stmts(body):
+        out.update(a.base for a in accesses(s) if a.write)
+        if isinstance(s, ast.Expr):
+            out.update(binds(s, appends=True))
+    return out
+
+
+def _given_whole(body: list[ast.stmt]) -> set[str]:
+    """The names ``body`` hands whole to a call (an argument, a method's object), which may
+    write into it."""
+    out: set[str] = set()
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Call):
+                parts = [*n.args, *(k.value for k in n.keywords)]
+                if isinstance(n.func, ast.Attribute):
+                    parts.append(n.func.value)
+                out |= {p.id for p in parts if isinstance(p, ast.Name)}
+    return out
+
+
+def _mentions_any(body: list[ast.stmt], names: set[str]) -> bool:
+    return bool(names & {n.id for s in walk_stmts(body) for n in own_expressions(s)
+                         if isinstance(n, ast.Name)})
+
+
+def _used_whole(body: list[ast.stmt], a: str) -> bool:
+    """Is ``a`` read in ``body`` other than by an element access or a shape query
+    (``a.shape``, ``len(a)``): passed to a call, bound to another name, a method's object?"""
+    inside: set[int] = set()  # the Name nodes of element accesses and shape queries
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Subscript) or (isinstance(n, ast.Attribute)
+                                                and n.attr in query_attrs()):
+                inside.add(id(n.value))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                    and n.func.id == "len" and len(n.args) == 1:
+                inside.add(id(n.args[0]))
+    return any(isinstance(n, ast.Name) and n.id == a and id(n) not in inside
+               for s in walk_stmts(body) for n in own_expressions(s))
+
+
+__all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
+           "binds", "binds_in", "carried", "fresh_binds", "index_of", "loop_index",
+           "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in", "sums"]
