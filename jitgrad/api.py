@@ -117,6 +117,12 @@ class Differentiated:
 
     # --- preparation and caching ------------------------------------------------
 
+    def _plain(self, func: Callable, wrt: Wrt, jit: bool) -> Differentiated:
+        """A plain ``Differentiated`` of ``func`` whatever this one's class (a tuple
+        arguments' ``structured.Flat`` too): what ``forward_mode._second`` differentiates
+        again, without importing this module."""
+        return Differentiated(func, wrt=wrt, jit=jit)
+
     def _prep(self) -> Prepared:
         """The kind-independent passes, redone when a rule is registered (helpers may
         become primitives)."""

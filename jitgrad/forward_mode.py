@@ -248,7 +248,7 @@ def _second(d: Any, args: tuple) -> Any:
     rk = gen.return_kinds
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
-    d2 = type(d)(gradient_function(d, args), wrt=d.wrt, jit=d.jit)
+    d2 = d._plain(gradient_function(d, args), d.wrt, d.jit)  # (not a structured.Flat)
     d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
     cache[id(gen)] = (gen, d2)
     return d2
