@@ -22,7 +22,25 @@ from typing import Any
 import numpy as np
 
 from . import report, rules
+from .arguments import (
+    STRUCTURED,
+    TRANSFORMING,
+    Wrt,
+    copies,
+    describe,
+    describe_kinds,
+    describe_params,
+    guess_args,
+    kind_text,
+    pick_wrt,
+    refuse_aliased,
+    resolve_wrt,
+    signature,
+    tupled,
+)
+from .cuda_api import CudaDifferentiated
 from .errors import JitError
+from .forward_mode import hvp_source, jvp_of, jvp_source
 from .kernels import rng
 from .runtime.tracked import Tracked
 from .transpiler.analysis.effects import first_draw
@@ -37,13 +55,6 @@ from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.parse import parse_function, python_function
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
-
-Wrt = int | str | tuple
-
-#: held while any function is transformed or its generated code built: CPython's syntax-tree
-#: conversion keeps per-interpreter state that two threads parsing at once corrupt
-#: ("SystemError: AST constructor recursion depth mismatch", seen with concurrent first calls)
-_TRANSFORMING = threading.RLock()
 
 
 class Differentiated:
@@ -86,7 +97,7 @@ class Differentiated:
                              for p in sig.parameters.values())
         self._positional = self._bindable and all(p.default is inspect.Parameter.empty
                                                   for p in sig.parameters.values())
-        self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
+        self.wrt_positions, self.single = resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
         #: tuple arguments passed as their entries (``structured.Flat``): the ``tuples``
@@ -108,12 +119,18 @@ class Differentiated:
 
     # --- preparation and caching ------------------------------------------------
 
+    def _plain(self, func: Callable, wrt: Wrt, jit: bool) -> Differentiated:
+        """A plain ``Differentiated`` of ``func`` whatever this one's class (a tuple
+        arguments' ``structured.Flat`` too): what ``forward_mode._second`` differentiates
+        again, without importing this module."""
+        return Differentiated(func, wrt=wrt, jit=jit)
+
     def _prep(self) -> Prepared:
         """The kind-independent passes, redone when a rule is registered (helpers may
         become primitives)."""
         version = rules.version()
         if self._prepared is None or self._prepared_version != version:
-            with _TRANSFORMING:
+            with TRANSFORMING:
                 if self._prepared is None or self._prepared_version != version:
                     if not self._entry_checked:  # refusals first, in the user's source
                         parsed = parse_function(self.func)
@@ -138,7 +155,7 @@ class Differentiated:
         try:
             bound = self._sig.bind(*args, **(kwargs or {}))
         except TypeError as e:
-            raise TypeError(f"{self.func.__name__}({_describe_params(self._sig)}): {e}") \
+            raise TypeError(f"{self.func.__name__}({describe_params(self._sig)}): {e}") \
                 from None
         bound.apply_defaults()
         return tuple(bound.args)
@@ -166,11 +183,11 @@ class Differentiated:
             dt = a.dtype if isinstance(a, (np.ndarray, np.generic)) else None
             what = (f"argument {i} ('{self.params[i]}') of {self.func.__name__}")
             if isinstance(a, complex) or (dt is not None and dt.kind == "c"):
-                raise TypeError(f"{what} is complex ({_describe(a)}): jitgrad differentiates "
+                raise TypeError(f"{what} is complex ({describe(a)}): jitgrad differentiates "
                                 "real-valued code only; pass the real and imaginary parts as "
                                 "separate float arguments")
             if dt == np.float16:
-                raise TypeError(f"{what} is float16 ({_describe(a)}): Numba has no float16 "
+                raise TypeError(f"{what} is float16 ({describe(a)}): Numba has no float16 "
                                 "arithmetic, so jitgrad does not support it in either mode; "
                                 "pass x.astype(np.float32)")
             if isinstance(a, np.ndarray) and a.ndim == 0:
@@ -193,7 +210,7 @@ class Differentiated:
 
     def _generated(self, args: tuple) -> Generated:
         """The generated code for these arguments' kinds (transformed once, cached)."""
-        sig = _signature(args)
+        sig = signature(args)
         if sig is not None:
             hit = self._by_signature.get(sig)
             if hit is not None and hit[0] == rules.version():
@@ -234,7 +251,7 @@ class Differentiated:
 
     def _build_timed(self, kinds: dict) -> Generated:
         wrt = [self.params[i] for i in self.wrt_positions]
-        with _TRANSFORMING:
+        with TRANSFORMING:
             gen = self._disk.load(wrt, kinds) if self._disk is not None else None
             if gen is None:
                 gen = generate(self._prep(), wrt, kinds)
@@ -332,10 +349,8 @@ class Differentiated:
         return self._value_and_grad(args, True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
-        if _tupled(args):
-            from . import structured  # (it subclasses Differentiated)
-
-            return structured.value_and_grad(self, args, want_value)
+        if tupled(args):
+            return STRUCTURED["value_and_grad"](self, args, want_value)  # (structured.py)
         gen = self._generated(args)
         refuse_aliased(self, gen, args)
         rk = gen.return_kinds
@@ -349,7 +364,7 @@ class Differentiated:
         if want_value and type(value) is not float and (np.ndim(value) != 0
                                                        or isinstance(value, tuple)):
             raise ValueError(f"grad of {self.func.__name__} needs a scalar output, got "
-                             f"{_describe(value)}; use .vjp(...) for non-scalar outputs")
+                             f"{describe(value)}; use .vjp(...) for non-scalar outputs")
         return value, self._shape(grads)
 
     def grad(self, *args: Any, **kwargs: Any) -> Any:
@@ -394,14 +409,12 @@ class Differentiated:
         """
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
-        if _tupled(args):
-            from . import structured  # (it subclasses Differentiated)
-
-            return structured.vjp(self, args)
+        if tupled(args):
+            return STRUCTURED["vjp"](self, args)  # (structured.py)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
-        kept = _copies(args)
+        kept = copies(args)
         drawn = rng.capture() if self._draws() else None  # the pullback draws the same
-        value = self._value(_copies(args))
+        value = self._value(copies(args))
         out = value[0] if self.has_aux else value  # (the pair, checked by front/aux.py)
 
         def pullback(dy: Any) -> Any:
@@ -410,7 +423,7 @@ class Differentiated:
             # (the value-and-gradient variant: the gradient-only one of a scalar function
             # is written for the seed 1.0 that f.grad passes)
             with rng.replaying(drawn):
-                return self._shape(self._run(gen, _copies(kept), dy, True)[1])
+                return self._shape(self._run(gen, copies(kept), dy, True)[1])
 
         if self.has_aux:
             return out, pullback, value[1]  # as jax.vjp(f, *args, has_aux=True)
@@ -419,8 +432,6 @@ class Differentiated:
     def jvp(self, primals: tuple, tangents: Any, **kwargs: Any) -> tuple[Any, Any]:
         """``(f(*primals, **kwargs), J @ tangents)`` by forward mode; ``tangents``: one per
         ``wrt`` argument (a single value for a single ``wrt``), see ``jitgrad.jvp``."""
-        from .forward_api import jvp_of
-
         return jvp_of(self, primals, tangents, kwargs)
 
     def source(self, *example_args: Any, stage: str = "all", mode: str = "vjp") -> str:
@@ -435,12 +446,8 @@ class Differentiated:
         code (``stage`` must be ``"all"``).
         """
         if mode == "jvp":
-            from .forward_api import jvp_source
-
             return jvp_source(self, example_args, stage)
         if mode == "hvp":
-            from .forward_api import hvp_source
-
             if stage != "all":
                 raise ValueError("mode='hvp' shows the whole function only (stage='all')")
             return hvp_source(self, example_args)
@@ -448,21 +455,19 @@ class Differentiated:
             raise ValueError(f"mode must be 'vjp', 'jvp' or 'hvp', got {mode!r}")
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
-        if example_args and _tupled(self.bind(example_args)):
-            from . import structured  # (it subclasses Differentiated)
-
-            f, fargs = structured.flat(self, self.bind(example_args))[:2]
+        if example_args and tupled(self.bind(example_args)):
+            f, fargs = STRUCTURED["flat"](self, self.bind(example_args))[:2]  # (structured.py)
             return f.source(*fargs, stage=stage, mode=mode)
         if example_args:
             gen = self._generated(self.bind(example_args))
         elif self._last is not None:
             gen = self._last
         else:
-            gen = self._generated(tuple(_guess_args(self._prep(), self.params)))
+            gen = self._generated(tuple(guess_args(self._prep(), self.params)))
         u = gen.unit
         if stage in ("forward", "adjoint", "all"):
             return u.sources["grad" if stage == "all" else stage]
-        with _TRANSFORMING:
+        with TRANSFORMING:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
@@ -590,44 +595,10 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
     return out
 
 
-def _resolve_wrt(wrt: Wrt, params: list[str], fname: str) -> tuple[tuple[int, ...], bool]:
-    single = not isinstance(wrt, (tuple, list))
-    items = [wrt] if single else list(wrt)
-    out = []
-    for w in items:
-        if isinstance(w, str):
-            if w not in params:
-                raise ValueError(f"wrt={w!r}: {fname} has no parameter named {w!r} "
-                                 f"(parameters: {', '.join(params)})")
-            out.append(params.index(w))
-        elif isinstance(w, (int, np.integer)) and not isinstance(w, bool):
-            if not -len(params) <= w < len(params):
-                raise ValueError(f"wrt={w}: {fname} has {len(params)} parameters")
-            out.append(int(w) % len(params))
-        else:
-            raise TypeError(f"wrt must be an int, a parameter name, or a tuple of them; got "
-                            f"{w!r}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"wrt={wrt!r} names a parameter twice")
-    return tuple(out), single
-
-
-def describe_kinds(kinds: dict) -> str:
-    """``x: float 1-d array, n: int``: a specialisation's argument kinds, for messages."""
-    return ", ".join(f"{p}: {_kind_text(k)}" for p, k in kinds.items())
-
-
-def _kind_text(k: Any) -> str:
-    """``float 1-d array``, ``int``: one argument kind in words."""
-    names = {"f": "float", "i": "int", "b": "bool"}
-    cls, ndim = getattr(k, "cls", None), getattr(k, "ndim", 0)
-    return names[cls] + (f" {ndim}-d array" if ndim else "") if cls in names else str(k)
-
-
 def _cost(gen: Generated, mode: str) -> dict[str, Any]:
     """One specialisation's entry in ``cache_info``."""
     compiled = [gen.compiled, gen.__dict__.get("tangent")]
-    kinds = {p: _kind_text(k) for p, k in gen.unit.arg_kinds.items()}
+    kinds = {p: kind_text(k) for p, k in gen.unit.arg_kinds.items()}
     return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": kinds,
             "transform_seconds": gen.transform_seconds,
             "compile_seconds": sum(report.compile_seconds(c) for c in compiled if c)}
@@ -642,53 +613,8 @@ def _seed_like(value: Any, dy: Any) -> Any:
             raise ValueError(f"pullback: dy has shape {dy.shape}, output has {value.shape}")
         return dy
     if isinstance(value, tuple):
-        return tuple(_copies(tuple(dy)))
+        return tuple(copies(tuple(dy)))
     return float(dy)
-
-
-def _describe_params(sig: inspect.Signature) -> str:
-    """``x, k, dt=0.01``: the parameters, with their defaults."""
-    return ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}"
-                     for p in sig.parameters.values())
-
-
-def _describe(v: Any) -> str:
-    if isinstance(v, np.ndarray):
-        return f"an array of shape {v.shape}" + (f" and dtype {v.dtype}"
-                                                 if v.dtype != np.float64 else "")
-    return f"a {type(v).__name__}"
-
-
-def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
-    """Example arguments guessed from how the source uses each parameter."""
-    import ast
-
-    ndims: dict[str, int] = {}
-    ints: set[str] = set()
-    for n in ast.walk(prep.parsed.tree):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
-            k = len(n.slice.elts) if isinstance(n.slice, ast.Tuple) else 1
-            ndims[n.value.id] = max(ndims.get(n.value.id, 0), k)
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
-                and n.attr in ("shape", "size", "T", "sum", "mean", "copy"):
-            ndims.setdefault(n.value.id, 1)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("range",
-                                                                                   "len"):
-            for a in n.args:
-                if isinstance(a, ast.Name):
-                    if n.func.id == "range":
-                        ints.add(a.id)
-                    else:
-                        ndims.setdefault(a.id, 1)
-    out = []
-    for p in params:
-        if p in ints and p not in ndims:
-            out.append(3)
-        elif p in ndims:
-            out.append(np.ones((3,) * ndims[p]))
-        else:
-            out.append(1.0)
-    return out
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
@@ -701,8 +627,6 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
     ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
     refuse_target(target)
     if target == "cuda":
-        from .cuda_api import CudaDifferentiated
-
         if cache or not jit or has_aux:
             raise ValueError("target='cuda' takes neither cache=True, has_aux=True nor "
                              "jit=False (it always "
@@ -753,14 +677,6 @@ def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None 
     return d.vjp(*args, **kwargs)
 
 
-def pick_wrt(wrt: Wrt | None, argnums: Wrt | None, who: str) -> Wrt:
-    """``wrt``, or JAX's spelling ``argnums`` (not both); None when neither is given (a
-    ``jg.differentiate`` object's own ``wrt``, else 0: ``_as_diff``)."""
-    if wrt is not None and argnums is not None:
-        raise TypeError(f"jg.{who}: pass wrt= or argnums= (JAX's name for it), not both")
-    return wrt if wrt is not None else argnums
-
-
 #: the ``Differentiated`` the functional transforms made of a module-level function, per
 #: options: ``jg.hvp(f, ...)`` called in a loop compiles once, as ``jg.grad(f)`` called
 #: again does.  Only functions their module names (they live as long as it does); a
@@ -776,7 +692,7 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if cache is None:  # a Differentiated's own choice, else the user's dispatcher's
         cache = emit.user_caches(func)
     if isinstance(func, Differentiated):
-        same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
+        same = wrt == func.wrt or (resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
         if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache \
                 and bool(has_aux) == func.has_aux:
@@ -791,69 +707,3 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if hit is None or hit[0] is not func:
         hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux))
     return hit[1]
-
-
-def refuse_aliased(d: Differentiated, gen: Generated, args: tuple) -> None:
-    """Refuse arguments that share memory when the generated code writes one of them: it
-    writes a copy of that one (the caller's arrays are never written), which would no longer
-    be the other, so value and gradient would not be those of ``f(*args)``."""
-    if not gen.written:
-        return
-    arrays = [(i, a) for i, a in enumerate(args) if isinstance(a, np.ndarray)]
-    for i, a in arrays:
-        if d.params[i] not in gen.written:
-            continue
-        for j, b in arrays:
-            if j != i and _overlap(a, b):
-                f, pi, pj = d.func.__name__, d.params[i], d.params[j]
-                lo, hi = min(i, j), max(i, j)
-                raise ValueError(
-                    f"arguments {lo} ('{d.params[lo]}') and {hi} ('{d.params[hi]}') of {f} "
-                    f"share memory and {f} writes '{pi}' in place; jitgrad differentiates "
-                    f"each argument as a separate input, so it cannot follow the write into "
-                    f"'{pj}': pass separate arrays (e.g. {pj}.copy())")
-
-
-def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    """Do ``a`` and ``b`` share memory (views too)?  True where the exact answer is too
-    costly to find."""
-    if not np.may_share_memory(a, b):
-        return False
-    try:
-        return bool(np.shares_memory(a, b, max_work=1 << 16))
-    except getattr(np, "exceptions", np).TooHardError:
-        return True
-
-
-def _copies(args: tuple) -> tuple:
-    """The arguments with every array copied (the caller's arrays are never written)."""
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
-
-
-#: argument types whose kind follows from the type alone (arrays: from dtype and ndim)
-_SCALAR_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, np.int32,
-                           np.bool_})
-
-
-def _tupled(args: tuple) -> bool:
-    """Is any argument a tuple (run on its entries: ``structured.py``)?"""
-    for a in args:
-        if isinstance(a, tuple):
-            return True
-    return False
-
-
-def _signature(args: tuple) -> tuple | None:
-    """What a call's generated code depends on, cheaply: each argument's exact type, and an
-    array's dtype and ndim; None for anything else (tuples, subclasses: the long way)."""
-    out = []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            out.append((a.dtype, a.ndim))
-        elif t in _SCALAR_TYPES:
-            out.append(t)
-        else:
-            return None
-    return tuple(out)
-

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import rules
-from .api import _TRANSFORMING, Wrt, _guess_args, _resolve_wrt
+from .arguments import TRANSFORMING, Wrt, guess_args, resolve_wrt
 from .errors import JitError
 from .transpiler.analysis.kinds import Kind, of_value
 from .transpiler.cuda_pipeline import (
@@ -68,7 +68,7 @@ class CudaDifferentiated:
         self._dispatcher = func if func is not self.func else None
         self.wrt = wrt
         self.params = list(self.func.__code__.co_varnames[:self.func.__code__.co_argcount])
-        self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
+        self.wrt_positions, self.single = resolve_wrt(wrt, self.params, self.func.__name__)
         self._lock = threading.RLock()
         self._prepared: Unit | None = None
         self._version = -1
@@ -84,7 +84,7 @@ class CudaDifferentiated:
 
     def _prep(self) -> Unit:
         version = rules.version()
-        with self._lock, _TRANSFORMING:  # (parsing is not thread-safe: see api)
+        with self._lock, TRANSFORMING:  # (parsing is not thread-safe: see api)
             if self._prepared is None or self._version != version:
                 fence(parse_function(self.func))
                 prep = prepare_cuda(self.func)
@@ -135,7 +135,7 @@ class CudaDifferentiated:
         if prep.kernel is not None:
             kinds.update({n: of_value(0) for n in prep.kernel.index})
         key = (tuple(sorted(kinds.items())), rules.version())
-        with self._lock, _TRANSFORMING:
+        with self._lock, TRANSFORMING:
             u = self._units.get(key)
             if u is None:
                 wrt = [self.params[i] for i in self.wrt_positions]
@@ -263,7 +263,7 @@ class CudaDifferentiated:
         """``device_grad`` specialised for the kinds of ``example_args`` (ints, float32)."""
         if self.is_kernel:
             raise TypeError(f"{self.func.__name__} is a kernel: use .vjp[blocks, threads]")
-        args = example_args or tuple(_guess_args(self._prep(), self.params))
+        args = example_args or tuple(guess_args(self._prep(), self.params))
         return self._compiled(self._unit(args), {}).dispatcher
 
     def __call__(self, *args: Any) -> Any:
@@ -294,7 +294,7 @@ class CudaDifferentiated:
                 raise TypeError("source() of a kernel needs its launch arguments")
             u, b = self._built_for(example_args)
         else:
-            args = example_args or tuple(_guess_args(self._prep(), self.params))
+            args = example_args or tuple(guess_args(self._prep(), self.params))
             u, b = self._built_for(args)
         if stage == "all":
             return b.source
@@ -315,7 +315,7 @@ class CudaDifferentiated:
             types = tuple(numba.typeof(a) for a in kargs)
             ptx, _ = cuda.compile_ptx(built.pyfunc, types, cc=cc)
             return ptx
-        args = example_args or tuple(_guess_args(self._prep(), self.params))
+        args = example_args or tuple(guess_args(self._prep(), self.params))
         u = self._unit(args)
         built = self._compiled(u, {})
         types = tuple(numba.typeof(a) for a in args) + (numba.typeof(1.0),)

@@ -3,7 +3,9 @@
 
 The transpiler and the rule table recognise them by identity; called outside a
 differentiated function they run the eager runtime's versions (``runtime/hooks.py``),
-imported on first use so that neither the transpiler nor the rules import the runtime.
+which that module puts in ``EAGER`` when it is loaded (``import jitgrad`` loads it): this
+module imports nothing of jitgrad's, so neither the transpiler nor the rules reach the
+runtime through it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from typing import Any
 
 from numba.extending import overload
 
-__all__ = ["checkpoint", "checkpointed", "hook", "nobacksies"]
+__all__ = ["EAGER", "checkpoint", "checkpointed", "hook", "nobacksies"]
+
+#: the eager runtime's ``hook``, ``nobacksies`` and ``checkpoint`` (``runtime/hooks.py``)
+EAGER: dict[str, Callable[..., Any]] = {}
 
 
 def hook(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -22,9 +27,7 @@ def hook(fn: Callable[[Any], Any], x: Any) -> Any:
     ``hook(lambda g: -g, x)`` reverses the sign of the gradient sent to ``x`` from here;
     other uses of ``x`` are unaffected. Untracked ``x`` is returned as is.
     """
-    from .runtime import hooks
-
-    return hooks.hook(fn, x)
+    return EAGER["hook"](fn, x)
 
 
 def nobacksies(msg: str, x: Any) -> Any:
@@ -32,9 +35,7 @@ def nobacksies(msg: str, x: Any) -> Any:
 
     Marks values whose gradient is not defined (e.g. nested AD); maps over tuples.
     """
-    from .runtime import hooks
-
-    return hooks.nobacksies(msg, x)
+    return EAGER["nobacksies"](msg, x)
 
 
 def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
@@ -45,9 +46,7 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
     gradients (Tracker drops the captured ones). The recompute sees the same numpy
     and ``random`` global RNG state as the first run, so random draws match.
     """
-    from .runtime import hooks
-
-    return hooks.checkpoint(f, *args)
+    return EAGER["checkpoint"](f, *args)
 
 
 def checkpointed(r: range, snapshots: int | None = None) -> range:

@@ -26,7 +26,8 @@ from numba.extending import (
     unbox,
 )
 
-from .api import Differentiated, GradFunction, _describe_params
+from .api import Differentiated, GradFunction
+from .arguments import describe_params
 from .errors import JitgradError
 from .transpiler.backend.jit import BUFFER
 
@@ -205,7 +206,7 @@ def _bound(d: Differentiated, examples: tuple) -> tuple:
     except TypeError as e:
         raise TypingError(f"jitgrad: {e} (keywords cannot be passed from Numba code: pass "
                           f"every argument before the last one you give by position: "
-                          f"{d.func.__name__}({_describe_params(d._sig)}))") from None
+                          f"{d.func.__name__}({describe_params(d._sig)}))") from None
 
 
 def _check_scalar(d: Differentiated, gen: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .api import Differentiated
+from .arguments import STRUCTURED
 from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import cache as disk
 from .transpiler.front.parse import parse_function
@@ -230,3 +231,7 @@ def vjp(d: Differentiated, args: tuple) -> tuple:
         return grads_like(d, trees, pb(dy))
 
     return (out[0], pullback, *out[2:])
+
+
+STRUCTURED.update(flat=flat, flat_tangents=flat_tangents, value_and_grad=value_and_grad,
+                  vjp=vjp)

@@ -134,7 +134,8 @@ def test_hessian_with_array_state():
 
 def test_the_gradient_code_keeps_tangent_slots():
     """The generated tangent code holds a tangent slot next to each slot."""
-    from jitgrad.forward_api import _diff, _second
+    from jitgrad.forward_api import _diff
+    from jitgrad.forward_mode import _second
 
     d = _diff(heat_buffers, (0, 1), False)
     src = _second(d, (U0, 0.2, T, 3)).source(U0, 0.2, T, 3, 1.0, mode="jvp")

@@ -1,6 +1,7 @@
 """The primitive table: every registered primitive has one complete record, and the
 facts the transpiler reads from it (views, fresh arrays, spellings...) are the right ones."""
 
+import ast
 import builtins
 import math
 import operator
@@ -76,9 +77,14 @@ def test_records_without_rule_or_declaration_are_the_known_few():
     # order, jitgrad/rules/second_order.py)
     # (the random draws have no rule on purpose: np.random.normal(mu, s) with an active
     # mu is refused, never given a zero gradient; their record says they draw)
+    # (methods that write their object have only that fact: ``xs.pop()``, ``a.sort()``)
     loose = {r.fn for r in records() if r.rule is None and not r.non_differentiable
-             and not r.random and not r.fn.__module__.startswith("jitgrad.kernels")}
-    assert loose == {np.squeeze, np.diagonal, nobacksies}
+             and not r.random and not r.mutates
+             and not (getattr(r.fn, "__module__", None) or "").startswith("jitgrad.kernels")}
+    # (and math functions known only for their plain-Python IEEE stand-in, np.append only
+    # as a call that changes a shape)
+    assert loose == {np.squeeze, np.diagonal, nobacksies, math.fmod, np.append,
+                     *([math.cbrt] if hasattr(math, "cbrt") else [])}
 
 
 def test_spellings_resolve_to_registered_primitives():
@@ -127,9 +133,15 @@ def test_direct_facts():
     assert result_of(np.argmax).how == "fixed" and result_of(np.sum).how == "declared"
     assert result_of(np.heaviside).how == "broadcast"  # an unrecorded ufunc
     assert result_of(print).how == "unknown"
+    assert fact(np.copy).copies and not fact(np.zeros_like).copies
+    assert fact(np.sin).device_as == "math.sin" and fact(np.minimum).device_as == "min"
+    assert fact(math.log).ieee(0.0) == -np.inf and fact(np.log).ieee is None
+    assert fact(np.where).pure and fact(np.sin).pure and not fact(np.sum).pure
+    assert fact(np.concatenate).reshapes and not fact(np.sin).reshapes
+    assert fact(list.pop).mutates and fact(np.ndarray.fill).mutates
     assert allocating_names() == {"zeros", "empty", "ones", "full", "zeros_like",
                                   "empty_like", "ones_like", "full_like", "copy", "array",
-                                  "arange", "linspace"}
+                                  "arange", "linspace", "snapshot"}
 
 
 def test_library_facts():
@@ -169,7 +181,8 @@ def test_grad_rule_keywords_set_record_fields():
     jg.grad_rule(fresh_buffer, allocates=True)(_double)
     assert "fresh_buffer" in allocating_names()
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
-                               "cost", "device", "random"}
+                               "cost", "device", "random", "copies", "pure", "reshapes",
+                               "shape_args", "device_as"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 
@@ -196,3 +209,42 @@ def test_reregistering_one_spelling_leaves_its_aliases():
     assert fact(f).aliases == (g,)
     jg.grad_rule(f)(rule)
     assert fact(f).aliases == () and fact(g).aliases == ()
+
+
+# --- one list of the methods that write their object ------------------------------------
+# (the dead-loop/fusion passes and the prange/CUDA privacy analysis had a list each: the
+# first lacked the list methods, so it took ``v = xs.pop()`` for a loop that writes only
+# names and dropped it; the second lacked ``byteswap``, which writes its array in place)
+
+
+def _loop_verdict(src: str):
+    from jitgrad.transpiler.analysis.privacy import Names, independent
+
+    loop = ast.parse(src).body[0]
+    names = Names(frozenset(), lambda n: n in ("a", "xs"), lambda n: {n},
+                  lambda e: False, lambda c: False)
+    return independent(loop, names)
+
+
+def test_a_loop_that_pops_a_list_is_not_dead():
+    from jitgrad.transpiler.backend.optimize import dead_loops
+
+    body = ast.parse("for i in range(2):\n    v = xs.pop()\nv = 0.0\nn = len(xs)\n").body
+    assert len(dead_loops(body)) == 3  # xs loses two entries: len(xs) reads them
+
+
+def test_an_in_place_byteswap_makes_iterations_dependent():
+    verdict = _loop_verdict("for i in range(n):\n    b = a.byteswap(True)\n")
+    assert not verdict.ok and "may write into what it is given" in verdict.reason
+    assert _loop_verdict("for i in range(n):\n    b = a[i] * 2.0\n").ok
+
+
+def test_both_passes_read_one_list_of_writing_methods():
+    from jitgrad.transpiler.backend.optimize import writes_through_call
+
+    for m in ("append", "pop", "extend", "insert", "remove", "clear", "reverse", "sort",
+              "fill", "resize", "put", "partition", "setfield", "byteswap"):
+        call = ast.parse(f"xs.{m}(0)").body[0].value
+        assert writes_through_call(call), m
+        assert not _loop_verdict(f"for i in range(n):\n    v = xs.{m}(0)\n").ok, m
+    assert not writes_through_call(ast.parse("xs.copy()").body[0].value)

@@ -11,7 +11,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from gradcheck import benchmark_workloads, check_grad
+from gradcheck import benchmark_workloads, check_grad, function_from_source
 
 import jitgrad as jg
 
@@ -57,6 +57,51 @@ def test_no_stand_in_where_the_array_is_read_again(jit):
     check_grad(reads_it_again, args, (0, 1, 2), jit=jit)
     src = _src(reads_it_again, *args, wrt=(0, 1, 2))
     assert "t_like" not in src
+
+
+#: the user's own function spelled as jitgrad's shape-reading helper, which reads ``b``
+NAMESAKE = """
+import numba
+import numpy as np
+
+import jitgrad as jg
+
+
+@numba.njit
+def unbroadcast(a, b):
+    return a + b
+
+
+def user_sum(a, b):
+    return unbroadcast(a, b)
+
+
+@jg.grad_rule(user_sum)
+def _user_sum_rule(a, b):
+    def back(dy):
+        return (dy, dy)
+    return unbroadcast(a, b), back
+
+
+def f(x):
+    t = x * 2.0
+    y = user_sum(x, t)
+    return np.sum(y * y)
+"""
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_function_spelled_like_the_helper_reads_values(tmp_path, jit):
+    """``t`` is read by the user's ``unbroadcast``, for its values: never a stand-in (the
+    pass went by the name and gave it zeros: value 14 instead of 126 at [1, 2, 3]); the
+    helper's own reads, under another name, still take one."""
+    f = function_from_source(tmp_path, f"namesake_{int(jit)}", NAMESAKE)
+    x = np.array([1.0, 2.0, 3.0])
+    check_grad(f, (x,), 0, jit=jit)
+    value, grad = jg.value_and_grad(f, jit=jit)(x)
+    assert value == pytest.approx(126.0) and np.allclose(grad, 18.0 * x)
+    src = _src(f, x)
+    assert "t_like" not in src.replace("_t2_like", "") and "_t2_like" in src
 
 
 def _peak(call) -> int:

@@ -321,7 +321,7 @@ def test_kept_workspaces_compile_once(f, make):
 def _hvp_pool(d, args):
     """This thread's kept workspaces of ``d``'s hvp code (the tangent-only forward mode of
     its gradient code)."""
-    from jitgrad.forward_api import _second, generated_jvp, tangent_code
+    from jitgrad.forward_mode import _second, generated_jvp, tangent_code
 
     d2 = _second(d, args)
     return tangent_code(d2, generated_jvp(d2, (*args, 1.0))).pool.__dict__
@@ -353,7 +353,7 @@ def test_hvp_keeps_its_tapes_between_calls(jit):
         kept = ws
     assert {t.dtype for t in kept} == {np.dtype(np.float64), np.dtype(np.bool_)}
     src = jg.differentiate(two_tapes, wrt=0)  # the tapes come in, the tangents too
-    from jitgrad.forward_api import _second
+    from jitgrad.forward_mode import _second
 
     code = _second(src, (np.ones(3), 3)).source(np.ones(3), 3, 1.0, mode="jvp")
     assert "_ws):" in code.splitlines()[0] and "np.empty(0" not in code

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..api import Differentiated, _as_diff, _resolve_wrt
+from ..api import Differentiated, _as_diff
+from ..arguments import resolve_wrt
 from ..transpiler.front.parse import python_function
 
 
@@ -23,7 +24,7 @@ class Bridge:
         plain = python_function(func.func if isinstance(func, Differentiated) else func)
         self.name = plain.__name__
         self.params = list(inspect.signature(plain, follow_wrapped=False).parameters)
-        self.wrt = None if wrt is None else _resolve_wrt(wrt, self.params, self.name)[0]
+        self.wrt = None if wrt is None else resolve_wrt(wrt, self.params, self.name)[0]
         self._made: dict[tuple[int, ...], Differentiated] = {}
         self._lock = threading.Lock()
 

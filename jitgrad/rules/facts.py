@@ -14,6 +14,9 @@ import random
 
 import numpy as np
 
+from ..kernels import arrays as K
+from ..kernels import helpers as H
+from ..kernels import ieee
 from ..markers import nobacksies
 from . import results
 from .primitives import (
@@ -76,7 +79,25 @@ declare(np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d, np.atl
         np.ascontiguousarray, np.asfortranarray, np.broadcast_to, np.swapaxes, view=True)
 declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
         np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
-        allocates=True)
+        H.zeros_like, H.snapshot, allocates=True)
+declare(np.copy, np.ndarray.copy, np.array, H.snapshot, copies=True)
+# methods that change the array or list they are called on (their spelling is all a pass
+# sees of a method call: ``xs.pop()``, ``a.sort()``)
+declare(np.ndarray.sort, np.ndarray.fill, np.ndarray.resize, np.ndarray.put,
+        np.ndarray.partition, np.ndarray.setfield, np.ndarray.byteswap,
+        *(getattr(np.ndarray, m) for m in ("itemset",) if hasattr(np.ndarray, m)),
+        list.append, list.pop, list.extend, list.insert, list.remove, list.clear,
+        list.reverse, list.sort, mutates=True)
+# results provably larger or smaller than an array among the arguments
+declare(np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff, reshapes=True)
+# helpers of generated code that read an argument only for its shape and dtype
+declare(H.unbroadcast, K.expand_along, shape_args=(1,))
+
+# --- pure: a call only computes a value (ufuncs and math by default; no out=) ---------
+
+declare(H.guard, H.pow_log, H.digamma, builtins.abs, builtins.min, builtins.max,
+        builtins.float, builtins.int, np.where, np.clip, np.round, np.float64, np.float32,
+        np.int64, pure=True)
 
 # --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
 # the reverse pass recomputes a value the adjoint needs when its recomputation costs
@@ -106,6 +127,12 @@ declare(*(f for n in dir(np.random) for f in [getattr(np.random, n)]
         *(f for n in dir(random) for f in [getattr(random, n)]
           if getattr(f, "__self__", None) is random._inst),
         np.random.seed, random=True)
+# where a draw's size argument is (kind inference: its ndim is the size's length)
+for fn, k in [(np.random.rand, -1), (np.random.randn, -1), (np.random.random, 0),
+              (np.random.random_sample, 0), (np.random.standard_normal, 0),
+              (np.random.normal, 2), (np.random.uniform, 2), (np.random.exponential, 1)]:
+    declare(fn, size_arg=k)
+declare(np.random.randint, size_arg=2, result=INT)  # (integers)
 
 # --- linear (tangent = the primitive of the tangents) and elementwise ------------------
 
@@ -132,15 +159,49 @@ _OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operat
               operator.le, operator.gt, operator.ge, operator.eq, operator.ne, operator.not_,
               operator.and_, operator.or_, operator.xor, operator.invert)
 declare(*_OPERATORS, elementwise=True, device=True)
-declare(builtins.abs, builtins.pow, builtins.float, builtins.int, builtins.bool,
-        builtins.round, builtins.min, builtins.max, builtins.len, builtins.range,
-        operator.getitem, device=True)
+declare(builtins.pow, operator.getitem, device=True)
+for fn in (builtins.abs, builtins.float, builtins.int, builtins.bool, builtins.round,
+           builtins.min, builtins.max, builtins.len, builtins.range):
+    declare(fn, device=True, device_as=fn.__name__)  # (generated device code calls these)
 # NumPy's scalar math: the CUDA lowering spells each as ``math``'s or a builtin
-# (``backend/cuda.py``: NP_MATH, NP_BUILTIN); ufuncs default to host-only
-declare(np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.sinh, np.cosh,
-        np.tanh, np.arcsinh, np.arccosh, np.arctanh, np.exp, np.expm1, np.log, np.log2,
-        np.log10, np.log1p, np.sqrt, np.hypot, np.copysign, np.fabs, np.floor, np.ceil,
-        np.trunc, np.fmod, np.degrees, np.rad2deg, np.radians, np.deg2rad, np.isnan, np.isinf,
-        np.isfinite, np.power, np.float_power, np.abs, np.absolute, np.minimum, np.maximum,
-        np.fmin, np.fmax, np.float64, np.float32, np.int64, np.intp, np.square,
-        np.reciprocal, np.sign, device=True)
+# (``device_as``; ``backend/cuda.py`` writes the rest as expressions); ufuncs default to
+# host-only
+for fn, spelled in [
+        (np.sin, "sin"), (np.cos, "cos"), (np.tan, "tan"), (np.arcsin, "asin"),
+        (np.arccos, "acos"), (np.arctan, "atan"), (np.arctan2, "atan2"), (np.sinh, "sinh"),
+        (np.cosh, "cosh"), (np.tanh, "tanh"), (np.arcsinh, "asinh"), (np.arccosh, "acosh"),
+        (np.arctanh, "atanh"), (np.exp, "exp"), (np.expm1, "expm1"), (np.log, "log"),
+        (np.log2, "log2"), (np.log10, "log10"), (np.log1p, "log1p"), (np.sqrt, "sqrt"),
+        (np.hypot, "hypot"), (np.copysign, "copysign"), (np.fabs, "fabs"),
+        (np.floor, "floor"), (np.ceil, "ceil"), (np.trunc, "trunc"), (np.fmod, "fmod"),
+        (np.degrees, "degrees"), (np.rad2deg, "degrees"), (np.radians, "radians"),
+        (np.deg2rad, "radians"), (np.isnan, "isnan"), (np.isinf, "isinf"),
+        (np.isfinite, "isfinite"), (np.power, "pow"), (np.float_power, "pow")]:
+    declare(fn, device=True, device_as=f"math.{spelled}")
+for fn, spelled in [(np.abs, "abs"), (np.absolute, "abs"), (np.minimum, "min"),
+                    (np.maximum, "max"), (np.fmin, "min"), (np.fmax, "max"),
+                    (np.float64, "float"), (np.int64, "int"), (np.intp, "int")]:
+    declare(fn, device=True, device_as=spelled)
+declare(np.float32, np.square, np.reciprocal, np.sign, device=True)
+
+# --- plain Python (jit=False): math functions that raise where compiled code gives inf/nan
+
+for fn, twin in [
+        (math.sqrt, ieee.np1(np.sqrt)), (math.exp, ieee.np1(np.exp)),
+        (math.expm1, ieee.np1(np.expm1)), (math.log, ieee.log),
+        (math.log1p, ieee.np1(np.log1p)), (math.log10, ieee.np1(np.log10)),
+        (math.log2, ieee.np1(np.log2)), (math.sin, ieee.np1(np.sin)),
+        (math.cos, ieee.np1(np.cos)), (math.tan, ieee.np1(np.tan)),
+        (math.asin, ieee.np1(np.arcsin)), (math.acos, ieee.np1(np.arccos)),
+        (math.atan, ieee.np1(np.arctan)), (math.sinh, ieee.np1(np.sinh)),
+        (math.cosh, ieee.np1(np.cosh)), (math.tanh, ieee.np1(np.tanh)),
+        (math.asinh, ieee.np1(np.arcsinh)), (math.acosh, ieee.np1(np.arccosh)),
+        (math.atanh, ieee.np1(np.arctanh)), (math.fabs, ieee.np1(np.fabs)),
+        (math.atan2, ieee.np2(np.arctan2)), (math.hypot, ieee.np2(np.hypot)),
+        (math.pow, ieee.np2(np.power)), (math.fmod, ieee.np2(np.fmod)),
+        (math.copysign, ieee.np2(np.copysign)), (math.erf, ieee.guarded(math.erf)),
+        (math.erfc, ieee.guarded(math.erfc)), (math.gamma, ieee.gamma),
+        (math.lgamma, ieee.lgamma), (math.ldexp, ieee.ldexp),
+        *((getattr(math, n), ieee.np1(getattr(np, n))) for n in ("exp2", "cbrt")
+          if hasattr(np, n) and hasattr(math, n))]:
+    declare(fn, ieee=twin)

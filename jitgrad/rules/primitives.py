@@ -94,14 +94,26 @@ class Primitive:
     arguments, axes or indices, as they are), ``elementwise`` that it maps each element
     (after broadcasting) on its own.  ``view``: the result may share the first
     argument's buffer; ``allocates``: the result is a newly allocated array that nothing
-    else reaches.  ``cost``: what one scalar call costs to evaluate, in the units of
+    else reaches (``copies``: one holding a copy of the first argument).  ``mutates``: a
+    method that changes the object it is called on (``x.sort()``, ``xs.pop()``).
+    ``pure``: a call computes a value only (writes nothing it is given, draws nothing;
+    ufuncs and ``math`` by default), so it may be evaluated again elsewhere.
+    ``reshapes``: the result is provably larger or smaller than an array among its
+    arguments (``np.concatenate``, ``np.diff``).  ``shape_args``: the positions of the
+    arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
+    ``cost``: what one scalar call costs to evaluate, in the units of
     ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
     recomputed in the adjoint); ``cheap`` (a settable spelling of it): recomputing a
     scalar call costs no more than taping it;
-    ``device``: allowed in CUDA device code; ``query``: depends only on its argument's
+    ``device``: allowed in CUDA device code, ``device_as`` how device code spells it
+    (``"math.sin"`` for ``np.sin``, ``"abs"`` for ``np.abs``); ``ieee``: the plain-Python
+    stand-in of a ``math`` function that gives inf/nan where ``math`` raises (generated
+    code run with ``jit=False``); ``query``: depends only on its argument's
     shape or type.  ``random``: it draws from (or seeds) a global random generator, so
     that evaluating it again gives another value: never recomputed, and code that runs it
-    again replays the generator's state (``kernels/rng.py``).  ``methods`` and ``attrs``
+    again replays the generator's state (``kernels/rng.py``); ``size_arg``: the position
+    of a NumPy draw's ``size`` argument (-1: the dimensions as arguments, ``np.random.rand``;
+    None: kind inference does not know the draw).  ``methods`` and ``attrs``
     are the array methods (``x.sum()``) and attributes (``x.T``) that spell it;
     ``aliases`` are the other functions that share its rule (``np.add`` and
     ``operator.add``).
@@ -116,10 +128,18 @@ class Primitive:
     result: Result = UNKNOWN
     view: bool = False
     allocates: bool = False
+    copies: bool = False
+    mutates: bool = False
+    pure: bool = False
+    reshapes: bool = False
+    shape_args: tuple[int, ...] = ()
     cost: float | None = None
     device: bool = False
+    device_as: str | None = None
+    ieee: Callable[..., Any] | None = None
     query: bool = False
     random: bool = False
+    size_arg: int | None = None
     methods: tuple[str, ...] = ()
     attrs: tuple[str, ...] = ()
     aliases: tuple[Any, ...] = ()
@@ -143,8 +163,9 @@ class Primitive:
 TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
-SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "cheap",
-            "cost", "device", "query", "random", "methods", "attrs")
+SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
+            "mutates", "pure", "reshapes", "shape_args", "cheap", "cost", "device",
+            "device_as", "ieee", "query", "random", "size_arg", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -159,14 +180,14 @@ def _math_like(fn: Any) -> bool:
 def record(fn: Any) -> Primitive:
     """The record of ``fn``, created with the defaults if it has none yet.
 
-    A ufunc or ``math`` function defaults to an elementwise, broadcasting primitive
+    A ufunc or ``math`` function defaults to an elementwise, broadcasting, pure primitive
     (``math``'s scalar functions are allowed on the device); anything else starts with
     nothing known.
     """
     rec = _RECORDS.get(id(fn))
     if rec is None:
         ew = _math_like(fn)
-        rec = Primitive(fn, elementwise=ew, result=BROADCAST if ew else UNKNOWN,
+        rec = Primitive(fn, elementwise=ew, result=BROADCAST if ew else UNKNOWN, pure=ew,
                         device=getattr(fn, "__module__", None) == "math")
         _RECORDS[id(fn)] = rec
     return rec
@@ -273,24 +294,86 @@ def draws(fn: Any) -> bool:
     return any(m == "random" or m.startswith("numpy.random") for m in (mod, owner))
 
 
-def allocating_names() -> frozenset[str]:
-    """Names and method spellings of the functions whose results are fresh arrays."""
-    if _ALLOCATING[0] != _version:
+def names_with(field: str) -> frozenset[str]:
+    """The names (and method spellings) of the functions whose record has ``field`` set:
+    what code that sees only a call's spelling (``x.copy()``, ``xs.pop()``) can test."""
+    cached = _NAMES.get(field)
+    if cached is None or cached[0] != _version:
         names = set()
         for rec in _RECORDS.values():
-            if rec.allocates:
+            if getattr(rec, field):
                 names.add(rec.fn.__name__)
                 names.update(rec.methods)
-        _ALLOCATING[:] = [_version, frozenset(names)]
-    return _ALLOCATING[1]
+        cached = _NAMES[field] = (_version, frozenset(names))
+    return cached[1]
 
 
-_ALLOCATING: list[Any] = [-1, frozenset()]  # (version, names) of the last answer
+_NAMES: dict[str, tuple[int, frozenset[str]]] = {}  # field -> (version, names) last found
+
+
+def allocating_names() -> frozenset[str]:
+    """Names and method spellings of the functions whose results are fresh arrays."""
+    return names_with("allocates")
 
 
 def allocating(name: str) -> bool:
     """Is ``name`` (``np.zeros``'s, ``x.copy``'s) spelling a call that allocates a fresh array?"""
-    return name in allocating_names()
+    return name in names_with("allocates")
+
+
+def mutating(name: str) -> bool:
+    """Is ``name`` the spelling of a method that changes its object (``sort``, ``pop``)?"""
+    return name in names_with("mutates")
+
+
+def allocates(fn: Any) -> bool:
+    """Is the result of ``fn`` a newly allocated array (``np.zeros``, ``np.copy``)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.allocates
+
+
+def copies(fn: Any) -> bool:
+    """Is the result of ``fn`` a fresh copy of its first argument (``np.copy``)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.copies
+
+
+def shaped_like(fn: Any) -> bool:
+    """Is the result of ``fn`` a fresh array of its first argument's shape and dtype
+    (``np.zeros_like``, ``np.copy``)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.allocates and rec.result == SAME
+
+
+def pure(fn: Any) -> bool:
+    """Does a call of ``fn`` only compute a value (``Primitive.pure``; unrecorded ufuncs
+    and ``math`` functions do)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec.pure if rec is not None else _math_like(fn)
+
+
+def reshapes(fn: Any) -> bool:
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.reshapes
+
+
+def shape_args(fn: Any) -> tuple[int, ...]:
+    """The arguments ``fn`` reads only for their shape and dtype (``unbroadcast(g, x)``:
+    ``(1,)``); none for an unknown function."""
+    rec = _RECORDS.get(id(fn))
+    return () if rec is None else rec.shape_args
+
+
+def device_spelling(fn: Any) -> str | None:
+    """How device code spells ``fn`` (``"math.sin"``, ``"abs"``), None where as written."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.device_as
+
+
+def ieee_twin(fn: Any) -> Any:
+    """The plain-Python IEEE stand-in of the ``math`` function ``fn``, or None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.ieee
 
 
 def is_library(fn: Any) -> bool:

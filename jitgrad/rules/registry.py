@@ -26,9 +26,10 @@ from .primitives import (
     version,
 )
 
-#: the record fields ``grad_rule``'s keywords may set (spellings and queries are the
-#: built-in table's; tangent rules wait for forward mode)
-RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs"))
+#: the record fields ``grad_rule``'s keywords may set (spellings, queries, mutating methods,
+#: IEEE stand-ins and draws' sizes are the built-in table's; tangent rules have their own)
+RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs",
+                                                     "mutates", "ieee", "size_arg"))
 
 __all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable",
            "version"]

@@ -4,6 +4,7 @@ The Numba-compilable helpers that generated code calls live in ``helpers``.
 """
 
 from ..markers import checkpoint, hook, nobacksies
+from . import hooks as _hooks  # noqa: F401  (gives the markers their eager versions)
 from .backprop import BackpropError, back
 from .checks import gradcheck, gradcheck_report, ngradient
 from .params import Grads, Params, forward, gradient, update, zero_grad

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import RuleError
 from ..kernels import rng
+from ..markers import EAGER
 from .backprop import BackpropError, Node, mark, propagate, seed
 from .tracked import Tracked, _slots, _state, data, istracked, paused, record, recording
 
@@ -85,3 +86,6 @@ def checkpoint(f: Callable[..., Any], *args: Any) -> Any:
         return tuple(out[id(p)][1] if id(p) in out else None for p in parents)
 
     return Tracked(value, Node(recompute, parents, np.shape(value), "checkpoint"))
+
+
+EAGER.update(hook=hook, nobacksies=nobacksies, checkpoint=checkpoint)  # (markers' eager side)

@@ -58,6 +58,10 @@ class Adjoint:
     ws: str = "_ws"
     #: the name generated code reaches numpy by (``np`` unless the user's code binds it)
     np: str = "np"
+    #: the names by which generated code calls the helpers that read their second argument
+    #: only for its shape (the primitive table's ``shape_args``: ``unbroadcast``...), as the
+    #: namespace binds them: never a function of the user's that is spelled the same
+    shape_reads: tuple[str, ...] = ()
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""

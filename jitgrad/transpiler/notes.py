@@ -132,6 +132,11 @@ CHECK: Note[bool] = Note(
     "check", False, "reverse (tapes)",
     "a `same_shape(y, dy)` call after a pop: it only reads its operands (optimize folds "
     "sums across it)")
+ZEROING: Note[bool] = Note(
+    "zeroing", False, "reverse",
+    "the call of a zero adjoint the reverse pass made, `np.zeros_like(v)` (whatever the "
+    "module's name): the workspace and written-once passes find zeroings by this mark, not "
+    "by their spelling; a pass that makes it something else (`np.empty_like`) clears it")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 DECISION: Note[bool] = Note(
@@ -140,8 +145,8 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW,
-         AUG, KIND, POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, COMMENT,
-         DECISION)
+         AUG, KIND, POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, ZEROING,
+         COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
@@ -174,4 +179,4 @@ def checkpoint(s: ast.AST) -> bool:
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
            "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SWEEP", "CHECK", "Checkpoint", "Note", "Required", "carry", "checkpoint"]
+           "SWEEP", "CHECK", "ZEROING", "Checkpoint", "Note", "Required", "carry", "checkpoint"]

@@ -37,6 +37,7 @@ from .backend.gather import gather_form
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_parallel_draws, refuse_races
 from .backend.promote import promote_accumulations
+from .backend.shape_only import shape_reading_names
 from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
@@ -50,13 +51,13 @@ from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
-from .front.versions import version_names
+from .front.versions import unshadowed_builtins, version_names
 from .front.webs import split_webs
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, is_generated, names_in, unshadowed_builtins
+from .naming import Namer, is_generated, names_in
 from .nodes import clone, walk_stmts
-from .notes import DRAW, checkpoint
+from .notes import DRAW, ZEROING, checkpoint
 
 
 def _without_gc(fn):
@@ -110,7 +111,7 @@ class Unit:
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
-    #: hide the builtin generated code calls; ``naming.unshadowed_builtins``)
+    #: hide the builtin generated code calls; ``versions.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)
     #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
     tuples: dict[str, tuple[Any, list[str], bool]] | None = None
@@ -604,7 +605,8 @@ def reverse_(u: Unit) -> None:
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
                    tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots,
-                   u.namer.workspace, u.namer.global_name(u.env, "np", np))
+                   u.namer.workspace, u.namer.global_name(u.env, "np", np),
+                   shape_reading_names(u.env))
 
 
 def show_ir(u: Unit) -> str:
@@ -721,6 +723,7 @@ def _made_empty(s: ast.Assign) -> ast.Assign:
     """``d = np.empty_like(v)`` for the zeroing ``d = np.zeros_like(v)``."""
     new = clone(s)
     new.value.func.attr = "empty_like"
+    ZEROING.set(new.value, False)
     return new
 
 

@@ -10,12 +10,14 @@ from typing import Any
 from jitgrad.transpiler.backend import emit
 from jitgrad.transpiler.backend.passes import BACKEND, Context, Lowering, run
 from jitgrad.transpiler.ir import Adjoint
+from jitgrad.transpiler.notes import ZEROING
 
 STEPS = {p.name: p for p in BACKEND}
 
 
 def stmts(src: str) -> tuple[ast.stmt, ...]:
-    """The statements of ``src`` (dedented), comments as ``emit.comment`` markers."""
+    """The statements of ``src`` (dedented), comments as ``emit.comment`` markers; each
+    ``d = np.zeros_like(v)`` marked a zeroing, as the reverse pass marks its own (``ZEROING``)."""
     lines = []
     for line in textwrap.dedent(src).strip("\n").splitlines():
         text = line.lstrip()
@@ -24,7 +26,13 @@ def stmts(src: str) -> tuple[ast.stmt, ...]:
             lines.append(f"{indent}{emit.comment(text[2:]).value.value!r}")
         else:
             lines.append(line)
-    return tuple(ast.parse("\n".join(lines)).body) if lines else ()
+    body = tuple(ast.parse("\n".join(lines)).body) if lines else ()
+    for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) \
+                and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "zeros_like" \
+                and len(n.value.args) == 1 and isinstance(n.value.args[0], ast.Name):
+            ZEROING.set(n.value, True)
+    return body
 
 
 def adjoint(forward: str = "", init: str = "", sweep: str = "", *, workspace: str = "",

@@ -212,7 +212,7 @@ SHAPE = adjoint("""
 """, "db = np.zeros_like(b)", """
     dt = expand_along(_dret, t, None)
     db += unbroadcast(dt, b)
-""", params=("X", "W", "b"), grads=("db",))
+""", params=("X", "W", "b"), grads=("db",), shape_reads=("expand_along", "unbroadcast"))
 
 
 def test_shape_stand_in():

@@ -24,9 +24,8 @@ import numpy as np
 from ...kernels.helpers import restore_into
 from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import attribute_function, method_function, returns_view
+from ...rules.primitives import attribute_function, method_function, query_attrs, returns_view
 from ..front.inline import resolve
-from ..front.normalize import QUERY_ATTRS
 from ..naming import is_generated
 from ..nodes import walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
@@ -782,7 +781,7 @@ def _sources(v: ast.expr, env: dict) -> list[str]:
         return [v.id]
     if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
         return [v.value.id]
-    if isinstance(v, ast.Attribute) and v.attr in QUERY_ATTRS:
+    if isinstance(v, ast.Attribute) and v.attr in query_attrs():
         return []
     prim = primitive_of(v, env)
     if prim is None:

@@ -36,7 +36,7 @@ import ast
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ...rules.primitives import allocating, method_function, returns_view
+from ...rules.primitives import allocating, method_function, query_attrs, returns_view
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 from ..notes import DRAW
@@ -47,8 +47,6 @@ Affine = tuple[str | None, int]
 Index = tuple[Affine | None, ...]
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-#: attributes that read an array's shape, not its elements (nor alias it)
-_QUERIES = frozenset({"shape", "size", "ndim", "dtype"})
 
 
 # --- per statement ------------------------------------------------------------------------
@@ -107,7 +105,7 @@ def base_name(e: ast.expr) -> str | None:
     """The array an element access reaches (``a`` of ``a[i][j]``, ``a.T[i]``; none of
     ``a.shape[0]``, which reads no element)."""
     while isinstance(e, (ast.Subscript, ast.Attribute)):
-        if isinstance(e, ast.Attribute) and e.attr in _QUERIES:
+        if isinstance(e, ast.Attribute) and e.attr in query_attrs():  # (the table's ``query``)
             return None
         e = e.value
     return e.id if isinstance(e, ast.Name) else None
@@ -278,7 +276,7 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
     if isinstance(e, (ast.Subscript, ast.Starred)):
         return may_alias(e.value, modules)
     if isinstance(e, ast.Attribute):
-        return set() if e.attr in _QUERIES else may_alias(e.value, modules)
+        return set() if e.attr in query_attrs() else may_alias(e.value, modules)
     if isinstance(e, (ast.Tuple, ast.List)):
         return set().union(*(may_alias(x, modules) for x in e.elts))
     if isinstance(e, ast.IfExp):
@@ -527,7 +525,7 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
     for s in walk_stmts(body):
         for n in own_expressions(s):
             if isinstance(n, ast.Subscript) or (isinstance(n, ast.Attribute)
-                                                and n.attr in _QUERIES):
+                                                and n.attr in query_attrs()):
                 inside.add(id(n.value))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
                     and n.func.id == "len" and len(n.args) == 1:

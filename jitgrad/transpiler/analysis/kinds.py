@@ -337,18 +337,18 @@ class KindInference:
         for a in [*e.args, *(k.value for k in e.keywords)]:
             self.expr(a)
         name = getattr(fn, "__name__", "")
-        sized = {"rand": 0, "randn": 0, "random": 0, "random_sample": 0, "normal": 2,
-                 "uniform": 2, "standard_normal": 0, "exponential": 1, "randint": 2}
         if mod == "random" or type(owner).__module__ == "random":
             return INT if name in ("randint", "randrange", "getrandbits") else FLOAT
-        if name not in sized:
+        # (another generator's method draws as numpy.random's function of its name does)
+        rec = fact(getattr(np.random, name, None))
+        if rec is None or rec.size_arg is None:
             return None
         size = next((k.value for k in e.keywords if k.arg == "size"), None)
-        if size is None and name in ("rand", "randn"):
+        if size is None and rec.size_arg < 0:  # rand(d0, d1, ...): the dimensions
             return Kind("f", len(e.args)) if e.args else FLOAT
-        if size is None and len(e.args) > sized[name]:
-            size = e.args[sized[name]]
-        cls = "i" if name == "randint" else "f"
+        if size is None and 0 <= rec.size_arg < len(e.args):
+            size = e.args[rec.size_arg]
+        cls = rec.result.cls if rec.result.how == "fixed" else "f"
         if size is None:
             return Kind(cls, 0)
         return Kind(cls, self._shape_ndim(size))

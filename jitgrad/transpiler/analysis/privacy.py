@@ -29,6 +29,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ...rules.primitives import mutating, query_attrs
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import COMMENT
 from . import dataflow
@@ -126,11 +127,6 @@ class Names:
     slotted: frozenset[str] = frozenset()
 
 
-#: method calls that change their object
-MUTATORS = frozenset({"append", "pop", "extend", "insert", "remove", "clear", "fill", "sort",
-                      "resize", "put", "itemset", "setfield", "partition"})
-
-
 def independent(loop: ast.For, names: Names) -> Verdict:
     """May the iterations of ``loop`` run at once (see the module docstring)?"""
     if not isinstance(loop.target, ast.Name):
@@ -150,7 +146,7 @@ def independent(loop: ast.For, names: Names) -> Verdict:
             return Verdict(f"'{ast.unparse(s)}' runs for its effect", s)
         for n in own_expressions(s):
             if isinstance(n, ast.Call) and (names.effect(n) or (
-                    isinstance(n.func, ast.Attribute) and n.func.attr in MUTATORS)
+                    isinstance(n.func, ast.Attribute) and mutating(n.func.attr))
                     or any(k.arg == "out" for k in n.keywords)):
                 return Verdict(f"'{ast.unparse(n)}' may write into what it is given", s)
         for t in dataflow.binds(s):
@@ -311,8 +307,8 @@ def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, 
             elif isinstance(n, ast.Name) and n.id == a:
                 whole += 1
             elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
-                    and n.value.id == a and n.attr in ("shape", "size", "ndim"):
-                whole -= 1  # a shape query reads no element
+                    and n.value.id == a and n.attr in query_attrs():
+                whole -= 1  # a shape or type query reads no element (the table's ``query``)
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
                     and n.func.id == "len" and len(n.args) == 1 \
                     and isinstance(n.args[0], ast.Name) and n.args[0].id == a:
@@ -335,5 +331,5 @@ def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, 
             f"iteration may write or read"), False
 
 
-__all__ = ["MUTATORS", "Names", "Verdict", "access_positions", "grid_positions",
+__all__ = ["Names", "Verdict", "access_positions", "grid_positions",
            "independent", "own_slot", "private_arrays"]

@@ -15,15 +15,10 @@ from __future__ import annotations
 
 import ast
 
-import numpy as np
-
-from ...rules.primitives import fact
+from ...rules.primitives import fact, reshapes
 from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import walk, walk_stmts
-
-#: calls whose result is provably larger or smaller than an array among their operands
-_RESHAPING = (np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff)
 
 
 def shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
@@ -43,7 +38,7 @@ def shape_changer(v: ast.expr, n: str, temps: dict[str, ast.expr], env: dict,
         return isinstance(e, ast.Constant) or isinstance(e, ast.Name) and \
             not an.kind(e.id).is_array and e.id in an.kinds
 
-    if isinstance(v, ast.Call) and resolve(v.func, env) in _RESHAPING:
+    if isinstance(v, ast.Call) and reshapes(resolve(v.func, env)):
         names = {x.id for x in walk(v) if isinstance(x, ast.Name)}
         return n in names or any(changed(name(m)) for m in names)
     if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and v.value.id == n \

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
-from ...rules.primitives import fact
+from ...rules.primitives import device_spelling, fact, records, version
 from ..analysis.privacy import private_arrays
 from ..front.inline import resolve
 from ..nodes import clone, own_expressions, walk_stmts
@@ -36,24 +36,18 @@ from ..notes import HOISTED
 from . import emit, lower
 from .optimize import dead_code
 
-#: NumPy scalar functions -> the ``math`` function spelling the same on the device
-NP_MATH = {np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
-           np.arccos: "acos", np.arctan: "atan", np.arctan2: "atan2", np.sinh: "sinh",
-           np.cosh: "cosh", np.tanh: "tanh", np.arcsinh: "asinh", np.arccosh: "acosh",
-           np.arctanh: "atanh", np.exp: "exp", np.expm1: "expm1", np.log: "log",
-           np.log2: "log2", np.log10: "log10", np.log1p: "log1p", np.sqrt: "sqrt",
-           np.hypot: "hypot", np.copysign: "copysign", np.fabs: "fabs", np.floor: "floor",
-           np.ceil: "ceil", np.trunc: "trunc", np.fmod: "fmod", np.degrees: "degrees",
-           np.rad2deg: "degrees", np.radians: "radians", np.deg2rad: "radians",
-           np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite", np.power: "pow",
-           np.float_power: "pow"}
-#: NumPy scalar functions -> builtins allowed on the device
-NP_BUILTIN = {np.abs: "abs", np.absolute: "abs", np.minimum: "min", np.maximum: "max",
-              np.fmin: "min", np.fmax: "max", np.float64: "float", np.int64: "int",
-              np.intp: "int"}
-#: what device code may call besides ``math`` (the builtins have device facts too)
-_DEVICE_BUILTINS = frozenset({"abs", "min", "max", "float", "int", "range", "len", "bool",
-                              "round"})
+
+def _device_builtins() -> frozenset[str]:
+    """The builtins device code may call by name (the table's plain ``device_as``)."""
+    if _BUILTINS[0] != version():
+        _BUILTINS[:] = [version(), frozenset(
+            r.device_as for r in records() if r.device_as and "." not in r.device_as)]
+    return _BUILTINS[1]
+
+
+_BUILTINS: list = [-1, frozenset()]  # (table version, names) of the last answer
+
+
 #: local arrays above this many bytes per thread are refused before a launch
 LOCAL_BYTES = 512 * 1024
 
@@ -119,7 +113,7 @@ def check_device_code(parsed: Any, body: list[ast.stmt], env: dict, kinds: dict,
 
 def _check_call(parsed: Any, call: ast.Call, env: dict, s: ast.stmt) -> None:
     spelled = parsed.user_source(call.func)
-    if isinstance(call.func, ast.Name) and call.func.id in _DEVICE_BUILTINS \
+    if isinstance(call.func, ast.Name) and call.func.id in _device_builtins() \
             and env.get(call.func.id) is getattr(__import__("builtins"), call.func.id):
         return
     fn = resolve(call.func, env)
@@ -128,8 +122,7 @@ def _check_call(parsed: Any, call: ast.Call, env: dict, s: ast.stmt) -> None:
                            "device code calls math functions, NumPy's scalar math and "
                            "builtins on scalars only")
     rec = fact(fn)
-    allowed = (rec is not None and rec.device) or fn in NP_MATH or fn in NP_BUILTIN \
-        or getattr(fn, "__module__", None) == "math"
+    allowed = (rec is not None and rec.device) or getattr(fn, "__module__", None) == "math"
     if not allowed:
         raise parsed.error(f"{spelled} is not allowed in CUDA device code", s,
                            "device code cannot allocate or call library routines: use "
@@ -508,7 +501,7 @@ class _Rewriter:
                 if isinstance(f, ast.Attribute) and not (isinstance(root, ast.Name)
                                                          and root.id in allowed_attrs):
                     bad = f"the method call {ast.unparse(f)}(...)"
-                elif isinstance(f, ast.Name) and f.id not in _DEVICE_BUILTINS:
+                elif isinstance(f, ast.Name) and f.id not in _device_builtins():
                     bad = f"a call of {f.id}(...)"
             if bad is not None:
                 raise self.error(f"the generated code holds {bad}, which device code cannot "
@@ -538,10 +531,11 @@ class _Spellings(ast.NodeTransformer):
         m = rw.names["math"]
         if fn is None or node.keywords:
             return node
-        if fn in NP_MATH:
-            return _call(_attr(m, NP_MATH[fn]), args)
-        if fn in NP_BUILTIN:
-            return _call(ast.Name(id=NP_BUILTIN[fn], ctx=ast.Load()), args)
+        spelled = device_spelling(fn)
+        if spelled is not None and spelled.startswith("math."):
+            return _call(_attr(m, spelled[len("math."):]), args)
+        if spelled is not None and spelled != getattr(fn, "__name__", None):
+            return _call(ast.Name(id=spelled, ctx=ast.Load()), args)
         if fn is np.float32:
             return _call(_attr(rw.names["numba"], "float32"), args)
         if fn is np.square:
@@ -730,7 +724,7 @@ def module_names(u: Any) -> dict[str, str]:
     return {k: u.namer.global_name(u.env, k, objs[k]) for k in DEVICE_MODULES}
 
 
-__all__ = ["LOCAL_BYTES", "NP_BUILTIN", "NP_MATH", "Lowered", "check_device_code", "evaluate",
+__all__ = ["LOCAL_BYTES", "Lowered", "check_device_code", "evaluate",
            "lower_device", "lower_kernel", "module_names", "private_arrays"]
 
 

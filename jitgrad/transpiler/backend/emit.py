@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import JitError
-from ...rules.primitives import library_module
+from ...rules.primitives import ieee_twin, library_module
 from ..notes import COMMENT
 
 _COUNTER = itertools.count(1)
@@ -448,86 +448,19 @@ def call_primal(jitted: Any, func: Any, args: tuple) -> Any:
 # --- IEEE semantics for generated code run as plain Python (jit=False) -------------------
 
 
-def _np1(ufunc: Any) -> Any:
-    def f(x):
-        return ufunc(np.float64(x))
-    f.__name__ = getattr(ufunc, "__name__", "f")
-    return f
-
-
-def _np2(ufunc: Any) -> Any:
-    def f(x, y):
-        return ufunc(np.float64(x), np.float64(y))
-    f.__name__ = getattr(ufunc, "__name__", "f")
-    return f
-
-
-def _ieee_log(x, base=None):
-    r = np.log(np.float64(x))
-    return r if base is None else r / np.log(np.float64(base))
-
-
-def _guarded(fn: Any) -> Any:
-    """A ``math`` function without a NumPy twin: nan/inf where it would raise."""
-    def f(*args):
-        try:
-            return np.float64(fn(*args))
-        except ValueError:
-            return np.float64(np.nan)
-        except OverflowError:
-            return np.float64(np.inf)
-    f.__name__ = fn.__name__
-    return f
-
-
-def _ieee_gamma(x):
-    x = float(x)
-    try:
-        return np.float64(math.gamma(x))
-    except ValueError:  # the poles: +-inf at +-0 (IEEE tgamma), nan at negative integers
-        return np.float64(math.copysign(math.inf, x) if x == 0 else math.nan)
-    except OverflowError:
-        return np.float64(math.inf)
-
-
-def _ieee_lgamma(x):
-    try:
-        return np.float64(math.lgamma(x))
-    except (ValueError, OverflowError):  # the poles
-        return np.float64(math.inf)
-
-
-def _ieee_ldexp(x, i):
-    return np.ldexp(np.float64(x), int(i))
-
-
-_IEEE_FUNCS: dict[str, Any] = {
-    "sqrt": _np1(np.sqrt), "exp": _np1(np.exp), "expm1": _np1(np.expm1),
-    "log": _ieee_log, "log1p": _np1(np.log1p), "log10": _np1(np.log10),
-    "log2": _np1(np.log2), "sin": _np1(np.sin), "cos": _np1(np.cos), "tan": _np1(np.tan),
-    "asin": _np1(np.arcsin), "acos": _np1(np.arccos), "atan": _np1(np.arctan),
-    "sinh": _np1(np.sinh), "cosh": _np1(np.cosh), "tanh": _np1(np.tanh),
-    "asinh": _np1(np.arcsinh), "acosh": _np1(np.arccosh), "atanh": _np1(np.arctanh),
-    "fabs": _np1(np.fabs), "atan2": _np2(np.arctan2), "hypot": _np2(np.hypot),
-    "pow": _np2(np.power), "fmod": _np2(np.fmod), "copysign": _np2(np.copysign),
-    "erf": _guarded(math.erf), "erfc": _guarded(math.erfc), "gamma": _ieee_gamma,
-    "lgamma": _ieee_lgamma, "ldexp": _ieee_ldexp,
-}
-for _name in ("exp2", "cbrt"):
-    if hasattr(np, _name) and hasattr(math, _name):
-        _IEEE_FUNCS[_name] = _np1(getattr(np, _name))
-
-
 class _IEEEMath(types.ModuleType):
-    """``math`` whose float functions give inf/nan (NumPy semantics) instead of raising."""
+    """``math`` whose float functions give inf/nan (NumPy semantics) instead of raising:
+    each the stand-in its record holds (the primitive table's ``ieee`` fact)."""
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(math, name)
+        fn = getattr(math, name)
+        twin = ieee_twin(fn)
+        out = fn if twin is None else twin
+        setattr(self, name, out)  # (found once: the next read is the module's own)
+        return out
 
 
 IEEE_MATH = _IEEEMath("math", "math with IEEE results (jitgrad's jit=False generated code)")
-for _name, _fn in _IEEE_FUNCS.items():
-    setattr(IEEE_MATH, _name, _fn)
 
 
 def ieee_namespace(ns: dict[str, Any]) -> None:
@@ -538,8 +471,8 @@ def ieee_namespace(ns: dict[str, Any]) -> None:
         if v is math:
             ns[k] = IEEE_MATH
         elif isinstance(v, types.BuiltinFunctionType) and getattr(v, "__module__", "") == "math" \
-                and v.__name__ in _IEEE_FUNCS and getattr(math, v.__name__, None) is v:
-            ns[k] = _IEEE_FUNCS[v.__name__]
+                and ieee_twin(v) is not None:
+            ns[k] = ieee_twin(v)
     ns["float"] = np.float64  # float(x) stays a NumPy scalar; dtype=float still works
     if "math" not in ns:  # rule templates may name math without the user importing it
         ns["math"] = IEEE_MATH

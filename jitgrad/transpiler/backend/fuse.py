@@ -81,7 +81,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     # writes an array (an alias of it could see the new order)
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or exposed_rev & w_f or not writes_names_only(fwd.body, tapes) \
-            or not _sums_only(rev.body, fwd.body, shared):
+            or not _sums_only(rev.body, fwd.body, shared, tapes):
         dependent.add(key)
         return None
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
@@ -192,9 +192,11 @@ def plain_loop(s: ast.stmt) -> bool:
                         or CHECKPOINTED.get(x) for x in walk_stmts(s.body)))
 
 
-def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str]) -> bool:
+def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str],
+               tapes: set[str]) -> bool:
     """The adjoint loop binds names and writes arrays only by adding to their elements
-    (``dz[i, j] += g``), calls nothing for its effect, and neither it nor the forward loop
+    (``dz[i, j] += g``), calls nothing for its effect but popping ``tapes``, and neither it
+    nor the forward loop
     reads an element of those arrays or of their views: sums whose order does not matter."""
     summed: set[str] = set()
     for s in walk_stmts(rev):
@@ -213,7 +215,7 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
         elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
                                 ast.Continue)):
             return False
-        if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value):
+        if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value, tapes):
             return False
     flow = dataflow.Dataflow([*fwd, *rev], shared)  # the arrays summed into, their views
     family = set().union(*(flow.shares(n) for n in summed))

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ...rules.primitives import allocates, copies
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
@@ -249,7 +250,7 @@ def _allocates(s: ast.stmt, env: dict[str, Any]) -> bool:
     v = getattr(s, "value", None)
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
-            and any(resolve_name(v.func, env) is f for f in _ALLOCATORS))
+            and _fresh(resolve_name(v.func, env)))
 
 
 def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
@@ -264,16 +265,17 @@ def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
 
 
 def _copies(s: ast.stmt, env: dict[str, Any]) -> bool:
-    """``t = x.copy()`` or ``t = np.copy(x)``."""
+    """``t = x.copy()`` or ``t = np.copy(x)`` (a fresh copy: the table's ``copies``)."""
     v = getattr(s, "value", None)
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
             and ((isinstance(v.func, ast.Attribute) and v.func.attr == "copy" and not v.args)
-                 or resolve_name(v.func, env) is np.copy))
+                 or copies(resolve_name(v.func, env))))
 
 
-_ALLOCATORS = (np.zeros, np.zeros_like, np.empty, np.empty_like, np.ones, np.full,
-               helpers.zeros_like)
+def _fresh(fn: Any) -> bool:
+    """A call of ``fn`` allocates an array that is not a copy (``np.zeros_like``)."""
+    return allocates(fn) and not copies(fn)
 
 
 def _permutes(s: ast.stmt) -> bool:

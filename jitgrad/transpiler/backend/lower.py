@@ -26,6 +26,7 @@ from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer, names_in
 from ..nodes import clone
+from ..notes import ZEROING
 from . import emit, jvp_workspace
 from .jit import BUFFER
 from .optimize import dead_code, dead_loops
@@ -87,9 +88,7 @@ def _zeroing(st: ast.stmt, stores: dict[str, tuple[str, str]]) -> ast.expr | Non
             and isinstance(st.targets[0], ast.Name) and st.targets[0].id in stores):
         return None
     v = st.value
-    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
-            and v.func.attr == "zeros_like" and len(v.args) == 1 and not v.keywords \
-            and isinstance(v.args[0], ast.Name):
+    if ZEROING.get(v) and isinstance(v.args[0], ast.Name):  # (the reverse pass's mark)
         return ast.Name(id=v.args[0].id, ctx=ast.Load())
     return None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ...rules.primitives import mutating
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.inline import rename
@@ -296,27 +297,33 @@ def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset(),
                     elif not isinstance(e, ast.Name) or (
                             isinstance(s, ast.AugAssign) and e.id in aliased):
                         return False
-            if writes_through_call(s.value):
+            if writes_through_call(s.value, tapes):
                 return False
         elif not isinstance(s, (ast.For, ast.If, ast.While, ast.Pass, ast.Break, ast.Continue)):
             return False
     return True
 
 
-def writes_through_call(e: ast.expr) -> bool:
-    """A call that may write an array it is given (``out=``, or a method of the array)."""
+def writes_through_call(e: ast.expr, tapes: set[str] = frozenset()) -> bool:
+    """A call that may write an array it is given (``out=``, or a method that changes its
+    object, the primitive table's ``mutates``: ``a.sort()``, ``xs.pop()``), other than a
+    method of one of ``tapes`` (``v = _tape.pop()``)."""
     for n in ast.walk(e):
         if isinstance(n, ast.Call):
             if any(k.arg == "out" for k in n.keywords):
                 return True
-            if isinstance(n.func, ast.Attribute) and n.func.attr in _WRITING_METHODS:
+            if isinstance(n.func, ast.Attribute) and mutating(n.func.attr) and not (
+                    isinstance(n.func.value, ast.Name) and n.func.value.id in tapes):
                 return True
     return False
 
 
-#: methods that change the array they are called on
-_WRITING_METHODS = frozenset({"sort", "fill", "resize", "put", "itemset", "partition",
-                              "setfield", "byteswap"})
+def _popped(s: ast.stmt) -> set[str]:
+    """The lists ``s`` pops (``xs`` of ``v = xs.pop()``: a list tape, which no other name
+    shares)."""
+    return {n.value.func.value.id for n in walk_stmts([s]) if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+            and n.value.func.attr == "pop" and isinstance(n.value.func.value, ast.Name)}
 
 
 def view_root(n: str, shared: dict[str, str]) -> str:
@@ -680,9 +687,9 @@ def dead_loops(body: list[ast.stmt], shared: dict[str, str] | None = None) -> li
     write names alone (``writes_names_only``; ``shared``: adjoint views and their bases,
     where ``dt += e`` writes the base's array)."""
     aliased = set(shared or {}) | set((shared or {}).values())
-    candidates = [k for k, s in enumerate(body)
-                  if isinstance(s, (ast.For, ast.While)) and writes_names_only([s],
-                                                                              aliased=aliased)]
+    candidates = [k for k, s in enumerate(body)  # (a list it pops counts as bound by it)
+                  if isinstance(s, (ast.For, ast.While)) and writes_names_only(
+                      [s], _popped(s), aliased=aliased)]
     if not candidates:
         return body
     first = candidates[0]
@@ -690,7 +697,7 @@ def dead_loops(body: list[ast.stmt], shared: dict[str, str] | None = None) -> li
     exposed: set[str] = set()  # what the statements after the current one read first
     for k in range(len(body) - 1, first - 1, -1):
         s = body[k]
-        if k in candidates and not (dataflow.binds_in([s]) & exposed):
+        if k in candidates and not ((dataflow.binds_in([s]) | _popped(s)) & exposed):
             continue
         exposed -= dataflow.must_binds(s)  # (in place: a long body stays linear)
         exposed |= exposed_reads([s])

@@ -506,7 +506,7 @@ def shape_only_(s: Lowering) -> None:
     ir = s.ctx.ir
     if s.ctx.arrays and not ir.callables:
         sweep = {id(st) for st in (*ir.init, *ir.adjoint)}
-        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np)
+        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np, ir.shape_reads)
 
 
 def workspace_(s: Lowering) -> None:

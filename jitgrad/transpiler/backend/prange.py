@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import helpers
+from ...rules.primitives import allocates
 from ..analysis import dataflow
 from ..analysis.effects import first_draw
 from ..analysis.privacy import Names, Verdict, independent
@@ -65,10 +65,6 @@ from ..notes import DRAW, PRANGE
 from . import emit
 from .gather import distinct_buffers
 from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
-
-#: what makes a new array (writes into it are the iteration's own when made in the loop)
-_FRESH = (np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
-          np.full_like, np.copy, np.array, helpers.zeros_like, helpers.snapshot)
 
 
 class Parallel:
@@ -131,8 +127,7 @@ class Parallel:
             return False
         if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args:
             return True
-        fn = resolve(e.func, self.env)
-        return any(fn is f for f in _FRESH)
+        return allocates(resolve(e.func, self.env))
 
     def effect(self, call: ast.Call) -> bool:
         return isinstance(call.func, ast.Name) and call.func.id in self.callables

@@ -24,27 +24,27 @@ earlier).  The MLP's peak memory: 4.52 -> 3.52 MiB, the hand adjoint's.
 from __future__ import annotations
 
 import ast
+from typing import Any
 
+from ...rules.primitives import shape_args
 from ..analysis import dataflow
 from ..front.desugar import assign, name
 from ..naming import names_in
 from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from .emit import comment
 
-#: helpers whose second argument is read for its shape and dtype only
-SHAPE_ARGS = frozenset({"unbroadcast", "expand_along"})
-
 
 def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int],
-                    np_name: str = "np") -> list[ast.stmt]:
+                    np_name: str = "np", readers: tuple[str, ...] = ()) -> list[ast.stmt]:
     """``body`` (a variant's function body) with a stand-in for each array of ``arrays``
     that the adjoint sweep reads only for its shape (see the module docstring); ``sweep``:
     the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself);
-    ``np_name``: the name generated code reaches numpy by.
+    ``np_name``: the name generated code reaches numpy by; ``readers``: the names it calls
+    the helpers reading an argument for its shape by (``shape_reading_names``).
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
     cands = {v for v in map(dataflow.plain_binding, body) if v in arrays}
-    if not cands:
+    if not cands or not readers:
         return body
     binds: dict[str, int] = {}
     for s in walk_stmts(body):
@@ -53,7 +53,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
                 binds[n] = binds.get(n, 0) + 1
     cands = {v for v in cands if binds[v] == 1}
     start = next((k for k, s in enumerate(body) if id(s) in sweep), len(body))
-    shape_at, other_at = _reads(body, cands)
+    shape_at, other_at = _reads(body, cands, readers)
     taken: set[str] | None = None
     out: list[ast.stmt | list[ast.stmt]] = list(body)
     for k, s in enumerate(body):
@@ -66,7 +66,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
             taken = set().union(*(names_in(x) for x in body))
         like = _fresh(f"{v}_like", taken)
         for m in shape_at[v]:
-            out[m] = _with_stand_in(out[m], v, like)
+            out[m] = _with_stand_in(out[m], v, like, readers)
         made = assign(like, ast.Call(
             func=ast.Attribute(value=name(np_name), attr="broadcast_to", ctx=ast.Load()),
             args=[ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
@@ -82,14 +82,21 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
     return flat
 
 
-def _shape_read(n: ast.AST, v: str | None = None) -> bool:
-    """``n`` is a call reading its second argument, a name (``v``), for its shape."""
-    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in SHAPE_ARGS
+def shape_reading_names(env: dict[str, Any]) -> tuple[str, ...]:
+    """The names ``env`` binds to functions that read their second argument only for its
+    shape and dtype (the primitive table's ``shape_args``: ``unbroadcast``...)."""
+    return tuple(sorted(n for n, v in env.items() if 1 in shape_args(v)))
+
+
+def _shape_read(n: ast.AST, readers: tuple[str, ...], v: str | None = None) -> bool:
+    """``n`` is a call of one of ``readers`` reading its second argument, a name (``v``),
+    for its shape."""
+    return (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in readers
             and len(n.args) >= 2 and isinstance(n.args[1], ast.Name)
             and (v is None or n.args[1].id == v))
 
 
-def _reads(stmts: list[ast.stmt], names: set[str]
+def _reads(stmts: list[ast.stmt], names: set[str], readers: tuple[str, ...]
            ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """Name of ``names`` -> the positions in ``stmts`` of the statements reading it for its
     shape, and of those reading it otherwise (a statement may be in both)."""
@@ -101,7 +108,7 @@ def _reads(stmts: list[ast.stmt], names: set[str]
             continue
         shapes: dict[str, int] = {}
         for n in walk(s):
-            if _shape_read(n) and n.args[1].id in read:
+            if _shape_read(n, readers) and n.args[1].id in read:
                 shapes[n.args[1].id] = shapes.get(n.args[1].id, 0) + 1
         for v in read:
             if v in shapes:
@@ -111,11 +118,11 @@ def _reads(stmts: list[ast.stmt], names: set[str]
     return shape_at, other_at
 
 
-def _with_stand_in(s: ast.stmt, v: str, like: str) -> ast.stmt:
+def _with_stand_in(s: ast.stmt, v: str, like: str, readers: tuple[str, ...]) -> ast.stmt:
     """A copy of ``s`` whose shape reads of ``v`` read ``like``."""
     new = clone(s)
     for n in walk(new):
-        if _shape_read(n, v):
+        if _shape_read(n, readers, v):
             n.args[1] = name(like)
     return new
 
@@ -129,4 +136,4 @@ def _fresh(base: str, taken: set[str]) -> str:
     return out
 
 
-__all__ = ["SHAPE_ARGS", "shape_stand_ins"]
+__all__ = ["shape_reading_names", "shape_stand_ins"]

@@ -39,7 +39,7 @@ import ast
 from ..analysis import dataflow
 from ..front.desugar import const, name
 from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
-from ..notes import COMMENT, carry
+from ..notes import COMMENT, ZEROING, carry
 from .emit import comment
 from .fuse import plain_loop
 from .gather import _reversed_range, _zero_slice
@@ -49,14 +49,15 @@ def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, s
                np_name: str = "np") -> list[ast.stmt]:
     """``body`` (a variant's function body) with each gradient of ``grads`` that a loop
     writes first in written-once form (see the module docstring); ``np_name``: the name
-    generated code reaches numpy by.  ``body``'s statements
+    generated code reaches numpy by (unused: zeroings are found by their mark, ``ZEROING``).
+    ``body``'s statements
     are not changed (the variants share them): what changes is copied."""
     out = list(body)
     viewed = set(shared) | set(shared.values())
     for d in dict.fromkeys(grads):  # (in order: the generated text must not vary)
         if d in viewed:
             continue
-        at = next((k for k, s in enumerate(out) if _zeroing(s, np_name) == d), None)
+        at = next((k for k, s in enumerate(out) if _zeroing(s) == d), None)
         if at is None:
             continue
         for k in range(at + 1, len(out)):
@@ -66,6 +67,7 @@ def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, s
             if new is not None:
                 made = clone(out[at])
                 made.value.func.attr = "empty_like"
+                ZEROING.set(made.value, False)
                 out[at] = made
                 out[k:k + 1] = [new[-1]]
                 start = _before_comments(out, k, at + 1)
@@ -74,14 +76,10 @@ def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, s
     return out
 
 
-def _zeroing(s: ast.stmt, np_name: str) -> str | None:
-    """``d`` where ``s`` is ``d = np.zeros_like(v)`` (numpy by ``np_name``)."""
-    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-            and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call)):
-        return None
-    f = s.value.func
-    if (isinstance(f, ast.Attribute) and f.attr == "zeros_like" and isinstance(f.value, ast.Name)
-            and f.value.id == np_name and len(s.value.args) == 1 and not s.value.keywords):
+def _zeroing(s: ast.stmt) -> str | None:
+    """``d`` where ``s`` is the reverse pass's zeroing ``d = np.zeros_like(v)`` (its mark)."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+            and ZEROING.get(s.value):
         return s.targets[0].id
     return None
 

@@ -24,42 +24,13 @@ import ast
 from ..naming import Namer
 from ..nodes import clone, walk
 from ..notes import BREAK_FLAG, LOOP_SEQ, PRANGE, PRE
+from .build import assign, const, contains, name, not_
+from .iterables import Iterables
 from .parse import Parsed
-
-# --- small AST builders -------------------------------------------------------
-
-
-def name(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
-
-
-def assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
-    t = name(target, True) if isinstance(target, str) else target
-    return ast.Assign(targets=[t], value=value, lineno=getattr(value, "lineno", 0))
-
-
-def const(v) -> ast.Constant:
-    return ast.Constant(value=v)
-
-
-def not_(e: ast.expr) -> ast.expr:
-    return ast.UnaryOp(op=ast.Not(), operand=e)
-
-
-def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...], stop=()) -> bool:
-    stack = list(stmts)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kinds):
-            return True
-        if isinstance(n, stop):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
-    return False
 
 
 def may_return(stmts) -> bool:
-    return _contains(list(stmts), (ast.Return,))
+    return contains(list(stmts), (ast.Return,))
 
 
 def always_returns(stmts: list[ast.stmt]) -> bool:
@@ -180,7 +151,7 @@ def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
     if not returns:
         return body, [const(None)]
     se = _SingleExit(parsed, namer, _return_arity(parsed, body))
-    se.flag = namer.fresh("_returned") if _contains(body, (ast.For, ast.While)) else None
+    se.flag = namer.fresh("_returned") if contains(body, (ast.For, ast.While)) else None
     new = se.block(body, False)
     if se.flag is not None:
         new.insert(0, assign(se.flag, const(False)))
@@ -225,7 +196,6 @@ class _Loops:
         self.parsed = parsed
         self.env = env
         self.namer = namer
-        from .iterables import Iterables  # (it builds with this module's helpers)
         self.iterables = Iterables(parsed, env, namer, root)
 
     # for v in x / for i, v in enumerate(x) / for a, b in zip(x, y)
@@ -392,7 +362,7 @@ class _Loops:
                     out.append(assign(self._flag(st, "brk", "_break"), const(True)))
                     out.append(assign(self._flag(st, "jump", "_skip"), const(True)))
                 return out
-            if isinstance(s, ast.If) and _contains([s], (ast.Break, ast.Continue),
+            if isinstance(s, ast.If) and contains([s], (ast.Break, ast.Continue),
                                                    stop=(ast.For, ast.While)):
                 body_jumps = self._always_jumps(s.body)
                 else_jumps = self._always_jumps(s.orelse)
@@ -423,7 +393,7 @@ class _Loops:
         return st[key]
 
     def _may_jump(self, stmts) -> bool:
-        return _contains(list(stmts), (ast.Break, ast.Continue), stop=(ast.For, ast.While))
+        return contains(list(stmts), (ast.Break, ast.Continue), stop=(ast.For, ast.While))
 
     def _always_jumps(self, stmts) -> bool:
         if not stmts:

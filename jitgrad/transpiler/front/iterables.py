@@ -21,7 +21,7 @@ import ast
 import numpy as np
 
 from ..nodes import clone, clone_with, walk
-from .desugar import _contains, assign, const, name
+from .build import assign, const, contains, name
 
 
 def _stored(stmts: list[ast.stmt]) -> set[str]:
@@ -32,7 +32,7 @@ def _stored(stmts: list[ast.stmt]) -> set[str]:
 
 def _jumps(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
     """Does ``stmts`` hold a jump of ``kinds`` of its own loop (not of a nested loop)?"""
-    return _contains(list(stmts), kinds, stop=(ast.For, ast.While))
+    return contains(list(stmts), kinds, stop=(ast.For, ast.While))
 
 
 def is_ndindex(node: ast.expr, env: dict) -> bool:

@@ -28,12 +28,12 @@ written or read at an index other than the thread's).
 from __future__ import annotations
 
 import ast
-import types
 from dataclasses import dataclass
 from typing import Any
 
 from ..nodes import this_loop
 from .parse import Parsed
+from .thread_index import cuda_path, grid_prefix, is_cuda_module, stride_loop
 
 #: the dotted ``cuda.`` names refused in a kernel, and why
 _REFUSED = {
@@ -56,28 +56,6 @@ _REFUSED = {
 }
 _WARP = ("shfl", "all_sync", "any_sync", "eq_sync", "ballot", "match", "activemask",
          "lanemask", "syncwarp", "threadfence", "selp")
-
-
-def is_cuda_module(obj: Any) -> bool:
-    """``numba.cuda`` (or the simulator's, or numba-cuda's) module object."""
-    return isinstance(obj, types.ModuleType) and obj.__name__.startswith(("numba.cuda",
-                                                                          "numba_cuda"))
-
-
-def cuda_path(e: ast.AST, env: dict[str, Any]) -> str | None:
-    """``"grid"``, ``"atomic.add"``...: the dotted name ``e`` spells under ``numba.cuda``."""
-    parts: list[str] = []
-    while isinstance(e, ast.Attribute):
-        parts.append(e.attr)
-        e = e.value
-    if isinstance(e, ast.Name) and parts and is_cuda_module(env.get(e.id)):
-        return ".".join(reversed(parts))
-    if isinstance(e, ast.Name) and not parts:
-        obj = env.get(e.id)
-        mod = getattr(obj, "__module__", None) or ""
-        if mod.startswith(("numba.cuda", "numba_cuda")) and not is_cuda_module(obj):
-            return getattr(obj, "__name__", e.id)
-    return None
 
 
 def cuda_uses(parsed: Parsed) -> list[tuple[ast.AST, str]]:
@@ -148,7 +126,6 @@ def kernel_body(parsed: Parsed, body: list[ast.stmt], params: list[str]) \
             "loop 'for i in range(cuda.grid(1), n, cuda.gridsize(1)):' (docs/cuda.md)")
     if not body:
         raise parsed.error("an empty kernel has nothing to differentiate", parsed.tree, hint)
-    from .thread_index import grid_prefix, stride_loop  # (they read cuda_path)
 
     strided = stride_loop(body, parsed.env)
     if strided is not None:  # for i in range(cuda.grid(1), n, cuda.gridsize(1)): one i

@@ -22,15 +22,13 @@ import numpy as np
 
 from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
+from ..analysis.analyse import view_base
 from ..naming import Namer
 from ..nodes import clone, stmts_by_depth, walk
 from ..notes import AUG, Checkpoint, carry, checkpoint
 from .desugar import assign, name
 from .inline import resolve
 from .parse import Parsed
-
-#: attributes that are plain (non-differentiable) queries
-QUERY_ATTRS = query_attrs()
 
 
 def is_atom(e: ast.expr) -> bool:
@@ -60,10 +58,10 @@ class Normalizer:
             return True
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
             return True
-        if isinstance(e, ast.Attribute) and e.attr in QUERY_ATTRS:
+        if isinstance(e, ast.Attribute) and e.attr in query_attrs():
             return True
         if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) \
-                and e.value.attr in QUERY_ATTRS:
+                and e.value.attr in query_attrs():
             return True
         if isinstance(e, ast.Call):
             fn = resolve(e.func, self.env)
@@ -329,8 +327,6 @@ def inplace_updates(body: list[ast.stmt], kinds: dict, env: dict,
     buffer; where a view of ``u`` (or ``u`` as a view) is involved, Python's in-place
     update must stay one (``_t = u + e; u[:] = _t``) so the views see it.
     """
-    from ..analysis.analyse import view_base  # (analyse imports this module)
-
     viewed: set[str] = set()
     for n in stmts_by_depth(body):
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name):

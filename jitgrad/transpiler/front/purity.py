@@ -13,15 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import helpers
+from ...rules.primitives import pure
 from ..nodes import walk
 from .inline import resolve
-
-#: helpers the generated adjoint calls, and builtins, that only compute a value
-PURE_HELPERS = (helpers.guard, helpers.pow_log, helpers.digamma, abs, min, max, float, int)
-
-#: NumPy functions (not ufuncs) that only compute a value from scalars
-_NP_FUNCS = frozenset({"where", "clip", "round", "float64", "float32", "int64"})
 
 
 def resolve_name(f: ast.expr, env: dict[str, Any]) -> Any:
@@ -39,20 +33,16 @@ def builtins_unshadowed(env: dict[str, Any], names: tuple[str, ...]) -> bool:
 
 
 def is_pure(e: ast.expr, env: dict[str, Any]) -> bool:
-    """Only reads and arithmetic, and calls of functions that compute a value (no keyword
-    arguments to a ufunc: ``out=`` writes)."""
+    """Only reads and arithmetic, and calls of functions that compute a value (the
+    primitive table's ``pure`` fact; no keyword arguments to a ufunc: ``out=`` writes)."""
     for n in walk(e):
         if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
             return False
         if isinstance(n, ast.Call):
             fn = resolve_name(n.func, env)
-            if fn is None or not (any(fn is h for h in PURE_HELPERS)
-                                  or (isinstance(fn, np.ufunc) and not n.keywords)
-                                  or getattr(fn, "__module__", None) in ("math",)
-                                  or (callable(fn) and str(getattr(fn, "__module__", ""))
-                                      .startswith("numpy") and fn.__name__ in _NP_FUNCS)):
+            if fn is None or not pure(fn) or (isinstance(fn, np.ufunc) and n.keywords):
                 return False
     return True
 
 
-__all__ = ["PURE_HELPERS", "is_pure", "resolve_name"]
+__all__ = ["is_pure", "resolve_name"]

@@ -9,14 +9,37 @@ Numba's own examples compute a kernel's index by hand, directly or through names
 
 ``grid_prefix`` finds such a prefix of the kernel body (either operand order, ``.y`` and
 ``.z`` for 2-D and 3-D) and gives back the ``cuda.grid(n)`` statement it is equal to.
+``cuda_path`` says which ``numba.cuda`` name an expression spells (``kernel.py`` too).
 """
 
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
-from .kernel import cuda_path, is_cuda_module
+
+def is_cuda_module(obj: Any) -> bool:
+    """``numba.cuda`` (or the simulator's, or numba-cuda's) module object."""
+    return isinstance(obj, types.ModuleType) and obj.__name__.startswith(("numba.cuda",
+                                                                          "numba_cuda"))
+
+
+def cuda_path(e: ast.AST, env: dict[str, Any]) -> str | None:
+    """``"grid"``, ``"atomic.add"``...: the dotted name ``e`` spells under ``numba.cuda``."""
+    parts: list[str] = []
+    while isinstance(e, ast.Attribute):
+        parts.append(e.attr)
+        e = e.value
+    if isinstance(e, ast.Name) and parts and is_cuda_module(env.get(e.id)):
+        return ".".join(reversed(parts))
+    if isinstance(e, ast.Name) and not parts:
+        obj = env.get(e.id)
+        mod = getattr(obj, "__module__", None) or ""
+        if mod.startswith(("numba.cuda", "numba_cuda")) and not is_cuda_module(obj):
+            return getattr(obj, "__name__", e.id)
+    return None
+
 
 _PARTS = ("threadIdx", "blockIdx", "blockDim")
 _AXES = ("x", "y", "z")

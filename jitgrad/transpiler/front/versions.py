@@ -84,4 +84,24 @@ def _split_moves(s: ast.stmt) -> list[ast.stmt]:
             for n, e in zip(names, v.elts, strict=True)]
 
 
-__all__ = ["version_names"]
+#: the builtins generated code calls by name (loop bounds, tape sizes, flags)
+GENERATED_BUILTINS = frozenset({"range", "len", "max", "min", "abs", "bool", "float", "int"})
+
+
+def unshadowed_builtins(body: list[ast.stmt], params: list[str], namer: Namer
+                        ) -> tuple[list[ast.stmt], list[str], dict[str, str]]:
+    """``body`` and ``params`` with each name that is a builtin generated code calls (a
+    running ``max``, a parameter ``len``) renamed to a version (``max_1``): the function
+    never calls that builtin itself (the name is local throughout), generated code does.
+    Also the renamed parameters, user name -> name in the code (specialisation keys and
+    written arguments translate through it)."""
+    shadowed = (stored_names(body) | set(params)) & GENERATED_BUILTINS
+    if not shadowed:
+        return body, params, {}
+    mapping: dict[str, str | ast.expr] = {n: namer.version(n) for n in sorted(shadowed)}
+    renamed = {p: str(mapping[p]) for p in params if p in mapping}
+    return ([rename(s, mapping) for s in body], [renamed.get(p, p) for p in params],
+            renamed)
+
+
+__all__ = ["GENERATED_BUILTINS", "unshadowed_builtins", "version_names"]

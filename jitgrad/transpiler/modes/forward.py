@@ -28,7 +28,7 @@ from ...errors import RuleError
 from ...kernels import helpers
 from ...kernels.tangents import fit
 from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import is_library
+from ...rules.primitives import is_library, shaped_like
 from ...rules.tangents import UNSUPPORTED, how_tangent
 from ..analysis.analyse import (
     Analysis,
@@ -47,9 +47,6 @@ from ..naming import Namer
 from ..notes import checkpoint
 from .fused import reciprocal_sqrt
 from .tangent import tangent_code
-
-#: calls whose result has the shape and dtype of their one array argument
-_SAME_SHAPE = (np.zeros_like, np.empty_like, np.ones_like, np.copy)
 
 
 def tangent_name(namer: Namer, n: str) -> str:
@@ -122,7 +119,7 @@ class Forwarder:
         gradient's own buffers are dead in its tangent-only code)."""
         if isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords \
                 and isinstance(v.args[0], ast.Name) and v.args[0].id != tgt \
-                and any(resolve(v.func, self.env) is f for f in _SAME_SHAPE) \
+                and shaped_like(resolve(v.func, self.env)) \
                 and self.an.kind(v.args[0].id) == self.an.kind(tgt):
             return self._zeros_like(v.args[0].id)
         return self.zero_of(tgt)

@@ -11,6 +11,7 @@ from ..front.desugar import const, name
 from ..front.parse import Parsed
 from ..naming import Namer
 from ..nodes import this_loop
+from ..notes import ZEROING
 
 
 class Unit:
@@ -42,8 +43,10 @@ class Unit:
         like = like or n
         if k.ndim is not None and k.cls == "f":
             np_name = self.global_name("np", __import__("numpy"))
-            return ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
+            made = ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
                                                ctx=ast.Load()), args=[name(like)], keywords=[])
+            ZEROING.set(made, True)  # (the backend finds the zeroings by this mark)
+            return made
         zl = self.global_name("zeros_like", helpers.zeros_like)
         return ast.Call(func=name(zl), args=[name(like)], keywords=[])
 
