@@ -22,6 +22,7 @@ from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
+from .policy import compose
 from .tapes import decision
 
 
@@ -94,6 +95,53 @@ class RecomputeMixin:
         loops = self.an.enclosing_loops(s)
         return any(POS.get(t) < POS.get(s) and self.an.enclosing_loops(t) == loops
                    for t in self.nonlinear_reads.get(m, ()))
+
+    def index_restores(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
+                       restored: set[str], compound: bool) -> list[str]:
+        """Integer indices to restore at ``s`` so that the element reads the values
+        ``wanted`` there are made of are read again instead of taped: ``n = a[.., m, ..]``
+        (or a value made of such reads in the same block) with ``m`` rebound later (a
+        counter) and ``a`` active (the adjoint of that read pops ``m`` anyway: it then finds
+        it restored, so the tape of ``m`` moves and the values' tapes go), and nothing
+        between the read and ``s`` rebinding ``m`` (``recompute``'s ``available``)."""
+        if compound:
+            return []
+        out: list[str] = []
+        bound = set(dataflow.binds(s, elements=True))
+        taken = {w for w, _, _ in wanted}
+        for d in self._reads_under([n for n, is_out, _ in wanted if not is_out], s):
+            for m in sorted({x.id for x in walk(d.value.slice) if isinstance(x, ast.Name)}):
+                k = self.an.kind(m)
+                if k.is_array or k.cls not in ("i", "b") or m in restored or m in bound \
+                        or m in out or m in taken or m not in self.fwd_vars \
+                        or self.an.recomputed_index(m, s) \
+                        or not self.an.may_redefine_after(m, d, include_self=False) \
+                        or self.an.defined_between(m, d, s):
+                    continue
+                out.append(m)
+        return out
+
+    def _reads_under(self, names: list[str], s: ast.stmt, depth: int = 4) -> list[ast.stmt]:
+        """The element reads ``v = a[...]`` of an active ``a`` that the values ``names``
+        are made of: their single plain definitions in ``s``'s block, followed through the
+        names they read up to ``depth`` definitions deep."""
+        out: list[ast.stmt] = []
+        seen: set[str] = set()
+        todo = [(n, 0) for n in names]
+        while todo:
+            n, k = todo.pop()
+            defs = self.an.defs.get(n, [])
+            if n in seen or k > depth or len(defs) != 1 or dataflow.plain_binding(
+                    defs[0]) != n or BLOCK.get(defs[0]) != BLOCK.get(s):
+                continue
+            seen.add(n)
+            v = defs[0].value
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+                if v.value.id in self.an.active:
+                    out.append(defs[0])
+                continue
+            todo += [(x.id, k + 1) for x in walk(v) if isinstance(x, ast.Name)]
+        return out
 
     def first_plan(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
                    restored: set[str], compound: bool
@@ -209,13 +257,18 @@ class RecomputeMixin:
             base = v.value.id
             group = self.an.aliases.get(base, {base})
             if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
-                plan.why = plan.why or f"{base} is written later"
-                return None
-            sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+                view = self.policy.unwritten_view(base, d, s) if self.policy else None
+                if view is None:
+                    plan.why = plan.why or f"{base} is written later"
+                    return None
+                # a view of an array nothing writes: its element, read from that array
+                sub = compose(view[0], view[1], v.slice)
+                base = view[0]
+            else:
+                sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
             for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
-                if self.an.recomputed_index(m.id, s) or not self.an.may_redefine_after(
-                        m.id, d, include_self=False):
-                    continue
+                if available(m.id):
+                    continue  # the loop index, unchanged since, or restored to its value
                 k = self._again(m.id, s, restored, False, d, plan, depth + 1, False, done)
                 if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
                     plan.why = plan.why or f"index {m.id} of {n} is rebound later"

@@ -31,6 +31,7 @@ from ..nodes import clone, relocate, walk, walk_stmts
 from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
 from .binomial import BinomialMixin
 from .fused import ReciprocalSqrt, reciprocal_sqrt
+from .policy import ReadPolicy
 from .recompute import RecomputeMixin, nonlinear_reads
 from .reverse_flow import ControlFlowMixin
 from .tapes import TapeMixin
@@ -93,6 +94,7 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         self.restore_at: dict[int, set[str]] = {}
         self.regions = False  # any checkpointed region in the function
         self.nonlinear_reads: dict[str, list[ast.stmt]] = {}  # (``tapes.nonlinear_reads``)
+        self.policy: ReadPolicy | None = None  # what the adjoint reads again (``policy``)
         self.reserve: dict[int, list[tuple[str, str]]] = {}
         self.callables: set[str] = set()
         self.schedules: list = []
@@ -537,6 +539,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
     r.fwd_vars |= set(an.defs)
     r.regions = any(checkpoint(x) for x in walk_stmts(body))
     r.nonlinear_reads = nonlinear_reads(body, an)
+    r.policy = ReadPolicy(body, an, env)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)

@@ -65,6 +65,9 @@ class TapeMixin:
                     need = False
             if need:
                 wanted.append((n, is_out, not is_out and not compound and n not in defined))
+        # counters indexing element reads: restored here, the reads are read again
+        wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
+                                                                    compound)]
         # the first value's plan, planned once: on its own it is what joint planning starts
         # from (nothing planned before it), and what deciding it alone finds
         first = self.first_plan(wanted, s, restored, compound)
