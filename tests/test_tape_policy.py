@@ -89,6 +89,16 @@ def invariant_read(a, b):
     return s
 
 
+def read_twice(x, n):
+    """``y[i] * y[i]`` of a buffer written after the read: stored, once for both reads."""
+    y = x.copy()
+    s = 0.0
+    for i in range(n):
+        s += y[i] * y[i]
+        y[i] = 2.0 * y[i] + 1.0
+    return s
+
+
 def _args(seed=0):
     rng = np.random.default_rng(seed)
     d, k = 4, 3
@@ -104,6 +114,7 @@ CASES = {
                                           np.random.default_rng(2).normal(size=4)), (0, 1)),
     "counter_read": (counter_read, (np.random.default_rng(3).normal(size=10),
                                     np.random.default_rng(4).normal(size=5)), (0, 1)),
+    "read_twice": (read_twice, (np.random.default_rng(7).normal(size=5), 5), (0,)),
     "invariant_read": (invariant_read, (np.random.default_rng(5).normal(size=(3, 4)),
                                         np.random.default_rng(6).normal(size=5)), (0, 1)),
 }
@@ -156,3 +167,10 @@ def test_counter_read_is_read_again():
     assert_tapes_balanced(src)
     taped = pushed_values(src)
     assert taped.count("k") == 1 and len(taped) == 1, taped
+
+
+def test_value_read_twice_is_stored_once():
+    src = sweeps(read_twice, *CASES["read_twice"][1], wrt=0)
+    assert_tapes_balanced(src)
+    assert len(pushed_values(src)) == 1, pushed_values(src)
+    assert "the same value, stored once" in src

@@ -42,6 +42,7 @@ class ReadPolicy:
         self.body = body
         self._memo: dict[str, bool] = {}
         self._stores: set[str] | None = None
+        self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
 
     def _stored_into(self) -> set[str]:
         """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
@@ -110,6 +111,44 @@ class ReadPolicy:
                     or an.kind(m).is_array or POS.get(vdef) is None:
                 return None
         return a, [clone(p) for p in parts]
+
+
+    def _place(self) -> dict[int, tuple[list[ast.stmt], int]]:
+        if self._at is None:
+            self._at = {}
+            stack = [self.body]
+            while stack:
+                block = stack.pop()
+                for k, x in enumerate(block):
+                    self._at[id(x)] = (block, k)
+                    stack += [b for b in (getattr(x, "body", None), getattr(x, "orelse", None))
+                              if isinstance(b, list)]
+        return self._at
+
+    def same_value(self, n1: str, n2: str) -> bool:
+        """Does ``n2`` hold the value ``n1`` holds wherever both are read: each has one
+        plain definition, ``n2``'s later in the same block, of the same expression of
+        element reads and arithmetic (no call), and nothing from ``n1``'s definition to
+        ``n2``'s binds a name it reads or writes into a buffer it reads (under any name
+        that may share it)?  Then the adjoint needs one tape for both."""
+        d1, d2 = (self.an.defs.get(n, []) for n in (n1, n2))
+        if len(d1) != 1 or len(d2) != 1 or dataflow.plain_binding(d1[0]) != n1 \
+                or dataflow.plain_binding(d2[0]) != n2:
+            return False
+        d1, d2 = d1[0], d2[0]
+        at = self._place()
+        (b1, k1), (b2, k2) = at.get(id(d1), (None, -1)), at.get(id(d2), (None, -2))
+        if b1 is None or b1 is not b2 or k1 >= k2 or ast.dump(d1.value) != ast.dump(d2.value) \
+                or any(isinstance(x, (ast.Call, ast.NamedExpr)) for x in walk(d1.value)):
+            return False
+        read = {x.id for x in walk(d1.value) if isinstance(x, ast.Name)}
+        touched = set().union(*(self.flow.shares(r) | set(self.an.aliases.get(r, {r}))
+                                for r in read))
+        rebound = dataflow.binds_in(b1[k1:k2], elements=False)
+        written = {x for t in walk_stmts(b1[k1:k2])
+                   for x in set(dataflow.binds(t, elements=True, appends=True))
+                   - set(dataflow.binds(t))}
+        return not (rebound & read or written & (read | touched))
 
 
 def compose(a: str, parts: list[ast.expr], sl: ast.expr) -> ast.Subscript:

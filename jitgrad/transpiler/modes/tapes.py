@@ -47,6 +47,7 @@ class TapeMixin:
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
         stored: list[Decision] = []
+        into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
         wanted: list[tuple[str, bool, bool]] = []  # (name, s's own output, restored here)
         for n in reads:
             if self.an.recomputed_index(n, s):
@@ -102,6 +103,18 @@ class TapeMixin:
             if first is not None:  # the next trip's adjoint restores it where first rebinds it
                 self.restore_at.setdefault(id(first), set()).add(n)
                 continue
+            twin = next((m for m in into if self.policy is not None
+                         and self.policy.same_value(m, n)), None)
+            if twin is not None:  # the same value as one stored here: one tape for both
+                pops.append(decision(f"{n} is {twin}: the same value, stored once"))
+                target = n if restores else self.namer.fresh("_" + n.lstrip("_") + "_")
+                pops.append(assign(target, name(into[twin])))
+                if restores:
+                    restored.add(n)
+                    self.restored_names.add(n)
+                else:
+                    mapping[n] = target
+                continue
             stored.append(d)
             tape = self.namer.tape(n)
             push, pop = self.new_tape(tape, n, s)
@@ -110,10 +123,12 @@ class TapeMixin:
                 pops += pop(n)
                 restored.add(n)
                 self.restored_names.add(n)
+                into[n] = n
             else:
                 fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
                 mapping[n] = fresh
                 pops += pop(fresh)
+                into[n] = fresh
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
         for said in note(stored, stored=True):
