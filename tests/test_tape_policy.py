@@ -99,6 +99,17 @@ def read_twice(x, n):
     return s
 
 
+def stages(x, s):
+    """Whole-array RK stages: the adjoint reads most of the stage arrays only for the
+    shape ``unbroadcast`` reduces to, so their shapes are stored, not the arrays."""
+    y = np.zeros(x.shape[0])
+    for _ in range(s):
+        k1 = x * y + 1.0
+        k2 = x * (y + 0.5 * k1)
+        y = y + 0.1 * (k1 + 2.0 * k2)
+    return y[x.shape[0] - 1] + np.sum(y)
+
+
 def _args(seed=0):
     rng = np.random.default_rng(seed)
     d, k = 4, 3
@@ -114,6 +125,7 @@ CASES = {
                                           np.random.default_rng(2).normal(size=4)), (0, 1)),
     "counter_read": (counter_read, (np.random.default_rng(3).normal(size=10),
                                     np.random.default_rng(4).normal(size=5)), (0, 1)),
+    "stages": (stages, (np.random.default_rng(8).normal(size=4), 3), (0,)),
     "read_twice": (read_twice, (np.random.default_rng(7).normal(size=5), 5), (0,)),
     "invariant_read": (invariant_read, (np.random.default_rng(5).normal(size=(3, 4)),
                                         np.random.default_rng(6).normal(size=5)), (0, 1)),
@@ -174,3 +186,10 @@ def test_value_read_twice_is_stored_once():
     assert_tapes_balanced(src)
     assert len(pushed_values(src)) == 1, pushed_values(src)
     assert "the same value, stored once" in src
+
+
+def test_stage_arrays_read_for_their_shape_store_the_shape():
+    src = sweeps(stages, *CASES["stages"][1], wrt=0)
+    assert "its shape (the adjoint reads no element)" in src
+    assert "unbroadcast_shape(" in code(src)
+    assert "snapshot(k1)" not in src and "snapshot(k2)" not in src

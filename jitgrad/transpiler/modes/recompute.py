@@ -116,8 +116,9 @@ class RecomputeMixin:
                         or m in out or m in taken or m not in self.fwd_vars \
                         or self.an.recomputed_index(m, s) \
                         or not self.an.may_redefine_after(m, d, include_self=False) \
-                        or self.an.defined_between(m, d, s):
-                    continue
+                        or self.an.defined_between(m, d, s) \
+                        or self.recompute(m, d, restored).expr is not None:
+                    continue  # (the last: an index read again, as in k = idx[i])
                 out.append(m)
         return out
 

@@ -48,6 +48,7 @@ class TapeMixin:
         mapping: dict[str, str] = {}
         stored: list[Decision] = []
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
+        shaped: set[str] = set()  # the names the adjoint pops shapes into
         wanted: list[tuple[str, bool, bool]] = []  # (name, s's own output, restored here)
         for n in reads:
             if self.an.recomputed_index(n, s):
@@ -115,6 +116,15 @@ class TapeMixin:
                 else:
                     mapping[n] = target
                 continue
+            if self.shape_only(n, rev):  # the adjoint reads its shape alone: store that
+                stored.append(Decision(n, True, "its shape (the adjoint reads no element)"))
+                fresh = self.namer.fresh("_" + n.lstrip("_") + "_shape")
+                mapping[n] = fresh
+                shaped.add(fresh)
+                push, pop = self.shape_tape(self.namer.tape(n), n)
+                (fwd_after if is_out else fwd_before).extend(push)
+                pops += pop(fresh)
+                continue
             stored.append(d)
             tape = self.namer.tape(n)
             push, pop = self.new_tape(tape, n, s)
@@ -131,6 +141,8 @@ class TapeMixin:
                 into[n] = fresh
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
+        if shaped:
+            self.to_shape_calls(rev, shaped)
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -138,6 +150,41 @@ class TapeMixin:
             PUSH.set(c, True)  # goes with the pushes where a region runs without tapes
             at.insert(where, c)
         return pops
+
+    def shape_only(self, n: str, rev: list[ast.stmt]) -> bool:
+        """Does the adjoint ``rev`` read the array ``n`` only as the operand whose shape
+        ``unbroadcast(g, n)`` reduces ``g`` to (and need no shape check of it)?  Then its
+        shape is stored, not the array (a value with elements read is never replaced)."""
+        k = self.an.kind(n)
+        if not k.is_array or k.ndim is None or self.shape_check(n, n):
+            return False
+        loads = [x for x in walk(ast.Module(body=rev, type_ignores=[]))
+                 if isinstance(x, ast.Name) and x.id == n]
+        shapes = [c.args[1] for c in walk(ast.Module(body=rev, type_ignores=[]))
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id == self.unb and len(c.args) == 2 and not c.keywords
+                  and isinstance(c.args[1], ast.Name) and c.args[1].id == n]
+        return bool(loads) and len(loads) == len(shapes)
+
+    def shape_tape(self, tape: str, n: str):
+        """A list tape of ``n.shape``: (push statements, pop(target) -> statements)."""
+        self.tapes.append((tape, None))
+        push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                           ctx=ast.Load()),
+                                        args=[ast.Attribute(value=name(n), attr="shape",
+                                                            ctx=ast.Load())], keywords=[]))]
+        PUSH.set(push[0], True)
+        return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
+            value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
+
+    def to_shape_calls(self, rev: list[ast.stmt], shaped: set[str]) -> None:
+        """``unbroadcast(g, s)`` -> ``unbroadcast_shape(g, s)`` for the popped shapes ``s``."""
+        fn = self.global_name("unbroadcast_shape", helpers.unbroadcast_shape)
+        for c in walk(ast.Module(body=rev, type_ignores=[])):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) \
+                    and c.func.id == self.unb and len(c.args) == 2 \
+                    and isinstance(c.args[1], ast.Name) and c.args[1].id in shaped:
+                c.func = name(fn)
 
     def new_tape(self, tape: str, n: str, s: ast.stmt, kind: Kind | None = None):
         """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
