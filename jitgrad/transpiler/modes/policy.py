@@ -125,10 +125,11 @@ class ReadPolicy:
                               if isinstance(b, list)]
         return self._at
 
-    def same_value(self, n1: str, n2: str) -> bool:
-        """Does ``n2`` hold the value ``n1`` holds wherever both are read: each has one
+    def same_value(self, n1: str, n2: str, s: ast.stmt) -> bool:
+        """Does ``n2`` hold the value ``n1`` holds where ``s`` reads both: each has one
         plain definition, ``n2``'s later in the same block, of the same expression of
-        element reads and arithmetic (no call), and nothing from ``n1``'s definition to
+        element reads and arithmetic (no call), ``n2``'s is ``s`` or dominates it (so both
+        come from one pass through that block), and nothing from ``n1``'s definition to
         ``n2``'s binds a name it reads or writes into a buffer it reads (under any name
         that may share it)?  Then the adjoint needs one tape for both."""
         d1, d2 = (self.an.defs.get(n, []) for n in (n1, n2))
@@ -136,6 +137,8 @@ class ReadPolicy:
                 or dataflow.plain_binding(d2[0]) != n2:
             return False
         d1, d2 = d1[0], d2[0]
+        if not (d2 is s or self.an.dominates(d2, s)):
+            return False
         at = self._place()
         (b1, k1), (b2, k2) = at.get(id(d1), (None, -1)), at.get(id(d2), (None, -2))
         if b1 is None or b1 is not b2 or k1 >= k2 or ast.dump(d1.value) != ast.dump(d2.value) \

@@ -105,7 +105,7 @@ class TapeMixin:
                 self.restore_at.setdefault(id(first), set()).add(n)
                 continue
             twin = next((m for m in into if self.policy is not None
-                         and self.policy.same_value(m, n)), None)
+                         and self.policy.same_value(m, n, s)), None)
             if twin is not None:  # the same value as one stored here: one tape for both
                 pops.append(decision(f"{n} is {twin}: the same value, stored once"))
                 target = n if restores else self.namer.fresh("_" + n.lstrip("_") + "_")
