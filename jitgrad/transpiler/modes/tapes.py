@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers
+from ...rules.primitives import allocating
 from ..analysis import dataflow
 from ..analysis.cost import Decision, decide, note
 from ..analysis.kinds import Kind
@@ -156,7 +157,8 @@ class TapeMixin:
         ``unbroadcast(g, n)`` reduces ``g`` to (and need no shape check of it)?  Then its
         shape is stored, not the array (a value with elements read is never replaced)."""
         k = self.an.kind(n)
-        if not k.is_array or k.ndim is None or self.shape_check(n, n):
+        if not k.is_array or k.ndim is None or self.shape_check(n, n) \
+                or not all(_output_unread(d) for d in self.an.defs.get(n, [])):
             return False
         loads = [x for x in walk(ast.Module(body=rev, type_ignores=[]))
                  if isinstance(x, ast.Name) and x.id == n]
@@ -284,6 +286,22 @@ class TapeMixin:
         return pops, holder
 
     # --- blocks ------------------------------------------------------------------
+
+
+def _output_unread(d: ast.stmt) -> bool:
+    """Does the adjoint of ``d`` not read the value it makes (sums, differences, products,
+    quotients, negation, copies of names and elements, fresh arrays)?  Else that adjoint
+    stores the whole array anyway, and storing only its shape elsewhere saves nothing."""
+    if not isinstance(d, ast.Assign):
+        return False
+    v = d.value
+    if isinstance(v, ast.BinOp):
+        return isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div))
+    if isinstance(v, ast.Call):
+        f = v.func
+        spelled = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        return allocating(spelled)
+    return isinstance(v, (ast.UnaryOp, ast.Name, ast.Subscript))
 
 
 def decision(text: str) -> ast.stmt:
