@@ -110,6 +110,17 @@ def stages(x, s):
     return y[x.shape[0] - 1] + np.sum(y)
 
 
+def broadcast_stage(x, s):
+    """A stage of shape (1,) broadcast against the state: its adjoint sums to its shape
+    (``unbroadcast_shape`` reducing, not only passing through)."""
+    y = x * 1.0
+    for _ in range(s):
+        b = x[:1] * 0.5
+        c = y + b
+        y = 0.5 * y + 0.1 * c * c
+    return np.sum(y * y)
+
+
 def _args(seed=0):
     rng = np.random.default_rng(seed)
     d, k = 4, 3
@@ -126,6 +137,7 @@ CASES = {
     "counter_read": (counter_read, (np.random.default_rng(3).normal(size=10),
                                     np.random.default_rng(4).normal(size=5)), (0, 1)),
     "stages": (stages, (np.random.default_rng(8).normal(size=4), 3), (0,)),
+    "broadcast_stage": (broadcast_stage, (np.random.default_rng(9).normal(size=4), 3), (0,)),
     "read_twice": (read_twice, (np.random.default_rng(7).normal(size=5), 5), (0,)),
     "invariant_read": (invariant_read, (np.random.default_rng(5).normal(size=(3, 4)),
                                         np.random.default_rng(6).normal(size=5)), (0, 1)),
@@ -193,3 +205,10 @@ def test_stage_arrays_read_for_their_shape_store_the_shape():
     assert "its shape (the adjoint reads no element)" in src
     assert "unbroadcast_shape(" in code(src)
     assert "snapshot(k1)" not in src and "snapshot(k2)" not in src
+
+
+def test_broadcast_stage_sums_to_its_stored_shape():
+    src = sweeps(broadcast_stage, *CASES["broadcast_stage"][1], wrt=0)
+    assert_tapes_balanced(src)
+    assert "unbroadcast_shape(" in code(src)
+    assert "_tape_b_1.append(b.shape)" in src
