@@ -6,7 +6,9 @@ is an eager port of Flux's Tracker for model-level Python.
 """
 
 from . import config
+from . import njit_call as _njit_call  # noqa: F401  (gradients callable from @njit code)
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
+from .bridges import to_jax, to_torch
 from .errors import JitError, JitgradError, RuleError, TransformError
 from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
 from .kernels.revolve import Schedule, schedule
@@ -42,6 +44,6 @@ __all__ = [
     "Grads", "Params", "Tracked", "back", "checkpoint", "checkpointed", "data", "forward",
     "gradcheck",
     "gradcheck_report", "gradient", "hook", "isleaf", "istracked", "ngradient", "nobacksies",
-    "param", "update", "zero_grad", "Schedule", "schedule",
+    "param", "update", "zero_grad", "Schedule", "schedule", "to_jax", "to_torch",
 ]
 __version__ = "0.1.0"

@@ -50,7 +50,7 @@ class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
-                 cache: bool = False, has_aux: bool = False):
+                 cache: bool | None = None, has_aux: bool = False):
         if target != "cpu":
             refuse_target(target)
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
@@ -65,7 +65,9 @@ class Differentiated:
         self._dispatcher = func if func is not self.func else None
         self.jit = bool(jit)
         self.wrt = wrt
-        self.cache = bool(cache)  # on-disk cache of generated and compiled code (cache.py)
+        #: on-disk cache of generated and compiled code (cache.py); None: as the user's
+        #: dispatcher (``@numba.njit(cache=True)`` caches its gradient too)
+        self.cache = emit.user_caches(func) if cache is None else bool(cache)
         #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
         self.has_aux = bool(has_aux)
         self._aux_size: int | None = None  # values in aux (0: one value); see front/aux.py
@@ -87,6 +89,9 @@ class Differentiated:
         self.wrt_positions, self.single = _resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
+        #: tuple arguments passed as their entries (``structured.Flat``): the ``tuples``
+        #: pass's input (``transpiler/front/tuples.py``); None for other functions
+        self._tuples: dict[str, tuple] | None = None
         self._entry_checked = False
         self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
@@ -117,7 +122,7 @@ class Differentiated:
                             self._aux_size = aux_size(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux)
+                                             aux=self.has_aux, tuples=self._tuples)
                     self._prepared_version = version
         return self._prepared
 
@@ -239,6 +244,8 @@ class Differentiated:
         (``specialisations``; ``transform_seconds`` and ``compile_seconds``, summed)."""
         with self._lock:
             gens = list(self._cache.values())
+            gens += [g for k, b in self._bridges.items() if k[:1] == ("tuples",)
+                     for g in b._cache.values()]  # tuple arguments' (structured.Flat)
         info = disk.Store.info(self._disk, gens)
         jvps = list(self.__dict__.get("_jvp_cache", {}).values())
         specs = [_cost(g, "vjp") for g in gens] + [_cost(g, "jvp") for g in jvps]
@@ -285,7 +292,7 @@ class Differentiated:
         generated code may still compile), the function run as plain Python."""
         if not self.jit:
             return self.func(*args)
-        key = tuple((type(a), getattr(a, "dtype", None), np.ndim(a)) for a in args)
+        key = tuple((type(a), getattr(a, "dtype", None), getattr(a, "ndim", 0)) for a in args)
         if key not in self._uncompilable:
             try:
                 return emit.call_primal(self._primal_fn(), self.func, args)
@@ -318,6 +325,10 @@ class Differentiated:
         return self._value_and_grad(args, True)
 
     def _value_and_grad(self, args: tuple, want_value: bool) -> tuple[Any, Any]:
+        if _tupled(args):
+            from . import structured  # (it subclasses Differentiated)
+
+            return structured.value_and_grad(self, args, want_value)
         gen = self._generated(args)
         refuse_aliased(self, gen, args)
         rk = gen.return_kinds
@@ -376,6 +387,10 @@ class Differentiated:
         """
         if kwargs or len(args) != self._arity:
             args = self.bind(args, kwargs)
+        if _tupled(args):
+            from . import structured  # (it subclasses Differentiated)
+
+            return structured.vjp(self, args)
         refuse_aliased(self, self._generated(args), args)  # refusals before anything runs
         kept = _copies(args)
         drawn = rng.capture() if self._draws() else None  # the pullback draws the same
@@ -426,6 +441,11 @@ class Differentiated:
             raise ValueError(f"mode must be 'vjp', 'jvp' or 'hvp', got {mode!r}")
         if stage not in STAGES:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}")
+        if example_args and _tupled(self.bind(example_args)):
+            from . import structured  # (it subclasses Differentiated)
+
+            f, fargs = structured.flat(self, self.bind(example_args))[:2]
+            return f.source(*fargs, stage=stage, mode=mode)
         if example_args:
             gen = self._generated(self.bind(example_args))
         elif self._last is not None:
@@ -439,7 +459,7 @@ class Differentiated:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
-                                parallel=emit.is_parallel(self.options))
+                                parallel=emit.is_parallel(self.options), tuples=self._tuples)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:
@@ -665,11 +685,12 @@ def _guess_args(prep: Prepared, params: list[str]) -> list[Any]:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu", cache: bool = False, has_aux: bool = False) -> Any:
+                  target: str = "cpu", cache: bool | None = None, has_aux: bool = False) -> Any:
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
-    disk (next to the source, where Numba caches), so another process skips both;
+    disk (next to the source, where Numba caches), so another process skips both (None:
+    as the user's ``@numba.njit(cache=...)`` dispatcher, else off);
     ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
     refuse_target(target)
     if target == "cuda":
@@ -745,8 +766,8 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
         wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
                                                                    GradFunction)) else 0
-    if cache is None:
-        cache = isinstance(func, Differentiated) and func.cache
+    if cache is None:  # a Differentiated's own choice, else the user's dispatcher's
+        cache = emit.user_caches(func)
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (_resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
@@ -807,6 +828,14 @@ _SCALAR_TYPES = frozenset({float, int, bool, np.float64, np.float32, np.int64, n
                            np.bool_})
 
 
+def _tupled(args: tuple) -> bool:
+    """Is any argument a tuple (run on its entries: ``structured.py``)?"""
+    for a in args:
+        if isinstance(a, tuple):
+            return True
+    return False
+
+
 def _signature(args: tuple) -> tuple | None:
     """What a call's generated code depends on, cheaply: each argument's exact type, and an
     array's dtype and ndim; None for anything else (tuples, subclasses: the long way)."""
@@ -820,3 +849,4 @@ def _signature(args: tuple) -> tuple | None:
         else:
             return None
     return tuple(out)
+

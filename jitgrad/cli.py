@@ -383,7 +383,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jitgrad`` command."""
     from . import __version__
-    from .transpiler.pipeline import PASSES, STAGES
+    from .transpiler.pipeline import BACKEND, PASSES, STAGES
 
     parser = argparse.ArgumentParser(
         prog="jitgrad",
@@ -396,7 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--stage", default="all", choices=STAGES, metavar="STAGE",
                       help="which code to print: all (default: the compiled gradient "
                            "function), forward, adjoint, normalized, or the output of one "
-                           f"pass ({', '.join(p.name for p in PASSES)})")
+                           f"pass ({', '.join(p.name for p in PASSES)}) or of one step of "
+                           f"lower ({', '.join(BACKEND)})")
     show.add_argument("--mode", default="vjp", choices=("vjp", "jvp", "hvp"),
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
                            "forward-mode tangent code (stages all, kinds, analyse, forward); "

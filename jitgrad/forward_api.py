@@ -186,9 +186,25 @@ def _jvp_args(d: Any, primals: Any, tangents: Any,
 def jvp_of(d: Any, primals: Any, tangents: Any,
            kwargs: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """``(f(*primals, **kwargs), J @ tangents)`` for the ``Differentiated`` function ``d``."""
+    flat = _flat(d, primals, tangents, kwargs, "jvp")
+    if flat is not None:  # tuple arguments: their entries' tangents
+        return jvp_of(*flat)
     gen, args = _jvp_args(d, primals, tangents, kwargs)
     # the generated prologue copies the arguments it writes (and their tangents)
     return backend.call(gen.compiled, "jvp", args)
+
+
+def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
+          what: str) -> tuple | None:
+    """``(flat function, primals, tangents, None)`` for primals with tuples
+    (``structured.py``: tangents in the structure of the ``wrt`` arguments), else None."""
+    primals = d.bind(_primal_tuple(d, primals, what), kwargs)
+    if not any(isinstance(a, tuple) for a in primals):
+        return None
+    from . import structured
+
+    f, fargs, _ = structured.flat(d, primals, "tangents")
+    return f, fargs, structured.flat_tangents(d, primals, tangents, what), None
 
 
 def tangent_of(d: Any, primals: Any, tangents: Any) -> Any:
@@ -263,6 +279,22 @@ def _nest(per_out: list[list[Any]], tuple_out: bool, single: bool) -> Any:
     return tuple(rows) if tuple_out else rows[0]
 
 
+def _structured_jacobian(d: Any, jac: Callable, args: tuple, kwargs: dict[str, Any],
+                         what: str) -> Any:
+    """``jac(d, args)``, or for tuple arguments ``jac`` of the flat function with each
+    output's blocks in the structure of the ``wrt`` arguments (as JAX nests them)."""
+    args = d.bind(args, kwargs)
+    if not any(isinstance(a, tuple) for a in args):
+        return jac(d, args)
+    from .structured import flat, grads_like
+
+    f, fargs, trees = flat(d, args, what)
+    out = jac(f, fargs)  # (the flat function's wrt is a tuple: one block per entry)
+    if isinstance(out, tuple) and out and isinstance(out[0], tuple):  # one row per output
+        return tuple(grads_like(d, trees, row) for row in out)
+    return grads_like(d, trees, out)
+
+
 def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
            jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by forward mode: shape ``out.shape + x.shape`` (tuples nest
@@ -270,7 +302,9 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
     d = _diff(f, pick_wrt(wrt, argnums, "jacfwd"), jit)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
-        args = d.bind(args, kwargs)
+        return _structured_jacobian(d, jac_flat, args, kwargs, "tangents")
+
+    def jac_flat(d: Any, args: tuple) -> Any:
         positions = _wrt_list(d)
         zeros = [np.zeros_like(np.asarray(args[i], dtype=float)) if np.ndim(args[i]) else 0.0
                  for i in positions]
@@ -313,7 +347,9 @@ def jacrev(f: Callable, wrt: Any = None, *, argnums: Any = None,
     d = _diff(f, pick_wrt(wrt, argnums, "jacrev"), jit)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
-        args = d.bind(args, kwargs)
+        return _structured_jacobian(d, jac_flat, args, kwargs, "gradients")
+
+    def jac_flat(d: Any, args: tuple) -> Any:
         value, pullback = d.vjp(*args)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
@@ -400,6 +436,12 @@ def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
     ``primals`` may leave out arguments that have defaults."""
     d = _diff(f, wrt, jit)
     primals = d.bind(_primal_tuple(d, primals, "hvp"), kwargs)
+    flat = _flat(d, primals, tangents, None, "hvp")
+    if flat is not None:  # tuple arguments: H @ v in the structure of the wrt arguments
+        from .structured import grads_like, tree
+
+        return grads_like(d, tuple(tree(a) for a in primals),
+                          hvp(flat[0], flat[1], flat[2], jit=jit))
     d._check_args(primals)
     seeds = _seeds(d, primals, tangents, "hvp")  # (checked against d's wrt, not d2's)
     d2 = _second(d, primals)
@@ -416,6 +458,9 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
 
     def hess(*args: Any, **kwargs: Any) -> Any:
         args = d.bind(args, kwargs)
+        from .structured import refuse
+
+        refuse(d, args, "hessian")
         d2 = _second(d, args)
         positions = _wrt_list(d)
         zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]

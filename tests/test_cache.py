@@ -221,3 +221,72 @@ def test_key_covers_an_overridden_library_rule(scratch_rules):
 
     assert _key(_uses_tanh, 1.0) != before  # reached as np.tanh
     assert _key(_poly, 1.0) == poly
+
+
+NJIT_MODULE = '''
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, fastmath=True, error_model="numpy", nogil=True)
+def spring(x, k):
+    e = 0.0
+    for i in range(len(x) - 1):
+        d = x[i + 1] - x[i] - 1.0
+        e += k * d * d
+    return e + np.sin(k)
+'''
+
+NJIT_SCRIPT = '''
+import json, sys, time
+sys.path.insert(0, {folder!r})
+import numpy as np
+import jitgrad as jg
+import jitgrad.api as api
+calls = []
+_generate = api.generate
+api.generate = lambda *a: calls.append(1) or _generate(*a)
+from njitfn import spring
+x = np.array([-0.1, 0.9, 2.2, 2.8, 4.1])
+g = jg.value_and_grad(spring, wrt=(0, 1))
+value, (dx, dk) = g(x, 2.0)
+info = g.cache_info()
+print(json.dumps({{"value": value, "dx": dx.tolist(), "dk": dk, "transforms": len(calls),
+                  "options": sorted(g.diff.options), "cache": g.diff.cache, **info}}))
+'''
+
+
+def test_njit_cache_true_carries_to_the_gradient(tmp_path):
+    """``@numba.njit(cache=True)`` on the user's function: its gradient uses the on-disk
+    cache unasked (a second process neither transforms nor compiles), and the other
+    options (fastmath, error_model) carry over."""
+    (tmp_path / "njitfn.py").write_text(NJIT_MODULE)
+    (tmp_path / "run.py").write_text(NJIT_SCRIPT.format(folder=str(tmp_path)))
+    first = _run(tmp_path)
+    assert first["cache"] is True and first["options"] == ["error_model", "fastmath", "nogil"]
+    assert (first["misses"], first["hits"], first["transforms"]) == (1, 0, 1)
+    assert first["numba_misses"] == 1
+    second = _run(tmp_path)
+    assert (second["hits"], second["misses"], second["transforms"]) == (1, 0, 0)
+    assert (second["numba_hits"], second["numba_misses"]) == (1, 0)
+    x = np.array([-0.1, 0.9, 2.2, 2.8, 4.1])
+
+    def spring(x, k):
+        return sum(k * (x[i + 1] - x[i] - 1.0) ** 2 for i in range(len(x) - 1)) + np.sin(k)
+
+    h = 1e-6
+    fd = [(spring(x + h * e, 2.0) - spring(x - h * e, 2.0)) / (2 * h) for e in np.eye(len(x))]
+    dk = (spring(x, 2.0 + h) - spring(x, 2.0 - h)) / (2 * h)
+    for res in (first, second):
+        assert res["value"] == pytest.approx(spring(x, 2.0), rel=1e-12)
+        np.testing.assert_allclose(res["dx"], fd, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(res["dk"], dk, rtol=1e-6)
+
+
+def test_njit_without_cache_is_not_cached():
+    import numba
+
+    plain = numba.njit(_poly)
+    assert jg.differentiate(plain).cache is False
+    assert jg.grad(plain).diff.cache is False
+    assert jg.grad(plain, cache=True).diff.cache is True  # asked explicitly

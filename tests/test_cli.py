@@ -154,7 +154,9 @@ def test_show_schedule_in_process(workdir: Path, capsys: pytest.CaptureFixture) 
 @pytest.mark.parametrize("stage,marker", [("normalized", "def energy(x, k)"),
                                           ("forward", "def energy_forward(x, k)"),
                                           ("adjoint", "def energy_adjoint(_dret)"),
-                                          ("all", "def energy_grad")])
+                                          ("all", "def energy_grad"),
+                                          ("dead_code", "def energy_gradonly"),
+                                          ("fuse", "iterations over i are independent")])
 def test_show_each_stage_in_process(workdir: Path, stage: str, marker: str,
                                     capsys: pytest.CaptureFixture) -> None:
     code = cli.main(["show", f"{workdir / 'targets.py'}:energy", "--wrt", "x,k",

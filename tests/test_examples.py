@@ -98,6 +98,25 @@ def test_dask_ensemble() -> None:
     assert abs(sigma - 10.0) < 0.1 and abs(rho - 28.0) < 0.1 and abs(beta - 8 / 3) < 0.05, out
 
 
+def _recovered_oscillator(out: str) -> None:
+    losses = numbers_after("loss", out)
+    assert len(losses) >= 3 and losses[-1] < losses[0] / 1e4, out
+    m = re.search(r"recovered k=([0-9.]+) c=([0-9.]+)", out)
+    assert m and abs(float(m.group(1)) - 4.0) < 0.01 and abs(float(m.group(2)) - 0.3) < 0.01, out
+
+
+def test_torch_bridge() -> None:
+    pytest.importorskip("torch")
+    _recovered_oscillator(run_example("torch_bridge.py"))
+
+
+def test_jax_bridge() -> None:
+    pytest.importorskip("jax")
+    out = run_example("jax_bridge.py")
+    _recovered_oscillator(out)
+    assert "4.0:0.00e+00" in out, out  # the vmapped loss vanishes at the truth
+
+
 def test_docs_build_strict(tmp_path: Path) -> None:
     """The MkDocs site builds with no warnings (broken links, missing nav pages)."""
     pytest.importorskip("mkdocs")

@@ -245,6 +245,63 @@ def test_local_named_like_a_builtin_generated_code_calls(tmp_path, jit, n):
     check_grad(f, (np.array([0.3, -0.2, 0.5]), 0.7), wrt=(0, 1), jit=jit)
 
 
+_BUILTIN_PARAM = '''
+import numpy as np
+
+
+def rhs(y, {n}):
+    return {n} * y * y
+
+
+def f(x, {n}):
+    s = 0.0
+    for xi in x:
+        for xj in x:
+            s += rhs(xi * xj, {n})
+    return s + np.sum(x) * {n}
+'''
+
+_BUILTIN_ARRAY_PARAM = '''
+import numpy as np
+
+
+def f(x, {n}):
+    for xi in x:
+        {n}[1:] = {n}[1:] * xi
+    return np.sum(np.sin({n})) + x[0] * x[1]
+'''
+
+
+@pytest.mark.parametrize("n", ["max", "len", "range", "min", "int"])
+def test_parameter_named_like_a_builtin_generated_code_calls(tmp_path, jit, n):
+    """A parameter ``max`` hid the builtin generated code calls ('float' object is not
+    callable); it is renamed in the code, and keywords, ``wrt`` by name and the written
+    arguments still use the user's name."""
+    import jitgrad as jg
+
+    f = _load(tmp_path, _BUILTIN_PARAM, n, "p")
+    x = np.array([0.3, -0.2, 0.5])
+    check_grad(f, (x, 0.7), wrt=(0, 1), jit=jit)
+    value, g = jg.value_and_grad(f, wrt=n, jit=jit)(x, **{n: 0.7})
+    assert value == pytest.approx(f(x, 0.7), rel=1e-12)
+    assert g == pytest.approx(check_grad(f, (x, 0.7), wrt=1, jit=jit)[0], rel=1e-12)
+    v = np.array([0.1, 0.2, -0.3])
+    tangent_value, tangent = jg.jvp(f, (x, 0.7), (v,), wrt=0, jit=jit)
+    assert tangent_value == pytest.approx(f(x, 0.7), rel=1e-12)
+    assert tangent == pytest.approx(float(np.dot(jg.grad(f, jit=jit)(x, 0.7), v)), rel=1e-9)
+    h = jg.hvp(f, (x, 0.7), (v,), wrt=0, jit=jit)
+    eps = 1e-6
+    fd = (jg.grad(f, jit=jit)(x + eps * v, 0.7) - jg.grad(f, jit=jit)(x - eps * v, 0.7)) / (
+        2 * eps)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-7)
+
+    fa = _load(tmp_path, _BUILTIN_ARRAY_PARAM, n, "pa")
+    a = np.array([0.4, -0.6, 0.9, 0.2])
+    check_grad(fa, (x, a), wrt=(0, 1), jit=jit)
+    with pytest.raises(ValueError, match=n):
+        jg.value_and_grad(fa, wrt=0, jit=jit)(a, a)
+
+
 _KEYWORD_ADJOINT = '''
 import numpy as np
 

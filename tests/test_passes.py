@@ -1,14 +1,18 @@
-"""The pass list: every pass has a before/after example, and every example holds."""
+"""The pass list: every pass and backend step has a before/after example, and every
+example holds."""
 
 import doctest
 
 import pytest
 
 from jitgrad.transpiler import pipeline
+from jitgrad.transpiler.backend.passes import BACKEND
 from jitgrad.transpiler.pipeline import PASSES
 
+STEPS = [*PASSES, *BACKEND]
 
-@pytest.mark.parametrize("p", PASSES, ids=[p.name for p in PASSES])
+
+@pytest.mark.parametrize("p", STEPS, ids=[p.name for p in STEPS])
 def test_pass_example(p):
     assert ">>> print(example(" in p.doc, f"pass {p.name} has no before/after example"
     finder = doctest.DocTestFinder(recurse=False)
@@ -22,6 +26,6 @@ def test_pass_example(p):
 
 
 def test_pass_names_unique_and_stages():
-    names = [p.name for p in PASSES]
+    names = [p.name for p in STEPS]
     assert len(set(names)) == len(names)
     assert set(names) <= set(pipeline.STAGES)

@@ -149,6 +149,8 @@ def axis_count(x, axis, ddof):
 @overload(axis_count)
 def _ol_axis_count(x, axis, ddof):
     _check_axis(axis, "axis_count")
+    if isinstance(x, types.Number):  # a reduction of a number reduces one element
+        return lambda x, axis, ddof: np.float64(1 - ddof)
     if _is_none(axis):
         return lambda x, axis, ddof: x.dtype.type(x.size - ddof)
     return lambda x, axis, ddof: x.dtype.type(x.shape[axis] - ddof)
@@ -172,6 +174,8 @@ def expand_along(dy, x, axis):
 @overload(expand_along)
 def _ol_expand_along(dy, x, axis):
     _check_axis(axis, "expand_along")
+    if isinstance(x, types.Number):  # np.sum of a number is the number
+        return lambda dy, x, axis: dy
     if isinstance(dy, types.Array) and dy.ndim == x.ndim:  # keepdims: the axis is kept
         return lambda dy, x, axis: np.broadcast_to(dy, x.shape).copy()
     if _is_none(axis) or x.ndim == 1:
@@ -224,6 +228,8 @@ def _ol_centered(x, axis):
 
 @overload(chooser_weights)
 def _ol_chooser_weights(x, y, axis):
+    if isinstance(x, types.Number):  # the max of a number is the number
+        return lambda x, y, axis: 1.0
     return chooser_weights
 
 
@@ -246,6 +252,8 @@ def _prod_others3(x3):
 
 @overload(prod_others)
 def _ol_prod_others(x, axis):
+    if isinstance(x, types.Number):  # no other elements: the empty product
+        return lambda x, axis: 1.0
     return lambda x, axis: _prod_others3(_view3(x, axis)).reshape(x.shape)
 
 

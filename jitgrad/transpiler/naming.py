@@ -166,17 +166,21 @@ GENERATED_BUILTINS = frozenset({"range", "len", "max", "min", "abs", "bool", "fl
 
 
 def unshadowed_builtins(body: list[ast.stmt], params: list[str], namer: Namer
-                        ) -> list[ast.stmt]:
-    """``body`` with each local it binds under the name of a builtin that generated code
-    calls (a running ``max``) renamed to a version (``max_1``): the function never calls
-    that builtin itself (the name is local throughout), generated code does."""
+                        ) -> tuple[list[ast.stmt], list[str], dict[str, str]]:
+    """``body`` and ``params`` with each name that is a builtin generated code calls (a
+    running ``max``, a parameter ``len``) renamed to a version (``max_1``): the function
+    never calls that builtin itself (the name is local throughout), generated code does.
+    Also the renamed parameters, user name -> name in the code (specialisation keys and
+    written arguments translate through it)."""
     from .front.inline import rename, stored_names
 
-    local = (stored_names(body) & GENERATED_BUILTINS) - set(params)
-    if not local:
-        return body
-    mapping: dict[str, str | ast.expr] = {n: namer.version(n) for n in sorted(local)}
-    return [rename(s, mapping) for s in body]
+    shadowed = (stored_names(body) | set(params)) & GENERATED_BUILTINS
+    if not shadowed:
+        return body, params, {}
+    mapping: dict[str, str | ast.expr] = {n: namer.version(n) for n in sorted(shadowed)}
+    renamed = {p: str(mapping[p]) for p in params if p in mapping}
+    return ([rename(s, mapping) for s in body], [renamed.get(p, p) for p in params],
+            renamed)
 
 
 def names_in(node: ast.AST) -> set[str]:

@@ -6,7 +6,9 @@ Each pass is a ``Pass``: a name, a function that updates the ``Unit`` in place,
 and a ``show`` that renders the unit after it.  ``stage(func, name, ...)`` (and
 ``jitgrad show --stage NAME``, ``f.source(stage=NAME)``) prints any pass's
 output; every pass's docstring carries a before/after example that
-``tests/test_passes.py`` runs as a doctest (``example`` writes them).
+``tests/test_passes.py`` runs as a doctest (``example`` writes them).  The last pass,
+``lower``, runs a list of its own per variant, ``BACKEND`` (``backend/passes.py``),
+whose steps are stages too.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
 from .analysis.kinds import Kind, infer
 from .analysis.regions import distinct_guards
-from .backend import emit, lower
+from .backend import emit, lower, passes
 from .backend.gather import gather_form
-from .backend.jit import global_reads
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel, loop_verdicts, refuse_parallel_draws, refuse_races
 from .backend.promote import promote_accumulations
@@ -45,11 +46,15 @@ from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.tuples import flatten_params
+from .front.tuples import refuse_whole as refuse_whole_tuples
+from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import version_names
+from .front.webs import split_webs
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
-from .naming import Namer, is_generated, is_tape, names_in, unshadowed_builtins
+from .naming import Namer, is_generated, names_in, unshadowed_builtins
 from .nodes import clone, walk_stmts
 from .notes import DRAW, checkpoint
 
@@ -104,6 +109,11 @@ class Unit:
     parallel: bool = False
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
+    #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
+    #: hide the builtin generated code calls; ``naming.unshadowed_builtins``)
+    renamed: dict[str, str] = field(default_factory=dict)
+    #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
+    tuples: dict[str, tuple[Any, list[str], bool]] | None = None
 
     @property
     def name(self) -> str:
@@ -111,9 +121,11 @@ class Unit:
 
     def specialise(self, wrt: list[str], arg_kinds: dict[str, Kind]) -> Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
+        to = self.renamed
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
-                    list(self.params), clone(self.body), clone(self.returns), list(wrt),
-                    dict(arg_kinds), kernel=self.kernel, parallel=self.parallel, aux=self.aux)
+                    list(self.params), clone(self.body), clone(self.returns),
+                    [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
+                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to)
 
 
 def show_body(u: Unit) -> str:
@@ -175,7 +187,7 @@ def parse_(u: Unit) -> None:
     body = clone(tree.body)
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
-    u.body = unshadowed_builtins(body, u.params, u.namer)
+    u.body, u.params, u.renamed = unshadowed_builtins(body, u.params, u.namer)
 
 
 def single_exit_(u: Unit) -> None:
@@ -218,6 +230,30 @@ def inline_(u: Unit) -> None:
     body = inline(u.parsed, u.body + [ret], u.namer)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
+
+
+def tuples_(u: Unit) -> None:
+    """Tuple arguments become one parameter per entry, and local tuples that are only
+    unpacked, indexed with constants or returned one variable per entry
+    (``front/tuples.py``).
+
+    >>> print(example("tuples", '''
+    ... def f(x, v):
+    ...     state = (x, v)
+    ...     a, b = state
+    ...     return a * b + state[1]
+    ... '''))
+    def f(x, v):
+        state_0, state_1 = (x, v)
+        a, b = (state_0, state_1)
+        return a * b + state_1
+    """
+    tuples = u.tuples or {}
+    if tuples:
+        u.namer.reserve(n for v in tuples.values() for n in v[1])
+        u.params, u.body = flatten_params(u.params, u.body, tuples, u.parsed.tree)
+    u.body, u.returns = split_tuples(u.body, u.returns, u.params, u.namer, tuples)
+    refuse_whole_tuples(u.body, u.returns, u.params, tuples, u.parsed)
 
 
 def lists_(u: Unit) -> None:
@@ -339,6 +375,35 @@ def versions_(u: Unit) -> None:
         return y_1
     """
     u.body, u.returns = version_names(u.body, u.returns, u.params, u.namer)
+
+
+def webs_(u: Unit) -> None:
+    """A name two loops use for unrelated values gets one name per value (``d``, ``d_1``).
+
+    >>> print(example("webs", '''
+    ... def f(x, a):
+    ...     s = 0.0
+    ...     for i in range(3):
+    ...         d = x * a
+    ...         s = s + np.sum(d)
+    ...     for j in range(2):
+    ...         d = x * s
+    ...         s = s + np.sum(d)
+    ...     return s
+    ... '''))
+    def f(x, a):
+        s = 0.0
+        for i in range(3):
+            d = x * a
+            _t = np.sum(d)
+            s = s + _t
+        for j in range(2):
+            d_1 = x * s
+            _t2 = np.sum(d_1)
+            s = s + _t2
+        return s
+    """
+    split_webs(u.body, u.returns, u.params, u.namer)
 
 
 def kinds_(u: Unit) -> None:
@@ -700,7 +765,8 @@ def promote_(u: Unit) -> None:
 
 def lower_(u: Unit) -> None:
     """One function per variant from the IR: value and gradient, gradient only (CPU; for a
-    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0).
+    scalar function the gradient-only variant, which ``f.grad`` runs, has its seed 1.0),
+    each through the steps of ``BACKEND`` (``backend/passes.py``).
 
     >>> print(example("lower", '''
     ... def f(x, y):
@@ -712,47 +778,42 @@ def lower_(u: Unit) -> None:
         dy = 1.0 * x
         return (None, (dx, dy))
     """
+    ctx = backend_context(u)
+    lowered = passes.lower_variants(ctx)
+    for v, s in lowered.items():
+        u.sources[v] = s.text
+    u.reads = passes.global_names(ctx, lowered.values())
+    for part in lower.PARTS:
+        u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
+
+
+def backend_context(u: Unit) -> passes.Context:
+    """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
                "grad_only": u.namer.fresh(f"{u.name}_gradonly_")}
-    texts: emit.Texts = {}  # the variants share the IR's statements: each is printed once
     ret = u.returns[0] if len(u.returns) == 1 else None
     scalar = isinstance(ret, ast.Constant) or (
         isinstance(ret, ast.Name) and ret.id in u.kinds and not u.kinds[ret.id].is_array
         and u.kinds[ret.id].cls in ("f", "i", "b"))
-    builtin = builtins_unshadowed(u.env, ("max", "range", "len"))
     arrays = frozenset(n for n, k in u.kinds.items() if k.cls == "f" and k.ndim)
-    fns = list(lower.lower_variants(u.ir, u.names, u.workspaces, unit_seed=scalar,
-                                    once=builtin, arrays=arrays).values())
-    if u.parallel:  # prange loops stay parallel where their iterations are independent
-        par = Parallel(u)
-        fns = [par.function(fn) for fn in fns]
-    tapes = {t for t, _ in u.ir.reused if is_tape(t)}  # (not a checkpoint's snapshot stack)
-    names = {n: u.namer.global_name(u.env, n, getattr(helpers, n)) if tapes else n
-             for n in ("tape_get", "tape_put")}
-
-    def text(fn: ast.FunctionDef) -> str:
-        return lower.unchecked_tape_text(emit.unparse(fn, texts), tapes, names["tape_get"],
-                                         names["tape_put"])
-
-    for v, fn in zip(lower.VARIANTS, fns, strict=True):
-        u.sources[v] = text(fn)
-    used = {n for n in names.values() if tapes and any(
-        n + "(" in u.sources[v] for v in lower.VARIANTS)}
-    reads = global_reads(fns)  # None: the names are found again in the text (``imports``)
-    u.reads = None if reads is None else reads | used  # (accessors are written in the text)
-    for part in lower.PARTS:
-        u.sources[part] = text(lower.lower(u.ir, part, f"{u.name}_{part}"))
+    return passes.Context(
+        u.ir, u.names, u.workspaces, unit_seed=scalar,
+        once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
+        parallel=(lambda: Parallel(u)) if u.parallel else None,
+        accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 
 
 PREPARE: list[Pass] = [
     Pass("parse", parse_),
     Pass("single_exit", single_exit_),
     Pass("inline", inline_),
+    Pass("tuples", tuples_),
     Pass("lists", lists_),
     Pass("loops", loops_),
     Pass("last_taken", last_taken_),
     Pass("normalize", normalize_),
     Pass("versions", versions_),
+    Pass("webs", webs_),
 ]
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
@@ -765,9 +826,13 @@ SPECIALISE: list[Pass] = [
     Pass("lower", lower_, lambda u: u.sources["grad"]),
 ]
 PASSES: list[Pass] = PREPARE + SPECIALISE
+#: the steps ``lower`` runs per variant (``backend/passes.py``), by name
+BACKEND: dict[str, passes.BackendPass] = {p.name: p for p in passes.BACKEND}
+#: the pass whose output ``lower`` (the backend list) starts from
+_BEFORE_LOWER = SPECIALISE[[p.run for p in SPECIALISE].index(lower_) - 1].name
 
-#: ``stage=`` names: every pass, plus the sweeps of the lowered code
-STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
+#: ``stage=`` names: every pass and backend step, plus the sweeps of the lowered code
+STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), *BACKEND)
 
 
 # --- running them -----------------------------------------------------------------------
@@ -775,11 +840,13 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES))
 
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
-            parallel: bool = False, aux: bool = False) -> Unit:
+            parallel: bool = False, aux: bool = False,
+            tuples: dict[str, tuple[Any, list[str], bool]] | None = None) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
-    ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated."""
-    u = Unit(func, parallel=parallel, aux=aux)
+    ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
+    its tuple arguments' structures (``front/tuples.py``)."""
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples)
     for p in PREPARE if passes is None else passes:
         p.run(u)
         if p.name == until:
@@ -801,21 +868,31 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
-          parallel: bool = False) -> str:
-    """The source after pass ``name`` (or one of the lowered sweeps) for these kinds
-    (``parallel``: compiled with ``parallel=True``)."""
+          parallel: bool = False, tuples: dict[str, Any] | None = None) -> str:
+    """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
+    one of the lowered sweeps) for these kinds (``parallel``: compiled with
+    ``parallel=True``; ``tuples``: see ``prepare``)."""
     if name == "normalized":
-        return show_body(prepare(func))
+        return show_body(prepare(func, tuples=tuples))
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func, parallel=parallel), wrt, arg_kinds)
+        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds)
         return u.sources["grad" if name == "all" else name]
+    if name in BACKEND:
+        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples), wrt,
+                                        arg_kinds, until=_BEFORE_LOWER), BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
-    u = prepare(func, until=name, parallel=parallel)
+    u = prepare(func, until=name, parallel=parallel, tuples=tuples)
     if p in SPECIALISE:
         u = transform(u, wrt, arg_kinds, until=name)
     return p.show(u).rstrip("\n") + "\n"
+
+
+def _backend_stage(u: Unit, step: passes.BackendPass) -> str:
+    """The variant ``step.shows`` after backend ``step``, from ``u`` as ``lower`` gets it."""
+    s = passes.run(passes.start(backend_context(u), step.shows), until=step.name)
+    return step.show(s).rstrip("\n") + "\n"
 
 
 _EXAMPLES = itertools.count(1)
@@ -871,7 +948,9 @@ class Generated:
 
 def written_args(u: Unit) -> frozenset[str]:
     """The array arguments unit ``u``'s code writes in place (from its analysis)."""
-    return frozenset(u.analysis.args_written) if u.analysis is not None else frozenset()
+    user = {code: p for p, code in u.renamed.items()}
+    return frozenset(user.get(a, a) for a in u.analysis.args_written) \
+        if u.analysis is not None else frozenset()
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
@@ -881,6 +960,6 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generate
     return Generated(u, rk, written=written_args(u))
 
 
-__all__ = ["PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
+__all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
            "Unit", "example", "fence", "generate", "prepare", "stage", "transform",
            "written_args"]

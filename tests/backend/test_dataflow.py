@@ -200,6 +200,17 @@ def test_independent_arrays(src, names, ok):
     assert df.Dataflow(b).independent(loop, names) is ok
 
 
+def test_element_store_of_a_name_is_an_alias_unless_a_scalar():
+    """``y[i] = t`` may store the array ``t`` in a list ``y``: without kinds, ``t``'s other
+    uses make the loop dependent; with them, a scalar ``t`` shares no buffer."""
+    b = body("for i in range(n):\n    t = s + x[i + 1]\n    s = t\n    y[i] = t")
+    assert not df.Dataflow(b).independent(b[0], {"y"})
+    kinds = df.Dataflow(b, is_array=lambda n: n in {"x", "y"})
+    assert kinds.independent(b[0], {"y"})
+    assert not kinds.independent(b[0], {"s"})
+    assert kinds.shares("y") == {"y"}
+
+
 def test_shares_follows_views_and_the_adjoint_map():
     b = body("""
         v = d.reshape(n)

@@ -549,6 +549,14 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
         t, v = s.targets[0].id, s.value
         if isinstance(v, (ast.List, ast.Tuple)) and any(
                 isinstance(e, ast.Name) and e.id in varied for e in v.elts):
+            if isinstance(v, ast.Tuple):  # (one only unpacked or indexed is split: tuples.py)
+                raise parsed.error(
+                    f"the tuple '{parsed.user_name(t)}' of differentiated values is used in a "
+                    "way jitgrad cannot split into its entries", s,
+                    "a tuple may be unpacked (a, b = t), indexed with constants (t[0]), "
+                    "copied, passed to helpers and returned alone (return t: outputs are "
+                    "flat, not nested); index it with a constant, or keep the values in "
+                    "separate variables or in an array")
             raise parsed.error("lists and tuples of differentiated values are not supported",
                                s, "keep the values in separate variables or in an array")
         group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(

@@ -25,13 +25,15 @@ Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
     binds(stmt)                     ["t"], ["s"], [] (elements=True: ["y"])
     accesses(y[i] = t, ("i",))      [Access("y", (("i", 0),), write=True)]
     Dataflow(body).carried(loop)    {"s"}   (read before it is bound in an iteration)
-    independent(loop, {"y"})        True;  independent(loop, {"s"}): False
+    independent(loop, {"s"})        False
+    independent(loop, {"y"})        True where ``is_array`` says ``t`` is a scalar (else
+                                    False: ``y`` might be a list that ``t`` is stored in)
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from ...rules.primitives import allocating, method_function, returns_view
@@ -311,12 +313,16 @@ class Dataflow:
     share a buffer (``shared``: adjoint -> the adjoint it is a view of), liveness and the
     per-loop queries.  A pass that rewrites the body builds a new one for the new body.
     Names the body never binds (parameters) are distinct buffers unless ``shared`` joins
-    them: generated code writes no argument (the prologue copies those it writes)."""
+    them: generated code writes no argument (the prologue copies those it writes).
+    ``is_array``: the kinds, where known (False: a scalar, which shares no buffer; without
+    them ``a[i] = t`` may store the array ``t`` in a list ``a``)."""
 
     def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None,
-                 modules: Collection[str] = MODULES) -> None:
+                 modules: Collection[str] = MODULES,
+                 is_array: Callable[[str], bool | None] | None = None) -> None:
         self.body = body
         self.modules = modules
+        self.is_array = is_array
         self._at: dict[int, tuple[list[ast.stmt], int, ast.stmt | None]] = {}
         self._place(body, None)
         self._shared = dict(shared or {})
@@ -369,7 +375,9 @@ class Dataflow:
             _target_names(t, True, names)
             for n in names:
                 for m in may_alias(v, self.modules):
-                    self._union(n, m)
+                    if self.is_array is None or (self.is_array(n) is not False
+                                                 and self.is_array(m) is not False):
+                        self._union(n, m)
 
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""

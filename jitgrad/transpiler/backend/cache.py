@@ -244,10 +244,11 @@ def environment_digest() -> str:
 
 
 def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool,
-        options: dict[str, Any] | None = None, aux: bool = False) -> str | None:
+        options: dict[str, Any] | None = None, aux: bool = False,
+        extra: str = "") -> str | None:
     """The cache key of one specialisation, None where the function cannot be cached
     (``options``: the user's ``numba.njit`` options the code is compiled with; ``aux``:
-    differentiated with ``has_aux=True``)."""
+    differentiated with ``has_aux=True``; ``extra``: the structure of tuple arguments)."""
     from .emit import options_key
 
     fd = function_digest(func)
@@ -255,7 +256,7 @@ def key(func: Any, wrt: list[str], kinds: dict[str, Any], jit: bool,
         return None
     text = repr((fd, environment_digest(), list(wrt), bool(jit),
                  sorted((k, repr(v)) for k, v in kinds.items()), options_key(options))
-                + (("has_aux",) if aux else ()))
+                + (("has_aux",) if aux else ()) + ((extra,) if extra else ()))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -428,8 +429,8 @@ class Store:
     """The on-disk cache of one differentiated function (``cache=True``)."""
 
     def __init__(self, func: Any, jit: bool, options: dict[str, Any] | None = None,
-                 aux: bool = False):
-        self.func, self.jit, self.aux = func, jit, aux
+                 aux: bool = False, extra: str = ""):
+        self.func, self.jit, self.aux, self.extra = func, jit, aux, extra
         self.options = dict(options or {})  # the user's numba.njit options (part of the key)
         self._dir: str | None = None
         self.stats = {"hits": 0, "misses": 0, "uncached": 0}
@@ -440,7 +441,7 @@ class Store:
         return self._dir or None
 
     def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
-        k = key(self.func, wrt, kinds, self.jit, self.options, self.aux)
+        k = key(self.func, wrt, kinds, self.jit, self.options, self.aux, self.extra)
         folder = self.folder() if k is not None else None
         return None if folder is None else (path(folder, self.func, k), k)
 

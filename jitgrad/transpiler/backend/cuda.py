@@ -143,7 +143,7 @@ def _check_call(parsed: Any, call: ast.Call, env: dict, s: ast.stmt) -> None:
 def lower_device(u: Any, cuda_names: dict[str, str]) -> Lowered:
     """The device function ``f(*params, dret) -> (value, grads)`` of a scalar function."""
     ir = u.ir
-    fn = lower.lower(ir, "grad", f"{u.name}_device_grad", reuse=False)
+    fn = lower.lower(ir, "grad", f"{u.name}_device_grad")
     out = Lowered("device", fn)
     rw = _Rewriter(u, out, cuda_names, params=set(), kernel=False)
     fn.body = rw.block(fn.body, [])
@@ -158,7 +158,7 @@ def lower_kernel(u: Any, cuda_names: dict[str, str]) -> Lowered:
     """The adjoint kernel of one thread's part: the gradient-only variant, rewritten."""
     ir = u.ir
     shape = u.kernel
-    fn = lower.lower(ir, "grad_only", f"{u.name}_adjoint", reuse=False)
+    fn = lower.lower(ir, "grad_only", f"{u.name}_adjoint")
     adjoints = u.namer.adjoints()
     user_params = [p for p in u.params if p not in shape.index]
     arrays = [p for p in user_params if u.kinds[p].is_array]

@@ -182,7 +182,7 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
 
 
 #: the user's ``numba.njit`` options that the generated code is compiled with too
-CARRIED_OPTIONS = ("fastmath", "parallel", "error_model", "boundscheck")
+CARRIED_OPTIONS = ("fastmath", "parallel", "error_model", "boundscheck", "nogil")
 
 
 def user_options(func: Any) -> dict[str, Any]:
@@ -192,6 +192,17 @@ def user_options(func: Any) -> dict[str, Any]:
     if not isinstance(opts, dict):
         return {}
     return {k: opts[k] for k in CARRIED_OPTIONS if opts.get(k) is not None}
+
+
+def user_caches(func: Any) -> bool:
+    """Did the user ask Numba to cache ``func`` on disk (``@numba.njit(cache=True)``)?
+    Then its gradients use the on-disk cache too (``cache.py``)."""
+    if hasattr(func, "diff"):  # a jg.grad result: its function's choice
+        func = func.diff
+    if hasattr(func, "cache") and hasattr(func, "wrt"):  # a jg.differentiate object
+        return bool(func.cache)
+    c = getattr(func, "_cache", None)
+    return c is not None and type(c).__name__ != "NullCache"
 
 
 def options_key(options: dict[str, Any] | None) -> str:

@@ -24,7 +24,7 @@ from ..astutil import exposed_reads
 from ..nodes import loaded_ids, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, COMMENT, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
-from .optimize import view_root, writes_names_only, writes_through_call
+from .optimize import writes_names_only, writes_through_call
 
 
 def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | None = None,
@@ -215,9 +215,8 @@ def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str])
             return False
         if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value):
             return False
-    family = set(summed)  # the arrays summed into and every adjoint that views them
-    roots = {view_root(n, shared) for n in summed}
-    family |= {n for n in shared if view_root(n, shared) in roots} | roots
+    flow = dataflow.Dataflow([*fwd, *rev], shared)  # the arrays summed into, their views
+    family = set().union(*(flow.shares(n) for n in summed))
     touched = dataflow.reads_in(rev) | dataflow.binds_in(rev)  # other than as a sum
     if family & (touched - dataflow.sums(rev, whole=False)):
         return False

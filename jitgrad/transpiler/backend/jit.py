@@ -191,8 +191,27 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
     return out
 
 
+#: variant -> the variant that returns all it returns and more (the value too): run instead
+#: where only that one is compiled yet, so a second entry point compiles nothing
+STAND_INS = {"grad_only": "grad"}
+
+
+def runs_as(compiled: Compiled, variant: str) -> str:
+    """The variant a call of ``variant`` runs: its stand-in (``STAND_INS``) where that is
+    compiled, for any argument types, and ``variant`` itself is not (``f.grad`` after
+    ``f.value_and_grad`` or a ``vjp``: the value is computed and dropped)."""
+    other = STAND_INS.get(variant)
+    if other is None or not compiled.jit or other not in compiled.jitted:
+        return variant
+    if compiled.jitted[variant].overloads or not compiled.jitted[other].overloads:
+        return variant
+    return other
+
+
 def call(compiled: Compiled, variant: str, args: tuple) -> Any:
-    """Run ``variant`` on ``args`` (the seed last), with this thread's workspace."""
+    """Run ``variant`` on ``args`` (the seed last), with this thread's workspace (``runs_as``:
+    a compiled variant that returns more may run instead; the caller drops the rest)."""
+    variant = runs_as(compiled, variant)
     dtypes = compiled.workspaces.get(variant)
     if not dtypes:
         return _call(compiled, variant, args)
@@ -241,4 +260,4 @@ def _call(compiled: Compiled, variant: str, args: tuple) -> Any:
     return emit.ieee_call(compiled.functions[variant], args)
 
 
-__all__ = ["Compiled", "build", "call", "global_reads", "imports"]
+__all__ = ["STAND_INS", "Compiled", "build", "call", "global_reads", "imports", "runs_as"]

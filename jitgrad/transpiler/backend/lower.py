@@ -8,6 +8,8 @@ One function per variant, all from the same ``Adjoint`` record:
 - ``"forward"`` and ``"adjoint"``: one sweep each, for reading (``stage=``), not run.
 
 Dead code is removed per variant, since what is live depends on what is returned.
+The CPU's variants are written by the steps of ``backend/passes.py`` (``BACKEND``), which
+call the functions here; ``lower`` writes the one-sweep functions and a device's variants.
 A variant that keeps typed tapes (or zeroes adjoint buffers of local arrays, or copies
 arrays onto list tapes) takes them as one more parameter, ``_ws``, and returns them,
 grown, after the gradients (``with_workspace``): the caller keeps them for its next call,
@@ -20,19 +22,15 @@ import ast
 import re
 from typing import Any
 
-from ..analysis import dataflow
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer, names_in
-from ..nodes import clone, loaded_ids
+from ..nodes import clone
 from . import emit, jvp_workspace
-from .fuse import fuse_loops
 from .jit import BUFFER
-from .optimize import Facts, dead_code, dead_code_variants, dead_loops
-from .shape_only import shape_stand_ins
+from .optimize import dead_code, dead_loops
 from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
-from .write_once import write_once
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -119,28 +117,6 @@ def lower_tangent(ir: Tangent, fname: str,
     return emit.function_def(fname, [*ir.params, *ir.seeds] + ws, body)
 
 
-def lower_variants(ir: Adjoint, fnames: dict[str, str],
-                   workspaces: dict[str, tuple[str, ...]] | None = None,
-                   unit_seed: bool = False, once: bool = False,
-                   arrays: frozenset[str] = frozenset()) -> dict[str, ast.FunctionDef]:
-    """``lower`` of every one of ``VARIANTS`` (``fnames``: their names), with one dead-code
-    propagation: what the gradients need, then what the value adds.  ``workspaces``: filled
-    with each variant's workspace dtypes (see ``with_workspace``).  ``unit_seed``: the
-    function returns one scalar, so ``grad_only`` (what ``f.grad`` runs) is only ever seeded
-    with 1.0, and is written with the constant for its seed (``vjp`` runs ``grad``).
-    ``once``, ``arrays``: see ``_function`` (``once`` where the builtins ``max``,
-    ``range`` and ``len`` are the module's)."""
-    rets = {v: result_return(ir, v) for v in ("grad_only", "grad")}
-    roots = [loaded_ids(rets["grad_only"]), loaded_ids(rets["grad"])]
-    bodies = dict(zip(rets, dead_code_variants(ir.body(), roots, ir.shared), strict=True))
-    if unit_seed:
-        bodies["grad_only"] = with_unit_seed(bodies["grad_only"], ir.seed)
-    dependent: set[tuple[int, int]] = set()  # loop pairs the variants share, found dependent
-    return {v: _function(ir, fnames[v], [*bodies[v], rets[v]], v, workspaces,
-                         dependent=dependent, once=once, arrays=arrays)
-            for v in VARIANTS}
-
-
 def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
     """``body`` with the constant 1.0 for every read of the scalar ``seed``: Numba then
     folds ``g * 1.0``, ``guard(1.0, g)`` and the like away (Rosenbrock's gradient: 0.59 ->
@@ -148,34 +124,6 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
     the IR share the others)."""
     one = ast.Constant(value=1.0)
     return [renamed_copy(s, {seed: one}) if seed in names_in(s) else s for s in body]
-
-
-def _function(ir: Adjoint, fname: str, body: list[ast.stmt], variant: str,
-              workspaces: dict[str, tuple[str, ...]] | None,
-              reuse: bool = True, dependent: set[tuple[int, int]] | None = None,
-              once: bool = False, arrays: frozenset[str] = frozenset()) -> ast.FunctionDef:
-    """The variant's function, with its workspace parameter where it keeps tapes (unless
-    not ``reuse``: a device lowering declares its own); ``once``: gradients a loop writes
-    first are written once, not zeroed (``backend/write_once.py``); ``arrays``: the float
-    arrays, of which those read later only for their shape get a stand-in
-    (``backend/shape_only.py``)."""
-    body = _without_dead_loops(body, ir.shared)
-    if reuse and not ir.callables:  # (a device lowering keeps its loops; a hook sees the
-        # gradients in the order of the two sweeps)
-        fused = fuse_loops(body, dataflow.binds_in(ir.workspace), ir.shared,
-                           dependent)
-        if fused != body:  # a tape a fused loop no longer uses is dead now
-            body = dead_code(fused, ir.shared)
-        if once:
-            body = write_once(body, ir.grads, ir.shared, ir.np)
-        if arrays:
-            body = shape_stand_ins(body, arrays, {id(s) for s in (*ir.init, *ir.adjoint)},
-                                    ir.np)
-    body, dtypes = with_workspace(ir, body) if reuse else (body, ())
-    if workspaces is not None:
-        workspaces[variant] = dtypes
-    params = [*ir.params, ir.seed] + ([ir.ws] if dtypes else [])
-    return emit.function_def(fname, params, body)
 
 
 def unchecked_tape_text(src: str, tapes: set[str], get: str, put: str) -> str:
@@ -211,20 +159,18 @@ def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[as
     return body if len(kept) == len(body) else dead_code(kept, shared)
 
 
-def lower(ir: Adjoint | Tangent, variant: str, fname: str,
-          memo: Facts | None = None,
-          workspaces: dict[str, tuple[str, ...]] | None = None,
-          reuse: bool = True) -> ast.FunctionDef:
+def lower(ir: Adjoint | Tangent, variant: str, fname: str) -> ast.FunctionDef:
     """The function ``fname`` computing ``variant`` (one of ``VARIANTS`` or ``PARTS``, or
-    ``"jvp"`` for a ``Tangent`` record); ``memo``: what dead-code removal learnt of the IR's
-    statements in another variant; ``workspaces``: see ``lower_variants``; ``reuse=False``:
-    tapes declared in the function, not taken from a workspace (the CUDA lowering)."""
+    ``"jvp"`` for a ``Tangent`` record).  A variant of ``VARIANTS`` is lowered here as for a
+    device (the CUDA lowering): without dead code, its tapes declared in the function;
+    the CPU's variants go through the backend list (``backend/passes.py``)."""
     if variant == "jvp":
-        return lower_tangent(ir, fname, workspaces)
+        return lower_tangent(ir, fname)
     if variant in VARIANTS:
         # dead_code copies what it changes: the variants share the IR's simple statements
-        body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared, memo)
-        return _function(ir, fname, body, variant, workspaces, reuse)
+        body = dead_code(ir.body() + [result_return(ir, variant)], ir.shared)
+        body = _without_dead_loops(body, ir.shared)
+        return emit.function_def(fname, [*ir.params, ir.seed], body)
     if variant == "forward":
         return emit.function_def(fname, list(ir.params), [*ir.prologue, *ir.workspace,
                                                           *ir.forward])
@@ -233,5 +179,5 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str,
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "lower_variants",
-           "unchecked_tape_text", "with_unit_seed", "with_workspace"]
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "unchecked_tape_text",
+           "with_unit_seed", "with_workspace"]

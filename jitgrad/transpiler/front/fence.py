@@ -52,6 +52,13 @@ _HINTS: dict[type, tuple[str, str]] = {
 }
 
 
+def _names_tuple(t: ast.expr) -> bool:
+    """``(a, b)`` or ``(a, (b, c))`` as a target: split with a tuple it unpacks
+    (``tuples.py``; where that tuple is not split, refused there)."""
+    return isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) or _names_tuple(e)
+                                            for e in t.elts)
+
+
 def fence(parsed: Parsed) -> None:
     """Raise TransformError at the first unsupported construct of the function."""
     fn = parsed.tree
@@ -85,7 +92,8 @@ def fence(parsed: Parsed) -> None:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, (ast.Tuple, ast.List)) and any(
-                        not isinstance(e, (ast.Name, ast.Subscript, ast.Starred)) for e in t.elts):
+                        not isinstance(e, (ast.Name, ast.Subscript, ast.Starred))
+                        and not _names_tuple(e) for e in t.elts):
                     raise parsed.error("nested tuple targets are not supported", node,
                                        "unpack in two steps")
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):

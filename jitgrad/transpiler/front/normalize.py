@@ -37,6 +37,11 @@ def is_atom(e: ast.expr) -> bool:
     return isinstance(e, (ast.Name, ast.Constant))
 
 
+def _foldable(e: ast.expr) -> bool:
+    """Whether Numba may prove ``e`` constant: it reads no element and calls nothing."""
+    return not any(isinstance(n, (ast.Subscript, ast.Call)) for n in walk(e))
+
+
 class Normalizer:
     """Rewrites statements into the normalized subset, creating temporaries."""
 
@@ -149,8 +154,11 @@ class Normalizer:
 
         Numba prunes a branch whose test it can prove constant, and then rejects the
         adjoint's reads of values that branch defines; ``bool(...)`` keeps it a branch.
+        It also prunes the short circuit of ``and``/``or`` after an operand it can fold
+        (``DEBUG and abs(s) < 0.4``, ``-0.4 > 0.2 or ...``), though the test reads arrays.
         """
-        if any(isinstance(n, (ast.Subscript, ast.Call)) for n in walk(e)):
+        if not (_foldable(e) or any(_foldable(v) for b in walk(e)
+                                    if isinstance(b, ast.BoolOp) for v in b.values[:-1])):
             return e
         self.env.setdefault("bool", bool)
         return ast.copy_location(ast.Call(func=name("bool"), args=[e], keywords=[]), e)

@@ -17,6 +17,7 @@ like any loop body's.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ...kernels import helpers, revolve, rng
 from ..analysis import dataflow
@@ -30,6 +31,8 @@ from ..ir import LoopSchedule
 from ..nodes import clone, walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PUSH
 from .reverse_flow import strip_pushes
+from .tapes import Tapes
+from .unit import Part, Unit
 
 #: the forward sweep: snapshots where the schedule places them, every step without a tape
 _FORWARD = '''
@@ -108,10 +111,17 @@ def splice(template: str, names: dict[str, str | ast.expr],
     return fill(body)
 
 
-class BinomialMixin:
-    """The ``Reverser``'s checkpointed loops (``jg.checkpointed``)."""
+class Binomial(Part):
+    """The driver of checkpointed loops (``jg.checkpointed``).  Its state: the schedules
+    of the loops it drove (``jitgrad show --schedule``)."""
 
-    def binomial_(self, s: ast.For, restored):
+    def __init__(self, unit: Unit, tapes: Tapes, fwd_vars: set[str],
+                 block: Callable[[list[ast.stmt]], tuple[list[ast.stmt], list[ast.stmt]]]):
+        super().__init__(unit)
+        self.tapes, self.fwd_vars, self.block = tapes, fwd_vars, block
+        self.schedules: list[LoopSchedule] = []
+
+    def loop(self, s: ast.For, restored):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
         at revolve's positions, one step's tape at a time (``kernels.revolve``)."""
         bf, br = self.block(s.body)
@@ -130,7 +140,7 @@ class BinomialMixin:
         stride = fresh("_stride")
         np_name = self.global_name("np", __import__("numpy"))
         tc = self.global_name("trip_count", helpers.trip_count)
-        self.slot_buffers.append((v["POS"], "int64"))
+        self.tapes.slot(v["POS"], "int64")
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
                  RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
@@ -151,7 +161,7 @@ class BinomialMixin:
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
-        self.restored_names |= dataflow.binds_in([s]) | set(state) | {t}
+        self.tapes.restores(dataflow.binds_in([s]) | set(state) | {t})
         what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
         note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
@@ -159,8 +169,15 @@ class BinomialMixin:
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
                *splice(_FORWARD, v, blocks),
                # room for one step's top-level pushes, once: each taped step pops its own
-               *self.reserves(s, const(0), const(1), const(1))]
+               *self.tapes.reserves(s, const(0), const(1), const(1))]
         rev = [note, *once_load, *replay[:1], *splice(_REVERSE, v, blocks), *replay[1:]]
+        self.schedules.append(self.schedule(s, state, slotted, bf))
+        return fwd, rev
+
+    def schedule(self, s: ast.For, state: list[str], slotted: set[str],
+                 bf: list[ast.stmt]) -> LoopSchedule:
+        """What ``jitgrad show --schedule`` says of the loop ``s``: its state's kinds and
+        what one step pushes (``bf``: its forward body)."""
         kinds = []
         for n in state:
             k = self.an.kind(n)
@@ -168,10 +185,9 @@ class BinomialMixin:
                                                      "array reference") if k.is_array else
                           {"f": "float64", "i": "int64", "b": "bool"}.get(k.cls, "?")))
         counts, arrays = tape_summary(bf, None)
-        self.schedules.append(LoopSchedule(line, CHECKPOINTED.get(s)[1], tuple(kinds),
-                                           tuple(sorted(counts.items(), key=lambda c: (
-                                               c[0] is not None, c[0] or 0))), arrays))
-        return fwd, rev
+        return LoopSchedule(getattr(s, "lineno", None), CHECKPOINTED.get(s)[1], tuple(kinds),
+                            tuple(sorted(counts.items(), key=lambda c: (
+                                c[0] is not None, c[0] or 0))), arrays)
 
     def replayed_draws(self, s: ast.For, K: str, top: str, slots: list[ast.stmt],
                        store: list[ast.stmt], load: list[ast.stmt]) -> list[ast.stmt]:
@@ -183,7 +199,7 @@ class BinomialMixin:
         if first_draw(s.body, self.env) is None:
             return []
         buf = self.namer.fresh("_snaps_rng")
-        self.slot_buffers.append((buf, "uint8"))
+        self.tapes.slot(buf, "uint8")
         res, st, ld = (self.global_name(f.__name__, f)
                        for f in (rng.rng_reserve, rng.rng_store, rng.rng_load))
 
@@ -221,139 +237,165 @@ class BinomialMixin:
         elements some step reads (their elements, and the reference where the name is
         rebound), and values the loop only reads but code after it changes (kept once).
         """
-        t = s.target.id
+        st = _State(self, s, K, top)
+        for n in sorted(st.exposed, key=lambda n: (self.an.first_pos(n), n)):
+            st.add(n)
+        return st.slots, st.store, st.load, st.once_save, st.once_load, st.state
+
+
+class _State:
+    """The snapshot state of one checkpointed loop, built name by name
+    (``Binomial.binomial_state``)."""
+
+    def __init__(self, b: Binomial, s: ast.For, K: str, top: str):
+        self.b, self.an, self.namer, self.parsed = b, b.an, b.namer, b.parsed
+        self.s, self.K, self.top = s, K, top
         body = s.body
-        exposed = (exposed_reads(body) & self.fwd_vars) - {t}
-        rebound = stored_names(body)
+        self.exposed = (exposed_reads(body) & b.fwd_vars) - {s.target.id}
+        self.rebound = stored_names(body)
         direct: set[str] = set()  # arrays the body writes in place
         for st in walk_stmts(body):
             tgt = st.targets[0] if isinstance(st, ast.Assign) else getattr(st, "target", None)
             if isinstance(tgt, ast.Subscript) and isinstance(tgt.value, ast.Name):
                 direct.add(tgt.value.id)
-
-        def group(n: str) -> set[str]:
-            return set(self.an.aliases.get(n, {n})) | {n}
-
-        written = set().union(*(group(n) for n in direct)) if direct else set()
+        self.written = set().union(*(self.group(n) for n in direct)) if direct else set()
         read = element_reads(body)
-        read_groups = set().union(*(group(n) for n in read)) if read else set()
-        end = END.get(s)
+        self.read_groups = set().union(*(self.group(n) for n in read)) if read else set()
+        self.slots: list[ast.stmt] = []
+        self.store: list[ast.stmt] = []
+        self.load: list[ast.stmt] = []
+        self.once_save: list[ast.stmt] = []
+        self.once_load: list[ast.stmt] = []
+        self.state: list[str] = []
+        self.restore = b.global_name("restore_into", helpers.restore_into)
+        self.snap = b.global_name("snapshot", helpers.snapshot)
 
-        def changed_after(n: str) -> tuple[bool, bool]:
-            """(rebound after the loop, its buffer written after it)."""
-            rb = any(POS.get(d) > end and n in stored_names([d])
-                     for d in self.an.defs.get(n, []) if isinstance(d, ast.stmt))
-            wr = any(POS.get(d) > end for m in group(n)
-                     for d in self.an.inplace.get(m, ()))
-            return rb, wr
+    def group(self, n: str) -> set[str]:
+        """``n`` and the names sharing its buffer."""
+        return set(self.an.aliases.get(n, {n})) | {n}
 
-        slots: list[ast.stmt] = []
-        store: list[ast.stmt] = []
-        load: list[ast.stmt] = []
-        once_save: list[ast.stmt] = []
-        once_load: list[ast.stmt] = []
-        state: list[str] = []
-        restore = self.global_name("restore_into", helpers.restore_into)
-        snap = self.global_name("snapshot", helpers.snapshot)
-        at = name(top)
+    def changed_after(self, n: str) -> tuple[bool, bool]:
+        """(rebound after the loop, its buffer written after it)."""
+        end = END.get(self.s)
+        rb = any(POS.get(d) > end and n in stored_names([d])
+                 for d in self.an.defs.get(n, []) if isinstance(d, ast.stmt))
+        wr = any(POS.get(d) > end for m in self.group(n)
+                 for d in self.an.inplace.get(m, ()))
+        return rb, wr
 
-        def call(f: str, *args: ast.expr) -> ast.expr:
-            return ast.Call(func=name(f), args=list(args), keywords=[])
+    def item(self, buf: str) -> ast.expr:
+        return ast.Subscript(value=name(buf), slice=name(self.top), ctx=ast.Load())
 
-        def item(buf: str) -> ast.expr:
-            return ast.Subscript(value=name(buf), slice=name(top), ctx=ast.Load())
+    def put(self, buf: str, val: ast.expr) -> ast.stmt:
+        return ast.Assign(targets=[ast.Subscript(value=name(buf), slice=name(self.top),
+                                                 ctx=ast.Store())], value=val)
 
-        def put(buf: str, val: ast.expr) -> ast.stmt:
-            return ast.Assign(targets=[ast.Subscript(value=name(buf), slice=name(top),
-                                                     ctx=ast.Store())], value=val)
+    def reserve(self, buf: str, size: ast.expr, dtype: str) -> ast.stmt:
+        """``buf = tape_reserve(buf, 0, size)``: kept storage (``slot_buffers``)."""
+        self.b.tapes.slot(buf, dtype)
+        res = self.b.global_name("tape_reserve", helpers.tape_reserve)
+        return assign(buf, _call(res, name(buf), const(0), size))
 
-        def refs(n: str) -> None:
-            buf = self.namer.fresh(f"_refs_{n.lstrip('_')}")
-            rs = self.global_name("ref_slots", revolve.ref_slots)
-            slots.append(assign(buf, call(rs, name(n), name(K))))
-            store.append(put(buf, name(n)))
-            load.append(assign(n, item(buf)))
+    def add(self, n: str) -> None:
+        """Add what a snapshot keeps of ``n`` (if anything)."""
+        k = self.an.kind(n)
+        defs = self.an.defs.get(n, [])
+        if k.is_array and n in self.rebound:
+            self.b.refuse_shape_change(n, self.s.body)
+        carried = n in self.rebound or n in self.written
+        if carried and n not in self.b.args and all(POS.get(self.s) <= POS.get(d)
+                                                    for d in defs):
+            # (a binding after the loop gives it no value before the loop either: the
+            # first step's snapshot would read an unbound name)
+            raise self.parsed.error(
+                f"the checkpointed loop reads '{self.parsed.user_name(n)}' before a step "
+                "assigns it, and it has no value before the loop", self.s,
+                f"assign '{self.parsed.user_name(n)}' before the loop")
+        if n in self.written and not (self.group(n) & self.read_groups):
+            return  # written, never read: every rerun writes the same values again
+        if carried and not k.is_array:
+            self.scalar(n, k)
+        elif carried:
+            self.array(n)
+        else:
+            self.kept_once(n, k)
 
-        def reserve(buf: str, size: ast.expr, dtype: str) -> ast.stmt:
-            """``buf = tape_reserve(buf, 0, size)``: kept storage (``slot_buffers``)."""
-            self.slot_buffers.append((buf, dtype))
-            res = self.global_name("tape_reserve", helpers.tape_reserve)
-            return assign(buf, call(res, name(buf), const(0), size))
+    def scalar(self, n: str, k) -> None:
+        """A scalar the loop carries: one slot each, by value."""
+        dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls)
+        if k.ndim != 0 or dtype is None:
+            raise self.parsed.error(
+                f"the checkpointed loop carries '{self.parsed.user_name(n)}', whose "
+                "kind (a float, int, bool or array) is not known", self.s,
+                "use a plain range for this loop")
+        buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
+        self.slots.append(self.reserve(buf, name(self.K), dtype))
+        self.store.append(self.put(buf, name(n)))
+        self.load.append(assign(n, self.item(buf)))
+        self.state.append(n)
 
-        def elements(n: str) -> None:
-            buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
-            al = self.global_name("array_slots", revolve.array_slots)
-            st = self.global_name("store_slot", revolve.store_slot)
-            dtype = _DTYPES.get(self.an.kind(n).cls)
-            if dtype is None:
-                slots.append(assign(buf, call(al, name(n), name(K))))
-            else:  # in storage kept for the call (and between calls)
-                mem = self.namer.fresh(f"_ws_slots_{n.lstrip('_')}")
-                size = binop(name(K), ast.Mult(), ast.Attribute(value=name(n), attr="size",
-                                                                ctx=ast.Load()))
-                slots.append(reserve(mem, size, dtype))
-                slots.append(assign(buf, call(al, name(n), name(K), name(mem))))
-            store.append(ast.Expr(value=call(st, name(buf), at, name(n))))
-            ld = self.global_name("load_slot", revolve.load_slot)
-            load.append(ast.Expr(value=call(ld, name(n), name(buf), at)))
+    def array(self, n: str) -> None:
+        """An array the loop carries: its reference where it is rebound (kept once where
+        code after the loop rebinds it), its elements where they change."""
+        rb_after, _ = self.changed_after(n)
+        if n in self.rebound:
+            self.refs(n)
+        elif rb_after:
+            ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
+            self.once_save.append(assign(ref, name(n)))
+            self.once_load.insert(0, assign(n, name(ref)))
+        # elements: written in the loop, or (rebound each step) shared with a buffer
+        # that something writes, which would change the object a slot refers to
+        if n in self.written or self.group(n) & (self.an.written | self.an.aug_written):
+            self.elements(n)
+        self.state.append(n)
 
-        for n in sorted(exposed, key=lambda n: (self.an.first_pos(n), n)):
-            k = self.an.kind(n)
-            defs = self.an.defs.get(n, [])
-            if k.is_array and n in rebound:
-                self.refuse_shape_change(n, body)
-            carried = n in rebound or n in written
-            if carried and n not in self.args and all(POS.get(s) <= POS.get(d) for d in defs):
-                # (a binding after the loop gives it no value before the loop either: the
-                # first step's snapshot would read an unbound name)
-                raise self.parsed.error(
-                    f"the checkpointed loop reads '{self.parsed.user_name(n)}' before a step "
-                    "assigns it, and it has no value before the loop", s,
-                    f"assign '{self.parsed.user_name(n)}' before the loop")
-            if n in written and not (group(n) & read_groups):
-                continue  # written, never read: every rerun writes the same values again
-            if carried and not k.is_array:
-                dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls)
-                if k.ndim != 0 or dtype is None:
-                    raise self.parsed.error(
-                        f"the checkpointed loop carries '{self.parsed.user_name(n)}', whose "
-                        "kind (a float, int, bool or array) is not known", s,
-                        "use a plain range for this loop")
-                buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
-                slots.append(reserve(buf, name(K), dtype))
-                store.append(put(buf, name(n)))
-                load.append(assign(n, item(buf)))
-                state.append(n)
-                continue
-            if carried:
-                rb_after, wr_after = changed_after(n)
-                if n in rebound:
-                    refs(n)
-                elif rb_after:
-                    ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
-                    once_save.append(assign(ref, name(n)))
-                    once_load.insert(0, assign(n, name(ref)))
-                # elements: written in the loop, or (rebound each step) shared with a buffer
-                # that something writes, which would change the object a slot refers to
-                if n in written or group(n) & (self.an.written | self.an.aug_written):
-                    elements(n)
-                state.append(n)
-                continue
-            # read, not changed by the loop: kept once where code after the loop changes it
-            rb_after, wr_after = changed_after(n)
-            if not (rb_after or wr_after):
-                continue
-            keep = self.namer.fresh(f"_kept_{n.lstrip('_')}")
-            if k.is_array:
-                ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
-                once_save += [assign(ref, name(n)), assign(keep, call(snap, name(n)))]
-                once_load += [assign(n, name(ref)),
-                              ast.Expr(value=call(restore, name(n), name(keep)))]
-            else:
-                once_save.append(assign(keep, name(n)))
-                once_load.append(assign(n, name(keep)))
-            state.append(n)
-        return slots, store, load, once_save, once_load, state
+    def kept_once(self, n: str, k) -> None:
+        """A value the loop only reads: kept once where code after the loop changes it."""
+        rb_after, wr_after = self.changed_after(n)
+        if not (rb_after or wr_after):
+            return
+        keep = self.namer.fresh(f"_kept_{n.lstrip('_')}")
+        if k.is_array:
+            ref = self.namer.fresh(f"_ref_{n.lstrip('_')}")
+            self.once_save += [assign(ref, name(n)), assign(keep, _call(self.snap, name(n)))]
+            self.once_load += [assign(n, name(ref)),
+                               ast.Expr(value=_call(self.restore, name(n), name(keep)))]
+        else:
+            self.once_save.append(assign(keep, name(n)))
+            self.once_load.append(assign(n, name(keep)))
+        self.state.append(n)
+
+    def refs(self, n: str) -> None:
+        """Slots holding ``n``'s array object itself (the name is rebound each step)."""
+        buf = self.namer.fresh(f"_refs_{n.lstrip('_')}")
+        rs = self.b.global_name("ref_slots", revolve.ref_slots)
+        self.slots.append(assign(buf, _call(rs, name(n), name(self.K))))
+        self.store.append(self.put(buf, name(n)))
+        self.load.append(assign(n, self.item(buf)))
+
+    def elements(self, n: str) -> None:
+        """Slots holding copies of ``n``'s elements."""
+        b, K = self.b, self.K
+        buf = self.namer.fresh(f"_snaps_{n.lstrip('_')}")
+        al = b.global_name("array_slots", revolve.array_slots)
+        st = b.global_name("store_slot", revolve.store_slot)
+        dtype = _DTYPES.get(self.an.kind(n).cls)
+        if dtype is None:
+            self.slots.append(assign(buf, _call(al, name(n), name(K))))
+        else:  # in storage kept for the call (and between calls)
+            mem = self.namer.fresh(f"_ws_slots_{n.lstrip('_')}")
+            size = binop(name(K), ast.Mult(), ast.Attribute(value=name(n), attr="size",
+                                                            ctx=ast.Load()))
+            self.slots.append(self.reserve(mem, size, dtype))
+            self.slots.append(assign(buf, _call(al, name(n), name(K), name(mem))))
+        self.store.append(ast.Expr(value=_call(st, name(buf), name(self.top), name(n))))
+        ld = b.global_name("load_slot", revolve.load_slot)
+        self.load.append(ast.Expr(value=_call(ld, name(n), name(buf), name(self.top))))
+
+
+def _call(f: str, *args: ast.expr) -> ast.expr:
+    return ast.Call(func=name(f), args=list(args), keywords=[])
 
 
 #: the dtype of the storage kept for the snapshots of an array of each kind class

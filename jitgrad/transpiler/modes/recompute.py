@@ -1,33 +1,166 @@
-"""Recompute: a value the adjoint needs, given again from what the adjoint sweep still has.
+"""The store-or-recompute planner: a value the adjoint needs, given again from what the
+adjoint sweep still has, or stored.
 
-``RecomputeMixin.recompute`` plans a value's recomputation (``analysis.cost.Plan``): it
+``Planner.plan`` returns the decision record of one statement (``Captures``: each value
+stored or recomputed, ``analysis.cost.decide``); ``tapes.py`` writes it out.
+``Planner.recompute`` plans a value's recomputation (``analysis.cost.Plan``): it
 is rebuilt from the one definition that reaches the read, from operands that provably
 hold the values that definition saw (arrays not written since, restored or
 loop-invariant scalars, the loop index), each intermediate value restored once under
 its name; ``joint_plans`` prices the values one statement reads together; and a value
 carried from one loop trip to the next is taped once, before its update
-(``restored_next_trip``).  ``tapes.py`` asks ``analysis.cost.decide`` which to do.
+(``restored_next_trip``).
 """
 
 from __future__ import annotations
 
 import ast
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ...rules.primitives import draws
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis
-from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, op_cost
+from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
 from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import clone, replace_names, walk, walk_stmts
-from ..notes import BLOCK, CHECKPOINTED, END, POS, PUSH
-from .policy import compose
-from .tapes import decision
+from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
+from .policy import ReadPolicy, compose
 
 
-class RecomputeMixin:
-    """Recomputation planning of the ``Reverser`` (see module docstring)."""
+@dataclass
+class Capture:
+    """What to do with one value an adjoint reads that may change before the adjoint runs:
+    ``decision`` stores it (pushed on a tape) or recomputes it (``decision.plan``)."""
+
+    name: str
+    #: the statement's own output (pushed after it, not before)
+    is_out: bool
+    #: given back under its own name (earlier statements' adjoints reuse it), not a fresh one
+    restores: bool
+    decision: Decision
+    #: stored instead where the loop first rebinds it, once per trip (``Planner.restore_at``)
+    next_trip: bool = False
+    #: the value stored earlier at the same statement that this one equals: its tape serves
+    #: both (``ReadPolicy.same_value``)
+    twin: str | None = None
+    #: only its shape is stored (the adjoint reads it only as ``unbroadcast``'s operand)
+    shape: bool = False
+
+
+@dataclass
+class Captures:
+    """The planner's decision record for one statement: its values in order, and the one
+    decision for the values recomputed together (None: each was decided on its own)."""
+
+    values: list[Capture]
+    joint: Decision | None = None
+
+
+class Planner:
+    """Store or recompute: which values a statement's adjoint needs again, and how each is
+    given (see module docstring).  Its state: ``restore_at``, the values stored once per
+    trip where a loop first rebinds them.  ``fwd_vars``: the names the forward sweep has
+    defined so far (shared with the tapes and statements; by default the args and every
+    name defined); ``policy``: what the adjoint reads again (``policy.ReadPolicy``)."""
+
+    def __init__(self, an: Analysis, env: dict, args: list[str], body: list[ast.stmt],
+                 has_break: Callable[[ast.stmt], bool], fwd_vars: set[str] | None = None,
+                 policy: ReadPolicy | None = None):
+        self.an, self.env, self.args = an, env, args
+        self.has_break = has_break
+        self.fwd_vars = set(args) | set(an.defs) if fwd_vars is None else fwd_vars
+        self.policy = policy
+        self.regions = any(checkpoint(x) for x in walk_stmts(body))  # checkpointed regions
+        self.nonlinear_reads = nonlinear_reads(body, an)
+        #: statement id -> the scalars taped before it, restored after its adjoint
+        self.restore_at: dict[int, set[str]] = {}
+
+    def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
+             compound: bool, made: set[str],
+             shape_only: Callable[[str], bool] | None = None) -> Captures:
+        """The values of ``reads`` (forward-sweep names, in order of definition) that the
+        adjoint of ``s`` needs and that may change before it runs, each stored or
+        recomputed (``analysis.cost.decide``; together where that is cheaper).
+
+        ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
+        gains what the adjoint will have restored under its own name.  ``shape_only``:
+        does the adjoint read a stored array only for its shape (then that is stored)?"""
+        wanted = self.wanted(s, reads, outputs, restored, compound, made)
+        # counters indexing element reads: restored here, the reads are read again
+        wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
+                                                                    compound)]
+        # the first value's plan, planned once: on its own it is what joint planning starts
+        # from (nothing planned before it), and what deciding it alone finds
+        first = self.first_plan(wanted, s, restored, compound)
+        joint = self.joint_plans(wanted, s, restored, compound, first)
+        values: list[Capture] = []
+        taped: list[str] = []  # the values stored here on tapes of their own, in order
+        for k, (n, is_out, restores) in enumerate(wanted):
+            if joint is not None:
+                d = Decision(n, False, "", joint[0][n])
+            else:
+                d = decide(n, first[0] if k == 0 else self.recompute(
+                    n, s, restored, post=is_out, steps=not compound and not is_out))
+            if not d.stored:
+                restored.update(m for m, _ in d.plan.steps)  # restored on the way
+                if restores:
+                    restored.add(n)
+                values.append(Capture(n, is_out, restores, d))
+                continue
+            values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped,
+                                      shape_only))
+        return Captures(values, None if joint is None else joint[1])
+
+    def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str],
+               shape_only: Callable[[str], bool] | None) -> Capture:
+        """How the stored value ``c`` is kept: restored once per trip where its loop first
+        rebinds it, on the tape of a value stored at ``s`` that it equals, as its shape
+        alone (``shape_only``), or on a tape of its own (``taped`` then gains it)."""
+        n = c.name
+        at = self.restored_next_trip(n, s) if c.restores else None
+        if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
+            self.restore_at.setdefault(id(at), set()).add(n)
+            c.next_trip = True
+            return c
+        c.twin = next((m for m in taped if self.policy is not None
+                       and self.policy.same_value(m, n, s)), None)
+        if c.twin is None and shape_only is not None and shape_only(n):
+            c.shape = True  # popped into a fresh name: never restored under its own
+            c.decision = Decision(n, True, "its shape (the adjoint reads no element)")
+            return c
+        if c.twin is None:
+            taped.append(n)
+        if c.restores:
+            restored.add(n)
+        return c
+
+    def wanted(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
+               compound: bool, made: set[str]) -> list[tuple[str, bool, bool]]:
+        """(name, ``s``'s own output, restored here) of each value read that something may
+        redefine before the adjoint of ``s`` runs."""
+        defined = dataflow.binds_in([s])
+        wanted: list[tuple[str, bool, bool]] = []
+        for n in sorted(reads, key=lambda n: (self.an.first_pos(n), n)):
+            if self.an.recomputed_index(n, s):
+                continue
+            is_out = n in outputs
+            if is_out and n in made:
+                continue
+            if is_out and n not in self.an.defs:
+                # a rule's own value, made here: the next iteration makes it again
+                need = bool(self.an.enclosing_loops(s))
+            elif is_out:
+                need = self.an.may_redefine_after(n, s, include_self=False)
+            else:
+                need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
+                if need and n in restored and n not in defined and not compound:
+                    need = False
+            if need:
+                wanted.append((n, is_out, not is_out and not compound and n not in defined))
+        return wanted
 
     def restored_next_trip(self, n: str, s: ast.stmt) -> ast.stmt | None:
         """Where the scalar ``n``, read by ``s`` with the value it has at the end of a
@@ -48,7 +181,7 @@ class RecomputeMixin:
             return None
         loop = loops[0]
         k = self.an.kind(n)
-        if k.is_array or k.ndim != 0 or CHECKPOINTED.get(loop) or self._has_break(loop) \
+        if k.is_array or k.ndim != 0 or CHECKPOINTED.get(loop) or self.has_break(loop) \
                 or loop.target.id == n:
             return None
         defs = self.an.defs.get(n, [])
@@ -66,27 +199,6 @@ class RecomputeMixin:
         if not self.an.used_within(n, at, POS.get(first)):
             return None  # the trip's start value is never read: one tape either way
         return first
-
-    def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
-                       restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
-        """``s``'s sweeps with the values ``restored_next_trip`` placed here taped before
-        ``s`` and restored after its adjoint (``restored`` then holds them)."""
-        names = sorted(self.restore_at.get(id(s), ()))
-        if not names:
-            return fwd, rev
-        c = decision(f"stored {', '.join(names)} before the loop rebinds "
-                    f"{'them' if len(names) > 1 else 'it'}: the value each trip ends with is "
-                    "the next one's")
-        PUSH.set(c, True)
-        before: list[ast.stmt] = [c]
-        after: list[ast.stmt] = []
-        for n in names:
-            push, pop = self.new_tape(self.namer.tape(n), n, s)
-            before += push
-            after += pop(n)
-            restored.add(n)
-            self.restored_names.add(n)
-        return before + list(fwd), list(rev) + after
 
     def needed_before(self, m: str, s: ast.stmt) -> bool:
         """Does the adjoint of a statement before ``s`` in its loop body (one that runs
@@ -220,6 +332,15 @@ class RecomputeMixin:
         ``plan``; ``done`` holds the intermediates already planned (each one once)."""
         if n in done:
             return clone(done[n])
+        d = self._reaching(n, post, at, plan, depth)
+        if d is None:
+            return None
+        return _Again(self, n, s, d, restored, plan, depth, steps, done).value()
+
+    def _reaching(self, n: str, post: bool, at: ast.stmt, plan: Plan, depth: int
+                  ) -> ast.Assign | None:
+        """The one plain definition of ``n`` that reaches ``at`` in the same loop trip (or
+        is ``at`` itself, ``post``); None (``plan.why`` says why) where there is none."""
         defs = self.an.defs.get(n, [])
         if len(defs) != 1 or not isinstance(defs[0], ast.Assign) \
                 or not isinstance(defs[0].targets[0], ast.Name):
@@ -241,132 +362,169 @@ class RecomputeMixin:
             plan.why = plan.why or (f"{n} changes after {at.targets[0].id} reads it" if later
                                     else f"{n} is made in another loop or branch")
             return None
-        v = d.value
-        changed_by_d = set(dataflow.binds(d, elements=True))
+        return d
 
-        def available(m: str) -> bool:
-            if self.an.recomputed_index(m, s) or not self.an.may_redefine_after(
-                    m, d, include_self=False):
-                return True
-            # a later statement restores it to its value here
-            return (m in restored and BLOCK.get(d) == BLOCK.get(s)
-                    and not self.an.defined_between(m, d, s)
-                    and m not in dataflow.binds(s, elements=True))
 
-        def read(v: ast.Subscript) -> ast.expr | None:
-            """An element read again: its array unwritten since, its index available."""
-            base = v.value.id
-            group = self.an.aliases.get(base, {base})
-            if any(self.an.may_redefine_after(b, d, include_self=False) for b in group):
-                view = self.policy.unwritten_view(base, d, s) if self.policy else None
-                if view is None:
-                    plan.why = plan.why or f"{base} is written later"
-                    return None
-                # a view of an array nothing writes: its element, read from that array
-                sub = compose(view[0], view[1], v.slice)
-                base = view[0]
-            else:
-                sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
-            for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
-                if available(m.id):
-                    continue  # the loop index, unchanged since, or restored to its value
-                k = self._again(m.id, s, restored, False, d, plan, depth + 1, False, done)
-                if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
-                    plan.why = plan.why or f"index {m.id} of {n} is rebound later"
-                    return None
-                replace_names(sub, lambda x, m=m.id, k=k: clone(k) if x.id == m else x)
-            plan.leaves.add(base)
-            plan.charge(READ_COST, "")
-            return sub
+class _Again:
+    """One step of ``Planner.recompute``'s walk: the value ``n`` gets at its definition
+    ``d``, rebuilt from operands that still hold what ``d`` saw in the adjoint of ``s``
+    (charging ``plan``; deeper names through ``Planner._again``)."""
 
-        def op(v: ast.expr) -> ast.expr | None:
-            """A comparison, operator or priced scalar call again, from its operands."""
-            if isinstance(v, ast.Compare) and len(v.ops) == 1:  # a test, bool(a > b)
-                plan.charge(1.0, "")
-                a = operand(v.left)
-                b = operand(v.comparators[0]) if a is not None else None
-                return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
-            if isinstance(v, ast.Call) and draws(resolve(v.func, self.env)):
-                plan.why = plan.why or f"{ast.unparse(v.func)} draws a random number: never " \
-                    "drawn again"
-                return None
-            c, what = op_cost(v, self.env)
-            if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
-                    isinstance(v, ast.Call) and v.keywords):
-                plan.why = plan.why or (f"{what} has no cost in the primitive table" if what
-                                        else f"{n} is not an operation jitgrad redoes")
-                return None
-            plan.charge(c, what)
-            if isinstance(v, ast.Call):
-                args = [operand(a) for a in v.args]
-                if any(a is None for a in args):
-                    return None
-                return ast.Call(func=clone(v.func), args=args, keywords=[])
-            if isinstance(v, ast.BinOp):
-                a = operand(v.left)
-                b = operand(v.right) if a is not None else None
-                return None if b is None else ast.BinOp(left=a, op=v.op, right=b)
-            a = operand(v.operand)
-            return None if a is None else ast.UnaryOp(op=v.op, operand=a)
+    def __init__(self, planner: Planner, n: str, s: ast.stmt, d: ast.Assign, restored,
+                 plan: Plan, depth: int, steps: bool, done: dict[str, ast.expr]):
+        self.planner, self.an, self.env = planner, planner.an, planner.env
+        self.n, self.s, self.d, self.restored = n, s, d, restored
+        self.plan, self.depth, self.steps, self.done = plan, depth, steps, done
+        self.changed_by_d = set(dataflow.binds(d, elements=True))
 
-        def operand(m: ast.expr) -> ast.expr | None:
-            if isinstance(m, ast.Constant):
-                return m
-            if isinstance(m, ast.Subscript) and isinstance(m.value, ast.Name):
-                return read(m)  # x[i] > 0, a test on an element
-            if isinstance(m, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.Call)):
-                return op(m)  # nested: bool(i % 2 == 0), min(a + b, c)
-            if not isinstance(m, ast.Name) or m.id in changed_by_d:
-                plan.why = plan.why or f"{n} reads its own old value"
-                return None
-            if available(m.id):
-                plan.leaves.add(m.id)
-                return name(m.id)
-            spent = plan.cost
-            e = self._again(m.id, s, restored, False, d, plan, depth + 1, steps, done)
-            if e is None or not steps or not isinstance(e, (ast.BinOp, ast.UnaryOp,
-                                                            ast.Call, ast.Compare)) \
-                    or int_arith(e, self.an):
-                return e  # inlined: an element read, index arithmetic
-            if m.id in dataflow.binds(s, elements=True):
-                return e
-            if self.needed_before(m.id, s):
-                # an earlier statement's adjoint needs it too, and finds it restored: it
-                # costs here only what it costs beyond the tape it saves there
-                plan.cost = spent + max(0.0, plan.cost - spent - TAPE_COST)
-                plan.shared = True
-            plan.steps.append((m.id, e))  # restored under its name: computed once
-            done[m.id] = name(m.id)
-            return name(m.id)
+    def why(self, text: str) -> None:
+        """Say why not (the first reason found is kept)."""
+        self.plan.why = self.plan.why or text
 
+    def deeper(self, m: str, steps: bool) -> ast.expr | None:
+        """``m`` just before ``d``, one level down the walk."""
+        return self.planner._again(m, self.s, self.restored, False, self.d, self.plan,
+                                   self.depth + 1, steps, self.done)
+
+    def unchanged(self, m: str) -> bool:
+        """Does ``m`` hold, in the adjoint of ``s``, the value it had at ``d``?"""
+        return self.an.recomputed_index(m, self.s) or not self.an.may_redefine_after(
+            m, self.d, include_self=False)
+
+    def value(self) -> ast.expr | None:
+        """The expression giving ``n`` again, or None (``plan.why``)."""
+        n, v = self.n, self.d.value
         for m in walk(v):
-            if isinstance(m, ast.Name) and m.id in changed_by_d:
-                plan.why = plan.why or f"{n} reads its own old value"
+            if isinstance(m, ast.Name) and m.id in self.changed_by_d:
+                self.why(f"{n} reads its own old value")
                 return None
         if int_arith(v, self.an):
-            shaped = shape_operands(v)
-            for m in walk(v):
-                if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
-                    continue  # the function name in len(x)
-                if isinstance(m, ast.Name) and m.id in shaped:
-                    if self.an.may_rebind_after(m.id, d):
-                        plan.why = plan.why or f"{m.id} is rebound later (its shape may change)"
-                        return None
-                    continue  # writes into it keep its shape
-                if isinstance(m, ast.Name) and not (
-                        self.an.recomputed_index(m.id, s)
-                        or not self.an.may_redefine_after(m.id, d, include_self=False)):
-                    plan.why = plan.why or f"operand {m.id} of {n} is rebound later"
-                    return None
-            plan.leaves |= {m.id for m in walk(v) if isinstance(m, ast.Name)
-                            and m.id in self.an.kinds}
-            return clone(v)  # index arithmetic: free (hoisted by the compiler), never taped
+            return self.index_arith(v)
         if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-            return read(v)
+            return self.read(v)
         if self.an.kind(n).is_array:
-            plan.why = plan.why or f"{n} is an array"
+            self.why(f"{n} is an array")
             return None
-        return op(v)
+        return self.op(v)
+
+    def index_arith(self, v: ast.expr) -> ast.expr | None:
+        """Integer arithmetic again: free (hoisted by the compiler), never taped, when its
+        operands are unchanged (the arrays whose shape it queries not rebound)."""
+        shaped = shape_operands(v)
+        for m in walk(v):
+            if isinstance(m, ast.Name) and m.id in self.env and m.id not in self.an.kinds:
+                continue  # the function name in len(x)
+            if isinstance(m, ast.Name) and m.id in shaped:
+                if self.an.may_rebind_after(m.id, self.d):
+                    self.why(f"{m.id} is rebound later (its shape may change)")
+                    return None
+                continue  # writes into it keep its shape
+            if isinstance(m, ast.Name) and not self.unchanged(m.id):
+                self.why(f"operand {m.id} of {self.n} is rebound later")
+                return None
+        self.plan.leaves |= {m.id for m in walk(v) if isinstance(m, ast.Name)
+                             and m.id in self.an.kinds}
+        return clone(v)
+
+    def available(self, m: str) -> bool:
+        """Does the adjoint of ``s`` still have ``m`` as ``d`` saw it (unchanged, or
+        restored to it by a later statement)?"""
+        if self.unchanged(m):
+            return True
+        d, s = self.d, self.s
+        return (m in self.restored and BLOCK.get(d) == BLOCK.get(s)
+                and not self.an.defined_between(m, d, s)
+                and m not in dataflow.binds(s, elements=True))
+
+    def read(self, v: ast.Subscript) -> ast.expr | None:
+        """An element read again: its array unwritten since, its index available."""
+        base = v.value.id
+        group = self.an.aliases.get(base, {base})
+        if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
+            policy = self.planner.policy
+            view = policy.unwritten_view(base, self.d, self.s) if policy else None
+            if view is None:
+                self.why(f"{base} is written later")
+                return None
+            # a view of an array nothing writes: its element, read from that array
+            sub = compose(view[0], view[1], v.slice)
+            base = view[0]
+        else:
+            sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+        for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
+            if self.available(m.id):
+                continue  # the loop index, unchanged since, or restored to its value
+            k = self.deeper(m.id, False)
+            if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
+                self.why(f"index {m.id} of {self.n} is rebound later")
+                return None
+            replace_names(sub, lambda x, m=m.id, k=k: clone(k) if x.id == m else x)
+        self.plan.leaves.add(base)
+        self.plan.charge(READ_COST, "")
+        return sub
+
+    def op(self, v: ast.expr) -> ast.expr | None:
+        """A comparison, operator or priced scalar call again, from its operands."""
+        plan, operand = self.plan, self.operand
+        if isinstance(v, ast.Compare) and len(v.ops) == 1:  # a test, bool(a > b)
+            plan.charge(1.0, "")
+            a = operand(v.left)
+            b = operand(v.comparators[0]) if a is not None else None
+            return None if b is None else ast.Compare(left=a, ops=v.ops, comparators=[b])
+        if isinstance(v, ast.Call) and draws(resolve(v.func, self.env)):
+            self.why(f"{ast.unparse(v.func)} draws a random number: never drawn again")
+            return None
+        c, what = op_cost(v, self.env)
+        if c is None or not isinstance(v, (ast.BinOp, ast.UnaryOp, ast.Call)) or (
+                isinstance(v, ast.Call) and v.keywords):
+            self.why(f"{what} has no cost in the primitive table" if what
+                     else f"{self.n} is not an operation jitgrad redoes")
+            return None
+        plan.charge(c, what)
+        if isinstance(v, ast.Call):
+            args = [operand(a) for a in v.args]
+            if any(a is None for a in args):
+                return None
+            return ast.Call(func=clone(v.func), args=args, keywords=[])
+        if isinstance(v, ast.BinOp):
+            a = operand(v.left)
+            b = operand(v.right) if a is not None else None
+            return None if b is None else ast.BinOp(left=a, op=v.op, right=b)
+        a = operand(v.operand)
+        return None if a is None else ast.UnaryOp(op=v.op, operand=a)
+
+    def operand(self, m: ast.expr) -> ast.expr | None:
+        """An operand of ``d``'s value again: a constant, an element read, a nested
+        operation, or a name available or recomputed (restored as a step, with ``steps``)."""
+        if isinstance(m, ast.Constant):
+            return m
+        if isinstance(m, ast.Subscript) and isinstance(m.value, ast.Name):
+            return self.read(m)  # x[i] > 0, a test on an element
+        if isinstance(m, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.Call)):
+            return self.op(m)  # nested: bool(i % 2 == 0), min(a + b, c)
+        if not isinstance(m, ast.Name) or m.id in self.changed_by_d:
+            self.why(f"{self.n} reads its own old value")
+            return None
+        if self.available(m.id):
+            self.plan.leaves.add(m.id)
+            return name(m.id)
+        plan = self.plan
+        spent = plan.cost
+        e = self.deeper(m.id, self.steps)
+        if e is None or not self.steps or not isinstance(e, (ast.BinOp, ast.UnaryOp,
+                                                             ast.Call, ast.Compare)) \
+                or int_arith(e, self.an):
+            return e  # inlined: an element read, index arithmetic
+        if m.id in dataflow.binds(self.s, elements=True):
+            return e
+        if self.planner.needed_before(m.id, self.s):
+            # an earlier statement's adjoint needs it too, and finds it restored: it
+            # costs here only what it costs beyond the tape it saves there
+            plan.cost = spent + max(0.0, plan.cost - spent - TAPE_COST)
+            plan.shared = True
+        plan.steps.append((m.id, e))  # restored under its name: computed once
+        self.done[m.id] = name(m.id)
+        return name(m.id)
 
 
 def shape_query(v: ast.expr) -> bool:

@@ -5,6 +5,12 @@ tape only if something may redefine it before the adjoint runs (a later
 statement, or the next iteration of a loop around both); loop indices are
 recomputed by running the loop backwards, never pushed.  Rules are inlined from
 their templates: forward part into the forward sweep, pullback into the adjoint.
+
+The pass is four components (each with its own state) under one walker: the
+store-or-recompute ``Planner`` (``recompute.py``) and the ``Tapes`` that write its
+decisions out (``tapes.py``), the ``Statements`` reverser (``statements.py``),
+``ControlFlow`` (``reverse_flow.py``) and the ``Binomial`` driver (``binomial.py``).
+``Reverser.block`` walks a block backwards and hands each statement to one of them.
 """
 
 from __future__ import annotations
@@ -12,30 +18,23 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ...errors import RuleError
-from ...kernels import helpers, snapshots
-from ...markers import hook, nobacksies
-from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import is_library
+from ...kernels import helpers
 from ..analysis import dataflow
-from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
-from ..astutil import binop, names_of, walk_values
+from ..analysis.analyse import Analysis
 from ..backend.emit import comment
-from ..backend.optimize import Simplify, drop_self_identity, propagate_copies, prune_unused
+from ..backend.optimize import propagate_copies
 from ..front.desugar import assign, const, name
-from ..front.inline import rename, resolve
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
-from ..nodes import clone, relocate, walk, walk_stmts
-from ..notes import CHECKPOINTED, POS, SCALAR_RESULT, checkpoint
-from .binomial import BinomialMixin
-from .fused import ReciprocalSqrt, reciprocal_sqrt
+from ..notes import CHECKPOINTED, POS, checkpoint
+from .binomial import Binomial
 from .policy import ReadPolicy
-from .recompute import RecomputeMixin, nonlinear_reads
-from .reverse_flow import ControlFlowMixin
-from .tapes import TapeMixin
-from .template import instantiate, template_of
+from .recompute import Planner
+from .reverse_flow import ControlFlow
+from .statements import Statements
+from .tapes import Tapes
+from .unit import Unit
 
 
 @dataclass
@@ -63,150 +62,40 @@ class Sweeps:
     snapshots: Snapshots | None = None
 
 
-class _Scalars:
-    """The scalar names defined so far, as a membership test (not rebuilt per statement)."""
+class Reverser:
+    """Walks the body backwards, handing each statement to its component; see the module
+    docstring."""
 
-    def __init__(self, names: set[str], an: Analysis):
-        self.names, self.an = names, an
-
-    def __contains__(self, n: object) -> bool:
-        return n in self.names and not self.an.kind(n).is_array
-
-
-class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
-    """Generates both sweeps; see the module docstring."""
-
-    def __init__(self, parsed: Parsed, an: Analysis, env: dict, namer: Namer,
-                 args: list[str], wrt: list[str], returns: list[ast.expr]):
-        self.parsed = parsed
-        self.an = an
-        self.env = env
-        self.namer = namer
-        self.args = args
-        self.wrt = wrt
-        self.returns = returns
-        self.tapes: list[str] = []
-        self.fwd_vars: set[str] = set(args)
-        self.touched: set[str] = set()
-        self.restored_names: set[str] = set()
-        self.post_restored: set[str] = set()
-        #: statement id -> the scalars taped before it, restored after its adjoint
-        self.restore_at: dict[int, set[str]] = {}
-        self.regions = False  # any checkpointed region in the function
-        self.nonlinear_reads: dict[str, list[ast.stmt]] = {}  # (``tapes.nonlinear_reads``)
-        self.policy: ReadPolicy | None = None  # what the adjoint reads again (``policy``)
-        self.reserve: dict[int, list[tuple[str, str]]] = {}
-        self.callables: set[str] = set()
-        self.schedules: list = []
-        #: the list tapes pushed with copies of float arrays (``Adjoint.snapshots``)
-        self.snapshot_tapes: list[str] = []
-        #: (name, dtype) of the checkpointed loops' slot storage, declared empty at the top
-        #: and grown by ``tape_reserve`` where a loop starts (kept like the typed tapes)
-        self.slot_buffers: list[tuple[str, str]] = []
-        self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
-
-    # --- names -------------------------------------------------------------------
-
-    def global_name(self, n: str, obj) -> str:
-        """Make ``obj`` reachable in the generated module, preferably as ``n``."""
-        return self.namer.global_name(self.env, n, obj)
-
-    def adj(self, n: str) -> str:
-        return self.namer.adjoint(n)
-
-    def is_active(self, e) -> bool:
-        return isinstance(e, ast.Name) and e.id in self.an.active
-
-    def zero(self, n: str, like: str | None = None) -> ast.expr:
-        """A zero adjoint for variable ``n``, shaped like ``like`` (default ``n``)."""
-        k = self.an.kind(n)
-        if not k.is_array:
-            return const(0.0)
-        like = like or n
-        if k.ndim is not None and k.cls == "f":
-            np_name = self.global_name("np", __import__("numpy"))
-            return ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros_like",
-                                               ctx=ast.Load()), args=[name(like)], keywords=[])
-        zl = self.global_name("zeros_like", helpers.zeros_like)
-        return ast.Call(func=name(zl), args=[name(like)], keywords=[])
-
-    # --- contributions -----------------------------------------------------------
-
-    def contribute(self, var: str, expr: ast.expr, out: list[ast.stmt], sign: int = 1) -> None:
-        """Add ``expr`` to the adjoint of ``var`` (assign on first touch if local)."""
-        if var not in self.an.active:
-            return
-        d = self.adj(var)
-        k = self.an.kind(var)
-        if self.an.modes.get(var) == "local" and d not in self.touched:
-            self.touched.add(d)
-            if sign < 0:
-                expr = ast.UnaryOp(op=ast.USub(), operand=expr)
-            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)):
-                if k.ndim is None:
-                    snap = self.global_name("snapshot", helpers.snapshot)
-                    expr = ast.Call(func=name(snap), args=[expr], keywords=[])
-                else:
-                    expr = ast.Call(func=ast.Attribute(value=expr, attr="copy", ctx=ast.Load()),
-                                    args=[], keywords=[])
-            out.append(assign(d, expr))
-            return
-        op = ast.Add() if sign > 0 else ast.Sub()
-        if self.an.modes.get(var) == "local" and k.is_array:
-            out.append(assign(d, binop(name(d), op, expr)))
-        else:
-            out.append(ast.AugAssign(target=name(d, True), op=op, value=expr))
-
-    def adjoint_view(self, n: str) -> ast.stmt:
-        """``dr = dA[i]`` for the view ``r = A[i]``: writes through either reach both."""
-        base, made = self.an.views[n]
-        return assign(self.adj(n), rename(clone(made.value), {base: self.adj(base)}))
-
-    def available(self, var: str) -> bool:
-        """Has the adjoint of ``var`` been given a value on every path so far?"""
-        if self.an.modes.get(var) == "local":
-            return self.adj(var) in self.touched
-        return var in self.an.active
-
-    def reset(self, var: str, s: ast.stmt, out: list[ast.stmt]) -> None:
-        """Zero the adjoint of a redefined buffer variable (skipped where provably dead)."""
-        if self.an.modes.get(var) != "buffer":
-            return
-        if var in self.an.block_local and s is min(
-                (d for d in self.an.defs.get(var, []) if isinstance(d, ast.Assign)
-                 and isinstance(d.targets[0], ast.Name)), key=lambda d: POS.get(d)):
-            return  # the block's first binding: zeroed where the sweep enters the block
-        first = (var not in self.args and not self.an.enclosing_loops(s)
-                 and all(POS.get(d) >= POS.get(s) for d in self.an.defs.get(var, [])))
-        if first:
-            return
-        d = self.adj(var)
-        out.append(assign(d, self.zero(var, d)))
-
-    # --- captures ----------------------------------------------------------------
+    def __init__(self, unit: Unit, body: list[ast.stmt]):
+        self.unit = unit
+        #: the names the forward sweep defines (read by the tapes, grown by statements)
+        fwd_vars = set(unit.args) | set(unit.an.defs)
+        # what the adjoint reads again instead of finding it on a tape (``policy``)
+        policy = ReadPolicy(body, unit.an, unit.env)
+        self.planner = Planner(unit.an, unit.env, unit.args, body, unit.has_break,
+                               fwd_vars, policy)
+        self.tapes = Tapes(unit, self.planner, fwd_vars)
+        self.statements = Statements(unit, self.tapes, fwd_vars)
+        self.flow = ControlFlow(unit, self.tapes, fwd_vars, self.block)
+        self.binomial = Binomial(unit, self.tapes, fwd_vars, self.block)
 
     def block(self, stmts: list[ast.stmt], top: bool = False):
-        rev: list[ast.stmt] = []
+        """The forward and adjoint sweeps of ``stmts`` (``top``: the function's body, whose
+        adjoint starts from the seeds)."""
+        an = self.unit.an
+        rev: list[ast.stmt] = self.seeds() if top else []
         restored: set[str] = set()
-        if top:
-            seeds: list[ast.stmt] = []
-            for k, r in enumerate(self.returns):
-                if self.is_active(r):
-                    seed = name(self.namer.seed) if len(self.returns) == 1 else ast.Subscript(
-                        value=name(self.namer.seed), slice=const(k), ctx=ast.Load())
-                    self.contribute(r.id, seed, seeds)
-            rev += seeds
         last = None
-        local = [n for n, b in self.an.block_local.items() if b == id(stmts)]
+        local = [n for n, b in an.block_local.items() if b == id(stmts)]
         chunks: list[list[ast.stmt]] = []  # each statement's forward, last statement first
         for s in reversed(stmts):
             # a write through a name sharing a buffer changes every name on that buffer
             # what a later statement restored of this one's outputs: the values it made
-            self.post_restored = restored & set(dataflow.binds(s, elements=True))
+            self.tapes.made = restored & set(dataflow.binds(s, elements=True))
             restored -= {m for n in dataflow.binds_in([s])
-                         for m in self.an.aliases.get(n, {n}) | {n}}
+                         for m in an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
-            f, r = self.restore_before(s, f, r, restored)
+            f, r = self.tapes.restore_before(s, f, r, restored)
             chunks.append(list(f))  # as it is now, like the slice assignment was
             line = getattr(s, "lineno", None)
             if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
@@ -218,334 +107,69 @@ class Reverser(TapeMixin, RecomputeMixin, ControlFlowMixin, BinomialMixin):
         # joined once (prepending each statement's forward was quadratic in the block)
         fwd: list[ast.stmt] = [x for f in reversed(chunks) for x in f]
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
-            rev[:0] = [self.adjoint_view(n) if n in self.an.views else
-                       assign(self.adj(n), self.zero(n))
-                       for n in sorted(local, key=lambda n: POS.get(self.an.defs[n][0]))]
+            rev[:0] = [self.statements.adjoint_view(n) if n in an.views else
+                       assign(self.unit.adj(n), self.unit.zero(n))
+                       for n in sorted(local, key=lambda n: POS.get(an.defs[n][0]))]
         return fwd, rev
+
+    def seeds(self) -> list[ast.stmt]:
+        """The adjoint's start: each active returned value's adjoint is its seed."""
+        u = self.unit
+        seeds: list[ast.stmt] = []
+        for k, r in enumerate(u.returns):
+            if u.is_active(r):
+                seed = name(u.namer.seed) if len(u.returns) == 1 else ast.Subscript(
+                    value=name(u.namer.seed), slice=const(k), ctx=ast.Load())
+                self.statements.contribute(r.id, seed, seeds)
+        return seeds
 
     def source_comment(self, line: int) -> ast.stmt:
         """A marker that ``emit`` turns into ``# line N: <the user's source line>``."""
-        return comment(f"line {line}: {self.parsed.source_line(line).strip()}")
+        return comment(f"line {line}: {self.unit.parsed.source_line(line).strip()}")
 
     def stmt(self, s: ast.stmt, restored: set[str]):
+        """The forward and adjoint of one statement, from the component that handles it."""
         if checkpoint(s):
-            return self.checkpoint_(s, restored)
+            return self.flow.checkpoint_(s, restored)
         if isinstance(s, ast.For) and CHECKPOINTED.get(s):
-            return self.binomial_(s, restored)
+            return self.binomial.loop(s, restored)
         if isinstance(s, ast.If):
-            return self.if_(s, restored)
+            return self.flow.if_(s, restored)
         if isinstance(s, ast.For):
-            return self.for_(s, restored)
+            return self.flow.for_(s, restored)
         if isinstance(s, ast.While):
-            return self.while_(s, restored)
-        self.fwd_vars.update(dataflow.binds(s, elements=True))
-        if isinstance(s, ast.Assign):
-            return self.assign(s, restored)
-        if isinstance(s, ast.AugAssign):
-            return self.aug(s, restored)
-        return [s], []
+            return self.flow.while_(s, restored)
+        return self.statements.simple(s, restored)
 
-    def finish(self, s, fwd_stmts, rev, outputs, restored):
-        """A simple statement's forward (with pushes) and adjoint (with pops)."""
-        before: list[ast.stmt] = []
-        after: list[ast.stmt] = []
-        pops = self.captures(s, rev, outputs, before, after, restored, False)
-        return before + fwd_stmts + after, pops + rev
-
-    def assign(self, s: ast.Assign, restored):
-        t = s.targets[0]
-        v = s.value
-        if isinstance(t, ast.Name) and self.an.modes.get(t.id) == "view":
-            return [s], []  # its adjoint is a view of the base's: nothing to pass back
-        if is_permutation(s):
-            tn = [e.id for e in t.elts]
-            vn = [e.id for e in s.value.elts]
-            act = [i for i, n in enumerate(tn) if n in self.an.active]
-            if not act:
-                return [s], []
-            if sorted(tn) == sorted(vn):  # a swap: the adjoints swap too
-                lhs = ast.Tuple(elts=[name(self.adj(vn[i]), True) for i in act],
-                                ctx=ast.Store())
-                rhs = ast.Tuple(elts=[name(self.adj(tn[i])) for i in act], ctx=ast.Load())
-                return [s], [ast.Assign(targets=[lhs], value=rhs)]
-            # new names for old values (versions): take the targets' adjoints, then pass
-            # each to the value it came from
-            rev: list[ast.stmt] = []
-            held = []
-            for i in act:
-                g = self.namer.fresh("_g")
-                rev.append(assign(g, name(self.adj(tn[i]))))
-                held.append((i, g))
-            for i, _ in held:
-                self.reset(tn[i], s, rev)
-            for i, g in held:
-                self.contribute(vn[i], name(g), rev)
-            return [s], rev
-        if isinstance(t, ast.Subscript):
-            return self.write(s, t, v, None, restored)
-        prim = primitive_of(v, self.env)
-        if prim is not None and prim[0] is nobacksies:
-            if len(prim[1]) == 2 and self.is_active(prim[1][1]):
-                msg = ast.unparse(prim[1][0])
-                raise self.parsed.error(f"nobacksies: {msg}", s,
-                                        "this value must not be differentiated through")
-        if not isinstance(t, ast.Name) or t.id not in self.an.active:
-            return self.forward_only(s, prim), []
-        tgt = t.id
-        rev: list[ast.stmt] = []
-        if not self.available(tgt):
-            return self.forward_only(s, prim), []
-        dt = name(self.adj(tgt))
-        if isinstance(v, ast.Constant) or not (set(names_of(v)) & self.an.active) or (
-                prim is not None and prim[0] is not None and is_non_differentiable(prim[0])):
-            self.reset(tgt, s, rev)
-            return self.finish(s, self.forward_only(s, prim), rev, set(), restored)
-        if isinstance(v, ast.Name):
-            if v.id == tgt:
-                return [s], []
-            # an array copy whose names both see later writes has an adjoint view (analyse);
-            # any other (a move, or writes neither name sees while the other is used) adds up
-            self.contribute(v.id, dt, rev)
-            self.reset(tgt, s, rev)
-            return self.finish(s, [s], rev, set(), restored)
-        if isinstance(v, ast.Subscript) and self._fancy(v.slice):
-            return self.call(s, tgt, v, restored)
-        if isinstance(v, ast.Subscript):
-            base = v.value.id
-            if base not in self.an.active:
-                self.reset(tgt, s, rev)
-                return self.finish(s, [s], rev, set(), restored)
-            self.check_index(v.slice, s)
-            if base == tgt:
-                raise self.parsed.error("'x = x[...]' rebinding an array to a part of itself "
-                                        "is not supported", s, "use a new name")
-            rev.append(ast.AugAssign(target=ast.Subscript(value=name(self.adj(base)),
-                                                          slice=clone(v.slice),
-                                                          ctx=ast.Store()),
-                                     op=ast.Add(), value=dt))
-            self.reset(tgt, s, rev)
-            return self.finish(s, [s], rev, set(), restored)
-        chain = reciprocal_sqrt(s, tgt, self.an, self.env)
-        if chain is not None:
-            return self.reciprocal_sqrt(s, tgt, chain, restored)
-        return self.call(s, tgt, v, restored)
-
-    def reciprocal_sqrt(self, s: ast.Assign, tgt: str, chain: ReciprocalSqrt, restored):
-        """``t = c / r`` of ``r = sqrt(u)``: ``du += -0.5 c dt / (r u)``, one division where
-        the chain rule through ``dr`` takes two (``r``'s own statement then passes back
-        only what its other uses give ``dr``)."""
-        gd = self.global_name("guard", helpers.guard)
-        dt = self.adj(tgt)
-        grad = ast.parse(f"{gd}({dt}, {-0.5 * chain.c!r} * {dt} / ({chain.r} * {chain.u}))",
-                         mode="eval").body
-        rev: list[ast.stmt] = []
-        self.contribute(chain.u, grad, rev)
-        self.reset(tgt, s, rev)
-        return self.finish(s, [s], rev, set(), restored)
-
-    def forward_only(self, s: ast.Assign, prim) -> list[ast.stmt]:
-        """The forward of a statement with no adjoint (rule forwards for non-library calls)."""
-        if prim is None or prim[0] is None or is_library(prim[0]):
-            return [s]
-        fn, args, kw = prim
-        if fn is nobacksies and len(args) == 2:
-            return [ast.copy_location(ast.Assign(targets=s.targets, value=args[1]), s)]
-        rule = lookup(fn)
-        if rule is None or not isinstance(s.targets[0], ast.Name):
-            return [s]
-        tpl, inst = self.instance(rule, args, kw, s)
-        self.note_callables(fn, inst)
-        return self.forward_of(s, s.targets[0].id, s.value, fn, tpl, inst, operand_names(args))
-
-    def instance(self, rule, args, kw, s: ast.stmt, dy: str | None = None):
-        """The rule's template bound to this call; a RuleError names the user's line."""
-        try:
-            tpl = template_of(rule)
-            return tpl, instantiate(tpl, args, kw, self.namer, self.global_name, dy)
-        except RuleError as exc:
-            where = self.parsed.error(str(exc), s, "check the call's arguments against the "
-                                      f"rule for {rule.name} (see docs/supported.md)")
-            raise RuleError(str(where)) from None
-
-    def note_callables(self, fn, inst) -> None:
-        """Functions a hook will call in compiled code (the API compiles them with Numba)."""
-        if fn is hook:
-            f = inst.bound.get("fn")
-            if isinstance(f, ast.Name):
-                self.callables.add(f.id)
-
-    def stash(self, tgt: str, operands: list[str], rev: list[ast.stmt]) -> ast.expr:
-        """The incoming adjoint; copied aside when the statement also reads ``tgt``."""
-        dt = name(self.adj(tgt))
-        if tgt in operands:
-            g = self.namer.fresh("_g")
-            rev.append(assign(g, dt))
-            return name(g)
-        return dt
-
-    def _fancy(self, idx: ast.expr) -> bool:
-        """Indexing with an integer array (gradients of repeats must accumulate)."""
-        direct = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        return any(isinstance(d, ast.Name) and d.id in self.an.kinds
-                   and self.an.kind(d.id).ndim != 0 and self.an.kind(d.id).cls in ("i", "o")
-                   for d in direct)
-
-    def check_index(self, idx: ast.expr, s: ast.stmt) -> None:
-        direct = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        for n in walk_values(idx):
-            if isinstance(n, ast.Name) and n.id in self.an.kinds:
-                k = self.an.kind(n.id)
-                if any(d is n for d in direct) and k.ndim != 0 and k.cls in ("i", "b", "o"):
-                    raise self.parsed.error(
-                        "indexing with an integer or boolean array is not supported in "
-                        "differentiated element reads/writes", s,
-                        "loop over the indices and read x[idx[k]] one element at a time")
-                if n.id in self.an.active:
-                    raise self.parsed.error("an index depends on a differentiated value", s)
-
-    def call(self, s: ast.Assign, tgt: str, v: ast.expr, restored):
-        prim = primitive_of(v, self.env)
-        if prim is None:
-            raise self.parsed.error(f"cannot differentiate '{ast.unparse(v)}'", s,
-                                    "split it into supported operations")
-        fn, args, kw = prim
-        def label() -> str:  # for messages only (printed when one is raised)
-            return ast.unparse(v.func) if isinstance(v, ast.Call) else type(v).__name__
-
-        if fn is None or (lookup(fn) is None and not is_non_differentiable(fn)):
-            raise self.parsed.error(
-                f"no gradient rule for '{label()}'", s,
-                "register one with @jitgrad.grad_rule(func) (see docs/rules.md), or "
-                "compute this value outside the differentiated function")
-        for kv in kw.values():
-            if set(names_of(kv)) & self.an.active:
-                raise self.parsed.error(f"keyword argument of '{label()}' depends on a "
-                                        "differentiated value", s,
-                                        "pass differentiable values positionally")
-        rule = lookup(fn)
-        operands = operand_names(args)
-        stashed = tgt in operands
-        # the pullback reads the target's adjoint itself, unless that is stashed first
-        tpl, inst = self.instance(rule, args, kw, s, None if stashed else self.adj(tgt))
-        self.note_callables(fn, inst)
-        rev: list[ast.stmt] = []
-        fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
-        for x in fwd:  # the rule's forward part is the user's line (errors, hvp's messages)
-            relocate(x, s)
-        self.fwd_vars.update(inst.outputs)
-        g = self.stash(tgt, operands, rev)
-        if stashed:
-            self.reset(tgt, s, rev)
-        seed = {inst.dy: g} if inst.dy != g.id else None
-        rev += [rename(x, seed) for x in inst.back] if seed else inst.back
-        scalar_res = not self.an.kind(tgt).is_array
-        scalars = _Scalars(self.fwd_vars, self.an)
-        terms: list[tuple[str, ast.expr]] = []  # (operand, its gradient), one per operand
-        for p, gexpr in zip(tpl.params, inst.grads, strict=False):
-            if gexpr is None:
-                continue
-            a = inst.bound.get(p)
-            if seed:
-                gexpr = rename(gexpr, seed)
-            for c in walk(gexpr):
-                if isinstance(c, ast.Call):
-                    SCALAR_RESULT.set(c, scalar_res)
-            gexpr = Simplify(scalars, self.unb).visit(gexpr)
-            if isinstance(a, ast.Name) and a.id in self.an.active:
-                terms.append((a.id, gexpr))
-            elif isinstance(a, (ast.Tuple, ast.List)) and any(self.is_active(e) for e in a.elts):
-                gt = self.namer.fresh("_g")
-                rev.append(assign(gt, gexpr))
-                for j, e in enumerate(a.elts):
-                    if self.is_active(e):
-                        self.contribute(e.id, ast.Subscript(value=name(gt), slice=const(j),
-                                                            ctx=ast.Load()), rev)
-        for var, gexpr in doubled(terms):
-            self.contribute(var, gexpr, rev)
-        if not stashed:
-            self.reset(tgt, s, rev)
-        else:
-            rev = drop_self_identity(rev, g.id, self.adj(tgt))
-        rev = prune_unused(rev, self.namer)
-        outputs = set(inst.outputs) | ({tgt} if tgt not in operands else set())
-        return self.finish(s, fwd, rev, outputs, restored)
-
-    def forward_of(self, s, tgt, v, fn, tpl, inst, operands) -> list[ast.stmt]:
-        """Forward statements: the user's own call where the rule just computes it."""
-        pre = list(inst.forward)
-        value = inst.value
-        call_kw = isinstance(v, ast.Call) and (v.keywords or len(v.args) + (
-            1 if isinstance(v.func, ast.Attribute) and resolve(v.func, self.env) is None else 0)
-            > len(tpl.positional))
-        lib = is_library(fn) and not call_kw
-        if not lib:
-            # a user primitive may not compile: run the rule's own forward code instead
-            v = value
-        if (pre and isinstance(value, ast.Name) and isinstance(pre[-1], ast.Assign)
-                and isinstance(pre[-1].targets[0], ast.Name)
-                and pre[-1].targets[0].id == value.id and tgt not in operands):
-            out_name = value.id
-            inst.back = [rename(x, {out_name: tgt}) for x in inst.back]
-            inst.grads = [rename(g, {out_name: tgt}) if g is not None else None
-                          for g in inst.grads]
-            inst.outputs.discard(out_name)
-            rhs = v if lib else pre[-1].value
-            pre = pre[:-1]
-            return [*pre, ast.copy_location(assign(tgt, rhs), s)]
-        if pre:
-            res = self.namer.fresh("_y")
-            if isinstance(value, ast.Name) and value.id in inst.outputs:
-                res = value.id
-                return [*pre, ast.copy_location(assign(tgt, name(res)), s)]
-            return [*pre, ast.copy_location(assign(tgt, v), s)]
-        return [ast.copy_location(assign(tgt, v), s)]
-
-    def write(self, s, t: ast.Subscript, v: ast.expr, op, restored):
-        base = t.value.id
-        if base not in self.an.active:
-            return [s], []
-        self.check_index(t.slice, s)
-        rev: list[ast.stmt] = []
-        view = ast.Subscript(value=name(self.adj(base)), slice=clone(t.slice),
-                             ctx=ast.Load())
-        idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
-        nd = self.an.kind(base).ndim
-        region = None if nd is None else nd - sum(
-            not isinstance(e, ast.Slice) and not (isinstance(e, ast.Constant) and e.value is None)
-            for e in idx) + sum(isinstance(e, ast.Constant) and e.value is None for e in idx)
-        vnd = self.an.kind(v.id).ndim if self.is_active(v) else None
-        if self.is_active(v) and vnd is not None and (region is None or vnd < region):
-            # a value broadcast into a region of the array gets the region's sum
-            view = ast.Call(func=name(self.unb), args=[view, name(v.id)], keywords=[])
-        if self.is_active(v):
-            self.contribute(v.id, view, rev, sign=-1 if isinstance(op, ast.Sub) else 1)
-        if op is None:
-            rev.append(ast.Assign(targets=[ast.Subscript(value=name(self.adj(base)),
-                                                         slice=clone(t.slice),
-                                                         ctx=ast.Store())], value=const(0.0)))
-        return self.finish(s, [s], rev, set(), restored)
-
-    def aug(self, s: ast.AugAssign, restored):
-        if isinstance(s.target, ast.Subscript):
-            return self.write(s, s.target, s.value, s.op, restored)
-        return [s], []
-
-    # --- control flow ------------------------------------------------------------
 
 def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer: Namer,
             args: list[str], wrt: list[str], returns: list[ast.expr]) -> Sweeps:
     """Build the forward and adjoint sweeps (see module docstring)."""
-    r = Reverser(parsed, an, env, namer, args, wrt, returns)
-    r.fwd_vars |= set(an.defs)
-    r.regions = any(checkpoint(x) for x in walk_stmts(body))
-    r.nonlinear_reads = nonlinear_reads(body, an)
-    r.policy = ReadPolicy(body, an, env)
+    unit = Unit(parsed, an, env, namer, args, wrt, returns)
+    r = Reverser(unit, body)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)
     prologue = [assign(a, ast.Call(func=ast.Attribute(value=name(a), attr="copy",
                                                       ctx=ast.Load()), args=[], keywords=[]))
                 for a in args if a in an.args_written]
+    init, kept = adjoint_buffers(unit, r.statements)
+    rev = propagate_copies(rev, {unit.adj(n) for n in an.modes if an.modes[n] in ("buffer",
+                                                                                "view")},
+                           namer)
+    tapes, reused = r.tapes.declarations()
+    shared = {unit.adj(n): unit.adj(b) for n, (b, _) in an.views.items()
+              if an.modes.get(n) == "view"}
+    return Sweeps(prologue, fwd, init, rev, [unit.adj(w) for w in wrt],
+                  r.tapes.restored_names, r.statements.callables, shared, tapes, reused, kept,
+                  r.binomial.schedules, r.tapes.snapshots())
+
+
+def adjoint_buffers(u: Unit, statements: Statements
+                    ) -> tuple[list[ast.stmt], list[tuple[str, str, str]]]:
+    """The adjoint buffers' zeroing at the top (and the views' aliases), and those kept in
+    workspace memory between calls (``Adjoint.buffers``)."""
+    an, args, wrt = u.an, u.args, u.wrt
     init: list[ast.stmt] = []
     kept: list[tuple[str, str, str]] = []  # adjoint buffers kept between calls
     buffers = sorted({n for n, m in an.modes.items() if m == "buffer"} | set(wrt),
@@ -555,71 +179,19 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
             continue
         k = an.kind(n)
         if k.is_array and n not in args and n not in an.top_defined:
-            un = parsed.user_name(n)
-            raise parsed.error(f"the array '{un}' carries a gradient, is first created inside "
-                               "a loop or branch and is used after it",
-                               min(an.defs.get(n, [None]), key=lambda d: POS.get(d)),
-                               f"create '{un}' before the loop or branch (e.g. '{un} = "
-                               "np.zeros(...)') and fill it inside")
-        init.append(assign(r.adj(n), r.zero(n)))
+            un = u.parsed.user_name(n)
+            raise u.parsed.error(f"the array '{un}' carries a gradient, is first created "
+                                 "inside a loop or branch and is used after it",
+                                 min(an.defs.get(n, [None]), key=lambda d: POS.get(d)),
+                                 f"create '{un}' before the loop or branch (e.g. '{un} = "
+                                 "np.zeros(...)') and fill it inside")
+        init.append(assign(u.adj(n), u.zero(n)))
         # not with hooks: a hook may keep the gradient it is passed
         if n not in args and n not in wrt and k.is_array and k.ndim and k.cls == "f" \
-                and not r.callables:
-            kept.append((r.adj(n), namer.fresh("_ws_" + r.adj(n).lstrip("_")),
-                         r.global_name("ws_zeros_like", helpers.ws_zeros_like)))
+                and not statements.callables:
+            kept.append((u.adj(n), u.namer.fresh("_ws_" + u.adj(n).lstrip("_")),
+                         u.global_name("ws_zeros_like", helpers.ws_zeros_like)))
     for n in sorted(an.views, key=lambda n: POS.get(an.views[n][1])):
         if an.modes.get(n) == "view" and n not in an.block_local:
-            init.append(r.adjoint_view(n))
-    rev = propagate_copies(rev, {r.adj(n) for n in an.modes if an.modes[n] in ("buffer",
-                                                                             "view")},
-                           r.namer)
-    tapes: list[ast.stmt] = []
-    reused: list[tuple[str, str]] = []
-    np_name = r.global_name("np", __import__("numpy"))
-    for t, typed in r.tapes:
-        if typed is None:
-            tapes.append(assign(t, ast.List(elts=[], ctx=ast.Load())))
-        else:
-            dtype, cur = typed
-            tapes.append(assign(t, _empty(np_name, dtype)))
-            tapes.append(assign(cur, const(0)))
-            reused.append((t, dtype))
-    for t, dtype in r.slot_buffers:
-        tapes.append(assign(t, _empty(np_name, dtype)))
-        reused.append((t, dtype))
-    shared = {r.adj(n): r.adj(b) for n, (b, _) in an.views.items() if an.modes.get(n) == "view"}
-    snaps = None
-    if r.snapshot_tapes:
-        snaps = Snapshots(tuple(r.snapshot_tapes), r.global_name("snapshot", helpers.snapshot),
-                          r.global_name("ws_snapshot", snapshots.ws_snapshot),
-                          r.global_name("ws_grow", snapshots.ws_grow),
-                          namer.fresh("_ws_snaps"), namer.fresh("_ws_snapsn"))
-    return Sweeps(prologue, fwd, init, rev, [r.adj(w) for w in wrt],
-                  r.restored_names, r.callables, shared, tapes, reused, kept, r.schedules,
-                  snaps)
-
-
-def _empty(np_name: str, dtype: str) -> ast.expr:
-    """``np.empty(0, np.<dtype>)``: a tape or storage before it grows."""
-    return ast.Call(func=ast.Attribute(value=name(np_name), attr="empty", ctx=ast.Load()),
-                    args=[const(0), ast.Attribute(value=name(np_name), attr=dtype,
-                                                  ctx=ast.Load())], keywords=[])
-
-
-def doubled(terms: list[tuple[str, ast.expr]]) -> list[tuple[str, ast.expr]]:
-    """One term ``(g + g) * x`` where an operand gets the same ``g * x`` twice (``x * x``):
-    one product fewer, and the same number (doubling is exact)."""
-    out: list[tuple[str, ast.expr]] = []
-    seen: dict[tuple[str, str], int] = {}
-    for var, g in terms:
-        key = (var, ast.dump(g))
-        k = seen.get(key)
-        if k is None:
-            seen[key] = len(out)
-            out.append((var, g))
-        elif isinstance(g, ast.BinOp) and isinstance(g.op, ast.Mult):
-            out[k] = (var, binop(binop(g.left, ast.Add(), clone(g.left)), ast.Mult(), g.right))
-            del seen[key]  # a third copy is a term of its own
-        else:
-            out.append((var, g))
-    return out
+            init.append(statements.adjoint_view(n))
+    return init, kept

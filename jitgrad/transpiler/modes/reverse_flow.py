@@ -9,6 +9,7 @@ without tapes forward and is rerun, then reversed, in the adjoint sweep.  (A
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ...kernels import helpers, rng
 from ..analysis import dataflow
@@ -17,12 +18,20 @@ from ..analysis.kinds import INT
 from ..astutil import binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
-from ..nodes import clone, loaded_ids, this_loop, walk_stmts
+from ..nodes import clone, loaded_ids, walk_stmts
 from ..notes import END, HOISTED, POS, PRANGE, PUSH, SWEEP, carry
+from .tapes import Tapes
+from .unit import Part, Unit
 
 
-class ControlFlowMixin:
-    """Compound statements of the ``Reverser``."""
+class ControlFlow(Part):
+    """Reverses compound statements: branches, loops and checkpointed regions (their
+    bodies through ``block``, the ``Reverser``'s walk).  No state of its own."""
+
+    def __init__(self, unit: Unit, tapes: Tapes, fwd_vars: set[str],
+                 block: Callable[[list[ast.stmt]], tuple[list[ast.stmt], list[ast.stmt]]]):
+        super().__init__(unit)
+        self.tapes, self.fwd_vars, self.block = tapes, fwd_vars, block
 
     def checkpoint_(self, s: ast.If, restored):
         """A checkpointed region: forward without tapes; the reverse reruns it, then its adjoint.
@@ -35,7 +44,7 @@ class ControlFlowMixin:
         if not br:
             return plain, []
         inside = dataflow.binds_in([s])
-        self.restored_names |= inside  # the reverse sweep reruns the region
+        self.tapes.restores(inside)  # the reverse sweep reruns the region
         before: list[ast.stmt] = []
         pops: list[ast.stmt] = []
         # arrays from outside that the region writes in place: snapshot at entry, written
@@ -54,20 +63,20 @@ class ControlFlowMixin:
         for n in [n for n in outer if n in exposed]:
             if n in rebound or self.an.may_redefine_after(n, s, include_self=True):
                 ref = self.namer.tape(n)  # the array object itself (a swap rebinds the name)
-                self.tapes.append((ref, None))
+                self.tapes.list_tape(ref)
                 before.append(ast.Expr(value=ast.Call(func=ast.Attribute(
                     value=name(ref), attr="append", ctx=ast.Load()), args=[name(n)],
                     keywords=[])))
                 PUSH.set(before[-1], True)
                 pops.append(assign(n, ast.Call(func=ast.Attribute(
                     value=name(ref), attr="pop", ctx=ast.Load()), args=[], keywords=[])))
-            push, pop = self.new_tape(self.namer.tape(n), n, s)  # its elements, copied
+            push, pop = self.tapes.new_tape(self.namer.tape(n), n, s)  # its elements, copied
             snap = self.namer.fresh("_snap")
             restore = self.global_name("restore_into", helpers.restore_into)
             before += push
             restores += [*pop(snap), ast.Expr(value=ast.Call(func=name(restore), args=[
                 name(n), name(snap)], keywords=[]))]
-            self.restored_names.add(n)
+            self.tapes.restores({n})
         reads = sorted(loaded_ids(ast.Module(body=s.body, type_ignores=[])) & self.fwd_vars)
         for n in sorted(set(reads) & exposed - set(outer)):
             defs = self.an.defs.get(n, [])
@@ -76,10 +85,10 @@ class ControlFlowMixin:
             if not outside:
                 continue
             if n in inside or self.an.may_redefine_after(n, s, include_self=True):
-                push, pop = self.new_tape(self.namer.tape(n), n, s)
+                push, pop = self.tapes.new_tape(self.namer.tape(n), n, s)
                 before += push
                 pops += pop(n)
-                self.restored_names.add(n)
+                self.tapes.restores({n})
         replay, back = self.replay_region(s, before)
         return before + plain, pops + restores + replay + bf + back + br
 
@@ -92,7 +101,7 @@ class ControlFlowMixin:
             return [], []
         tape = self.namer.fresh("_tape_rng")
         now = self.namer.fresh("_rng_now")
-        self.tapes.append((tape, None))
+        self.tapes.list_tape(tape)
         saved = self.global_name("rng_saved", rng.rng_saved)
         load = self.global_name("rng_load", rng.rng_load)
 
@@ -116,16 +125,9 @@ class ControlFlowMixin:
             return [fwd], []
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
-        pops, (test,) = self.header_captures(s, [clone(s.test)], restored, before, after)
+        pops, (test,) = self.tapes.header_captures(s, [clone(s.test)], restored, before, after)
         rev = [ast.If(test=test, body=br or [ast.Pass()], orelse=orv)]
         return before + [fwd] + after, pops + rev
-
-    def _has_break(self, s) -> bool:
-        cache = self.__dict__.setdefault("_breaks", {})
-        if id(s) not in cache:
-            cache[id(s)] = any(isinstance(n, ast.Break) for n in this_loop(s.body))
-        return cache[id(s)]
-
 
     def for_(self, s: ast.For, restored):
         bf, br = self.block(s.body)
@@ -135,14 +137,14 @@ class ControlFlowMixin:
                                              orelse=[]), s)
             carry(s, loop)
             return [loop], []
-        counted = self._has_break(s)
+        counted = self.has_break(s)
         rng = s.iter.args
         start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
             (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
         header = [clone(start), clone(stop), clone(step)]
-        pops, (start, stop, step) = self.header_captures(s, header, restored, before, after)
+        pops, (start, stop, step) = self.tapes.header_captures(s, header, restored, before, after)
         unit = isinstance(step, ast.Constant) and step.value == 1
         zero_start = isinstance(start, ast.Constant) and start.value == 0
         cnt = self.namer.fresh("_trips") if counted else None
@@ -180,7 +182,7 @@ class ControlFlowMixin:
         fa = s.iter.args
         f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
             (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
-        fwd = before + self.reserves(s, f_start, f_stop, f_step) + \
+        fwd = before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
             (self._hoisted_reserves(s, bf, f_start, f_stop, f_step) if not cnt else []) + \
             ([assign(cnt, const(0))] if cnt else []) + [loop] + after
         if cnt is not None:
@@ -227,7 +229,7 @@ class ControlFlowMixin:
             more = before_loop(v.args[2])
             if more is None:
                 continue
-            total = binop(_at_least_0(self.trips(start, stop, step)), ast.Mult(),
+            total = binop(_at_least_0(self.tapes.trips(start, stop, step)), ast.Mult(),
                           _at_least_0(more))
             hoisted = assign(x.targets[0].id, ast.Call(func=name("tape_reserve"), args=[
                 clone(v.args[0]), clone(v.args[1]), total], keywords=[]))
@@ -255,7 +257,7 @@ class ControlFlowMixin:
     def _counted(self, s, fwd, rev, cnt, restored):
         """Push a loop's trip counter after the loop when an outer loop reruns it."""
         if self.an.enclosing_loops(s):
-            push, pop = self.new_tape(self.namer.tape(cnt), cnt, s, INT)
+            push, pop = self.tapes.new_tape(self.namer.tape(cnt), cnt, s, INT)
             return fwd + push, pop(cnt) + rev
         return fwd, rev
 

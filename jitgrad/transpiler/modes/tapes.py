@@ -11,27 +11,53 @@ from __future__ import annotations
 
 import ast
 
-from ...kernels import helpers
+from ...kernels import helpers, snapshots
 from ...rules.primitives import allocating
 from ..analysis import dataflow
-from ..analysis.cost import Decision, decide, note
+from ..analysis.cost import note
 from ..analysis.kinds import Kind
 from ..astutil import binop
 from ..backend.emit import comment
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
+from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH
+from .recompute import Capture, Planner
+from .unit import Part, Unit
 
 
-class TapeMixin:
-    """Capture handling of the ``Reverser`` (see module docstring)."""
+class Tapes(Part):
+    """The reverse pass's storage: captures written out from the planner's record, the
+    tapes and slot storage to declare, and the names the adjoint sweep restores."""
+
+    def __init__(self, unit: Unit, planner: Planner, fwd_vars: set[str]):
+        super().__init__(unit)
+        self.planner = planner
+        #: the names the forward sweep has defined so far (shared with the statements)
+        self.fwd_vars = fwd_vars
+        #: (tape, None for a list or (dtype, cursor) for a typed array), to declare
+        self.declared: list[tuple[str, tuple[str, str] | None]] = []
+        #: loop id -> the typed tapes (and cursors) reserved before it, once per trip
+        self.reserve: dict[int, list[tuple[str, str]]] = {}
+        #: the list tapes pushed with copies of float arrays (``Adjoint.snapshots``)
+        self.snapshot_tapes: list[str] = []
+        #: (name, dtype) of the checkpointed loops' slot storage, declared empty at the top
+        #: and grown by ``tape_reserve`` where a loop starts (kept like the typed tapes)
+        self.slot_buffers: list[tuple[str, str]] = []
+        #: the names the adjoint sweep gives back (``Sweeps.restored``)
+        self.restored_names: set[str] = set()
+        #: outputs of the statement being reversed that a later statement's adjoint restored
+        self.made: set[str] = set()
+        #: the generated module's name of ``unbroadcast`` (the statements' too)
+        self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
                  reads: set[str] | None = None) -> list[ast.stmt]:
         """Push what the adjoint of ``s`` reads that may change before the adjoint runs,
-        or recompute it where ``analysis.cost.decide`` finds that cheaper.
+        or recompute it where ``analysis.cost.decide`` finds that cheaper (the planner's
+        ``Captures``, written out here).
 
         ``rev`` is renamed in place where a value is popped into a fresh name; for a
         compound statement ``reads`` (its header's names) and ``rev`` (its header
@@ -40,110 +66,35 @@ class TapeMixin:
         """
         if reads is None:
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
-        # values defined earlier first: a later one may then be recomputed from them
-        reads = sorted(set(reads) & self.fwd_vars, key=lambda n: (self.an.first_pos(n), n))
-        defined = dataflow.binds_in([s])
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
-        made = set() if compound else self.post_restored
+        made = set() if compound else self.made
+        record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
+                                   compound, made, lambda n: self.shape_only(n, rev))
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
-        stored: list[Decision] = []
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
         shaped: set[str] = set()  # the names the adjoint pops shapes into
-        wanted: list[tuple[str, bool, bool]] = []  # (name, s's own output, restored here)
-        for n in reads:
-            if self.an.recomputed_index(n, s):
+        if record.joint is not None:  # one comment for the values recomputed together
+            pops += [decision(said) for said in note([record.joint], stored=False)]
+        for c in record.values:
+            if c.decision.stored:
+                fwd = fwd_after if c.is_out else fwd_before
+                if c.twin is not None:
+                    pops += self.twin(c, into[c.twin], mapping)
+                elif c.shape:
+                    pops += self.store_shape(c, mapping, fwd, shaped)
+                elif not c.next_trip:
+                    pops += self.store(c, s, mapping, fwd, into)
                 continue
-            is_out = n in outputs
-            if is_out and n in made:
-                continue
-            if is_out and n not in self.an.defs:
-                # a rule's own value, made here: the next iteration makes it again
-                need = bool(self.an.enclosing_loops(s))
-            elif is_out:
-                need = self.an.may_redefine_after(n, s, include_self=False)
-            else:
-                need = n in defined or self.an.may_redefine_after(n, s, include_self=compound)
-                if need and n in restored and n not in defined and not compound:
-                    need = False
-            if need:
-                wanted.append((n, is_out, not is_out and not compound and n not in defined))
-        # counters indexing element reads: restored here, the reads are read again
-        wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
-                                                                    compound)]
-        # the first value's plan, planned once: on its own it is what joint planning starts
-        # from (nothing planned before it), and what deciding it alone finds
-        first = self.first_plan(wanted, s, restored, compound)
-        joint = self.joint_plans(wanted, s, restored, compound, first)
-        if joint is not None:  # one comment for the values recomputed together
-            pops += [decision(said) for said in note([joint[1]], stored=False)]
-        for k, (n, is_out, restores) in enumerate(wanted):
-            if joint is not None:
-                plan = joint[0][n]
-                d = Decision(n, False, "", plan)
-            else:
-                plan = first[0] if k == 0 else self.recompute(
-                    n, s, restored, post=is_out, steps=not compound and not is_out)
-                d = decide(n, plan)
-                # each recomputed value's comment heads its statements
-                pops += [decision(said) for said in note([d], stored=False)]
-            if not d.stored:
-                for m, e in plan.steps:  # intermediate values, restored on the way
-                    pops.append(assign(m, e))
-                    restored.add(m)
-                    self.restored_names.add(m)
-                if restores:
-                    pops.append(assign(n, plan.expr))  # restores n: earlier statements reuse it
-                    restored.add(n)
-                    self.restored_names.add(n)
-                else:
-                    fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
-                    mapping[n] = fresh
-                    pops.append(assign(fresh, plan.expr))
-                continue
-            first = self.restored_next_trip(n, s) if restores else None
-            if first is not None:  # the next trip's adjoint restores it where first rebinds it
-                self.restore_at.setdefault(id(first), set()).add(n)
-                continue
-            twin = next((m for m in into if self.policy is not None
-                         and self.policy.same_value(m, n, s)), None)
-            if twin is not None:  # the same value as one stored here: one tape for both
-                pops.append(decision(f"{n} is {twin}: the same value, stored once"))
-                target = n if restores else self.namer.fresh("_" + n.lstrip("_") + "_")
-                pops.append(assign(target, name(into[twin])))
-                if restores:
-                    restored.add(n)
-                    self.restored_names.add(n)
-                else:
-                    mapping[n] = target
-                continue
-            if self.shape_only(n, rev):  # the adjoint reads its shape alone: store that
-                stored.append(Decision(n, True, "its shape (the adjoint reads no element)"))
-                fresh = self.namer.fresh("_" + n.lstrip("_") + "_shape")
-                mapping[n] = fresh
-                shaped.add(fresh)
-                push, pop = self.shape_tape(self.namer.tape(n), n)
-                (fwd_after if is_out else fwd_before).extend(push)
-                pops += pop(fresh)
-                continue
-            stored.append(d)
-            tape = self.namer.tape(n)
-            push, pop = self.new_tape(tape, n, s)
-            (fwd_after if is_out else fwd_before).extend(push)
-            if restores:
-                pops += pop(n)
-                restored.add(n)
-                self.restored_names.add(n)
-                into[n] = n
-            else:
-                fresh = self.namer.fresh("_" + n.lstrip("_") + "_")
-                mapping[n] = fresh
-                pops += pop(fresh)
-                into[n] = fresh
+            if record.joint is None:  # each recomputed value's comment heads its statements
+                pops += [decision(said) for said in note([c.decision], stored=False)]
+            pops += self.recomputed(c, mapping)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
         if shaped:
             self.to_shape_calls(rev, shaped)
+        stored = [c.decision for c in record.values
+                  if c.decision.stored and not c.next_trip and c.twin is None]
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -151,6 +102,58 @@ class TapeMixin:
             PUSH.set(c, True)  # goes with the pushes where a region runs without tapes
             at.insert(where, c)
         return pops
+
+    def recomputed(self, c: Capture, mapping: dict[str, str]) -> list[ast.stmt]:
+        """The adjoint's statements giving ``c`` again from its plan (its intermediate
+        values restored on the way), under its name or a fresh one (into ``mapping``)."""
+        plan = c.decision.plan
+        pops = [assign(m, e) for m, e in plan.steps]
+        self.restored_names.update(m for m, _ in plan.steps)
+        if c.restores:
+            pops.append(assign(c.name, plan.expr))  # earlier statements reuse it
+            self.restored_names.add(c.name)
+        else:
+            fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_")
+            mapping[c.name] = fresh
+            pops.append(assign(fresh, plan.expr))
+        return pops
+
+    def store(self, c: Capture, s: ast.stmt, mapping: dict[str, str],
+              fwd: list[ast.stmt], into: dict[str, str]) -> list[ast.stmt]:
+        """Push ``c`` on a tape of its own (into ``fwd``); the adjoint's pop, under its name
+        or a fresh one (into ``mapping``; ``into`` gains the name it is popped into)."""
+        push, pop = self.new_tape(self.namer.tape(c.name), c.name, s)
+        fwd.extend(push)
+        if c.restores:
+            self.restored_names.add(c.name)
+            into[c.name] = c.name
+            return pop(c.name)
+        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_")
+        mapping[c.name] = fresh
+        into[c.name] = fresh
+        return pop(fresh)
+
+    def twin(self, c: Capture, popped: str, mapping: dict[str, str]) -> list[ast.stmt]:
+        """``c``, the same value as its twin popped into ``popped``: one tape for both."""
+        target = c.name if c.restores else self.namer.fresh("_" + c.name.lstrip("_") + "_")
+        pops = [decision(f"{c.name} is {c.twin}: the same value, stored once"),
+                assign(target, name(popped))]
+        if c.restores:
+            self.restored_names.add(c.name)
+        else:
+            mapping[c.name] = target
+        return pops
+
+    def store_shape(self, c: Capture, mapping: dict[str, str], fwd: list[ast.stmt],
+                    shaped: set[str]) -> list[ast.stmt]:
+        """Push ``c``'s shape (into ``fwd``); the adjoint pops it into a fresh name (into
+        ``mapping`` and ``shaped``)."""
+        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_shape")
+        mapping[c.name] = fresh
+        shaped.add(fresh)
+        push, pop = self.shape_tape(self.namer.tape(c.name), c.name)
+        fwd.extend(push)
+        return pop(fresh)
 
     def shape_only(self, n: str, rev: list[ast.stmt]) -> bool:
         """Does the adjoint ``rev`` read the array ``n`` only as the operand whose shape
@@ -170,7 +173,7 @@ class TapeMixin:
 
     def shape_tape(self, tape: str, n: str):
         """A list tape of ``n.shape``: (push statements, pop(target) -> statements)."""
-        self.tapes.append((tape, None))
+        self.declared.append((tape, None))
         push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
                                                            ctx=ast.Load()),
                                         args=[ast.Attribute(value=name(n), attr="shape",
@@ -188,6 +191,28 @@ class TapeMixin:
                     and isinstance(c.args[1], ast.Name) and c.args[1].id in shaped:
                 c.func = name(fn)
 
+    def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
+                       restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """``s``'s sweeps with the values the planner stores once per trip here
+        (``Planner.restore_at``) taped before ``s`` and restored after its adjoint
+        (``restored`` then holds them)."""
+        names = sorted(self.planner.restore_at.get(id(s), ()))
+        if not names:
+            return fwd, rev
+        c = decision(f"stored {', '.join(names)} before the loop rebinds "
+                     f"{'them' if len(names) > 1 else 'it'}: the value each trip ends with is "
+                     "the next one's")
+        PUSH.set(c, True)
+        before: list[ast.stmt] = [c]
+        after: list[ast.stmt] = []
+        for n in names:
+            push, pop = self.new_tape(self.namer.tape(n), n, s)
+            before += push
+            after += pop(n)
+            restored.add(n)
+            self.restored_names.add(n)
+        return before + list(fwd), list(rev) + after
+
     def new_tape(self, tape: str, n: str, s: ast.stmt, kind: Kind | None = None):
         """A tape for ``n`` pushed at ``s``: (push statements, pop(target) -> statements).
 
@@ -199,7 +224,7 @@ class TapeMixin:
         k = kind or self.an.kind(n)
         dtype = {"f": "float64", "i": "int64", "b": "bool_"}.get(k.cls) if k.ndim == 0 else None
         if dtype is None:
-            self.tapes.append((tape, None))
+            self.declared.append((tape, None))
             val = name(n)
             # a rule's own value (not in the kinds) may be the very array the statement
             # binds to a name that is written in place later
@@ -218,11 +243,11 @@ class TapeMixin:
                 value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[])),
                 *self.shape_check(n, t)]
         cur = self.namer.fresh(tape + "n")
-        self.tapes.append((tape, (dtype, cur)))
+        self.declared.append((tape, (dtype, cur)))
         loops = self.an.enclosing_loops(s)
         push: list[ast.stmt] = []
         inner = loops[-1] if loops else None
-        if isinstance(inner, ast.For) and not self._has_break(inner):
+        if isinstance(inner, ast.For) and not self.has_break(inner):
             self.reserve.setdefault(id(inner), []).append((tape, cur))
         else:
             res = self.global_name("tape_reserve", helpers.tape_reserve)
@@ -285,7 +310,48 @@ class TapeMixin:
         pops = self.captures(s, holder, set(), before, after, restored, True, reads)
         return pops, holder
 
-    # --- blocks ------------------------------------------------------------------
+    def slot(self, buf: str, dtype: str) -> None:
+        """Declare ``buf`` as slot storage of ``dtype``, kept between calls (grown by the
+        caller's ``tape_reserve``)."""
+        self.slot_buffers.append((buf, dtype))
+
+    def restores(self, names: set[str]) -> None:
+        """Note that the adjoint sweep gives ``names`` back (``Sweeps.restored``)."""
+        self.restored_names |= names
+
+    def list_tape(self, tape: str) -> None:
+        """Declare ``tape`` as a list (pushed and popped by the caller)."""
+        self.declared.append((tape, None))
+
+    def declarations(self) -> tuple[list[ast.stmt], list[tuple[str, str]]]:
+        """The tapes' and slot storage's declarations, and (name, dtype) of the typed ones
+        (reused across calls, see ``Adjoint``)."""
+        tapes: list[ast.stmt] = []
+        reused: list[tuple[str, str]] = []
+        np_name = self.global_name("np", __import__("numpy"))
+        for t, typed in self.declared:
+            if typed is None:
+                tapes.append(assign(t, ast.List(elts=[], ctx=ast.Load())))
+            else:
+                dtype, cur = typed
+                tapes.append(assign(t, _empty(np_name, dtype)))
+                tapes.append(assign(cur, const(0)))
+                reused.append((t, dtype))
+        for t, dtype in self.slot_buffers:
+            tapes.append(assign(t, _empty(np_name, dtype)))
+            reused.append((t, dtype))
+        return tapes, reused
+
+    def snapshots(self) -> Snapshots | None:
+        """The list tapes of float array copies, with the names that keep them between calls
+        (``Adjoint.snapshots``); None without."""
+        if not self.snapshot_tapes:
+            return None
+        return Snapshots(tuple(self.snapshot_tapes),
+                         self.global_name("snapshot", helpers.snapshot),
+                         self.global_name("ws_snapshot", snapshots.ws_snapshot),
+                         self.global_name("ws_grow", snapshots.ws_grow),
+                         self.namer.fresh("_ws_snaps"), self.namer.fresh("_ws_snapsn"))
 
 
 def _output_unread(d: ast.stmt) -> bool:
@@ -302,6 +368,13 @@ def _output_unread(d: ast.stmt) -> bool:
         spelled = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
         return allocating(spelled)
     return isinstance(v, (ast.UnaryOp, ast.Name, ast.Subscript))
+
+
+def _empty(np_name: str, dtype: str) -> ast.expr:
+    """``np.empty(0, np.<dtype>)``: a tape or storage before it grows."""
+    return ast.Call(func=ast.Attribute(value=name(np_name), attr="empty", ctx=ast.Load()),
+                    args=[const(0), ast.Attribute(value=name(np_name), attr=dtype,
+                                                  ctx=ast.Load())], keywords=[])
 
 
 def decision(text: str) -> ast.stmt:

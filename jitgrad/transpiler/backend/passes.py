@@ -1,0 +1,672 @@
+"""The backend as a list: the steps that turn one specialisation's IR into source.
+
+``BACKEND`` is run once per variant of ``lower.VARIANTS`` (value and gradient; gradient
+only) on a ``Lowering``, the variant's function as it is being written; the variants of
+one specialisation share a ``Context`` (the IR, what one variant learnt that the other
+reuses).  Each step is a ``BackendPass``: a name, a function that updates the
+``Lowering``, and the facts it *requires*, *provides* and *invalidates* (``LIVE``,
+``FUSED``, ``TEXT``...).  ``check`` runs when the list is built (at import): a step that
+requires a fact that no step before it provides, or that a step before it invalidates
+with no step providing it again in between, raises ``OrderError``.  A step that works on
+the tree also invalidates ``TEXT``.  At run time a step invalidates its facts only
+where it changed the body: a recomputing step (``dead_after_fuse``) then has work to do.
+
+``stage(func, NAME, ...)`` in ``pipeline.py`` (``jitgrad show --stage NAME``,
+``f.source(stage=NAME)``) prints the variant ``shows`` after step NAME; every step's
+docstring carries a before/after example (the user's function, then that variant after
+the step) that ``tests/test_passes.py`` runs as a doctest with the passes' examples.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis import dataflow
+from ..ir import Adjoint
+from ..naming import is_tape
+from ..nodes import loaded_ids
+from . import emit
+from .fuse import fuse_loops
+from .jit import global_reads
+from .lower import VARIANTS, result_return, unchecked_tape_text, with_unit_seed, with_workspace
+from .lower import _without_dead_loops as without_dead_loops
+from .optimize import dead_code, dead_code_variants
+from .shape_only import shape_stand_ins
+from .write_once import write_once
+
+# --- the facts the steps declare ---------------------------------------------------------
+
+#: the body's statements are the IR's own objects (a step copies only what it changes):
+#: found again by identity (the workspace's declarations, the adjoint sweep's statements)
+IR = "ir statements"
+#: the variant's adjoint buffers are still made by ``np.zeros_like`` (not from a workspace)
+ZEROINGS = "zeroings explicit"
+#: no statement is left that nothing the variant returns needs (liveness)
+LIVE = "dead code removed"
+#: the gradient-only variant of a scalar function reads 1.0 for its seed
+UNIT_SEED = "unit seed"
+#: no loop whose results are all bound again before they are read
+NO_DEAD_LOOPS = "dead loops removed"
+#: independent forward loops run fused with their reversed loops
+FUSED = "loops fused"
+#: gradients a loop writes first are written once, not zeroed
+WRITTEN_ONCE = "written once"
+#: arrays the adjoint reads only for their shape have a stand-in
+STAND_INS = "shape stand-ins"
+#: tapes, adjoint buffers and snapshot copies come from the workspace parameter
+WORKSPACE = "workspace threaded"
+#: prange loops parallel where their iterations are independent
+PARALLEL = "prange parallel"
+#: ``Lowering.text`` is the source of the function as it stands
+TEXT = "text"
+#: a typed tape's elements are read and written through the unchecked helpers
+ACCESSORS = "tape accessors"
+
+#: what holds before the first step: the IR, zeroings made by ``np.zeros_like``
+GIVEN = frozenset({IR, ZEROINGS})
+#: what must hold after the last step (what ``pipeline.lower_`` reads)
+WANTED = frozenset({LIVE, WORKSPACE, TEXT, ACCESSORS})
+
+
+class OrderError(ValueError):
+    """A backend list whose steps run before what they require holds."""
+
+
+@dataclass
+class Context:
+    """What the variants of one specialisation share while they are lowered."""
+
+    ir: Adjoint
+    #: variant -> the generated function's name
+    names: dict[str, str]
+    #: variant -> what it takes in ``_ws`` and returns (filled by ``workspace``)
+    workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the function returns one scalar: ``grad_only`` is only ever seeded with 1.0
+    unit_seed: bool = False
+    #: the builtins ``max``, ``range`` and ``len`` are the module's (``write_once``)
+    once: bool = False
+    #: the float arrays (``shape_only``)
+    arrays: frozenset[str] = frozenset()
+    #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None
+    parallel: Callable[[], Any] | None = None
+    #: the name generated code calls a helper of ``kernels.helpers`` by
+    accessor: Callable[[str], str] = str
+    #: loop pairs the variants share, found dependent (``fuse_loops``)
+    dependent: set[tuple[int, int]] = field(default_factory=set)
+    #: the text of each statement printed once (the variants share statements)
+    texts: emit.Texts = field(default_factory=dict)
+    _returns: dict[str, ast.Return] = field(default_factory=dict)
+    _live: dict[str, list[ast.stmt]] | None = None
+    _rewrite: Any = None
+    _accessors: dict[str, str] | None = None
+
+    def returns(self, variant: str) -> ast.Return:
+        """The variant's return statement (one object per variant)."""
+        if not self._returns:  # (the gradient-only variant's first: it returns less)
+            self._returns = {v: result_return(self.ir, v) for v in ("grad_only", "grad")}
+        return self._returns[variant]
+
+    def live(self) -> dict[str, list[ast.stmt]]:
+        """Each variant's live statements, from one propagation: what the gradients need,
+        then what the value adds (``dead_code_variants``)."""
+        if self._live is None:
+            order = ("grad_only", "grad")
+            roots = [loaded_ids(self.returns(v)) for v in order]
+            bodies = dead_code_variants(self.ir.body(), roots, self.ir.shared)
+            self._live = dict(zip(order, bodies, strict=True))
+        return self._live
+
+    def rewrite(self) -> Any:
+        """The prange rewrite, made once (it may reserve a name for ``prange``)."""
+        if self._rewrite is None:
+            self._rewrite = self.parallel()
+        return self._rewrite
+
+    @property
+    def tapes(self) -> set[str]:
+        """The typed tapes (not a checkpoint's snapshot stack)."""
+        return {t for t, _ in self.ir.reused if is_tape(t)}
+
+    def accessors(self) -> dict[str, str]:
+        """The names ``tape_get`` and ``tape_put`` are called by (found once)."""
+        if self._accessors is None:
+            tapes = self.tapes
+            self._accessors = {n: self.accessor(n) if tapes else n
+                               for n in ("tape_get", "tape_put")}
+        return self._accessors
+
+
+@dataclass
+class Lowering:
+    """One variant's function as the steps write it: its body (ending in its return),
+    its parameters, and its text once printed."""
+
+    ctx: Context
+    variant: str
+    fname: str
+    body: list[ast.stmt] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)
+    text: str = ""
+    #: facts a step invalidated by changing the body, not yet provided again
+    stale: set[str] = field(default_factory=set)
+
+    def function(self) -> ast.FunctionDef:
+        """The function as it stands."""
+        return emit.function_def(self.fname, self.params, self.body)
+
+
+@dataclass(frozen=True)
+class BackendPass:
+    """One backend step: ``run`` updates a ``Lowering``; the facts it declares order it."""
+
+    name: str
+    run: Callable[[Lowering], None]
+    requires: frozenset[str] = frozenset()
+    provides: frozenset[str] = frozenset()
+    invalidates: frozenset[str] = frozenset()
+    #: works on the printed text (also run on the one-sweep functions, ``sweep_text``)
+    on_text: bool = False
+    #: the variant ``stage`` shows after this step
+    shows: str = "grad"
+
+    @property
+    def doc(self) -> str:
+        return self.run.__doc__ or ""
+
+    @property
+    def spoils(self) -> frozenset[str]:
+        """What running it makes untrue: ``invalidates``, and the text for a tree step."""
+        return self.invalidates if self.on_text else self.invalidates | {TEXT}
+
+    def show(self, s: Lowering) -> str:
+        """The function after this step: its text, or the tree printed."""
+        return s.text if self.on_text else emit.unparse(s.function())
+
+
+def step(name: str, run: Callable[[Lowering], None], requires: Iterable[str] = (),
+         provides: Iterable[str] = (), invalidates: Iterable[str] = (),
+         **kw: Any) -> BackendPass:
+    """A ``BackendPass`` with its facts given as any iterables of names."""
+    return BackendPass(name, run, frozenset(requires), frozenset(provides),
+                       frozenset(invalidates), **kw)
+
+
+def check(steps: list[BackendPass], given: Iterable[str] = GIVEN,
+          wanted: Iterable[str] = WANTED) -> list[BackendPass]:
+    """``steps`` if each step's requirements hold when it runs and ``wanted`` holds after
+    the last (starting from ``given``); else ``OrderError`` naming the step and fact."""
+    held = set(given)
+    spoiled: dict[str, str] = {}
+    seen: set[str] = set()
+    for p in steps:
+        if p.name in seen:
+            raise OrderError(f"backend step {p.name!r} is listed twice")
+        seen.add(p.name)
+        missing = sorted(p.requires - held)
+        if missing:
+            raise OrderError(f"backend step {p.name!r} requires {missing[0]!r}, which "
+                             + _why_missing(missing[0], spoiled))
+        for fact in p.spoils:
+            held.discard(fact)
+            spoiled[fact] = p.name
+        held |= p.provides
+    missing = sorted(set(wanted) - held)
+    if missing:
+        raise OrderError(f"the backend list ends without {missing[0]!r}, which "
+                         + _why_missing(missing[0], spoiled))
+    return steps
+
+
+def listing(steps: list[BackendPass] | None = None) -> str:
+    """The list (``BACKEND``), one line per step: what it requires, provides, invalidates."""
+    lines = []
+    for p in BACKEND if steps is None else steps:
+        line = f"{p.name}: requires {', '.join(sorted(p.requires)) or 'nothing'}; " \
+               f"provides {', '.join(sorted(p.provides))}"
+        if p.invalidates:
+            line += f"; invalidates {', '.join(sorted(p.invalidates))}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _why_missing(fact: str, spoiled: dict[str, str]) -> str:
+    if fact in spoiled:
+        return f"{spoiled[fact]!r} invalidates before it, and no step in between provides"
+    return "no step before it provides"
+
+
+def run(s: Lowering, until: str | None = None,
+        steps: list[BackendPass] | None = None) -> Lowering:
+    """Run the steps (``BACKEND``) on ``s`` up to and including ``until``."""
+    for p in BACKEND if steps is None else steps:
+        before = s.body
+        p.run(s)
+        if p.invalidates and s.body != before:
+            s.stale |= p.invalidates
+        s.stale -= p.provides
+        if p.name == until:
+            break
+    return s
+
+
+def start(ctx: Context, variant: str) -> Lowering:
+    """The variant before the first step: no body yet, the parameters and the seed."""
+    return Lowering(ctx, variant, ctx.names[variant], params=[*ctx.ir.params, ctx.ir.seed])
+
+
+def lower_variants(ctx: Context) -> dict[str, Lowering]:
+    """Every one of ``VARIANTS`` through the whole list, in order."""
+    return {v: run(start(ctx, v)) for v in VARIANTS}
+
+
+def sweep_text(ctx: Context, fn: ast.FunctionDef) -> str:
+    """The text of a one-sweep function (``lower.PARTS``): the text steps only."""
+    s = Lowering(ctx, fn.name, fn.name, fn.body, [a.arg for a in fn.args.args])
+    return run(s, steps=[p for p in BACKEND if p.on_text]).text
+
+
+def global_names(ctx: Context, lowered: Iterable[Lowering]) -> set[str] | None:
+    """The global names the lowered variants read (``jit.global_reads``; None: find them
+    in the text), with the tape accessors their text calls."""
+    done = list(lowered)
+    reads = global_reads([s.function() for s in done])
+    if reads is None:
+        return None
+    tapes = ctx.tapes
+    return reads | {n for n in ctx.accessors().values()
+                    if tapes and any(n + "(" in s.text for s in done)}
+
+
+# --- the steps -------------------------------------------------------------------------
+
+
+def dead_code_(s: Lowering) -> None:
+    """The variant's statements that what it returns needs, then its return: one
+    propagation for both variants (``optimize.dead_code_variants``).  Shown: the
+    gradient-only variant, without the value's own work (``_t = _t2 + _t3``).
+
+    >>> print(example("dead_code", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... '''))
+    def f_gradonly_1(x, y, _dret):
+        # line 2: return x * y + math.sin(x)
+        dx = _dret * np.cos(x) + _dret * y
+        dy = _dret * x
+        return (None, (dx, dy))
+    """
+    s.body = [*s.ctx.live()[s.variant], s.ctx.returns(s.variant)]
+
+
+def unit_seed_(s: Lowering) -> None:
+    """For a function returning one scalar, the gradient-only variant (what ``f.grad``
+    runs) has the constant 1.0 for every read of its seed: Numba folds ``g * 1.0`` away.
+
+    >>> print(example("unit_seed", '''
+    ... def f(x, y):
+    ...     return x * y + math.sin(x)
+    ... '''))
+    def f_gradonly_1(x, y, _dret):
+        # line 2: return x * y + math.sin(x)
+        dx = 1.0 * np.cos(x) + 1.0 * y
+        dy = 1.0 * x
+        return (None, (dx, dy))
+    """
+    if s.ctx.unit_seed and s.variant == "grad_only":
+        s.body = with_unit_seed(s.body, s.ctx.ir.seed)
+
+
+def dead_loops_(s: Lowering) -> None:
+    """Loops whose results are all bound again before they are read go, and then what
+    only they read (``optimize.dead_loops``).  Shown: the gradient-only variant, whose
+    adjoint recomputes all it reads of the forward loop (here after ``unit_seed``).
+
+    >>> print(example("dead_loops", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         s += c * x[i] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5)))
+    def f_gradonly_1(x, c, _dret):
+        _n = x.shape[0]
+        dc = 0.0
+        dx = np.zeros_like(x)
+        ds = 1.0
+        for i in range(_n - 1, -1, -1):
+            # line 4: s += c * x[i] * x[i]
+            _dt = ds
+            _t2 = c * x[i]
+            _t4 = x[i]
+            _dt2 = _dt * _t4
+            _dt4 = _dt * _t2
+            _t3 = x[i]
+            dc += _dt2 * _t3
+            _dt3 = _dt2 * c
+            dx[i] += _dt4 + _dt3
+        return (None, (dx, dc))
+    """
+    s.body = without_dead_loops(s.body, s.ctx.ir.shared)
+
+
+def fuse_(s: Lowering) -> None:
+    """A forward loop whose iterations share nothing but sums runs fused with its reversed
+    loop, each iteration's adjoint right after it (``backend/fuse.py``).
+
+    >>> print(example("fuse", '''
+    ... def f(x, k):
+    ...     total = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         total += math.exp(k * x[i])
+    ...     return total
+    ... ''', args=(np.ones(3), 0.5)))
+    def f_grad_1(x, k, _dret):
+        _tape_t_1 = np.empty(0, np.float64)
+        _tape_t_1n = 0
+        total = 0.0
+        _n = x.shape[0]
+        _tape_t_1 = tape_reserve(_tape_t_1, _tape_t_1n, _n)
+        dk = 0.0
+        dx = np.zeros_like(x)
+        dtotal = _dret
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
+        for i in range(_n):
+            _t3 = x[i]
+            _t2 = k * _t3
+            _t = math.exp(_t2)
+            # stored _t: math.exp costs 20, in all costs 21 > tape 16
+            total = total + _t
+            # line 4: total += math.exp(k * x[i])
+            _dt = dtotal
+            _t_1 = _t
+            _dt2 = _dt * _t_1
+            _t3 = x[i]
+            dk += _dt2 * _t3
+            _dt3 = _dt2 * k
+            dx[i] += _dt3
+        return (total, (dx, dk))
+    """
+    ir = s.ctx.ir
+    if not ir.callables:  # a hook sees the gradients in the order of the two sweeps
+        tapes = dataflow.binds_in(ir.workspace)
+        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent)
+
+
+def dead_after_fuse_(s: Lowering) -> None:
+    """Dead code again where fusion changed the body: a tape a fused loop no longer uses
+    goes (the example of ``fuse``, its tape ``_tape_t_1`` gone).
+
+    >>> print(example("dead_after_fuse", '''
+    ... def f(x, k):
+    ...     total = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         total += math.exp(k * x[i])
+    ...     return total
+    ... ''', args=(np.ones(3), 0.5)))
+    def f_grad_1(x, k, _dret):
+        total = 0.0
+        _n = x.shape[0]
+        dk = 0.0
+        dx = np.zeros_like(x)
+        dtotal = _dret
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
+        for i in range(_n):
+            _t3 = x[i]
+            _t2 = k * _t3
+            _t = math.exp(_t2)
+            # stored _t: math.exp costs 20, in all costs 21 > tape 16
+            total = total + _t
+            # line 4: total += math.exp(k * x[i])
+            _dt = dtotal
+            _t_1 = _t
+            _dt2 = _dt * _t_1
+            _t3 = x[i]
+            dk += _dt2 * _t3
+            _dt3 = _dt2 * k
+            dx[i] += _dt3
+        return (total, (dx, dk))
+    """
+    if LIVE in s.stale:
+        s.body = dead_code(s.body, s.ctx.ir.shared)
+
+
+def write_once_(s: Lowering) -> None:
+    """A gradient a top-level loop writes first is written once, made with
+    ``np.empty_like`` instead of zeroed (``backend/write_once.py``).
+
+    >>> print(example("write_once", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         s += c * x[i] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5)))
+    def f_grad_1(x, c, _dret):
+        s = 0.0
+        _n = x.shape[0]
+        dc = 0.0
+        dx = np.empty_like(x)
+        ds = _dret
+        # dx: each element written once (made empty); those no index reaches set to 0
+        dx[max(_n, 0):] = 0.0
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
+        for i in range(_n):
+            _t3 = x[i]
+            _t2 = c * _t3
+            _t4 = x[i]
+            _t = _t2 * _t4
+            s = s + _t
+            # line 4: s += c * x[i] * x[i]
+            _dt = ds
+            _t2 = c * x[i]
+            _t4 = x[i]
+            _dt2 = _dt * _t4
+            _dt4 = _dt * _t2
+            _t3 = x[i]
+            dc += _dt2 * _t3
+            _dt3 = _dt2 * c
+            dx[i] = _dt4 + _dt3
+        return (s, (dx, dc))
+    """
+    ir = s.ctx.ir
+    if s.ctx.once and not ir.callables:
+        s.body = write_once(s.body, ir.grads, ir.shared, ir.np)
+
+
+def shape_only_(s: Lowering) -> None:
+    """A float array the adjoint sweep reads only for its shape gets a stand-in that
+    holds no memory (``backend/shape_only.py``).
+
+    >>> print(example("shape_only", '''
+    ... def f(X, W, b):
+    ...     return np.sum(np.tanh(X @ W + b))
+    ... ''', args=(np.ones((2, 3)), np.ones((3, 2)), np.ones(2))))
+    def f_grad_1(X, W, b, _dret):
+        _t4 = X @ W
+        # _t4: only its shape is read later
+        _t4_like = np.broadcast_to(np.zeros((), _t4.dtype), _t4.shape)
+        _t3 = _t4 + b
+        _t2 = np.tanh(_t3)
+        _t = np.sum(_t2)
+        dW = np.zeros_like(W)
+        dX = np.zeros_like(X)
+        db = np.zeros_like(b)
+        # line 2: return np.sum(np.tanh(X @ W + b))
+        _dt2 = expand_along(_dret, _t2, None)
+        _dt3 = _dt2 * (1.0 - _t2 * _t2)
+        _dt4 = unbroadcast(_dt3, _t4_like)
+        db += unbroadcast(_dt3, b)
+        dX += dot_grad_a(_dt4, X, W)
+        dW += dot_grad_b(_dt4, X, W)
+        return (_t, (dX, dW, db))
+    """
+    ir = s.ctx.ir
+    if s.ctx.arrays and not ir.callables:
+        sweep = {id(st) for st in (*ir.init, *ir.adjoint)}
+        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np)
+
+
+def workspace_(s: Lowering) -> None:
+    """Typed tapes, adjoint buffers of local arrays and the copies pushed on list tapes
+    come from the parameter ``_ws`` and go back with the result (``lower.with_workspace``,
+    ``backend/snapshots.py``).
+
+    >>> print(example("workspace", '''
+    ... def f(x, n):
+    ...     for i in range(n):
+    ...         x = math.sin(x)
+    ...     return x
+    ... ''', args=(0.5, 3)))
+    def f_grad_1(x, n, _dret, _ws):
+        _tape_x_1 = _ws[0]
+        _tape_x_1n = 0
+        _tape_x_1 = tape_reserve(_tape_x_1, _tape_x_1n, n)
+        for i in range(n):
+            # stored x: the value of x before the statement that makes it
+            _tape_x_1[_tape_x_1n] = x
+            _tape_x_1n += 1
+            x = math.sin(x)
+        dx = _dret
+        for i in range(n - 1, -1, -1):
+            # line 3: x = math.sin(x)
+            _tape_x_1n -= 1
+            _x_1 = _tape_x_1[_tape_x_1n]
+            _g = dx
+            dx = _g * np.cos(_x_1)
+        return (x, dx, (_tape_x_1,))
+    """
+    ir = s.ctx.ir
+    s.body, dtypes = with_workspace(ir, s.body)
+    s.ctx.workspaces[s.variant] = dtypes
+    if dtypes:
+        s.params = [*s.params, ir.ws]
+
+
+def parallel_(s: Lowering) -> None:
+    """Under ``parallel=True``, prange loops run as ``prange`` where their iterations are
+    independent, tapes at slots of each iteration's own, collisions in per-thread chunks
+    (``backend/prange.py``).
+
+    >>> print(example("parallel", '''
+    ... def f(x, k):
+    ...     s = 0.0
+    ...     for i in prange(x.shape[0]):
+    ...         s += k * math.sin(x[i])
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5), parallel=True))
+    def f_grad_1(x, k, _dret, _ws):
+        _tape_t2_1 = _ws[0]
+        _tape_t2_1n = 0
+        s = 0.0
+        _n = x.shape[0]
+        _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n)
+        for i in prange(_n):
+            _t3 = x[i]
+            _t2 = math.sin(_t3)
+            # stored _t2: math.sin costs 20 > tape 16
+            _tape_t2_1[_tape_t2_1n + i] = _t2
+            _t = k * _t2
+            s = s + _t
+        _tape_t2_1n += max(_n, 0)
+        dk = 0.0
+        dx = np.zeros_like(x)
+        ds = _dret
+        _tape_t2_1n -= max(_n, 0)
+        for i in prange(_n):
+            # line 4: s += k * math.sin(x[i])
+            _dt = ds
+            _t2 = _tape_t2_1[_tape_t2_1n + i]
+            dk += _dt * _t2
+            _dt2 = _dt * k
+            _t3 = x[i]
+            _dt3 = _dt2 * np.cos(_t3)
+            dx[i] += _dt3
+        return (s, (dx, dk), (_tape_t2_1,))
+    """
+    if s.ctx.parallel is not None:
+        fn = s.ctx.rewrite().function(s.function())
+        s.body, s.params = fn.body, [a.arg for a in fn.args.args]
+
+
+def unparse_(s: Lowering) -> None:
+    """The function printed (``emit.unparse``: comment markers become comments).
+
+    >>> print(example("unparse", '''
+    ... def f(x, n):
+    ...     for i in range(n):
+    ...         x = math.sin(x)
+    ...     return x
+    ... ''', args=(0.5, 3)))
+    def f_grad_1(x, n, _dret, _ws):
+        _tape_x_1 = _ws[0]
+        _tape_x_1n = 0
+        _tape_x_1 = tape_reserve(_tape_x_1, _tape_x_1n, n)
+        for i in range(n):
+            # stored x: the value of x before the statement that makes it
+            _tape_x_1[_tape_x_1n] = x
+            _tape_x_1n += 1
+            x = math.sin(x)
+        dx = _dret
+        for i in range(n - 1, -1, -1):
+            # line 3: x = math.sin(x)
+            _tape_x_1n -= 1
+            _x_1 = _tape_x_1[_tape_x_1n]
+            _g = dx
+            dx = _g * np.cos(_x_1)
+        return (x, dx, (_tape_x_1,))
+    """
+    s.text = emit.unparse(s.function(), s.ctx.texts)
+
+
+def tape_accessors_(s: Lowering) -> None:
+    """A typed tape's element writes and reads go through ``tape_put`` and ``tape_get``,
+    compiled without the bounds check (``lower.unchecked_tape_text``).
+
+    >>> print(example("tape_accessors", '''
+    ... def f(x, n):
+    ...     for i in range(n):
+    ...         x = math.sin(x)
+    ...     return x
+    ... ''', args=(0.5, 3)))
+    def f_grad_1(x, n, _dret, _ws):
+        _tape_x_1 = _ws[0]
+        _tape_x_1n = 0
+        _tape_x_1 = tape_reserve(_tape_x_1, _tape_x_1n, n)
+        for i in range(n):
+            # stored x: the value of x before the statement that makes it
+            tape_put(_tape_x_1, _tape_x_1n, x)
+            _tape_x_1n += 1
+            x = math.sin(x)
+        dx = _dret
+        for i in range(n - 1, -1, -1):
+            # line 3: x = math.sin(x)
+            _tape_x_1n -= 1
+            _x_1 = tape_get(_tape_x_1, _tape_x_1n)
+            _g = dx
+            dx = _g * np.cos(_x_1)
+        return (x, dx, (_tape_x_1,))
+    """
+    names = s.ctx.accessors()
+    s.text = unchecked_tape_text(s.text, s.ctx.tapes, names["tape_get"], names["tape_put"])
+
+
+BACKEND: list[BackendPass] = check([
+    step("dead_code", dead_code_, [IR], [LIVE], shows="grad_only"),
+    step("unit_seed", unit_seed_, [LIVE], [UNIT_SEED], shows="grad_only"),
+    step("dead_loops", dead_loops_, [LIVE], [NO_DEAD_LOOPS], shows="grad_only"),
+    step("fuse", fuse_, [LIVE, NO_DEAD_LOOPS], [FUSED], [LIVE]),
+    step("dead_after_fuse", dead_after_fuse_, [FUSED], [LIVE]),
+    step("write_once", write_once_, [LIVE, FUSED, ZEROINGS], [WRITTEN_ONCE]),
+    step("shape_only", shape_only_, [LIVE, IR], [STAND_INS]),
+    step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
+    step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
+    step("unparse", unparse_, [], [TEXT], on_text=True),
+    step("tape_accessors", tape_accessors_, [TEXT], [ACCESSORS], on_text=True),
+])
+
+
+__all__ = ["BACKEND", "BackendPass", "Context", "Lowering", "OrderError", "check",
+           "global_names", "listing", "lower_variants", "run", "start", "step", "sweep_text"]

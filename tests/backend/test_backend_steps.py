@@ -1,0 +1,398 @@
+"""Each backend step on its own, on small hand-written IR (``irtext.py``): the exact text
+of the function after it."""
+
+from __future__ import annotations
+
+import ast
+
+from irtext import adjoint, after, code, context, lowering
+
+from jitgrad.transpiler.backend import emit
+from jitgrad.transpiler.backend.passes import LIVE, lower_variants, run, start
+from jitgrad.transpiler.notes import SWEEP
+
+# --- dead code, unit seed, dead loops ---------------------------------------------------
+
+SPLIT = adjoint("""
+    a = x * 2.0
+    b = x * 3.0
+    y = a + 1.0
+""", "dx = 0.0", "dx += _dret * 2.0")
+
+
+def test_dead_code_per_variant():
+    """The value needs ``a``, the gradients nothing of the forward sweep; ``b`` neither."""
+    ctx = context(SPLIT)
+    assert after("dead_code", start(ctx, "grad")) == code("""
+        def f_grad(x, _dret):
+            a = x * 2.0
+            y = a + 1.0
+            dx = 0.0
+            dx += _dret * 2.0
+            return (y, dx)
+    """)
+    assert after("dead_code", start(ctx, "grad_only")) == code("""
+        def f_gradonly(x, _dret):
+            dx = 0.0
+            dx += _dret * 2.0
+            return (None, dx)
+    """)
+
+
+def test_unit_seed_only_in_the_gradient_only_variant():
+    ctx = context(SPLIT, unit_seed=True)
+    body = """
+        dx = 0.0
+        dx += _dret * 2.0
+        return (None, dx)
+    """
+    assert after("unit_seed", lowering(ctx, body, "grad_only")) == code("""
+        def f_gradonly(x, _dret):
+            dx = 0.0
+            dx += 1.0 * 2.0
+            return (None, dx)
+    """)
+    grad = lowering(ctx, body, "grad")
+    kept = grad.body
+    after("unit_seed", grad)
+    assert grad.body is kept
+    off = lowering(context(SPLIT), body, "grad_only")
+    assert "_dret * 2.0" in after("unit_seed", off)
+
+
+def test_dead_loop_goes_with_what_only_it_reads():
+    ctx = context(adjoint())
+    assert after("dead_loops", lowering(ctx, """
+        m = x + 1.0
+        for i in range(n):
+            t = m * 2.0
+        t = x * 3.0
+        dx = _dret * t
+        return (None, dx)
+    """)) == code("""
+        def f_grad(x, _dret):
+            t = x * 3.0
+            dx = _dret * t
+            return (None, dx)
+    """)
+
+
+def test_a_loop_whose_result_is_read_stays():
+    ctx = context(adjoint())
+    s = lowering(ctx, """
+        t = 0.0
+        for i in range(n):
+            t = t + x
+        dx = _dret * t
+        return (None, dx)
+    """)
+    assert after("dead_loops", s) == code("""
+        def f_grad(x, _dret):
+            t = 0.0
+            for i in range(n):
+                t = t + x
+            dx = _dret * t
+            return (None, dx)
+    """)
+
+
+# --- fusion, and dead code again --------------------------------------------------------
+
+FUSABLE = """
+    total = 0.0
+    for i in range(x.shape[0]):
+        t = k * x[i]
+        total += t
+    dk = 0.0
+    dtotal = _dret
+    for i in range(x.shape[0] - 1, -1, -1):
+        dk += dtotal * x[i]
+    return (total, dk)
+"""
+
+
+def _sweeps(s, key=1):
+    loops = [st for st in s.body if isinstance(st, ast.For)]
+    SWEEP.set(loops[0], (key, "forward"))
+    SWEEP.set(loops[1], (key, "reverse"))
+    return s
+
+
+def test_fuse_independent_iterations():
+    ctx = context(adjoint(params=("x", "k"), results=("total",), grads=("dk",)))
+    s = _sweeps(lowering(ctx, FUSABLE))
+    note = "each runs its adjoint right after it (nothing is taped)"
+    assert after("fuse", s) == code(f"""
+        def f_grad(x, k, _dret):
+            total = 0.0
+            dk = 0.0
+            dtotal = _dret
+            # iterations over i are independent: {note}
+            for i in range(x.shape[0]):
+                t = k * x[i]
+                total += t
+                dk += dtotal * x[i]
+            return (total, dk)
+    """)
+    assert s.stale == {LIVE}  # it changed the body: dead_after_fuse has work to do
+
+
+def test_no_fusion_where_the_adjoint_reads_a_carried_value():
+    ctx = context(adjoint(params=("x", "k"), results=("total",), grads=("dk",)))
+    s = _sweeps(lowering(ctx, FUSABLE.replace("dk += dtotal * x[i]", "dk += dtotal * t")))
+    before = s.body
+    after("fuse", s)
+    assert s.body == before and s.stale == set()
+
+
+def test_no_fusion_where_a_hook_sees_the_gradients():
+    ir = adjoint(params=("x", "k"), results=("total",), grads=("dk",),
+                 callables=frozenset({"hook"}))
+    s = _sweeps(lowering(context(ir), FUSABLE))
+    before = s.body
+    after("fuse", s)
+    assert s.body is before
+
+
+def test_dead_after_fuse_only_where_fusion_changed_the_body():
+    ctx = context(adjoint(params=("x", "k"), grads=("dk",)))
+    body = """
+        a = x * 2.0
+        dk = _dret
+        return (None, dk)
+    """
+    s = lowering(ctx, body)
+    kept = s.body
+    after("dead_after_fuse", s)
+    assert s.body is kept  # liveness still holds: nothing to do
+    s.stale.add(LIVE)
+    assert after("dead_after_fuse", s) == code("""
+        def f_grad(x, k, _dret):
+            dk = _dret
+            return (None, dk)
+    """)
+    assert s.stale == set()
+
+
+# --- written once, shape stand-ins --------------------------------------------------------
+
+
+def test_write_once_first_writer():
+    ctx = context(adjoint(params=("z", "g"), grads=("dz",)), once=True)
+    assert after("write_once", lowering(ctx, """
+        dz = np.zeros_like(z)
+        for i in range(z.shape[0]):
+            dz[i] += g * z[i]
+        return (None, dz)
+    """)) == code("""
+        def f_grad(z, g, _dret):
+            dz = np.empty_like(z)
+            # dz: each element written once (made empty); those no index reaches set to 0
+            dz[max(z.shape[0], 0):] = 0.0
+            for i in range(z.shape[0]):
+                dz[i] = g * z[i]
+            return (None, dz)
+    """)
+
+
+def test_no_write_once_where_the_builtins_are_shadowed():
+    ctx = context(adjoint(params=("z", "g"), grads=("dz",)), once=False)
+    s = lowering(ctx, """
+        dz = np.zeros_like(z)
+        for i in range(z.shape[0]):
+            dz[i] += g * z[i]
+        return (None, dz)
+    """)
+    assert "dz = np.zeros_like(z)" in after("write_once", s)
+
+
+SHAPE = adjoint("""
+    t = X @ W
+    y = np.sum(t + b)
+""", "db = np.zeros_like(b)", """
+    dt = expand_along(_dret, t, None)
+    db += unbroadcast(dt, b)
+""", params=("X", "W", "b"), grads=("db",))
+
+
+def test_shape_stand_in():
+    ctx = context(SHAPE, arrays=frozenset({"t", "X", "W", "b"}))
+    assert after("shape_only", lowering(ctx)) == code("""
+        def f_grad(X, W, b, _dret):
+            t = X @ W
+            # t: only its shape is read later
+            t_like = np.broadcast_to(np.zeros((), t.dtype), t.shape)
+            y = np.sum(t + b)
+            db = np.zeros_like(b)
+            dt = expand_along(_dret, t_like, None)
+            db += unbroadcast(dt, b)
+            return (y, db)
+    """)
+
+
+def test_no_stand_in_for_what_is_not_a_float_array():
+    ctx = context(SHAPE, arrays=frozenset({"X", "W", "b"}))
+    assert "t_like" not in after("shape_only", lowering(ctx))
+
+
+# --- workspace ---------------------------------------------------------------------------
+
+TAPED = adjoint("""
+    for i in range(n):
+        _tape_x[_tape_xn] = x
+        _tape_xn += 1
+        x = math.sin(x)
+    y = x
+""", "dx = _dret", """
+    for i in range(n - 1, -1, -1):
+        _tape_xn -= 1
+        x = _tape_x[_tape_xn]
+        dx = dx * np.cos(x)
+""", workspace="""
+    _tape_x = np.empty(0, np.float64)
+    _tape_xn = 0
+""", params=("x", "n"), reused=(("_tape_x", "float64"),))
+
+TAPED_TEXT = """
+    def f_grad(x, n, _dret, _ws):
+        _tape_x = _ws[0]
+        _tape_xn = 0
+        for i in range(n):
+            _tape_x[_tape_xn] = x
+            _tape_xn += 1
+            x = math.sin(x)
+        y = x
+        dx = _dret
+        for i in range(n - 1, -1, -1):
+            _tape_xn -= 1
+            x = _tape_x[_tape_xn]
+            dx = dx * np.cos(x)
+        return (y, dx, (_tape_x,))
+"""
+
+
+def test_workspace_takes_the_tapes():
+    ctx = context(TAPED)
+    s = lowering(ctx)
+    assert after("workspace", s) == code(TAPED_TEXT)
+    assert ctx.workspaces == {"grad": ("float64",)} and s.params[-1] == "_ws"
+
+
+def test_workspace_takes_an_adjoint_buffers_storage():
+    ir = adjoint("y = np.sum(v * x)", "dv = np.zeros_like(v)", "dv += _dret * x",
+                 params=("x", "v"), grads=("dv",), buffers=(("dv", "_ws_dv", "ws_zeros"),))
+    ctx = context(ir)
+    assert after("workspace", lowering(ctx, variant="grad_only")) == code("""
+        def f_gradonly(x, v, _dret, _ws):
+            _ws_dv = _ws[0]
+            y = np.sum(v * x)
+            _ws_dv, dv = ws_zeros(_ws_dv, v)
+            dv += _dret * x
+            return (None, dv, (_ws_dv,))
+    """)
+    assert ctx.workspaces == {"grad_only": ("buffer",)}
+
+
+def test_no_workspace_without_tapes_or_buffers():
+    ctx = context(SPLIT)
+    s = lowering(ctx)
+    after("workspace", s)
+    assert s.params == ["x", "_dret"] and ctx.workspaces == {"grad": ()}
+
+
+# --- the prange rewrite (its wiring: backend/prange.py is tested end to end) ------------
+
+
+class _Rewrite:
+    """A stand-in for ``prange.Parallel``: renames the function's loops' ranges."""
+
+    made = 0
+
+    def __init__(self):
+        _Rewrite.made += 1
+
+    def function(self, fn: ast.FunctionDef) -> ast.FunctionDef:
+        new = ast.parse(emit.unparse(fn).replace("range(", "prange(")).body[0]
+        new.args.args.append(ast.arg(arg="_extra"))
+        return new
+
+
+def test_parallel_rewrite_made_once_and_its_function_kept():
+    _Rewrite.made = 0
+    ctx = context(TAPED, parallel=_Rewrite)
+    shown = [after("parallel", lowering(ctx, variant=v)) for v in ("grad", "grad_only")]
+    assert _Rewrite.made == 1
+    assert shown[0].startswith("def f_grad(x, n, _dret, _extra):")
+    assert "for i in prange(n):" in shown[0] and " range(" not in shown[0]
+
+
+def test_no_rewrite_without_parallel():
+    s = lowering(context(TAPED))
+    body = s.body
+    after("parallel", s)
+    assert s.body is body
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def test_unparse_prints_comments():
+    ctx = context(adjoint())
+    s = lowering(ctx, """
+        # a comment
+        dx = _dret
+        return (None, dx)
+    """)
+    assert after("unparse", s) == code("""
+        def f_grad(x, _dret):
+            # a comment
+            dx = _dret
+            return (None, dx)
+    """)
+
+
+def test_tape_accessors_by_the_names_the_helpers_have():
+    ctx = context(TAPED, accessor=lambda n: "_" + n)
+    s = lowering(ctx)
+    s.text = code(TAPED_TEXT)
+    assert after("tape_accessors", s) == code("""
+        def f_grad(x, n, _dret, _ws):
+            _tape_x = _ws[0]
+            _tape_xn = 0
+            for i in range(n):
+                _tape_put(_tape_x, _tape_xn, x)
+                _tape_xn += 1
+                x = math.sin(x)
+            y = x
+            dx = _dret
+            for i in range(n - 1, -1, -1):
+                _tape_xn -= 1
+                x = _tape_get(_tape_x, _tape_xn)
+                dx = dx * np.cos(x)
+            return (y, dx, (_tape_x,))
+    """)
+
+
+def test_no_accessors_without_typed_tapes():
+    ctx = context(SPLIT, accessor=lambda n: "_" + n)
+    s = lowering(ctx)
+    s.text = "def f(x):\n    _tape_y[0] = x\n"
+    assert after("tape_accessors", s) == s.text
+    assert ctx.accessors() == {"tape_get": "tape_get", "tape_put": "tape_put"}
+
+
+# --- the whole list, per variant -----------------------------------------------------------
+
+
+def test_whole_list_per_variant():
+    ctx = context(TAPED)
+    done = lower_variants(ctx)
+    assert list(done) == ["grad", "grad_only"]
+    assert done["grad"].text == code(TAPED_TEXT).replace(
+        "_tape_x[_tape_xn] = x", "tape_put(_tape_x, _tape_xn, x)").replace(
+        "_tape_x[_tape_xn]", "tape_get(_tape_x, _tape_xn)")
+    # the value is the last x: the gradient-only variant still needs the loop's tape
+    assert done["grad_only"].text.startswith("def f_gradonly(x, n, _dret, _ws):")
+    assert "return (None, dx, (_tape_x,))" in done["grad_only"].text
+    until = run(start(context(TAPED), "grad"), until="workspace")
+    assert until.text == "" and until.params[-1] == "_ws"
