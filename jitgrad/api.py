@@ -93,6 +93,8 @@ class Differentiated:
         #: pass's input (``transpiler/front/tuples.py``); None for other functions
         self._tuples: dict[str, tuple] | None = None
         self._entry_checked = False
+        #: (the prepared unit, does it draw): ``_draws``'s answer, redone with ``_prep``
+        self._draws_of: tuple[Prepared, bool] | None = None
         self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
         self._uncompilable: set[tuple] = set()  # argument types Numba refused in the primal
@@ -143,9 +145,14 @@ class Differentiated:
 
     def _draws(self) -> bool:
         """Does the function (its helpers inlined) draw from a global random generator?
-        Then code that runs it again replays the generators (``kernels/rng.py``)."""
+        Then code that runs it again replays the generators (``kernels/rng.py``).  Asked
+        on every call of vjp, jacfwd, jacrev and hessian: read once per prepared unit (a
+        registered rule prepares the function again, and so asks again)."""
         prep = self._prep()
-        return first_draw(prep.body, prep.env) is not None
+        known = self._draws_of
+        if known is None or known[0] is not prep:
+            known = self._draws_of = (prep, first_draw(prep.body, prep.env) is not None)
+        return known[1]
 
     def _check_args(self, args: tuple) -> None:
         if len(args) != len(self.params):

@@ -345,3 +345,36 @@ def test_result_ndim_functions():
     assert extreme(1) == 0 and extreme(0, b=RUNTIME) == 0
     assert shaped(1, shape=(RUNTIME, RUNTIME)) == 2 and shaped(1, shape=RUNTIME) is None
     assert sorted_(2, axis=None) == 1
+
+
+# --- float32 arguments ----------------------------------------------------------------
+
+
+#: ``y = f(y) * 1.1`` in a loop: float32 times a float is float64 in Numba (NumPy keeps
+#: float32), so Numba cannot unify the loop's array; its primal fails as the gradient does
+NUMBA_UNSTABLE_ON_FLOAT32 = (C.loop_keepdims, C.loop_elementwise)
+
+
+def _float32(v):
+    return v.astype(np.float32) if isinstance(v, np.ndarray) else v
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)])
+def test_rules_on_float32_arguments(case, jit):
+    """Float32 arrays in: the value is the function's on them, and each gradient is
+    float32, the float64 central differences at the same (float32) point to float32's
+    precision."""
+    f, make, wrt = case
+    if jit and f in NUMBA_UNSTABLE_ON_FLOAT32:
+        pytest.skip("numba.njit refuses the function itself on float32 (its array changes "
+                    "dtype in the loop)")
+    args = tuple(_float32(a) for a in make())
+    wrts = wrt if isinstance(wrt, tuple) else (wrt,)
+    value, grads = jg.differentiate(f, wrt=wrts, jit=jit).value_and_grad(*args)
+    np.testing.assert_allclose(value, f(*[copy.copy(a) for a in args]), rtol=1e-4, atol=1e-5)
+    at = tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args)
+    for w, g in zip(wrts, grads, strict=True):
+        if isinstance(args[w], np.ndarray):
+            assert g.dtype == np.float32, (w, g.dtype)
+        np.testing.assert_allclose(g, numeric_grad(f, at, w), rtol=2e-3, atol=2e-3,
+                                   err_msg=f"gradient w.r.t. argument {w}")

@@ -18,13 +18,15 @@ import numpy as np
 from numba import literally, types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 __all__ = [
     "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min",
     "axis_count", "expand_along", "centered", "chooser_weights", "prod_others",
     "cumsum_along", "reshape_like", "transpose_back", "split_like", "scatter_add",
-    "select", "dot_grad_a", "dot_grad_b", "kept", "sort_along", "unsort",
+    "select", "dot_grad_a", "dot_grad_b", "mixed_dot", "mixed_solve", "in_dtype_of", "kept",
+    "sort_along", "unsort",
     "flip_along", "diag_back", "spread", "argextreme", "extreme_at", "pick", "diff_back",
 ]
 
@@ -442,18 +444,71 @@ def _ol_select(cond, dy):
 
 # --- linear algebra ------------------------------------------------------------
 
+def mixed_dot(x, y):
+    """``np.dot(x, y)`` of float32 and float64 operands in NumPy's common dtype (Numba's
+    ``np.dot`` takes one dtype: compiled code converts the other operand first)."""
+    return np.dot(x, y)
+
+
+def mixed_solve(a, b):
+    """``np.linalg.solve(a, b)`` in the operands' common dtype, as ``mixed_dot``."""
+    return np.linalg.solve(a, b)
+
+
+def _dtype_of(t):
+    """The NumPy dtype of a Numba array or number type."""
+    return as_dtype(t.dtype if isinstance(t, types.Array) else t)
+
+
+def _in_common_dtype(fn):
+    """An overload of a two-operand ``fn`` that first converts the operands whose dtype is
+    not their common one (NumPy's promotion)."""
+
+    def typer(x, y):
+        to = np.result_type(_dtype_of(x), _dtype_of(y)).type
+        if _dtype_of(x) == to and _dtype_of(y) == to:
+            return lambda x, y: fn(x, y)
+        return lambda x, y: fn(np.asarray(x).astype(to), np.asarray(y).astype(to))
+
+    return typer
+
+
+overload(mixed_dot)(_in_common_dtype(np.dot))
+overload(mixed_solve)(_in_common_dtype(np.linalg.solve))
+
+
+def in_dtype_of(g, a):
+    """The gradient ``g`` in the dtype of the float array ``a`` it is the gradient of
+    (float32 in, float32 out); ``g`` itself when the dtypes agree or ``a`` is no float."""
+    dt = np.asarray(a).dtype
+    if dt.kind != "f" or np.asarray(g).dtype == dt:
+        return g
+    return g.astype(dt) if isinstance(g, np.ndarray) else dt.type(g)
+
+
+@overload(in_dtype_of)
+def _ol_in_dtype_of(g, a):
+    if not isinstance(a, types.Array) or not isinstance(a.dtype, types.Float) \
+            or _dtype_of(g) == _dtype_of(a):
+        return lambda g, a: g
+    to = as_dtype(a.dtype).type
+    if isinstance(g, types.Array):
+        return lambda g, a: g.astype(to)
+    return lambda g, a: to(g)
+
+
 # Gradients of np.dot(a, b) by (a.ndim, b.ndim); NumPy code, so plain and compiled share it.
 _DOT_GRAD_A = {
-    (1, 1): lambda dy, a, b: dy * b,
-    (2, 1): lambda dy, a, b: np.outer(dy, b),
-    (1, 2): lambda dy, a, b: np.dot(b, dy),
-    (2, 2): lambda dy, a, b: np.dot(dy, b.T),
+    (1, 1): lambda dy, a, b: in_dtype_of(dy * b, a),
+    (2, 1): lambda dy, a, b: in_dtype_of(np.outer(dy, b), a),
+    (1, 2): lambda dy, a, b: in_dtype_of(mixed_dot(b, dy), a),
+    (2, 2): lambda dy, a, b: in_dtype_of(mixed_dot(dy, b.T), a),
 }
 _DOT_GRAD_B = {
-    (1, 1): lambda dy, a, b: dy * a,
-    (2, 1): lambda dy, a, b: np.dot(a.T, dy),
-    (1, 2): lambda dy, a, b: np.outer(a, dy),
-    (2, 2): lambda dy, a, b: np.dot(a.T, dy),
+    (1, 1): lambda dy, a, b: in_dtype_of(dy * a, b),
+    (2, 1): lambda dy, a, b: in_dtype_of(mixed_dot(a.T, dy), b),
+    (1, 2): lambda dy, a, b: in_dtype_of(np.outer(a, dy), b),
+    (2, 2): lambda dy, a, b: in_dtype_of(mixed_dot(a.T, dy), b),
 }
 
 
@@ -465,12 +520,14 @@ def _dot_impl(table, a, b, where: str, error=TypingError):
 
 
 def dot_grad_a(dy, a, b):
-    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``a``, 1-d/2-d operands."""
+    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``a``, 1-d/2-d operands,
+    in ``a``'s dtype."""
     return _dot_impl(_DOT_GRAD_A, np.asarray(a), np.asarray(b), "dot_grad_a", ValueError)(dy, a, b)
 
 
 def dot_grad_b(dy, a, b):
-    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``b``, 1-d/2-d operands."""
+    """Gradient of ``np.dot(a, b)`` (or ``a @ b``) with respect to ``b``, 1-d/2-d operands,
+    in ``b``'s dtype."""
     return _dot_impl(_DOT_GRAD_B, np.asarray(a), np.asarray(b), "dot_grad_b", ValueError)(dy, a, b)
 
 

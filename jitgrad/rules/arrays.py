@@ -27,7 +27,10 @@ from ..kernels.arrays import (
     expand_along,
     extreme_at,
     flip_along,
+    in_dtype_of,
     kept,
+    mixed_dot,
+    mixed_solve,
     pick,
     prod_others,
     reduce_max,
@@ -177,7 +180,7 @@ def vdot(a, b):
 @grad_rule(np.outer)
 def outer(a, b):
     def back(dy):
-        return (np.dot(dy, b), np.dot(a, dy))
+        return (in_dtype_of(mixed_dot(dy, b), a), in_dtype_of(mixed_dot(a, dy), b))
     return np.outer(a, b), back
 
 
@@ -185,8 +188,8 @@ def outer(a, b):
 def solve(a, b):
     x = np.linalg.solve(a, b)
     def back(dy):
-        gb = np.linalg.solve(a.T, dy)
-        return (-dot_grad_a(gb, a, x), gb)
+        gb = mixed_solve(a.T, dy)
+        return (-dot_grad_a(gb, a, x), in_dtype_of(gb, b))
     return x, back
 
 
@@ -194,7 +197,7 @@ def solve(a, b):
 def inv(a):
     y = np.linalg.inv(a)
     def back(dy):
-        return (-np.dot(np.dot(y.T, dy), y.T),)
+        return (-in_dtype_of(mixed_dot(mixed_dot(y.T, dy), y.T), a),)
     return y, back
 
 

@@ -30,6 +30,9 @@ declare(H.unbroadcast, K.reshape_like, K.scatter_add, K.expand_along, K.spread,
         K.dot_grad_a, K.pick, K.diag_back, K.diff_back, K.unsort, result=argument(1))
 declare(K.transpose_back, result=argument(0))
 declare(K.dot_grad_b, result=argument(2))
+declare(K.in_dtype_of, result=argument(1))
+declare(K.mixed_dot, result=Result("dot"))
+declare(K.mixed_solve, result=Result("solve"))
 declare(H.snapshot, H.tape_reserve, G.rng_reserve, K.centered, K.chooser_weights,
         K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
@@ -291,6 +294,29 @@ def dot_grad_b_t(dy, a, b):
     def push(ddy, da, db):
         return (K.dot_grad_b(ddy, a, b), K.dot_grad_b(dy, da, b), None)
     return K.dot_grad_b(dy, a, b), push
+
+
+@tangent_rule(K.mixed_dot)
+def mixed_dot_t(x, y):
+    def push(dx, dy):
+        return (K.mixed_dot(dx, y), K.mixed_dot(x, dy))
+    return K.mixed_dot(x, y), push
+
+
+@tangent_rule(K.mixed_solve)
+def mixed_solve_t(a, b):
+    x = K.mixed_solve(a, b)
+    def push(da, db):
+        return (-K.mixed_solve(a, K.mixed_dot(da, x)), K.mixed_solve(a, db))
+    return x, push
+
+
+@tangent_rule(K.in_dtype_of)
+def in_dtype_of_t(g, a):
+    """A conversion: the tangent converted too (``a`` gives the dtype only)."""
+    def push(dg, da):
+        return (K.in_dtype_of(dg, a), None)
+    return K.in_dtype_of(g, a), push
 
 
 # --- reductions (the forward parts of the reduction rules) -------------------------------
