@@ -27,6 +27,7 @@ from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
+from .policy import ReadPolicy, compose
 
 
 @dataclass
@@ -42,6 +43,11 @@ class Capture:
     decision: Decision
     #: stored instead where the loop first rebinds it, once per trip (``Planner.restore_at``)
     next_trip: bool = False
+    #: the value stored earlier at the same statement that this one equals: its tape serves
+    #: both (``ReadPolicy.same_value``)
+    twin: str | None = None
+    #: only its shape is stored (the adjoint reads it only as ``unbroadcast``'s operand)
+    shape: bool = False
 
 
 @dataclass
@@ -56,31 +62,42 @@ class Captures:
 class Planner:
     """Store or recompute: which values a statement's adjoint needs again, and how each is
     given (see module docstring).  Its state: ``restore_at``, the values stored once per
-    trip where a loop first rebinds them."""
+    trip where a loop first rebinds them.  ``fwd_vars``: the names the forward sweep has
+    defined so far (shared with the tapes and statements; by default the args and every
+    name defined); ``policy``: what the adjoint reads again (``policy.ReadPolicy``)."""
 
     def __init__(self, an: Analysis, env: dict, args: list[str], body: list[ast.stmt],
-                 has_break: Callable[[ast.stmt], bool]):
+                 has_break: Callable[[ast.stmt], bool], fwd_vars: set[str] | None = None,
+                 policy: ReadPolicy | None = None):
         self.an, self.env, self.args = an, env, args
         self.has_break = has_break
+        self.fwd_vars = set(args) | set(an.defs) if fwd_vars is None else fwd_vars
+        self.policy = policy
         self.regions = any(checkpoint(x) for x in walk_stmts(body))  # checkpointed regions
         self.nonlinear_reads = nonlinear_reads(body, an)
         #: statement id -> the scalars taped before it, restored after its adjoint
         self.restore_at: dict[int, set[str]] = {}
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
-             compound: bool, made: set[str]) -> Captures:
+             compound: bool, made: set[str],
+             shape_only: Callable[[str], bool] | None = None) -> Captures:
         """The values of ``reads`` (forward-sweep names, in order of definition) that the
         adjoint of ``s`` needs and that may change before it runs, each stored or
         recomputed (``analysis.cost.decide``; together where that is cheaper).
 
         ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
-        gains what the adjoint will have restored under its own name."""
+        gains what the adjoint will have restored under its own name.  ``shape_only``:
+        does the adjoint read a stored array only for its shape (then that is stored)?"""
         wanted = self.wanted(s, reads, outputs, restored, compound, made)
+        # counters indexing element reads: restored here, the reads are read again
+        wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
+                                                                    compound)]
         # the first value's plan, planned once: on its own it is what joint planning starts
         # from (nothing planned before it), and what deciding it alone finds
         first = self.first_plan(wanted, s, restored, compound)
         joint = self.joint_plans(wanted, s, restored, compound, first)
         values: list[Capture] = []
+        taped: list[str] = []  # the values stored here on tapes of their own, in order
         for k, (n, is_out, restores) in enumerate(wanted):
             if joint is not None:
                 d = Decision(n, False, "", joint[0][n])
@@ -93,15 +110,32 @@ class Planner:
                     restored.add(n)
                 values.append(Capture(n, is_out, restores, d))
                 continue
-            at = self.restored_next_trip(n, s) if restores else None
-            if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
-                self.restore_at.setdefault(id(at), set()).add(n)
-                values.append(Capture(n, is_out, restores, d, next_trip=True))
-                continue
-            if restores:
-                restored.add(n)
-            values.append(Capture(n, is_out, restores, d))
+            values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped,
+                                      shape_only))
         return Captures(values, None if joint is None else joint[1])
+
+    def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str],
+               shape_only: Callable[[str], bool] | None) -> Capture:
+        """How the stored value ``c`` is kept: restored once per trip where its loop first
+        rebinds it, on the tape of a value stored at ``s`` that it equals, as its shape
+        alone (``shape_only``), or on a tape of its own (``taped`` then gains it)."""
+        n = c.name
+        at = self.restored_next_trip(n, s) if c.restores else None
+        if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
+            self.restore_at.setdefault(id(at), set()).add(n)
+            c.next_trip = True
+            return c
+        c.twin = next((m for m in taped if self.policy is not None
+                       and self.policy.same_value(m, n, s)), None)
+        if c.twin is None and shape_only is not None and shape_only(n):
+            c.shape = True  # popped into a fresh name: never restored under its own
+            c.decision = Decision(n, True, "its shape (the adjoint reads no element)")
+            return c
+        if c.twin is None:
+            taped.append(n)
+        if c.restores:
+            restored.add(n)
+        return c
 
     def wanted(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
                compound: bool, made: set[str]) -> list[tuple[str, bool, bool]]:
@@ -173,6 +207,54 @@ class Planner:
         loops = self.an.enclosing_loops(s)
         return any(POS.get(t) < POS.get(s) and self.an.enclosing_loops(t) == loops
                    for t in self.nonlinear_reads.get(m, ()))
+
+    def index_restores(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
+                       restored: set[str], compound: bool) -> list[str]:
+        """Integer indices to restore at ``s`` so that the element reads the values
+        ``wanted`` there are made of are read again instead of taped: ``n = a[.., m, ..]``
+        (or a value made of such reads in the same block) with ``m`` rebound later (a
+        counter) and ``a`` active (the adjoint of that read pops ``m`` anyway: it then finds
+        it restored, so the tape of ``m`` moves and the values' tapes go), and nothing
+        between the read and ``s`` rebinding ``m`` (``recompute``'s ``available``)."""
+        if compound:
+            return []
+        out: list[str] = []
+        bound = set(dataflow.binds(s, elements=True))
+        taken = {w for w, _, _ in wanted}
+        for d in self._reads_under([n for n, is_out, _ in wanted if not is_out], s):
+            for m in sorted({x.id for x in walk(d.value.slice) if isinstance(x, ast.Name)}):
+                k = self.an.kind(m)
+                if k.is_array or k.cls not in ("i", "b") or m in restored or m in bound \
+                        or m in out or m in taken or m not in self.fwd_vars \
+                        or self.an.recomputed_index(m, s) \
+                        or not self.an.may_redefine_after(m, d, include_self=False) \
+                        or self.an.defined_between(m, d, s) \
+                        or self.recompute(m, d, restored).expr is not None:
+                    continue  # (the last: an index read again, as in k = idx[i])
+                out.append(m)
+        return out
+
+    def _reads_under(self, names: list[str], s: ast.stmt, depth: int = 4) -> list[ast.stmt]:
+        """The element reads ``v = a[...]`` of an active ``a`` that the values ``names``
+        are made of: their single plain definitions in ``s``'s block, followed through the
+        names they read up to ``depth`` definitions deep."""
+        out: list[ast.stmt] = []
+        seen: set[str] = set()
+        todo = [(n, 0) for n in names]
+        while todo:
+            n, k = todo.pop()
+            defs = self.an.defs.get(n, [])
+            if n in seen or k > depth or len(defs) != 1 or dataflow.plain_binding(
+                    defs[0]) != n or BLOCK.get(defs[0]) != BLOCK.get(s):
+                continue
+            seen.add(n)
+            v = defs[0].value
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+                if v.value.id in self.an.active:
+                    out.append(defs[0])
+                continue
+            todo += [(x.id, k + 1) for x in walk(v) if isinstance(x, ast.Name)]
+        return out
 
     def first_plan(self, wanted: list[tuple[str, bool, bool]], s: ast.stmt,
                    restored: set[str], compound: bool
@@ -359,12 +441,19 @@ class _Again:
         base = v.value.id
         group = self.an.aliases.get(base, {base})
         if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
-            self.why(f"{base} is written later")
-            return None
-        sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+            policy = self.planner.policy
+            view = policy.unwritten_view(base, self.d, self.s) if policy else None
+            if view is None:
+                self.why(f"{base} is written later")
+                return None
+            # a view of an array nothing writes: its element, read from that array
+            sub = compose(view[0], view[1], v.slice)
+            base = view[0]
+        else:
+            sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
         for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:
-            if self.unchanged(m.id):
-                continue
+            if self.available(m.id):
+                continue  # the loop index, unchanged since, or restored to its value
             k = self.deeper(m.id, False)
             if k is None or not int_arith(k, self.an) and not isinstance(k, ast.Subscript):
                 self.why(f"index {m.id} of {self.n} is rebound later")

@@ -29,6 +29,7 @@ from ..ir import Snapshots
 from ..naming import Namer
 from ..notes import CHECKPOINTED, POS, checkpoint
 from .binomial import Binomial
+from .policy import ReadPolicy
 from .recompute import Planner
 from .reverse_flow import ControlFlow
 from .statements import Statements
@@ -69,7 +70,10 @@ class Reverser:
         self.unit = unit
         #: the names the forward sweep defines (read by the tapes, grown by statements)
         fwd_vars = set(unit.args) | set(unit.an.defs)
-        self.planner = Planner(unit.an, unit.env, unit.args, body, unit.has_break)
+        # what the adjoint reads again instead of finding it on a tape (``policy``)
+        policy = ReadPolicy(body, unit.an, unit.env)
+        self.planner = Planner(unit.an, unit.env, unit.args, body, unit.has_break,
+                               fwd_vars, policy)
         self.tapes = Tapes(unit, self.planner, fwd_vars)
         self.statements = Statements(unit, self.tapes, fwd_vars)
         self.flow = ControlFlow(unit, self.tapes, fwd_vars, self.block)

@@ -51,7 +51,7 @@ class Statements(Part):
         self.fwd_vars = fwd_vars
         self.touched: set[str] = set()
         self.callables: set[str] = set()
-        self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
+        self.unb = tapes.unb  # the generated module's name of ``unbroadcast``
 
     def simple(self, s: ast.stmt, restored: set[str]):
         """The forward and adjoint of a statement that is not compound."""

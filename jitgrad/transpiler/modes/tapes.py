@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers, snapshots
+from ...rules.primitives import allocating
 from ..analysis import dataflow
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
@@ -48,6 +49,8 @@ class Tapes(Part):
         self.restored_names: set[str] = set()
         #: outputs of the statement being reversed that a later statement's adjoint restored
         self.made: set[str] = set()
+        #: the generated module's name of ``unbroadcast`` (the statements' too)
+        self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
@@ -66,22 +69,32 @@ class Tapes(Part):
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.made
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
-                                   compound, made)
+                                   compound, made, lambda n: self.shape_only(n, rev))
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
+        into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
+        shaped: set[str] = set()  # the names the adjoint pops shapes into
         if record.joint is not None:  # one comment for the values recomputed together
             pops += [decision(said) for said in note([record.joint], stored=False)]
         for c in record.values:
             if c.decision.stored:
-                if not c.next_trip:
-                    pops += self.store(c, s, mapping, fwd_after if c.is_out else fwd_before)
+                fwd = fwd_after if c.is_out else fwd_before
+                if c.twin is not None:
+                    pops += self.twin(c, into[c.twin], mapping)
+                elif c.shape:
+                    pops += self.store_shape(c, mapping, fwd, shaped)
+                elif not c.next_trip:
+                    pops += self.store(c, s, mapping, fwd, into)
                 continue
             if record.joint is None:  # each recomputed value's comment heads its statements
                 pops += [decision(said) for said in note([c.decision], stored=False)]
             pops += self.recomputed(c, mapping)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
-        stored = [c.decision for c in record.values if c.decision.stored and not c.next_trip]
+        if shaped:
+            self.to_shape_calls(rev, shaped)
+        stored = [c.decision for c in record.values
+                  if c.decision.stored and not c.next_trip and c.twin is None]
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -106,17 +119,77 @@ class Tapes(Part):
         return pops
 
     def store(self, c: Capture, s: ast.stmt, mapping: dict[str, str],
-              fwd: list[ast.stmt]) -> list[ast.stmt]:
+              fwd: list[ast.stmt], into: dict[str, str]) -> list[ast.stmt]:
         """Push ``c`` on a tape of its own (into ``fwd``); the adjoint's pop, under its name
-        or a fresh one (into ``mapping``)."""
+        or a fresh one (into ``mapping``; ``into`` gains the name it is popped into)."""
         push, pop = self.new_tape(self.namer.tape(c.name), c.name, s)
         fwd.extend(push)
         if c.restores:
             self.restored_names.add(c.name)
+            into[c.name] = c.name
             return pop(c.name)
         fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_")
         mapping[c.name] = fresh
+        into[c.name] = fresh
         return pop(fresh)
+
+    def twin(self, c: Capture, popped: str, mapping: dict[str, str]) -> list[ast.stmt]:
+        """``c``, the same value as its twin popped into ``popped``: one tape for both."""
+        target = c.name if c.restores else self.namer.fresh("_" + c.name.lstrip("_") + "_")
+        pops = [decision(f"{c.name} is {c.twin}: the same value, stored once"),
+                assign(target, name(popped))]
+        if c.restores:
+            self.restored_names.add(c.name)
+        else:
+            mapping[c.name] = target
+        return pops
+
+    def store_shape(self, c: Capture, mapping: dict[str, str], fwd: list[ast.stmt],
+                    shaped: set[str]) -> list[ast.stmt]:
+        """Push ``c``'s shape (into ``fwd``); the adjoint pops it into a fresh name (into
+        ``mapping`` and ``shaped``)."""
+        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_shape")
+        mapping[c.name] = fresh
+        shaped.add(fresh)
+        push, pop = self.shape_tape(self.namer.tape(c.name), c.name)
+        fwd.extend(push)
+        return pop(fresh)
+
+    def shape_only(self, n: str, rev: list[ast.stmt]) -> bool:
+        """Does the adjoint ``rev`` read the array ``n`` only as the operand whose shape
+        ``unbroadcast(g, n)`` reduces ``g`` to (and need no shape check of it)?  Then its
+        shape is stored, not the array (a value with elements read is never replaced)."""
+        k = self.an.kind(n)
+        if not k.is_array or k.ndim is None or self.shape_check(n, n) \
+                or not all(_output_unread(d) for d in self.an.defs.get(n, [])):
+            return False
+        loads = [x for x in walk(ast.Module(body=rev, type_ignores=[]))
+                 if isinstance(x, ast.Name) and x.id == n]
+        shapes = [c.args[1] for c in walk(ast.Module(body=rev, type_ignores=[]))
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id == self.unb and len(c.args) == 2 and not c.keywords
+                  and isinstance(c.args[1], ast.Name) and c.args[1].id == n]
+        return bool(loads) and len(loads) == len(shapes)
+
+    def shape_tape(self, tape: str, n: str):
+        """A list tape of ``n.shape``: (push statements, pop(target) -> statements)."""
+        self.declared.append((tape, None))
+        push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
+                                                           ctx=ast.Load()),
+                                        args=[ast.Attribute(value=name(n), attr="shape",
+                                                            ctx=ast.Load())], keywords=[]))]
+        PUSH.set(push[0], True)
+        return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
+            value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
+
+    def to_shape_calls(self, rev: list[ast.stmt], shaped: set[str]) -> None:
+        """``unbroadcast(g, s)`` -> ``unbroadcast_shape(g, s)`` for the popped shapes ``s``."""
+        fn = self.global_name("unbroadcast_shape", helpers.unbroadcast_shape)
+        for c in walk(ast.Module(body=rev, type_ignores=[])):
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) \
+                    and c.func.id == self.unb and len(c.args) == 2 \
+                    and isinstance(c.args[1], ast.Name) and c.args[1].id in shaped:
+                c.func = name(fn)
 
     def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
                        restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -279,6 +352,22 @@ class Tapes(Part):
                          self.global_name("ws_snapshot", snapshots.ws_snapshot),
                          self.global_name("ws_grow", snapshots.ws_grow),
                          self.namer.fresh("_ws_snaps"), self.namer.fresh("_ws_snapsn"))
+
+
+def _output_unread(d: ast.stmt) -> bool:
+    """Does the adjoint of ``d`` not read the value it makes (sums, differences, products,
+    quotients, negation, copies of names and elements, fresh arrays)?  Else that adjoint
+    stores the whole array anyway, and storing only its shape elsewhere saves nothing."""
+    if not isinstance(d, ast.Assign):
+        return False
+    v = d.value
+    if isinstance(v, ast.BinOp):
+        return isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div))
+    if isinstance(v, ast.Call):
+        f = v.func
+        spelled = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        return allocating(spelled)
+    return isinstance(v, (ast.UnaryOp, ast.Name, ast.Subscript))
 
 
 def _empty(np_name: str, dtype: str) -> ast.expr:

@@ -1,0 +1,166 @@
+"""Tape policy: which values the adjoint can read again instead of finding them on a tape,
+answered from the dataflow layer (``analysis.dataflow``) and the analysis.
+
+A read of an array nothing writes is a read, however it is reached: through an argument,
+or through a view of one rebound every iteration (``lrow = l[ik]``, a helper's parameter
+after inlining).  ``unwritten_view`` re-makes such a view from the indices the adjoint
+still has (``lrow[j]`` is read again as ``l[ik, j]``), so the element is never taped.
+
+Preconditions, each checked here (a recomputation from an operand that was overwritten
+would be a silently wrong gradient):
+
+1. the view's name has one definition, ``v = a[i, ...]`` with integer indices (a row, an
+   element block of a never-written array), and it dominates the statement read again;
+2. no name that may share ``a``'s buffer (``Dataflow.shares``, and the analysis' alias
+   groups) is ever written in place, appended to, or written through a view, and ``a``
+   itself is not rebound after the view is made;
+3. each index name holds, in the adjoint, the value it had when the view was made: the
+   index of a loop around both that nothing else rebinds, or a name never rebound after.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...rules.primitives import fact
+from ..analysis import dataflow
+from ..analysis.analyse import Analysis, primitive_of
+from ..nodes import clone, walk, walk_stmts
+from ..notes import POS
+
+#: builtins that read their arguments only
+_PURE = frozenset({"len", "range", "prange", "int", "float", "bool", "abs", "min", "max"})
+
+
+class ReadPolicy:
+    """The never-written buffers of one body (computed once, asked per read)."""
+
+    def __init__(self, body: list[ast.stmt], an: Analysis, env: dict) -> None:
+        self.an = an
+        self.env = env
+        self.flow = dataflow.Dataflow(body)
+        self.body = body
+        self._memo: dict[str, bool] = {}
+        self._stores: set[str] | None = None
+        self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
+
+    def _stored_into(self) -> set[str]:
+        """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
+        appends, ``out=``, and whole arrays handed to a call that is not a primitive."""
+        if self._stores is None:
+            out: set[str] = set()
+            for s in walk_stmts(self.body):
+                bound = set(dataflow.binds(s))
+                out |= set(dataflow.binds(s, elements=True, appends=True)) - bound
+                if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                    out.add(s.target.id)  # a buffer updated in place when it is an array
+                for n in dataflow.own_expressions(s):
+                    if not isinstance(n, ast.Call):
+                        continue
+                    given = [*n.args, *(k.value for k in n.keywords)]
+                    if isinstance(n.func, ast.Attribute):
+                        given.append(n.func.value)
+                    prim = primitive_of(n, self.env)
+                    known = (prim is not None and fact(prim[0]) is not None) or (
+                        isinstance(n.func, ast.Name) and n.func.id in _PURE)
+                    if not known or any(k.arg == "out" for k in n.keywords):
+                        out |= {x.id for x in given if isinstance(x, ast.Name)}
+            self._stores = out
+        return self._stores
+
+    def never_written(self, a: str) -> bool:
+        """Precondition 2 (without the rebinding part): nothing writes into ``a``'s buffer,
+        under any name that may share it."""
+        hit = self._memo.get(a)
+        if hit is None:
+            an = self.an
+            group = self.flow.shares(a) | set(an.aliases.get(a, {a})) | {a}
+            hit = not (group & (set(an.written) | set(an.aug_written) | set(an.args_written)
+                                | set(an.inplace) | self._stored_into()))
+            self._memo[a] = hit
+        return hit
+
+    def unwritten_view(self, base: str, d: ast.stmt, s: ast.stmt) -> tuple[str, list] | None:
+        """``(a, [i, ...])`` where ``base``, read by ``d`` (whose value the adjoint of ``s``
+        recomputes), is the view ``a[i, ...]`` of a never-written array and the indices hold
+        their values in that adjoint (the module's preconditions); else None."""
+        an = self.an
+        defs = an.defs.get(base, [])
+        if len(defs) != 1 or dataflow.plain_binding(defs[0]) != base:
+            return None
+        vdef = defs[0]
+        v = vdef.value
+        if not (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name)):
+            return None
+        a = v.value.id
+        parts = list(v.slice.elts) if isinstance(v.slice, ast.Tuple) else [v.slice]
+        k = an.kind(a)
+        if not (k.is_array and k.ndim is not None and len(parts) < k.ndim
+                and all(an.kind_of_index(p) for p in parts)):
+            return None  # not a block of an array by integer indices
+        if not (an.dominates(vdef, d) and self.never_written(a)
+                and not an.may_redefine_after(a, vdef, include_self=False)):
+            return None
+        loops = {id(x) for x in an.enclosing_loops(vdef)}
+        for m in {x.id for p in parts for x in walk(p) if isinstance(x, ast.Name)}:
+            if an.recomputed_index(m, s) and any(
+                    isinstance(x, ast.For) and x.target.id == m and id(x) in loops
+                    for x in an.enclosing_loops(s)):
+                continue  # the index of a loop around the view and the adjoint: same trip
+            if an.may_redefine_after(m, vdef, include_self=False) \
+                    or an.kind(m).is_array or POS.get(vdef) is None:
+                return None
+        return a, [clone(p) for p in parts]
+
+
+    def _place(self) -> dict[int, tuple[list[ast.stmt], int]]:
+        if self._at is None:
+            self._at = {}
+            stack = [self.body]
+            while stack:
+                block = stack.pop()
+                for k, x in enumerate(block):
+                    self._at[id(x)] = (block, k)
+                    stack += [b for b in (getattr(x, "body", None), getattr(x, "orelse", None))
+                              if isinstance(b, list)]
+        return self._at
+
+    def same_value(self, n1: str, n2: str, s: ast.stmt) -> bool:
+        """Does ``n2`` hold the value ``n1`` holds where ``s`` reads both: each has one
+        plain definition, ``n2``'s later in the same block, of the same expression of
+        element reads and arithmetic (no call), ``n2``'s is ``s`` or dominates it (so both
+        come from one pass through that block), and nothing from ``n1``'s definition to
+        ``n2``'s binds a name it reads or writes into a buffer it reads (under any name
+        that may share it)?  Then the adjoint needs one tape for both."""
+        d1, d2 = (self.an.defs.get(n, []) for n in (n1, n2))
+        if len(d1) != 1 or len(d2) != 1 or dataflow.plain_binding(d1[0]) != n1 \
+                or dataflow.plain_binding(d2[0]) != n2:
+            return False
+        d1, d2 = d1[0], d2[0]
+        if not (d2 is s or self.an.dominates(d2, s)):
+            return False
+        at = self._place()
+        (b1, k1), (b2, k2) = at.get(id(d1), (None, -1)), at.get(id(d2), (None, -2))
+        if b1 is None or b1 is not b2 or k1 >= k2 or ast.dump(d1.value) != ast.dump(d2.value) \
+                or any(isinstance(x, (ast.Call, ast.NamedExpr)) for x in walk(d1.value)):
+            return False
+        read = {x.id for x in walk(d1.value) if isinstance(x, ast.Name)}
+        touched = set().union(*(self.flow.shares(r) | set(self.an.aliases.get(r, {r}))
+                                for r in read))
+        rebound = dataflow.binds_in(b1[k1:k2], elements=False)
+        written = {x for t in walk_stmts(b1[k1:k2])
+                   for x in set(dataflow.binds(t, elements=True, appends=True))
+                   - set(dataflow.binds(t))}
+        return not (rebound & read or written & (read | touched))
+
+
+def compose(a: str, parts: list[ast.expr], sl: ast.expr) -> ast.Subscript:
+    """``a[parts..., sl...]``: the element of the view ``a[parts]`` at ``sl``."""
+    inner = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+    idx = [*parts, *(clone(x) for x in inner)]
+    return ast.Subscript(value=ast.Name(id=a, ctx=ast.Load()),
+                         slice=idx[0] if len(idx) == 1 else ast.Tuple(elts=idx, ctx=ast.Load()),
+                         ctx=ast.Load())
+
+
+__all__ = ["ReadPolicy", "compose"]
