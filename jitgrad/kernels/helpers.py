@@ -11,8 +11,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["unbroadcast", "unbroadcast_shape", "zeros_like", "snapshot", "restore_into",
-           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
+__all__ = ["unbroadcast", "zeros_like", "snapshot", "restore_into", "trip_count", "pow_log",
+           "guard", "tape_reserve", "ws_zeros_like", "digamma"]
 
 
 def _is_array(t) -> bool:
@@ -54,22 +54,19 @@ def unbroadcast(g, x):
 _UNB_CACHE: dict = {}
 
 
-def _make_unbroadcast_nd(gnd: int, xnd: int, shaped: bool = False):
-    """Build a compiled loop nest that sums a gnd-dim g into an xnd-dim buffer (``shaped``:
-    the second argument is the buffer's shape, not an array of it)."""
-    key = (gnd, xnd, shaped)
+def _make_unbroadcast_nd(gnd: int, xnd: int):
+    """Build a compiled loop nest that sums a gnd-dim g into an xnd-dim buffer."""
+    key = (gnd, xnd)
     if key in _UNB_CACHE:
         return _UNB_CACHE[key]
     import numba
 
     lead = gnd - xnd
-    lines = ["def impl(g, xs):" if shaped else "def impl(g, x):"]
-    if not shaped:
-        lines.append("    xs = x.shape")
+    lines = ["def impl(g, x):"]
     for j in range(xnd):  # x cannot have been broadcast to g: refuse, never write outside
-        lines.append(f"    if xs[{j}] != 1 and xs[{j}] != g.shape[{j + lead}]:")
+        lines.append(f"    if x.shape[{j}] != 1 and x.shape[{j}] != g.shape[{j + lead}]:")
         lines.append("        raise ValueError(MSG)")
-    lines.append("    out = np.zeros(xs, dtype=g.dtype)")
+    lines.append("    out = np.zeros(x.shape, dtype=g.dtype)")
     ind = "    "
     for k in range(gnd):
         lines.append(f"{ind}for i{k} in range(g.shape[{k}]):")
@@ -78,7 +75,7 @@ def _make_unbroadcast_nd(gnd: int, xnd: int, shaped: bool = False):
     dst = []
     for j in range(xnd):
         k = j + lead
-        dst.append(f"(i{k} if xs[{j}] != 1 else 0)")
+        dst.append(f"(i{k} if x.shape[{j}] != 1 else 0)")
     dst_idx = ", ".join(dst) + ("," if xnd == 1 else "")
     lines.append(f"{ind}out[{dst_idx}] += g[{src_idx}]")
     lines.append("    return out")
@@ -107,35 +104,6 @@ def _ol_unbroadcast(g, x):
     if g.ndim == x.ndim:
         return lambda g, x: g if g.shape == x.shape else nd(g, x)
     return lambda g, x: nd(g, x)
-
-
-def unbroadcast_shape(g, shape):
-    """``unbroadcast`` to an operand of shape ``shape`` (the adjoint stores an operand's
-    shape, not the operand, where it reads nothing else of it)."""
-    if len(shape) == 0:
-        return np.sum(g) if isinstance(g, np.ndarray) else g
-    return unbroadcast(g, np.broadcast_to(np.zeros((), np.result_type(g)), shape))
-
-
-@overload(unbroadcast_shape)
-def _ol_unbroadcast_shape(g, shape):
-    xnd = len(shape) if isinstance(shape, types.BaseTuple) else None
-    if xnd is None:
-        return None
-    if xnd == 0:
-        return (lambda g, shape: np.sum(g)) if _is_array(g) else (lambda g, shape: g)
-    if not _is_array(g):
-        return lambda g, shape: np.full(shape, g)
-    if g.ndim < xnd:
-        def impl_small(g, shape):
-            out = np.zeros(shape, dtype=g.dtype)
-            out += g
-            return out
-        return impl_small
-    nd = _make_unbroadcast_nd(g.ndim, xnd, shaped=True)
-    if g.ndim == xnd:
-        return lambda g, shape: g if g.shape == shape else nd(g, shape)
-    return lambda g, shape: nd(g, shape)
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------

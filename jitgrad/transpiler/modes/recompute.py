@@ -46,8 +46,6 @@ class Capture:
     #: the value stored earlier at the same statement that this one equals: its tape serves
     #: both (``ReadPolicy.same_value``)
     twin: str | None = None
-    #: only its shape is stored (the adjoint reads it only as ``unbroadcast``'s operand)
-    shape: bool = False
 
 
 @dataclass
@@ -79,15 +77,13 @@ class Planner:
         self.restore_at: dict[int, set[str]] = {}
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
-             compound: bool, made: set[str],
-             shape_only: Callable[[str], bool] | None = None) -> Captures:
+             compound: bool, made: set[str]) -> Captures:
         """The values of ``reads`` (forward-sweep names, in order of definition) that the
         adjoint of ``s`` needs and that may change before it runs, each stored or
         recomputed (``analysis.cost.decide``; together where that is cheaper).
 
         ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
-        gains what the adjoint will have restored under its own name.  ``shape_only``:
-        does the adjoint read a stored array only for its shape (then that is stored)?"""
+        gains what the adjoint will have restored under its own name."""
         wanted = self.wanted(s, reads, outputs, restored, compound, made)
         # counters indexing element reads: restored here, the reads are read again
         wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
@@ -110,15 +106,14 @@ class Planner:
                     restored.add(n)
                 values.append(Capture(n, is_out, restores, d))
                 continue
-            values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped,
-                                      shape_only))
+            values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped))
         return Captures(values, None if joint is None else joint[1])
 
-    def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str],
-               shape_only: Callable[[str], bool] | None) -> Capture:
+    def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str]
+               ) -> Capture:
         """How the stored value ``c`` is kept: restored once per trip where its loop first
-        rebinds it, on the tape of a value stored at ``s`` that it equals, as its shape
-        alone (``shape_only``), or on a tape of its own (``taped`` then gains it)."""
+        rebinds it, on the tape of a value stored at ``s`` that it equals, or on a tape of
+        its own (``taped`` then gains it)."""
         n = c.name
         at = self.restored_next_trip(n, s) if c.restores else None
         if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
@@ -127,10 +122,6 @@ class Planner:
             return c
         c.twin = next((m for m in taped if self.policy is not None
                        and self.policy.same_value(m, n, s)), None)
-        if c.twin is None and shape_only is not None and shape_only(n):
-            c.shape = True  # popped into a fresh name: never restored under its own
-            c.decision = Decision(n, True, "its shape (the adjoint reads no element)")
-            return c
         if c.twin is None:
             taped.append(n)
         if c.restores:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 
 from ...kernels import helpers, snapshots
-from ...rules.primitives import allocating
 from ..analysis import dataflow
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
@@ -69,11 +68,10 @@ class Tapes(Part):
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.made
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
-                                   compound, made, lambda n: self.shape_only(n, rev))
+                                   compound, made)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
-        shaped: set[str] = set()  # the names the adjoint pops shapes into
         if record.joint is not None:  # one comment for the values recomputed together
             pops += [decision(said) for said in note([record.joint], stored=False)]
         for c in record.values:
@@ -81,8 +79,6 @@ class Tapes(Part):
                 fwd = fwd_after if c.is_out else fwd_before
                 if c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
-                elif c.shape:
-                    pops += self.store_shape(c, mapping, fwd, shaped)
                 elif not c.next_trip:
                     pops += self.store(c, s, mapping, fwd, into)
                 continue
@@ -91,8 +87,6 @@ class Tapes(Part):
             pops += self.recomputed(c, mapping)
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
-        if shaped:
-            self.to_shape_calls(rev, shaped)
         stored = [c.decision for c in record.values
                   if c.decision.stored and not c.next_trip and c.twin is None]
         for said in note(stored, stored=True):
@@ -143,53 +137,6 @@ class Tapes(Part):
         else:
             mapping[c.name] = target
         return pops
-
-    def store_shape(self, c: Capture, mapping: dict[str, str], fwd: list[ast.stmt],
-                    shaped: set[str]) -> list[ast.stmt]:
-        """Push ``c``'s shape (into ``fwd``); the adjoint pops it into a fresh name (into
-        ``mapping`` and ``shaped``)."""
-        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_shape")
-        mapping[c.name] = fresh
-        shaped.add(fresh)
-        push, pop = self.shape_tape(self.namer.tape(c.name), c.name)
-        fwd.extend(push)
-        return pop(fresh)
-
-    def shape_only(self, n: str, rev: list[ast.stmt]) -> bool:
-        """Does the adjoint ``rev`` read the array ``n`` only as the operand whose shape
-        ``unbroadcast(g, n)`` reduces ``g`` to (and need no shape check of it)?  Then its
-        shape is stored, not the array (a value with elements read is never replaced)."""
-        k = self.an.kind(n)
-        if not k.is_array or k.ndim is None or self.shape_check(n, n) \
-                or not all(_output_unread(d) for d in self.an.defs.get(n, [])):
-            return False
-        loads = [x for x in walk(ast.Module(body=rev, type_ignores=[]))
-                 if isinstance(x, ast.Name) and x.id == n]
-        shapes = [c.args[1] for c in walk(ast.Module(body=rev, type_ignores=[]))
-                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                  and c.func.id == self.unb and len(c.args) == 2 and not c.keywords
-                  and isinstance(c.args[1], ast.Name) and c.args[1].id == n]
-        return bool(loads) and len(loads) == len(shapes)
-
-    def shape_tape(self, tape: str, n: str):
-        """A list tape of ``n.shape``: (push statements, pop(target) -> statements)."""
-        self.declared.append((tape, None))
-        push = [ast.Expr(value=ast.Call(func=ast.Attribute(value=name(tape), attr="append",
-                                                           ctx=ast.Load()),
-                                        args=[ast.Attribute(value=name(n), attr="shape",
-                                                            ctx=ast.Load())], keywords=[]))]
-        PUSH.set(push[0], True)
-        return push, lambda t: [assign(t, ast.Call(func=ast.Attribute(
-            value=name(tape), attr="pop", ctx=ast.Load()), args=[], keywords=[]))]
-
-    def to_shape_calls(self, rev: list[ast.stmt], shaped: set[str]) -> None:
-        """``unbroadcast(g, s)`` -> ``unbroadcast_shape(g, s)`` for the popped shapes ``s``."""
-        fn = self.global_name("unbroadcast_shape", helpers.unbroadcast_shape)
-        for c in walk(ast.Module(body=rev, type_ignores=[])):
-            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) \
-                    and c.func.id == self.unb and len(c.args) == 2 \
-                    and isinstance(c.args[1], ast.Name) and c.args[1].id in shaped:
-                c.func = name(fn)
 
     def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
                        restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
@@ -352,22 +299,6 @@ class Tapes(Part):
                          self.global_name("ws_snapshot", snapshots.ws_snapshot),
                          self.global_name("ws_grow", snapshots.ws_grow),
                          self.namer.fresh("_ws_snaps"), self.namer.fresh("_ws_snapsn"))
-
-
-def _output_unread(d: ast.stmt) -> bool:
-    """Does the adjoint of ``d`` not read the value it makes (sums, differences, products,
-    quotients, negation, copies of names and elements, fresh arrays)?  Else that adjoint
-    stores the whole array anyway, and storing only its shape elsewhere saves nothing."""
-    if not isinstance(d, ast.Assign):
-        return False
-    v = d.value
-    if isinstance(v, ast.BinOp):
-        return isinstance(v.op, (ast.Add, ast.Sub, ast.Mult, ast.Div))
-    if isinstance(v, ast.Call):
-        f = v.func
-        spelled = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-        return allocating(spelled)
-    return isinstance(v, (ast.UnaryOp, ast.Name, ast.Subscript))
 
 
 def _empty(np_name: str, dtype: str) -> ast.expr:
