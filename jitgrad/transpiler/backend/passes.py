@@ -595,28 +595,21 @@ def unparse_(s: Lowering) -> None:
     """The function printed (``emit.unparse``: comment markers become comments).
 
     >>> print(example("unparse", '''
-    ... def f(x, n):
-    ...     for i in range(n):
-    ...         x = math.sin(x)
-    ...     return x
-    ... ''', args=(0.5, 3)))
-    def f_grad_1(x, n, _dret, _ws):
-        _tape_x_1 = _ws[0]
-        _tape_x_1n = 0
-        _tape_x_1 = tape_reserve(_tape_x_1, _tape_x_1n, n)
-        for i in range(n):
-            # stored x: the value of x before the statement that makes it
-            _tape_x_1[_tape_x_1n] = x
-            _tape_x_1n += 1
-            x = math.sin(x)
-        dx = _dret
-        for i in range(n - 1, -1, -1):
-            # line 3: x = math.sin(x)
-            _tape_x_1n -= 1
-            _x_1 = _tape_x_1[_tape_x_1n]
-            _g = dx
-            dx = _g * np.cos(_x_1)
-        return (x, dx, (_tape_x_1,))
+    ... def f(x, a):
+    ...     y = math.sin(x) * a
+    ...     return y * y
+    ... ''', args=(0.5, 2.0)))
+    def f_grad_1(x, a, _dret):
+        _t = math.sin(x)
+        y = _t * a
+        _t2 = y * y
+        # line 3: return y * y
+        dy = (_dret + _dret) * y
+        # line 2: y = math.sin(x) * a
+        _dt = dy * a
+        da = dy * _t
+        dx = _dt * np.cos(x)
+        return (_t2, (dx, da))
     """
     s.text = emit.unparse(s.function(), s.ctx.texts)
 
