@@ -83,7 +83,23 @@ def branch_then_loop(x, a):
     return s
 
 
-CASES = [two_loops, two_loops_scalar_and_array, carried_through_both,
+def checkpointed_rebinding(x, a):
+    """Fuzz seed 97001 #258: the gradient code's binomial driver binds ``_m`` and ``_y`` in
+    several loops; second order re-reads that code, and splitting its names broke the
+    driver's snapshot references (IndexError in hvp)."""
+    s = 0.0
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = -s + x[i] * a
+    for _ in x:
+        s += y[1] * y[2]
+    for _ in jg.checkpointed(range(3), snapshots=None):
+        y = np.tanh(y)
+    y += np.cumsum(x) * 0.25
+    return s * s + np.sum(x) + np.sum(y * y)
+
+
+CASES = [checkpointed_rebinding, two_loops, two_loops_scalar_and_array, carried_through_both,
          inner_loops_of_one_outer, while_then_for, branch_then_loop]
 
 
@@ -103,3 +119,16 @@ def test_one_variable_keeps_its_name():
     src = jg.differentiate(two_loops, wrt=(0, 1), jit=False).source(np.ones(3), 0.5,
                                                                     stage="webs")
     assert "d_1 = " in src and "np.sum(d_1)" in src
+
+
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+def test_reused_name_hvp(f):
+    """Second order through the split names: hvp against central differences of the
+    gradient."""
+    x = np.array([0.3, -0.2, 0.5])
+    v = np.array([0.7, 0.1, -0.4])
+    h = jg.hvp(f, (x, 0.7), (v,), wrt=0, jit=False)
+    g = jg.grad(f, wrt=0, jit=False)
+    eps = 1e-6
+    np.testing.assert_allclose(h, (g(x + eps * v, 0.7) - g(x - eps * v, 0.7)) / (2 * eps),
+                               rtol=1e-5, atol=1e-6)

@@ -73,7 +73,8 @@ def _webs(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
     """Every web of ``names`` except each name's first, as the ``ast.Name`` nodes it
     spans (the nodes are numbered through ``col_offset``, which gast copies)."""
     nodes = [n for s in [*body, *returns] for n in ast.walk(s) if isinstance(n, ast.Name)]
-    saved = [(getattr(n, "col_offset", None), getattr(n, "lineno", None)) for n in nodes]
+    saved = [{a: getattr(n, a) for a in ("col_offset", "lineno") if hasattr(n, a)}
+             for n in nodes]
     for k, n in enumerate(nodes):  # a key gast copies onto its node
         n.col_offset, n.lineno = k, 1
     try:
@@ -86,8 +87,12 @@ def _webs(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
         chains.visit(gmod)
         parent = _union(chains, names)
     finally:
-        for n, (col, line) in zip(nodes, saved, strict=True):
-            n.col_offset, n.lineno = col, line
+        for n, had in zip(nodes, saved, strict=True):  # as they were, absent ones too
+            for a in ("col_offset", "lineno"):
+                if a in had:
+                    setattr(n, a, had[a])
+                else:
+                    delattr(n, a)
     return _later_webs(parent, nodes)
 
 
