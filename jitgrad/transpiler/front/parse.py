@@ -77,7 +77,7 @@ class _UserNames(ast.NodeTransformer):
         return node
 
 
-class _QuietChains(beniget.DefUseChains):
+class QuietChains(beniget.DefUseChains):
     """beniget without its unbound-name warnings (free names are resolved by us)."""
 
     def warn(self, msg, node):  # noqa: D102
@@ -197,7 +197,7 @@ def free_names(tree: ast.FunctionDef) -> set[str]:
 def chains_free_names(tree: ast.FunctionDef) -> set[str]:
     """``free_names`` from beniget's def-use chains (any function)."""
     gmod = gast.ast_to_gast(ast.Module(body=[tree], type_ignores=[]))
-    chains = _QuietChains()
+    chains = QuietChains()
     chains.visit(gmod)
     fn = gmod.body[0]
     local = {d.name() for d in chains.locals[fn]}

@@ -29,6 +29,7 @@ import gast
 
 from ..naming import Namer
 from .inline import stored_names
+from .parse import QuietChains
 
 _COMPOUND = (ast.For, ast.While, ast.If, ast.With)
 
@@ -83,7 +84,7 @@ def _webs(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
                                                                      ctx=ast.Load()))],
                              returns=None, type_params=[], lineno=1, col_offset=0)
         gmod = gast.ast_to_gast(ast.Module(body=[fn], type_ignores=[]))
-        chains = _Chains()
+        chains = QuietChains()
         chains.visit(gmod)
         parent = _union(chains, names)
     finally:
@@ -110,13 +111,6 @@ def _plain(stmts: list[ast.stmt]) -> list[ast.stmt]:
                 s.orelse = _plain(s.orelse)
         out.append(s)
     return out
-
-
-class _Chains(beniget.DefUseChains):
-    """beniget without its unbound-name warnings."""
-
-    def warn(self, msg, node):  # noqa: D102
-        pass
 
 
 def _arguments(params: list[str]) -> ast.arguments:
