@@ -298,3 +298,19 @@ def test_lists_of_numbers_are_generated_and_differentiate():
     for p in [p for p in lists if p.original is None][:3]:  # (renaming: its own test)
         res = fcheck.check(p, jit=False, tmpdir=tempfile.mkdtemp())
         assert res["outcome"] == "ok", (p.describe(), res)
+
+
+def test_points_whose_intermediates_cancel_are_rejected():
+    # fuzz seed 97006 #2219: two values near 1e18 cancel to the result, so the float
+    # function is flat where the exact derivative is 1e17; no point of it may be judged
+    src = ("def f(x, a, n):\n"
+           "    t = a\n"
+           "    for k in range(40):\n"
+           "        t = t * (3.0 + x[0] * x[0])\n"
+           "    return (t + a) - t + x[1]\n")
+    ns: dict = {}
+    exec(compile(src, "<cancel>", "exec"), ns)
+    args = (np.array([0.5, 0.25]), 0.75, 2)
+    assert fcheck.peak(ns["f"], args) > fcheck.MAX_ABS_INTERMEDIATE
+    small = (np.array([0.5, 0.25]), 1e-20, 2)
+    assert fcheck.peak(ns["f"], small) < fcheck.MAX_ABS_INTERMEDIATE

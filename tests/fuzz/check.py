@@ -39,6 +39,10 @@ from .gen import Program, generate
 SEVERITY = {"ok": 0, "skipped": 0, "refused": 1, "hang": 2, "crash": 3, "wrong": 4,
             "invalid": -1}
 MAX_ABS_VALUE = 1e6
+#: a float the program holds on the way to its value may be at most this large: beyond it,
+#: rounding absorbs an input's effect (``(t + x) - t``) and the float function's finite
+#: differences no longer approximate the derivative every AD tool computes
+MAX_ABS_INTERMEDIATE = 1e9
 REL_SMALL, REL_BIG = 1e-6, 1e-4
 FD_AGREE = 1e-5      # the two step sizes must agree to this (relative) or the point is rejected
 GRAD_TOL = 1e-4      # jitgrad's gradient must match one of them to this (relative)
@@ -153,6 +157,41 @@ def overflows(f, args) -> bool:
     return False
 
 
+def peak(f, args) -> float:
+    """The largest magnitude of any float the program's frames hold, line by line."""
+    a = copy_args(args)
+    where = f.__code__.co_filename
+    top = [0.0]
+
+    def scan(frame, event, arg):
+        if frame.f_code.co_filename != where:
+            return None
+        for v in frame.f_locals.values():
+            top[0] = max(top[0], _magnitude(v))
+        return scan
+
+    old = sys.gettrace()
+    sys.settrace(scan)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reseed()
+            f(*a)
+    except Exception:
+        pass
+    finally:
+        sys.settrace(old)
+    return top[0]
+
+
+def _magnitude(v) -> float:
+    if isinstance(v, (float, np.floating)):
+        return abs(float(v))
+    if isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.size:
+        return float(np.max(np.abs(v)))
+    return 0.0
+
+
 class _Float64Math:
     """The ``math`` module with float results as ``np.float64`` (IEEE events visible)."""
 
@@ -228,6 +267,9 @@ def find_point(f, prog: Program, tries: int = 6):
         valid += 1
         if overflows(f, args):
             last = "non-finite intermediate values (0 * inf makes any reverse mode nan)"
+            continue
+        if peak(f, args) > MAX_ABS_INTERMEDIATE:
+            last = "intermediate values over 1e9 (cancellation: rounding hides the derivative)"
             continue
         got = smooth_fd(f, args, prog.wrt_positions, v)
         if got is not None:

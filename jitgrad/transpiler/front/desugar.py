@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 
+from ...rules.primitives import mutating
 from ..naming import Namer
 from ..nodes import clone, walk
 from ..notes import BREAK_FLAG, LOOP_SEQ, PRANGE, PRE
@@ -191,11 +192,56 @@ def _names_target(n: ast.AST, name_: str) -> bool:
     return isinstance(t, ast.Name) and t.id == name_
 
 
+def _base(e: ast.expr) -> str | None:
+    """The name whose array ``e`` may share (``h``, ``h[1:]``, ``h.T``, ``h.reshape(..)``)."""
+    while True:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
+                and e.func.attr != "copy":
+            e = e.func.value
+        elif isinstance(e, (ast.Subscript, ast.Attribute, ast.Starred)):
+            e = e.value
+        else:
+            return e.id if isinstance(e, ast.Name) else None
+
+
+def _aliases(root: list[ast.stmt], name_: str) -> set[str]:
+    """Every name some assignment in ``root`` may bind to ``name_``'s array (flow-insensitive)."""
+    pairs = []
+    for n in walk(ast.Module(body=root, type_ignores=[])):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) \
+                        and len(t.elts) == len(n.value.elts):
+                    pairs += [(te, ve) for te, ve in zip(t.elts, n.value.elts, strict=True)]
+                else:
+                    pairs.append((t, n.value))
+    pairs = [(t.id, _base(v)) for t, v in pairs if isinstance(t, ast.Name)]
+    out = {name_}
+    while True:
+        more = {t for t, b in pairs if b in out} - out
+        if not more:
+            return out
+        out |= more
+
+
+def _writes_in_place(body: list[ast.stmt], names: set[str]) -> bool:
+    """Does ``body`` write one of ``names``' arrays in place (``a[i] = ..``, ``a += ..``)?"""
+    for n in walk(ast.Module(body=body, type_ignores=[])):
+        target = n.target if isinstance(n, ast.AugAssign) else \
+            n if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else \
+            n.func if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+            and mutating(n.func.attr) else None
+        if target is not None and _base(target) in names:
+            return True
+    return False
+
+
 class _Loops:
     def __init__(self, parsed: Parsed, env: dict, namer: Namer, root: list[ast.stmt]):
         self.parsed = parsed
         self.env = env
         self.namer = namer
+        self.root = root
         self.iterables = Iterables(parsed, env, namer, root)
 
     # for v in x / for i, v in enumerate(x) / for a, b in zip(x, y)
@@ -302,12 +348,10 @@ class _Loops:
         if isinstance(seq, ast.Name) and not rebound:
             return seq, None
         # Python iterates the array the loop started with, even if the body rebinds it;
-        # a copy is that array when the body never writes through the name in place
+        # a copy is that array when the body writes no array in place (through any name:
+        # after ``v, h = h, v`` a write to v is a write to the iterated array)
         tmp = self.namer.fresh("_seq")
-        written = any(isinstance(n, (ast.Subscript, ast.AugAssign)) and isinstance(
-            getattr(n, "ctx", ast.Store()), ast.Store) and _names_target(n, seq.id)
-            for n in walk(ast.Module(body=s.body, type_ignores=[]))) \
-            if rebound else True
+        written = _writes_in_place(s.body, _aliases(self.root, seq.id)) if rebound else True
         pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
             value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
         LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy
