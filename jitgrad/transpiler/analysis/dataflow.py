@@ -445,6 +445,8 @@ class Dataflow:
         written = _written(loop.body)
         if None in written:
             return False
+        if self.is_array is not None:  # a scalar handed to a call (``range(n)``) has no buffer
+            written = {n for n in written if self.is_array(n) is not False}
         touched = set().union(*(self.shares(n) for n in written))
         return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
 
