@@ -115,25 +115,22 @@ class Planner:
     def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str]
                ) -> Capture:
         """How the stored value ``c`` is kept: restored once per trip where its loop first
-        rebinds it, once per run of a loop it is invariant in (``ReadPolicy.hoisted``), on
-        the tape of a value stored at ``s`` that it equals, or on a tape of its own
-        (``taped`` then gains it)."""
+        rebinds it, on the tape of a value stored at ``s`` that it equals, once per run of
+        a loop it is invariant in (``ReadPolicy.hoisted``), or on a tape of its own
+        (``taped`` then gains it, in the last two cases)."""
         n = c.name
         at = self.restored_next_trip(n, s) if c.restores else None
         if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
             self.restore_at.setdefault(id(at), set()).add(n)
             c.next_trip = True
             return c
-        if not (c.is_out or self.regions or self.policy is None):
-            c.hoist = self.policy.hoisted(n, s)
-            if c.hoist is not None:  # once per run of that loop, popped before its adjoint
-                if c.restores:
-                    restored.add(n)
-                return c
         c.twin = next((m for m in taped if self.policy is not None
                        and self.policy.same_value(m, n, s)), None)
         if c.twin is None:
             taped.append(n)
+            if not (c.is_out or self.regions or self.policy is None):
+                # once per run of that loop, popped before its adjoint
+                c.hoist = self.policy.hoisted(n, s)
         if c.restores:
             restored.add(n)
         return c

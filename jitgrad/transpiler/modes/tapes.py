@@ -97,7 +97,7 @@ class Tapes(Part):
                 if c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
                 elif c.hoist is not None:
-                    self.hoist(c, mapping)
+                    into[c.name] = self.hoist(c, mapping)
                 elif not c.next_trip:
                     pops += self.store(c, s, mapping, fwd, into)
                 continue
@@ -158,9 +158,9 @@ class Tapes(Part):
             mapping[c.name] = target
         return pops
 
-    def hoist(self, c: Capture, mapping: dict[str, str]) -> None:
+    def hoist(self, c: Capture, mapping: dict[str, str]) -> str:
         """Note ``c``, stored once per run of the loop ``c.hoist`` names (pushed and popped
-        by ``hoisted``); the adjoint reads it under the name it is popped into."""
+        by ``hoisted``); the adjoint reads it under the name it is popped into (returned)."""
         loop, e = c.hoist
         key = (id(loop), c.name, c.restores)
         target = self._hoisted.get(key)
@@ -173,6 +173,7 @@ class Tapes(Part):
             self.restored_names.add(c.name)
         else:
             mapping[c.name] = target
+        return target
 
     def hoisted(self, loop: ast.For, fwd_range: tuple, rev_range: tuple, restored: set[str]
                 ) -> tuple[list[ast.stmt], list[ast.stmt]]:
