@@ -30,6 +30,21 @@ and popped before ``L``'s adjoint, which rebinds nothing in between.  Preconditi
    (``Dataflow.invariant``: no call, no name ``L`` binds, no buffer ``L`` writes under
    any name that may share it); ``e`` is then pushed before ``L`` only when ``L`` makes
    a trip (the first trip evaluates it with the same operands).
+
+An array a loop ``O`` writes in the first part of its body and only reads elements of
+after (a scratch array filled per outer trip, read in inner loops) is stored once per trip
+of ``O``, after its last write, and given back at the start of the trip's adjoint; the
+element reads after that write are read again (``ReadPolicy.kept``).  Preconditions:
+
+6. the array is bound once, to a fresh allocation before ``O`` that dominates it, and
+   nothing shares its buffer (no other name, alias group or view); the planner refuses
+   functions with checkpointed regions;
+7. ``O`` is a ``for`` over ``range`` in no checkpointed or ``prange`` loop, nothing in its
+   body leaves it (``break``, ``continue``, ``return``, ``raise``), and the statements of
+   its body after the last one that writes the array (elements, appends, or using it
+   whole) only read its elements and shape;
+8. the read and the statement whose adjoint reads it again are in that part, the read in a
+   loop inside ``O`` (elements read over and over: the case worth one copy per trip).
 """
 
 from __future__ import annotations
@@ -159,6 +174,36 @@ class ReadPolicy:
             if any(an.dominates(d, loop) for d in defs) \
                     and self.typed().invariant(loop, ast.Name(id=n, ctx=ast.Load())):
                 return loop, None
+        return None
+
+    def kept(self, a: str, d: ast.stmt, s: ast.stmt) -> tuple[ast.For, int] | None:
+        """``(O, k)`` where the array ``a``, read by ``d`` for the adjoint of ``s``, can be
+        stored once per trip of the loop ``O`` after ``O.body[k]`` (its last write there)
+        and ``d`` read again (the module's preconditions 6 to 8); else None."""
+        an = self.an
+        defs = [x for x in an.defs.get(a, []) if a in dataflow.binds(x)]  # not a[i] = v
+        if not (an.kind(a).is_array and len(defs) == 1
+                and dict(dataflow.fresh_binds(defs[0])).get(a)):
+            return None
+        if self.typed().shares(a) != {a} or set(an.aliases.get(a, {a})) != {a} \
+                or a in an.views or any(b == a for b, _ in an.views.values()):
+            return None
+        loops = an.enclosing_loops(d)
+        if any(CHECKPOINTED.get(x) or PRANGE.get(x) for x in loops):
+            return None
+        for depth in range(len(loops) - 1, -1, -1):  # the innermost loop that writes it
+            o = loops[depth]
+            last = next((k for k in range(len(o.body) - 1, -1, -1)
+                         if not dataflow.elements_read_only(o.body[k:k + 1], a)), None)
+            if last is None:
+                continue
+            if depth == len(loops) - 1 or dataflow.loop_index(o) is None \
+                    or not an.dominates(defs[0], o) or last + 1 == len(o.body) or any(
+                    isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+                    for x in walk_stmts(o.body)):
+                return None
+            lo, hi = POS.get(o.body[last + 1]), END.get(o)
+            return (o, last) if lo <= POS.get(d) <= POS.get(s) <= hi else None
         return None
 
     def _heads(self, n: str, loop: ast.For, s: ast.stmt, defs: list[ast.stmt]

@@ -78,6 +78,9 @@ class Planner:
         self.nonlinear_reads = nonlinear_reads(body, an)
         #: statement id -> the scalars taped before it, restored after its adjoint
         self.restore_at: dict[int, set[str]] = {}
+        #: (id of a loop body, index in it, array) of the arrays stored once per trip of
+        #: that loop after that statement, for element reads read again (``Plan.kept``)
+        self.kept: set[tuple[int, int, str]] = set()
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
              compound: bool, made: set[str]) -> Captures:
@@ -105,6 +108,7 @@ class Planner:
                     n, s, restored, post=is_out, steps=not compound and not is_out))
             if not d.stored:
                 restored.update(m for m, _ in d.plan.steps)  # restored on the way
+                self.kept |= d.plan.kept
                 if restores:
                     restored.add(n)
                 values.append(Capture(n, is_out, restores, d))
@@ -441,12 +445,17 @@ class _Again:
         if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
             policy = self.planner.policy
             view = policy.unwritten_view(base, self.d, self.s) if policy else None
-            if view is None:
+            kept = None if view is not None or policy is None or self.planner.regions \
+                else policy.kept(base, self.d, self.s)
+            if view is None and kept is None:
                 self.why(f"{base} is written later")
                 return None
-            # a view of an array nothing writes: its element, read from that array
-            sub = compose(view[0], view[1], v.slice)
-            base = view[0]
+            if kept is not None:  # given back at the start of the trip's adjoint
+                self.plan.kept.add((id(kept[0].body), kept[1], base))
+                sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+            else:  # a view of an array nothing writes: its element, read from that array
+                sub = compose(view[0], view[1], v.slice)
+                base = view[0]
         else:
             sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
         for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:

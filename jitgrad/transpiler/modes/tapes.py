@@ -206,6 +206,25 @@ class Tapes(Part):
         PUSH.set(out, True)
         return out
 
+    def keep_after(self, body: list[ast.stmt], k: int, fwd: list[ast.stmt],
+                   kept: list[ast.stmt]) -> list[ast.stmt]:
+        """``fwd`` (of ``body[k]``, a loop body's statement) with the arrays the planner keeps
+        after it (``Planner.kept``) pushed after it, once per trip; ``kept`` gains their
+        pops, which go at the start of the trip's adjoint (``ReadPolicy.kept``)."""
+        names = sorted(a for b, at, a in self.planner.kept if b == id(body) and at == k)
+        if not names:
+            return fwd
+        c = decision(f"stored {', '.join(names)} once per trip, after the last write: "
+                     "the reads after it are read again")
+        PUSH.set(c, True)
+        after: list[ast.stmt] = [c]
+        for a in names:
+            push, pop = self.new_tape(self.namer.tape(a), a, body[k])
+            after += push
+            kept += pop(a)
+            self.restored_names.add(a)
+        return [*fwd, *after]
+
     def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
                        restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """``s``'s sweeps with the values the planner stores once per trip here
