@@ -44,7 +44,9 @@ element reads after that write are read again (``ReadPolicy.kept``).  Preconditi
    its body after the last one that writes the array (elements, appends, or using it
    whole) only read its elements and shape;
 8. the read and the statement whose adjoint reads it again are in that part, the read in a
-   loop inside ``O`` (elements read over and over: the case worth one copy per trip).
+   loop inside ``O``, and the first part writes the array only in loops (filled element by
+   element, read over and over: the case worth one copy per trip; a cost rule, not a
+   correctness one).
 """
 
 from __future__ import annotations
@@ -200,8 +202,10 @@ class ReadPolicy:
             if depth == len(loops) - 1 or dataflow.loop_index(o) is None \
                     or not an.dominates(defs[0], o) or last + 1 == len(o.body) or any(
                     isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-                    for x in walk_stmts(o.body)):
-                return None
+                    for x in walk_stmts(o.body)) or any(
+                    not isinstance(x, ast.For) and not dataflow.elements_read_only([x], a)
+                    for x in o.body[:last + 1]):
+                return None  # (written other than by loops: a copy may cost more)
             lo, hi = POS.get(o.body[last + 1]), END.get(o)
             return (o, last) if lo <= POS.get(d) <= POS.get(s) <= hi else None
         return None
