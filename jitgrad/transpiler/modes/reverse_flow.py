@@ -182,9 +182,8 @@ class ControlFlow(Part):
         fa = s.iter.args
         f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
             (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
-        # values stored once per run of this loop (``Tapes.hoisted``)
         once, popped = self.tapes.hoisted(s, (f_start, f_stop, f_step), (start, stop, step),
-                                          restored)
+                                          restored)  # values stored once per run of it
         fwd = once + before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
             (self._hoisted_reserves(s, bf, f_start, f_stop, f_step) if not cnt else []) + \
             ([assign(cnt, const(0))] if cnt else []) + [loop] + after
