@@ -10,7 +10,8 @@ whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
 ``jg.checkpointed``, recomputing steps in cache instead of streaming the tape from memory
 (``docs/long-loops.md``); on by default, off with ``JITGRAD_AUTO_CHECKPOINT=0`` or
 ``auto_checkpoint=False`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
-``JITGRAD_CHECKPOINT_BYTES`` sets the size.  Read when a function is transformed.
+``JITGRAD_CHECKPOINT_BYTES`` sets the size (0: every such loop with a tape, whatever its
+snapshots take: for testing).  Read when a function is transformed.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "array_slots", "store_slot", "load_slot",
-           "ref_slots", "copy_elements",
+__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "array_slots", "store_slot",
+           "load_slot", "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
 

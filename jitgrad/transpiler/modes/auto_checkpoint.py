@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ast
 
-from ...kernels import helpers, revolve
 from ...errors import TransformError
+from ...kernels import helpers, revolve
 from ..analysis.effects import first_draw
 from ..astutil import binop
 from ..backend.emit import comment
@@ -94,11 +94,13 @@ class AutoCheckpoint(Part):
         rng = s.iter.args
         start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
             (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
-        pays = self.global_name("checkpoint_pays", revolve.checkpoint_pays)
-        test = ast.BoolOp(op=ast.And(), values=[
-            ast.Compare(left=name(tape), ops=[ast.Gt()], comparators=[const(self.threshold)]),
-            ast.Call(func=name(pays), args=[name(tape), self.tapes.trips(start, stop, step),
-                                            self.state_bytes()], keywords=[])])
+        test: ast.expr = ast.Compare(left=name(tape), ops=[ast.Gt()],
+                                     comparators=[const(self.threshold)])
+        if self.threshold:  # (0: every such loop with a tape, whatever its snapshots take)
+            pays = self.global_name("checkpoint_pays", revolve.checkpoint_pays)
+            test = ast.BoolOp(op=ast.And(), values=[test, ast.Call(func=name(pays), args=[
+                name(tape), self.tapes.trips(start, stop, step), self.state_bytes()],
+                keywords=[])])
         line = getattr(s, "lineno", None)
         note = comment(f"loop at line {line}: on the binomial schedule (as jg.checkpointed) "
                        f"where its tape would take more than {self.threshold} bytes")
