@@ -34,6 +34,10 @@ from .statements import Statements
 from .tapes import Tapes
 from .unit import Part, Unit
 
+#: a loop of a constant number of steps below this keeps its tape: the ``sqrt(2 T)``
+#: snapshots of a stencil's state take more than a quarter of its tape below ``T = 128``
+_FEW = 128
+
 #: bytes per entry of a typed tape of each dtype
 _ITEMSIZE = {"float64": 8, "int64": 8, "bool_": 1}
 
@@ -69,7 +73,8 @@ class AutoCheckpoint(Part):
         mine = set(restored)
         pf, pr = self.flow.for_(s, mine)
         size = self.tape_bytes(pf)
-        if mine != restored or size is None or not pr or self.fused(pf, pr):
+        if mine != restored or size is None or not pr or self.few_steps(s) \
+                or self.fused(pf, pr):
             restored |= mine  # (the loop's header is restored: the plain loop only)
             return pf, pr
         kept = self._state()
@@ -108,6 +113,14 @@ class AutoCheckpoint(Part):
                ast.If(test=name(flag), body=[assign(snaps, const(-1)), *bf], orelse=pf)]
         rev = [ast.If(test=name(flag), body=br, orelse=pr)]
         return fwd, rev
+
+    def few_steps(self, s: ast.For) -> bool:
+        """Is the trip count a constant below ``_FEW`` (snapshots every few steps would keep
+        about as much as the tape)?"""
+        bounds = [_constant(a) for a in s.iter.args]
+        if not self.threshold or None in bounds or (len(bounds) == 3 and bounds[2] == 0):
+            return False
+        return len(range(*bounds)) < _FEW
 
     def tape_bytes(self, pf: list[ast.stmt]) -> ast.expr | None:
         """The bytes the typed tapes reserved before the loop ask for, as an expression;
