@@ -24,6 +24,7 @@ from ...kernels import helpers, revolve
 from ..analysis.effects import first_draw
 from ..astutil import binop
 from ..backend.emit import comment
+from ..backend.fuse import _last_constants as last_constants
 from ..backend.fuse import fuse_loops
 from ..front.desugar import assign, const, name
 from ..nodes import clone, walk_stmts
@@ -166,7 +167,10 @@ class AutoCheckpoint(Part):
             return False
         tapes = {t for t, _ in self.tapes.declared} | {
             typed[1] for _, typed in self.tapes.declared if typed is not None}
-        out = fuse_loops([clone(loops[0]), clone(loops[1])], tapes, None, set())
+        # the adjoints each iteration's adjoint resets, as the zeroing at the top sets them
+        zeroed = [ast.Assign(targets=[name(v, True)], value=const(0.0))
+                  for v in zeroed_adjoints(loops[1].body)]
+        out = fuse_loops([*zeroed, clone(loops[0]), clone(loops[1])], tapes, None, set())
         return sum(isinstance(x, ast.For) for x in out) < 2
 
     def _state(self) -> tuple:
@@ -201,6 +205,12 @@ class AutoCheckpoint(Part):
         self.statements.touched |= kept[7]
         self.tapes.reserve.clear()
         self.tapes.reserve.update({k: list(v) for k, v in kept[4].items()})
+
+
+def zeroed_adjoints(body: list[ast.stmt]) -> list[str]:
+    """The names ``body`` ends with set to 0.0 (an iteration's adjoint resets them)."""
+    return sorted(n for n, v in last_constants(body).items()
+                  if v == ast.dump(ast.Constant(value=0.0)))
 
 
 def _constant(e: ast.expr) -> int | None:
