@@ -166,3 +166,19 @@ def test_environment_variable():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out == ["False", "1000"]
+
+
+def test_hvp_through_the_branch(monkeypatch):
+    """``jg.hvp`` (forward mode over the gradient code) through the binomial branch, forced
+    with ``checkpoint_bytes = 0``, equals the Hessian-vector product of the loop's tape and
+    central differences of the gradient."""
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", 0)
+    args, v, h = (X0, 0.2, 300), np.linspace(0.1, 0.8, 8), 1e-6
+    d = jg.differentiate(diffuse, wrt=0, jit=False)
+    assert "_checkpointed = _tape_bytes > 0" in d.source(*args)
+    on = jg.hvp(d, args, v, jit=False)
+    off = jg.hvp(jg.differentiate(diffuse, wrt=0, jit=False, auto_checkpoint=False), args, v,
+                 jit=False)
+    np.testing.assert_allclose(on, off, rtol=1e-12, atol=1e-15)
+    fd = (d.grad(X0 + h * v, 0.2, 300) - d.grad(X0 - h * v, 0.2, 300)) / (2 * h)
+    np.testing.assert_allclose(on, fd, rtol=1e-5, atol=1e-7)
