@@ -9,10 +9,12 @@ tapes of its scalars, reserved for all trips before it) and takes the binomial b
 where that exceeds the threshold (``Unit.auto_checkpoint``, bytes) and the snapshots
 (about ``sqrt(2 T)`` copies of the loop-carried state) take at most a quarter of it; the
 adjoint sweep takes the same branch.  Only loops ``jg.checkpointed`` takes soundly qualify:
-no ``break`` or ``return`` in them, no random draws, no checkpointed region inside, every
-variable a step reads before binding it with a value before the loop (``Binomial``'s
-refusals keep the loop plain).  A loop whose tape is known to fit, and one the backend
-runs one iteration at a time (``backend/fuse.py``), keep their tape and no second branch.
+no ``break`` or ``return`` in them, no random draws, no checkpointed region or ``prange``
+inside, every variable a step reads before binding it with a value before the loop
+(``Binomial``'s refusals keep the loop plain).  Only time loops whose steps run inner
+loops that tape qualify (a step of scalars costs about as much to recompute as its tape
+does to stream); a loop of few constant steps, and one the backend runs one iteration at
+a time (``backend/fuse.py``), keep their tape and no second branch.
 """
 
 from __future__ import annotations
@@ -64,7 +66,8 @@ class AutoCheckpoint(Part):
                 and isinstance(s.target, ast.Name) and not s.orelse
                 and not CHECKPOINTED.get(s) and not PRANGE.get(s) and not BREAK_FLAG.get(s)
                 and not self.has_break(s) and first_draw(s.body, self.env) is None
-                and not any(checkpoint(x) or isinstance(x, (ast.Break, ast.Return))
+                and not any(checkpoint(x) or PRANGE.get(x)
+                            or isinstance(x, (ast.Break, ast.Return))
                             for x in walk_stmts(s.body)))
 
     def loop(self, s: ast.For, restored: set[str]):
