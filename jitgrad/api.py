@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from . import report, rules
+from . import config, report, rules
 from .arguments import (
     STRUCTURED,
     TRANSFORMING,
@@ -61,7 +61,8 @@ class Differentiated:
     """A function with compiled gradients (see ``differentiate``)."""
 
     def __init__(self, func: Callable, wrt: Wrt = 0, jit: bool = True, target: str = "cpu",
-                 cache: bool | None = None, has_aux: bool = False):
+                 cache: bool | None = None, has_aux: bool = False,
+                 auto_checkpoint: bool | None = None):
         if target != "cpu":
             refuse_target(target)
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
@@ -81,11 +82,14 @@ class Differentiated:
         self.cache = emit.user_caches(func) if cache is None else bool(cache)
         #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
         self.has_aux = bool(has_aux)
+        #: checkpoint time loops whose tape would not fit in cache (None: ``jg.config``'s
+        #: choice when the function is transformed; ``modes/auto_checkpoint.py``)
+        self.auto_checkpoint = auto_checkpoint
         self._aux_size: int | None = None  # values in aux (0: one value); see front/aux.py
         #: the user's numba.njit options (fastmath, parallel...): the generated code's too
         self.options = emit.user_options(func)
-        self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux) \
-            if self.cache else None
+        self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux,
+                                checkpoint=self._checkpoint_key) if self.cache else None
         # the signature of what was passed: a functools.wraps wrapper is not its __wrapped__
         sig = inspect.signature(self.func, follow_wrapped=False)
         self.params = list(sig.parameters)
@@ -118,6 +122,10 @@ class Differentiated:
         functools.update_wrapper(self, self.func)
 
     # --- preparation and caching ------------------------------------------------
+
+    def _checkpoint_key(self) -> str:
+        """The on-disk cache's record of the automatic checkpointing the code is made with."""
+        return f"checkpoint={config.checkpoint_threshold(self.auto_checkpoint)}"
 
     def _plain(self, func: Callable, wrt: Wrt, jit: bool) -> Differentiated:
         """A plain ``Differentiated`` of ``func`` whatever this one's class (a tuple
@@ -254,7 +262,7 @@ class Differentiated:
         with TRANSFORMING:
             gen = self._disk.load(wrt, kinds) if self._disk is not None else None
             if gen is None:
-                gen = generate(self._prep(), wrt, kinds)
+                gen = generate(self._prep(), wrt, kinds, self.auto_checkpoint)
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
@@ -486,7 +494,8 @@ class Differentiated:
             if not self.single and self.wrt_positions == floats:
                 other = self
             else:
-                other = Differentiated(self._orig, wrt=floats if floats else (), jit=self.jit)
+                other = Differentiated(self._orig, wrt=floats if floats else (), jit=self.jit,
+                                       auto_checkpoint=self.auto_checkpoint)
                 if self.jit:
                     other._primal = self._primal_fn()  # one compiled primal for both
             self._bridges[floats] = other
@@ -508,7 +517,8 @@ class Differentiated:
         """Pickled as a reference (module, qualified name) to the user's module-level
         function plus the options: no code, locks or compiled functions travel; the other
         side transforms again, or loads from the on-disk cache under ``cache=True``."""
-        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache, self.has_aux)
+        return _rebuild, (*_reference(self), self.wrt, self.jit, self.cache, self.has_aux,
+                          self.auto_checkpoint)
 
 
 class GradFunction:
@@ -573,12 +583,12 @@ _REBUILT: dict[tuple, Differentiated] = {}
 
 
 def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
-             has_aux: bool = False) -> Differentiated:
+             has_aux: bool = False, auto_checkpoint: bool | None = None) -> Differentiated:
     """Unpickle a ``Differentiated``: the object at ``mod.qual`` with these options (the
     decorated object itself where they match, so its compiled code is shared; one object
     per process for each reference and options, so a worker's tasks share compiled code)."""
     obj = disk.attr_or_none(mod, qual)
-    key = (mod, qual, repr(wrt), bool(jit), bool(cache), bool(has_aux))
+    key = (mod, qual, repr(wrt), bool(jit), bool(cache), bool(has_aux), auto_checkpoint)
     hit = _REBUILT.get(key)
     if hit is not None and obj is not None and hit.func is _underlying(obj):
         return hit
@@ -590,7 +600,7 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
             f"jitgrad: cannot find the differentiated function {mod}.{qual} in this "
             f"process{where}")
     out = _as_diff(obj.diff if isinstance(obj, GradFunction) else obj, wrt, jit, "cpu", cache,
-                   has_aux)
+                   has_aux, auto_checkpoint)
     _REBUILT[key] = out
     return out
 
@@ -618,13 +628,17 @@ def _seed_like(value: Any, dy: Any) -> Any:
 
 
 def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = True,
-                  target: str = "cpu", cache: bool | None = None, has_aux: bool = False) -> Any:
+                  target: str = "cpu", cache: bool | None = None, has_aux: bool = False,
+                  auto_checkpoint: bool | None = None) -> Any:
     """Decorator: ``@differentiate`` or ``@differentiate(wrt=(0, 2), jit=True)``.
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
     disk (next to the source, where Numba caches), so another process skips both (None:
     as the user's ``@numba.njit(cache=...)`` dispatcher, else off);
-    ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``)."""
+    ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``);
+    ``auto_checkpoint=False``: a time loop whose tape would not fit in cache keeps its
+    tape instead of running on the binomial schedule (None: ``jg.config.auto_checkpoint``,
+    on unless ``JITGRAD_AUTO_CHECKPOINT=0``; ``docs/long-loops.md``)."""
     refuse_target(target)
     if target == "cuda":
         if cache or not jit or has_aux:
@@ -637,8 +651,8 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
             return lambda f: CudaDifferentiated(f, wrt)
         return CudaDifferentiated(func, wrt)
     if func is None:
-        return lambda f: Differentiated(f, wrt, jit, target, cache, has_aux)
-    return Differentiated(func, wrt, jit, target, cache, has_aux)
+        return lambda f: Differentiated(f, wrt, jit, target, cache, has_aux, auto_checkpoint)
+    return Differentiated(func, wrt, jit, target, cache, has_aux, auto_checkpoint)
 
 
 def refuse_target(target: str) -> None:
@@ -649,31 +663,35 @@ def refuse_target(target: str) -> None:
 
 def grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
          has_aux: bool = False, jit: bool = True, target: str = "cpu",
-         cache: bool | None = None) -> GradFunction:
+         cache: bool | None = None, auto_checkpoint: bool | None = None) -> GradFunction:
     """Transform ``func`` into its gradient function (like ``jax.grad``).  ``argnums``:
     JAX's name for ``wrt``; ``has_aux=True``: ``func`` returns ``(out, aux)`` and the
-    result is ``(gradient of out, aux)``.  ``cache``: see ``differentiate`` (None: as the
-    ``Differentiated`` passed, else off)."""
-    d = _as_diff(func, pick_wrt(wrt, argnums, "grad"), jit, target, cache, has_aux)
+    result is ``(gradient of out, aux)``.  ``cache``, ``auto_checkpoint``: see
+    ``differentiate`` (None: as the ``Differentiated`` passed, else the default)."""
+    d = _as_diff(func, pick_wrt(wrt, argnums, "grad"), jit, target, cache, has_aux,
+                 auto_checkpoint)
     return GradFunction(d, with_value=False)
 
 
 def value_and_grad(func: Callable, wrt: Wrt | None = None, *, argnums: Wrt | None = None,
                    has_aux: bool = False, jit: bool = True, target: str = "cpu",
-                   cache: bool | None = None) -> GradFunction:
+                   cache: bool | None = None, auto_checkpoint: bool | None = None
+                   ) -> GradFunction:
     """Transform ``func`` into a function returning ``(value, gradient)``; with
     ``has_aux=True``, ``((out, aux), gradient)`` as JAX returns them."""
-    d = _as_diff(func, pick_wrt(wrt, argnums, "value_and_grad"), jit, target, cache, has_aux)
+    d = _as_diff(func, pick_wrt(wrt, argnums, "value_and_grad"), jit, target, cache, has_aux,
+                 auto_checkpoint)
     return GradFunction(d, with_value=True)
 
 
 def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None = None,
         has_aux: bool = False, jit: bool = True, cache: bool | None = None,
-        **kwargs: Any) -> tuple[Any, ...]:
+        auto_checkpoint: bool | None = None, **kwargs: Any) -> tuple[Any, ...]:
     """``(func(*args, **kwargs), pullback)`` where ``pullback(dy)`` gives the
     vector-Jacobian product; keywords other than vjp's own go to ``func``.  With
     ``has_aux=True``, ``(out, pullback, aux)`` as ``jax.vjp`` returns them."""
-    d = _as_diff(func, pick_wrt(wrt, argnums, "vjp"), jit, "cpu", cache, has_aux)
+    d = _as_diff(func, pick_wrt(wrt, argnums, "vjp"), jit, "cpu", cache, has_aux,
+                 auto_checkpoint)
     return d.vjp(*args, **kwargs)
 
 
@@ -685,7 +703,8 @@ def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None 
 _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
-def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiated:
+def _as_diff(func, wrt, jit, target, cache=None, has_aux=False,
+             auto_checkpoint=None) -> Differentiated:
     if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
         wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
                                                                    GradFunction)) else 0
@@ -694,16 +713,19 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False) -> Differentiate
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
+        if auto_checkpoint is None:
+            auto_checkpoint = func.auto_checkpoint
         if same and bool(jit) == func.jit and target == "cpu" and bool(cache) == func.cache \
-                and bool(has_aux) == func.has_aux:
+                and bool(has_aux) == func.has_aux and auto_checkpoint == func.auto_checkpoint:
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
     mod, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
     if cache or not isinstance(mod, str) or "<" in qual or mod not in sys.modules or \
             disk.attr_or_none(mod, qual) is not func:
-        return Differentiated(func, wrt, jit, target, cache, has_aux)
-    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache), bool(has_aux))
+        return Differentiated(func, wrt, jit, target, cache, has_aux, auto_checkpoint)
+    key = (mod, qual, repr(wrt), bool(jit), target, bool(cache), bool(has_aux), auto_checkpoint)
     hit = _MADE.get(key)
     if hit is None or hit[0] is not func:
-        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux))
+        hit = _MADE[key] = (func, Differentiated(func, wrt, jit, target, cache, has_aux,
+                                                 auto_checkpoint))
     return hit[1]

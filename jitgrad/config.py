@@ -4,6 +4,14 @@
 how long each took) to stderr while it runs; set ``jg.config.verbose = True`` or the
 environment variable ``JITGRAD_VERBOSE=1``.  The same records always go to the
 ``logging.getLogger("jitgrad")`` logger at INFO, and ``f.cache_info()`` sums them.
+
+``auto_checkpoint``: reverse mode runs a time loop (a ``range`` loop in no other loop)
+whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
+``jg.checkpointed``, recomputing steps in cache instead of streaming the tape from memory
+(``docs/long-loops.md``); on by default, off with ``JITGRAD_AUTO_CHECKPOINT=0`` or
+``auto_checkpoint=False`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
+``JITGRAD_CHECKPOINT_BYTES`` sets the size (0: every such loop with a tape, whatever its
+snapshots take: for testing).  Read when a function is transformed.
 """
 
 from __future__ import annotations
@@ -13,4 +21,20 @@ import os
 verbose: bool = os.environ.get("JITGRAD_VERBOSE", "").strip().lower() not in ("", "0",
                                                                              "false", "no")
 
-__all__ = ["verbose"]
+
+
+def _off(value: str) -> bool:
+    return value.strip().lower() in ("0", "false", "no", "off")
+
+
+auto_checkpoint: bool = not _off(os.environ.get("JITGRAD_AUTO_CHECKPOINT", ""))
+checkpoint_bytes: int = int(os.environ.get("JITGRAD_CHECKPOINT_BYTES", "").strip() or 4 << 20)
+
+
+def checkpoint_threshold(on: bool | None = None) -> int | None:
+    """The tape size (bytes) above which a time loop is checkpointed automatically, None
+    where that is off (``on``: the function's own choice; None: ``auto_checkpoint``)."""
+    return checkpoint_bytes if (auto_checkpoint if on is None else on) else None
+
+
+__all__ = ["auto_checkpoint", "checkpoint_bytes", "checkpoint_threshold", "verbose"]

@@ -74,7 +74,7 @@ class Flat(Differentiated):
 
     def __init__(self, parent: Differentiated, trees: tuple[Tree, ...]):
         super().__init__(parent._orig, wrt=parent.wrt, jit=parent.jit, cache=parent.cache,
-                         has_aux=parent.has_aux)
+                         has_aux=parent.has_aux, auto_checkpoint=parent.auto_checkpoint)
         self.parent, self.trees = parent, trees
         parsed = parse_function(parent.func)
         taken = names_in(parsed.tree) | set(parsed.free)
@@ -94,7 +94,7 @@ class Flat(Differentiated):
         self.single = False
         if self._disk is not None:
             self._disk = disk.Store(self.func, self.jit, self.options, self.has_aux,
-                                    extra=repr(self._tuples))
+                                    extra=repr(self._tuples), checkpoint=self._checkpoint_key)
             self._disk.stats = parent._disk.stats  # (counted in the parent's cache_info)
 
     def unflatten(self, args: tuple) -> tuple:

@@ -27,8 +27,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-__all__ = ["revolve_split", "snapshot_count", "array_slots", "store_slot", "load_slot",
-           "ref_slots", "copy_elements",
+__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "array_slots", "store_slot",
+           "load_slot", "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
 
@@ -86,6 +86,24 @@ def snapshot_count(steps: int, snapshots: int) -> int:
 @overload(snapshot_count)
 def _ol_snapshot_count(steps, snapshots):
     return lambda steps, snapshots: _count(steps, snapshots)
+
+
+@register_jitable
+def _pays(tape_bytes, steps, state_bytes):
+    """See ``checkpoint_pays``."""
+    return 4 * _count(steps, -1) * state_bytes <= tape_bytes
+
+
+def checkpoint_pays(tape_bytes: int, steps: int, state_bytes: int) -> bool:
+    """Do the snapshots of a loop of ``steps`` steps on the default binomial schedule
+    (``snapshot_count(steps, -1)`` copies of ``state_bytes``) take at most a quarter of
+    the ``tape_bytes`` its tape would (automatic checkpointing)?"""
+    return _pays(tape_bytes, steps, state_bytes)
+
+
+@overload(checkpoint_pays)
+def _ol_checkpoint_pays(tape_bytes, steps, state_bytes):
+    return lambda tape_bytes, steps, state_bytes: _pays(tape_bytes, steps, state_bytes)
 
 
 def array_slots(x: np.ndarray, k: int, store: np.ndarray | None = None) -> np.ndarray:

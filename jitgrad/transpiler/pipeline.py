@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import config
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
@@ -115,6 +116,9 @@ class Unit:
     renamed: dict[str, str] = field(default_factory=dict)
     #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
     tuples: dict[str, tuple[Any, list[str], bool]] | None = None
+    #: reverse mode: a top-level loop whose tape would take more bytes runs on the binomial
+    #: schedule (``modes/auto_checkpoint.py``); None: never (``config.checkpoint_bytes``)
+    auto_checkpoint: int | None = None
 
     @property
     def name(self) -> str:
@@ -592,7 +596,8 @@ def reverse_(u: Unit) -> None:
         return (s, dx)
     """
     seeded = u.returns[:1] if u.aux else u.returns  # has_aux: aux carries no gradient
-    sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, seeded)
+    sw = reverse(u.parsed, u.body, u.analysis, u.env, u.namer, u.params, u.wrt, seeded,
+                 u.auto_checkpoint)
     # the adjoint sweep may restore overwritten names: keep the outputs aside first
     results = []
     for r in u.returns:
@@ -861,10 +866,13 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
 
 @_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
-              until: str | None = None, passes: list[Pass] | None = None) -> Unit:
+              until: str | None = None, passes: list[Pass] | None = None,
+              auto_checkpoint: int | None = None) -> Unit:
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
-    copy of the prepared unit, up to and including ``until``."""
+    copy of the prepared unit, up to and including ``until`` (``auto_checkpoint``: see
+    ``Unit.auto_checkpoint``)."""
     u = prep.specialise(wrt, arg_kinds)
+    u.auto_checkpoint = auto_checkpoint
     for p in SPECIALISE if passes is None else passes:
         p.run(u)
         if p.name == until:
@@ -879,18 +887,21 @@ def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
     ``parallel=True``; ``tuples``: see ``prepare``)."""
     if name == "normalized":
         return show_body(prepare(func, tuples=tuples))
+    auto = config.checkpoint_threshold()
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds)
+        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds,
+                      auto_checkpoint=auto)
         return u.sources["grad" if name == "all" else name]
     if name in BACKEND:
         return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples), wrt,
-                                        arg_kinds, until=_BEFORE_LOWER), BACKEND[name])
+                                        arg_kinds, until=_BEFORE_LOWER, auto_checkpoint=auto),
+                              BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
     u = prepare(func, until=name, parallel=parallel, tuples=tuples)
     if p in SPECIALISE:
-        u = transform(u, wrt, arg_kinds, until=name)
+        u = transform(u, wrt, arg_kinds, until=name, auto_checkpoint=auto)
     return p.show(u).rstrip("\n") + "\n"
 
 
@@ -958,9 +969,13 @@ def written_args(u: Unit) -> frozenset[str]:
         if u.analysis is not None else frozenset()
 
 
-def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
-    """All specialising passes; the return kinds tell the API what the function returns."""
-    u = transform(prep, wrt, arg_kinds)
+def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
+             auto_checkpoint: bool | None = None) -> Generated:
+    """All specialising passes; the return kinds tell the API what the function returns.
+    ``auto_checkpoint``: checkpoint top-level loops whose tape would not fit in cache
+    (None: ``jitgrad.config``'s choice)."""
+    u = transform(prep, wrt, arg_kinds,
+                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint))
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
     return Generated(u, rk, written=written_args(u))
 

@@ -429,8 +429,10 @@ class Store:
     """The on-disk cache of one differentiated function (``cache=True``)."""
 
     def __init__(self, func: Any, jit: bool, options: dict[str, Any] | None = None,
-                 aux: bool = False, extra: str = ""):
+                 aux: bool = False, extra: str = "", checkpoint: Any = None):
         self.func, self.jit, self.aux, self.extra = func, jit, aux, extra
+        #: () -> the automatic checkpointing the code is made with (part of the key)
+        self.checkpoint = checkpoint
         self.options = dict(options or {})  # the user's numba.njit options (part of the key)
         self._dir: str | None = None
         self.stats = {"hits": 0, "misses": 0, "uncached": 0}
@@ -441,7 +443,8 @@ class Store:
         return self._dir or None
 
     def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
-        k = key(self.func, wrt, kinds, self.jit, self.options, self.aux, self.extra)
+        extra = self.extra + (self.checkpoint() if self.checkpoint is not None else "")
+        k = key(self.func, wrt, kinds, self.jit, self.options, self.aux, extra)
         folder = self.folder() if k is not None else None
         return None if folder is None else (path(folder, self.func, k), k)
 

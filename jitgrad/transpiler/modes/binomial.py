@@ -120,6 +120,9 @@ class Binomial(Part):
         super().__init__(unit)
         self.tapes, self.fwd_vars, self.block = tapes, fwd_vars, block
         self.schedules: list[LoopSchedule] = []
+        #: the last loop's state and the arrays whose elements each snapshot copies
+        #: (``auto_checkpoint.py`` sizes the snapshots from them)
+        self.last_state: tuple[list[str], list[str]] = ([], [])
 
     def loop(self, s: ast.For, restored):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
@@ -164,7 +167,8 @@ class Binomial(Part):
         self.tapes.restores(dataflow.binds_in([s]) | set(state) | {t})
         what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
         line = getattr(s, "lineno", None)
-        note = comment(f"jg.checkpointed loop (line {line}): binomial schedule (revolve), "
+        which = "loop" if CHECKPOINTED.get(s)[1] == "auto" else "jg.checkpointed loop"
+        note = comment(f"{which} (line {line}): binomial schedule (revolve), "
                        f"snapshots of {what}; one step's tape at a time")
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
                *splice(_FORWARD, v, blocks),
@@ -172,6 +176,8 @@ class Binomial(Part):
                *self.tapes.reserves(s, const(0), const(1), const(1))]
         rev = [note, *once_load, *replay[:1], *splice(_REVERSE, v, blocks), *replay[1:]]
         self.schedules.append(self.schedule(s, state, slotted, bf))
+        self.last_state = (state, [x.value.args[0].id for x in load if isinstance(x, ast.Expr)
+                                   and x.value.args[0].id in state])
         return fwd, rev
 
     def schedule(self, s: ast.For, state: list[str], slotted: set[str],

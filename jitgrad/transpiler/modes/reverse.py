@@ -28,6 +28,7 @@ from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
 from ..notes import CHECKPOINTED, POS, checkpoint
+from .auto_checkpoint import AutoCheckpoint
 from .binomial import Binomial
 from .policy import ReadPolicy
 from .recompute import Planner
@@ -66,7 +67,7 @@ class Reverser:
     """Walks the body backwards, handing each statement to its component; see the module
     docstring."""
 
-    def __init__(self, unit: Unit, body: list[ast.stmt]):
+    def __init__(self, unit: Unit, body: list[ast.stmt], auto_checkpoint: int | None = None):
         self.unit = unit
         #: the names the forward sweep defines (read by the tapes, grown by statements)
         fwd_vars = set(unit.args) | set(unit.an.defs)
@@ -78,6 +79,9 @@ class Reverser:
         self.statements = Statements(unit, self.tapes, fwd_vars)
         self.flow = ControlFlow(unit, self.tapes, fwd_vars, self.block)
         self.binomial = Binomial(unit, self.tapes, fwd_vars, self.block)
+        # top-level loops whose tape would exceed ``auto_checkpoint`` bytes: binomial
+        self.auto = AutoCheckpoint(unit, self.tapes, self.statements, self.flow,
+                                   self.binomial, body, auto_checkpoint)
 
     def block(self, stmts: list[ast.stmt], top: bool = False):
         """The forward and adjoint sweeps of ``stmts`` (``top``: the function's body, whose
@@ -137,6 +141,8 @@ class Reverser:
             return self.flow.checkpoint_(s, restored)
         if isinstance(s, ast.For) and CHECKPOINTED.get(s):
             return self.binomial.loop(s, restored)
+        if self.auto.candidate(s):
+            return self.auto.loop(s, restored)
         if isinstance(s, ast.If):
             return self.flow.if_(s, restored)
         if isinstance(s, ast.For):
@@ -147,10 +153,13 @@ class Reverser:
 
 
 def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer: Namer,
-            args: list[str], wrt: list[str], returns: list[ast.expr]) -> Sweeps:
-    """Build the forward and adjoint sweeps (see module docstring)."""
+            args: list[str], wrt: list[str], returns: list[ast.expr],
+            auto_checkpoint: int | None = None) -> Sweeps:
+    """Build the forward and adjoint sweeps (see module docstring); ``auto_checkpoint``:
+    the tape size in bytes above which a top-level loop runs on the binomial schedule
+    (``auto_checkpoint.py``; None: never)."""
     unit = Unit(parsed, an, env, namer, args, wrt, returns)
-    r = Reverser(unit, body)
+    r = Reverser(unit, body, auto_checkpoint)
     for n in args:
         namer.adjoint(n)
     fwd, rev = r.block(body, top=True)
