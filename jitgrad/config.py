@@ -8,8 +8,10 @@ environment variable ``JITGRAD_VERBOSE=1``.  The same records always go to the
 ``auto_checkpoint``: reverse mode runs a time loop (a ``range`` loop in no other loop)
 whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
 ``jg.checkpointed``, recomputing steps in cache instead of streaming the tape from memory
-(``docs/long-loops.md``); on by default, off with ``JITGRAD_AUTO_CHECKPOINT=0`` or
-``auto_checkpoint=False`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
+(``docs/long-loops.md``); off by default (both branches are compiled: the first call takes
+about twice as long, for bounded memory but no speed gain on the loops measured), on with
+``JITGRAD_AUTO_CHECKPOINT=1``, ``jg.config.auto_checkpoint = True`` or
+``auto_checkpoint=True`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
 ``JITGRAD_CHECKPOINT_BYTES`` sets the size (0: every such loop with a tape, whatever its
 snapshots take: for testing).  Read when a function is transformed.
 """
@@ -22,12 +24,11 @@ verbose: bool = os.environ.get("JITGRAD_VERBOSE", "").strip().lower() not in (""
                                                                              "false", "no")
 
 
+def _on(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
 
-def _off(value: str) -> bool:
-    return value.strip().lower() in ("0", "false", "no", "off")
 
-
-auto_checkpoint: bool = not _off(os.environ.get("JITGRAD_AUTO_CHECKPOINT", ""))
+auto_checkpoint: bool = _on(os.environ.get("JITGRAD_AUTO_CHECKPOINT", ""))
 checkpoint_bytes: int = int(os.environ.get("JITGRAD_CHECKPOINT_BYTES", "").strip() or 4 << 20)
 
 

@@ -160,12 +160,17 @@ def test_config_switch(monkeypatch):
                                                auto_checkpoint=True).source(X0, 0.2, T)
 
 
-def test_environment_variable():
+@pytest.mark.parametrize("value, on", [(None, "False"), ("0", "False"), ("1", "True"),
+                                       ("on", "True")])
+def test_environment_variable(value, on):
     code = "import jitgrad as jg; print(jg.config.auto_checkpoint, jg.config.checkpoint_bytes)"
-    env = {**os.environ, "JITGRAD_AUTO_CHECKPOINT": "0", "JITGRAD_CHECKPOINT_BYTES": "1000"}
+    env = {k: v for k, v in os.environ.items() if k != "JITGRAD_AUTO_CHECKPOINT"}
+    env["JITGRAD_CHECKPOINT_BYTES"] = "1000"
+    if value is not None:
+        env["JITGRAD_AUTO_CHECKPOINT"] = value
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == ["False", "1000"]
+    assert out == [on, "1000"]
 
 
 def test_hvp_through_the_branch(monkeypatch):
