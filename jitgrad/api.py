@@ -227,7 +227,12 @@ class Differentiated:
             self._prep()  # unsupported source is reported before arity and kinds
         elif self.has_aux:
             self._aux_structure()
-        kinds = self._kinds(args)
+        return self._generated_kinds(self._kinds(args))
+
+    def _generated_kinds(self, kinds: dict) -> Generated:
+        """The generated code for these argument kinds (transformed once, cached): also
+        what a call of this gradient inside another differentiated function inlines
+        (``transpiler/front/nested.py``)."""
         key = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
             gen = self._cache.get(key)

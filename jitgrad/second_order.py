@@ -26,15 +26,22 @@ from .transpiler.nodes import clone
 def gradient_function(d: Any, args: tuple) -> Any:
     """The gradient of ``d`` at these argument kinds as a Python function of
     ``(*params, _dret)`` returning the gradients (cached on ``d``)."""
-    gen = d._generated(args)
+    return gradient_code(d, d._generated(args))
+
+
+def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
+    """The gradient code ``gen`` of ``d`` as a Python function of ``(*params, _dret)``
+    returning the gradients (``value``: ``(value, gradients)``), cached on ``d``."""
     cache = d.__dict__.setdefault("_gradfn_cache", {})
-    key = id(gen)
+    key = (id(gen), value)
     if key in cache and cache[key][0] is gen:
         return cache[key][1]
     u = gen.unit
     ir = u.ir
-    ret = ast.Return(value=result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]))
-    body = dead_code(clone(ir.body()) + [ret], ir.shared)
+    out = result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads])
+    if value:
+        out = ast.Tuple(elts=[clone(ir.results[0]), out], ctx=ast.Load())
+    body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared)
     fname = u.namer.fresh(f"{u.name}_g_")
     src = emit.unparse(emit.function_def(fname, [*ir.params, ir.seed], body))
     namespace = backend.imports({"g": src}, u.env)

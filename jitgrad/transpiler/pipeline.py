@@ -43,6 +43,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
+from .front.nested import site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -115,6 +116,10 @@ class Unit:
     renamed: dict[str, str] = field(default_factory=dict)
     #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
     tuples: dict[str, tuple[Any, list[str], bool]] | None = None
+    #: nested gradient calls (``front/nested.py``): what ``inline`` met (the probe), and
+    #: the argument kinds at each when known (None: probe them)
+    nested: list[tuple[Any, list[str], ast.Call, Parsed]] = field(default_factory=list)
+    sites: list[dict[str, Kind]] | None = None
 
     @property
     def name(self) -> str:
@@ -228,7 +233,7 @@ def inline_(u: Unit) -> None:
         return b1 + 1.0
     """
     ret = ast.Return(value=ast.Tuple(elts=u.returns, ctx=ast.Load()))
-    body = inline(u.parsed, u.body + [ret], u.namer)
+    body, u.nested = inline(u.parsed, u.body + [ret], u.namer, u.sites)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
 
@@ -864,11 +869,27 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
               until: str | None = None, passes: list[Pass] | None = None) -> Unit:
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
     copy of the prepared unit, up to and including ``until``."""
-    u = prep.specialise(wrt, arg_kinds)
+    u = with_nested(prep, arg_kinds).specialise(wrt, arg_kinds)
     for p in SPECIALISE if passes is None else passes:
         p.run(u)
         if p.name == until:
             break
+    return u
+
+
+def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
+    """``prep`` with its nested gradient calls' code inlined for these argument kinds: the
+    kinds the probe's inference finds at each call (``front/nested.py``); ``prep`` itself
+    if it calls none (or has them already)."""
+    if not prep.nested or prep.sites is not None:
+        return prep
+    probe = prep.specialise([], arg_kinds)
+    kinds = infer(probe.body, probe.env, probe.arg_kinds)
+    sites = [site_kinds(d, names, kinds, node, parsed) for d, names, node, parsed
+             in prep.nested]
+    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
+    for p in PREPARE:
+        p.run(u)
     return u
 
 

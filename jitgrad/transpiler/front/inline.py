@@ -41,6 +41,8 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
+from .nested import helper as nested_helper
+from .nested import inner_gradient, probe, refuse_unsupported
 from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
@@ -184,8 +186,14 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
-    def __init__(self, root: Parsed, namer: Namer):
+    def __init__(self, root: Parsed, namer: Namer, sites: list[dict] | None = None):
         self.root = root
+        #: the argument kinds at each nested gradient call, in order (``front/nested.py``);
+        #: None: unknown yet, the calls are probed
+        self.sites = sites
+        #: per nested gradient call, in order: (its Differentiated, the names its
+        #: arguments are bound to in the probe, the call, the caller)
+        self.probes: list[tuple[Any, list[str], ast.Call, Parsed]] = []
         self.env = root.env
         self.namer = namer
         self.stack: list[Any] = [root.func]
@@ -228,6 +236,9 @@ class Inliner:
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)
                 obj = callee(node.func, parsed.env)
+                inner = inner_gradient(obj)
+                if inner is not None:
+                    return self.nested(*inner, node, parsed, pre)
                 refuse_transform(node, obj, parsed)
                 kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
                 if kernel is not None:
@@ -238,6 +249,29 @@ class Inliner:
                 return self.call(fn, node, parsed, pre)
 
         return V().visit(e)
+
+    def nested(self, diff: Any, with_value: bool, node: ast.Call, parsed: Parsed,
+               pre: list[ast.stmt]) -> ast.expr:
+        """A jitgrad gradient called here: probed, or its gradient code inlined for the
+        kinds the probe found (``front/nested.py``)."""
+        refuse_unsupported(diff, node, parsed)
+        k = len(self.probes)
+        args, _ = call_arguments(diff.func, diff.params, node, parsed, self.env, self.namer)
+        names = [self.namer.fresh(f"_{p}_in") for p in diff.params]
+        self.probes.append((diff, names, node, parsed))
+        if self.sites is None:
+            binds, out = probe(diff, with_value, args, names, node)
+            pre += binds
+            return out
+        try:
+            fn = nested_helper(diff, with_value, self.sites[k])
+        except ValueError as e:
+            raise parsed.error(f"'{ast.unparse(node.func)}' called inside a differentiated "
+                               f"function: {e}", node) from None
+        except TransformError as e:
+            raise e.via(f"{parsed.tree.name} at {parsed.filename}:"
+                        f"{parsed.absolute_line(node)}") from None
+        return self.call(fn, node, parsed, pre)
 
     def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
         """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""
@@ -366,9 +400,13 @@ def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
         INLINED.set(n, (*o[:3], (*o[3], site)))
 
 
-def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer) -> list[ast.stmt]:
-    """Inline every user helper called from ``body``."""
-    return Inliner(parsed, namer).run(body, parsed)
+def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer,
+           sites: list[dict] | None = None) -> tuple[list[ast.stmt], list]:
+    """Inline every user helper called from ``body``; ``sites``: the argument kinds at each
+    nested gradient call (None: probe them).  Also returns the nested calls met
+    (``Inliner.probes``)."""
+    inl = Inliner(parsed, namer, sites)
+    return inl.run(body, parsed), inl.probes
 
 
 __all__ = ["inline", "rename", "resolve", "user_function", "name", "stored_names"]

@@ -1,0 +1,125 @@
+"""Nested differentiation: a jitgrad gradient called inside a differentiated function.
+
+A call of a ``jg.grad``/``jg.value_and_grad`` result, or of a ``@differentiate`` object's
+``.grad``/``.value_and_grad``, inlines that gradient's generated code as a helper, which
+the outer transform differentiates again (reverse over reverse; forward over reverse for
+``jvp``/``hvp``).  The generated code depends on the kinds of the call's arguments, which
+are known only once the outer function is specialised, so preparing such a function takes
+two rounds: the first (``probe``) binds each call's arguments to fresh names and puts a
+stand-in of the right kind in place of the result (the wrt arguments times ``0.0``); kind
+inference on it gives the kinds at each call; the second inlines, at each call in the same
+order, the gradient code for those kinds (``helper``).
+
+Before::                               After (the probe)::
+
+    dU = jg.grad(U)                        _nested = x * 2.0
+    def f(x):                              g = _nested * 0.0
+        g = dU(x * 2.0)                    return g * x
+        return g * x
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from typing import TYPE_CHECKING, Any
+
+from .desugar import assign, const
+
+if TYPE_CHECKING:
+    from ..analysis.kinds import Kind
+
+#: the entry points whose call inlines the gradient code: name -> returns the value too
+_METHODS = {"grad": False, "value_and_grad": True}
+
+
+def _is(obj: Any, cls: str) -> bool:
+    return type(obj).__name__ == cls and type(obj).__module__ == "jitgrad.api"
+
+
+def inner_gradient(obj: Any) -> tuple[Any, bool] | None:
+    """``(the Differentiated, does the call return the value too)`` if calling ``obj``
+    runs a jitgrad gradient this module inlines, else None."""
+    if _is(obj, "GradFunction"):
+        return obj.diff, obj.with_value
+    if isinstance(obj, types.MethodType) and obj.__name__ in _METHODS \
+            and type(obj.__self__).__name__ == "Differentiated":
+        return obj.__self__, _METHODS[obj.__name__]
+    return None
+
+
+def refuse_unsupported(diff: Any, node: ast.Call, parsed: Any) -> None:
+    """Refuse, at the call, what the inlined gradient code cannot stand for."""
+    name = ast.unparse(node.func)
+    why = None
+    if diff.has_aux:
+        why = "its function has has_aux=True"
+    elif not diff.single and len(diff.wrt_positions) == 1:
+        why = "its wrt is a one-element tuple (the gradient a 1-tuple)"
+    elif diff._tuples or any(p.kind is not p.POSITIONAL_OR_KEYWORD
+                             for p in diff._sig.parameters.values()):
+        why = "its function takes tuple, *args or keyword-only parameters"
+    if why is not None:
+        raise parsed.error(f"'{name}' is a jitgrad gradient called inside a differentiated "
+                           f"function (nested differentiation), but {why}", node,
+                           "call a gradient of a function of plain float and array "
+                           "parameters (wrt=0 rather than (0,)), or pass the inner derivative in as an argument")
+
+
+def probe(diff: Any, with_value: bool, args: list[ast.expr], names: list[str],
+          node: ast.Call) -> tuple[list[ast.stmt], ast.expr]:
+    """The probe's binds of ``args`` to ``names`` and the result's stand-in."""
+    binds = [ast.copy_location(assign(n, a), node) for n, a in zip(names, args, strict=True)]
+    for b in binds:
+        for m in ast.walk(b):
+            if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
+                ast.copy_location(m, node)
+    grads = [ast.BinOp(left=ast.Name(id=names[i], ctx=ast.Load()), op=ast.Mult(),
+                       right=const(0.0)) for i in diff.wrt_positions]
+    out: ast.expr = grads[0] if diff.single else ast.Tuple(elts=grads, ctx=ast.Load())
+    if with_value:
+        out = ast.Tuple(elts=[const(0.0), out], ctx=ast.Load())
+    return binds, ast.copy_location(out, node)
+
+
+def site_kinds(diff: Any, names: list[str], kinds: dict[str, Kind], node: ast.Call,
+               parsed: Any) -> dict[str, Kind]:
+    """The kinds of one call's arguments (by the inner function's parameters), refusing
+    what its gradient cannot take."""
+    out = {}
+    for p, n in zip(diff.params, names, strict=True):
+        k = kinds.get(n)
+        if k is None or k.cls not in ("f", "i", "b") or (k.is_array and k.ndim is None):
+            raise parsed.error(f"argument '{p}' of the nested gradient "
+                               f"'{ast.unparse(node.func)}' has no known kind (a float, an "
+                               "int or an array of known rank)", node,
+                               "pass float scalars and arrays to a gradient called inside "
+                               "a differentiated function")
+        out[p] = k
+    for i in diff.wrt_positions:
+        k = out[diff.params[i]]
+        if k.cls != "f":
+            raise parsed.error(f"argument '{diff.params[i]}' of the nested gradient "
+                               f"'{ast.unparse(node.func)}' is differentiated by it but is "
+                               f"{'an integer' if k.cls in ('i', 'b') else 'not a float'}",
+                               node, "pass a float (e.g. float(n)) to a wrt argument")
+    return out
+
+
+def helper(diff: Any, with_value: bool, kinds: dict[str, Kind]) -> Any:
+    """The gradient code of ``diff`` at ``kinds`` as a Python function taking the user's
+    parameters (their defaults too) and ``_dret`` (default 1.0), returning the gradients
+    (``with_value``: ``(value, gradients)``) in the structure the user's call returns."""
+    from ...second_order import gradient_code
+
+    gen = diff._generated_kinds(kinds)
+    rk = gen.return_kinds
+    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
+        raise ValueError(f"{diff.func.__name__} returns {len(rk)} values or an array: "
+                         "a gradient needs a scalar output")
+    fn = gradient_code(diff, gen, value=with_value)
+    fn.__defaults__ = (*(diff.func.__defaults__ or ()), 1.0)
+    return fn
+
+
+__all__ = ["helper", "inner_gradient", "probe", "refuse_unsupported", "site_kinds"]
