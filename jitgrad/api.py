@@ -52,6 +52,8 @@ from .transpiler.backend.lower import VARIANTS
 from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
+from .transpiler.front.nested import caller as nested_caller
+from .transpiler.front.nested import inner_gradient
 from .transpiler.front.parse import parse_function, python_function
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
@@ -67,8 +69,8 @@ class Differentiated:
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
                              "gradients: use jg.differentiate(f, wrt=..., target='cuda') and "
                              "its .vjp[blocks, threads] or .device_grad (docs/cuda.md)")
-        if isinstance(func, GradFunction):
-            func = func.diff
+        if inner_gradient(func) is not None:  # jg.grad(jg.grad(f)): differentiates a
+            func = nested_caller(func)  # function calling the gradient (front/nested.py)
         if isinstance(func, Differentiated):
             func = func._orig
         self.func = python_function(func)

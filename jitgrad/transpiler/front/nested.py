@@ -122,4 +122,19 @@ def helper(diff: Any, with_value: bool, kinds: dict[str, Kind]) -> Any:
     return fn
 
 
-__all__ = ["helper", "inner_gradient", "probe", "refuse_unsupported", "site_kinds"]
+def caller(obj: Any) -> Any:
+    """A function calling the gradient ``obj`` (see ``inner_gradient``) with its function's
+    parameters: what ``jg.grad(jg.grad(f))`` differentiates (the call inlined as above)."""
+    from ..backend import emit
+
+    diff = inner_gradient(obj)[0]
+    params = ", ".join(diff.params)
+    name = f"{diff.func.__name__}_{'value_and_grad' if inner_gradient(obj)[1] else 'grad'}"
+    src = f"def {name}({params}):\n    return _inner({params})\n"
+    fn = emit.load(src, name, {"_inner": obj}, f"{diff.func.__qualname__}.grad")
+    fn.__defaults__ = diff.func.__defaults__
+    fn.__module__ = getattr(diff.func, "__module__", None)
+    return fn
+
+
+__all__ = ["caller", "helper", "inner_gradient", "probe", "refuse_unsupported", "site_kinds"]
