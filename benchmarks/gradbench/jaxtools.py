@@ -261,9 +261,62 @@ def _ht_make(theta, *model):
     return jax.jit(f), jax.jit(jax.jacfwd(f)), (jax.numpy.asarray(theta),)
 
 
-_GRADIENT_EVALS = {"lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
+def _saddle_f(p1, p2):
+    return (p1[0] * p1[0] + p1[1] * p1[1]) - (p2[0] * p2[0] + p2[1] * p2[1])
+
+
+def _saddle_eval(p1, start):
+    """The inner ascent as ``lax.fori_loop`` (eta's doubling a ``where``), ``jax.grad``
+    inside ``jax.grad``: reverse over reverse, as GradBench's ``rr``."""
+    jax = _lib()
+    jnp = jax.numpy
+    inner = jax.grad(_saddle_f, argnums=1)
+    s = jnp.asarray(start)
+
+    def r1_cost(p1):
+        def step(_, carry):
+            p2, eta = carry
+            p2 = p2 + eta * inner(p1, p2)
+            return p2, jnp.where(eta < 0.1, eta * 2.0, eta)
+
+        p2, _ = jax.lax.fori_loop(0, 1000, step, (s, 1e-5))
+        return _saddle_f(p1, p2)
+
+    return r1_cost, (p1,), (0,)
+
+
+def _particle_make(w):
+    """Euler steps until the particle crosses the x axis: a Python ``while`` with a
+    value-dependent break, which ``jax.jit`` cannot trace, so the outer ``jax.grad`` runs
+    eagerly (the force, ``jax.grad`` of the potential, jitted)."""
+    jax = _lib()
+    jnp = jax.numpy
+
+    def potential(x0, x1, w):
+        d1 = jnp.sqrt((x0 - 10.0) ** 2 + (x1 - (10.0 - w)) ** 2)
+        d2 = jnp.sqrt((x0 - 10.0) ** 2 + x1 ** 2)
+        return 1.0 / d1 + 1.0 / d2
+
+    force = jax.jit(jax.grad(potential, argnums=(0, 1)))
+
+    def naive_euler(w):
+        x0, x1, v0, v1, dt = 0.0, 8.0, 0.75, 0.0, 0.1
+        while True:
+            g0, g1 = force(x0, x1, w)
+            n0, n1 = x0 + dt * v0, x1 + dt * v1
+            if n1 <= 0.0:
+                break
+            x0, x1 = n0, n1
+            v0, v1 = v0 - dt * g0, v1 - dt * g1
+        t_f = -x1 / v1
+        return (x0 + t_f * v0) ** 2
+
+    return naive_euler, jax.grad(naive_euler), (jnp.asarray(w),)
+
+
+_GRADIENT_EVALS = {"saddle": _saddle_eval, "lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
                    "gmm": _gmm_eval, "lstm": _lstm_eval}
-_OTHER = {"kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
+_OTHER = {"particle": _particle_make, "kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
 
 
 def make(name: str, args: tuple) -> tuple[Callable, Callable] | None:
