@@ -314,8 +314,8 @@ def _particle_make(w):
     return naive_euler, jax.grad(naive_euler), (jnp.asarray(w),)
 
 
-_GRADIENT_EVALS = {"saddle": _saddle_eval, "lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
-                   "gmm": _gmm_eval, "lstm": _lstm_eval}
+_GRADIENT_EVALS = {"lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
+                   "gmm": _gmm_eval, "lstm": _lstm_eval, "saddle": _saddle_eval}
 _OTHER = {"particle": _particle_make, "kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TransformError
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
@@ -43,7 +44,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
-from .front.nested import site_kinds
+from .front.nested import blamed, site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -870,10 +871,15 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
     copy of the prepared unit, up to and including ``until``."""
     u = with_nested(prep, arg_kinds).specialise(wrt, arg_kinds)
-    for p in SPECIALISE if passes is None else passes:
-        p.run(u)
-        if p.name == until:
-            break
+    try:
+        for p in SPECIALISE if passes is None else passes:
+            p.run(u)
+            if p.name == until:
+                break
+    except TransformError as e:
+        if not prep.nested:
+            raise
+        raise blamed(e) from None  # (a line of inlined gradient code: the user's call)
     return u
 
 

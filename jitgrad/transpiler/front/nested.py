@@ -21,9 +21,11 @@ Before::                               After (the probe)::
 from __future__ import annotations
 
 import ast
+import linecache
 import types
 from typing import TYPE_CHECKING, Any
 
+from ...errors import TransformError
 from .desugar import assign, const
 
 if TYPE_CHECKING:
@@ -63,7 +65,8 @@ def refuse_unsupported(diff: Any, node: ast.Call, parsed: Any) -> None:
         raise parsed.error(f"'{name}' is a jitgrad gradient called inside a differentiated "
                            f"function (nested differentiation), but {why}", node,
                            "call a gradient of a function of plain float and array "
-                           "parameters (wrt=0 rather than (0,)), or pass the inner derivative in as an argument")
+                           "parameters (wrt=0 rather than (0,)), or pass the inner "
+                           "derivative in as an argument")
 
 
 def probe(diff: Any, with_value: bool, args: list[ast.expr], names: list[str],
@@ -122,6 +125,29 @@ def helper(diff: Any, with_value: bool, kinds: dict[str, Kind]) -> Any:
     return fn
 
 
+def blamed(e: TransformError) -> TransformError:
+    """A refusal ``e`` of a line of inlined gradient code, at the user's call of that
+    gradient (the first call site in the user's files ``e`` was reached through); ``e``
+    itself where it is about the user's own code."""
+    if not e.filename.startswith("<jitgrad:"):
+        return e
+    for k, site in enumerate(e.called_from):
+        where = site.split(" at ", 1)[-1]
+        filename, _, line = where.rpartition(":")
+        if filename.startswith("<jitgrad:") or not line.isdigit():
+            continue
+        return TransformError(
+            "a jitgrad gradient called here (nested differentiation) cannot be "
+            f"differentiated again: {e.msg} (in its generated line "
+            f"'{e.source_line.strip()}')", filename=filename, lineno=int(line),
+            source_line=linecache.getline(filename, int(line)),
+            called_from=e.called_from[k + 1:],
+            hint="f.source() of the inner gradient shows its code; pass the inner "
+                 "derivative in as an argument, or write it as a helper the outer transform "
+                 "differentiates")
+    return e
+
+
 def caller(obj: Any) -> Any:
     """A function calling the gradient ``obj`` (see ``inner_gradient``) with its function's
     parameters: what ``jg.grad(jg.grad(f))`` differentiates (the call inlined as above)."""
@@ -137,4 +163,5 @@ def caller(obj: Any) -> Any:
     return fn
 
 
-__all__ = ["caller", "helper", "inner_gradient", "probe", "refuse_unsupported", "site_kinds"]
+__all__ = ["blamed", "caller", "helper", "inner_gradient", "probe", "refuse_unsupported",
+           "site_kinds"]
