@@ -42,7 +42,7 @@ from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .nested import helper as nested_helper
-from .nested import inner_gradient, probe, refuse_unsupported
+from .nested import inner_gradient, probe, refuse_unsupported, written_gradient
 from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
@@ -232,6 +232,12 @@ class Inliner:
     def expr(self, e: ast.expr, parsed: Parsed, pre: list[ast.stmt], stmt) -> ast.expr:
         class V(ast.NodeTransformer):
             def visit_Call(v, node: ast.Call):  # noqa: N805
+                made = written_gradient(node.func, parsed.env)  # jg.grad(f)(x) in place
+                if made is not None:
+                    node.args = [v.visit(a) for a in node.args]
+                    for k in node.keywords:
+                        k.value = v.visit(k.value)
+                    return self.nested(*made, node, parsed, pre)
                 v.generic_visit(node)
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)

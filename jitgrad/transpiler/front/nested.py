@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TransformError
 from .desugar import assign, const
+from .transforms import callee
 
 if TYPE_CHECKING:
     from ..analysis.kinds import Kind
@@ -48,6 +49,23 @@ def inner_gradient(obj: Any) -> tuple[Any, bool] | None:
             and type(obj.__self__).__name__ == "Differentiated":
         return obj.__self__, _METHODS[obj.__name__]
     return None
+
+
+def written_gradient(expr: ast.expr, env: dict[str, Any]) -> tuple[Any, bool] | None:
+    """``inner_gradient`` of a gradient made where it is called, ``jg.grad(f, wrt=1)(x, y)``:
+    ``f`` a name, the other arguments literals; else None."""
+    if not isinstance(expr, ast.Call):
+        return None
+    fn = callee(expr.func, env)
+    if getattr(fn, "__module__", None) != "jitgrad.api" \
+            or getattr(fn, "__name__", None) not in _METHODS:
+        return None
+    try:
+        args = [env[expr.args[0].id], *(ast.literal_eval(a) for a in expr.args[1:])]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in expr.keywords}
+    except (AttributeError, IndexError, KeyError, ValueError, TypeError):
+        return None
+    return inner_gradient(fn(*args, **kwargs))
 
 
 def refuse_unsupported(diff: Any, node: ast.Call, parsed: Any) -> None:
@@ -164,4 +182,4 @@ def caller(obj: Any) -> Any:
 
 
 __all__ = ["blamed", "caller", "helper", "inner_gradient", "probe", "refuse_unsupported",
-           "site_kinds"]
+           "site_kinds", "written_gradient"]
