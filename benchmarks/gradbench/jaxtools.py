@@ -285,10 +285,16 @@ def _saddle_eval(p1, start):
     return r1_cost, (p1,), (0,)
 
 
-def _particle_make(w):
-    """Euler steps until the particle crosses the x axis: a Python ``while`` with a
-    value-dependent break, which ``jax.jit`` cannot trace, so the outer ``jax.grad`` runs
-    eagerly (the force, ``jax.grad`` of the potential, jitted)."""
+#: Euler steps particle's scan runs (the particle crosses the axis after 352 at w=0; the
+#: steps after the crossing leave the state as it is)
+PARTICLE_STEPS = 1024
+
+
+def _particle_eval(w):
+    """The Euler loop until the particle crosses the x axis as a ``lax.scan`` of a fixed
+    length whose steps after the crossing keep the state (``jax.jit`` cannot trace a
+    value-dependent ``break``, and ``while_loop`` has no reverse mode); the force is
+    ``jax.grad`` of the potential inside: reverse over reverse."""
     jax = _lib()
     jnp = jax.numpy
 
@@ -297,26 +303,32 @@ def _particle_make(w):
         d2 = jnp.sqrt((x0 - 10.0) ** 2 + x1 ** 2)
         return 1.0 / d1 + 1.0 / d2
 
-    force = jax.jit(jax.grad(potential, argnums=(0, 1)))
+    force = jax.grad(potential, argnums=(0, 1))
+    dt = 0.1
 
     def naive_euler(w):
-        x0, x1, v0, v1, dt = 0.0, 8.0, 0.75, 0.0, 0.1
-        while True:
+        def step(state, _):
+            x0, x1, v0, v1, done = state
             g0, g1 = force(x0, x1, w)
-            n0, n1 = x0 + dt * v0, x1 + dt * v1
-            if n1 <= 0.0:
-                break
-            x0, x1 = n0, n1
-            v0, v1 = v0 - dt * g0, v1 - dt * g1
-        t_f = -x1 / v1
-        return (x0 + t_f * v0) ** 2
+            stop = done | (x1 + dt * v1 <= 0.0)
+            new = (x0 + dt * v0, x1 + dt * v1, v0 - dt * g0, v1 - dt * g1)
+            kept = tuple(jnp.where(stop, a, b) for a, b in zip((x0, x1, v0, v1), new,
+                                                               strict=True))
+            return (*kept, stop), None
 
-    return naive_euler, jax.grad(naive_euler), (jnp.asarray(w),)
+        start = (jnp.float64(0.0), jnp.float64(8.0), jnp.float64(0.75), jnp.float64(0.0),
+                 jnp.bool_(False))
+        (x0, x1, v0, v1, done), _ = jax.lax.scan(step, start, None, length=PARTICLE_STEPS)
+        t_f = -x1 / v1
+        return jnp.where(done, (x0 + t_f * v0) ** 2, jnp.nan)  # (nan: more steps needed)
+
+    return naive_euler, (w,), (0,)
 
 
 _GRADIENT_EVALS = {"lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
-                   "gmm": _gmm_eval, "lstm": _lstm_eval, "saddle": _saddle_eval}
-_OTHER = {"particle": _particle_make, "kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
+                   "gmm": _gmm_eval, "lstm": _lstm_eval, "saddle": _saddle_eval,
+                   "particle": _particle_eval}
+_OTHER = {"kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
 
 
 def make(name: str, args: tuple) -> tuple[Callable, Callable] | None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 import jitgrad as jg
 
 
+@numba.njit
 def saddle_f(p1, p2):
     """f(x, y) = (x1^2 + y1^2) - (x2^2 + y2^2) of evals/saddle."""
     return (p1[0] * p1[0] + p1[1] * p1[1]) - (p2[0] * p2[0] + p2[1] * p2[1])
