@@ -146,6 +146,27 @@ def test_jvp_and_hvp_of_a_function_calling_a_gradient(jit):
     np.testing.assert_allclose(hv, hessian @ V, rtol=1e-4, atol=1e-6)
 
 
+def cubic(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] ** 3 * x[0]
+    return s
+
+
+@pytest.mark.parametrize("jit", JIT)
+def test_forward_mode_and_jacobians_of_a_gradient(jit):
+    """jvp / jacfwd / jacrev of a jg.grad result: the Hessian, as jg.hessian and jg.hvp."""
+    x, v = np.array([0.5, 1.0, 2.0]), np.array([1.0, -1.0, 0.5])
+    g = jg.grad(cubic, jit=jit)
+    hessian = np.array([numeric_grad(lambda y, j=j: g(y)[j], (x,), 0) for j in range(3)])
+    np.testing.assert_allclose(jg.hessian(cubic, jit=jit)(x), hessian, rtol=1e-6)
+    value, tangent = jg.jvp(g, (x,), (v,), jit=jit)
+    np.testing.assert_allclose(value, g(x), rtol=1e-12)
+    np.testing.assert_allclose(tangent, jg.hvp(cubic, (x,), (v,), jit=jit), rtol=1e-12)
+    np.testing.assert_allclose(jg.jacfwd(g, jit=jit)(x), hessian, rtol=1e-6)
+    np.testing.assert_allclose(jg.jacrev(g, jit=jit)(x), hessian, rtol=1e-6)
+
+
 # --- the helpers array gradient code calls, differentiated again -----------------------
 
 def model(x, A, b):
@@ -229,3 +250,16 @@ def test_refused_at_the_users_line(f, line, why):
         jg.grad(f, jit=False)(1.3)
     assert line in str(e.value) and "test_nested.py" in str(e.value)
     assert e.value.hint
+
+
+def selfish(x):
+    return x * selfish_grad(x)
+
+
+selfish_grad = jg.grad(selfish, jit=False)
+
+
+def test_a_function_calling_its_own_gradient_is_recursion():
+    with pytest.raises(jg.TransformError, match="recursion") as e:
+        selfish_grad(0.5)
+    assert "return x * selfish_grad(x)" in str(e.value)

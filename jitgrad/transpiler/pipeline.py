@@ -44,7 +44,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
-from .front.nested import blamed, site_kinds
+from .front.nested import blamed, expanding, site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -894,8 +894,9 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
     sites = [site_kinds(d, names, kinds, node, parsed) for d, names, node, parsed
              in prep.nested]
     u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
-    for p in PREPARE:
-        p.run(u)
+    with expanding(prep.func):
+        for p in PREPARE:
+            p.run(u)
     return u
 
 

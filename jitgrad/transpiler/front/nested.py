@@ -12,17 +12,23 @@ order, the gradient code for those kinds (``helper``).
 
 Before::                               After (the probe)::
 
-    dU = jg.grad(U)                        _nested = x * 2.0
-    def f(x):                              g = _nested * 0.0
+    dU = jg.grad(U)                        _x_in = x * 2.0
+    def f(x):                              g = _x_in * 0.0
         g = dU(x * 2.0)                    return g * x
         return g * x
+
+A function whose gradient code is being inlined cannot call a gradient of itself, directly
+or through another (``expanding``): that is recursion, refused at the call.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import linecache
+import threading
 import types
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TransformError
@@ -34,6 +40,21 @@ if TYPE_CHECKING:
 
 #: the entry points whose call inlines the gradient code: name -> returns the value too
 _METHODS = {"grad": False, "value_and_grad": True}
+
+
+#: per thread: the functions whose nested gradient calls are being inlined, outermost first
+_EXPANDING = threading.local()
+
+
+@contextlib.contextmanager
+def expanding(func: Any) -> Iterator[None]:
+    """Inlining the nested gradient calls of ``func`` (see ``helper``'s recursion check)."""
+    stack = _EXPANDING.__dict__.setdefault("funcs", [])
+    stack.append(func)
+    try:
+        yield
+    finally:
+        stack.pop()
 
 
 def _is(obj: Any, cls: str) -> bool:
@@ -132,8 +153,15 @@ def helper(diff: Any, with_value: bool, kinds: dict[str, Kind]) -> Any:
     parameters (their defaults too) and ``_dret`` (default 1.0), returning the gradients
     (``with_value``: ``(value, gradients)``) in the structure the user's call returns."""
     from ...second_order import gradient_code
+    from ..pipeline import generate
 
+    if any(f is diff.func for f in getattr(_EXPANDING, "funcs", ())):
+        raise ValueError(f"recursion: {diff.func.__name__} is being differentiated and this "
+                         "gradient of it is called inside it (through the functions it "
+                         "calls): compute it outside and pass it in as an argument")
     gen = diff._generated_kinds(kinds)
+    if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
+        gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
     rk = gen.return_kinds
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise ValueError(f"{diff.func.__name__} returns {len(rk)} values or an array: "
@@ -181,5 +209,5 @@ def caller(obj: Any) -> Any:
     return fn
 
 
-__all__ = ["blamed", "caller", "helper", "inner_gradient", "probe", "refuse_unsupported",
-           "site_kinds", "written_gradient"]
+__all__ = ["blamed", "caller", "expanding", "helper", "inner_gradient", "probe",
+           "refuse_unsupported", "site_kinds", "written_gradient"]
