@@ -130,7 +130,7 @@ EVALS: dict[str, Eval] = {e.name: e for e in (
          nested.particle_inputs, nested.naive_euler, _grad(nested.naive_euler, (0,)),
          _fd(nested.naive_euler, (0,))),
     Eval("saddle", "saddle point: d max_y f(x, y) / dx, the max by 1000 gradient ascent "
-         "steps (nested)", {"test": dict(), "quick": dict(), "full": dict()},
+         "steps (nested)", {k: dict(start=(1.0, 1.0)) for k in ("test", "quick", "full")},
          nested.saddle_inputs, nested.saddle_r1_cost, _grad(nested.saddle_r1_cost, (0,)),
          _fd(nested.saddle_r1_cost, (0,))),
 )}
