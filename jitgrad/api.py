@@ -52,9 +52,9 @@ from .transpiler.backend.lower import VARIANTS
 from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
-from .transpiler.front.nested import caller as nested_caller
 from .transpiler.front.nested import inner_gradient
 from .transpiler.front.parse import parse_function, python_function
+from .transpiler.gradient_code import caller as nested_caller
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
 

@@ -44,7 +44,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
-from .front.nested import blamed, expanding, site_kinds
+from .front.nested import blamed, expanding, refuse_recursion, site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -55,6 +55,7 @@ from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import unshadowed_builtins, version_names
 from .front.webs import split_webs
+from .gradient_code import gradient_code
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, names_in
@@ -118,9 +119,9 @@ class Unit:
     #: tuple arguments: parameter -> (structure, its entries' parameters) (``front/tuples.py``)
     tuples: dict[str, tuple[Any, list[str], bool]] | None = None
     #: nested gradient calls (``front/nested.py``): what ``inline`` met (the probe), and
-    #: the argument kinds at each when known (None: probe them)
-    nested: list[tuple[Any, list[str], ast.Call, Parsed]] = field(default_factory=list)
-    sites: list[dict[str, Kind]] | None = None
+    #: the helper each inlines once the kinds at each are known (None: probe them)
+    nested: list[tuple[Any, bool, list[str], ast.Call, Parsed]] = field(default_factory=list)
+    sites: list[Any] | None = None
 
     @property
     def name(self) -> str:
@@ -891,13 +892,36 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
         return prep
     probe = prep.specialise([], arg_kinds)
     kinds = infer(probe.body, probe.env, probe.arg_kinds)
-    sites = [site_kinds(d, names, kinds, node, parsed) for d, names, node, parsed
-             in prep.nested]
-    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
     with expanding(prep.func):
-        for p in PREPARE:
-            p.run(u)
+        sites = [_inlined_gradient(d, value, site_kinds(d, names, kinds, node, parsed), node,
+                                   parsed) for d, value, names, node, parsed in prep.nested]
+    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
+    for p in PREPARE:
+        p.run(u)
     return u
+
+
+def _inlined_gradient(diff: Any, value: bool, kinds: dict[str, Kind], node: ast.Call,
+                      parsed: Parsed) -> Any:
+    """The helper a nested call of ``diff``'s gradient inlines: its gradient code at
+    ``kinds`` (``value``: returning ``(value, gradients)``), taking the user's parameters
+    (their defaults too) and ``_dret`` (1.0)."""
+    refuse_recursion(diff, node, parsed)
+    site = f"{parsed.tree.name} at {parsed.filename}:{parsed.absolute_line(node)}"
+    try:
+        gen = diff._generated_kinds(kinds)
+        if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
+            gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
+    except TransformError as e:
+        raise e.via(site) from None
+    rk = gen.return_kinds
+    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+                           f"{diff.func.__name__}, which returns {len(rk)} values or an "
+                           "array: a gradient needs a scalar output", node)
+    fn = gradient_code(diff, gen, value=value)
+    fn.__defaults__ = (*(diff.func.__defaults__ or ()), 1.0)
+    return fn
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],

@@ -41,7 +41,6 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
-from .nested import helper as nested_helper
 from .nested import inner_gradient, probe, refuse_unsupported, written_gradient
 from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
@@ -186,14 +185,14 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
-    def __init__(self, root: Parsed, namer: Namer, sites: list[dict] | None = None):
+    def __init__(self, root: Parsed, namer: Namer, sites: list[Any] | None = None):
         self.root = root
-        #: the argument kinds at each nested gradient call, in order (``front/nested.py``);
-        #: None: unknown yet, the calls are probed
+        #: the helper each nested gradient call inlines, in order: its gradient code for the
+        #: kinds the probe found (``front/nested.py``); None: the calls are probed
         self.sites = sites
-        #: per nested gradient call, in order: (its Differentiated, the names its
-        #: arguments are bound to in the probe, the call, the caller)
-        self.probes: list[tuple[Any, list[str], ast.Call, Parsed]] = []
+        #: per nested gradient call, in order: (its Differentiated, does it return the value
+        #: too, the names its arguments are bound to in the probe, the call, the caller)
+        self.probes: list[tuple[Any, bool, list[str], ast.Call, Parsed]] = []
         self.env = root.env
         self.namer = namer
         self.stack: list[Any] = [root.func]
@@ -264,20 +263,12 @@ class Inliner:
         k = len(self.probes)
         args, _ = call_arguments(diff.func, diff.params, node, parsed, self.env, self.namer)
         names = [self.namer.fresh(f"_{p}_in") for p in diff.params]
-        self.probes.append((diff, names, node, parsed))
+        self.probes.append((diff, with_value, names, node, parsed))
         if self.sites is None:
             binds, out = probe(diff, with_value, args, names, node)
             pre += binds
             return out
-        try:
-            fn = nested_helper(diff, with_value, self.sites[k])
-        except ValueError as e:
-            raise parsed.error(f"'{ast.unparse(node.func)}' called inside a differentiated "
-                               f"function: {e}", node) from None
-        except TransformError as e:
-            raise e.via(f"{parsed.tree.name} at {parsed.filename}:"
-                        f"{parsed.absolute_line(node)}") from None
-        return self.call(fn, node, parsed, pre)
+        return self.call(self.sites[k], node, parsed, pre)
 
     def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
         """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""
@@ -407,9 +398,9 @@ def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
 
 
 def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer,
-           sites: list[dict] | None = None) -> tuple[list[ast.stmt], list]:
-    """Inline every user helper called from ``body``; ``sites``: the argument kinds at each
-    nested gradient call (None: probe them).  Also returns the nested calls met
+           sites: list[Any] | None = None) -> tuple[list[ast.stmt], list]:
+    """Inline every user helper called from ``body``; ``sites``: the helper each nested
+    gradient call inlines (None: probe them).  Also returns the nested calls met
     (``Inliner.probes``)."""
     inl = Inliner(parsed, namer, sites)
     return inl.run(body, parsed), inl.probes

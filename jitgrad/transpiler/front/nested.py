@@ -8,7 +8,8 @@ are known only once the outer function is specialised, so preparing such a funct
 two rounds: the first (``probe``) binds each call's arguments to fresh names and puts a
 stand-in of the right kind in place of the result (the wrt arguments times ``0.0``); kind
 inference on it gives the kinds at each call; the second inlines, at each call in the same
-order, the gradient code for those kinds (``helper``).
+order, the gradient code for those kinds (``pipeline.with_nested``, whose helpers come
+from ``transpiler/gradient_code.py``).
 
 Before::                               After (the probe)::
 
@@ -17,8 +18,9 @@ Before::                               After (the probe)::
         g = dU(x * 2.0)                    return g * x
         return g * x
 
-A function whose gradient code is being inlined cannot call a gradient of itself, directly
-or through another (``expanding``): that is recursion, refused at the call.
+A function whose nested calls are being inlined cannot call a gradient of itself, directly
+or through another (``expanding``, ``refuse_recursion``): that is recursion, refused at
+the call.
 """
 
 from __future__ import annotations
@@ -29,14 +31,11 @@ import linecache
 import threading
 import types
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import TransformError
 from .desugar import assign, const
 from .transforms import callee
-
-if TYPE_CHECKING:
-    from ..analysis.kinds import Kind
 
 #: the entry points whose call inlines the gradient code: name -> returns the value too
 _METHODS = {"grad": False, "value_and_grad": True}
@@ -124,10 +123,10 @@ def probe(diff: Any, with_value: bool, args: list[ast.expr], names: list[str],
     return binds, ast.copy_location(out, node)
 
 
-def site_kinds(diff: Any, names: list[str], kinds: dict[str, Kind], node: ast.Call,
-               parsed: Any) -> dict[str, Kind]:
-    """The kinds of one call's arguments (by the inner function's parameters), refusing
-    what its gradient cannot take."""
+def site_kinds(diff: Any, names: list[str], kinds: dict[str, Any], node: ast.Call,
+               parsed: Any) -> dict[str, Any]:
+    """The kinds (``analysis.kinds.Kind``) of one call's arguments, by the inner function's
+    parameters, from the probe's ``kinds``; refusing what its gradient cannot take."""
     out = {}
     for p, n in zip(diff.params, names, strict=True):
         k = kinds.get(n)
@@ -148,27 +147,14 @@ def site_kinds(diff: Any, names: list[str], kinds: dict[str, Kind], node: ast.Ca
     return out
 
 
-def helper(diff: Any, with_value: bool, kinds: dict[str, Kind]) -> Any:
-    """The gradient code of ``diff`` at ``kinds`` as a Python function taking the user's
-    parameters (their defaults too) and ``_dret`` (default 1.0), returning the gradients
-    (``with_value``: ``(value, gradients)``) in the structure the user's call returns."""
-    from ...second_order import gradient_code
-    from ..pipeline import generate
-
+def refuse_recursion(diff: Any, node: ast.Call, parsed: Any) -> None:
+    """Refuse a gradient of a function whose own nested calls are being inlined (it calls a
+    gradient of itself, directly or through other gradients)."""
     if any(f is diff.func for f in getattr(_EXPANDING, "funcs", ())):
-        raise ValueError(f"recursion: {diff.func.__name__} is being differentiated and this "
-                         "gradient of it is called inside it (through the functions it "
-                         "calls): compute it outside and pass it in as an argument")
-    gen = diff._generated_kinds(kinds)
-    if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
-        gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
-    rk = gen.return_kinds
-    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
-        raise ValueError(f"{diff.func.__name__} returns {len(rk)} values or an array: "
-                         "a gradient needs a scalar output")
-    fn = gradient_code(diff, gen, value=with_value)
-    fn.__defaults__ = (*(diff.func.__defaults__ or ()), 1.0)
-    return fn
+        raise parsed.error(f"recursion: '{ast.unparse(node.func)}' is a gradient of "
+                           f"{diff.func.__name__}, which is being differentiated and calls "
+                           "it (itself or through the functions it calls)", node,
+                           "compute it outside and pass it in as an argument")
 
 
 def blamed(e: TransformError) -> TransformError:
@@ -194,20 +180,5 @@ def blamed(e: TransformError) -> TransformError:
     return e
 
 
-def caller(obj: Any) -> Any:
-    """A function calling the gradient ``obj`` (see ``inner_gradient``) with its function's
-    parameters: what ``jg.grad(jg.grad(f))`` differentiates (the call inlined as above)."""
-    from ..backend import emit
-
-    diff = inner_gradient(obj)[0]
-    params = ", ".join(diff.params)
-    name = f"{diff.func.__name__}_{'value_and_grad' if inner_gradient(obj)[1] else 'grad'}"
-    src = f"def {name}({params}):\n    return _inner({params})\n"
-    fn = emit.load(src, name, {"_inner": obj}, f"{diff.func.__qualname__}.grad")
-    fn.__defaults__ = diff.func.__defaults__
-    fn.__module__ = getattr(diff.func, "__module__", None)
-    return fn
-
-
-__all__ = ["blamed", "caller", "expanding", "helper", "inner_gradient", "probe",
+__all__ = ["blamed", "expanding", "inner_gradient", "probe", "refuse_recursion",
            "refuse_unsupported", "site_kinds", "written_gradient"]
