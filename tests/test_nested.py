@@ -167,6 +167,27 @@ def test_forward_mode_and_jacobians_of_a_gradient(jit):
     np.testing.assert_allclose(jg.jacrev(g, jit=jit)(x), hessian, rtol=1e-6)
 
 
+def quartic(x, k, c=0.5):
+    return k * x ** 4 + c * math.cos(x)
+
+
+d_quartic = jg.grad(quartic, jit=False)
+vg_quartic = jg.value_and_grad(quartic, wrt=(0, 1), jit=False)
+
+
+def keywords_and_values(x, k):
+    a = d_quartic(x, k)               # the default c
+    b = d_quartic(x, k=k, c=0.25)     # keywords
+    v, g = vg_quartic(x, k)           # the value, and a tuple of gradients
+    g0, g1 = g
+    return a * b + v * g1 + g0
+
+
+@pytest.mark.parametrize("jit", JIT)
+def test_defaults_keywords_and_value_and_grad_inside(jit):
+    check_grad(keywords_and_values, (0.7, 1.3), wrt=(0, 1), jit=jit)
+
+
 # --- the helpers array gradient code calls, differentiated again -----------------------
 
 def model(x, A, b):

@@ -26,16 +26,17 @@ from .nodes import clone
 
 def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     """The gradient code ``gen`` of ``d`` as a Python function of ``(*params, _dret)``
-    returning the gradients (``value``: ``(value, gradients)``), cached on ``d``."""
+    returning the gradients (``value``: the value, then the gradients, one flat tuple),
+    cached on ``d``."""
     cache = d.__dict__.setdefault("_gradfn_cache", {})
     key = (id(gen), value)
     if key in cache and cache[key][0] is gen:
         return cache[key][1]
     u = gen.unit
     ir = u.ir
-    out = result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads])
-    if value:
-        out = ast.Tuple(elts=[clone(ir.results[0]), out], ctx=ast.Load())
+    grads = [ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]
+    out = ast.Tuple(elts=[clone(ir.results[0]), *grads], ctx=ast.Load()) if value \
+        else result_expr(grads)
     body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared)
     fname = u.namer.fresh(f"{u.name}_g_")
     src = emit.unparse(emit.function_def(fname, [*ir.params, ir.seed], body))

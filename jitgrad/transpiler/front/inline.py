@@ -268,7 +268,13 @@ class Inliner:
             binds, out = probe(diff, with_value, args, names, node)
             pre += binds
             return out
-        return self.call(self.sites[k], node, parsed, pre)
+        out = self.call(self.sites[k], node, parsed, pre)
+        if with_value and not diff.single:  # (value, *gradients): (value, gradients)
+            grads = self.namer.fresh("_grads")
+            pre.append(ast.copy_location(
+                assign(grads, ast.Tuple(elts=out.elts[1:], ctx=ast.Load())), node))
+            out = ast.Tuple(elts=[out.elts[0], name(grads)], ctx=ast.Load())
+        return out
 
     def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
         """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""
