@@ -284,3 +284,16 @@ def test_a_function_calling_its_own_gradient_is_recursion():
     with pytest.raises(jg.TransformError, match="recursion") as e:
         selfish_grad(0.5)
     assert "return x * selfish_grad(x)" in str(e.value)
+
+
+def device_calls_a_gradient(x, y):
+    return d_quartic(x, 2.0) * y
+
+
+def test_refused_in_cuda_code():
+    """CUDA code gets no inlined gradient code: refused at the call."""
+    pytest.importorskip("numba.cuda")
+    d = jg.differentiate(device_calls_a_gradient, wrt=(0, 1), target="cuda")
+    with pytest.raises(jg.TransformError, match="inside CUDA code") as e:
+        d.device_grad  # noqa: B018
+    assert "return d_quartic(x, 2.0) * y" in str(e.value)

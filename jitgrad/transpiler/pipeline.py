@@ -122,6 +122,8 @@ class Unit:
     #: the helper each inlines once the kinds at each are known (None: probe them)
     nested: list[tuple[Any, bool, list[str], ast.Call, Parsed]] = field(default_factory=list)
     sites: list[Any] | None = None
+    #: the kind-independent passes that made this unit (``PREPARE``, or CUDA's list)
+    prepared_with: list[Any] | None = None
 
     @property
     def name(self) -> str:
@@ -858,8 +860,8 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
     its tuple arguments' structures (``front/tuples.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples)
-    for p in PREPARE if passes is None else passes:
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, prepared_with=passes or PREPARE)
+    for p in u.prepared_with:
         p.run(u)
         if p.name == until:
             break
@@ -890,6 +892,11 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
     if it calls none (or has them already)."""
     if not prep.nested or prep.sites is not None:
         return prep
+    if prep.prepared_with is not PREPARE:
+        _, _, _, node, parsed = prep.nested[0]
+        raise parsed.error("a jitgrad gradient called inside CUDA code (nested "
+                           "differentiation) is not supported", node,
+                           "call it on the CPU, or write the derivative as a device function")
     probe = prep.specialise([], arg_kinds)
     kinds = infer(probe.body, probe.env, probe.arg_kinds)
     with expanding(prep.func):
