@@ -244,6 +244,19 @@ def int_wrt(x):
     return force(x, 1, 0.5)[0]
 
 
+def scales_in_place(v):
+    v *= 2.0
+    return np.sum(v * v)
+
+
+d_scales = jg.grad(scales_in_place, jit=False)
+
+
+def calls_a_writer(x):
+    u = x * 1.0
+    return np.sum(d_scales(u) * u)
+
+
 def newton(x):
     y = x
     k = 0
@@ -265,10 +278,12 @@ def calls_newton(x):
     (calls_tuple_wrt, "(g,) = tuple_wrt(x, 1.0, 0.5)", "one-element tuple"),
     (int_wrt, "return force(x, 1, 0.5)[0]", "integer"),
     (calls_newton, "return newton_grad(x) * x", "cannot be differentiated again"),
+    (calls_a_writer, "return np.sum(d_scales(u) * u)", "in place"),
 ])
 def test_refused_at_the_users_line(f, line, why):
+    x = 1.3 if f is not calls_a_writer else np.array([0.5, 1.5])
     with pytest.raises(jg.TransformError, match=why) as e:
-        jg.grad(f, jit=False)(1.3)
+        jg.grad(f, jit=False)(x)
     assert line in str(e.value) and "test_nested.py" in str(e.value)
     assert e.value.hint
 

@@ -921,6 +921,13 @@ def _inlined_gradient(diff: Any, value: bool, kinds: dict[str, Kind], node: ast.
             gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
     except TransformError as e:
         raise e.via(site) from None
+    if gen.written:  # (called from Python it works on copies; inlined, it would not)
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+                           f"{diff.func.__name__}, which writes its argument "
+                           f"{', '.join(sorted(gen.written))} in place: nested, that write "
+                           "would reach the caller's array", node,
+                           f"copy it first in {diff.func.__name__} (x = x.copy()), or pass "
+                           "a copy")
     rk = gen.return_kinds
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
