@@ -222,7 +222,8 @@ def single_exit_(u: Unit) -> None:
 
 
 def inline_(u: Unit) -> None:
-    """Calls of the user's own helper functions are replaced by their bodies.
+    """Calls of the user's own helper functions are replaced by their bodies (a jitgrad
+    gradient called here, by its generated gradient code: ``with_nested``).
 
     >>> print(example("inline", '''
     ... def f(x):
