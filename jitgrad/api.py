@@ -52,7 +52,9 @@ from .transpiler.backend.lower import VARIANTS
 from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
+from .transpiler.front.nested import inner_gradient
 from .transpiler.front.parse import parse_function, python_function
+from .transpiler.gradient_code import caller as nested_caller
 from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
 from .transpiler.pipeline import stage as stage_source
 
@@ -68,8 +70,8 @@ class Differentiated:
             raise ValueError("target='cuda' gives kernels and device functions, not CPU "
                              "gradients: use jg.differentiate(f, wrt=..., target='cuda') and "
                              "its .vjp[blocks, threads] or .device_grad (docs/cuda.md)")
-        if isinstance(func, GradFunction):
-            func = func.diff
+        if inner_gradient(func) is not None:  # jg.grad(jg.grad(f)): differentiates a
+            func = nested_caller(func)  # function calling the gradient (front/nested.py)
         if isinstance(func, Differentiated):
             func = func._orig
         self.func = python_function(func)
@@ -235,7 +237,12 @@ class Differentiated:
             self._prep()  # unsupported source is reported before arity and kinds
         elif self.has_aux:
             self._aux_structure()
-        kinds = self._kinds(args)
+        return self._generated_kinds(self._kinds(args))
+
+    def _generated_kinds(self, kinds: dict) -> Generated:
+        """The generated code for these argument kinds (transformed once, cached): also
+        what a call of this gradient inside another differentiated function inlines
+        (``transpiler/front/nested.py``)."""
         key = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
             gen = self._cache.get(key)

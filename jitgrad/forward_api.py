@@ -31,11 +31,11 @@ from .kernels import rng
 
 
 def _diff(f: Any, wrt: Any, jit: bool) -> Any:
-    if isinstance(f, GradFunction):  # would otherwise differentiate the function itself
-        raise TypeError(f"{f.diff.func.__name__} is a jg.grad/jg.value_and_grad transform; "
-                        "forward mode and jacobians take the function itself: use "
-                        "jg.hvp(f, primals, v) or jg.hessian(f) for derivatives of the "
-                        "gradient")
+    """The ``Differentiated`` of ``f``; of a ``jg.grad`` result, a function calling it, its
+    gradient code inlined (``transpiler/front/nested.py``): ``jg.jacfwd(jg.grad(f))`` is
+    the Hessian."""
+    if isinstance(f, GradFunction) and wrt is None:
+        wrt = f.diff.wrt
     return _as_diff(f, wrt, jit, "cpu")
 
 

@@ -1,9 +1,9 @@
 """Second order by forward-over-reverse: the forward pass applied to generated gradient code.
 
 ``gradient_function(d, args)`` lowers the reverse-mode IR of ``d`` for these argument
-kinds to a plain Python function ``f_g(*params, _dret) -> grads`` (registered with
-``linecache`` so it has a source), and wraps it in a ``Differentiated`` with the same
-``wrt``.  Its ``jvp`` is then the Hessian-vector product; the tangent code is one
+kinds to a plain Python function ``f_g(*params, _dret) -> grads``
+(``transpiler/gradient_code.py``), which ``forward_mode`` wraps in a ``Differentiated``
+with the same ``wrt``.  Its ``jvp`` is then the Hessian-vector product; the tangent code is one
 generated function (primal, adjoint sweep and both tangents), compiled once with Numba.
 Helpers the gradient code calls have tangent rules in ``rules/second_order.py``; where
 one is missing, forward mode refuses with a ``TransformError`` naming the generated line.
@@ -11,71 +11,15 @@ one is missing, forward mode refuses with a ``TransformError`` naming the genera
 
 from __future__ import annotations
 
-import ast
-import re
-from collections.abc import Iterator
 from typing import Any
 
-from .transpiler.backend import emit
-from .transpiler.backend import jit as backend
-from .transpiler.backend.optimize import dead_code
-from .transpiler.ir import result_expr
-from .transpiler.nodes import clone
+from .transpiler.gradient_code import gradient_code, user_lines
 
 
 def gradient_function(d: Any, args: tuple) -> Any:
     """The gradient of ``d`` at these argument kinds as a Python function of
     ``(*params, _dret)`` returning the gradients (cached on ``d``)."""
-    gen = d._generated(args)
-    cache = d.__dict__.setdefault("_gradfn_cache", {})
-    key = id(gen)
-    if key in cache and cache[key][0] is gen:
-        return cache[key][1]
-    u = gen.unit
-    ir = u.ir
-    ret = ast.Return(value=result_expr([ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]))
-    body = dead_code(clone(ir.body()) + [ret], ir.shared)
-    fname = u.namer.fresh(f"{u.name}_g_")
-    src = emit.unparse(emit.function_def(fname, [*ir.params, ir.seed], body))
-    namespace = backend.imports({"g": src}, u.env)
-    fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".grad")
-    fn.__module__ = getattr(d.func, "__module__", None)
-    fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
-    cache[key] = (gen, fn)
-    return fn
+    return gradient_code(d, d._generated(args))
 
 
-_LINE = re.compile(r"line (\d+): ")
-
-
-def user_lines(body: list[ast.stmt], src: str) -> dict[int, int]:
-    """Line of ``src`` (``body`` unparsed) -> the user's line it comes from: the line of the
-    last ``# line N:`` comment before it (the adjoint sweep), else the statement's own (the
-    forward sweep); empty where the two do not pair up."""
-    lines: list[int | None] = []
-    current = None
-    for s in _preorder(body):
-        text = emit.comment_text(s)
-        if text is not None:
-            m = _LINE.match(text)
-            current = int(m[1]) if m else current
-            continue
-        lines.append(current if current is not None else getattr(s, "lineno", None) or None)
-    made = list(_preorder(ast.parse(src).body[0].body))
-    if len(made) != len(lines):
-        return {}
-    out: dict[int, int] = {}
-    for g, line in zip(made, lines, strict=True):
-        last = g.lineno if any(getattr(g, f, None) for f in emit.BLOCK_FIELDS) else g.end_lineno
-        for k in range(g.lineno, last + 1):
-            if line:
-                out[k] = line
-    return out
-
-
-def _preorder(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements under ``stmts`` in source order."""
-    for s in stmts:
-        yield s
-        for f in emit.BLOCK_FIELDS:
-            yield from _preorder(getattr(s, f, None) or [])
+__all__ = ["gradient_code", "gradient_function", "user_lines"]

@@ -411,24 +411,36 @@ def calls_the_object(x):
     return y + np.sum(x)
 
 
-@pytest.mark.parametrize("f, call, what", [
-    (nested_grad, "_grad_sq(x)", "'_grad_sq' is jg.grad of _sq"),
-    (nested_value_and_grad, "_vg_sq(x)", "'_vg_sq' is jg.value_and_grad of _sq"),
-    (nested_method, "_d_sq.grad(x)", "'_d_sq.grad' is the .grad method of the "
-                                     "jg.differentiate object of _sq"),
-    (nested_jvp, "jg.jvp(", "'jg.jvp' is jitgrad's jvp"),
-], ids=["grad", "value_and_grad", "method", "jvp"])
-def test_nested_transform_is_refused_at_its_call(f, call, what, jit):
+@pytest.mark.parametrize("f, grad, hess", [
+    (nested_grad, lambda x: np.array([6.0 * x[0], 6.0 * x[1], 0.0]),
+     lambda x: np.diag([6.0, 6.0, 0.0])),
+    (nested_value_and_grad, lambda x: 3.0 * x ** 2 + 6.0 * x, lambda x: np.diag(6.0 * x + 6.0)),
+    (nested_method, lambda x: 6.0 * x, lambda x: 6.0 * np.eye(3)),
+], ids=["grad", "value_and_grad", "method"])
+def test_nested_gradient_is_differentiated_again(f, grad, hess, jit):
+    """A jg.grad / jg.value_and_grad result or a .grad method called inside: its gradient
+    code inlined and differentiated again (tests/test_nested.py), in every entry point."""
+    x = np.array([0.5, 1.0, 1.5])
+    v, g = jg.value_and_grad(f, jit=jit)(x)
+    assert np.isclose(v, f(x), rtol=1e-12)
+    np.testing.assert_allclose(g, grad(x), rtol=1e-12)
+    v, t = jg.jvp(f, (x,), x, jit=jit)
+    assert np.isclose(v, f(x), rtol=1e-12) and np.isclose(t, grad(x) @ x, rtol=1e-12)
+    np.testing.assert_allclose(jg.hvp(f, (x,), x, jit=jit), hess(x) @ x, rtol=1e-12)
+
+
+def test_nested_jvp_is_refused_at_its_call(jit):
     """Not at 'y = 0.0' ("cannot tell whether 'y' is a number or an array"): at the call,
     naming the called object, in every entry point."""
     x = np.array([0.5, 1.0, 1.5])
+    f, what = nested_jvp, "'jg.jvp' is jitgrad's jvp"
     for run in (lambda: jg.grad(f, jit=jit)(x), lambda: jg.jvp(f, (x,), x, jit=jit),
                 lambda: jg.hvp(f, (x,), x, jit=jit)):
         with pytest.raises(jg.TransformError, match="nested differentiation") as info:
             run()
         e = info.value
         assert what in e.msg
-        assert e.filename == __file__ and e.lineno == _line_of(f, call)
+        assert e.filename == __file__ and e.lineno == _line_of(f, "jg.jvp(")
         assert "pass the result in" in e.hint
 
 

@@ -124,9 +124,14 @@ EVALS: dict[str, Eval] = {e.name: e for e in (
     Eval("det", "determinant, loop over the ell! permutations",
          {"test": dict(ell=4), "quick": dict(ell=7), "full": dict(ell=9)},
          loader.det, simple.det, _grad(simple.det, (0,)), _fd(simple.det, (0,))),
-    Eval("particle", "charged particle: argmin over an Euler ODE driven by a gradient",
-         {}, lambda: (), refused=lambda jit: nested.attempt("particle", jit)),
-    Eval("saddle", "saddle point: argmin of an argmax, both by gradient descent",
-         {}, lambda: (), refused=lambda jit: nested.attempt("saddle", jit)),
+    Eval("particle", "charged particle: d x0(t_f)^2 / dw over an Euler ODE driven by a "
+         "gradient (nested)", {"test": dict(w=0.0), "quick": dict(w=0.0),
+                               "full": dict(w=0.0)},
+         nested.particle_inputs, nested.naive_euler, _grad(nested.naive_euler, (0,)),
+         _fd(nested.naive_euler, (0,))),
+    Eval("saddle", "saddle point: d max_y f(x, y) / dx, the max by 1000 gradient ascent "
+         "steps (nested)", {k: dict(start=(1.0, 1.0)) for k in ("test", "quick", "full")},
+         nested.saddle_inputs, nested.saddle_r1_cost, _grad(nested.saddle_r1_cost, (0,)),
+         _fd(nested.saddle_r1_cost, (0,))),
 )}
 

@@ -261,8 +261,73 @@ def _ht_make(theta, *model):
     return jax.jit(f), jax.jit(jax.jacfwd(f)), (jax.numpy.asarray(theta),)
 
 
+def _saddle_f(p1, p2):
+    return (p1[0] * p1[0] + p1[1] * p1[1]) - (p2[0] * p2[0] + p2[1] * p2[1])
+
+
+def _saddle_eval(p1, start):
+    """The inner ascent as ``lax.fori_loop`` (eta's doubling a ``where``), ``jax.grad``
+    inside ``jax.grad``: reverse over reverse, as GradBench's ``rr``."""
+    jax = _lib()
+    jnp = jax.numpy
+    inner = jax.grad(_saddle_f, argnums=1)
+    s = jnp.asarray(start)
+
+    def r1_cost(p1):
+        def step(_, carry):
+            p2, eta = carry
+            p2 = p2 + eta * inner(p1, p2)
+            return p2, jnp.where(eta < 0.1, eta * 2.0, eta)
+
+        p2, _ = jax.lax.fori_loop(0, 1000, step, (s, 1e-5))
+        return _saddle_f(p1, p2)
+
+    return r1_cost, (p1,), (0,)
+
+
+#: Euler steps particle's scan runs (the particle crosses the axis after 352 at w=0; the
+#: steps after the crossing leave the state as it is)
+PARTICLE_STEPS = 1024
+
+
+def _particle_eval(w):
+    """The Euler loop until the particle crosses the x axis as a ``lax.scan`` of a fixed
+    length whose steps after the crossing keep the state (``jax.jit`` cannot trace a
+    value-dependent ``break``, and ``while_loop`` has no reverse mode); the force is
+    ``jax.grad`` of the potential inside: reverse over reverse."""
+    jax = _lib()
+    jnp = jax.numpy
+
+    def potential(x0, x1, w):
+        d1 = jnp.sqrt((x0 - 10.0) ** 2 + (x1 - (10.0 - w)) ** 2)
+        d2 = jnp.sqrt((x0 - 10.0) ** 2 + x1 ** 2)
+        return 1.0 / d1 + 1.0 / d2
+
+    force = jax.grad(potential, argnums=(0, 1))
+    dt = 0.1
+
+    def naive_euler(w):
+        def step(state, _):
+            x0, x1, v0, v1, done = state
+            g0, g1 = force(x0, x1, w)
+            stop = done | (x1 + dt * v1 <= 0.0)
+            new = (x0 + dt * v0, x1 + dt * v1, v0 - dt * g0, v1 - dt * g1)
+            kept = tuple(jnp.where(stop, a, b) for a, b in zip((x0, x1, v0, v1), new,
+                                                               strict=True))
+            return (*kept, stop), None
+
+        start = (jnp.float64(0.0), jnp.float64(8.0), jnp.float64(0.75), jnp.float64(0.0),
+                 jnp.bool_(False))
+        (x0, x1, v0, v1, done), _ = jax.lax.scan(step, start, None, length=PARTICLE_STEPS)
+        t_f = -x1 / v1
+        return jnp.where(done, (x0 + t_f * v0) ** 2, jnp.nan)  # (nan: more steps needed)
+
+    return naive_euler, (w,), (0,)
+
+
 _GRADIENT_EVALS = {"lse": _lse_eval, "llsq": _llsq_eval, "ode": _ode_eval, "det": _det_eval,
-                   "gmm": _gmm_eval, "lstm": _lstm_eval}
+                   "gmm": _gmm_eval, "lstm": _lstm_eval, "saddle": _saddle_eval,
+                   "particle": _particle_eval}
 _OTHER = {"kmeans": _kmeans_make, "ba": _ba_make, "ht": _ht_make}
 
 

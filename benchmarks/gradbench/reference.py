@@ -24,6 +24,8 @@ def fd_grad(f: Callable, args: tuple, wrt: Sequence[int], eps: float = 1e-6) -> 
             plus, minus = base.copy(), base.copy()
             plus.flat[i] += h
             minus.flat[i] -= h
+            if base.ndim == 0:  # a scalar argument stays a float
+                plus, minus = float(plus), float(minus)
             g.flat[i] = (f(*_with(args, a, plus)) - f(*_with(args, a, minus))) / (2.0 * h)
         out.append(g)
     return tuple(out)

@@ -31,7 +31,7 @@ def _mib(x: float | None, tool: str) -> str:
 def rows(r: EvalResult) -> list[str]:
     """Table rows of one eval: one per tool, then any refusal."""
     if r.refused and not r.tools:
-        return [f"| {r.name} | - | jitgrad | refused (nested differentiation) | | | | | |"]
+        return [f"| {r.name} | - | jitgrad | refused | | | | | |"]
     out = []
     jit = r.tools.get("jitgrad")
     for name in TOOLS:

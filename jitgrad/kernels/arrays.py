@@ -305,6 +305,23 @@ def _ol_reshape_like(dy, x):
     return lambda dy, x: np.ascontiguousarray(dy).reshape(x.shape)
 
 
+def shaped_like(dy, y):
+    """``dy`` (as many elements as ``y``) with ``y``'s shape; a number for a number ``y``:
+    the pullback of ``reshape_like`` and ``kept`` (nested differentiation)."""
+    if np.ndim(y) == 0:
+        return np.sum(dy)
+    return dy if np.shape(dy) == np.shape(y) else np.reshape(dy, np.shape(y))
+
+
+@overload(shaped_like)
+def _ol_shaped_like(dy, y):
+    if not isinstance(y, types.Array):
+        return (lambda dy, y: np.sum(dy)) if isinstance(dy, types.Array) else (lambda dy, y: dy)
+    if isinstance(dy, types.Array) and dy.ndim == y.ndim:
+        return lambda dy, y: dy
+    return lambda dy, y: np.ascontiguousarray(dy).reshape(y.shape)
+
+
 def transpose_back(dy, axes):
     """Undo ``np.transpose(x, axes)`` on the gradient ``dy``."""
     return np.transpose(dy, None if axes is None else np.argsort(np.mod(axes, np.ndim(dy))))

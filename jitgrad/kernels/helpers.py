@@ -11,8 +11,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["unbroadcast", "zeros_like", "snapshot", "restore_into", "trip_count", "pow_log",
-           "guard", "tape_reserve", "ws_zeros_like", "digamma"]
+__all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
+           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
 
 
 def _is_array(t) -> bool:
@@ -104,6 +104,31 @@ def _ol_unbroadcast(g, x):
     if g.ndim == x.ndim:
         return lambda g, x: g if g.shape == x.shape else nd(g, x)
     return lambda g, x: nd(g, x)
+
+
+def broadcast_like(dy, g):
+    """``dy``, shaped like ``unbroadcast(g, x)``, made ``g``-shaped again: broadcast back
+    where ``unbroadcast`` summed, summed where it broadcast (its pullback: nested
+    differentiation differentiates generated gradient code)."""
+    gs, ds = np.shape(g), np.shape(dy)
+    if gs == ds:
+        return dy
+    if len(gs) == 0:
+        return np.sum(dy)
+    if len(ds) <= len(gs):
+        return np.broadcast_to(dy, gs).copy()
+    return unbroadcast(dy, g)
+
+
+@overload(broadcast_like)
+def _ol_broadcast_like(dy, g):
+    if not _is_array(g):
+        return (lambda dy, g: np.sum(dy)) if _is_array(dy) else (lambda dy, g: dy)
+    if not _is_array(dy):
+        return lambda dy, g: np.full(g.shape, dy)
+    if dy.ndim <= g.ndim:
+        return lambda dy, g: np.broadcast_to(dy, g.shape).copy()
+    return lambda dy, g: unbroadcast(dy, g)
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------

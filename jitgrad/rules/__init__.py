@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (built-ins)  # noqa: F401  (tangent rules, after 
     elementwise,
     facts,
     hooks,
+    nested,
     operators,
     second_order,
     tangents,

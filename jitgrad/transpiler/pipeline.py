@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from ..errors import TransformError
 from ..kernels import helpers
 from .analysis.analyse import Analysis, analyse
 from .analysis.effects import first_draw
@@ -44,6 +45,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
+from .front.nested import blamed, expanding, refuse_recursion, site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -54,6 +56,7 @@ from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import unshadowed_builtins, version_names
 from .front.webs import split_webs
+from .gradient_code import gradient_code
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, names_in
@@ -119,6 +122,12 @@ class Unit:
     #: reverse mode: a top-level loop whose tape would take more bytes runs on the binomial
     #: schedule (``modes/auto_checkpoint.py``); None: never (``config.checkpoint_bytes``)
     auto_checkpoint: int | None = None
+    #: nested gradient calls (``front/nested.py``): what ``inline`` met (the probe), and
+    #: the helper each inlines once the kinds at each are known (None: probe them)
+    nested: list[tuple[Any, bool, list[str], ast.Call, Parsed]] = field(default_factory=list)
+    sites: list[Any] | None = None
+    #: the kind-independent passes that made this unit (``PREPARE``, or CUDA's list)
+    prepared_with: list[Any] | None = None
 
     @property
     def name(self) -> str:
@@ -217,7 +226,8 @@ def single_exit_(u: Unit) -> None:
 
 
 def inline_(u: Unit) -> None:
-    """Calls of the user's own helper functions are replaced by their bodies.
+    """Calls of the user's own helper functions are replaced by their bodies (a jitgrad
+    gradient called here, by its generated gradient code: ``with_nested``).
 
     >>> print(example("inline", '''
     ... def f(x):
@@ -232,7 +242,7 @@ def inline_(u: Unit) -> None:
         return b1 + 1.0
     """
     ret = ast.Return(value=ast.Tuple(elts=u.returns, ctx=ast.Load()))
-    body = inline(u.parsed, u.body + [ret], u.namer)
+    body, u.nested = inline(u.parsed, u.body + [ret], u.namer, u.sites)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
 
@@ -856,8 +866,8 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
     its tuple arguments' structures (``front/tuples.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples)
-    for p in PREPARE if passes is None else passes:
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, prepared_with=passes or PREPARE)
+    for p in u.prepared_with:
         p.run(u)
         if p.name == until:
             break
@@ -871,13 +881,70 @@ def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
     copy of the prepared unit, up to and including ``until`` (``auto_checkpoint``: see
     ``Unit.auto_checkpoint``)."""
-    u = prep.specialise(wrt, arg_kinds)
+    u = with_nested(prep, arg_kinds).specialise(wrt, arg_kinds)
     u.auto_checkpoint = auto_checkpoint
-    for p in SPECIALISE if passes is None else passes:
-        p.run(u)
-        if p.name == until:
-            break
+    try:
+        for p in SPECIALISE if passes is None else passes:
+            p.run(u)
+            if p.name == until:
+                break
+    except TransformError as e:
+        if not prep.nested:
+            raise
+        raise blamed(e) from None  # (a line of inlined gradient code: the user's call)
     return u
+
+
+def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
+    """``prep`` with its nested gradient calls' code inlined for these argument kinds: the
+    kinds the probe's inference finds at each call (``front/nested.py``); ``prep`` itself
+    if it calls none (or has them already)."""
+    if not prep.nested or prep.sites is not None:
+        return prep
+    if prep.prepared_with is not PREPARE:
+        _, _, _, node, parsed = prep.nested[0]
+        raise parsed.error("a jitgrad gradient called inside CUDA code (nested "
+                           "differentiation) is not supported", node,
+                           "call it on the CPU, or write the derivative as a device function")
+    probe = prep.specialise([], arg_kinds)
+    kinds = infer(probe.body, probe.env, probe.arg_kinds)
+    with expanding(prep.func):
+        sites = [_inlined_gradient(d, value, site_kinds(d, names, kinds, node, parsed), node,
+                                   parsed) for d, value, names, node, parsed in prep.nested]
+    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
+    for p in PREPARE:
+        p.run(u)
+    return u
+
+
+def _inlined_gradient(diff: Any, value: bool, kinds: dict[str, Kind], node: ast.Call,
+                      parsed: Parsed) -> Any:
+    """The helper a nested call of ``diff``'s gradient inlines: its gradient code at
+    ``kinds`` (``value``: returning ``(value, gradients)``), taking the user's parameters
+    (their defaults too) and ``_dret`` (1.0)."""
+    refuse_recursion(diff, node, parsed)
+    site = f"{parsed.tree.name} at {parsed.filename}:{parsed.absolute_line(node)}"
+    try:
+        gen = diff._generated_kinds(kinds)
+        if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
+            gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
+    except TransformError as e:
+        raise e.via(site) from None
+    if gen.written:  # (called from Python it works on copies; inlined, it would not)
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+                           f"{diff.func.__name__}, which writes its argument "
+                           f"{', '.join(sorted(gen.written))} in place: nested, that write "
+                           "would reach the caller's array", node,
+                           f"copy it first in {diff.func.__name__} (x = x.copy()), or pass "
+                           "a copy")
+    rk = gen.return_kinds
+    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+                           f"{diff.func.__name__}, which returns {len(rk)} values or an "
+                           "array: a gradient needs a scalar output", node)
+    fn = gradient_code(diff, gen, value=value)
+    fn.__defaults__ = (*(diff.func.__defaults__ or ()), 1.0)
+    return fn
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],

@@ -41,6 +41,7 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
+from .nested import inner_gradient, probe, refuse_unsupported, written_gradient
 from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
@@ -184,8 +185,14 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
-    def __init__(self, root: Parsed, namer: Namer):
+    def __init__(self, root: Parsed, namer: Namer, sites: list[Any] | None = None):
         self.root = root
+        #: the helper each nested gradient call inlines, in order: its gradient code for the
+        #: kinds the probe found (``front/nested.py``); None: the calls are probed
+        self.sites = sites
+        #: per nested gradient call, in order: (its Differentiated, does it return the value
+        #: too, the names its arguments are bound to in the probe, the call, the caller)
+        self.probes: list[tuple[Any, bool, list[str], ast.Call, Parsed]] = []
         self.env = root.env
         self.namer = namer
         self.stack: list[Any] = [root.func]
@@ -224,10 +231,19 @@ class Inliner:
     def expr(self, e: ast.expr, parsed: Parsed, pre: list[ast.stmt], stmt) -> ast.expr:
         class V(ast.NodeTransformer):
             def visit_Call(v, node: ast.Call):  # noqa: N805
+                made = written_gradient(node.func, parsed.env)  # jg.grad(f)(x) in place
+                if made is not None:
+                    node.args = [v.visit(a) for a in node.args]
+                    for k in node.keywords:
+                        k.value = v.visit(k.value)
+                    return self.nested(*made, node, parsed, pre)
                 v.generic_visit(node)
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)
                 obj = callee(node.func, parsed.env)
+                inner = inner_gradient(obj)
+                if inner is not None:
+                    return self.nested(*inner, node, parsed, pre)
                 refuse_transform(node, obj, parsed)
                 kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
                 if kernel is not None:
@@ -238,6 +254,27 @@ class Inliner:
                 return self.call(fn, node, parsed, pre)
 
         return V().visit(e)
+
+    def nested(self, diff: Any, with_value: bool, node: ast.Call, parsed: Parsed,
+               pre: list[ast.stmt]) -> ast.expr:
+        """A jitgrad gradient called here: probed, or its gradient code inlined for the
+        kinds the probe found (``front/nested.py``)."""
+        refuse_unsupported(diff, node, parsed)
+        k = len(self.probes)
+        args, _ = call_arguments(diff.func, diff.params, node, parsed, self.env, self.namer)
+        names = [self.namer.fresh(f"_{p}_in") for p in diff.params]
+        self.probes.append((diff, with_value, names, node, parsed))
+        if self.sites is None:
+            binds, out = probe(diff, with_value, args, names, node)
+            pre += binds
+            return out
+        out = self.call(self.sites[k], node, parsed, pre)
+        if with_value and not diff.single:  # (value, *gradients): (value, gradients)
+            grads = self.namer.fresh("_grads")
+            pre.append(ast.copy_location(
+                assign(grads, ast.Tuple(elts=out.elts[1:], ctx=ast.Load())), node))
+            out = ast.Tuple(elts=[out.elts[0], name(grads)], ctx=ast.Load())
+        return out
 
     def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
         """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""
@@ -366,9 +403,13 @@ def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
         INLINED.set(n, (*o[:3], (*o[3], site)))
 
 
-def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer) -> list[ast.stmt]:
-    """Inline every user helper called from ``body``."""
-    return Inliner(parsed, namer).run(body, parsed)
+def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer,
+           sites: list[Any] | None = None) -> tuple[list[ast.stmt], list]:
+    """Inline every user helper called from ``body``; ``sites``: the helper each nested
+    gradient call inlines (None: probe them).  Also returns the nested calls met
+    (``Inliner.probes``)."""
+    inl = Inliner(parsed, namer, sites)
+    return inl.run(body, parsed), inl.probes
 
 
 __all__ = ["inline", "rename", "resolve", "user_function", "name", "stored_names"]

@@ -1,10 +1,11 @@
 """Calls of jitgrad's own transforms inside differentiated code.
 
 A ``jg.differentiate`` object called as a function is the user's function: it inlines
-like any helper.  Every other transform (a ``jg.grad``/``jg.value_and_grad`` result, a
-``@differentiate`` object's ``.grad``/``.vjp``/``.jvp``..., ``jg.hvp``, a ``jg.jacfwd``
-result...) would be nested differentiation, not supported yet: it is refused at the call,
-by name, before kind inference meets its result (which blamed an unrelated line).
+like any helper.  A ``jg.grad``/``jg.value_and_grad`` result or a ``@differentiate``
+object's ``.grad``/``.value_and_grad`` inlines its gradient code (``nested.py``).  Every
+other transform (``.vjp``/``.jvp``..., ``jg.jvp``, ``jg.hvp``, a ``jg.jacfwd`` result...)
+is refused at the call, by name, before kind inference meets its result (which blamed an
+unrelated line).
 """
 
 from __future__ import annotations
@@ -49,16 +50,18 @@ def primal_of(obj: Any) -> Any:
 
 
 def refuse_transform(node: ast.Call, obj: Any, parsed: Parsed) -> None:
-    """Refuse a call of a jitgrad transform (nested differentiation) at its line."""
+    """Refuse a call of a jitgrad transform other than a gradient (``nested.py``) at its
+    line."""
     if obj is None or _differentiated(obj) or isinstance(obj, types.ModuleType) \
             or _module(obj) not in _TRANSFORM_MODULES:
         return
     raise parsed.error(
         f"'{ast.unparse(node.func)}' is {_describe(obj)}: calling a jitgrad transform "
         "inside a differentiated function (nested differentiation) is not supported", node,
-        "compute it outside the function and pass the result in as an argument, or write "
-        "the derivative you need as a helper; for second derivatives of this function use "
-        "jg.hvp or jg.hessian on it")
+        "a jg.grad or jg.value_and_grad result (or a jg.differentiate object's .grad) called "
+        "here is differentiated again; for other transforms compute it outside the "
+        "function and pass the result in as an argument, or write the derivative you need "
+        "as a helper")
 
 
 def _describe(obj: Any) -> str:
