@@ -47,6 +47,7 @@ from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.small_arrays import scalarise
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
@@ -432,6 +433,40 @@ def kinds_(u: Unit) -> None:
     refuse_list_entries(u.body, u.kinds, u.parsed)
     u.body = fold_param_binds(u.body, u.kinds)
     u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
+
+
+def small_arrays_(u: Unit) -> None:
+    """Fixed-size arrays made in the body (``np.array`` of scalars, ``np.zeros(3)``, their
+    elementwise arithmetic) become one scalar per element, where ``front/small_arrays.py``
+    proves it safe: their forward and adjoint are scalar code.
+
+    >>> print(example("small_arrays", '''
+    ... def f(p, y, n):
+    ...     s = 0.0
+    ...     for t in range(n):
+    ...         k = np.array([y[1], -p * y[0]])
+    ...         s += np.sum(k * k)
+    ...     return s
+    ... ''', args=(2.0, np.ones(2), 3)))
+    def f(p, y, n):
+        s = 0.0
+        for t in range(n):
+            _t = y[1]
+            _t3 = -p
+            _t4 = y[0]
+            _t2 = _t3 * _t4
+            k_0 = _t
+            k_1 = _t2
+            _t6_0 = k_0 * k_0
+            _t6_1 = k_1 * k_1
+            _t5 = _t6_0 + _t6_1
+            s = s + _t5
+        return s
+    """
+    body = scalarise(u.body, u.returns, u.params, u.kinds, u.env, u.namer)
+    if body is not u.body:
+        u.body = body
+        u.kinds = infer(u.body, u.env, u.arg_kinds)
 
 
 def show_kinds(u: Unit) -> str:
@@ -822,6 +857,7 @@ PREPARE: list[Pass] = [
 ]
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
+    Pass("small_arrays", small_arrays_),
     Pass("analyse", analyse_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),
