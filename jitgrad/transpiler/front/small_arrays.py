@@ -20,8 +20,8 @@ array and is differentiated as one):
   ``n``) and reads them;
 - every other mention of it is an element read or write at a constant index in range, an
   operand of a form binding of another small name, or ``np.sum(v)``;
-- no other name may share its buffer (``Dataflow.shares``): an alias would miss the
-  scalars' writes.
+- no name that is not small may share its buffer (``Dataflow.shares``; ``y = y0`` as an
+  entry would): an alias would miss the scalars' writes.
 """
 
 from __future__ import annotations
@@ -190,12 +190,14 @@ def small_names(body: list[ast.stmt], returns: list[ast.expr], params: list[str]
     bindings, other = _bindings(body, fixed)
     facts = _Facts(kinds, env)
     flow = Dataflow(body, is_array=lambda n: kinds[n].is_array if n in kinds else None)
-    cands = {v for v in bindings if v not in other and facts.vector(v)
-             and flow.shares(v) == {v}}
+    cands = {v for v in bindings if v not in other and facts.vector(v)}
     while True:
         _find_sizes(cands, bindings, facts)
         small = {v for v in facts.sizes if _consistent(v, bindings, facts)}
         small -= _mentions_ok(body, small, facts, env)
+        # (a small name is mentioned only by element or as a form's operand, which make
+        # new arrays: only an entry's value may really share another array's buffer)
+        small = {v for v in small if flow.shares(v) <= small}
         if small == cands:
             return dict(facts.sizes)
         cands = small
