@@ -225,8 +225,9 @@ class _Rewriter:
                     setattr(s, f, self.block(getattr(s, f)))
             new = self.statement(s) if "body" not in s._fields else [self.reads(s)]
             for x in new:
-                ast.copy_location(x, s)
-                relocate(x, s)
+                if x is not s:  # (``relocate`` would give a block's statements its line)
+                    ast.copy_location(x, s)
+                    relocate(x, s)
             out += new
         return out
 
