@@ -80,7 +80,7 @@ def zeros_filled(x):
 
 
 def zeros_filled_by_loop(x):
-    """``np.zeros(3)`` filled at a loop's index (no constant index): kept."""
+    """``np.zeros(3)`` filled by a loop over ``range(3)``: the loop is unrolled."""
     s = 0.0
     for i in range(x.shape[0] - 2):
         f = np.zeros(3)
@@ -140,7 +140,7 @@ CASES = {
     "pair_literal": (pair_literal, (0,), ["d_0"]),
     "pair_rows": (pair_rows, (0,), []),
     "zeros_filled": (zeros_filled, (0,), ["f_0", "g_0"]),
-    "zeros_filled_by_loop": (zeros_filled_by_loop, (0,), []),
+    "zeros_filled_by_loop": (zeros_filled_by_loop, (0,), ["f_0", "f_2"]),
     "aliased": (aliased, (0,), []),
     "sized_at_run_time": (sized_at_run_time, (0,), []),
 }
@@ -216,7 +216,7 @@ def _loop_source(case):
             depth = None
         if depth is None and line.lstrip().startswith("for "):
             depth = ind
-        elif depth is not None:
+        elif depth is not None and not line.lstrip().startswith("#"):
             out.append(line)
     return "\n".join(out)
 

@@ -463,7 +463,7 @@ def small_arrays_(u: Unit) -> None:
             s = s + _t5
         return s
     """
-    body = scalarise(u.body, u.returns, u.params, u.kinds, u.env, u.namer)
+    body = scalarise(u.body, u.returns, u.params, u.kinds, u.env, u.namer, u.arg_kinds)
     if body is not u.body:
         u.body = body
         u.kinds = infer(u.body, u.env, u.arg_kinds)

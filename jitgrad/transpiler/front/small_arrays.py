@@ -22,6 +22,9 @@ array and is differentiated as one):
   operand of a form binding of another small name, or ``np.sum(v)``;
 - no name that is not small may share its buffer (``Dataflow.shares``; ``y = y0`` as an
   entry would): an alias would miss the scalars' writes.
+
+A loop ``for k in range(c)`` with a constant ``c <= MAX_SIZE`` (``f[k] = ...``) is unrolled
+first where that makes an array it indexes small; each copy binds its own temporaries.
 """
 
 from __future__ import annotations
@@ -32,9 +35,19 @@ from typing import Any
 import numpy as np
 
 from ...rules.primitives import fact
-from ..analysis.dataflow import Dataflow, affine, binds, plain_binding
+from ..analysis.dataflow import (
+    Dataflow,
+    accesses,
+    affine,
+    binds,
+    binds_in,
+    loop_index,
+    plain_binding,
+)
+from ..analysis.kinds import infer
+from ..astutil import exposed_reads
 from ..naming import Namer
-from ..nodes import clone, relocate, walk, walk_stmts
+from ..nodes import clone, clone_with, relocate, walk, walk_stmts
 from .build import assign, const, name
 from .inline import resolve
 
@@ -321,13 +334,79 @@ class _Rewriter:
         return out or [assign(t, acc)]
 
 
+#: the most statements unrolling one loop may make
+_UNROLLED = 256
+
+
+def _short_loops(body: list[ast.stmt], namer: Namer) -> dict[int, tuple[str, int, set[str]]]:
+    """The loops ``for k in range(c)`` (or ``range(0, c)``) with a constant ``c <= MAX_SIZE``
+    that unrolling may copy ``c`` times with ``k`` a constant: nothing leaves their body,
+    it does not bind ``k``, nothing reads ``k`` after them.  By ``id``: ``(k, c, temps)``,
+    ``temps`` the temporaries each copy may bind under names of its own (bound in the
+    body before any read there, not read after the loop)."""
+    flow = Dataflow(body)
+    out = {}
+    for s in walk_stmts(body):
+        k = loop_index(s)
+        args = s.iter.args if k is not None and not s.iter.keywords else []
+        if not 1 <= len(args) <= 2 or len(args) == 2 and affine(args[0], ()) != (None, 0):
+            continue
+        c = affine(args[-1], ())
+        inner = list(walk_stmts(s.body))
+        if c is None or c[0] is not None or not 1 <= c[1] <= MAX_SIZE \
+                or len(inner) * c[1] > _UNROLLED or k in binds_in(s.body, elements=False) \
+                or any(isinstance(x, (ast.Break, ast.Continue, ast.Return)) for x in inner) \
+                or k in flow.live_after(s):
+            continue
+        after = flow.live_after(s) | exposed_reads(s.body)
+        temps = {n for n in binds_in(s.body, elements=False) if namer.is_temp(n)} - after
+        out[id(s)] = (k, c[1], temps)
+    return out
+
+
+def _unroll(block: list[ast.stmt], loops: dict, keep, namer: Namer | None) -> list[ast.stmt]:
+    """Copies of ``block``'s statements with the loops of ``loops`` (by the ``id`` of the
+    statement in ``block``) that ``keep`` accepts unrolled, inner ones first; ``namer``:
+    each copy after the first binds its temporaries under new names (None: the same)."""
+    out: list[ast.stmt] = []
+    for s in block:
+        new = clone(s)
+        for f in ("body", "orelse"):
+            if isinstance(getattr(s, f, None), list):
+                setattr(new, f, _unroll(getattr(s, f), loops, keep, namer))
+        if id(s) in loops and keep(new):
+            k, c, temps = loops[id(s)]
+            for v in range(c):
+                to = {t: namer.temp() for t in sorted(temps)} if v and namer else {}
+                out += [clone_with(x, lambda n, v=v, to=to: const(v) if n.id == k else
+                                   ast.Name(id=to[n.id], ctx=n.ctx) if n.id in to else clone(n))
+                        for x in new.body]
+        else:
+            out.append(new)
+    return out
+
+
 def scalarise(body: list[ast.stmt], returns: list[ast.expr], params: list[str], kinds: dict,
-              env: dict, namer: Namer) -> list[ast.stmt]:
-    """``body`` with its small arrays kept as scalars (see the module's docstring)."""
+              env: dict, namer: Namer, arg_kinds: dict) -> list[ast.stmt]:
+    """``body`` with its small arrays kept as scalars (see the module's docstring).  Short
+    loops over a constant range (``for k in range(3): f[k] = ...``) are unrolled where that
+    makes an array they index small."""
+    loops = _short_loops(body, namer)
+    if loops:
+        trial = _unroll(body, loops, lambda s: True, None)
+        found = small_names(trial, returns, params, kinds, env)
+        if found:
+            body = _unroll(body, loops, lambda s: bool(_indexed(s.body) & set(found)), namer)
+            kinds = infer(body, env, arg_kinds)
     sizes = small_names(body, returns, params, kinds, env)
     if not sizes:
         return body
     return _Rewriter(sizes, kinds, env, namer).block(body)
+
+
+def _indexed(stmts: list[ast.stmt]) -> set[str | None]:
+    """The arrays ``stmts`` read or write elements of."""
+    return {a.base for s in walk_stmts(stmts) for a in accesses(s)}
 
 
 __all__ = ["MAX_SIZE", "scalarise", "small_names"]
