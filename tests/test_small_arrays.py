@@ -253,3 +253,23 @@ def test_an_entry_of_another_size_is_refused_at_run_time(jit):
     args = (1.7, 0.3, np.array([0.8, -0.4, 0.1]), 0.05, 3)
     with pytest.raises(ValueError, match="'y'.*must have 2 elements"):
         jg.grad(oscillator_rk4, wrt=(0, 1), jit=jit)(*args)
+
+
+def divides_by_a_zero_fill(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        z = np.zeros(2)
+        z[1] = x[i]
+        h = np.array([1.0, -1.0]) / z
+        s += h[0] * 0.0 + h[1]
+    return s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_elements_divide_as_the_arrays_did(jit):
+    """1.0 / 0.0 of elements is inf (then nan here) as the arrays gave, never an exception."""
+    x = np.array([0.5, -2.0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value, _ = jg.value_and_grad(divides_by_a_zero_fill, jit=jit)(x)
+        np.testing.assert_equal(value, divides_by_a_zero_fill(x))
+    assert "h_0" in jg.differentiate(divides_by_a_zero_fill, jit=False).source(x)

@@ -441,27 +441,35 @@ def small_arrays_(u: Unit) -> None:
     proves it safe: their forward and adjoint are scalar code.
 
     >>> print(example("small_arrays", '''
-    ... def f(p, y, n):
-    ...     s = 0.0
+    ... def f(p, y0, n):
+    ...     y = y0.copy()
     ...     for t in range(n):
     ...         k = np.array([y[1], -p * y[0]])
-    ...         s += np.sum(k * k)
-    ...     return s
+    ...         y = y + 0.1 * k
+    ...     return np.sum(y * y)
     ... ''', args=(2.0, np.ones(2), 3)))
-    def f(p, y, n):
-        s = 0.0
+    def f(p, y0, n):
+        y = y0.copy()
+        _t8 = y.shape[0] != 2
+        if _t8:
+            raise ValueError("jitgrad keeps 'y' (line 2) as 2 scalars: it must have 2 elements")
+        y_0 = y[0]
+        y_1 = y[1]
         for t in range(n):
-            _t = y[1]
+            _t = y_1
             _t3 = -p
-            _t4 = y[0]
+            _t4 = y_0
             _t2 = _t3 * _t4
-            k_0 = _t
-            k_1 = _t2
-            _t6_0 = k_0 * k_0
-            _t6_1 = k_1 * k_1
-            _t5 = _t6_0 + _t6_1
-            s = s + _t5
-        return s
+            k_0 = np.float64(_t)
+            k_1 = np.float64(_t2)
+            _t5_0 = 0.1 * k_0
+            _t5_1 = 0.1 * k_1
+            y_0 = y_0 + _t5_0
+            y_1 = y_1 + _t5_1
+        _t7_0 = y_0 * y_0
+        _t7_1 = y_1 * y_1
+        _t6 = _t7_0 + _t7_1
+        return _t6
     """
     body = scalarise(u.body, u.returns, u.params, u.kinds, u.env, u.namer, u.arg_kinds)
     if body is not u.body:

@@ -224,6 +224,7 @@ class _Rewriter:
         self.facts = _Facts(kinds, env)
         self.facts.sizes = sizes
         self.elems = {v: [self._element_name(v, k) for k in range(n)] for v, n in sizes.items()}
+        self.np = namer.global_name(env, "np", np)
 
     def _element_name(self, v: str, k: int) -> str:
         new = self.namer.unique(f"{v}_{k}")
@@ -280,8 +281,8 @@ class _Rewriter:
                 and tgt.value.id in self.sizes:
             e = self.elems[tgt.value.id][_index(tgt, self.sizes[tgt.value.id])]
             value = self.reads(s.value)
-            if isinstance(s, ast.AugAssign):
-                value = ast.BinOp(left=name(e), op=s.op, right=value)
+            value = ast.BinOp(left=name(e), op=s.op, right=value) \
+                if isinstance(s, ast.AugAssign) else self.f64(value)
             return [assign(e, value)]
         return [self.reads(s)]
 
@@ -298,22 +299,24 @@ class _Rewriter:
             return ast.UnaryOp(op=e.op, operand=part(e.operand))
         fn = resolve(e.func, self.env)
         if id(fn) in _FILLS:
-            return const(_FILLS[id(fn)])
+            return self.f64(const(_FILLS[id(fn)]))
         if fn is np.array:
             x = e.args[0].elts[k]
-            if isinstance(x, ast.Constant):
-                return const(float(x.value))
-            kind = self.facts.kinds.get(x.id)
-            return clone(x) if kind.cls == "f" else ast.Call(
-                func=name("float"), args=[clone(x)], keywords=[])
+            return self.f64(const(float(x.value)) if isinstance(x, ast.Constant) else clone(x))
         return ast.Call(func=clone(e.func), args=[part(e.args[0])], keywords=[])
+
+    def f64(self, e: ast.expr) -> ast.expr:
+        """``np.float64(e)``: an element as the array held it (a NumPy scalar: ``1.0 / 0.0``
+        of Python floats would raise where the arrays' division gave inf)."""
+        return ast.Call(func=ast.Attribute(value=name(self.np), attr="float64", ctx=ast.Load()),
+                        args=[e], keywords=[])
 
     def entry(self, v: str, s: ast.stmt) -> list[ast.stmt]:
         """After ``v = e`` of another form: check ``v`` has its size, read its elements."""
         n = self.sizes[v]
         c = self.namer.temp()
-        msg = (f"jitgrad: '{self.namer.user_name(v)}' (line {s.lineno}) must have {n} "
-               f"elements: its other bindings make it {n} elements, kept as {n} scalars")
+        msg = (f"jitgrad keeps '{self.namer.user_name(v)}' (line {s.lineno}) as {n} scalars: "
+               f"it must have {n} elements")
         test = ast.Compare(left=ast.Subscript(value=ast.Attribute(
             value=name(v), attr="shape", ctx=ast.Load()), slice=const(0), ctx=ast.Load()),
             ops=[ast.NotEq()], comparators=[const(n)])
