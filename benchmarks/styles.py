@@ -3,7 +3,9 @@
     python benchmarks/styles.py [--n 600] [--repeats 7]
 
 The pairwise 1/r energy of ``n`` particles in 3-D written with scalar loops, with small
-(3-element) arrays inside the pair loop, and row-at-a-time with whole-array operations.
+(3-element) arrays inside the pair loop (rows ``p[i] - p[j]``, whose size is known only at
+run time, and a literal ``np.array`` of three differences, which jitgrad keeps as three
+scalars: ``front/small_arrays.py``), and row-at-a-time with whole-array operations.
 For each style: the Numba primal time, jitgrad's gradient time and their ratio (median
 of ``repeats`` after warm-up, one thread), and the first gradient call (transform and
 compile).  The gradients are checked against each other.
@@ -44,6 +46,15 @@ def small_arrays(p):
     return e
 
 
+def small_literal(p):
+    e = 0.0
+    for i in range(p.shape[0]):
+        for j in range(i + 1, p.shape[0]):
+            d = np.array([p[i, 0] - p[j, 0], p[i, 1] - p[j, 1], p[i, 2] - p[j, 2]])
+            e += 1.0 / np.sqrt(np.sum(d * d) + 1e-3)
+    return e
+
+
 def whole_rows(p):
     e = 0.0
     for i in range(p.shape[0] - 1):
@@ -53,7 +64,7 @@ def whole_rows(p):
 
 
 STYLES = {"scalar loops": scalar_loops, "small arrays in the loop": small_arrays,
-          "whole-array rows": whole_rows}
+          "3-element np.array literal": small_literal, "whole-array rows": whole_rows}
 
 
 def median_time(call, repeats: int) -> float:

@@ -26,6 +26,7 @@ from .pipeline import (
     show_analysis,
     show_kinds,
     show_prange,
+    small_arrays_,
     transform,
     written_args,
 )
@@ -134,6 +135,7 @@ def tangent_source(u: Unit, variant: str, fname: str,
 
 JVP: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
+    Pass("small_arrays", small_arrays_),
     Pass("analyse", analyse_tangent_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),

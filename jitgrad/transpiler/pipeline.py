@@ -50,6 +50,7 @@ from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
+from .front.small_arrays import scalarise
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
@@ -448,6 +449,48 @@ def kinds_(u: Unit) -> None:
     u.body = inplace_updates(u.body, u.kinds, u.env, u.namer)
 
 
+def small_arrays_(u: Unit) -> None:
+    """Fixed-size arrays made in the body (``np.array`` of scalars, ``np.zeros(3)``, their
+    elementwise arithmetic) become one scalar per element, where ``front/small_arrays.py``
+    proves it safe: their forward and adjoint are scalar code.
+
+    >>> print(example("small_arrays", '''
+    ... def f(p, y0, n):
+    ...     y = y0.copy()
+    ...     for t in range(n):
+    ...         k = np.array([y[1], -p * y[0]])
+    ...         y = y + 0.1 * k
+    ...     return np.sum(y * y)
+    ... ''', args=(2.0, np.ones(2), 3)))
+    def f(p, y0, n):
+        y = y0.copy()
+        _t8 = y.shape[0] != 2
+        if _t8:
+            raise ValueError("jitgrad keeps 'y' (line 2) as 2 scalars: it must have 2 elements")
+        y_0 = y[0]
+        y_1 = y[1]
+        for t in range(n):
+            _t = y_1
+            _t3 = -p
+            _t4 = y_0
+            _t2 = _t3 * _t4
+            k_0 = np.float64(_t)
+            k_1 = np.float64(_t2)
+            _t5_0 = 0.1 * k_0
+            _t5_1 = 0.1 * k_1
+            y_0 = y_0 + _t5_0
+            y_1 = y_1 + _t5_1
+        _t7_0 = y_0 * y_0
+        _t7_1 = y_1 * y_1
+        _t6 = _t7_0 + _t7_1
+        return _t6
+    """
+    body = scalarise(u.body, u.returns, u.params, u.kinds, u.env, u.namer, u.arg_kinds)
+    if body is not u.body:
+        u.body = body
+        u.kinds = infer(u.body, u.env, u.arg_kinds)
+
+
 def show_kinds(u: Unit) -> str:
     """The body, headed by each user-visible name's kind."""
     names = sorted(n for n in u.kinds if not is_generated(n))
@@ -837,6 +880,7 @@ PREPARE: list[Pass] = [
 ]
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
+    Pass("small_arrays", small_arrays_),
     Pass("analyse", analyse_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),
