@@ -171,11 +171,16 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
 
 
 def walk_stmts(body: list[ast.stmt]):
-    """Every statement of ``body`` and of the blocks nested in it, in source order."""
+    """Every statement of ``body`` and of the blocks nested in it, in source order (a
+    nested generator only for a block that holds statements: most hold none)."""
     for s in body:
         yield s
-        for f in ("body", "orelse"):
-            yield from walk_stmts(getattr(s, f, []) or [])
+        sub = getattr(s, "body", None)
+        if sub.__class__ is list and sub:
+            yield from walk_stmts(sub)
+        sub = getattr(s, "orelse", None)
+        if sub.__class__ is list and sub:
+            yield from walk_stmts(sub)
 
 
 def relocate(s: ast.stmt, at: ast.AST) -> None:
@@ -221,4 +226,6 @@ def this_loop(body: list[ast.stmt]):
         yield s
         if not isinstance(s, (ast.For, ast.While)):
             for f in ("body", "orelse"):
-                yield from this_loop(getattr(s, f, []) or [])
+                sub = getattr(s, f, None)
+                if sub.__class__ is list and sub:
+                    yield from this_loop(sub)
