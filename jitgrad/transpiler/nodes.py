@@ -105,14 +105,15 @@ def _name_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-def loaded_ids(node: ast.AST) -> set[str]:
-    """The names ``node`` reads (``Name`` nodes in a load context), without a generator."""
+def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
+    """The names ``node`` (a node or a list of them) reads (``Name`` nodes in a load
+    context; with ``ctx=ast.Store``, those it binds), without a generator."""
     out: set[str] = set()
-    todo = [node]
+    todo = list(node) if isinstance(node, list) else [node]
     while todo:
         n = todo.pop()
         if isinstance(n, ast.Name):
-            if isinstance(n.ctx, ast.Load):
+            if isinstance(n.ctx, ctx):
                 out.add(n.id)
         elif isinstance(n, ast.AST):
             for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
