@@ -173,7 +173,7 @@ def names_in(node: ast.AST) -> set[str]:
             continue
         if isinstance(n, ast.arg):
             out.add(n.arg)
-        elif isinstance(n, ast.FunctionDef):
+        elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and hasattr(n, "name"):
             out.add(n.name)
         elif not isinstance(n, ast.AST):
             continue
