@@ -40,9 +40,9 @@ def test_two_thousand_statements(tmp_path, monkeypatch, loop):
     monkeypatch.syspath_prepend(str(tmp_path))
     f = importlib.import_module(name).f
     x = np.array([0.3, -0.2, 0.1])
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # (CPU: wall time on a loaded machine ran past the bound)
     value, (gx, ga) = jg.differentiate(f, wrt=(0, 1), jit=False).value_and_grad(x, 0.5, 0.3, 0.2)
-    assert time.perf_counter() - t0 < 60  # linear: a few seconds on a laptop
+    assert time.process_time() - t0 < 60  # linear: a few seconds on a laptop
     assert value == pytest.approx(f(x, 0.5, 0.3, 0.2))
     assert np.all(np.isfinite(gx)) and math.isfinite(ga)
     h = 1e-6
