@@ -9,7 +9,8 @@ applied to the generated gradient code (``second_order.py``), compiled as one fu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -89,15 +90,9 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
         value = None
         drawn = rng.capture() if d._draws() else None  # every column draws the same
         for k, i in enumerate(positions):
-            x = args[i]
-            for j in range(int(np.size(x))):
+            for e in _units(args[i]):
                 seeds = list(zeros)
-                if np.ndim(x):
-                    e = np.zeros(np.shape(x))
-                    e.flat[j] = 1.0
-                    seeds[k] = e
-                else:
-                    seeds[k] = 1.0
+                seeds[k] = e
                 if drawn is not None:
                     rng.restore(drawn)
                 value, tan = jvp_of(d, args, seeds[0] if d.single else tuple(seeds))
@@ -108,8 +103,7 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
         for o, out in enumerate(outs):
             row = []
             for k, i in enumerate(positions):
-                col = [c[o] if tuple_out else c for c in cols[k]]
-                m = np.stack([np.asarray(c, dtype=float).reshape(-1) for c in col], axis=-1)
+                m = _stacked([c[o] if tuple_out else c for c in cols[k]], axis=-1)
                 row.append(m.reshape(np.shape(out) + np.shape(args[i])))
             per_out.append(row)
         return _nest(per_out, tuple_out, d.single)
@@ -134,21 +128,16 @@ def jacrev(f: Callable, wrt: Any = None, *, argnums: Any = None,
         per_out = []
         for o, out in enumerate(outs):
             rows: list[list[Any]] = [[] for _ in positions]
-            for j in range(int(np.size(out))):
+            for e in _units(out):
                 seeds = [np.zeros(np.shape(v)) if np.ndim(v) else 0.0 for v in outs]
-                if np.ndim(out):
-                    e = np.zeros(np.shape(out))
-                    e.flat[j] = 1.0
-                    seeds[o] = e
-                else:
-                    seeds[o] = 1.0
+                seeds[o] = e
                 g = pullback(tuple(seeds) if tuple_out else seeds[0])
                 g = (g,) if d.single else g
                 for k in range(len(positions)):
                     rows[k].append(g[k])
             row = []
             for k, i in enumerate(positions):
-                m = np.stack([np.asarray(r, dtype=float).reshape(-1) for r in rows[k]])
+                m = _stacked(rows[k], axis=0)
                 row.append(m.reshape(np.shape(out) + np.shape(args[i])))
             per_out.append(row)
         return _nest(per_out, tuple_out, d.single)
@@ -190,14 +179,9 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
         cols: list[list[Any]] = [[] for _ in positions]
         drawn = rng.capture() if d._draws() else None  # every column draws the same
         for k, i in enumerate(positions):
-            for j in range(int(np.size(args[i]))):
+            for e in _units(args[i]):
                 seeds = list(zeros)
-                if np.ndim(args[i]):
-                    e = np.zeros(np.shape(args[i]))
-                    e.flat[j] = 1.0
-                    seeds[k] = e
-                else:
-                    seeds[k] = 1.0
+                seeds[k] = e
                 if drawn is not None:
                     rng.restore(drawn)
                 t = _second_jvp(d, d2, args, seeds[0] if d.single else tuple(seeds))
@@ -206,13 +190,33 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
         for a, ia in enumerate(positions):  # the gradient w.r.t. argument ia, outer
             row = []
             for k, ib in enumerate(positions):  # differentiated w.r.t. argument ib, inner
-                m = np.stack([np.asarray(c[a], dtype=float).reshape(-1) for c in cols[k]],
-                             axis=-1)
+                m = _stacked([c[a] for c in cols[k]], axis=-1)
                 row.append(m.reshape(np.shape(args[ia]) + np.shape(args[ib])))
             rows.append(row[0] if d.single else tuple(row))
         return rows[0] if d.single else tuple(rows)
 
     return hess
+
+
+def _units(x: Any) -> Iterator[Any]:
+    """The unit seeds of ``x``'s elements, in order: arrays with one 1.0, or 1.0."""
+    if not np.ndim(x):
+        yield 1.0
+        return
+    for j in range(int(np.size(x))):
+        e = np.zeros(np.shape(x))
+        e.flat[j] = 1.0
+        yield e
+
+
+def _stacked(pieces: list[Any], axis: int) -> np.ndarray:
+    """The pieces of a Jacobian (arrays or scalars) flattened and stacked, in the dtype
+    they share, a float one at least (as JAX: float32 in, float32 out; complex stays)."""
+    if not pieces:
+        return np.zeros(0)
+    dtype = np.promote_types(np.result_type(functools.reduce(np.result_type, pieces)),
+                             np.float32)
+    return np.stack([np.asarray(p, dtype=dtype).reshape(-1) for p in pieces], axis=axis)
 
 
 __all__ = ["hessian", "hvp", "jacfwd", "jacrev", "jvp", "jvp_of", "jvp_source"]

@@ -101,3 +101,35 @@ def test_hessian_through_the_conversions(name, jit):
     np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grad(x, *rest), numeric_grad(f, args, 0), rtol=1e-5,
                                atol=1e-6)
+
+
+# --- Jacobians and Hessians keep float32 (as JAX's do) --------------------------------------
+
+
+def squares_and_sines(x):
+    return x * x + np.sin(x)
+
+
+def cubic_sum(x):
+    s = np.float32(0.0)
+    for i in range(x.shape[0]):
+        s += x[i] * x[i] * x[i]
+    return s
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("which", ["jacfwd", "jacrev"])
+def test_jacobians_of_float32_are_float32(which, jit):
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    J = getattr(jg, which)(squares_and_sines, jit=jit)(x)
+    assert J.dtype == np.float32 and J.shape == (3, 3)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(J, np.diag(2 * x64 + np.cos(x64)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_hessian_of_float32_is_float32(jit):
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    H = jg.hessian(cubic_sum, jit=jit)(x)
+    assert H.dtype == np.float32
+    np.testing.assert_allclose(H, np.diag(6 * x.astype(np.float64)), rtol=1e-6)

@@ -1,6 +1,8 @@
-"""CLI: ``python -m benchmarks.gradbench [--quick] [--evals gmm,ode] [--repeats K]``.
+"""CLI: ``python -m benchmarks.gradbench [--quick] [--evals gmm,ode] [--repeats K]
+[--plot FILE.svg]``.
 
-Prints progress on stderr and the Markdown table on stdout.  One thread everywhere.
+Prints progress on stderr and the Markdown table on stdout; ``--plot`` also writes the
+gradient times relative to jitgrad's as an SVG bar chart.  One thread everywhere.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="small sizes, 3 repeats")
     p.add_argument("--evals", default=ORDER, help=f"comma-separated (default {ORDER})")
     p.add_argument("--repeats", type=int, default=None, help="timing rounds (7; quick 3)")
+    p.add_argument("--plot", metavar="FILE.svg", help="also write a bar chart (SVG)")
     a = p.parse_args(argv)
     configure_env(1)
-    from benchmarks.gradbench import jaxtools
     from benchmarks.gradbench.evals import EVALS
+    from benchmarks.gradbench.plot import svg
     from benchmarks.gradbench.report import table
-    from benchmarks.gradbench.runner import log, run_eval
+    from benchmarks.gradbench.runner import PEERS, log, run_eval
     from benchmarks.harness.threads import configure_runtime
     from benchmarks.harness.timing import freeze_heap
 
@@ -42,11 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         log(f"[{name}] ...")
         results.append(run_eval(EVALS[name], scale, repeats))
     import numba
-    jax_v = jaxtools.version() if jaxtools.available() is None else "absent"
+    peers = ", ".join(f"{key} {mod.version() if mod.available() is None else 'absent'}"
+                      for key, (mod, _) in PEERS.items())
     print(f"GradBench evals, {scale} sizes, median of {repeats}, 1 thread; "
           f"{datetime.date.today()}, Python {platform.python_version()}, numba "
-          f"{numba.__version__}, jax {jax_v}\n")
+          f"{numba.__version__}, {peers}\n")
     print(table(results))
+    if a.plot:
+        with open(a.plot, "w") as fh:
+            fh.write(svg(results, f"GradBench evals, {scale} sizes: gradient time / "
+                                  "jitgrad's (log scale; lower is faster)"))
+        log(f"wrote {a.plot}")
     return 0
 
 

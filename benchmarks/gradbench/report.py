@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.gradbench.runner import EvalResult
+from benchmarks.gradbench.runner import PEERS, TOOLS, EvalResult
 
 HEADER = ("| eval | size | tool | objective | gradient | gradient / objective | "
           "jitgrad / tool | peak MiB | 1st call |\n|---|---|---|---|---|---|---|---|---|")
@@ -19,11 +19,12 @@ def _num(x: float | None, fmt: str) -> str:
 
 
 def _mib(x: float | None, tool: str) -> str:
-    """Peak MiB; a JAX call served from memory XLA already holds raises no peak."""
+    """Peak MiB; a peer's call served from memory its allocator already holds raises no
+    peak of the resident set."""
     if x is None:
         return "-"
     if x < 0.01:
-        return "in pool" if tool == "jax" else "<0.01"
+        return "in pool" if tool in PEERS else "<0.01"
     return f"{x:.2f}"
 
 
@@ -33,7 +34,7 @@ def rows(r: EvalResult) -> list[str]:
         return [f"| {r.name} | - | jitgrad | refused (nested differentiation) | | | | | |"]
     out = []
     jit = r.tools.get("jitgrad")
-    for name in ("jitgrad", "hand", "jax"):
+    for name in TOOLS:
         t = r.tools.get(name)
         if t is None:
             continue

@@ -1,7 +1,8 @@
 """One eval at a time: verify every tool's output, then time objective and gradient.
 
 Per eval: jitgrad's gradient (``jit=True``) is checked against central differences at the
-``test`` size; at the timed size the hand adjoint and JAX must agree with jitgrad; then
+``test`` size; at the timed size the hand adjoint, JAX and PyTorch must agree with jitgrad;
+then
 objective and gradient of every tool are timed interleaved (median of repeats), and the
 peak memory of one gradient call is measured.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
-from benchmarks.gradbench import jaxtools
+from benchmarks.gradbench import jaxtools, torchtools
 from benchmarks.gradbench.evals import Eval, det_recursive_refused
 from benchmarks.harness.checks import GradientMismatch, compare
 from benchmarks.harness.timing import call_timed, interleaved, median
@@ -26,6 +27,11 @@ FD_RTOL, FD_ATOL_SCALE = 1e-5, 1e-6
 #: a timing sample repeats a call that takes less than this, so that one sample lasts about
 #: this long (a lone sub-millisecond JAX call after other tools ran read 10x its time)
 MIN_SAMPLE_S = 0.02
+#: the other AD tools run side by side: result key -> (module, name in notes); each module
+#: has ``available()``, ``version()`` and ``make(name, args)`` (see jaxtools)
+PEERS = {"jax": (jaxtools, "JAX"), "pytorch": (torchtools, "PyTorch")}
+#: every tool of a result, in table order
+TOOLS = ("jitgrad", "hand", *PEERS)
 
 
 @dataclass
@@ -110,28 +116,33 @@ def _numba_tools(ev: Eval, args: tuple, targs: tuple, res: EvalResult) -> dict:
     return thunks
 
 
-def _jax_tools(ev: Eval, args: tuple, res: EvalResult) -> dict:
-    reason = jaxtools.available()
-    made = None if reason else jaxtools.make(ev.name, args)
-    if made is None:
-        res.tools["jax"] = ToolResult(note=reason or "no JAX version")
-        return {}
-    obj, grad = made
-    t0 = time.perf_counter()
-    try:
-        obj()
-        grad()
-    except Exception as exc:  # noqa: BLE001 - a peer failing is a note, not the end of the run
-        res.tools["jax"] = ToolResult(note=f"JAX failed: {type(exc).__name__}: {exc}"[:200])
-        return {}
-    res.tools["jax"] = ToolResult(first_call_s=time.perf_counter() - t0)
-    return {"jax objective": obj, "jax": grad}
+def _peer_tools(ev: Eval, args: tuple, res: EvalResult) -> dict:
+    """Objective and gradient thunks of every peer tool that has a version of ``ev``; a
+    missing or failing tool becomes a note in ``res``."""
+    thunks: dict[str, Callable] = {}
+    for key, (module, label) in PEERS.items():
+        reason = module.available()
+        made = None if reason else module.make(ev.name, args)
+        if made is None:
+            res.tools[key] = ToolResult(note=reason or f"no {label} version")
+            continue
+        obj, grad = made
+        t0 = time.perf_counter()
+        try:
+            obj()
+            grad()
+        except Exception as exc:  # noqa: BLE001 - a peer failing is a note, not the end
+            res.tools[key] = ToolResult(note=f"{label} failed: {type(exc).__name__}: {exc}"[:200])
+            continue
+        res.tools[key] = ToolResult(first_call_s=time.perf_counter() - t0)
+        thunks.update({f"{key} objective": obj, key: grad})
+    return thunks
 
 
 def _cross_check(ev: Eval, thunks: dict, res: EvalResult) -> None:
-    """Hand and JAX against jitgrad at the timed size; a disagreeing tool is dropped."""
+    """Hand and the peers against jitgrad at the timed size; a disagreeing tool is dropped."""
     ref = _numpy(thunks["jitgrad"]())
-    for name in ("hand", "jax"):
+    for name in TOOLS[1:]:
         if name not in thunks:
             continue
         try:
@@ -163,8 +174,9 @@ def _memory(thunks: dict, res: EvalResult) -> None:
     for name in ("jitgrad", "hand"):
         if name in thunks:
             res.tools[name].peak_mib = _peak_traced(thunks[name])
-    if "jax" in thunks:
-        res.tools["jax"].peak_mib = _peak_rss(thunks["jax"])
+    for name in PEERS:
+        if name in thunks:
+            res.tools[name].peak_mib = _peak_rss(thunks[name])
 
 
 def run_eval(ev: Eval, scale: str, repeats: int) -> EvalResult:
@@ -178,7 +190,7 @@ def run_eval(ev: Eval, scale: str, repeats: int) -> EvalResult:
     if ev.name == "det":
         res.refused = "recursive form: " + det_recursive_refused(True)
     thunks = _numba_tools(ev, args, targs, res)
-    thunks.update(_jax_tools(ev, args, res))
+    thunks.update(_peer_tools(ev, args, res))
     _memory(thunks, res)          # the first jitgrad call at this size allocates its tapes
     _cross_check(ev, thunks, res)
     samples = _batched(thunks, repeats)
@@ -187,9 +199,10 @@ def run_eval(ev: Eval, scale: str, repeats: int) -> EvalResult:
         if name in samples:
             res.tools[name].objective_s = objective
             res.tools[name].gradient_s = median(samples[name])
-    if "jax" in samples:
-        res.tools["jax"].objective_s = median(samples["jax objective"])
-        res.tools["jax"].gradient_s = median(samples["jax"])
+    for name in PEERS:
+        if name in samples:
+            res.tools[name].objective_s = median(samples[f"{name} objective"])
+            res.tools[name].gradient_s = median(samples[name])
     log(f"[{ev.name}] timed at {res.size}: " + ", ".join(
         f"{k} {v.gradient_s * 1e3:.3g} ms" for k, v in res.tools.items() if v.gradient_s))
     return res

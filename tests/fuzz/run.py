@@ -194,9 +194,11 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
              do_shrink: bool = False, shrink_all: bool = False, shrink_budget: float = 120.0,
              shrink_tests: int = 400, show_refusals: bool = False, jit_every: int = 1,
              timeouts: dict | None = None, shrink_total: float | None = None,
-             triage: bool = False, out=print) -> Summary:
+             triage: bool = False, out=print, progress: int = 0) -> Summary:
     """Generate and check programs ``start .. start+programs-1`` of ``seed``; ``triage``:
-    re-check each failure with plain names (``neutralise``) and say whether it passes so."""
+    re-check each failure with plain names (``neutralise``) and say whether it passes so;
+    ``progress``: print the running tally every that many programs (a run cut short still
+    says what it checked)."""
     timeouts = dict(TIMEOUT if timeouts is None else timeouts)
     summary = Summary(seed)
     t0 = time.monotonic()
@@ -217,6 +219,8 @@ def run_fuzz(seed: int, programs: int, start: int = 0, jit: str = "both", worker
                 if pr.outcome in ("wrong", "crash", "hang") or \
                         (show_refusals and pr.outcome == "refused"):
                     out(reason_line(pr, seed))
+                if progress and len(summary.programs) % progress == 0:
+                    out(f"so far ({time.monotonic() - t0:.0f} s): {summary.last_line()}")
         summary.programs.sort(key=lambda p: p.index)
         if triage:
             triage_names(pool, summary, timeouts, out)
@@ -330,6 +334,8 @@ def main(argv=None) -> int:
                     help="re-run program I of the seed and print its source and results")
     ap.add_argument("--timeout", type=float, default=None,
                     help="per-program timeout in seconds (default 20 without jit, 60 with)")
+    ap.add_argument("--progress", type=int, default=0,
+                    help="print the running tally every N programs")
     args = ap.parse_args(argv)
     timeouts = dict(TIMEOUT)
     if args.timeout:
@@ -339,7 +345,8 @@ def main(argv=None) -> int:
     summary = run_fuzz(args.seed, args.programs, args.start, args.jit, args.workers,
                        args.shrink, args.shrink_all, args.shrink_budget,
                        show_refusals=args.show_refusals, jit_every=args.jit_every,
-                       timeouts=timeouts, triage=args.triage)
+                       timeouts=timeouts, triage=args.triage,
+                       out=lambda line: print(line, flush=True), progress=args.progress)
     print_report(summary)
     t = summary.tally()
     return 1 if t["wrong"] or t["crash"] or t["hang"] else 0

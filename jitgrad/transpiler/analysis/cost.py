@@ -56,6 +56,9 @@ class Plan:
 
     #: how many operations (an element read is none)
     ops: int = 0
+    #: (id of a loop body, index in it, array): the arrays it reads that are kept once per
+    #: trip of that loop after that statement (``ReadPolicy.kept``)
+    kept: set[tuple[int, int, str]] = field(default_factory=set)
 
     def charge(self, c: float, what: str) -> None:
         """Add one operation of cost ``c`` (``what`` names it for the note)."""

@@ -445,6 +445,8 @@ class Dataflow:
         written = _written(loop.body)
         if None in written:
             return False
+        if self.is_array is not None:  # a scalar handed to a call (``range(n)``) has no buffer
+            written = {n for n in written if self.is_array(n) is not False}
         touched = set().union(*(self.shares(n) for n in written))
         return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
 
@@ -513,6 +515,14 @@ def _given_whole(body: list[ast.stmt]) -> set[str]:
     return out
 
 
+def elements_read_only(body: list[ast.stmt], a: str) -> bool:
+    """Does ``body`` leave the array ``a`` alone but for element reads and shape queries
+    (no binding, element write, append, or use of it whole: passed to a call, bound to
+    another name, a method's object)?"""
+    return a not in binds_in(body, elements=True) and not _used_whole(body, a) and not any(
+        a in binds(s, appends=True) for s in walk_stmts(body))
+
+
 def _mentions_any(body: list[ast.stmt], names: set[str]) -> bool:
     return bool(names & {n.id for s in walk_stmts(body) for n in own_expressions(s)
                          if isinstance(n, ast.Name)})
@@ -535,5 +545,6 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 
 
 __all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
-           "binds", "binds_in", "carried", "fresh_binds", "index_of", "loop_index",
+           "binds", "binds_in", "carried", "elements_read_only", "fresh_binds", "index_of",
+           "loop_index",
            "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in", "sums"]

@@ -243,50 +243,12 @@ class _Rewriter:
 
     def simple(self, s: ast.stmt, loops: list[ast.AST], after: list[ast.stmt]) \
             -> list[ast.stmt]:
-        u = self.u
+        """The device statements for one simple statement of the CPU code."""
         if isinstance(s, ast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], ast.Name):
-            t = s.targets[0].id
-            v = s.value
-            fn = resolve(v.func, self.env) if isinstance(v, ast.Call) else None
-            if fn is np.empty and t not in self.tapes:  # a typed tape's declaration
-                dtype = v.args[1].attr if isinstance(v.args[1], ast.Attribute) else "float64"
-                cap = u.namer.fresh(f"_cap{t}")
-                self.tapes[t] = cap
-                self.out.caps[cap] = (ast.Constant(value=0), np.dtype(dtype).itemsize)
-                decl = [_assign(t, _call(_attr(self.names["cuda"], "local", "array"),
-                                         [ast.Name(id=cap, ctx=ast.Load()),
-                                          _attr(self.names["numba"], dtype)]))]
-                if t in self.unbounded_tapes and self.kernel:
-                    var = u.namer.unique(f"{t}_need")
-                    self.need_var[t] = var
-                    self.out.checked[cap] = len(self.out.checked)
-                    decl.append(_assign(var, ast.Constant(value=0)))
-                return decl
-            if fn is helpers.tape_reserve:
-                if HOISTED.get(s) is not None:
-                    return []  # a CPU allocation hint: the body's reservations count
-                return self.reserve(t, v, loops, after)
-            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
-                    and v.value.id in self.unbounded_tapes and self.kernel:
-                # a pop of a checked tape: in bounds even after an overflow (whose results
-                # the host discards)
-                tape = v.value.id
-                last = ast.BinOp(left=ast.Name(id=self.tapes[tape], ctx=ast.Load()),
-                                 op=ast.Sub(), right=ast.Constant(value=1))
-                at = ast.IfExp(test=ast.Compare(left=clone(v.slice), ops=[ast.Lt()],
-                                                comparators=[ast.Name(id=self.tapes[tape],
-                                                                      ctx=ast.Load())]),
-                               body=clone(v.slice), orelse=last)
-                return [_assign(t, ast.Subscript(value=ast.Name(id=tape, ctx=ast.Load()),
-                                                 slice=at, ctx=ast.Load()))]
-            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
-                    and v.func.attr == "copy" and isinstance(v.func.value, ast.Name) \
-                    and v.func.value.id == t and t in self.params:
-                return []  # a copy of a written argument: the host passes a copy
-            if self.kernel and t in self.array_adjoints and (
-                    _is_seed(v, self.u.namer.seed) or fn in (np.zeros_like, helpers.zeros_like)):
-                return []  # a gradient buffer or seed: a kernel parameter, set by the host
+            out = self._bind(s, s.targets[0].id, loops, after)
+            if out is not None:
+                return out
         if isinstance(s, ast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], ast.Subscript) \
                 and isinstance(s.targets[0].value, ast.Name) \
@@ -298,43 +260,12 @@ class _Rewriter:
                                             comparators=[ast.Name(id=self.tapes[tape],
                                                                   ctx=ast.Load())]),
                            body=[push], orelse=[])]
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
-                and self.kernel and s.target.id in self.array_adjoints \
-                and _is_seed(s.value, self.u.namer.seed):
-            return []
-        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
-                and isinstance(s.target.value, ast.Name) and self.kernel \
-                and s.target.value.id in self.array_adjoints \
-                and s.target.value.id not in self.out.private \
-                and s.target.value.id not in self.out.seeds.values():
-            d = s.target.value.id
-            value = self.expr(s.value)
-            if isinstance(s.op, ast.Sub):
-                value = ast.UnaryOp(op=ast.USub(), operand=value)
-            elif not isinstance(s.op, ast.Add):
-                raise self.error(f"cannot accumulate into '{d}' with {type(s.op).__name__}")
-            self.atomics.add(d)
-            return [ast.Expr(value=_call(_attr(self.names["cuda"], "atomic", "add"),
-                                         [ast.Name(id=d, ctx=ast.Load()),
-                                          self.expr(s.target.slice), value]))]
+        if isinstance(s, ast.AugAssign) and self.kernel:
+            out = self._accumulate(s)
+            if out is not None:
+                return out
         if isinstance(s, ast.Return) and self.kernel:
-            out = []
-            for t, var in self.need_var.items():
-                cap = self.tapes[t]
-                out.append(ast.If(test=ast.Compare(
-                    left=ast.Name(id=var, ctx=ast.Load()), ops=[ast.Gt()],
-                    comparators=[ast.Name(id=cap, ctx=ast.Load())]),
-                    body=[ast.Expr(value=_call(_attr(self.names["cuda"], "atomic", "max"), [
-                        ast.Name(id=self.out.need, ctx=ast.Load()),
-                        ast.Constant(value=self.out.checked[cap]),
-                        ast.Name(id=var, ctx=ast.Load())]))], orelse=[]))
-            for w, (total, scalar) in self.out.grads.items():
-                if scalar:
-                    out.append(ast.Expr(value=_call(
-                        _attr(self.names["cuda"], "atomic", "add"),
-                        [ast.Name(id=total, ctx=ast.Load()), ast.Constant(value=0),
-                         ast.Name(id=u.namer.adjoints()[w], ctx=ast.Load())])))
-            return out
+            return self._kernel_return()
         s = clone(s)
         for f, v in ast.iter_fields(s):
             if isinstance(v, ast.expr):
@@ -342,6 +273,97 @@ class _Rewriter:
             elif isinstance(v, list):
                 setattr(s, f, [self.expr(e) if isinstance(e, ast.expr) else e for e in v])
         return [s]
+
+    def _bind(self, s: ast.Assign, t: str, loops: list[ast.AST], after: list[ast.stmt]) \
+            -> list[ast.stmt] | None:
+        """``t = ...`` where the device differs from the CPU (None: it does not)."""
+        v = s.value
+        fn = resolve(v.func, self.env) if isinstance(v, ast.Call) else None
+        if fn is np.empty and t not in self.tapes:  # a typed tape's declaration
+            return self._declare_tape(t, v)
+        if fn is helpers.tape_reserve:
+            if HOISTED.get(s) is not None:
+                return []  # a CPU allocation hint: the body's reservations count
+            return self.reserve(t, v, loops, after)
+        if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) \
+                and v.value.id in self.unbounded_tapes and self.kernel:
+            # a pop of a checked tape: in bounds even after an overflow (whose results
+            # the host discards)
+            tape = v.value.id
+            last = ast.BinOp(left=ast.Name(id=self.tapes[tape], ctx=ast.Load()),
+                             op=ast.Sub(), right=ast.Constant(value=1))
+            at = ast.IfExp(test=ast.Compare(left=clone(v.slice), ops=[ast.Lt()],
+                                            comparators=[ast.Name(id=self.tapes[tape],
+                                                                  ctx=ast.Load())]),
+                           body=clone(v.slice), orelse=last)
+            return [_assign(t, ast.Subscript(value=ast.Name(id=tape, ctx=ast.Load()),
+                                             slice=at, ctx=ast.Load()))]
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                and v.func.attr == "copy" and isinstance(v.func.value, ast.Name) \
+                and v.func.value.id == t and t in self.params:
+            return []  # a copy of a written argument: the host passes a copy
+        if self.kernel and t in self.array_adjoints and (
+                _is_seed(v, self.u.namer.seed) or fn in (np.zeros_like, helpers.zeros_like)):
+            return []  # a gradient buffer or seed: a kernel parameter, set by the host
+        return None
+
+    def _declare_tape(self, t: str, v: ast.Call) -> list[ast.stmt]:
+        """A typed tape as a thread-local array, its capacity a name the host sets."""
+        dtype = v.args[1].attr if isinstance(v.args[1], ast.Attribute) else "float64"
+        cap = self.u.namer.fresh(f"_cap{t}")
+        self.tapes[t] = cap
+        self.out.caps[cap] = (ast.Constant(value=0), np.dtype(dtype).itemsize)
+        decl = [_assign(t, _call(_attr(self.names["cuda"], "local", "array"),
+                                 [ast.Name(id=cap, ctx=ast.Load()),
+                                  _attr(self.names["numba"], dtype)]))]
+        if t in self.unbounded_tapes and self.kernel:
+            var = self.u.namer.unique(f"{t}_need")
+            self.need_var[t] = var
+            self.out.checked[cap] = len(self.out.checked)
+            decl.append(_assign(var, ast.Constant(value=0)))
+        return decl
+
+    def _accumulate(self, s: ast.AugAssign) -> list[ast.stmt] | None:
+        """A kernel's ``d += ...`` into a gradient: dropped for the seed, an atomic add into
+        a shared adjoint array (None: an ordinary statement)."""
+        if isinstance(s.target, ast.Name) and s.target.id in self.array_adjoints \
+                and _is_seed(s.value, self.u.namer.seed):
+            return []
+        if not (isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name)
+                and s.target.value.id in self.array_adjoints
+                and s.target.value.id not in self.out.private
+                and s.target.value.id not in self.out.seeds.values()):
+            return None
+        d = s.target.value.id
+        value = self.expr(s.value)
+        if isinstance(s.op, ast.Sub):
+            value = ast.UnaryOp(op=ast.USub(), operand=value)
+        elif not isinstance(s.op, ast.Add):
+            raise self.error(f"cannot accumulate into '{d}' with {type(s.op).__name__}")
+        self.atomics.add(d)
+        return [ast.Expr(value=_call(_attr(self.names["cuda"], "atomic", "add"),
+                                     [ast.Name(id=d, ctx=ast.Load()),
+                                      self.expr(s.target.slice), value]))]
+
+    def _kernel_return(self) -> list[ast.stmt]:
+        """A kernel's end: each checked tape's need, and each scalar gradient's total."""
+        out: list[ast.stmt] = []
+        for t, var in self.need_var.items():
+            cap = self.tapes[t]
+            out.append(ast.If(test=ast.Compare(
+                left=ast.Name(id=var, ctx=ast.Load()), ops=[ast.Gt()],
+                comparators=[ast.Name(id=cap, ctx=ast.Load())]),
+                body=[ast.Expr(value=_call(_attr(self.names["cuda"], "atomic", "max"), [
+                    ast.Name(id=self.out.need, ctx=ast.Load()),
+                    ast.Constant(value=self.out.checked[cap]),
+                    ast.Name(id=var, ctx=ast.Load())]))], orelse=[]))
+        for w, (total, scalar) in self.out.grads.items():
+            if scalar:
+                out.append(ast.Expr(value=_call(
+                    _attr(self.names["cuda"], "atomic", "add"),
+                    [ast.Name(id=total, ctx=ast.Load()), ast.Constant(value=0),
+                     ast.Name(id=self.u.namer.adjoints()[w], ctx=ast.Load())])))
+        return out
 
     def scan(self, stmts: list[ast.stmt], loops: list[ast.AST]) -> None:
         """Before the rewrite: the tapes of a kernel with a reservation the host cannot

@@ -320,6 +320,29 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
     p.index = loop.target.id
     p.lo, p.hi = rng
     body = [s for s in loop.body if not COMMENT.get(s)]
+    sorted_ = _sort_statements(p, body, fresh, sums)
+    if sorted_ is None:
+        return None
+    assigned, reset_arrays = sorted_
+    if not any(off for _, off, _ in p.adds):
+        return None  # each array written at the iteration's own index: a gather already
+    gathered = {a for a, _, _ in p.adds}
+    summed = {s.target.id for s in p.sums}
+    if not _tape_reads(p) or assigned & dataflow.carried(loop) \
+            or not _reads_made_here(p, env, gathered | summed, reset_arrays) \
+            or not _resets_read_first(p, body, gathered):
+        return None  # (carried: a value carried from the previous iteration)
+    if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
+            assigned | {p.index}, loop, where):
+        return None
+    return p
+
+
+def _sort_statements(p: _Plan, body: list[ast.stmt], fresh: set[str], sums: bool) \
+        -> tuple[set[str], set[str]] | None:
+    """Put each statement of the iteration in its place in ``p`` (a cursor move, a sum, an
+    add into a fresh array, a temporary, a reset); the names assigned and the arrays reset,
+    or None for a statement of no such kind."""
     assigned: set[str] = set()
     reset_arrays: set[str] = set()
     moved: set[str] = set()  # cursors moved so far in the iteration
@@ -344,72 +367,80 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
                     or off is None or t.value.id not in fresh):
                 return None
             p.adds.append((t.value.id, off, s.value))
-        elif isinstance(s, ast.Assign) and len(s.targets) == 1:
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], ast.Name):
             t = s.targets[0]
-            if isinstance(t, ast.Name):
-                if t.id in assigned or t.id == p.index or t.id in p.cursors:
-                    return None
-                v = s.value
-                if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) \
-                        and v.slice.id in p.cursors and v.slice.id not in moved:
-                    return None  # a tape read before its cursor moved
-                assigned.add(t.id)
-                p.temps.append(s)
-            elif (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                  and t.value.id in fresh and dataflow.offset(t.slice, p.index) == 0
-                  and isinstance(s.value, ast.Constant)):
-                reset_arrays.add(t.value.id)
-                p.resets.append(s)
-                continue
-            else:
+            if t.id in assigned or t.id == p.index or t.id in p.cursors:
                 return None
+            v = s.value
+            if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) \
+                    and v.slice.id in p.cursors and v.slice.id not in moved:
+                return None  # a tape read before its cursor moved
+            assigned.add(t.id)
+            p.temps.append(s)
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1 and _is_reset(s, fresh, p.index):
+            reset_arrays.add(s.targets[0].value.id)
+            p.resets.append(s)
+            continue
         else:
             return None
         p.order.append(s)
-    if not any(off for _, off, _ in p.adds):
-        return None  # each array written at the iteration's own index: a gather already
-    gathered = {a for a, _, _ in p.adds}
-    # tape reads: ``_t = _tape[cursor]`` right after the cursor moved, nothing else
+    return assigned, reset_arrays
+
+
+def _is_reset(s: ast.Assign, fresh: set[str], index: str) -> bool:
+    """``a[i] = c``: an element of a fresh array set to a constant at the own index."""
+    t = s.targets[0]
+    return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+            and t.value.id in fresh and dataflow.offset(t.slice, index) == 0
+            and isinstance(s.value, ast.Constant))
+
+
+def _tape_reads(p: _Plan) -> bool:
+    """Each cursor is read once, ``_t = _tape[cursor]``, right after it moved: its tape."""
     for s in p.temps:
         v = s.value
         if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) \
                 and v.slice.id in p.cursors and isinstance(v.value, ast.Name):
             if p.cursors[v.slice.id]:
-                return None  # two reads of one cursor in an iteration
+                return False  # two reads of one cursor in an iteration
             p.cursors[v.slice.id] = v.value.id
-    if any(not tape for tape in p.cursors.values()):
-        return None
-    summed = {s.target.id for s in p.sums}
-    if assigned & dataflow.carried(loop):
-        return None  # a value carried from the previous iteration
-    for s in p.order:  # each value read is made earlier in the iteration or not at all here
+    return all(p.cursors.values())
+
+
+def _reads_made_here(p: _Plan, env, written: set[str], reset_arrays: set[str]) -> bool:
+    """Each value read is made earlier in the iteration or not at all here, by pure code,
+    and arrays reset in the loop are read only at the own index."""
+    for s in p.order:
         value = s.value
         for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
                 s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
-            if n in gathered or n in summed:
-                return None
+            if n in written:
+                return False
             if n in p.cursors and not (isinstance(value, ast.Subscript)
                                        and _is_name(value.slice, n)):
-                return None
+                return False
         if not is_pure(value, env):
-            return None
+            return False
         for n in walk(value):  # arrays read: not written in the loop, except reset ones
-            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
-                base = n.value.id
-                if base in reset_arrays and dataflow.offset(n.slice, p.index) != 0:
-                    return None
-    for r in p.resets:  # a reset array is read at the own index, before its reset
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+                    and n.value.id in reset_arrays \
+                    and dataflow.offset(n.slice, p.index) != 0:
+                return False
+    return True
+
+
+def _resets_read_first(p: _Plan, body: list[ast.stmt], gathered: set[str]) -> bool:
+    """A reset array is not gathered into and not read after its reset."""
+    for r in p.resets:
         arr = r.targets[0].value.id
         if arr in gathered:
-            return None
+            return False
         k = body.index(r)
         if any(isinstance(n, ast.Subscript) and _is_name(n.value, arr)
                for s in body[k + 1:] for n in walk(s)):
-            return None
-    if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
-            assigned | {p.index}, loop, where):
-        return None
-    return p
+            return False
+    return True
 
 
 def _reversed_range(loop: ast.For) -> tuple[ast.expr, ast.expr] | None:

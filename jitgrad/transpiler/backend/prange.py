@@ -202,119 +202,107 @@ class Parallel:
         them in a partial buffer of its own, added up after the loop.  The rewritten loop is
         checked again; False (nothing changed) where it would not be independent either."""
         namer = self.u.namer
-        lo, hi = bounds(loop)
+        lo, _ = bounds(loop)
         i = loop.target.id
         reach = _reach(loop.body, verdict.collisions, i)
         if reach and isinstance(lo, ast.Constant) and lo.value + reach[0] < 0:
             reach = None  # (an index wraps below 0: any chunk may reach the last elements)
-        trips, chunks, c = (namer.fresh(x) for x in ("_trips", "_chunks", "_c"))
-        half, phase = (namer.fresh(x) for x in ("_half", "_phase")) if reach else ("", "")
-        parts = {} if reach else {a: namer.fresh(f"_{a.lstrip('_')}_part")
-                                  for a in verdict.collisions}
-        mine = {n: namer.fresh(f"_{n.lstrip('_')}_chunk") for n, _ in verdict.sums}
-        inner = clone(loop.body)
-        for s in walk_stmts(inner):
-            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
-                    and isinstance(s.target.value, ast.Name) and s.target.value.id in parts:
-                sl = s.target.slice
-                elts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
-                s.target = ast.Subscript(value=name(parts[s.target.value.id]), slice=ast.Tuple(
-                    elts=[name(c), *elts], ctx=ast.Load()), ctx=ast.Store())
-        holder = ast.Module(body=inner, type_ignores=[])
-        replace_names(holder, lambda n: ast.Name(id=mine[n.id], ctx=n.ctx) if n.id in mine
-                      else n)
-        inner = [assign(z, const(0.0)) for z in verdict.zeroed] + holder.body
-
-        def start(m: ast.expr) -> ast.expr:  # lo + m * trips // chunks
-            return plus(lo, binop(binop(m, ast.Mult(), name(trips)), ast.FloorDiv(),
-                                  name(chunks)))
-
+        c = _Chunks(namer, reach, verdict)
+        pre = self._chunk_count(loop, c)
+        if pre is None:
+            return False
+        inner = c.inner(loop.body)
         run = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
-            start(name(c)), start(binop(name(c), ast.Add(), const(1)))], keywords=[]),
-            body=inner, orelse=[])
-        threads = ast.Call(func=name(self._global("get_num_threads",
-                                                  _numba().get_num_threads)),
-                           args=[], keywords=[])
-        pre: list[ast.stmt] = [assign(trips, trip_count(lo, hi))]
-        if reach:  # 2 per thread, each spanning the reach; 1 where an index may wrap
-            low, width = reach
-            many = binop(const(2), ast.Mult(), threads)
-            tests: list[ast.expr] = [] if isinstance(lo, ast.Constant) else [ast.Compare(
-                left=plus(clone(lo), const(low)) if low > 0 else minus(lo, const(-low)),
-                ops=[ast.GtE()], comparators=[const(0)])]
-            tests.append(ast.Compare(left=name(trips), ops=[ast.GtE()], comparators=[
-                binop(many, ast.Mult(), const(width))]))
-            pre.append(assign(chunks, ast.IfExp(test=tests[0] if len(tests) == 1 else
-                                                ast.BoolOp(op=ast.And(), values=tests),
-                                                body=clone(many), orelse=const(1))))
-        else:
-            pre.append(assign(chunks, ast.Call(func=name("min"), args=[threads, ast.Call(
-                func=name("max"), args=[name(trips), const(1)], keywords=[])], keywords=[])))
-        npn = self._global("np", np)
-        for a, part in parts.items():
-            shape = binop(ast.Tuple(elts=[name(chunks)], ctx=ast.Load()), ast.Add(),
-                          ast.Attribute(value=name(a), attr="shape", ctx=ast.Load()))
-            pre.append(assign(part, ast.Call(
-                func=ast.Attribute(value=name(npn), attr="zeros", ctx=ast.Load()),
-                args=[shape, ast.Attribute(value=name(a), attr="dtype", ctx=ast.Load())],
-                keywords=[])))
-        # each chunk's sums go to an array, added up after the loop (a parfor reduction of
-        # a sum updated under an ``if`` in the chunk's loop trips Numba's reduction analysis)
-        family = dict(verdict.sums)
-        sums = {n: namer.fresh(f"_{n.lstrip('_')}_sums") for n in mine}
-        for n, arr in sums.items():
-            kind = self.u.kinds.get(self.primal_of.get(n, n))
-            if kind is None or kind.cls not in "fc":
-                return False  # (a sum of a kind the array's dtype could not hold)
-            make = "zeros" if family[n] == "+" else "ones"
-            pre.append(assign(arr, ast.Call(func=ast.Attribute(
-                value=name(npn), attr=make, ctx=ast.Load()), args=[name(chunks), ast.Attribute(
-                    value=name(npn), attr="complex128" if kind.cls == "c" else "float64",
-                    ctx=ast.Load())], keywords=[])))
-        head = [assign(m, const(0.0 if family[n] == "+" else 1.0)) for n, m in mine.items()]
-        tail = [ast.Assign(targets=[ast.Subscript(value=name(sums[n]), slice=name(c),
-                                                  ctx=ast.Store())], value=name(m))
-                for n, m in mine.items()]
-        if reach:  # chunk _c = 2 * _half + _phase
-            head.insert(0, assign(c, binop(binop(const(2), ast.Mult(), name(half)), ast.Add(),
-                                           name(phase))))
-            count = binop(binop(binop(name(chunks), ast.Sub(), name(phase)), ast.Add(),
-                                const(1)), ast.FloorDiv(), const(2))
-        par = ast.For(target=name(half if reach else c, True), iter=ast.Call(
-            func=name(self.prange), args=[count if reach else name(chunks)], keywords=[]),
-            body=[*head, run, *tail], orelse=[])
-        adds = [(a, part, ast.Add()) for a, part in parts.items()] + [
-            (n, arr, ast.Add() if family[n] == "+" else ast.Mult()) for n, arr in sums.items()]
-        post: list[ast.stmt] = [ast.For(target=name(c, True), iter=ast.Call(
-            func=name("range"), args=[name(chunks)], keywords=[]), body=[
-                ast.AugAssign(target=name(a, True), op=op, value=ast.Subscript(
-                    value=name(part), slice=name(c), ctx=ast.Load()))
-                for a, part, op in adds], orelse=[])] if adds else []
-        if reach:
-            note = emit.comment(f"prange loop over {i}: chunks of iterations, the even ones at "
-                                f"once, then the odd ones ({', '.join(verdict.collisions)} "
-                                "added into directly: neighbouring chunks share elements)")
-        else:
-            note = emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
-                                f"{', '.join(parts)} accumulated per chunk, then added up")
-        outer = ast.For(target=name(phase, True), iter=ast.Call(func=name("range"), args=[
-            const(2)], keywords=[]), body=[par], orelse=[]) if reach else par
-        new = [note, *pre, outer, *post]
+            c.start(lo, name(c.c)), c.start(lo, binop(name(c.c), ast.Add(), const(1)))],
+            keywords=[]), body=inner, orelse=[])
+        par, outer = self._chunk_loops(c, run)
+        new = [self._chunk_note(i, c, verdict), *pre, outer, *c.adding()]
         block[k:k + 1] = new
         after = dataflow.Dataflow(body).live_after(par)
         # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c; the
         # arrays added into directly are another phase's where chunks meet)
         names = self.names(body, par, *((outer.body, 0) if reach else (block, k + 1 + len(
             pre))))
-        names = dataclasses.replace(names, indices=(i, c), slotted=names.slotted | frozenset(
+        names = dataclasses.replace(names, indices=(i, c.c), slotted=names.slotted | frozenset(
             verdict.collisions if reach else ()))
         check = independent(par, names)
-        if not check.ok or any(n in after for n in (i, c, *mine.values())):
+        if not check.ok or any(n in after for n in (i, c.c, *c.mine.values())):
             block[k:k + len(new)] = [loop]  # (as it was: the caller says why it is serial)
             return False
         block[k + len(new):k + len(new)] = [assign(z, const(0.0)) for z in verdict.zeroed
                                             if z in after]
         return True
+
+    def _chunk_count(self, loop: ast.For, c: _Chunks) -> list[ast.stmt] | None:
+        """The statements before the parallel loop: the trip and chunk counts, each
+        collision's partial buffer and each sum's per-chunk array (None: a sum of a kind
+        such an array could not hold)."""
+        lo, hi = bounds(loop)
+        threads = ast.Call(func=name(self._global("get_num_threads",
+                                                  _numba().get_num_threads)),
+                           args=[], keywords=[])
+        pre: list[ast.stmt] = [assign(c.trips, trip_count(lo, hi))]
+        if c.reach:  # 2 per thread, each spanning the reach; 1 where an index may wrap
+            low, width = c.reach
+            many = binop(const(2), ast.Mult(), threads)
+            tests: list[ast.expr] = [] if isinstance(lo, ast.Constant) else [ast.Compare(
+                left=plus(clone(lo), const(low)) if low > 0 else minus(lo, const(-low)),
+                ops=[ast.GtE()], comparators=[const(0)])]
+            tests.append(ast.Compare(left=name(c.trips), ops=[ast.GtE()], comparators=[
+                binop(many, ast.Mult(), const(width))]))
+            pre.append(assign(c.chunks, ast.IfExp(test=tests[0] if len(tests) == 1 else
+                                                  ast.BoolOp(op=ast.And(), values=tests),
+                                                  body=clone(many), orelse=const(1))))
+        else:
+            pre.append(assign(c.chunks, ast.Call(func=name("min"), args=[threads, ast.Call(
+                func=name("max"), args=[name(c.trips), const(1)], keywords=[])], keywords=[])))
+        npn = self._global("np", np)
+        for a, part in c.parts.items():
+            shape = binop(ast.Tuple(elts=[name(c.chunks)], ctx=ast.Load()), ast.Add(),
+                          ast.Attribute(value=name(a), attr="shape", ctx=ast.Load()))
+            pre.append(assign(part, _np_call(npn, "zeros", [shape, ast.Attribute(
+                value=name(a), attr="dtype", ctx=ast.Load())])))
+        # each chunk's sums go to an array, added up after the loop (a parfor reduction of
+        # a sum updated under an ``if`` in the chunk's loop trips Numba's reduction analysis)
+        for n, arr in c.sums.items():
+            kind = self.u.kinds.get(self.primal_of.get(n, n))
+            if kind is None or kind.cls not in "fc":
+                return None
+            make = "zeros" if c.family[n] == "+" else "ones"
+            dtype = ast.Attribute(value=name(npn), attr="complex128" if kind.cls == "c"
+                                  else "float64", ctx=ast.Load())
+            pre.append(assign(arr, _np_call(npn, make, [name(c.chunks), dtype])))
+        return pre
+
+    def _chunk_loops(self, c: _Chunks, run: ast.For) -> tuple[ast.For, ast.For]:
+        """The parallel loop over chunks (``prange``) and the loop it stands in: itself, or
+        the loop over the two phases (even chunks, then odd ones) where chunks meet."""
+        head = [assign(m, const(0.0 if c.family[n] == "+" else 1.0))
+                for n, m in c.mine.items()]
+        tail = [ast.Assign(targets=[ast.Subscript(value=name(c.sums[n]), slice=name(c.c),
+                                                  ctx=ast.Store())], value=name(m))
+                for n, m in c.mine.items()]
+        count: ast.expr = name(c.chunks)
+        if c.reach:  # chunk _c = 2 * _half + _phase
+            head.insert(0, assign(c.c, binop(binop(const(2), ast.Mult(), name(c.half)),
+                                             ast.Add(), name(c.phase))))
+            count = binop(binop(binop(name(c.chunks), ast.Sub(), name(c.phase)), ast.Add(),
+                                const(1)), ast.FloorDiv(), const(2))
+        par = ast.For(target=name(c.half if c.reach else c.c, True), iter=ast.Call(
+            func=name(self.prange), args=[count], keywords=[]),
+            body=[*head, run, *tail], orelse=[])
+        outer = ast.For(target=name(c.phase, True), iter=ast.Call(func=name("range"), args=[
+            const(2)], keywords=[]), body=[par], orelse=[]) if c.reach else par
+        return par, outer
+
+    @staticmethod
+    def _chunk_note(i: str, c: _Chunks, verdict: Verdict) -> ast.stmt:
+        if c.reach:
+            return emit.comment(f"prange loop over {i}: chunks of iterations, the even ones "
+                                f"at once, then the odd ones ({', '.join(verdict.collisions)}"
+                                " added into directly: neighbouring chunks share elements)")
+        return emit.comment(f"prange loop over {i}: one chunk of iterations per thread; "
+                            f"{', '.join(c.parts)} accumulated per chunk, then added up")
 
     def _global(self, want: str, obj: Any) -> str:
         """A name the generated code reads ``obj`` through (bound in the environment)."""
@@ -327,6 +315,63 @@ class Parallel:
         self.u.namer.free.add(n)
         self.env[n] = obj
         return n
+
+def _np_call(npn: str, fn: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Attribute(value=name(npn), attr=fn, ctx=ast.Load()), args=args,
+                    keywords=[])
+
+
+class _Chunks:
+    """The names one chunked loop introduces, and the rewriting of its body and its end."""
+
+    def __init__(self, namer: Any, reach: tuple[int, int] | None, verdict: Verdict) -> None:
+        self.reach = reach
+        self.trips, self.chunks, self.c = (namer.fresh(x) for x in ("_trips", "_chunks", "_c"))
+        self.half, self.phase = (namer.fresh(x) for x in ("_half", "_phase")) if reach \
+            else ("", "")
+        self.parts = {} if reach else {a: namer.fresh(f"_{a.lstrip('_')}_part")
+                                       for a in verdict.collisions}
+        self.mine = {n: namer.fresh(f"_{n.lstrip('_')}_chunk") for n, _ in verdict.sums}
+        self.family = dict(verdict.sums)
+        self.sums = {n: namer.fresh(f"_{n.lstrip('_')}_sums") for n in self.mine}
+        self.zeroed = verdict.zeroed
+
+    def start(self, lo: ast.expr, m: ast.expr) -> ast.expr:
+        """``lo + m * trips // chunks``: where chunk ``m`` starts."""
+        return plus(lo, binop(binop(m, ast.Mult(), name(self.trips)), ast.FloorDiv(),
+                              name(self.chunks)))
+
+    def inner(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        """A chunk's iteration: collisions into its partial buffer, sums into its scalars."""
+        inner = clone(body)
+        for s in walk_stmts(inner):
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript) \
+                    and isinstance(s.target.value, ast.Name) \
+                    and s.target.value.id in self.parts:
+                sl = s.target.slice
+                elts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+                s.target = ast.Subscript(value=name(self.parts[s.target.value.id]),
+                                         slice=ast.Tuple(elts=[name(self.c), *elts],
+                                                         ctx=ast.Load()), ctx=ast.Store())
+        holder = ast.Module(body=inner, type_ignores=[])
+        mine = self.mine
+        replace_names(holder, lambda n: ast.Name(id=mine[n.id], ctx=n.ctx) if n.id in mine
+                      else n)
+        return [assign(z, const(0.0)) for z in self.zeroed] + holder.body
+
+    def adding(self) -> list[ast.stmt]:
+        """After the loop: each partial buffer and per-chunk sum added up."""
+        adds = [(a, part, ast.Add()) for a, part in self.parts.items()] + [
+            (n, arr, ast.Add() if self.family[n] == "+" else ast.Mult())
+            for n, arr in self.sums.items()]
+        if not adds:
+            return []
+        return [ast.For(target=name(self.c, True), iter=ast.Call(
+            func=name("range"), args=[name(self.chunks)], keywords=[]), body=[
+                ast.AugAssign(target=name(a, True), op=op, value=ast.Subscript(
+                    value=name(part), slice=name(self.c), ctx=ast.Load()))
+                for a, part, op in adds], orelse=[])]
+
 
 def _reach(body: list[ast.stmt], arrays: tuple[str, ...], i: str) -> tuple[int, int] | None:
     """(lowest ``c``, number of ``c`` values spanned) where every access of each of

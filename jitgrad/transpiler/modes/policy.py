@@ -16,6 +16,37 @@ would be a silently wrong gradient):
    itself is not rebound after the view is made;
 3. each index name holds, in the adjoint, the value it had when the view was made: the
    index of a loop around both that nothing else rebinds, or a name never rebound after.
+
+A scalar the adjoint needs from a tape is stored once per run of the outermost loop it is
+invariant in, not once per trip (``ReadPolicy.hoisted``): pushed before that loop ``L``
+and popped before ``L``'s adjoint, which rebinds nothing in between.  Preconditions:
+
+4. ``L`` is a ``for`` over ``range``, in no checkpointed or ``prange`` loop (the planner
+   also refuses functions with checkpointed regions), and ``s`` reads the value in ``L``;
+5. either nothing in ``L`` binds the name and a definition of it dominates ``L`` (its
+   value at ``L``'s entry is the one every trip reads), or its one definition
+   ``n = e`` is at the top of ``L``'s body, dominates ``s``, no ``break``, ``continue``,
+   ``return`` or ``raise`` is in ``L``'s body, and ``e`` is invariant in ``L``
+   (``Dataflow.invariant``: no call, no name ``L`` binds, no buffer ``L`` writes under
+   any name that may share it); ``e`` is then pushed before ``L`` only when ``L`` makes
+   a trip (the first trip evaluates it with the same operands).
+
+An array a loop ``O`` writes in the first part of its body and only reads elements of
+after (a scratch array filled per outer trip, read in inner loops) is stored once per trip
+of ``O``, after its last write, and given back at the start of the trip's adjoint; the
+element reads after that write are read again (``ReadPolicy.kept``).  Preconditions:
+
+6. the array is bound once, to a fresh allocation before ``O`` that dominates it, and
+   nothing shares its buffer (no other name, alias group or view); the planner refuses
+   functions with checkpointed regions;
+7. ``O`` is a ``for`` over ``range`` in no checkpointed or ``prange`` loop, nothing in its
+   body leaves it (``break``, ``continue``, ``return``, ``raise``), and the statements of
+   its body after the last one that writes the array (elements, appends, or using it
+   whole) only read its elements and shape;
+8. the read and the statement whose adjoint reads it again are in that part, the read in a
+   loop inside ``O``, and the first part writes the array only in loops (filled element by
+   element, read over and over: the case worth one copy per trip; a cost rule, not a
+   correctness one).
 """
 
 from __future__ import annotations
@@ -26,7 +57,7 @@ from ...rules.primitives import fact
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis, primitive_of
 from ..nodes import clone, walk, walk_stmts
-from ..notes import POS
+from ..notes import BLOCK, CHECKPOINTED, END, POS, PRANGE
 
 #: builtins that read their arguments only
 _PURE = frozenset({"len", "range", "prange", "int", "float", "bool", "abs", "min", "max"})
@@ -43,6 +74,7 @@ class ReadPolicy:
         self._memo: dict[str, bool] = {}
         self._stores: set[str] | None = None
         self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._typed: dataflow.Dataflow | None = None
 
     def _stored_into(self) -> set[str]:
         """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
@@ -112,6 +144,84 @@ class ReadPolicy:
                 return None
         return a, [clone(p) for p in parts]
 
+    def typed(self) -> dataflow.Dataflow:
+        """The dataflow with the kinds (a scalar shares no buffer): for ``invariant``."""
+        if self._typed is None:
+            kinds = self.an.kinds
+            self._typed = dataflow.Dataflow(
+                self.body, is_array=lambda n: self.an.kind(n).is_array if n in kinds else None)
+        return self._typed
+
+    def hoisted(self, n: str, s: ast.stmt) -> tuple[ast.For, ast.expr | None] | None:
+        """Where the scalar ``n``, stored for the adjoint of ``s``, can be stored once per
+        run of a loop ``L`` around ``s`` instead of once per trip (the module's
+        preconditions 4 and 5): ``(L, None)`` where ``L`` does not bind ``n`` (``n`` is
+        pushed before ``L``), ``(L, e)`` where ``n = e`` heads ``L``'s body with ``e``
+        invariant there (``e`` is pushed); the outermost such loop; else None."""
+        an = self.an
+        k = an.kind(n)
+        loops = an.enclosing_loops(s)
+        if k.is_array or k.ndim != 0 or not loops or any(
+                CHECKPOINTED.get(x) or PRANGE.get(x) for x in loops):
+            return None
+        defs = an.defs.get(n, [])
+        for loop in loops:  # outermost first: the fewest pushes
+            if dataflow.loop_index(loop) is None:
+                continue
+            if any(POS.get(loop) <= POS.get(d) <= END.get(loop) for d in defs):
+                e = self._heads(n, loop, s, defs)
+                if e is not None:
+                    return loop, e
+                continue
+            if any(an.dominates(d, loop) for d in defs) \
+                    and self.typed().invariant(loop, ast.Name(id=n, ctx=ast.Load())):
+                return loop, None
+        return None
+
+    def kept(self, a: str, d: ast.stmt, s: ast.stmt) -> tuple[ast.For, int] | None:
+        """``(O, k)`` where the array ``a``, read by ``d`` for the adjoint of ``s``, can be
+        stored once per trip of the loop ``O`` after ``O.body[k]`` (its last write there)
+        and ``d`` read again (the module's preconditions 6 to 8); else None."""
+        an = self.an
+        defs = [x for x in an.defs.get(a, []) if a in dataflow.binds(x)]  # not a[i] = v
+        if not (an.kind(a).is_array and len(defs) == 1
+                and dict(dataflow.fresh_binds(defs[0])).get(a)):
+            return None
+        if self.typed().shares(a) != {a} or set(an.aliases.get(a, {a})) != {a} \
+                or a in an.views or any(b == a for b, _ in an.views.values()):
+            return None
+        loops = an.enclosing_loops(d)
+        if any(CHECKPOINTED.get(x) or PRANGE.get(x) for x in loops):
+            return None
+        for depth in range(len(loops) - 1, -1, -1):  # the innermost loop that writes it
+            o = loops[depth]
+            last = next((k for k in range(len(o.body) - 1, -1, -1)
+                         if not dataflow.elements_read_only(o.body[k:k + 1], a)), None)
+            if last is None:
+                continue
+            if depth == len(loops) - 1 or dataflow.loop_index(o) is None \
+                    or not an.dominates(defs[0], o) or last + 1 == len(o.body) or any(
+                    isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+                    for x in walk_stmts(o.body)) or any(
+                    not isinstance(x, ast.For) and not dataflow.elements_read_only([x], a)
+                    for x in o.body[:last + 1]):
+                return None  # (written other than by loops: a copy may cost more)
+            lo, hi = POS.get(o.body[last + 1]), END.get(o)
+            return (o, last) if lo <= POS.get(d) <= POS.get(s) <= hi else None
+        return None
+
+    def _heads(self, n: str, loop: ast.For, s: ast.stmt, defs: list[ast.stmt]
+               ) -> ast.expr | None:
+        """``e`` where ``n = e``, ``n``'s one definition, is at the top of ``loop``'s body,
+        dominates ``s``, nothing in the body leaves it, and ``e`` is invariant in ``loop``."""
+        if len(defs) != 1 or dataflow.plain_binding(defs[0]) != n:
+            return None
+        d = defs[0]
+        if BLOCK.get(d) != id(loop.body) or not self.an.dominates(d, s) or any(
+                isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+                for x in walk_stmts(loop.body)):
+            return None
+        return clone(d.value) if self.typed().invariant(loop, d.value) else None
 
     def _place(self) -> dict[int, tuple[list[ast.stmt], int]]:
         if self._at is None:

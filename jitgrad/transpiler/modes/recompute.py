@@ -46,6 +46,9 @@ class Capture:
     #: the value stored earlier at the same statement that this one equals: its tape serves
     #: both (``ReadPolicy.same_value``)
     twin: str | None = None
+    #: stored once per run of this loop, before it, instead (``ReadPolicy.hoisted``): the
+    #: loop, and the invariant expression to push where the value is made in it
+    hoist: tuple[ast.For, ast.expr | None] | None = None
 
 
 @dataclass
@@ -75,6 +78,9 @@ class Planner:
         self.nonlinear_reads = nonlinear_reads(body, an)
         #: statement id -> the scalars taped before it, restored after its adjoint
         self.restore_at: dict[int, set[str]] = {}
+        #: (id of a loop body, index in it, array) of the arrays stored once per trip of
+        #: that loop after that statement, for element reads read again (``Plan.kept``)
+        self.kept: set[tuple[int, int, str]] = set()
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
              compound: bool, made: set[str]) -> Captures:
@@ -102,6 +108,7 @@ class Planner:
                     n, s, restored, post=is_out, steps=not compound and not is_out))
             if not d.stored:
                 restored.update(m for m, _ in d.plan.steps)  # restored on the way
+                self.kept |= d.plan.kept
                 if restores:
                     restored.add(n)
                 values.append(Capture(n, is_out, restores, d))
@@ -112,8 +119,9 @@ class Planner:
     def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str]
                ) -> Capture:
         """How the stored value ``c`` is kept: restored once per trip where its loop first
-        rebinds it, on the tape of a value stored at ``s`` that it equals, or on a tape of
-        its own (``taped`` then gains it)."""
+        rebinds it, on the tape of a value stored at ``s`` that it equals, once per run of
+        a loop it is invariant in (``ReadPolicy.hoisted``), or on a tape of its own
+        (``taped`` then gains it, in the last two cases)."""
         n = c.name
         at = self.restored_next_trip(n, s) if c.restores else None
         if at is not None:  # the next trip's adjoint restores it where ``at`` rebinds it
@@ -124,6 +132,9 @@ class Planner:
                        and self.policy.same_value(m, n, s)), None)
         if c.twin is None:
             taped.append(n)
+            if not (c.is_out or self.regions or self.policy is None):
+                # once per run of that loop, popped before its adjoint
+                c.hoist = self.policy.hoisted(n, s)
         if c.restores:
             restored.add(n)
         return c
@@ -434,12 +445,17 @@ class _Again:
         if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
             policy = self.planner.policy
             view = policy.unwritten_view(base, self.d, self.s) if policy else None
-            if view is None:
+            kept = None if view is not None or policy is None or self.planner.regions \
+                else policy.kept(base, self.d, self.s)
+            if view is None and kept is None:
                 self.why(f"{base} is written later")
                 return None
-            # a view of an array nothing writes: its element, read from that array
-            sub = compose(view[0], view[1], v.slice)
-            base = view[0]
+            if kept is not None:  # given back at the start of the trip's adjoint
+                self.plan.kept.add((id(kept[0].body), kept[1], base))
+                sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
+            else:  # a view of an array nothing writes: its element, read from that array
+                sub = compose(view[0], view[1], v.slice)
+                base = view[0]
         else:
             sub = ast.Subscript(value=name(base), slice=clone(v.slice), ctx=ast.Load())
         for m in [m for m in walk(sub.slice) if isinstance(m, ast.Name)]:

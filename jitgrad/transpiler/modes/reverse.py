@@ -88,7 +88,9 @@ class Reverser:
         last = None
         local = [n for n, b in an.block_local.items() if b == id(stmts)]
         chunks: list[list[ast.stmt]] = []  # each statement's forward, last statement first
-        for s in reversed(stmts):
+        kept: list[ast.stmt] = []  # arrays given back at the start of this trip's adjoint
+        for k in range(len(stmts) - 1, -1, -1):
+            s = stmts[k]
             # a write through a name sharing a buffer changes every name on that buffer
             # what a later statement restored of this one's outputs: the values it made
             self.tapes.made = restored & set(dataflow.binds(s, elements=True))
@@ -96,6 +98,7 @@ class Reverser:
                          for m in an.aliases.get(n, {n}) | {n}}
             f, r = self.stmt(s, restored)
             f, r = self.tapes.restore_before(s, f, r, restored)
+            f = self.tapes.keep_after(stmts, k, f, kept)
             chunks.append(list(f))  # as it is now, like the slice assignment was
             line = getattr(s, "lineno", None)
             if r and line and line != last and not isinstance(s, (ast.For, ast.While, ast.If)):
@@ -106,6 +109,7 @@ class Reverser:
             rev += r
         # joined once (prepending each statement's forward was quadratic in the block)
         fwd: list[ast.stmt] = [x for f in reversed(chunks) for x in f]
+        rev[:0] = kept
         if rev and local:  # arrays made afresh in this block: zero their adjoints on entry
             rev[:0] = [self.statements.adjoint_view(n) if n in an.views else
                        assign(self.unit.adj(n), self.unit.zero(n))

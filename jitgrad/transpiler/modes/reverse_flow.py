@@ -182,12 +182,14 @@ class ControlFlow(Part):
         fa = s.iter.args
         f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
             (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
-        fwd = before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
+        once, popped = self.tapes.hoisted(s, (f_start, f_stop, f_step), (start, stop, step),
+                                          restored)  # values stored once per run of it
+        fwd = once + before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
             (self._hoisted_reserves(s, bf, f_start, f_stop, f_step) if not cnt else []) + \
             ([assign(cnt, const(0))] if cnt else []) + [loop] + after
         if cnt is not None:
-            return self._counted(s, fwd, pops + rev, cnt, restored)
-        return fwd, pops + rev
+            return self._counted(s, fwd, pops + popped + rev, cnt, restored)
+        return fwd, pops + popped + rev
 
     def _hoisted_reserves(self, s: ast.For, bf: list[ast.stmt], start, stop, step
                           ) -> list[ast.stmt]:

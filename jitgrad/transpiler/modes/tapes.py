@@ -10,6 +10,7 @@ go to typed arrays reserved once per loop; arrays to lists of snapshots.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from ...kernels import helpers, snapshots
 from ..analysis import dataflow
@@ -24,6 +25,18 @@ from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH
 from .recompute import Capture, Planner
 from .unit import Part, Unit
+
+
+@dataclass
+class Hoist:
+    """A value stored once per run of a loop (``ReadPolicy.hoisted``): its name, the
+    invariant expression pushed where it is made in the loop (None: the name itself),
+    the name the adjoint pops it into, and why it is stored."""
+
+    name: str
+    expr: ast.expr | None
+    target: str
+    why: str
 
 
 class Tapes(Part):
@@ -48,6 +61,10 @@ class Tapes(Part):
         self.restored_names: set[str] = set()
         #: outputs of the statement being reversed that a later statement's adjoint restored
         self.made: set[str] = set()
+        #: loop id -> the values stored once per run of it (``Hoist``), and (loop id, name,
+        #: under its own name) -> the name each is popped into
+        self.hoists: dict[int, list[Hoist]] = {}
+        self._hoisted: dict[tuple[int, str, bool], str] = {}
         #: the generated module's name of ``unbroadcast`` (the statements' too)
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
 
@@ -79,6 +96,8 @@ class Tapes(Part):
                 fwd = fwd_after if c.is_out else fwd_before
                 if c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
+                elif c.hoist is not None:
+                    into[c.name] = self.hoist(c, mapping)
                 elif not c.next_trip:
                     pops += self.store(c, s, mapping, fwd, into)
                 continue
@@ -88,7 +107,8 @@ class Tapes(Part):
         if mapping:
             rev[:] = [rename(x, mapping) for x in rev]
         stored = [c.decision for c in record.values
-                  if c.decision.stored and not c.next_trip and c.twin is None]
+                  if c.decision.stored and not c.next_trip and c.twin is None
+                  and c.hoist is None]
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -137,6 +157,73 @@ class Tapes(Part):
         else:
             mapping[c.name] = target
         return pops
+
+    def hoist(self, c: Capture, mapping: dict[str, str]) -> str:
+        """Note ``c``, stored once per run of the loop ``c.hoist`` names (pushed and popped
+        by ``hoisted``); the adjoint reads it under the name it is popped into (returned)."""
+        loop, e = c.hoist
+        key = (id(loop), c.name, c.restores)
+        target = self._hoisted.get(key)
+        if target is None:
+            target = c.name if c.restores else self.namer.fresh("_" + c.name.lstrip("_") + "_")
+            self._hoisted[key] = target
+            self.hoists.setdefault(id(loop), []).append(
+                Hoist(c.name, e, target, c.decision.reason))
+        if c.restores:
+            self.restored_names.add(c.name)
+        else:
+            mapping[c.name] = target
+        return target
+
+    def hoisted(self, loop: ast.For, fwd_range: tuple, rev_range: tuple, restored: set[str]
+                ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """The pushes before ``loop`` of the values stored once per run of it, and their
+        pops before its adjoint (an invariant expression only where the loop makes a trip:
+        ``fwd_range`` and ``rev_range`` are its ``(start, stop, step)`` in each sweep).
+        ``restored`` (the loop's block's) gains the names popped under their own name that
+        the loop does not bind: after its adjoint they hold their value at its entry."""
+        before: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        for h in self.hoists.pop(id(loop), []):
+            c = decision(f"stored {h.name} once per loop over {loop.target.id}, not per trip:"
+                         f" {h.why}")
+            PUSH.set(c, True)
+            push, pop = self.new_tape(self.namer.tape(h.name), h.name, loop)
+            pops = pop(h.target)
+            if h.expr is not None:  # the value the loop's first trip gives the name anyway
+                push = [self._if_trips(fwd_range, [assign(h.name, h.expr), *push])]
+                pops = [self._if_trips(rev_range, pops)]
+            elif h.target == h.name:
+                restored.add(h.name)
+            before += [c, *push]
+            after += pops
+        return before, after
+
+    def _if_trips(self, rng: tuple, body: list[ast.stmt]) -> ast.stmt:
+        """``if <range(*rng) makes a trip>: body`` (a push: ``PUSH``)."""
+        test = ast.Compare(left=self.trips(*rng), ops=[ast.Gt()], comparators=[const(0)])
+        out = ast.If(test=test, body=body, orelse=[])
+        PUSH.set(out, True)
+        return out
+
+    def keep_after(self, body: list[ast.stmt], k: int, fwd: list[ast.stmt],
+                   kept: list[ast.stmt]) -> list[ast.stmt]:
+        """``fwd`` (of ``body[k]``, a loop body's statement) with the arrays the planner keeps
+        after it (``Planner.kept``) pushed after it, once per trip; ``kept`` gains their
+        pops, which go at the start of the trip's adjoint (``ReadPolicy.kept``)."""
+        names = sorted(a for b, at, a in self.planner.kept if b == id(body) and at == k)
+        if not names:
+            return fwd
+        c = decision(f"stored {', '.join(names)} once per trip, after the last write: "
+                     "the reads after it are read again")
+        PUSH.set(c, True)
+        after: list[ast.stmt] = [c]
+        for a in names:
+            push, pop = self.new_tape(self.namer.tape(a), a, body[k])
+            after += push
+            kept += pop(a)
+            self.restored_names.add(a)
+        return [*fwd, *after]
 
     def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
                        restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
