@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import keyword
 
-from .nodes import walk
+from .nodes import _NAME_FIELDS, _name_fields
 
 
 class Namer:
@@ -162,14 +162,26 @@ def is_tape(name: str) -> bool:
 
 
 def names_in(node: ast.AST) -> set[str]:
-    """All identifiers (loaded or stored) under ``node``."""
+    """All identifiers (loaded or stored) under ``node``: names, parameters and function
+    names (one loop over an explicit stack, skipping fields that hold no node)."""
     out = set()
-    for n in walk(node):
+    todo = [node]
+    while todo:
+        n = todo.pop()
         if isinstance(n, ast.Name):
             out.add(n.id)
-        elif isinstance(n, ast.arg):
+            continue
+        if isinstance(n, ast.arg):
             out.add(n.arg)
         elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and hasattr(n, "name"):
             out.add(n.name)
+        elif not isinstance(n, ast.AST):
+            continue
+        for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                todo.extend(v)
+            elif isinstance(v, ast.AST):
+                todo.append(v)
     return out
 

@@ -105,14 +105,15 @@ def _name_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-def loaded_ids(node: ast.AST) -> set[str]:
-    """The names ``node`` reads (``Name`` nodes in a load context), without a generator."""
+def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
+    """The names ``node`` (a node or a list of them) reads (``Name`` nodes in a load
+    context; with ``ctx=ast.Store``, those it binds), without a generator."""
     out: set[str] = set()
-    todo = [node]
+    todo = list(node) if isinstance(node, list) else [node]
     while todo:
         n = todo.pop()
         if isinstance(n, ast.Name):
-            if isinstance(n.ctx, ast.Load):
+            if isinstance(n.ctx, ctx):
                 out.add(n.id)
         elif isinstance(n, ast.AST):
             for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
@@ -171,11 +172,16 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
 
 
 def walk_stmts(body: list[ast.stmt]):
-    """Every statement of ``body`` and of the blocks nested in it, in source order."""
+    """Every statement of ``body`` and of the blocks nested in it, in source order (a
+    nested generator only for a block that holds statements: most hold none)."""
     for s in body:
         yield s
-        for f in ("body", "orelse"):
-            yield from walk_stmts(getattr(s, f, []) or [])
+        sub = getattr(s, "body", None)
+        if sub.__class__ is list and sub:
+            yield from walk_stmts(sub)
+        sub = getattr(s, "orelse", None)
+        if sub.__class__ is list and sub:
+            yield from walk_stmts(sub)
 
 
 def relocate(s: ast.stmt, at: ast.AST) -> None:
@@ -221,4 +227,6 @@ def this_loop(body: list[ast.stmt]):
         yield s
         if not isinstance(s, (ast.For, ast.While)):
             for f in ("body", "orelse"):
-                yield from this_loop(getattr(s, f, []) or [])
+                sub = getattr(s, f, None)
+                if sub.__class__ is list and sub:
+                    yield from this_loop(sub)

@@ -38,6 +38,7 @@ from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import draws, method_function
 from ..front.inline import resolve
+from ..nodes import walk
 from .kinds import list_tape_call
 
 #: calls made for their effect that write no array of the function
@@ -82,7 +83,7 @@ def refuse_hidden_writes(stmts: list[ast.stmt], an, env: dict, parsed,
         if n is None:
             continue
         if tangents and not any(k.arg == "out" for k in s.value.keywords) and not (
-                {n, *an.aliases.get(n, ())} | {m.id for m in ast.walk(s.value)
+                {n, *an.aliases.get(n, ())} | {m.id for m in walk(s.value)
                                                  if isinstance(m, ast.Name)}) & an.active:
             continue
         un = parsed.user_name(n)
@@ -100,7 +101,7 @@ def first_draw(stmts: list[ast.stmt], env: dict) -> ast.Call | None:
     (``np.random.normal(...)``, ``random.random()``: the primitive table's ``random``
     fact), else None: code that runs ``stmts`` again must replay the generator's state."""
     for s in stmts:
-        for v in ast.walk(s):
+        for v in walk(s):
             if isinstance(v, ast.Call) and draws(resolve(v.func, env)):
                 return v
     return None

@@ -24,8 +24,8 @@ from typing import Any
 
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
-from ..naming import Namer, names_in
-from ..nodes import clone
+from ..naming import Namer
+from ..nodes import clone, mentions
 from ..notes import ZEROING
 from . import emit, jvp_workspace
 from .jit import BUFFER
@@ -122,7 +122,7 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
     0.54 ms, the hand adjoint's).  Statements that read it are copied (the variants and
     the IR share the others)."""
     one = ast.Constant(value=1.0)
-    return [renamed_copy(s, {seed: one}) if seed in names_in(s) else s for s in body]
+    return [renamed_copy(s, {seed: one}) if mentions(s, seed, 1) else s for s in body]
 
 
 def unchecked_tape_text(src: str, tapes: set[str], get: str, put: str) -> str:

@@ -32,6 +32,7 @@ from ..nodes import (
     _STATELESS,
     clone,
     clone_with,
+    loaded_ids,
     replace_names,
     stmts_by_depth,
     this_loop,
@@ -175,11 +176,8 @@ def rename(node, mapping: dict[str, str | ast.expr]):
 
 
 def stored_names(stmts: list[ast.stmt]) -> set[str]:
-    out = set()
-    for n in walk(ast.Module(body=stmts, type_ignores=[])):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-    return out
+    """The names ``stmts`` bind (``Name`` nodes in a store context)."""
+    return loaded_ids(stmts, ast.Store)
 
 
 class Inliner:

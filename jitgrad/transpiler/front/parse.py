@@ -234,14 +234,15 @@ def parse_function(func: Any) -> Parsed:
                                   "session or exec) so jitgrad can read it") from None
     src = textwrap.dedent("".join(lines))
     try:
-        mod = ast.parse(src)  # what a gast round trip gave back, without its two conversions
+        # what a gast round trip gave back, without its two conversions; blank lines first
+        # give every node its line in the user's file (``ast.increment_lineno``'s walk)
+        mod = ast.parse("\n" * (first - 1) + src)
     except SyntaxError as exc:
         raise TransformError(f"cannot parse the source of {py.__qualname__}: {exc.msg}",
                              filename=filename, lineno=first,
                              source_line=lines[0] if lines else "",
                              hint="define the function with a plain def statement "
                                   "jitgrad can read on its own") from None
-    ast.increment_lineno(mod, first - 1)  # every node carries its line in the user's file
     fn = next((n for n in mod.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
               None)
     parsed = Parsed(py, fn, {}, filename, first, [ln.rstrip("\n") for ln in lines])

@@ -75,6 +75,7 @@ class ReadPolicy:
         self._stores: set[str] | None = None
         self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._typed: dataflow.Dataflow | None = None
+        self._jumps: dict[int, bool] = {}
 
     def _stored_into(self) -> set[str]:
         """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
@@ -200,9 +201,8 @@ class ReadPolicy:
             if last is None:
                 continue
             if depth == len(loops) - 1 or dataflow.loop_index(o) is None \
-                    or not an.dominates(defs[0], o) or last + 1 == len(o.body) or any(
-                    isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-                    for x in walk_stmts(o.body)) or any(
+                    or not an.dominates(defs[0], o) or last + 1 == len(o.body) \
+                    or self._jumps_in(o) or any(
                     not isinstance(x, ast.For) and not dataflow.elements_read_only([x], a)
                     for x in o.body[:last + 1]):
                 return None  # (written other than by loops: a copy may cost more)
@@ -217,11 +217,20 @@ class ReadPolicy:
         if len(defs) != 1 or dataflow.plain_binding(defs[0]) != n:
             return None
         d = defs[0]
-        if BLOCK.get(d) != id(loop.body) or not self.an.dominates(d, s) or any(
-                isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
-                for x in walk_stmts(loop.body)):
+        if BLOCK.get(d) != id(loop.body) or not self.an.dominates(d, s) \
+                or self._jumps_in(loop):
             return None
         return clone(d.value) if self.typed().invariant(loop, d.value) else None
+
+    def _jumps_in(self, loop: ast.stmt) -> bool:
+        """Does a ``break``, ``continue``, ``return`` or ``raise`` lie in ``loop``'s body
+        (found once per loop: asked per stored value, a walk each time was quadratic)."""
+        hit = self._jumps.get(id(loop))
+        if hit is None:
+            hit = self._jumps[id(loop)] = any(
+                isinstance(x, (ast.Break, ast.Continue, ast.Return, ast.Raise))
+                for x in walk_stmts(loop.body))
+        return hit
 
     def _place(self) -> dict[int, tuple[list[ast.stmt], int]]:
         if self._at is None:

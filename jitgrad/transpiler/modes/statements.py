@@ -421,7 +421,11 @@ def doubled(terms: list[tuple[str, ast.expr]]) -> list[tuple[str, ast.expr]]:
     one product fewer, and the same number (doubling is exact)."""
     out: list[tuple[str, ast.expr]] = []
     seen: dict[tuple[str, str], int] = {}
+    once = _once([var for var, _ in terms])
     for var, g in terms:
+        if var in once:  # (no other term to compare with: no dump of its gradient)
+            out.append((var, g))
+            continue
         key = (var, ast.dump(g))
         k = seen.get(key)
         if k is None:
@@ -433,3 +437,11 @@ def doubled(terms: list[tuple[str, ast.expr]]) -> list[tuple[str, ast.expr]]:
         else:
             out.append((var, g))
     return out
+
+
+def _once(names: list[str]) -> set[str]:
+    """The names that occur once in ``names``."""
+    count: dict[str, int] = {}
+    for n in names:
+        count[n] = count.get(n, 0) + 1
+    return {n for n, c in count.items() if c == 1}
