@@ -295,6 +295,34 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _number(body, an)
     stmts = list(walk_stmts(body))
     _check_kinds(stmts, an, env, parsed)
+    _defs_and_uses(body, stmts, an, env)
+    an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
+    _swapped(stmts, an)
+    varied = _activity(stmts, an, env, wrt, returns)
+    for s in stmts:
+        for n in dataflow.binds(s, elements=True):
+            if n in an.active and an.kind(n).cls == "c":
+                raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
+                                   "real (float) values only", s,
+                                   "split the value into real and imaginary float parts")
+    _check_views(stmts, an, varied, env, parsed, args,
+                 ({id(x) for x in body}, asserted_distinct(body)))
+    _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
+    _modes(body, an, args, returns)
+    _block_local(body, an, args)
+    _settle_views(body, an, env, parsed, tangents)
+    if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
+        refuse_loop_shape_changes(body, an, env, parsed)
+    refuse_hidden_writes(stmts, an, env, parsed, tangents)
+    _args_written(stmts, an, args, env)
+    an.freeze()
+    return an
+
+
+def _defs_and_uses(body: list[ast.stmt], stmts: list[ast.stmt], an: Analysis,
+                   env: dict) -> None:
+    """Per name: the statements binding it, writing it in place and reading it; the
+    names bound at the top level; the arrays ``u -= e`` writes in place."""
     for s in stmts:  # ``u -= e`` on an array writes the buffer ``u`` names in place
         if AUG.get(s) and isinstance(s.value, ast.BinOp) \
                 and isinstance(s.value.left, ast.Name) and an.kind(s.value.left.id).is_array:
@@ -323,8 +351,10 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
             for n in walk(p):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     an.uses.setdefault(n.id, []).append(s)
-    an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
-    # names swapped with a written array are written too (they share its buffer)
+
+
+def _swapped(stmts: list[ast.stmt], an: Analysis) -> None:
+    """Names swapped with a written array are written too (they share its buffer)."""
     perms = [[e.id for e in s.targets[0].elts + s.value.elts] for s in stmts
              if is_permutation(s)]
     for p in perms:
@@ -341,6 +371,11 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                 an.written |= set(p)
                 grown = True
 
+
+def _activity(stmts: list[ast.stmt], an: Analysis, env: dict, wrt: list[str],
+              returns: list[ast.expr]) -> set[str]:
+    """Set ``an.active``: the differentiable names that depend on ``wrt`` (varied, which
+    is returned) and that the outputs depend on (useful)."""
     def diff(n: str) -> bool:
         return an.kind(n).differentiable
 
@@ -349,37 +384,18 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
                   and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
                   and view_base(s.value, env) is not None}
     flows = [f for s in stmts for f in _flows(s, env, view_stmts, an.kinds)]
-    # varied: forward dependence on wrt
     forward: dict[str, list[str]] = {}
     for tgt, srcs in flows:
         if diff(tgt):
             for x in srcs:
                 forward.setdefault(x, []).append(tgt)
     varied = _reachable(set(wrt), forward)
-    # useful: backward dependence from the outputs
     backward: dict[str, list[str]] = {}
     for tgt, srcs in flows:
         backward.setdefault(tgt, []).extend(srcs)
     useful = _reachable({r.id for r in returns if isinstance(r, ast.Name)}, backward)
     an.active = {n for n in varied & useful if diff(n)}
-    for s in stmts:
-        for n in dataflow.binds(s, elements=True):
-            if n in an.active and an.kind(n).cls == "c":
-                raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
-                                   "real (float) values only", s,
-                                   "split the value into real and imaginary float parts")
-    _check_views(stmts, an, varied, env, parsed, args,
-                 ({id(x) for x in body}, asserted_distinct(body)))
-    _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
-    _modes(body, an, args, returns)
-    _block_local(body, an, args)
-    _settle_views(body, an, env, parsed, tangents)
-    if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
-        refuse_loop_shape_changes(body, an, env, parsed)
-    refuse_hidden_writes(stmts, an, env, parsed, tangents)
-    _args_written(stmts, an, args, env)
-    an.freeze()
-    return an
+    return varied
 
 
 _VIEW_WRITES = (ast.Subscript, ast.Attribute)  # basic indexing, .T: a view of the adjoint too
