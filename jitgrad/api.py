@@ -141,7 +141,8 @@ class Differentiated:
                             self._aux_size = aux_size(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux, tuples=self._tuples)
+                                             aux=self.has_aux, tuples=self._tuples,
+                                             jit=bool(self.jit))
                     self._prepared_version = version
         return self._prepared
 
