@@ -93,7 +93,7 @@ class ShapeClasses:
             c = self._cls.get(n)
             return c if c == _TOP else self.root(c)
         if n in self.ndims:
-            return SCALAR if self.ndims[n] == 0 else n
+            return SCALAR if self.ndims[n] == 0 else self.root(n)
         v = self.env.get(n)  # a global number (``RSQRT2PI``)
         return SCALAR if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 

@@ -34,10 +34,11 @@ import numpy as np
 
 from ...kernels import arrays as K
 from ...kernels import helpers as H
+from ...rules.primitives import fact
 from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..front.inline import resolve
-from ..nodes import loaded_ids
+from ..nodes import loaded_ids, walk_stmts
 from ..notes import COMMENT
 from .emit import comment
 
@@ -52,15 +53,67 @@ def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any
     the elements (see the module docstring); ``taken``: the names in use (new ones are
     added); ``shared``: adjoint -> the adjoint it is a view of.  The statements of
     ``body`` are not changed: the blocks that change are copied."""
-    first = _Ctx(shapes, env, np_name, set(taken), dataflow.Dataflow(body, shared))
+    stable = _stable_names(body, shapes)
+    first = _Ctx(shapes, env, np_name, set(taken), dataflow.Dataflow(body, shared), stable)
     fused = _block(body, first)
     if not first.last:
         return body
     # again, each chain keeping only what the chains after it read once fused themselves
+    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared))
+    return _block(body, ctx)
+
+
+def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
+          ) -> dict[int, frozenset[str]]:
+    """What is live after each chain in ``fused`` (the body with every chain fused).  Where
+    every chain checks the same shapes, they all run fused or all as written: a checked
+    chain's arrays are live only where fused chains read them."""
     flow = dataflow.Dataflow(fused, shared)
     live = {k: flow.live_after(s) for k, s in first.last.items()}
-    ctx = _Ctx(shapes, env, np_name, taken, first.flow, live)
-    return _block(body, ctx)
+    if len({c for c in first.checks.values() if c}) != 1:
+        return live
+    ran = {id(i): f for i, f in first.guards.values()}
+    fast = dataflow.Dataflow(_replaced(fused, ran), shared)
+    slow = dataflow.Dataflow(_replaced(fused, {id(i): i.orelse for i, _ in
+                                               first.guards.values()}), shared)
+    for k in first.last:
+        if k in first.guards:
+            live[k] = fast.live_after(first.guards[k][1][-1])
+        else:
+            live[k] = fast.live_after(first.last[k]) | slow.live_after(first.last[k])
+    return live
+
+
+def _replaced(stmts: list[ast.stmt], by: dict[int, list[ast.stmt]]) -> list[ast.stmt]:
+    """``stmts`` with each statement whose id ``by`` has replaced by those statements (in
+    nested blocks too; copies of the blocks that change)."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if id(s) in by:
+            out += by[id(s)]
+        elif isinstance(s, (ast.For, ast.While, ast.If)):
+            new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
+            new.body, new.orelse = _replaced(s.body, by), _replaced(s.orelse, by)
+            out.append(new)
+        else:
+            out.append(s)
+    return out
+
+
+def _stable_names(body: list[ast.stmt], shapes: ShapeClasses) -> frozenset[str]:
+    """Names holding one value from their binding on: bound once, at the top level of
+    ``body``, or never (arguments); written in place nowhere."""
+    count: dict[str, int] = {}
+    for s in walk_stmts(body):
+        for n in dataflow.binds(s, elements=True, appends=True):
+            count[n] = count.get(n, 0) + 1
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            count[s.target.id] = count.get(s.target.id, 0) + 1
+    top = {n for s in body for n in dataflow.binds(s)
+           if isinstance(s, ast.Assign) and len(s.targets) == 1}
+    return frozenset(n for n in set(count) | shapes.params | set(shapes.ndims)
+                     if count.get(n, 0) == 0 and n not in shapes.values
+                     or count.get(n) == 1 and n in top)
 
 
 @dataclass
@@ -70,10 +123,18 @@ class _Ctx:
     np_name: str
     taken: set[str]
     flow: dataflow.Dataflow
+    #: names holding one value from their binding on (``_stable_names``)
+    stable: frozenset[str] = frozenset()
     #: a chain's first statement's id -> what is live after it (else found by ``flow``)
     live: dict[int, frozenset[str]] | None = None
     #: a chain's first statement's id -> the last statement running it
     last: dict[int, ast.stmt] = field(default_factory=dict)
+    #: a checked chain's first statement's id -> (its ``if``, the fused statements)
+    guards: dict[int, tuple[ast.If, list[ast.stmt]]] = field(default_factory=dict)
+    #: a chain's first statement's id -> the shapes it checks
+    checks: dict[int, tuple] = field(default_factory=dict)
+    #: statements computing values again at an element, for the statement being written
+    pending: list[ast.stmt] = field(default_factory=list)
 
     def live_after(self, g: _Group) -> frozenset[str]:
         if self.live is not None and id(g.stmts[0]) in self.live:
@@ -135,8 +196,11 @@ class _Group:
     inplace: set[str] = field(default_factory=set)  # arrays it writes in place
     first_read: list[str] = field(default_factory=list)  # arrays read before made
     shaped: list[str] = field(default_factory=list)  # arrays read for their shape
-    reads: set[str] = field(default_factory=set)
-    binds: set[str] = field(default_factory=set)
+    binds: set[str] = field(default_factory=set)  # by any statement of the chain
+    loop_reads: set[str] = field(default_factory=set)
+    pre_reads: set[str] = field(default_factory=set)
+    pre_binds: set[str] = field(default_factory=set)
+    post_reads: set[str] = field(default_factory=set)
     post_binds: set[str] = field(default_factory=set)
 
     def worth(self) -> bool:
@@ -170,18 +234,23 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
     if kind == "scalar":
         if not g.loop:
             return False
-        if not (binds & (g.reads | g.binds)) and not (reads & (g.binds | g.post_binds)):
-            g.pre.append(s)
-        elif not (binds & g.reads):
+        later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
+        if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
+            g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
+            g.pre_reads |= reads
+            g.pre_binds |= binds
+        elif not (binds & (g.loop_reads | g.pre_reads)):
             g.post.append(s)
+            g.post_reads |= reads
             g.post_binds |= binds
         else:
             return False
-        g.reads |= reads
         g.binds |= binds
         return True
     c = _class_of(s, kind, ctx)
-    if c is None or (g.cls is not None and c != g.cls) or reads & g.post_binds:
+    looped = _loop_reads(s, kind, ctx)
+    if c is None or (g.cls is not None and c != g.cls) or looped & g.post_binds \
+            or binds & (g.post_reads | g.pre_reads):
         return False
     if kind == "reduce" and binds & g.binds:
         return False  # (a sum bound twice in one chain: left alone)
@@ -199,11 +268,22 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         else:
             g.made.add(t)
     else:
+        g.post.append(s)  # (its sums are the loop's; what it makes of them comes after)
         g.post_binds |= binds
+        g.post_reads |= reads - looped
     g.loop.append((s, kind))
-    g.reads |= reads
+    g.loop_reads |= looped
     g.binds |= binds
     return True
+
+
+def _loop_reads(s: ast.stmt, kind: str, ctx: _Ctx) -> set[str]:
+    """What ``s`` reads in the loop: all it reads, or for a "reduce" its sums' terms."""
+    if kind == "elem":
+        return dataflow.reads_in([s])
+    sums: list[ast.Call] = []
+    _elementwise(s.value, ctx, sums)
+    return set().union(*(loaded_ids(c) for c in sums))
 
 
 def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
@@ -253,7 +333,16 @@ def _elementwise(e: ast.expr, ctx: _Ctx, sums: list[ast.Call], in_sum: bool = Fa
     if passed is not None:
         return _elementwise(passed, ctx, sums, in_sum)
     parts = elementwise_parts(e, ctx.env)
+    if isinstance(e, ast.Call) and not _on_scalars(resolve(e.func, ctx.env)):
+        return False
     return parts is not None and all(_elementwise(p, ctx, sums, in_sum) for p in parts)
+
+
+def _on_scalars(fn: Any) -> bool:
+    """Does compiled code call ``fn`` on scalars as on arrays (a ufunc, ``math``, the masks
+    of generated code; ``np.where`` becomes a conditional expression)?"""
+    return isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math" \
+        or fn in (H.guard, K.select, np.where, abs)
 
 
 def _passed(e: ast.expr, ctx: _Ctx) -> ast.expr | None:
@@ -308,12 +397,11 @@ def _target(s: ast.stmt) -> str:
 def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     """The statements running chain ``g`` (None: a precondition fails)."""
     ndim = ctx.shapes.ndim(g.cls)
-    ref = next((n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace),
-               None)
+    ref = g.cls if g.cls in ctx.shapes.params else next(
+        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
     if not ndim or ref is None or not _apart(g, ctx):
         return None
-    live = ctx.live_after(g) | set().union(
-        *(dataflow.reads_in([s]) for s in g.post))
+    live = ctx.live_after(g) | g.post_reads
     idx = [ctx.fresh("_k" if d == 0 else f"_k{d + 1}") for d in range(ndim)]
     elem: dict[str, str] = {}  # array made in the loop -> its element's name
     outs: dict[str, str] = {}  # array kept after the loop -> the array it is written into
@@ -323,14 +411,17 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     alloc = [_assign(o, _call(ctx.np_name, "empty_like", [_name(ref)])) for o in outs.values()]
     inits: list[ast.stmt] = []
     inner: list[ast.stmt] = []
-    post: list[ast.stmt] = []
+    sums: dict[int, ast.stmt] = {}
     for s, kind in g.loop:
         if kind == "comment":
             inner.append(s)
         elif kind == "elem":
-            inner.append(_element_stmt(s, g, elem, idx, ctx))
+            made = _element_stmt(s, g, elem, idx, ctx)
+            inner += [*ctx.pending, made]
+            ctx.pending.clear()
         else:
-            post.append(_sum_stmt(s, g, elem, idx, inits, inner, ctx))
+            sums[id(s)] = _sum_stmt(s, g, elem, idx, inits, inner, ctx)
+    post = [sums.get(id(s), s) for s in g.post]
     for n, o in outs.items():
         inner.append(_assign_to(ast.Subscript(value=_name(o), slice=_index(idx),
                                               ctx=ast.Store()), _name(elem[n])))
@@ -340,13 +431,14 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     note = comment(f"one loop over the elements of {ref} (arrays kept: {kept}; "
                    f"no arrays for: {gone})")
     after = [_assign(n, _name(o)) for n, o in outs.items() if o != n]
-    fused = [*g.pre, note, *alloc, *inits, loop, *after, *post, *g.post]
+    fused = [*g.pre, note, *alloc, *inits, loop, *after, *post]
     for s in fused:
         ast.copy_location(s, g.stmts[0])
         ast.fix_missing_locations(s)
     checks = ctx.shapes.checks(g.cls)
     if not checks:
         ctx.last[id(g.stmts[0])] = fused[-1]
+        ctx.checks[id(g.stmts[0])] = ()
         return fused
     test = ast.BoolOp(op=ast.And(), values=[ast.Compare(
         left=_attr(a, "shape"), ops=[ast.Eq()], comparators=[_attr(b, "shape")])
@@ -358,6 +450,8 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     ast.copy_location(guard, g.stmts[0])
     ast.fix_missing_locations(guard)
     ctx.last[id(g.stmts[0])] = guard
+    ctx.guards[id(g.stmts[0])] = (guard, fused)
+    ctx.checks[id(g.stmts[0])] = tuple(checks)
     return [comment(f"where {shapes} have one shape (else as written, broadcasting)"), guard]
 
 
@@ -394,6 +488,8 @@ def _sum_stmt(s: ast.stmt, g: _Group, elem: dict[str, str], idx: list[str],
         names[id(c)] = acc
         inits.append(_assign(acc, ast.Constant(value=0.0)))
         terms = [_at(t, elem, idx, ctx) for t in reduction_terms(c, ctx.shapes, ctx.env)]
+        inner += ctx.pending
+        ctx.pending.clear()
         prod = terms[0]
         for t in terms[1:]:
             prod = ast.BinOp(left=prod, op=ast.Mult(), right=t)
@@ -436,9 +532,15 @@ def _at(e: ast.expr, elem: dict[str, str], idx: list[str], ctx: _Ctx) -> ast.exp
     if isinstance(e, ast.Name):
         if e.id in elem:
             return _name(elem[e.id])
-        if ctx.shapes.of(e.id) != SCALAR:
+        if ctx.shapes.of(e.id) == SCALAR:
+            return _name(e.id)
+        again = _recomputable(e.id, ctx)
+        if again is None:
             return ast.Subscript(value=_name(e.id), slice=_index(idx), ctx=ast.Load())
-        return _name(e.id)
+        value = _at(again, elem, idx, ctx)
+        elem[e.id] = ctx.fresh(f"{e.id}_e")
+        ctx.pending.append(_assign(elem[e.id], value))
+        return _name(elem[e.id])
     if isinstance(e, ast.Constant):
         return ast.Constant(value=e.value)
     passed = _passed(e, ctx)
@@ -455,6 +557,48 @@ def _at(e: ast.expr, elem: dict[str, str], idx: list[str], ctx: _Ctx) -> ast.exp
             v = [_at(x, elem, idx, ctx) if isinstance(x, ast.expr) else x for x in v]
         setattr(new, f, v)
     return new
+
+
+#: the most an array's element may cost to compute again instead of being read (units of
+#: ``primitives.Primitive.cost``: an add 1, a division 4; ``exp`` 20 is read)
+RECOMPUTE_COST = 4.0
+
+
+def _recomputable(n: str, ctx: _Ctx) -> ast.expr | None:
+    """The value of array ``n`` where the loop computes its element again rather than
+    reading it (XLA's rematerialisation): ``n`` bound once by an elementwise statement of
+    its class whose own operation is cheap, from names holding one value (``stable``)."""
+    vals = ctx.shapes.values.get(n)
+    if n not in ctx.stable or not vals or len(vals) != 1 or vals[0] is None:
+        return None
+    e = vals[0]
+    sums: list[ast.Call] = []
+    if isinstance(e, (ast.Name, ast.Constant)) or not _elementwise(e, ctx, sums) or sums \
+            or ctx.shapes.expr(e) != ctx.shapes.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
+        return None
+    if not all(m in ctx.stable or ctx.shapes.of(m) == SCALAR and m in ctx.env
+               for m in loaded_ids(e)):
+        return None
+    return e
+
+
+def _cost(e: ast.expr, ctx: _Ctx) -> float:
+    """What computing ``e`` once costs, its operands read (None costs: unknown, dear)."""
+    if isinstance(e, (ast.Name, ast.Constant)):
+        return 0.0
+    passed = _passed(e, ctx)
+    if passed is not None:
+        return _cost(passed, ctx)
+    own = 4.0 if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Div, ast.Mod,
+                                                                 ast.FloorDiv)) else \
+        99.0 if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) else 1.0
+    if isinstance(e, ast.Call):
+        fn = resolve(e.func, ctx.env)
+        rec = fact(fn)
+        own = 1.0 if fn in (np.where, H.guard, K.select) else \
+            rec.cost if rec is not None and rec.cost is not None else 99.0
+    parts = elementwise_parts(e, ctx.env) or []
+    return own + sum(_cost(p, ctx) for p in parts)
 
 
 def _nest(idx: list[str], ref: str, inner: list[ast.stmt]) -> ast.stmt:
