@@ -124,12 +124,23 @@ class ShapeClasses:
             return SCALAR if isinstance(e.value, (int, float, bool)) else None
         if isinstance(e, ast.Name):
             return self.of(e.id)
+        if isinstance(e, ast.Subscript):
+            return self._element(e)
         parts = elementwise_parts(e, self.env)
         if parts is not None:
             return self.combine([self.expr(p) for p in parts])
         if isinstance(e, ast.Call):
             return self._call(e)
         return None
+
+    def _element(self, e: ast.Subscript) -> str | None:
+        """A scalar where ``e`` is one element of an array (a scalar per dimension)."""
+        if not isinstance(e.value, ast.Name) or not self.ndims.get(e.value.id):
+            return None
+        idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+        if len(idx) != self.ndims[e.value.id] or any(isinstance(i, ast.Slice) for i in idx):
+            return None
+        return SCALAR if all(self.expr(i) == SCALAR for i in idx) else None
 
     def _call(self, e: ast.Call) -> str | None:
         fn = resolve(e.func, self.env)

@@ -297,9 +297,8 @@ def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
     else:
         return None
     if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Constant)):
-        return "scalar" if ctx.shapes.of(_target(s)) == SCALAR and (
-            isinstance(value, ast.Constant) or ctx.shapes.expr(value) == SCALAR) \
-            and not isinstance(value, (ast.Subscript, ast.Attribute)) else None
+        return "scalar" if ctx.shapes.of(_target(s)) == SCALAR \
+            and ctx.shapes.expr(value) == SCALAR else None
     sums: list[ast.Call] = []
     if not _elementwise(value, ctx, sums):
         return None
