@@ -87,3 +87,25 @@ def test_overwritten_operand_not_fused():
     args = (np.random.default_rng(2).normal(size=5), 0.4)
     src = jg.differentiate(overwritten, wrt=(0, 1), jit=True).source(*args)
     assert "v[_k" not in src, src
+
+
+def row_sums(X, pts, h):
+    """Arrays made in each iteration of a loop whose iterations are independent."""
+    total = 0.0
+    for j in range(pts.shape[0]):
+        z = (pts[j] - X) / h
+        total += np.log(np.sum(np.exp(-z * z) + 0.1))
+    return total
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_arrays_of_a_fused_iteration_are_not_taped(jit):
+    """The fused iteration pushes each array on a list tape and pops it at once: the array
+    is passed on (``fuse.forward_pops``), no tape is made; under jit=True its chains are
+    element loops."""
+    r = np.random.default_rng(4)
+    args = (r.normal(size=6), np.linspace(-1.0, 1.0, 3), 0.7)
+    check_grad(row_sums, args, wrt=(0, 1, 2), jit=jit)
+    src = jg.differentiate(row_sums, wrt=(0, 1, 2), jit=jit).source(*args)
+    assert "_tape" not in src and "(nothing is taped)" in src, src
+    assert (FUSED in src) == jit, src
