@@ -92,8 +92,12 @@ def _replaced(stmts: list[ast.stmt], by: dict[int, list[ast.stmt]]) -> list[ast.
         if id(s) in by:
             out += by[id(s)]
         elif isinstance(s, (ast.For, ast.While, ast.If)):
+            body, orelse = _replaced(s.body, by), _replaced(s.orelse, by)
+            if _same(body, s.body) and _same(orelse, s.orelse):
+                out.append(s)
+                continue
             new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
-            new.body, new.orelse = _replaced(s.body, by), _replaced(s.orelse, by)
+            new.body, new.orelse = body, orelse
             out.append(new)
         else:
             out.append(s)
@@ -171,13 +175,16 @@ def _inner(s: ast.stmt, ctx: _Ctx) -> ast.stmt:
     if not isinstance(s, (ast.For, ast.While, ast.If)):
         return s
     body, orelse = _block(s.body, ctx), _block(s.orelse, ctx)
-    if all(a is b for a, b in zip(body, s.body, strict=False)) and len(body) == len(s.body) \
-            and all(a is b for a, b in zip(orelse, s.orelse, strict=False)) \
-            and len(orelse) == len(s.orelse):
+    if _same(body, s.body) and _same(orelse, s.orelse):
         return s
     new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
     new.body, new.orelse = body, orelse
     return new
+
+
+def _same(a: list[ast.stmt], b: list[ast.stmt]) -> bool:
+    """Are ``a`` and ``b`` the same statement objects, in order?"""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 # --- finding a chain ----------------------------------------------------------------------
