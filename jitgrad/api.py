@@ -472,7 +472,8 @@ class Differentiated:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
-                                parallel=emit.is_parallel(self.options), tuples=self._tuples)
+                                parallel=emit.is_parallel(self.options), tuples=self._tuples,
+                                jit=bool(self.jit))
 
     def _shape(self, grads: Any) -> Any:
         if self.single:
