@@ -241,6 +241,8 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
     if kind == "scalar":
         if not g.loop:
             return False
+        # (an element read moves past the loop: of any array sharing the buffer it reads)
+        reads = set().union(*(ctx.flow.shares(n) for n in reads))
         later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
         if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
             g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
