@@ -40,11 +40,22 @@ def overwritten(x, c):
     return np.sum(t * t)
 
 
+def transposed_view(x):
+    """The adjoint adds to ``dA`` in a loop and reads ``dB = dA.T`` after it: that read
+    stays after the loop (an element read of another name of the buffer)."""
+    A = np.zeros((2, 2))
+    B = A.T
+    B[0, 1] = x[0]
+    B[1, 1] = x[1] * B[0, 1]
+    return np.sum(A * A * 2.0 + A) + A[1, 0]
+
+
 CASES = [
     (scaled_chain, lambda r: (r.normal(size=7), 0.7), (0, 1)),
     (matrix_chain, lambda r: (r.normal(size=(3, 4)), 0.3), (0, 1)),
     (two_arguments, lambda r: (r.normal(size=6), r.normal(size=6)), (0, 1)),
     (overwritten, lambda r: (r.normal(size=5), 0.4), (0, 1)),
+    (transposed_view, lambda r: (r.normal(size=4),), (0,)),
 ]
 
 
