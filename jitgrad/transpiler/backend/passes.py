@@ -529,9 +529,8 @@ def elements_(s: Lowering) -> None:
     ...     return np.sum(y * y)
     ... ''', args=(np.ones(3), 0.5), jit=True))
     def f_grad_1(x, c, _dret):
-        # one loop over the elements of x (arrays kept: _t, y; no arrays for: _t2, _t4)
+        # one loop over the elements of x (arrays kept: _t; no arrays for: _t2, _t4, y)
         _t = np.empty_like(x)
-        y = np.empty_like(x)
         _t3_sum = 0.0
         for _k in range(x.shape[0]):
             _t2_e = c * x[_k]
@@ -540,16 +539,16 @@ def elements_(s: Lowering) -> None:
             _t4_e = y_e * y_e
             _t3_sum += _t4_e
             _t[_k] = _t_e
-            y[_k] = y_e
         _t3 = _t3_sum
         dx = np.zeros_like(x)
         # line 3: return np.sum(y * y)
-        # one loop over the elements of y (arrays kept: none; no arrays for: _dt, _dt2, _dt4, dy)
+        # one loop over the elements of x (arrays kept: none; no arrays for: _dt, _dt2, _dt4, dy)
         dc_sum = 0.0
-        for _k2 in range(y.shape[0]):
+        for _k2 in range(x.shape[0]):
             _dt4_e = _dret
-            dy_e = _dt4_e * y[_k2]
-            dy_e = dy_e + _dt4_e * y[_k2]
+            y_e2 = _t[_k2] + 1.0
+            dy_e = _dt4_e * y_e2
+            dy_e = dy_e + _dt4_e * y_e2
             # line 2: y = np.exp(c * x) + 1.0
             _dt_e = dy_e
             _dt2_e = _dt_e * _t[_k2]
