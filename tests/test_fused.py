@@ -120,3 +120,16 @@ def test_arrays_of_a_fused_iteration_are_not_taped(jit):
     src = jg.differentiate(row_sums, wrt=(0, 1, 2), jit=jit).source(*args)
     assert "_tape" not in src and "(nothing is taped)" in src, src
     assert (FUSED in src) == jit, src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_hvp_through_element_loops(jit):
+    """Second order differentiates the gradient code, element loops and all: its
+    Hessian-vector product equals central differences of the gradient."""
+    r = np.random.default_rng(6)
+    x, a, v = r.normal(size=5), 0.7, r.normal(size=5)
+    got = jg.hvp(scaled_chain, (x, a), (v,), wrt=0, jit=jit)
+    g = jg.grad(scaled_chain, wrt=0, jit=jit)
+    eps = 1e-5
+    want = (g(x + eps * v, a) - g(x - eps * v, a)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(got).ravel(), want, rtol=1e-5, atol=1e-7)
