@@ -133,3 +133,20 @@ def test_hvp_through_element_loops(jit):
     eps = 1e-5
     want = (g(x + eps * v, a) - g(x - eps * v, a)) / (2 * eps)
     np.testing.assert_allclose(np.asarray(got).ravel(), want, rtol=1e-5, atol=1e-7)
+
+
+def written_through_view(x, c):
+    """``y`` is cheap to compute again from ``A``, but ``A`` is written through its view
+    ``B`` after ``y`` is made: the adjoint reads ``y`` as it was, not ``A + c`` now."""
+    A = x * 2.0
+    B = A[::-1]
+    y = A * c + 1.0
+    u = np.sin(y) * y
+    B[0] = 5.0 * c
+    return np.sum(u * A + y)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_array_written_through_a_view_is_not_computed_again(jit):
+    check_grad(written_through_view, (np.random.default_rng(8).normal(size=5), 0.6),
+               wrt=(0, 1), jit=jit)

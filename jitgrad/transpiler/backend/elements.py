@@ -53,8 +53,9 @@ def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any
     the elements (see the module docstring); ``taken``: the names in use (new ones are
     added); ``shared``: adjoint -> the adjoint it is a view of.  The statements of
     ``body`` are not changed: the blocks that change are copied."""
-    stable = _stable_names(body, shapes)
-    first = _Ctx(shapes, env, np_name, set(taken), dataflow.Dataflow(body, shared), stable)
+    flow = dataflow.Dataflow(body, shared)
+    stable = _stable_names(body, shapes, flow)
+    first = _Ctx(shapes, env, np_name, set(taken), flow, stable)
     fused = _block(body, first)
     if not first.last:
         return body
@@ -104,20 +105,26 @@ def _replaced(stmts: list[ast.stmt], by: dict[int, list[ast.stmt]]) -> list[ast.
     return out
 
 
-def _stable_names(body: list[ast.stmt], shapes: ShapeClasses) -> frozenset[str]:
+def _stable_names(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dataflow
+                  ) -> frozenset[str]:
     """Names holding one value from their binding on: bound once, at the top level of
-    ``body``, or never (arguments); written in place nowhere."""
+    ``body``, or never (arguments); written in place nowhere, under any name sharing
+    their buffer (``B = A.T; B[0, 1] = v`` changes ``A``)."""
     count: dict[str, int] = {}
+    written: set[str] = set()
     for s in walk_stmts(body):
-        for n in dataflow.binds(s, elements=True, appends=True):
+        plain = dataflow.binds(s)
+        for n in plain:
             count[n] = count.get(n, 0) + 1
+        written |= set(dataflow.binds(s, elements=True, appends=True)) - set(plain)
         if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-            count[s.target.id] = count.get(s.target.id, 0) + 1
+            written.add(s.target.id)
     top = {n for s in body for n in dataflow.binds(s)
            if isinstance(s, ast.Assign) and len(s.targets) == 1}
-    return frozenset(n for n in set(count) | shapes.params | set(shapes.ndims)
-                     if count.get(n, 0) == 0 and n not in shapes.values
-                     or count.get(n) == 1 and n in top)
+    once = {n for n in set(count) | shapes.params | set(shapes.ndims)
+            if count.get(n, 0) == 0 and n not in shapes.values
+            or count.get(n) == 1 and n in top}
+    return frozenset(n for n in once if not (flow.shares(n) & written))
 
 
 @dataclass
