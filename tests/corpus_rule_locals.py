@@ -194,6 +194,31 @@ def linspace_(c, s):
     return s
 
 
+def _peak(x, s):
+    return np.max(x * s) * s
+
+
+def _trough(x, s):
+    return np.min(x * s) * s
+
+
+_dpeak = jg.grad(_peak, wrt=1)
+_dtrough = jg.grad(_trough, wrt=1)
+
+
+def max_nested(x, s):
+    # reverse over the gradient code of np.max: its rule reduce_max_r
+    for _ in range(N):
+        s = 0.3 * _dpeak(x, s) + 0.5 * s
+    return s
+
+
+def min_nested(x, s):
+    for _ in range(N):
+        s = 0.3 * _dtrough(x, s) + 0.5 * s
+    return s
+
+
 # (function, primals); every argument is differentiated
 RNG = np.random.default_rng(7)
 _X = RNG.uniform(0.5, 1.5, 4)
@@ -208,6 +233,7 @@ CASES = [
     (var_, (_X, 0.7)), (std_, (_X, 0.7)), (max_array, (_X, 0.7)), (min_array, (_X, 0.7)),
     (norm_, (_X, 0.7)), (solve_, (_A, RNG.uniform(0.5, 1.0, 3))),
     (inv_, (_A, np.eye(3))), (det_, (_A, 0.9)), (linspace_, (0.4, 0.7)),
+    (max_nested, (_X, 0.7)), (min_nested, (_X, 0.7)),
 ]
 
 

@@ -172,12 +172,20 @@ def test_bad_input_is_refused_clearly():
         jg.jvp(poly, (x,), np.ones(3), jit=False)
 
 
-def test_gradient_transforms_are_not_silently_differentiated_as_the_function():
-    for t in (jg.jacfwd, jg.jacrev, jg.hessian):
-        with pytest.raises(TypeError, match="hvp"):
-            t(jg.grad(poly))
-    with pytest.raises(TypeError, match="hvp"):
-        jg.jvp(jg.grad(poly), (np.ones(3), 0.5), np.ones(3))
+@pytest.mark.parametrize("jit", [False, True])
+def test_transforms_of_a_gradient_differentiate_the_gradient(jit):
+    """jacfwd/jacrev/jvp of ``jg.grad(poly)`` give the Hessian (not the function's own
+    derivative again); hessian of it, a vector output, is a clear error."""
+    x, c = np.array([0.3, -0.5, 0.8]), 0.5
+    H = np.diag([c ** 2, c, 1.0]) * 2.0  # d2/dx2 of sum_i c^(n-1-i) x_i^2
+    for t in (jg.jacfwd, jg.jacrev):
+        np.testing.assert_allclose(t(jg.grad(poly), jit=jit)(x, c), H, rtol=1e-12)
+    v = np.array([1.0, -2.0, 0.5])
+    g, hv = jg.jvp(jg.grad(poly), (x, c), v, jit=jit)
+    np.testing.assert_allclose(g, 2.0 * np.array([c ** 2, c, 1.0]) * x, rtol=1e-12)
+    np.testing.assert_allclose(hv, H @ v, rtol=1e-12)
+    with pytest.raises(ValueError, match="scalar output"):
+        jg.hessian(jg.grad(poly), jit=jit)(x, c)
 
 
 def lambda_free_int(x, n):

@@ -109,6 +109,7 @@ COVERED = {
     "min_builtin": (L.min_pair, L.min_array), "mean": (L.mean_,), "max_": (L.max_,),
     "min_": (L.min_,), "var": (L.var_,), "std": (L.std_, L.std_nested),
     "norm": (L.norm_,), "inv": (L.inv_,), "det": (L.det_,),
+    "reduce_max_r": (L.max_nested,), "reduce_min_r": (L.min_nested,),
 }
 
 
