@@ -65,3 +65,23 @@ def test_a_loop_that_only_rebinds_iterates_the_first_array(jit):
     out, tan = jg.jvp(rebind_only, (X,), (np.ones(4),), jit=jit)
     assert out == pytest.approx(rebind_only(X), rel=1e-12)
     assert tan == pytest.approx(sum(fd), rel=1e-6)
+
+
+def write_through_the_base(x):
+    # h is bound from y, y is written: the iterated array is written (no copy may be made)
+    y = x * 1.0
+    h = y
+    s = 0.0
+    for val in h:
+        h = h * 0.5
+        y[2] = val * 3.0
+        s += val
+    return s + np.sum(h)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_a_write_through_the_name_it_was_bound_from_is_seen(jit):
+    t = np.array([1.0, -0.5, 0.25, 2.0])
+    out, tan = jg.jvp(write_through_the_base, (X.copy(),), (t,), jit=jit)
+    assert out == pytest.approx(write_through_the_base(X.copy()), rel=1e-12)
+    assert tan == pytest.approx(fd_dir(write_through_the_base, X, t), rel=1e-6)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 
 from ...rules.primitives import mutating
+from ..analysis import dataflow
 from ..naming import Namer
 from ..nodes import clone, walk
 from ..notes import BREAK_FLAG, LOOP_SEQ, PRANGE, PRE
@@ -192,46 +193,14 @@ def _names_target(n: ast.AST, name_: str) -> bool:
     return isinstance(t, ast.Name) and t.id == name_
 
 
-def _base(e: ast.expr) -> str | None:
-    """The name whose array ``e`` may share (``h``, ``h[1:]``, ``h.T``, ``h.reshape(..)``)."""
-    while True:
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) \
-                and e.func.attr != "copy":
-            e = e.func.value
-        elif isinstance(e, (ast.Subscript, ast.Attribute, ast.Starred)):
-            e = e.value
-        else:
-            return e.id if isinstance(e, ast.Name) else None
-
-
-def _aliases(root: list[ast.stmt], name_: str) -> set[str]:
-    """Every name some assignment in ``root`` may bind to ``name_``'s array (flow-insensitive)."""
-    pairs = []
-    for n in walk(ast.Module(body=root, type_ignores=[])):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) \
-                        and len(t.elts) == len(n.value.elts):
-                    pairs += [(te, ve) for te, ve in zip(t.elts, n.value.elts, strict=True)]
-                else:
-                    pairs.append((t, n.value))
-    pairs = [(t.id, _base(v)) for t, v in pairs if isinstance(t, ast.Name)]
-    out = {name_}
-    while True:
-        more = {t for t, b in pairs if b in out} - out
-        if not more:
-            return out
-        out |= more
-
-
 def _writes_in_place(body: list[ast.stmt], names: set[str]) -> bool:
     """Does ``body`` write one of ``names``' arrays in place (``a[i] = ..``, ``a += ..``)?"""
     for n in walk(ast.Module(body=body, type_ignores=[])):
         target = n.target if isinstance(n, ast.AugAssign) else \
             n if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else \
-            n.func if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+            n.func.value if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
             and mutating(n.func.attr) else None
-        if target is not None and _base(target) in names:
+        if target is not None and dataflow.base_name(target) in names:
             return True
     return False
 
@@ -351,7 +320,8 @@ class _Loops:
         # a copy is that array when the body writes no array in place (through any name:
         # after ``v, h = h, v`` a write to v is a write to the iterated array)
         tmp = self.namer.fresh("_seq")
-        written = _writes_in_place(s.body, _aliases(self.root, seq.id)) if rebound else True
+        written = _writes_in_place(s.body, dataflow.Dataflow(self.root).shares(seq.id)) \
+            if rebound else True
         pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
             value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
         LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy
