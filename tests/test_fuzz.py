@@ -314,3 +314,37 @@ def test_points_whose_intermediates_cancel_are_rejected():
     assert fcheck.peak(ns["f"], args) > fcheck.MAX_ABS_INTERMEDIATE
     small = (np.array([0.5, 0.25]), 1e-20, 2)
     assert fcheck.peak(ns["f"], small) < fcheck.MAX_ABS_INTERMEDIATE
+
+
+# --- ill-conditioned adjoints (fuzz seed 99711 #1447) -----------------------------------------
+
+ILL = ("import numpy as np\n"
+       "def f(x, a, n):\n"
+       "    s = -10.0 - a * a\n"
+       "    d = np.zeros(4)\n"
+       "    acc = 0.0\n"
+       "    for t in range(600):\n"
+       "        d = 0.8 * d + 0.1 * np.tanh(d[::-1] * s + 0.3)\n"
+       "        acc = acc + 0.05 * d[t % 4]\n"
+       "    return acc + x[0]\n")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_ill_conditioned_adjoint_is_told_apart_from_a_wrong_one(jit):
+    # d stays palindromic (every element computed alike), so its antisymmetric mode,
+    # growing 1.8x a step, never reaches the value or a tangent; the adjoint seeds it
+    # (d[t % 4]) and grows to 1e150, whose rounding is reverse mode's result
+    prog = Program(ILL, (3,), 3, 1, seed=5)
+    res = fcheck.check(prog, jit=jit, tmpdir=tempfile.mkdtemp())
+    assert res["outcome"] == "skipped" and res.get("ill"), res
+    # a wrong formula is a smooth function of the inputs: never taken for rounding
+    point = fcheck.find_point(fcheck.load(prog, tempfile.mkdtemp())[0].f, prog)[1]
+    wrong = [dict(outcome="wrong", api="grad", signature="wrong:grad:gradient")]
+
+    class Smooth:  # reverse mode 1e7 times too big, the same at every nearby point
+        def grad(self, x, a, n):
+            return 1e7 * (1.0 + a)
+
+    assert fcheck.ill_conditioned(Smooth(), prog, point, wrong) == ""
+    assert fcheck.ill_conditioned(Smooth(), prog, point, wrong + [dict(
+        outcome="wrong", api="f(...)", signature="wrong:f(...):value")]) == ""

@@ -48,6 +48,10 @@ FD_AGREE = 1e-5      # the two step sizes must agree to this (relative) or the p
 GRAD_TOL = 1e-4      # jitgrad's gradient must match one of them to this (relative)
 VALUE_RTOL = 1e-9
 GRAD_CONSISTENT = 1e-7  # value_and_grad / grad / vjp must agree with each other
+ILL_HUGE = 1e6          # an ill-conditioned adjoint's wrong elements exceed 1e6 (1 + |fd|) ...
+ILL_NUDGE = 1e-13       # ... and change by over ILL_CHAOS (relative) when the inputs move
+ILL_CHAOS = 1e-2        # by ILL_NUDGE (relative): rounding, amplified, not a formula
+REVERSE_APIS = ("value_and_grad", "grad", "vjp")
 
 
 # --- random draws ----------------------------------------------------------------------------
@@ -619,6 +623,11 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
                     break
     if not problems:
         return dict(outcome="ok", reason="", problems=[], notes=notes)
+    jvp_agreed = "jvp" in apis and not any(p["api"] == "jvp" for p in problems) and \
+        not any(n.startswith("jvp refused") for n in notes)
+    ill = ill_conditioned(d, prog, point, problems, seeded) if jvp_agreed else ""
+    if ill:
+        return dict(outcome="skipped", reason=ill, problems=[], notes=notes, ill=True)
     if jit and any(p["outcome"] == "wrong" for p in problems):
         differs = numba_differs(f, args, value, after)
         if differs:
@@ -628,6 +637,46 @@ def run_jitgrad(f, prog: Program, path: str, jit: bool, point, apis=APIS) -> dic
     out = dict(worst)
     out["problems"] = problems
     return out
+
+
+def ill_conditioned(d, prog: Program, point, problems: list, seeded=reseed) -> str:
+    """Why the reverse gradient's mismatch is an ill-conditioned adjoint, or "".
+
+    Reverse mode computes (M^T g)^T b where forward mode computes g^T (M b): the same number
+    in exact arithmetic, but where M's unstable modes meet g and not b, the adjoint grows
+    to 1e100 and its rounding error is the result.  Any reverse mode (JAX, a hand adjoint)
+    does the same.  Recognised only when every problem is a reverse-mode gradient mismatch,
+    forward mode agreed with finite differences (checked by the caller), the wrong elements
+    are huge, and they change by over 1% when the inputs move by 1e-13: rounding amplified,
+    not a wrong formula (which is a smooth function of the inputs).
+    """
+    if not all(p["outcome"] == "wrong" and p["api"] in REVERSE_APIS and
+               p["signature"].endswith(":gradient") for p in problems):
+        return ""
+    args, _, fds, _, _ = point
+    try:
+        seeded()
+        g0 = _split_grads(prog, "grad", d.grad(*copy_args(args)))
+        moved = copy_args(args)
+        rng = np.random.default_rng(prog.seed & 0xFFFFFFFF)
+        for k in prog.wrt_positions:
+            moved[k] = moved[k] * (1 + ILL_NUDGE * rng.standard_normal(np.shape(moved[k])))
+        seeded()
+        g1 = _split_grads(prog, "grad", d.grad(*moved))
+    except Exception:  # noqa: BLE001 - then it is not recognised, and stays wrong
+        return ""
+    for a, b, (_, big) in zip(g0, g1, fds, strict=True):
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        huge = ~np.isfinite(a) | (np.abs(a) > ILL_HUGE * (1 + np.abs(big)))
+        bad = np.abs(a - big) > GRAD_TOL * (1 + np.abs(big))
+        if np.any(bad & ~huge):
+            return ""
+        chaos = ~np.isfinite(a - b) | (np.abs(a - b) > ILL_CHAOS * np.abs(a))
+        if np.any(bad & ~chaos):
+            return ""
+    return ("ill-conditioned adjoint: reverse mode's gradient is over 1e6 times finite "
+            "differences and changes by over 1% when the inputs move by 1e-13, while forward "
+            "mode agrees with finite differences")
 
 
 def check(prog: Program, jit: bool, tmpdir: str, on_program=None, apis=APIS) -> dict:

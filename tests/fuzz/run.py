@@ -304,10 +304,14 @@ def print_report(summary: Summary, out=print) -> None:
             out(f"  {n:4d}  {msg}  (#{first[msg]})")
     t = summary.tally()
     skipped = sum(1 for p in summary.programs if p.worst[1]["outcome"] == "skipped")
+    ill = [p.index for p in summary.programs if any(r.get("ill") for r in p.results.values())]
     regen = sum(1 for p in summary.programs if p.program is not None and p.program.attempt)
     times = ", ".join(f"jit {mode_name(m)} {sum(v) / len(v):.2f} s/program ({len(v)})"
                       for m, v in sorted(summary.times.items()) if v)
-    out(f"skipped (no smooth point) {skipped}, regenerated {regen}; {times}; "
+    if ill:
+        out(f"ill-conditioned adjoints (skipped; reverse mode's rounding, amplified): "
+            f"{len(ill)}: #{', #'.join(map(str, ill))}")
+    out(f"skipped (no smooth point or ill-conditioned) {skipped}, regenerated {regen}; {times}; "
         f"wall {summary.wall:.0f} s")
     del t
     out(summary.last_line())
