@@ -108,6 +108,9 @@ class Analysis:
     #: views written in place whose adjoint is the same view of the base's adjoint:
     #: name -> (base, the statement making the view)
     views: dict[str, tuple[str, ast.stmt]] = field(default_factory=dict)
+    #: views of a buffer nothing writes: an adjoint view saves a buffer and its sum, but
+    #: where the conditions for one fail, a buffer of their own is exact too
+    read_only_views: set[str] = field(default_factory=set)
     #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
     _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
     #: name -> positions of its ``uses``, ascending (filled on first query)
@@ -432,8 +435,9 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed,
                 and base in an.active and t in an.active:
             an.modes[t] = "view"
             continue
-        if not ({t, base} & an.active):
+        if not ({t, base} & an.active) or t in an.read_only_views:
             del an.views[t]
+            an.read_only_views.discard(t)
             continue
         ut, ub = parsed.user_name(t), parsed.user_name(base)
         if LOOP_SEQ.get(s):
@@ -635,6 +639,39 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
             continue  # a move (nothing else reaches the buffer again): one adjoint suffices
         if t in an.inplace or _written_while_live(t, base, s, an, facts):
             an.views[t] = (base, s)  # settled (kept or refused) once modes are known
+        elif _read_only_view(t, base, s, an, env, args, facts[0]):
+            an.views[t] = (base, s)  # an adjoint view saves a buffer and its sum
+            an.read_only_views.add(t)
+
+
+def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
+                    args: list[str], top: set[int]) -> bool:
+    """Can ``t = base[...]`` (basic indexing or ``.T``) of a buffer nothing writes have
+    the same view of ``base``'s adjoint as its adjoint?  Where the view is made once
+    (at the top level, or in a block that holds all of ``t``'s uses), ``base`` is an
+    argument or bound once and not after ``s``, and the index still holds its value
+    where the reverse sweep enters that block (``_settle_views`` checks the same)."""
+    v = s.value
+    names = an.aliases.get(t, {t}) | an.aliases.get(base, {base}) | {t, base}
+    if not {t, base} <= an.active or any(
+            n in an.inplace or n in an.aug_written or n in an.written for n in names):
+        return False
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+        idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
+        if not all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx):
+            return False
+    elif not (isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name)):
+        return False
+    base_defs = an.defs.get(base, [])
+    if an.defs.get(t, []) != [s] or not (base in args and not base_defs or len(base_defs) == 1
+                                          and POS.get(base_defs[0]) < POS.get(s)):
+        return False
+    block = BLOCK.get(s)
+    if id(s) not in top and not all(an.inside(x, block) for x in an.uses.get(t, [])):
+        return False
+    return all(m in env and m not in an.kinds or an.recomputed_index(m, s)
+               or not an.may_redefine_after(m, s, include_self=False)
+               for m in {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base})
 
 
 def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:

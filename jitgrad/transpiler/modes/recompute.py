@@ -27,6 +27,7 @@ from ..front.desugar import name
 from ..front.inline import resolve
 from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
+from .counters import Counters
 from .policy import ReadPolicy, compose
 
 
@@ -69,12 +70,14 @@ class Planner:
 
     def __init__(self, an: Analysis, env: dict, args: list[str], body: list[ast.stmt],
                  has_break: Callable[[ast.stmt], bool], fwd_vars: set[str] | None = None,
-                 policy: ReadPolicy | None = None):
+                 policy: ReadPolicy | None = None, counters: bool = True):
         self.an, self.env, self.args = an, env, args
         self.has_break = has_break
         self.fwd_vars = set(args) | set(an.defs) if fwd_vars is None else fwd_vars
         self.policy = policy
         self.regions = any(checkpoint(x) for x in walk_stmts(body))  # checkpointed regions
+        #: integer counters the adjoint steps back instead of storing (``counters.py``)
+        self.counters = Counters.find(body, an, has_break) if counters else Counters()
         self.nonlinear_reads = nonlinear_reads(body, an)
         #: statement id -> the scalars taped before it, restored after its adjoint
         self.restore_at: dict[int, set[str]] = {}
@@ -146,7 +149,8 @@ class Planner:
         defined = dataflow.binds_in([s])
         wanted: list[tuple[str, bool, bool]] = []
         for n in sorted(reads, key=lambda n: (self.an.first_pos(n), n)):
-            if self.an.recomputed_index(n, s):
+            if self.an.recomputed_index(n, s) or (
+                    not compound and n not in outputs and self.counters.stepped_back(n, s)):
                 continue
             is_out = n in outputs
             if is_out and n in made:
@@ -228,7 +232,7 @@ class Planner:
                 k = self.an.kind(m)
                 if k.is_array or k.cls not in ("i", "b") or m in restored or m in bound \
                         or m in out or m in taken or m not in self.fwd_vars \
-                        or self.an.recomputed_index(m, s) \
+                        or self.an.recomputed_index(m, s) or self.counters.stepped_back(m, s) \
                         or not self.an.may_redefine_after(m, d, include_self=False) \
                         or self.an.defined_between(m, d, s) \
                         or self.recompute(m, d, restored).expr is not None:
@@ -391,7 +395,8 @@ class _Again:
     def unchanged(self, m: str) -> bool:
         """Does ``m`` hold, in the adjoint of ``s``, the value it had at ``d``?"""
         return self.an.recomputed_index(m, self.s) or not self.an.may_redefine_after(
-            m, self.d, include_self=False)
+            m, self.d, include_self=False) or self.planner.counters.holds(m, self.d, self.s,
+                                                                         self.an)
 
     def value(self) -> ast.expr | None:
         """The expression giving ``n`` again, or None (``plan.why``)."""

@@ -74,7 +74,7 @@ class Reverser:
         # what the adjoint reads again instead of finding it on a tape (``policy``)
         policy = ReadPolicy(body, unit.an, unit.env)
         self.planner = Planner(unit.an, unit.env, unit.args, body, unit.has_break,
-                               fwd_vars, policy)
+                               fwd_vars, policy, counters=auto_checkpoint is None)
         self.tapes = Tapes(unit, self.planner, fwd_vars)
         self.statements = Statements(unit, self.tapes, fwd_vars)
         self.flow = ControlFlow(unit, self.tapes, fwd_vars, self.block)

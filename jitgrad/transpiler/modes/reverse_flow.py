@@ -20,7 +20,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
 from ..nodes import clone, loaded_ids, walk_stmts
 from ..notes import END, HOISTED, POS, PRANGE, PUSH, SWEEP, carry
-from .tapes import Tapes
+from .tapes import Tapes, decision
 from .unit import Part, Unit
 
 
@@ -189,6 +189,10 @@ class ControlFlow(Part):
             ([assign(cnt, const(0))] if cnt else []) + [loop] + after
         if cnt is not None:
             return self._counted(s, fwd, pops + popped + rev, cnt, restored)
+        for n in self.tapes.planner.counters.stored_at(s):  # given back, then stepped back
+            push, pop = self.tapes.new_tape(self.namer.tape(n), n, s, INT)
+            note = decision(f"stored {n} once per loop over {i}: its adjoint steps it back")
+            fwd, popped = fwd + [note, *push], pop(n) + popped
         return fwd, pops + popped + rev
 
     def _hoisted_reserves(self, s: ast.For, bf: list[ast.stmt], start, stop, step

@@ -56,6 +56,10 @@ class Statements(Part):
     def simple(self, s: ast.stmt, restored: set[str]):
         """The forward and adjoint of a statement that is not compound."""
         self.fwd_vars.update(dataflow.binds(s, elements=True))
+        back = self.tapes.planner.counters.inverse(s)
+        if back is not None:  # a counter's step: the adjoint steps it back
+            self.tapes.restores({s.targets[0].id})
+            return [s], [back]
         if isinstance(s, ast.Assign):
             return self.assign(s, restored)
         if isinstance(s, ast.AugAssign):
