@@ -401,9 +401,9 @@ def nested_method(x):
     return y
 
 
-def nested_jvp(x):
-    v, t = jg.jvp(_sq, (x,), x)
-    return t
+def nested_vjp(x):
+    v, pullback = jg.vjp(_sq, x)
+    return pullback(1.0)
 
 
 def calls_the_object(x):
@@ -429,19 +429,20 @@ def test_nested_gradient_is_differentiated_again(f, grad, hess, jit):
     np.testing.assert_allclose(jg.hvp(f, (x,), x, jit=jit), hess(x) @ x, rtol=1e-12)
 
 
-def test_nested_jvp_is_refused_at_its_call(jit):
+def test_nested_vjp_is_refused_at_its_call(jit):
     """Not at 'y = 0.0' ("cannot tell whether 'y' is a number or an array"): at the call,
-    naming the called object, in every entry point."""
+    naming the called object, in every entry point (a nested jvp is differentiated:
+    tests/test_nested_forward.py)."""
     x = np.array([0.5, 1.0, 1.5])
-    f, what = nested_jvp, "'jg.jvp' is jitgrad's jvp"
+    f, what = nested_vjp, "'jg.vjp' is jitgrad's vjp"
     for run in (lambda: jg.grad(f, jit=jit)(x), lambda: jg.jvp(f, (x,), x, jit=jit),
                 lambda: jg.hvp(f, (x,), x, jit=jit)):
         with pytest.raises(jg.TransformError, match="nested differentiation") as info:
             run()
         e = info.value
         assert what in e.msg
-        assert e.filename == __file__ and e.lineno == _line_of(f, "jg.jvp(")
-        assert "pass the result in" in e.hint
+        assert e.filename == __file__ and e.lineno == _line_of(f, "jg.vjp(")
+        assert "pass it in" in e.hint and "jg.grad(fc)" in e.hint
 
 
 def test_a_differentiate_object_called_inside_is_its_function(jit):

@@ -1,4 +1,4 @@
-"""Gradient rules of the helpers generated gradient code calls (reverse over reverse).
+"""Rules of the helpers generated gradient and tangent code calls (nested differentiation).
 
 A jitgrad gradient called inside a differentiated function inlines its generated code
 (``transpiler/front/nested.py``), which the outer reverse pass differentiates again: the
@@ -24,12 +24,15 @@ from ..kernels.arrays import (
     shaped_like,
 )
 from ..kernels.helpers import broadcast_like, guard, unbroadcast
+from ..kernels.tangents import fit
 from .primitives import argument, declare
 from .registry import grad_rule
 from .tangents import tangent_rule
 
 declare(broadcast_like, shaped_like, result=argument(1))
 declare(broadcast_like, shaped_like, shape_args=(1,))
+declare(fit, result=argument(1))
+declare(fit, shape_args=(1,))
 
 
 @grad_rule(guard)
@@ -133,3 +136,21 @@ def dot_grad_b_r(dy, a, b):
     def back(dout):
         return (np.dot(a, dout), dot_grad_a(dy, a, dout), None)
     return dot_grad_b(dy, a, b), back
+
+
+# ``fit(t, y)``, the tangent ``t`` broadcast to the primal ``y``'s shape, in tangent code
+# (a jvp called inside a differentiated function): linear in ``t``.
+
+
+@grad_rule(fit)
+def fit_r(t, y):
+    def back(dout):
+        return (unbroadcast(dout, t), None)
+    return fit(t, y), back
+
+
+@tangent_rule(fit)
+def fit_t(t, y):
+    def push(dt, dy):
+        return (fit(dt, y), None)
+    return fit(t, y), push

@@ -16,9 +16,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from .analysis.kinds import FLOAT
 from .backend import emit
 from .backend import jit as backend
 from .backend.optimize import dead_code
+from .front.desugar import assign, const
 from .front.nested import inner_gradient
 from .ir import result_expr
 from .nodes import clone
@@ -46,6 +48,68 @@ def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
     cache[key] = (gen, fn)
     return fn
+
+
+def tangent_function(d: Any, gen: Any, value: bool = True, seed: str | None = None) -> Any:
+    """The forward-mode code ``gen`` of ``d`` as a Python function of ``(*params, *seeds)``
+    returning ``(*values, *tangents)`` (``value``) or the tangents; ``seed``: a parameter
+    fixed to 1.0 (the gradient code's ``_dret``: ``hvp``), cached on ``d``."""
+    cache = d.__dict__.setdefault("_tanfn_cache", {})
+    key = (id(gen), value, seed)
+    if key in cache and cache[key][0] is gen:
+        return cache[key][1]
+    u = gen.unit
+    ir = u.ir
+    outs = [*(ir.results if value else ()), *ir.tangents]
+    pre = [] if seed is None else [assign(seed, const(1.0))]
+    body = dead_code(pre + clone(ir.body()) + [ast.Return(value=result_expr(clone(outs)))])
+    fname = u.namer.fresh(f"{u.name}_t_")
+    params = [p for p in ir.params if p != seed]
+    src = emit.unparse(emit.function_def(fname, [*params, *ir.seeds], body))
+    namespace = backend.imports({"t": src}, u.env)
+    fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".jvp")
+    fn.__module__ = getattr(d.func, "__module__", None)
+    cache[key] = (gen, fn)
+    return fn
+
+
+def _gradient_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
+    """A nested gradient: ``d``'s gradient code, ``_dret`` defaulting to 1.0."""
+    gen = reverse()
+
+    def make(value: bool) -> Any:
+        fn = gradient_code(d, gen, value=value)
+        fn.__defaults__ = (*(d.func.__defaults__ or ()), 1.0)
+        return fn
+    return gen, make
+
+
+def _tangent_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
+    """A nested jvp: ``d``'s forward-mode code."""
+    from .forward_pipeline import generate_jvp  # (it imports the pipeline, which imports us)
+    gen = generate_jvp(d._prep(), [d.params[i] for i in d.wrt_positions], kinds)
+    return gen, lambda value: tangent_function(d, gen, value)
+
+
+def _hvp_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
+    """A nested hvp: the forward-mode code of ``d``'s gradient code (forward over reverse,
+    as ``jg.hvp`` runs it), its seed ``_dret`` 1.0."""
+    from .forward_pipeline import generate_jvp
+    gen = reverse()
+
+    def make(value: bool) -> Any:
+        d2 = d._plain(gradient_code(d, gen), d.wrt, d.jit)
+        seed = gen.unit.ir.seed
+        wrt = [d.params[i] for i in d.wrt_positions]
+        gen2 = generate_jvp(d2._prep(), wrt, {**kinds, seed: FLOAT})
+        return tangent_function(d2, gen2, value=False, seed=seed)
+    return gen, make
+
+
+#: the generated code each kind of nested call inlines (``front/nested.ENTRIES``):
+#: ``(d, kinds, reverse)`` -> (the code generated first, for its checks; making the
+#: helper, given whether it returns the value too); ``reverse()``: d's reverse mode
+NESTED_CODE = {"gradient": _gradient_helper, "tangent": _tangent_helper, "hvp": _hvp_helper}
 
 
 _LINE = re.compile(r"line (\d+): ")
@@ -87,7 +151,7 @@ def _preorder(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
 def caller(obj: Any) -> Any:
     """A function calling the gradient ``obj`` (see ``front.nested.inner_gradient``) with its
     function's parameters: what ``jg.grad(jg.grad(f))`` differentiates (the call inlined)."""
-    diff, with_value = inner_gradient(obj)
+    diff, with_value = inner_gradient(obj)  # (a gradient, not a jvp: see api.py)
     params = ", ".join(diff.params)
     name = f"{diff.func.__name__}_{'value_and_grad' if with_value else 'grad'}"
     src = f"def {name}({params}):\n    return _inner({params})\n"
@@ -97,4 +161,4 @@ def caller(obj: Any) -> Any:
     return fn
 
 
-__all__ = ["caller", "gradient_code", "user_lines"]
+__all__ = ["NESTED_CODE", "caller", "gradient_code", "tangent_function", "user_lines"]

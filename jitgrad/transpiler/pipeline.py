@@ -45,7 +45,7 @@ from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
 from .front.last_taken import last_taken
-from .front.nested import blamed, expanding, refuse_recursion, site_kinds
+from .front.nested import ENTRIES, blamed, expanding, refuse_recursion, site_kinds
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
@@ -57,7 +57,7 @@ from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import unshadowed_builtins, version_names
 from .front.webs import split_webs
-from .gradient_code import gradient_code
+from .gradient_code import NESTED_CODE
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, names_in
@@ -947,48 +947,58 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
         return prep
     if prep.prepared_with is not PREPARE:
         _, _, _, node, parsed = prep.nested[0]
-        raise parsed.error("a jitgrad gradient called inside CUDA code (nested "
+        raise parsed.error("a jitgrad transform called inside CUDA code (nested "
                            "differentiation) is not supported", node,
                            "call it on the CPU, or write the derivative as a device function")
     probe = prep.specialise([], arg_kinds)
     kinds = infer(probe.body, probe.env, probe.arg_kinds)
     with expanding(prep.func):
-        sites = [_inlined_gradient(d, value, site_kinds(d, names, kinds, node, parsed), node,
-                                   parsed) for d, value, names, node, parsed in prep.nested]
+        sites = [_inlined_code(d, entry, site_kinds(d, names, kinds, node, parsed), node,
+                               parsed) for d, entry, names, node, parsed in prep.nested]
     u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
     for p in PREPARE:
         p.run(u)
     return u
 
 
-def _inlined_gradient(diff: Any, value: bool, kinds: dict[str, Kind], node: ast.Call,
-                      parsed: Parsed) -> Any:
-    """The helper a nested call of ``diff``'s gradient inlines: its gradient code at
-    ``kinds`` (``value``: returning ``(value, gradients)``), taking the user's parameters
-    (their defaults too) and ``_dret`` (1.0)."""
+def _inlined_code(diff: Any, entry: str, kinds: dict[str, Kind], node: ast.Call,
+                  parsed: Parsed) -> Any:
+    """The helper a nested call of ``diff``'s ``entry`` (``front/nested.ENTRIES``) inlines:
+    its generated code at ``kinds`` (``gradient_code.NESTED_CODE``), taking the user's
+    parameters (gradient code: their defaults too, and ``_dret``, 1.0)."""
     refuse_recursion(diff, node, parsed)
     site = f"{parsed.tree.name} at {parsed.filename}:{parsed.absolute_line(node)}"
+    what = ENTRIES[entry]
     try:
-        gen = diff._generated_kinds(kinds)
-        if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
-            gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
+        gen, make = NESTED_CODE[what.code](diff, kinds, lambda: _reverse(diff, kinds))
     except TransformError as e:
         raise e.via(site) from None
     if gen.written:  # (called from Python it works on copies; inlined, it would not)
-        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a {entry} of "
                            f"{diff.func.__name__}, which writes its argument "
                            f"{', '.join(sorted(gen.written))} in place: nested, that write "
                            "would reach the caller's array", node,
                            f"copy it first in {diff.func.__name__} (x = x.copy()), or pass "
                            "a copy")
     rk = gen.return_kinds
-    if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
-        raise parsed.error(f"'{ast.unparse(node.func)}' is a gradient of "
+    scalar = what.code != "tangent"  # (a jvp takes one output of any rank)
+    if len(rk) != 1 or (scalar and rk[0] is not None and rk[0].ndim != 0):
+        raise parsed.error(f"'{ast.unparse(node.func)}' is a {entry} of "
                            f"{diff.func.__name__}, which returns {len(rk)} values or an "
-                           "array: a gradient needs a scalar output", node)
-    fn = gradient_code(diff, gen, value=value)
-    fn.__defaults__ = (*(diff.func.__defaults__ or ()), 1.0)
-    return fn
+                           f"array: it needs {'a scalar output' if scalar else 'one output'}",
+                           node)
+    try:
+        return make(what.value)
+    except TransformError as e:
+        raise e.via(site) from None
+
+
+def _reverse(diff: Any, kinds: dict[str, Kind]) -> Generated:
+    """``diff``'s reverse-mode code at ``kinds``, its IR kept."""
+    gen = diff._generated_kinds(kinds)
+    if gen.unit.ir is None:  # (loaded from the on-disk cache: no IR kept)
+        gen = generate(diff._prep(), [diff.params[i] for i in diff.wrt_positions], kinds)
+    return gen
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],

@@ -42,7 +42,7 @@ from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .desugar import assign, const, name, single_exit
 from .fence import fence
-from .nested import inner_gradient, probe, refuse_unsupported, written_gradient
+from .nested import ENTRIES, binds, inner_call, probe, refuse_unsupported, written_gradient
 from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
@@ -234,14 +234,15 @@ class Inliner:
                     node.args = [v.visit(a) for a in node.args]
                     for k in node.keywords:
                         k.value = v.visit(k.value)
-                    return self.nested(*made, node, parsed, pre)
+                    entry = "value_and_grad" if made[1] else "grad"
+                    return self.nested(made[0], entry, node, parsed, pre)
                 v.generic_visit(node)
                 if resolve(node.func, parsed.env) is checkpoint:
                     return self.checkpoint(node, parsed, pre)
-                obj = callee(node.func, parsed.env)
-                inner = inner_gradient(obj)
+                inner = inner_call(node, parsed.env, parsed)
                 if inner is not None:
-                    return self.nested(*inner, node, parsed, pre)
+                    return self.nested(*inner, parsed, pre)
+                obj = callee(node.func, parsed.env)
                 refuse_transform(node, obj, parsed)
                 kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
                 if kernel is not None:
@@ -253,26 +254,56 @@ class Inliner:
 
         return V().visit(e)
 
-    def nested(self, diff: Any, with_value: bool, node: ast.Call, parsed: Parsed,
+    def nested(self, diff: Any, entry: str, node: ast.Call, parsed: Parsed,
                pre: list[ast.stmt]) -> ast.expr:
-        """A jitgrad gradient called here: probed, or its gradient code inlined for the
-        kinds the probe found (``front/nested.py``)."""
+        """A jitgrad transform called here (``entry`` of ``front/nested.ENTRIES``; ``node``
+        with flat arguments): probed, or its generated code inlined for the kinds the probe
+        found (``front/nested.py``)."""
         refuse_unsupported(diff, node, parsed)
         k = len(self.probes)
-        args, _ = call_arguments(diff.func, diff.params, node, parsed, self.env, self.namer)
+        code, value = ENTRIES[entry].code, ENTRIES[entry].value
+        if code == "gradient":
+            args, _ = call_arguments(diff.func, diff.params, node, parsed, self.env,
+                                     self.namer)
+        else:  # primals, then one tangent per wrt argument (``nested.flat_call``)
+            args = node.args
         names = [self.namer.fresh(f"_{p}_in") for p in diff.params]
-        self.probes.append((diff, with_value, names, node, parsed))
+        names += [self.namer.fresh(f"_{diff.params[i]}_dot_in")
+                  for i in diff.wrt_positions if code != "gradient"]
+        self.probes.append((diff, entry, names, node, parsed))
         if self.sites is None:
-            binds, out = probe(diff, with_value, args, names, node)
-            pre += binds
-            return out
+            pre += binds(args, names, node)
+            if code == "tangent":
+                return self.primal_standin(diff, names, node, parsed, pre)
+            return probe(diff, value, names, node)
         out = self.call(self.sites[k], node, parsed, pre)
-        if with_value and not diff.single:  # (value, *gradients): (value, gradients)
+        if code == "gradient" and value and not diff.single:  # (value, *grads): (value, grads)
             grads = self.namer.fresh("_grads")
             pre.append(ast.copy_location(
                 assign(grads, ast.Tuple(elts=out.elts[1:], ctx=ast.Load())), node))
             out = ast.Tuple(elts=[out.elts[0], name(grads)], ctx=ast.Load())
         return out
+
+    def primal_standin(self, diff: Any, names: list[str], node: ast.Call, parsed: Parsed,
+                       pre: list[ast.stmt]) -> ast.expr:
+        """A jvp's stand-in in the probe: ``(y, y * 0.0)``, ``y`` the inner function inlined
+        on the primals (its own nested calls probed, not recorded: they are its code's)."""
+        call = ast.copy_location(ast.Call(func=node.func, args=[
+            ast.copy_location(name(n), node) for n in names[:len(diff.params)]], keywords=[]),
+            node)
+        inner = Inliner(self.root, self.namer)
+        inner.stack = self.stack
+        out = inner.call(diff.func, call, parsed, pre)
+        if isinstance(out, ast.Tuple):
+            raise parsed.error(f"'{ast.unparse(node.func)}' is a jvp of "
+                               f"{diff.func.__name__}, which returns {len(out.elts)} values: "
+                               "a jvp called inside a differentiated function (nested "
+                               "differentiation) needs a function of one output", node,
+                               "take the jvp of a function returning one of them")
+        y = self.namer.fresh("_y_in")
+        pre.append(ast.copy_location(assign(y, out), node))
+        zero = ast.BinOp(left=name(y), op=ast.Mult(), right=const(0.0))
+        return ast.copy_location(ast.Tuple(elts=[name(y), zero], ctx=ast.Load()), node)
 
     def checkpoint(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
         """``jg.checkpoint(g, a, b)``: g's body as a region the reverse sweep recomputes."""

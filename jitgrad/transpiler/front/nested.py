@@ -1,15 +1,19 @@
-"""Nested differentiation: a jitgrad gradient called inside a differentiated function.
+"""Nested differentiation: a jitgrad transform called inside a differentiated function.
 
-A call of a ``jg.grad``/``jg.value_and_grad`` result, or of a ``@differentiate`` object's
-``.grad``/``.value_and_grad``, inlines that gradient's generated code as a helper, which
-the outer transform differentiates again (reverse over reverse; forward over reverse for
-``jvp``/``hvp``).  The generated code depends on the kinds of the call's arguments, which
-are known only once the outer function is specialised, so preparing such a function takes
-two rounds: the first (``probe``) binds each call's arguments to fresh names and puts a
-stand-in of the right kind in place of the result (the wrt arguments times ``0.0``); kind
+A call of a ``jg.grad``/``jg.value_and_grad`` result, of a ``@differentiate`` object's
+``.grad``/``.value_and_grad``/``.jvp``, or of ``jg.jvp``/``jg.hvp``, inlines that
+transform's generated code as a helper (``ENTRIES``: the gradient code, the tangent code,
+or the tangent code of the gradient code), which the outer transform differentiates again
+(reverse over reverse or over forward; forward over either for ``jvp``/``hvp``).  A
+``jvp``/``hvp`` call is first made flat (``flat_call``): ``jg.jvp(f, (x, w), (v,))``
+calls the helper as ``(x, w, v)``.  The generated code depends on the kinds of the call's
+arguments, which are known only once the outer function is specialised, so preparing such
+a function takes two rounds: the first (``probe``) binds each call's arguments to fresh
+names and puts a stand-in of the right kind in place of the result (the wrt arguments
+times ``0.0``; for a jvp ``(y, y * 0.0)``, ``y`` the inner function inlined); kind
 inference on it gives the kinds at each call; the second inlines, at each call in the same
-order, the gradient code for those kinds (``pipeline.with_nested``, whose helpers come
-from ``transpiler/gradient_code.py``).
+order, the generated code for those kinds (``pipeline.with_nested``, whose helpers come
+from ``transpiler/gradient_code.NESTED_CODE``).
 
 Before::                               After (the probe)::
 
@@ -31,14 +35,30 @@ import linecache
 import threading
 import types
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import TransformError
 from .desugar import assign, const
 from .transforms import callee
 
+
+@dataclass(frozen=True)
+class Entry:
+    """What a call of one jitgrad entry point inlines: ``code``, which generated code
+    (``gradient_code.NESTED_CODE``); ``value``: the helper returns the value too."""
+
+    code: str
+    value: bool
+
+
+#: inner entry point -> the generated code its call inlines
+ENTRIES = {"grad": Entry("gradient", False), "value_and_grad": Entry("gradient", True),
+           "jvp": Entry("tangent", True), "hvp": Entry("hvp", False)}
 #: the entry points whose call inlines the gradient code: name -> returns the value too
-_METHODS = {"grad": False, "value_and_grad": True}
+_METHODS = {k: e.value for k, e in ENTRIES.items() if e.code == "gradient"}
+#: the forward-mode entry points taking ``(primals, tangents)`` (``flat_call``)
+_FORWARD = ("jvp", "hvp")
 
 
 #: per thread: the functions whose nested gradient calls are being inlined, outermost first
@@ -88,6 +108,63 @@ def written_gradient(expr: ast.expr, env: dict[str, Any]) -> tuple[Any, bool] | 
     return inner_gradient(fn(*args, **kwargs))
 
 
+def inner_call(node: ast.Call, env: dict[str, Any],
+               parsed: Any) -> tuple[Any, str, ast.Call] | None:
+    """``(the Differentiated, its entry point in ENTRIES, the call with flat arguments)``
+    if ``node`` (its arguments already visited) calls a jitgrad transform this module
+    inlines, else None."""
+    obj = callee(node.func, env)
+    got = inner_gradient(obj)
+    if got is not None:
+        return got[0], "value_and_grad" if got[1] else "grad", node
+    if isinstance(obj, types.MethodType) and obj.__name__ == "jvp" \
+            and _is(obj.__self__, "Differentiated"):
+        return obj.__self__, "jvp", flat_call(obj.__self__, node, node.args, parsed)
+    if getattr(obj, "__module__", None) != "jitgrad.forward_api" \
+            or getattr(obj, "__name__", None) not in _FORWARD or not node.args:
+        return None
+    diff = _static_diff(obj, node, env, parsed)
+    return diff, obj.__name__, flat_call(diff, node, node.args[1:], parsed)
+
+
+def _static_diff(obj: Any, node: ast.Call, env: dict[str, Any], parsed: Any) -> Any:
+    """The ``Differentiated`` a ``jg.jvp(f, ...)``/``jg.hvp(f, ...)`` call differentiates:
+    ``f`` a name, ``wrt`` (and ``jit``) literals."""
+    f = callee(node.args[0], env)
+    try:
+        opts = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    except ValueError:
+        opts = None
+    if f is None or opts is None or set(opts) - {"wrt", "jit"}:
+        raise parsed.error(f"'{ast.unparse(node)}' (nested differentiation) needs a function "
+                           "given by name and literal wrt= (no keyword arguments of f)", node,
+                           f"write jg.{obj.__name__}(f, (x, y), (v,), wrt=0)")
+    from ...forward_api import _diff  # (the api imports the transpiler)
+    return _diff(f, opts.get("wrt"), True)  # (inlined: jit= is the outer function's)
+
+
+def flat_call(diff: Any, node: ast.Call, rest: list[ast.expr], parsed: Any) -> ast.Call:
+    """``node`` (``jvp``/``hvp`` of ``diff`` with ``rest``: ``(primals, tangents)``) as a
+    call of the primals and then one tangent per wrt argument."""
+    primals = rest[0] if len(rest) == 2 else None
+    tans = rest[-1] if rest else None
+    k = len(diff.wrt_positions)
+    if isinstance(tans, ast.Tuple) and (len(tans.elts) == 1 or not diff.single):
+        tans = tans.elts
+    elif tans is not None:
+        tans = [tans] if diff.single else None
+    if not isinstance(primals, ast.Tuple) or len(primals.elts) != len(diff.params) \
+            or tans is None or len(tans) != k or any(isinstance(t, ast.Starred)
+                                                    for t in [*primals.elts, *tans]):
+        raise parsed.error(f"'{ast.unparse(node.func)}' (nested differentiation) needs its "
+                           f"primals as a tuple of all {len(diff.params)} arguments "
+                           f"({', '.join(diff.params)}) and {k} tangent"
+                           f"{'s' if k > 1 else ''} written out", node,
+                           "write (x, w) and (v,) in the call itself, defaults included")
+    return ast.copy_location(ast.Call(func=node.func, args=[*primals.elts, *tans],
+                                      keywords=[]), node)
+
+
 def refuse_unsupported(diff: Any, node: ast.Call, parsed: Any) -> None:
     """Refuse, at the call, what the inlined gradient code cannot stand for."""
     name = ast.unparse(node.func)
@@ -107,27 +184,40 @@ def refuse_unsupported(diff: Any, node: ast.Call, parsed: Any) -> None:
                            "derivative in as an argument")
 
 
-def probe(diff: Any, with_value: bool, args: list[ast.expr], names: list[str],
-          node: ast.Call) -> tuple[list[ast.stmt], ast.expr]:
-    """The probe's binds of ``args`` to ``names`` and the result's stand-in."""
-    binds = [ast.copy_location(assign(n, a), node) for n, a in zip(names, args, strict=True)]
-    for b in binds:
+def binds(args: list[ast.expr], names: list[str], node: ast.Call) -> list[ast.stmt]:
+    """The probe's binds of ``args`` to ``names``."""
+    out = [ast.copy_location(assign(n, a), node) for n, a in zip(names, args, strict=True)]
+    for b in out:
         for m in ast.walk(b):
             if isinstance(m, (ast.stmt, ast.expr)) and not getattr(m, "lineno", None):
                 ast.copy_location(m, node)
+    return out
+
+
+def probe(diff: Any, with_value: bool, names: list[str], node: ast.Call) -> ast.expr:
+    """The stand-in of a gradient's (or Hessian-vector product's) result in the probe."""
     grads = [ast.BinOp(left=ast.Name(id=names[i], ctx=ast.Load()), op=ast.Mult(),
                        right=const(0.0)) for i in diff.wrt_positions]
     out: ast.expr = grads[0] if diff.single else ast.Tuple(elts=grads, ctx=ast.Load())
     if with_value:
         out = ast.Tuple(elts=[const(0.0), out], ctx=ast.Load())
-    return binds, ast.copy_location(out, node)
+    return ast.copy_location(out, node)
 
 
 def site_kinds(diff: Any, names: list[str], kinds: dict[str, Any], node: ast.Call,
                parsed: Any) -> dict[str, Any]:
     """The kinds (``analysis.kinds.Kind``) of one call's arguments, by the inner function's
-    parameters, from the probe's ``kinds``; refusing what its gradient cannot take."""
+    parameters, from the probe's ``kinds``; refusing what its gradient cannot take (and
+    tangents, the names after the parameters', unlike their primals)."""
     out = {}
+    for i, n in zip(diff.wrt_positions, names[len(diff.params):], strict=False):
+        k, want = kinds.get(n), kinds.get(names[i])
+        if k is None or k.cls not in ("f", "i") or want is None or k.ndim != want.ndim:
+            raise parsed.error(f"the tangent of '{diff.params[i]}' in the nested "
+                               f"'{ast.unparse(node.func)}' is not a float of the primal's "
+                               f"rank ({want})", node, "pass tangents shaped like their "
+                               "primals")
+    names = names[:len(diff.params)]
     for p, n in zip(diff.params, names, strict=True):
         k = kinds.get(n)
         if k is None or k.cls not in ("f", "i", "b") or (k.is_array and k.ndim is None):
@@ -169,7 +259,7 @@ def blamed(e: TransformError) -> TransformError:
         if filename.startswith("<jitgrad:") or not line.isdigit():
             continue
         return TransformError(
-            "a jitgrad gradient called here (nested differentiation) cannot be "
+            "a jitgrad transform called here (nested differentiation) cannot be "
             f"differentiated again: {e.msg} (in its generated line "
             f"'{e.source_line.strip()}')", filename=filename, lineno=int(line),
             source_line=linecache.getline(filename, int(line)),
@@ -180,5 +270,6 @@ def blamed(e: TransformError) -> TransformError:
     return e
 
 
-__all__ = ["blamed", "expanding", "inner_gradient", "probe", "refuse_recursion",
-           "refuse_unsupported", "site_kinds", "written_gradient"]
+__all__ = ["ENTRIES", "Entry", "binds", "blamed", "expanding", "flat_call", "inner_call",
+           "inner_gradient", "probe", "refuse_recursion", "refuse_unsupported", "site_kinds",
+           "written_gradient"]

@@ -1,11 +1,11 @@
 """Calls of jitgrad's own transforms inside differentiated code.
 
 A ``jg.differentiate`` object called as a function is the user's function: it inlines
-like any helper.  A ``jg.grad``/``jg.value_and_grad`` result or a ``@differentiate``
-object's ``.grad``/``.value_and_grad`` inlines its gradient code (``nested.py``).  Every
-other transform (``.vjp``/``.jvp``..., ``jg.jvp``, ``jg.hvp``, a ``jg.jacfwd`` result...)
-is refused at the call, by name, before kind inference meets its result (which blamed an
-unrelated line).
+like any helper.  A ``jg.grad``/``jg.value_and_grad`` result, a ``@differentiate``
+object's ``.grad``/``.value_and_grad``/``.jvp``, ``jg.jvp`` and ``jg.hvp`` inline their
+generated code (``nested.py``).  Every other transform (``jg.vjp`` and ``.vjp``: their
+pullback is a function value; a ``jg.jacfwd`` result...) is refused at the call, by name,
+before kind inference meets its result (which blamed an unrelated line).
 """
 
 from __future__ import annotations
@@ -55,13 +55,22 @@ def refuse_transform(node: ast.Call, obj: Any, parsed: Parsed) -> None:
     if obj is None or _differentiated(obj) or isinstance(obj, types.ModuleType) \
             or _module(obj) not in _TRANSFORM_MODULES:
         return
+    vjp = getattr(obj, "__name__", "") == "vjp"
     raise parsed.error(
-        f"'{ast.unparse(node.func)}' is {_describe(obj)}: calling a jitgrad transform "
-        "inside a differentiated function (nested differentiation) is not supported", node,
-        "a jg.grad or jg.value_and_grad result (or a jg.differentiate object's .grad) called "
-        "here is differentiated again; for other transforms compute it outside the "
-        "function and pass the result in as an argument, or write the derivative you need "
-        "as a helper")
+        f"'{ast.unparse(node.func)}' is {_describe(obj)}: calling this jitgrad transform "
+        "inside a differentiated function (nested differentiation) is not supported"
+        f"{' (its pullback is a function value)' if vjp else ''}", node,
+        (_VJP_HINT if vjp else "") + "jg.grad/jg.value_and_grad results, a "
+        "jg.differentiate object's .grad/.value_and_grad/.jvp, jg.jvp and jg.hvp called "
+        "here are differentiated again; for other transforms compute the result outside "
+        "the function and pass it in as an argument, or write the derivative you need as "
+        "a helper")
+
+
+#: how to write a vjp inside a differentiated function
+_VJP_HINT = ("for the vjp with a cotangent ct, call jg.grad of a helper "
+             "'def fc(x, w, ct): return np.sum(ct * f(x, w))' (jg.grad(fc)(x, w, ct)), or "
+             "ct * jg.grad(f)(x, w) for a scalar f; ")
 
 
 def _describe(obj: Any) -> str:
