@@ -151,7 +151,8 @@ class Differentiated:
                             self._aux_size = aux_size(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux, tuples=self._tuples)
+                                             aux=self.has_aux, tuples=self._tuples,
+                                             jit=bool(self.jit))
                     self._prepared_version = version
         return self._prepared
 
@@ -486,7 +487,8 @@ class Differentiated:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
-                                parallel=emit.is_parallel(self.options), tuples=self._tuples)
+                                parallel=emit.is_parallel(self.options), tuples=self._tuples,
+                                jit=bool(self.jit))
 
     def _shape(self, grads: Any) -> Any:
         if self.single:

@@ -115,6 +115,9 @@ class Unit:
     parallel: bool = False
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
+    #: compiled with Numba (``jit=True``): chains of whole-array statements run as loops
+    #: over the elements (``backend/elements.py``)
+    jit: bool = False
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
     #: hide the builtin generated code calls; ``versions.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)
@@ -140,7 +143,8 @@ class Unit:
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns),
                     [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
-                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to)
+                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to,
+                    jit=self.jit)
 
 
 def show_body(u: Unit) -> str:
@@ -850,6 +854,25 @@ def lower_(u: Unit) -> None:
         u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
 
 
+def _fuses_elements(u: Unit) -> bool:
+    """Run whole-array chains as element loops: compiled, and not second order's input
+    (jitgrad's own gradient code, differentiated again)."""
+    return u.jit and not u.parsed.filename.startswith("<jitgrad:")
+
+
+def _float_ndims(u: Unit, scalar: bool) -> dict[str, int]:
+    """The dimensions of the float names, scalar names and adjoints (``elements``)."""
+    out = {n: k.ndim for n, k in u.kinds.items()
+           if k.ndim is not None and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
+    for n, d in u.namer.adjoints().items():
+        k = u.kinds.get(n)
+        if k is not None and k.cls == "f" and k.ndim is not None:
+            out.setdefault(d, k.ndim)
+    if scalar:
+        out[u.ir.seed] = 0
+    return out
+
+
 def backend_context(u: Unit) -> passes.Context:
     """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
@@ -862,6 +885,7 @@ def backend_context(u: Unit) -> passes.Context:
     return passes.Context(
         u.ir, u.names, u.workspaces, unit_seed=scalar,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
+        ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 
@@ -905,12 +929,14 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
-            tuples: dict[str, tuple[Any, list[str], bool]] | None = None) -> Unit:
+            tuples: dict[str, tuple[Any, list[str], bool]] | None = None,
+            jit: bool = False) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
-    its tuple arguments' structures (``front/tuples.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, prepared_with=passes or PREPARE)
+    its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba."""
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
+             prepared_with=passes or PREPARE)
     for p in u.prepared_with:
         p.run(u)
         if p.name == until:
@@ -955,7 +981,8 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
     with expanding(prep.func):
         sites = [_inlined_gradient(d, value, site_kinds(d, names, kinds, node, parsed), node,
                                    parsed) for d, value, names, node, parsed in prep.nested]
-    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
+    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites,
+             jit=prep.jit)
     for p in PREPARE:
         p.run(u)
     return u
@@ -992,20 +1019,22 @@ def _inlined_gradient(diff: Any, value: bool, kinds: dict[str, Kind], node: ast.
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
-          parallel: bool = False, tuples: dict[str, Any] | None = None) -> str:
+          parallel: bool = False, tuples: dict[str, Any] | None = None,
+          jit: bool = False) -> str:
     """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
     one of the lowered sweeps) for these kinds (``parallel``: compiled with
-    ``parallel=True``; ``tuples``: see ``prepare``)."""
+    ``parallel=True``; ``tuples``: see ``prepare``; ``jit``: compiled with Numba)."""
     if name == "normalized":
         return show_body(prepare(func, tuples=tuples))
     auto = config.checkpoint_threshold()
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds,
-                      auto_checkpoint=auto)
+        u = transform(prepare(func, parallel=parallel, tuples=tuples, jit=jit), wrt,
+                      arg_kinds, auto_checkpoint=auto)
         return u.sources["grad" if name == "all" else name]
     if name in BACKEND:
-        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples), wrt,
-                                        arg_kinds, until=_BEFORE_LOWER, auto_checkpoint=auto),
+        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples,
+                                                jit=jit), wrt, arg_kinds, until=_BEFORE_LOWER,
+                                        auto_checkpoint=auto),
                               BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
@@ -1026,10 +1055,11 @@ _EXAMPLES = itertools.count(1)
 
 
 def example(pass_name: str, source: str, args: tuple | None = None, helpers: str = "",
-            variant: str = "", parallel: bool = False) -> str:
+            variant: str = "", parallel: bool = False, jit: bool = False) -> str:
     """Run the passes up to ``pass_name`` on ``source`` (one def; floats by default) and
     show the result: how the passes' docstrings show what each one does (``parallel``:
-    as compiled with ``parallel=True``; ``prange`` is Numba's)."""
+    as compiled with ``parallel=True``; ``prange`` is Numba's; ``jit``: as compiled with
+    Numba, ``jit=True``)."""
     import math
 
     import numpy as np
@@ -1049,9 +1079,9 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
     kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
     wrt = [p for p in params if kinds[p].cls == "f"]
     if variant:
-        return transform(prepare(func, parallel=parallel), wrt,
+        return transform(prepare(func, parallel=parallel, jit=jit), wrt,
                          kinds).sources[variant].rstrip("\n")
-    return stage(func, pass_name, wrt, kinds, parallel).rstrip("\n")
+    return stage(func, pass_name, wrt, kinds, parallel, jit=jit).rstrip("\n")
 
 
 # --- what the API keeps per specialisation ---------------------------------------------
