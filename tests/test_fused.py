@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, numeric_grad
 
 import jitgrad as jg
 
@@ -150,3 +150,83 @@ def written_through_view(x, c):
 def test_array_written_through_a_view_is_not_computed_again(jit):
     check_grad(written_through_view, (np.random.default_rng(8).normal(size=5), 0.6),
                wrt=(0, 1), jit=jit)
+
+
+def cube_sum(x):
+    return np.sum(x * x * x)
+
+
+_d_cube = jg.differentiate(cube_sum, jit=False)
+
+
+def nested_method(x):
+    """The inlined gradient code of ``_d_cube.grad`` adds to its adjoint ``dx = dx + t``
+    (the ``dx`` bound before): the element loop reads the old ``dx``, not the buffer it
+    writes (a nan value before)."""
+    y = 0.0
+    y = y + np.sum(np.sin(_d_cube.grad(x)))
+    return y
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_nested_gradient_method_reads_the_adjoint_bound_before(jit):
+    check_grad(nested_method, (np.random.default_rng(9).normal(size=4),), wrt=(0,), jit=jit)
+
+
+def mixed_precision(x, c):
+    """Float32 and float64 arrays in one chain (NumPy makes float64 of them)."""
+    u = np.exp(x * 0.5) * c
+    v = np.sin(u) * x
+    return np.sum(u * v) + v[0]
+
+
+def narrowed(x):
+    """Float64 arguments, a float32 array made in the code."""
+    y = np.zeros(x.shape[0], dtype=np.float32) * 1.0
+    y[:] = x
+    u = np.tanh(y * 0.5) * y
+    w = u * u + y
+    return np.sum(w) + w[1]
+
+
+PRECISIONS = {"f32": (np.float32, np.float32), "f32-f64": (np.float32, np.float64),
+              "f64-f32": (np.float64, np.float32)}
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("dtypes", list(PRECISIONS))
+def test_float32_arguments(dtypes, jit):
+    """Float32 arguments: no element loops (their arrays would be float64 where NumPy's
+    and Numba's are float32, or the reverse); value and gradients in the arguments' dtypes
+    equal float64 central differences to float32's precision."""
+    r = np.random.default_rng(10)
+    args = tuple(a.astype(t) for a, t in zip((r.normal(size=5), r.normal(size=5)),
+                                             PRECISIONS[dtypes], strict=True))
+    value, grads = jg.value_and_grad(mixed_precision, wrt=(0, 1), jit=jit)(*args)
+    wide = tuple(a.astype(np.float64) for a in args)
+    np.testing.assert_allclose(value, mixed_precision(*wide), rtol=1e-5)
+    for w, g in enumerate(grads):
+        assert g.dtype == args[w].dtype
+        np.testing.assert_allclose(g, numeric_grad(mixed_precision, wide, w), rtol=2e-3,
+                                   atol=2e-3)
+    src = jg.differentiate(mixed_precision, wrt=(0, 1), jit=True).source(*args)
+    assert FUSED not in src, src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_float32_made_in_the_code(jit):
+    """A float32 array made from float64 arguments: no element loops either."""
+    x = np.random.default_rng(11).normal(size=5)
+    value, (g,) = jg.value_and_grad(narrowed, wrt=(0,), jit=jit)(x)
+    np.testing.assert_allclose(value, narrowed(x), rtol=1e-5)
+    np.testing.assert_allclose(g, numeric_grad(narrowed, (x,), 0, eps=1e-2), rtol=2e-3,
+                               atol=2e-3)  # (float32 inside: a wider step)
+    assert FUSED not in jg.differentiate(narrowed, jit=True).source(x)
+
+
+def test_float64_arguments_still_fused():
+    """The same chain with float64 arguments runs as element loops."""
+    r = np.random.default_rng(10)
+    src = jg.differentiate(mixed_precision, wrt=(0, 1), jit=True).source(
+        r.normal(size=5), r.normal(size=5))
+    assert src.count(FUSED) >= 2, src

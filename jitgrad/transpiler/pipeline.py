@@ -43,7 +43,7 @@ from .backend.shape_only import shape_reading_names
 from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
-from .front.inline import fold_param_binds, inline
+from .front.inline import fold_param_binds, inline, resolve
 from .front.last_taken import last_taken
 from .front.nested import blamed, expanding, refuse_recursion, site_kinds
 from .front.normalize import Normalizer, inplace_updates
@@ -855,9 +855,39 @@ def lower_(u: Unit) -> None:
 
 
 def _fuses_elements(u: Unit) -> bool:
-    """Run whole-array chains as element loops: compiled, and not second order's input
-    (jitgrad's own gradient code, differentiated again)."""
-    return u.jit and not u.parsed.filename.startswith("<jitgrad:")
+    """Run whole-array chains as element loops: compiled for float64 arguments
+    (``transform``'s ``elements``), not second order's input (jitgrad's own gradient code,
+    differentiated again), and no narrower float named in the code."""
+    return u.jit and not u.parsed.filename.startswith("<jitgrad:") and not _narrow_floats(u)
+
+
+#: what a narrower float dtype is named by (``np.float32``, ``"f4"``, ``"single"``...)
+_NARROW = frozenset(np.dtype(t) for t in (np.float16, np.float32))
+
+
+def _narrow_floats(u: Unit) -> bool:
+    """Does the code name a float dtype narrower than float64?  Element loops make their
+    arrays float64 where every float is (``np.empty_like`` of a float64 array)."""
+    def narrow(v: Any) -> bool:
+        try:
+            return isinstance(v, (type, str, np.dtype)) and np.dtype(v) in _NARROW
+        except (TypeError, ValueError):
+            return False
+
+    def named(e: ast.AST) -> Any:
+        return e.value if isinstance(e, ast.Constant) else \
+            resolve(e, u.env) if isinstance(e, (ast.Name, ast.Attribute)) else None
+
+    return any(narrow(named(e)) for s in u.body for e in ast.walk(s))
+
+
+def all_float64(args: Any) -> bool:
+    """Are the floats among ``args`` (arrays, NumPy scalars, in tuples and lists) all
+    float64?  Then element loops may run (``transform``'s ``elements``)."""
+    if isinstance(args, (tuple, list)):
+        return all(all_float64(a) for a in args)
+    dt = getattr(args, "dtype", None)
+    return not isinstance(dt, np.dtype) or dt.kind != "f" or dt == np.float64
 
 
 def _float_ndims(u: Unit, scalar: bool) -> dict[str, int]:
@@ -947,12 +977,14 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
 @_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
               until: str | None = None, passes: list[Pass] | None = None,
-              auto_checkpoint: int | None = None) -> Unit:
+              auto_checkpoint: int | None = None, elements: bool = False) -> Unit:
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
     copy of the prepared unit, up to and including ``until`` (``auto_checkpoint``: see
-    ``Unit.auto_checkpoint``)."""
+    ``Unit.auto_checkpoint``; ``elements``: element loops may run under ``jit=True``, the
+    arguments' floats being float64, ``all_float64``)."""
     u = with_nested(prep, arg_kinds).specialise(wrt, arg_kinds)
     u.auto_checkpoint = auto_checkpoint
+    u.jit = u.jit and elements
     try:
         for p in SPECIALISE if passes is None else passes:
             p.run(u)
@@ -1029,12 +1061,12 @@ def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
     auto = config.checkpoint_threshold()
     if name in ("forward", "adjoint", "all"):
         u = transform(prepare(func, parallel=parallel, tuples=tuples, jit=jit), wrt,
-                      arg_kinds, auto_checkpoint=auto)
+                      arg_kinds, auto_checkpoint=auto, elements=jit)
         return u.sources["grad" if name == "all" else name]
     if name in BACKEND:
         return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples,
                                                 jit=jit), wrt, arg_kinds, until=_BEFORE_LOWER,
-                                        auto_checkpoint=auto),
+                                        auto_checkpoint=auto, elements=jit),
                               BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
@@ -1080,7 +1112,7 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
     wrt = [p for p in params if kinds[p].cls == "f"]
     if variant:
         return transform(prepare(func, parallel=parallel, jit=jit), wrt,
-                         kinds).sources[variant].rstrip("\n")
+                         kinds, elements=jit).sources[variant].rstrip("\n")
     return stage(func, pass_name, wrt, kinds, parallel, jit=jit).rstrip("\n")
 
 
@@ -1101,6 +1133,8 @@ class Generated:
     #: the array arguments the generated code writes in place (it works on copies of them,
     #: so it refuses arguments that share memory with them: ``api.refuse_aliased``)
     written: frozenset[str] = frozenset()
+    #: made for float64 arguments (element loops may run: ``transform``'s ``elements``)
+    float64: bool = False
 
 
 def written_args(u: Unit) -> frozenset[str]:
@@ -1111,16 +1145,17 @@ def written_args(u: Unit) -> frozenset[str]:
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
-             auto_checkpoint: bool | None = None) -> Generated:
+             auto_checkpoint: bool | None = None, elements: bool = False) -> Generated:
     """All specialising passes; the return kinds tell the API what the function returns.
     ``auto_checkpoint``: checkpoint top-level loops whose tape would not fit in cache
-    (None: ``jitgrad.config``'s choice)."""
+    (None: ``jitgrad.config``'s choice); ``elements``: see ``transform``."""
     u = transform(prep, wrt, arg_kinds,
-                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint))
+                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint),
+                  elements=elements)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk, written=written_args(u))
+    return Generated(u, rk, written=written_args(u), float64=elements)
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "example", "fence", "generate", "prepare", "stage", "transform",
+           "Unit", "all_float64", "example", "fence", "generate", "prepare", "stage", "transform",
            "written_args"]

@@ -389,15 +389,16 @@ def _class_of(s: ast.stmt, kind: str, ctx: _Ctx) -> str | None:
 
 def _arrays_read(s: ast.stmt, ctx: _Ctx) -> list[str]:
     """The arrays ``s`` reads elements of (an in-place target first), in order; not those
-    read only for their shape (``unbroadcast(g, x)``)."""
-    shaped = {id(e.args[1]) for e in ast.walk(s) if _passed(e, ctx) is not None}
-    names = [n.id for n in ast.walk(s) if isinstance(n, ast.Name) and id(n) not in shaped]
+    read only for their shape (``unbroadcast(g, x)``).  The value's names are all read,
+    the target's too (``y = y + a`` reads the ``y`` bound before: its buffer is not
+    the one the loop writes)."""
+    shaped = {id(e.args[1]) for e in ast.walk(s.value) if _passed(e, ctx) is not None}
+    names = [n.id for n in ast.walk(s.value) if isinstance(n, ast.Name) and id(n) not in shaped]
     if isinstance(s, ast.AugAssign):
         names.insert(0, s.target.id)
     out: list[str] = []
     for n in names:
-        if n not in out and ctx.shapes.of(n) not in (None, SCALAR) and (
-                n != _target(s) or isinstance(s, ast.AugAssign)):
+        if n not in out and ctx.shapes.of(n) not in (None, SCALAR):
             out.append(n)
     return out
 
