@@ -253,9 +253,12 @@ class Differentiated:
         what a call of this gradient inside another differentiated function inlines
         (``transpiler/front/nested.py``); ``float64``: the arguments' floats are all
         float64 (element loops may run, ``backend/elements.py``)."""
-        key = (tuple(sorted(kinds.items())), rules.version(), float64)
+        key: tuple = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
-            gen = self._cache.get(key)
+            gen = self._cache.get(key)  # (made for float64: other floats share it unless
+            if not float64 and (gen is None or gen.float64):  # it has element loops)
+                key = (*key, "any floats")
+                gen = self._cache.get(key)
             if gen is None:
                 gen = self._build(kinds, float64)
                 self._cache[key] = gen

@@ -230,3 +230,22 @@ def test_float64_arguments_still_fused():
     src = jg.differentiate(mixed_precision, wrt=(0, 1), jit=True).source(
         r.normal(size=5), r.normal(size=5))
     assert src.count(FUSED) >= 2, src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_float64_then_float32_calls_of_one_function(jit):
+    """One function called with float64, float32, then float64 arguments of the same
+    kinds: the float32 call gets code without element loops, the float64 ones keep theirs;
+    each value and gradient right."""
+    d = jg.differentiate(mixed_precision, wrt=(0, 1), jit=jit)
+    r = np.random.default_rng(12)
+    wide = (r.normal(size=5), r.normal(size=5))
+    for args in (wide, tuple(a.astype(np.float32) for a in wide), wide):
+        value, grads = d.value_and_grad(*args)
+        tol = 1e-6 if args[0].dtype == np.float64 else 2e-3
+        np.testing.assert_allclose(value, mixed_precision(*wide), rtol=tol / 100)
+        for w, g in enumerate(grads):
+            assert g.dtype == args[w].dtype
+            np.testing.assert_allclose(g, numeric_grad(mixed_precision, wide, w), rtol=tol,
+                                       atol=tol)
+    assert (FUSED in d.source(*wide)) == jit

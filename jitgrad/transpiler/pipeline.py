@@ -118,6 +118,8 @@ class Unit:
     #: compiled with Numba (``jit=True``): chains of whole-array statements run as loops
     #: over the elements (``backend/elements.py``)
     jit: bool = False
+    #: its code has element loops (``lower_``): it is for float64 arguments only
+    element_loops: bool = False
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
     #: hide the builtin generated code calls; ``versions.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)
@@ -850,6 +852,7 @@ def lower_(u: Unit) -> None:
     for v, s in lowered.items():
         u.sources[v] = s.text
     u.reads = passes.global_names(ctx, lowered.values())
+    u.element_loops = ctx.element_loops
     for part in lower.PARTS:
         u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
 
@@ -1133,7 +1136,7 @@ class Generated:
     #: the array arguments the generated code writes in place (it works on copies of them,
     #: so it refuses arguments that share memory with them: ``api.refuse_aliased``)
     written: frozenset[str] = frozenset()
-    #: made for float64 arguments (element loops may run: ``transform``'s ``elements``)
+    #: for float64 arguments only: its code has element loops (``transform``'s ``elements``)
     float64: bool = False
 
 
@@ -1153,7 +1156,7 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
                   auto_checkpoint=config.checkpoint_threshold(auto_checkpoint),
                   elements=elements)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk, written=written_args(u), float64=elements)
+    return Generated(u, rk, written=written_args(u), float64=u.element_loops)
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",

@@ -101,6 +101,8 @@ class Context:
     #: the dimensions of the float (and scalar) names, adjoints included; None: no element
     #: loops (``backend/elements.py``: ``jit=False``, or second order's input)
     ndims: dict[str, int] | None = None
+    #: a variant's code has element loops (made for float64 arguments only)
+    element_loops: bool = False
     #: what the generated code's names refer to
     env: dict[str, Any] = field(default_factory=dict)
     #: loop pairs the variants share, found dependent (``fuse_loops``)
@@ -562,7 +564,9 @@ def elements_(s: Lowering) -> None:
         return
     shapes = ShapeClasses(s.body, s.ctx.ndims, s.ctx.env, s.params)
     taken = set(s.params).union(*(names_in(x) for x in s.body))
-    s.body = fuse_elements(s.body, shapes, s.ctx.env, ir.np, taken, ir.shared)
+    body = fuse_elements(s.body, shapes, s.ctx.env, ir.np, taken, ir.shared)
+    s.ctx.element_loops |= body is not s.body
+    s.body = body
 
 
 def workspace_(s: Lowering) -> None:
