@@ -249,3 +249,14 @@ def test_float64_then_float32_calls_of_one_function(jit):
             np.testing.assert_allclose(g, numeric_grad(mixed_precision, wide, w), rtol=tol,
                                        atol=tol)
     assert (FUSED in d.source(*wide)) == jit
+
+
+def test_which_arguments_are_float64():
+    """``all_float64``: arrays and NumPy scalars, in tuples and (homogeneous) lists."""
+    from jitgrad.transpiler.pipeline import all_float64
+
+    assert all_float64((np.ones(3), 1.0, 2, np.arange(3), [np.ones(2)], ()))
+    assert not all_float64((np.ones(3), np.ones(3, np.float32)))
+    assert not all_float64((np.float32(1.0),))
+    assert not all_float64(([np.ones(2, np.float32)],))
+    assert not all_float64(((1.0, np.ones(2, np.float16)),))

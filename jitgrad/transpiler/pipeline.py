@@ -887,7 +887,9 @@ def _narrow_floats(u: Unit) -> bool:
 def all_float64(args: Any) -> bool:
     """Are the floats among ``args`` (arrays, NumPy scalars, in tuples and lists) all
     float64?  Then element loops may run (``transform``'s ``elements``)."""
-    if isinstance(args, (tuple, list)):
+    if isinstance(args, list):  # (one type of element, as Numba's lists have)
+        return not args or all_float64(args[0])
+    if isinstance(args, tuple):
         return all(all_float64(a) for a in args)
     dt = getattr(args, "dtype", None)
     return not isinstance(dt, np.dtype) or dt.kind != "f" or dt == np.float64
