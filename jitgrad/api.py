@@ -55,7 +55,15 @@ from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.nested import inner_gradient
 from .transpiler.front.parse import parse_function, python_function
 from .transpiler.gradient_code import caller as nested_caller
-from .transpiler.pipeline import STAGES, Generated, Prepared, generate, prepare, show_body
+from .transpiler.pipeline import (
+    STAGES,
+    Generated,
+    Prepared,
+    all_float64,
+    generate,
+    prepare,
+    show_body,
+)
 from .transpiler.pipeline import stage as stage_source
 
 
@@ -151,7 +159,8 @@ class Differentiated:
                             self._aux_size = aux_size(parsed)
                         self._entry_checked = True
                     self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux, tuples=self._tuples)
+                                             aux=self.has_aux, tuples=self._tuples,
+                                             jit=bool(self.jit))
                     self._prepared_version = version
         return self._prepared
 
@@ -237,39 +246,43 @@ class Differentiated:
             self._prep()  # unsupported source is reported before arity and kinds
         elif self.has_aux:
             self._aux_structure()
-        return self._generated_kinds(self._kinds(args))
+        return self._generated_kinds(self._kinds(args), all_float64(args))
 
-    def _generated_kinds(self, kinds: dict) -> Generated:
+    def _generated_kinds(self, kinds: dict, float64: bool = False) -> Generated:
         """The generated code for these argument kinds (transformed once, cached): also
         what a call of this gradient inside another differentiated function inlines
-        (``transpiler/front/nested.py``)."""
-        key = (tuple(sorted(kinds.items())), rules.version())
+        (``transpiler/front/nested.py``); ``float64``: the arguments' floats are all
+        float64 (element loops may run, ``backend/elements.py``)."""
+        key: tuple = (tuple(sorted(kinds.items())), rules.version())
         with self._lock:
-            gen = self._cache.get(key)
+            gen = self._cache.get(key)  # (made for float64: other floats share it unless
+            if not float64 and (gen is None or gen.float64):  # it has element loops)
+                key = (*key, "any floats")
+                gen = self._cache.get(key)
             if gen is None:
-                gen = self._build(kinds)
+                gen = self._build(kinds, float64)
                 self._cache[key] = gen
             self._last = gen
         return gen
 
-    def _build(self, kinds: dict) -> Generated:
+    def _build(self, kinds: dict, float64: bool = False) -> Generated:
         """Transform and compile one specialisation; with ``cache=True``, load it from the
         on-disk cache (no transform; Numba loads the machine code), or fill the cache.
         The time it took is kept on it and reported (``jitgrad.report``)."""
         what = f"{self.func.__qualname__}({describe_kinds(kinds)})"
         report.starting(f"transforming {what}")
         start = time.perf_counter()
-        gen = self._build_timed(kinds)
+        gen = self._build_timed(kinds, float64)
         gen.transform_seconds = time.perf_counter() - start
         report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
         return gen
 
-    def _build_timed(self, kinds: dict) -> Generated:
+    def _build_timed(self, kinds: dict, float64: bool) -> Generated:
         wrt = [self.params[i] for i in self.wrt_positions]
         with TRANSFORMING:
-            gen = self._disk.load(wrt, kinds) if self._disk is not None else None
+            gen = self._disk.load(wrt, kinds, float64) if self._disk is not None else None
             if gen is None:
-                gen = generate(self._prep(), wrt, kinds, self.auto_checkpoint)
+                gen = generate(self._prep(), wrt, kinds, self.auto_checkpoint, float64)
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
@@ -486,7 +499,8 @@ class Differentiated:
             if stage == "normalized":
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
-                                parallel=emit.is_parallel(self.options), tuples=self._tuples)
+                                parallel=emit.is_parallel(self.options), tuples=self._tuples,
+                                jit=bool(self.jit) and gen.float64)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:

@@ -33,7 +33,7 @@ import jitgrad  # noqa: E402
 SEED = 20240
 CHUNKS = 10
 PER_CHUNK = 20
-JIT_EVERY = 5
+JIT_EVERY = 8
 
 
 @pytest.mark.slow

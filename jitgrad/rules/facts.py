@@ -148,6 +148,9 @@ declare(operator.add, operator.sub, operator.neg, operator.pos, np.real,
         np.diag, np.tril, np.triu, np.flip, np.fliplr, np.flipud, np.roll,
         operator.getitem, np.where, linear=True)
 declare(np.add, np.subtract, np.negative, np.positive, linear=True)  # ufuncs: elementwise
+# generated code's masks, element by element (``select`` only makes its result)
+declare(H.guard, K.select, elementwise=True)
+declare(K.select, pure=True)
 declare(np.real, np.imag, np.where, np.clip, builtins.abs, builtins.pow, builtins.float,
         builtins.int, builtins.bool, builtins.round, np.float64, np.float32, np.int64,
         np.int32, np.intp, elementwise=True)

@@ -43,7 +43,7 @@ from .backend.shape_only import shape_reading_names
 from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
-from .front.inline import fold_param_binds, inline
+from .front.inline import fold_param_binds, inline, resolve
 from .front.last_taken import last_taken
 from .front.nested import ENTRIES, blamed, expanding, refuse_recursion, site_kinds
 from .front.normalize import Normalizer, inplace_updates
@@ -115,6 +115,11 @@ class Unit:
     parallel: bool = False
     #: ``has_aux=True``: returns ``(out, aux)``, only ``out`` seeded (``front/aux.py``)
     aux: bool = False
+    #: compiled with Numba (``jit=True``): chains of whole-array statements run as loops
+    #: over the elements (``backend/elements.py``)
+    jit: bool = False
+    #: its code has element loops (``lower_``): it is for float64 arguments only
+    element_loops: bool = False
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
     #: hide the builtin generated code calls; ``versions.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)
@@ -140,7 +145,8 @@ class Unit:
         return Unit(self.func, self.parsed, copy.deepcopy(self.namer), dict(self.env),
                     list(self.params), clone(self.body), clone(self.returns),
                     [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
-                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to)
+                    kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to,
+                    jit=self.jit)
 
 
 def show_body(u: Unit) -> str:
@@ -846,8 +852,60 @@ def lower_(u: Unit) -> None:
     for v, s in lowered.items():
         u.sources[v] = s.text
     u.reads = passes.global_names(ctx, lowered.values())
+    u.element_loops = ctx.element_loops
     for part in lower.PARTS:
         u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
+
+
+def _fuses_elements(u: Unit) -> bool:
+    """Run whole-array chains as element loops: compiled for float64 arguments
+    (``transform``'s ``elements``), not second order's input (jitgrad's own gradient code,
+    differentiated again), and no narrower float named in the code."""
+    return u.jit and not u.parsed.filename.startswith("<jitgrad:") and not _narrow_floats(u)
+
+
+#: what a narrower float dtype is named by (``np.float32``, ``"f4"``, ``"single"``...)
+_NARROW = frozenset(np.dtype(t) for t in (np.float16, np.float32))
+
+
+def _narrow_floats(u: Unit) -> bool:
+    """Does the code name a float dtype narrower than float64?  Element loops make their
+    arrays float64 where every float is (``np.empty_like`` of a float64 array)."""
+    def narrow(v: Any) -> bool:
+        try:
+            return isinstance(v, (type, str, np.dtype)) and np.dtype(v) in _NARROW
+        except (TypeError, ValueError):
+            return False
+
+    def named(e: ast.AST) -> Any:
+        return e.value if isinstance(e, ast.Constant) else \
+            resolve(e, u.env) if isinstance(e, (ast.Name, ast.Attribute)) else None
+
+    return any(narrow(named(e)) for s in u.body for e in ast.walk(s))
+
+
+def all_float64(args: Any) -> bool:
+    """Are the floats among ``args`` (arrays, NumPy scalars, in tuples and lists) all
+    float64?  Then element loops may run (``transform``'s ``elements``)."""
+    if isinstance(args, list):  # (one type of element, as Numba's lists have)
+        return not args or all_float64(args[0])
+    if isinstance(args, tuple):
+        return all(all_float64(a) for a in args)
+    dt = getattr(args, "dtype", None)
+    return not isinstance(dt, np.dtype) or dt.kind != "f" or dt == np.float64
+
+
+def _float_ndims(u: Unit, scalar: bool) -> dict[str, int]:
+    """The dimensions of the float names, scalar names and adjoints (``elements``)."""
+    out = {n: k.ndim for n, k in u.kinds.items()
+           if k.ndim is not None and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
+    for n, d in u.namer.adjoints().items():
+        k = u.kinds.get(n)
+        if k is not None and k.cls == "f" and k.ndim is not None:
+            out.setdefault(d, k.ndim)
+    if scalar:
+        out[u.ir.seed] = 0
+    return out
 
 
 def backend_context(u: Unit) -> passes.Context:
@@ -862,6 +920,7 @@ def backend_context(u: Unit) -> passes.Context:
     return passes.Context(
         u.ir, u.names, u.workspaces, unit_seed=scalar,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
+        ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 
@@ -905,12 +964,14 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 @_without_gc
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
-            tuples: dict[str, tuple[Any, list[str], bool]] | None = None) -> Unit:
+            tuples: dict[str, tuple[Any, list[str], bool]] | None = None,
+            jit: bool = False) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
-    its tuple arguments' structures (``front/tuples.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, prepared_with=passes or PREPARE)
+    its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba."""
+    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
+             prepared_with=passes or PREPARE)
     for p in u.prepared_with:
         p.run(u)
         if p.name == until:
@@ -921,12 +982,14 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
 @_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
               until: str | None = None, passes: list[Pass] | None = None,
-              auto_checkpoint: int | None = None) -> Unit:
+              auto_checkpoint: int | None = None, elements: bool = False) -> Unit:
     """Run the passes of one specialisation (``SPECIALISE``, or forward mode's list) on a
     copy of the prepared unit, up to and including ``until`` (``auto_checkpoint``: see
-    ``Unit.auto_checkpoint``)."""
+    ``Unit.auto_checkpoint``; ``elements``: element loops may run under ``jit=True``, the
+    arguments' floats being float64, ``all_float64``)."""
     u = with_nested(prep, arg_kinds).specialise(wrt, arg_kinds)
     u.auto_checkpoint = auto_checkpoint
+    u.jit = u.jit and elements
     try:
         for p in SPECIALISE if passes is None else passes:
             p.run(u)
@@ -955,7 +1018,8 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
     with expanding(prep.func):
         sites = [_inlined_code(d, entry, site_kinds(d, names, kinds, node, parsed), node,
                                parsed) for d, entry, names, node, parsed in prep.nested]
-    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites)
+    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites,
+             jit=prep.jit)
     for p in PREPARE:
         p.run(u)
     return u
@@ -1002,20 +1066,22 @@ def _reverse(diff: Any, kinds: dict[str, Kind]) -> Generated:
 
 
 def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
-          parallel: bool = False, tuples: dict[str, Any] | None = None) -> str:
+          parallel: bool = False, tuples: dict[str, Any] | None = None,
+          jit: bool = False) -> str:
     """The source after pass ``name`` (or step ``name`` of ``lower``'s list, ``BACKEND``, or
     one of the lowered sweeps) for these kinds (``parallel``: compiled with
-    ``parallel=True``; ``tuples``: see ``prepare``)."""
+    ``parallel=True``; ``tuples``: see ``prepare``; ``jit``: compiled with Numba)."""
     if name == "normalized":
         return show_body(prepare(func, tuples=tuples))
     auto = config.checkpoint_threshold()
     if name in ("forward", "adjoint", "all"):
-        u = transform(prepare(func, parallel=parallel, tuples=tuples), wrt, arg_kinds,
-                      auto_checkpoint=auto)
+        u = transform(prepare(func, parallel=parallel, tuples=tuples, jit=jit), wrt,
+                      arg_kinds, auto_checkpoint=auto, elements=jit)
         return u.sources["grad" if name == "all" else name]
     if name in BACKEND:
-        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples), wrt,
-                                        arg_kinds, until=_BEFORE_LOWER, auto_checkpoint=auto),
+        return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples,
+                                                jit=jit), wrt, arg_kinds, until=_BEFORE_LOWER,
+                                        auto_checkpoint=auto, elements=jit),
                               BACKEND[name])
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
@@ -1036,10 +1102,11 @@ _EXAMPLES = itertools.count(1)
 
 
 def example(pass_name: str, source: str, args: tuple | None = None, helpers: str = "",
-            variant: str = "", parallel: bool = False) -> str:
+            variant: str = "", parallel: bool = False, jit: bool = False) -> str:
     """Run the passes up to ``pass_name`` on ``source`` (one def; floats by default) and
     show the result: how the passes' docstrings show what each one does (``parallel``:
-    as compiled with ``parallel=True``; ``prange`` is Numba's)."""
+    as compiled with ``parallel=True``; ``prange`` is Numba's; ``jit``: as compiled with
+    Numba, ``jit=True``)."""
     import math
 
     import numpy as np
@@ -1059,9 +1126,9 @@ def example(pass_name: str, source: str, args: tuple | None = None, helpers: str
     kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
     wrt = [p for p in params if kinds[p].cls == "f"]
     if variant:
-        return transform(prepare(func, parallel=parallel), wrt,
-                         kinds).sources[variant].rstrip("\n")
-    return stage(func, pass_name, wrt, kinds, parallel).rstrip("\n")
+        return transform(prepare(func, parallel=parallel, jit=jit), wrt,
+                         kinds, elements=jit).sources[variant].rstrip("\n")
+    return stage(func, pass_name, wrt, kinds, parallel, jit=jit).rstrip("\n")
 
 
 # --- what the API keeps per specialisation ---------------------------------------------
@@ -1081,6 +1148,8 @@ class Generated:
     #: the array arguments the generated code writes in place (it works on copies of them,
     #: so it refuses arguments that share memory with them: ``api.refuse_aliased``)
     written: frozenset[str] = frozenset()
+    #: for float64 arguments only: its code has element loops (``transform``'s ``elements``)
+    float64: bool = False
 
 
 def written_args(u: Unit) -> frozenset[str]:
@@ -1091,16 +1160,17 @@ def written_args(u: Unit) -> frozenset[str]:
 
 
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
-             auto_checkpoint: bool | None = None) -> Generated:
+             auto_checkpoint: bool | None = None, elements: bool = False) -> Generated:
     """All specialising passes; the return kinds tell the API what the function returns.
     ``auto_checkpoint``: checkpoint top-level loops whose tape would not fit in cache
-    (None: ``jitgrad.config``'s choice)."""
+    (None: ``jitgrad.config``'s choice); ``elements``: see ``transform``."""
     u = transform(prep, wrt, arg_kinds,
-                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint))
+                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint),
+                  elements=elements)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk, written=written_args(u))
+    return Generated(u, rk, written=written_args(u), float64=u.element_loops)
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "example", "fence", "generate", "prepare", "stage", "transform",
+           "Unit", "all_float64", "example", "fence", "generate", "prepare", "stage", "transform",
            "written_args"]

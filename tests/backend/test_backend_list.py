@@ -33,7 +33,7 @@ def _swapped(a: str, b: str) -> list[passes.BackendPass]:
 
 def test_the_list_in_order():
     assert NAMES == ["dead_code", "unit_seed", "dead_loops", "fuse", "dead_after_fuse",
-                     "write_once", "shape_only", "workspace", "parallel", "unparse",
+                     "write_once", "elements", "shape_only", "workspace", "parallel", "unparse",
                      "tape_accessors"]
     assert check(BACKEND) is BACKEND
     for p in BACKEND:

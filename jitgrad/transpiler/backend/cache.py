@@ -442,16 +442,20 @@ class Store:
             self._dir = directory(self.func) or ""
         return self._dir or None
 
-    def _where(self, wrt: list[str], kinds: dict) -> tuple[str, str] | None:
-        extra = self.extra + (self.checkpoint() if self.checkpoint is not None else "")
+    def _where(self, wrt: list[str], kinds: dict, float64: bool) -> tuple[str, str] | None:
+        extra = self.extra + (self.checkpoint() if self.checkpoint is not None else "") + \
+            ("float64" if float64 else "")
         k = key(self.func, wrt, kinds, self.jit, self.options, self.aux, extra)
         folder = self.folder() if k is not None else None
         return None if folder is None else (path(folder, self.func, k), k)
 
-    def load(self, wrt: list[str], kinds: dict) -> Generated | None:
-        """The specialisation from disk (generated module, Numba's machine code), or None."""
-        where = self._where(wrt, kinds)
+    def load(self, wrt: list[str], kinds: dict, float64: bool = False) -> Generated | None:
+        """The specialisation from disk (generated module, Numba's machine code), or None
+        (``float64``: made for float64 arguments, ``pipeline.transform``'s ``elements``)."""
+        where = self._where(wrt, kinds, float64)
         mod = load(*where) if where is not None else None
+        if mod is None and float64:  # (made for float64 arguments, it has no element loops)
+            return self.load(wrt, kinds)
         if mod is None:
             return None
         self.stats["hits"] += 1
@@ -460,13 +464,13 @@ class Store:
                     wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
         return Generated(unit, list(meta["return_kinds"]),
                          compile_module(mod, self.jit, self.options),
-                         frozenset(meta["written"]))
+                         frozenset(meta["written"]), float64=float64)
 
     def save(self, gen: Generated) -> Compiled | None:
         """Write a freshly generated specialisation and compile it from the file; None
         where it cannot be cached (the caller builds it in memory)."""
         u = gen.unit
-        where = self._where(u.wrt, u.arg_kinds)
+        where = self._where(u.wrt, u.arg_kinds, gen.float64)
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
                     "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables),

@@ -118,7 +118,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
 def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
     """``stmts`` without a push of ``v`` onto a tape that is popped into ``w`` later in
     the same list: ``w = v`` in place of the pop, where ``v`` still holds that value and the
-    tape is used nowhere else in ``stmts`` (a fused iteration pushes and pops at once)."""
+    tape is used nowhere else in ``stmts`` (a fused iteration pushes and pops at once); a
+    typed tape's element, or a list tape's array object (the pop gives that object)."""
     out = list(stmts)
     # how many statements name each tape and cursor: a push (``tape[cur] = v; cur += 1``)
     # and its pop (``cur -= 1; w = tape[cur]``) name the tape twice and the cursor 4 times
@@ -128,6 +129,10 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
             uses[n] = uses.get(n, 0) + 1
     k = 0
     while k < len(out) - 1:
+        listed = _list_push(out[k], tapes)
+        if listed is not None:
+            out, k = _forward_list(out, k, listed, uses)
+            continue
         push = _push(out, k, tapes)
         pop = None if push is None else _pop(out, k + 2, push)
         if pop is None:
@@ -139,11 +144,50 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
         if uses.get(tape) != 2 or uses.get(cur) != 4 or v in dataflow.binds_in(between):
             k += 1
             continue
-        moved = [] if w == v else [ast.copy_location(
-            ast.Assign(targets=[ast.Name(id=w, ctx=ast.Store())],
-                       value=ast.Name(id=v, ctx=ast.Load())), out[pop + 1])]
-        out = out[:k] + between + moved + out[pop + 2:]
+        out = out[:k] + between + _passed_on(w, v, out[pop + 1]) + out[pop + 2:]
     return out
+
+
+def _forward_list(out: list[ast.stmt], k: int, push: tuple[str, str], uses: dict[str, int]
+                  ) -> tuple[list[ast.stmt], int]:
+    """``out`` without the push ``out[k]`` of an array object ``v`` on list tape ``tape``
+    and its pop ``w = tape.pop()`` later in ``out`` (``w = v`` in its place: the same
+    object), where nothing else names the tape and nothing between rebinds ``v``; and where
+    to look next."""
+    tape, v = push
+    pop = next((m for m in range(k + 1, len(out)) if _list_pop(out[m], tape)), None)
+    if pop is None or uses.get(tape) != 2 or v in dataflow.binds_in(out[k + 1:pop]):
+        return out, k + 1
+    w = out[pop].targets[0].id
+    return out[:k] + out[k + 1:pop] + _passed_on(w, v, out[pop]) + out[pop + 1:], k
+
+
+def _passed_on(w: str, v: str, at: ast.stmt) -> list[ast.stmt]:
+    """``w = v`` in place of the pop ``at`` (nothing where ``w`` is ``v``)."""
+    return [] if w == v else [ast.copy_location(
+        ast.Assign(targets=[ast.Name(id=w, ctx=ast.Store())],
+                   value=ast.Name(id=v, ctx=ast.Load())), at)]
+
+
+def _list_push(s: ast.stmt, tapes: set[str]) -> tuple[str, str] | None:
+    """(tape, v) where ``s`` is ``tape.append(v)`` of a name ``v`` on a list tape."""
+    if not (PUSH.get(s) and isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)):
+        return None
+    c = s.value
+    if not (isinstance(c.func, ast.Attribute) and c.func.attr == "append"
+            and isinstance(c.func.value, ast.Name) and c.func.value.id in tapes
+            and len(c.args) == 1 and isinstance(c.args[0], ast.Name) and not c.keywords):
+        return None
+    return c.func.value.id, c.args[0].id
+
+
+def _list_pop(s: ast.stmt, tape: str) -> bool:
+    """Is ``s`` ``w = tape.pop()``?"""
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "pop"
+            and isinstance(s.value.func.value, ast.Name) and s.value.func.value.id == tape
+            and not s.value.args and not s.value.keywords)
 
 
 def _push(stmts: list[ast.stmt], k: int, tapes: set[str]) -> tuple[str, str, str] | None:

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis import dataflow
+from ..analysis.shape_classes import ShapeClasses
 from ..ir import Adjoint
-from ..naming import is_tape
+from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
 from . import emit
+from .elements import fuse_elements
 from .fuse import fuse_loops
 from .jit import global_reads
 from .lower import VARIANTS, result_return, unchecked_tape_text, with_unit_seed, with_workspace
@@ -56,6 +58,8 @@ FUSED = "loops fused"
 WRITTEN_ONCE = "written once"
 #: arrays the adjoint reads only for their shape have a stand-in
 STAND_INS = "shape stand-ins"
+#: chains of whole-array statements run as loops over the elements (``jit=True``)
+ELEMENTS = "element loops"
 #: tapes, adjoint buffers and snapshot copies come from the workspace parameter
 WORKSPACE = "workspace threaded"
 #: prange loops parallel where their iterations are independent
@@ -94,6 +98,13 @@ class Context:
     parallel: Callable[[], Any] | None = None
     #: the name generated code calls a helper of ``kernels.helpers`` by
     accessor: Callable[[str], str] = str
+    #: the dimensions of the float (and scalar) names, adjoints included; None: no element
+    #: loops (``backend/elements.py``: ``jit=False``, or second order's input)
+    ndims: dict[str, int] | None = None
+    #: a variant's code has element loops (made for float64 arguments only)
+    element_loops: bool = False
+    #: what the generated code's names refer to
+    env: dict[str, Any] = field(default_factory=dict)
     #: loop pairs the variants share, found dependent (``fuse_loops``)
     dependent: set[tuple[int, int]] = field(default_factory=set)
     #: the text of each statement printed once (the variants share statements)
@@ -509,6 +520,55 @@ def shape_only_(s: Lowering) -> None:
         s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np, ir.shape_reads)
 
 
+def elements_(s: Lowering) -> None:
+    """Under ``jit=True``, a chain of whole-array statements over arrays of one shape runs
+    as one loop over the elements: only what is read after it stays an array, a sum at
+    its end is added up in the loop (``backend/elements.py``).
+
+    >>> print(example("elements", '''
+    ... def f(x, c):
+    ...     y = np.exp(c * x) + 1.0
+    ...     return np.sum(y * y)
+    ... ''', args=(np.ones(3), 0.5), jit=True))
+    def f_grad_1(x, c, _dret):
+        # one loop over the elements of x (arrays kept: _t; no arrays for: _t2, _t4, y)
+        _t = np.empty_like(x)
+        _t3_sum = 0.0
+        for _k in range(x.shape[0]):
+            _t2_e = c * x[_k]
+            _t_e = np.exp(_t2_e)
+            y_e = _t_e + 1.0
+            _t4_e = y_e * y_e
+            _t3_sum += _t4_e
+            _t[_k] = _t_e
+        _t3 = _t3_sum
+        dx = np.zeros_like(x)
+        # line 3: return np.sum(y * y)
+        # one loop over the elements of x (arrays kept: none; no arrays for: _dt, _dt2, _dt4, dy)
+        dc_sum = 0.0
+        for _k2 in range(x.shape[0]):
+            _dt4_e = _dret
+            y_e2 = _t[_k2] + 1.0
+            dy_e = _dt4_e * y_e2
+            dy_e = dy_e + _dt4_e * y_e2
+            # line 2: y = np.exp(c * x) + 1.0
+            _dt_e = dy_e
+            _dt2_e = _dt_e * _t[_k2]
+            dc_sum += _dt2_e * x[_k2]
+            dx[_k2] += _dt2_e * c
+        dc = dc_sum
+        return (_t3, (dx, dc))
+    """
+    ir = s.ctx.ir
+    if s.ctx.ndims is None or ir.callables:
+        return
+    shapes = ShapeClasses(s.body, s.ctx.ndims, s.ctx.env, s.params)
+    taken = set(s.params).union(*(names_in(x) for x in s.body))
+    body = fuse_elements(s.body, shapes, s.ctx.env, ir.np, taken, ir.shared)
+    s.ctx.element_loops |= body is not s.body
+    s.body = body
+
+
 def workspace_(s: Lowering) -> None:
     """Typed tapes, adjoint buffers of local arrays and the copies pushed on list tapes
     come from the parameter ``_ws`` and go back with the result (``lower.with_workspace``,
@@ -653,6 +713,7 @@ BACKEND: list[BackendPass] = check([
     step("fuse", fuse_, [LIVE, NO_DEAD_LOOPS], [FUSED], [LIVE]),
     step("dead_after_fuse", dead_after_fuse_, [FUSED], [LIVE]),
     step("write_once", write_once_, [LIVE, FUSED, ZEROINGS], [WRITTEN_ONCE]),
+    step("elements", elements_, [LIVE], [ELEMENTS]),
     step("shape_only", shape_only_, [LIVE, IR], [STAND_INS]),
     step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),

@@ -1,0 +1,656 @@
+"""Element loops: a chain of whole-array statements run as one loop over the elements.
+
+Whole-array code (``d1 = (np.log(S / X) + ...) / (V * sqrtT)``) and its adjoint make a
+NumPy temporary for every operation.  Where consecutive statements of a block are
+elementwise over arrays of one shape (``analysis/shape_classes.py``) and scalars, they
+run as one loop over the elements, the way XLA fuses them: each array the chain makes
+is a scalar in the loop, and only those read after the chain are arrays (made empty,
+written element by element).  A reduction at the end (``np.sum(e)``, ``np.dot`` of
+vectors, ``unbroadcast`` to a scalar) is a sum the loop adds to; scalar statements
+between move before the loop (what they read is known before it) or after it (they
+read a sum).  Preconditions, each checked, else the statements stay as they are:
+
+- every array the chain reads or makes has the chain's shape class, or is a scalar;
+  shapes only assumed equal (two arguments, ``S / X``) are compared at run time, and the
+  statements as written run where they differ;
+- a value is read at the element being made: no array written in place in the chain
+  shares a buffer with another array the chain reads (``Dataflow.shares``);
+- a statement of the chain calls nothing but elementwise primitives (the primitive
+  table's ``elementwise`` and ``pure``) and binds a new value (no view, no alias);
+- an array the chain makes is kept only where it is live after the chain
+  (``Dataflow.live_after``).
+
+Only under ``jit=True`` (a loop over elements is Numba's to compile; NumPy's
+temporaries are faster in plain Python).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...kernels import arrays as K
+from ...kernels import helpers as H
+from ...rules.primitives import fact
+from ..analysis import dataflow
+from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
+from ..front.inline import resolve
+from ..nodes import loaded_ids, walk_stmts
+from ..notes import COMMENT
+from .emit import comment
+
+#: the fewest statements worth one loop (Numba fuses one statement's operations itself)
+MIN_STATEMENTS = 2
+
+
+def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any],
+                  np_name: str, taken: set[str], shared: dict[str, str] | None = None
+                  ) -> list[ast.stmt]:
+    """``body`` with each chain of elementwise statements of one block run as one loop over
+    the elements (see the module docstring); ``taken``: the names in use (new ones are
+    added); ``shared``: adjoint -> the adjoint it is a view of.  The statements of
+    ``body`` are not changed: the blocks that change are copied."""
+    flow = dataflow.Dataflow(body, shared)
+    stable = _stable_names(body, shapes, flow)
+    first = _Ctx(shapes, env, np_name, set(taken), flow, stable)
+    fused = _block(body, first)
+    if not first.last:
+        return body
+    # again, each chain keeping only what the chains after it read once fused themselves
+    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared))
+    return _block(body, ctx)
+
+
+def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
+          ) -> dict[int, frozenset[str]]:
+    """What is live after each chain in ``fused`` (the body with every chain fused).  Where
+    every chain checks the same shapes, they all run fused or all as written: a checked
+    chain's arrays are live only where fused chains read them."""
+    flow = dataflow.Dataflow(fused, shared)
+    live = {k: flow.live_after(s) for k, s in first.last.items()}
+    if len({c for c in first.checks.values() if c}) != 1:
+        return live
+    ran = {id(i): f for i, f in first.guards.values()}
+    fast = dataflow.Dataflow(_replaced(fused, ran), shared)
+    slow = dataflow.Dataflow(_replaced(fused, {id(i): i.orelse for i, _ in
+                                               first.guards.values()}), shared)
+    for k in first.last:
+        if k in first.guards:
+            live[k] = fast.live_after(first.guards[k][1][-1])
+        else:
+            live[k] = fast.live_after(first.last[k]) | slow.live_after(first.last[k])
+    return live
+
+
+def _replaced(stmts: list[ast.stmt], by: dict[int, list[ast.stmt]]) -> list[ast.stmt]:
+    """``stmts`` with each statement whose id ``by`` has replaced by those statements (in
+    nested blocks too; copies of the blocks that change)."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if id(s) in by:
+            out += by[id(s)]
+        elif isinstance(s, (ast.For, ast.While, ast.If)):
+            body, orelse = _replaced(s.body, by), _replaced(s.orelse, by)
+            if _same(body, s.body) and _same(orelse, s.orelse):
+                out.append(s)
+                continue
+            new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
+            new.body, new.orelse = body, orelse
+            out.append(new)
+        else:
+            out.append(s)
+    return out
+
+
+def _stable_names(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dataflow
+                  ) -> frozenset[str]:
+    """Names holding one value from their binding on: bound once, at the top level of
+    ``body``, or never (arguments); written in place nowhere, under any name sharing
+    their buffer (``B = A.T; B[0, 1] = v`` changes ``A``)."""
+    count: dict[str, int] = {}
+    written: set[str] = set()
+    for s in walk_stmts(body):
+        plain = dataflow.binds(s)
+        for n in plain:
+            count[n] = count.get(n, 0) + 1
+        written |= set(dataflow.binds(s, elements=True, appends=True)) - set(plain)
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            written.add(s.target.id)
+    top = {n for s in body for n in dataflow.binds(s)
+           if isinstance(s, ast.Assign) and len(s.targets) == 1}
+    once = {n for n in set(count) | shapes.params | set(shapes.ndims)
+            if count.get(n, 0) == 0 and n not in shapes.values
+            or count.get(n) == 1 and n in top}
+    return frozenset(n for n in once if not (flow.shares(n) & written))
+
+
+@dataclass
+class _Ctx:
+    shapes: ShapeClasses
+    env: dict[str, Any]
+    np_name: str
+    taken: set[str]
+    flow: dataflow.Dataflow
+    #: names holding one value from their binding on (``_stable_names``)
+    stable: frozenset[str] = frozenset()
+    #: a chain's first statement's id -> what is live after it (else found by ``flow``)
+    live: dict[int, frozenset[str]] | None = None
+    #: a chain's first statement's id -> the last statement running it
+    last: dict[int, ast.stmt] = field(default_factory=dict)
+    #: a checked chain's first statement's id -> (its ``if``, the fused statements)
+    guards: dict[int, tuple[ast.If, list[ast.stmt]]] = field(default_factory=dict)
+    #: a chain's first statement's id -> the shapes it checks
+    checks: dict[int, tuple] = field(default_factory=dict)
+    #: statements computing values again at an element, for the statement being written
+    pending: list[ast.stmt] = field(default_factory=list)
+
+    def live_after(self, g: _Group) -> frozenset[str]:
+        if self.live is not None and id(g.stmts[0]) in self.live:
+            return self.live[id(g.stmts[0])]
+        return self.flow.live_after(g.stmts[-1])
+
+    def fresh(self, base: str) -> str:
+        out, k = base, 1
+        while out in self.taken:
+            k += 1
+            out = f"{base}{k}"
+        self.taken.add(out)
+        return out
+
+
+def _block(stmts: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    k = 0
+    while k < len(stmts):
+        g = _grow(stmts, k, ctx)
+        if g is not None and g.worth():
+            made = _emit(g, ctx)
+            if made is not None:
+                out += made
+                k += len(g.stmts)
+                continue
+        out.append(_inner(stmts[k], ctx))
+        k += 1
+    return out
+
+
+def _inner(s: ast.stmt, ctx: _Ctx) -> ast.stmt:
+    """``s``, or a copy of it whose blocks have their chains fused."""
+    if not isinstance(s, (ast.For, ast.While, ast.If)):
+        return s
+    body, orelse = _block(s.body, ctx), _block(s.orelse, ctx)
+    if _same(body, s.body) and _same(orelse, s.orelse):
+        return s
+    new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
+    new.body, new.orelse = body, orelse
+    return new
+
+
+def _same(a: list[ast.stmt], b: list[ast.stmt]) -> bool:
+    """Are ``a`` and ``b`` the same statement objects, in order?"""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+# --- finding a chain ----------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    """A chain: its statements, and where each goes (before, in or after the loop)."""
+
+    cls: str | None = None
+    stmts: list[ast.stmt] = field(default_factory=list)
+    pre: list[ast.stmt] = field(default_factory=list)
+    loop: list[tuple[ast.stmt, str]] = field(default_factory=list)
+    post: list[ast.stmt] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)  # arrays the loop binds
+    inplace: set[str] = field(default_factory=set)  # arrays it writes in place
+    first_read: list[str] = field(default_factory=list)  # arrays read before made
+    shaped: list[str] = field(default_factory=list)  # arrays read for their shape
+    binds: set[str] = field(default_factory=set)  # by any statement of the chain
+    loop_reads: set[str] = field(default_factory=set)
+    pre_reads: set[str] = field(default_factory=set)
+    pre_binds: set[str] = field(default_factory=set)
+    post_reads: set[str] = field(default_factory=set)
+    post_binds: set[str] = field(default_factory=set)
+
+    def worth(self) -> bool:
+        return sum(k != "comment" for _, k in self.loop) >= MIN_STATEMENTS
+
+
+def _grow(stmts: list[ast.stmt], k: int, ctx: _Ctx) -> _Group | None:
+    """The longest chain starting at ``stmts[k]`` (None: that statement starts none)."""
+    g = _Group()
+    for s in stmts[k:]:
+        if not _add(g, s, ctx):
+            break
+        g.stmts.append(s)
+    while g.stmts and COMMENT.get(g.stmts[-1]):  # (a comment belongs to what follows)
+        g.stmts.pop()
+        g.loop.pop()
+    return g if g.loop else None
+
+
+def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
+    """Add ``s`` to the chain if it can go somewhere in it."""
+    if COMMENT.get(s):
+        if not g.loop:
+            return False
+        g.loop.append((s, "comment"))
+        return True
+    kind = _kind(s, ctx)
+    if kind is None:
+        return False
+    reads, binds = dataflow.reads_in([s]), set(dataflow.binds(s))
+    if kind == "scalar":
+        if not g.loop:
+            return False
+        # (an element read moves past the loop: of any array sharing the buffer it reads)
+        reads = set().union(*(ctx.flow.shares(n) for n in reads))
+        later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
+        if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
+            g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
+            g.pre_reads |= reads
+            g.pre_binds |= binds
+        elif not (binds & (g.loop_reads | g.pre_reads)):
+            g.post.append(s)
+            g.post_reads |= reads
+            g.post_binds |= binds
+        else:
+            return False
+        g.binds |= binds
+        return True
+    c = _class_of(s, kind, ctx)
+    looped = _loop_reads(s, kind, ctx)
+    if c is None or (g.cls is not None and c != g.cls) or looped & g.post_binds \
+            or binds & (g.post_reads | g.pre_reads):
+        return False
+    if kind == "reduce" and binds & g.binds:
+        return False  # (a sum bound twice in one chain: left alone)
+    g.cls = c
+    for n in _arrays_read(s, ctx):
+        if n not in g.made and n not in g.first_read:
+            g.first_read.append(n)
+    for e in ast.walk(s):
+        if _passed(e, ctx) is not None and isinstance(e.args[1], ast.Name):
+            g.shaped.append(e.args[1].id)
+    if kind == "elem":
+        t = _target(s)
+        if isinstance(s, ast.AugAssign) and t not in g.made:
+            g.inplace.add(t)
+        else:
+            g.made.add(t)
+    else:
+        g.post.append(s)  # (its sums are the loop's; what it makes of them comes after)
+        g.post_binds |= binds
+        g.post_reads |= reads - looped
+    g.loop.append((s, kind))
+    g.loop_reads |= looped
+    g.binds |= binds
+    return True
+
+
+def _loop_reads(s: ast.stmt, kind: str, ctx: _Ctx) -> set[str]:
+    """What ``s`` reads in the loop: all it reads, or for a "reduce" its sums' terms."""
+    if kind == "elem":
+        return dataflow.reads_in([s])
+    sums: list[ast.Call] = []
+    _elementwise(s.value, ctx, sums)
+    return set().union(*(loaded_ids(c) for c in sums))
+
+
+def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
+    """"elem" (an array made elementwise), "reduce" (a scalar from sums of elements),
+    "scalar" (scalars only), or None (it cannot join a chain)."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+        value = s.value
+    elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+            and isinstance(s.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        value = s.value
+    else:
+        return None
+    if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Constant)):
+        return "scalar" if ctx.shapes.of(_target(s)) == SCALAR \
+            and ctx.shapes.expr(value) == SCALAR else None
+    sums: list[ast.Call] = []
+    if not _elementwise(value, ctx, sums):
+        return None
+    t = ctx.shapes.of(_target(s))
+    if t == SCALAR:
+        if sums:
+            return "reduce"
+        return "scalar" if all(ctx.shapes.of(n) == SCALAR for n in loaded_ids(value)) \
+            else None
+    if t is None or sums:
+        return None
+    whole = ast.BinOp(left=ast.Name(id=_target(s), ctx=ast.Load()), op=s.op, right=value) \
+        if isinstance(s, ast.AugAssign) else value
+    return "elem" if ctx.shapes.expr(whole) == t else None
+
+
+def _elementwise(e: ast.expr, ctx: _Ctx, sums: list[ast.Call], in_sum: bool = False) -> bool:
+    """Is ``e`` made of operators, elementwise calls and identity reshapings only, with
+    sums (added to ``sums``) not nested in each other?"""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, (int, float, bool))
+    if isinstance(e, ast.Name):
+        return ctx.shapes.of(e.id) is not None
+    terms = reduction_terms(e, ctx.shapes, ctx.env)
+    if terms is not None:
+        if in_sum:
+            return False
+        sums.append(e)
+        return all(_elementwise(t, ctx, sums, True) for t in terms)
+    passed = _passed(e, ctx)
+    if passed is not None:
+        return _elementwise(passed, ctx, sums, in_sum)
+    parts = elementwise_parts(e, ctx.env)
+    if isinstance(e, ast.Call) and not _on_scalars(resolve(e.func, ctx.env)):
+        return False
+    return parts is not None and all(_elementwise(p, ctx, sums, in_sum) for p in parts)
+
+
+def _on_scalars(fn: Any) -> bool:
+    """Does compiled code call ``fn`` on scalars as on arrays (a ufunc, ``math``, the masks
+    of generated code; ``np.where`` becomes a conditional expression)?"""
+    return isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math" \
+        or fn in (H.guard, K.select, np.where, abs)
+
+
+def _passed(e: ast.expr, ctx: _Ctx) -> ast.expr | None:
+    """``g`` where ``e`` is ``unbroadcast(g, x)`` or ``expand_along(g, x, None)`` of a ``g``
+    of ``x``'s class or a scalar ``g`` and an array ``x``: each element is ``g``'s."""
+    if not (isinstance(e, ast.Call) and not e.keywords and len(e.args) >= 2):
+        return None
+    fn = resolve(e.func, ctx.env)
+    if fn is K.expand_along and not (len(e.args) == 3 and isinstance(e.args[2], ast.Constant)
+                                     and e.args[2].value is None):
+        return None
+    if fn not in (H.unbroadcast, K.expand_along):
+        return None
+    g, x = ctx.shapes.expr(e.args[0]), ctx.shapes.expr(e.args[1])
+    if x is None or x == SCALAR or g not in (x, SCALAR):
+        return None
+    return e.args[0]
+
+
+def _class_of(s: ast.stmt, kind: str, ctx: _Ctx) -> str | None:
+    """The array class of the elements an "elem" or "reduce" statement goes over."""
+    if kind == "elem":
+        return ctx.shapes.of(_target(s))
+    sums: list[ast.Call] = []
+    _elementwise(s.value, ctx, sums)
+    got = {ctx.shapes.expr(t) for c in sums for t in reduction_terms(c, ctx.shapes, ctx.env)}
+    return got.pop() if len(got) == 1 else None
+
+
+def _arrays_read(s: ast.stmt, ctx: _Ctx) -> list[str]:
+    """The arrays ``s`` reads elements of (an in-place target first), in order; not those
+    read only for their shape (``unbroadcast(g, x)``).  The value's names are all read,
+    the target's too (``y = y + a`` reads the ``y`` bound before: its buffer is not
+    the one the loop writes)."""
+    shaped = {id(e.args[1]) for e in ast.walk(s.value) if _passed(e, ctx) is not None}
+    names = [n.id for n in ast.walk(s.value) if isinstance(n, ast.Name) and id(n) not in shaped]
+    if isinstance(s, ast.AugAssign):
+        names.insert(0, s.target.id)
+    out: list[str] = []
+    for n in names:
+        if n not in out and ctx.shapes.of(n) not in (None, SCALAR):
+            out.append(n)
+    return out
+
+
+def _target(s: ast.stmt) -> str:
+    return s.targets[0].id if isinstance(s, ast.Assign) else s.target.id
+
+
+# --- writing the loop ---------------------------------------------------------------------
+
+
+def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
+    """The statements running chain ``g`` (None: a precondition fails)."""
+    ndim = ctx.shapes.ndim(g.cls)
+    ref = g.cls if g.cls in ctx.shapes.params else next(
+        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
+    if not ndim or ref is None or not _apart(g, ctx):
+        return None
+    live = ctx.live_after(g) | g.post_reads
+    idx = [ctx.fresh("_k" if d == 0 else f"_k{d + 1}") for d in range(ndim)]
+    elem: dict[str, str] = {}  # array made in the loop -> its element's name
+    outs: dict[str, str] = {}  # array kept after the loop -> the array it is written into
+    before = {n for n in g.first_read}
+    for n in sorted(g.made & live):
+        outs[n] = ctx.fresh(f"{n}_out") if n in before else n
+    alloc = [_assign(o, _call(ctx.np_name, "empty_like", [_name(ref)])) for o in outs.values()]
+    inits: list[ast.stmt] = []
+    inner: list[ast.stmt] = []
+    sums: dict[int, ast.stmt] = {}
+    for s, kind in g.loop:
+        if kind == "comment":
+            inner.append(s)
+        elif kind == "elem":
+            made = _element_stmt(s, g, elem, idx, ctx)
+            inner += [*ctx.pending, made]
+            ctx.pending.clear()
+        else:
+            sums[id(s)] = _sum_stmt(s, g, elem, idx, inits, inner, ctx)
+    post = [sums.get(id(s), s) for s in g.post]
+    for n, o in outs.items():
+        inner.append(_assign_to(ast.Subscript(value=_name(o), slice=_index(idx),
+                                              ctx=ast.Store()), _name(elem[n])))
+    loop = _nest(idx, ref, inner)
+    kept = ", ".join(sorted(outs)) or "none"
+    gone = ", ".join(sorted(g.made - set(outs))) or "none"
+    note = comment(f"one loop over the elements of {ref} (arrays kept: {kept}; "
+                   f"no arrays for: {gone})")
+    after = [_assign(n, _name(o)) for n, o in outs.items() if o != n]
+    fused = [*g.pre, note, *alloc, *inits, loop, *after, *post]
+    for s in fused:
+        ast.copy_location(s, g.stmts[0])
+        ast.fix_missing_locations(s)
+    checks = ctx.shapes.checks(g.cls)
+    if not checks:
+        ctx.last[id(g.stmts[0])] = fused[-1]
+        ctx.checks[id(g.stmts[0])] = ()
+        return fused
+    test = ast.BoolOp(op=ast.And(), values=[ast.Compare(
+        left=_attr(a, "shape"), ops=[ast.Eq()], comparators=[_attr(b, "shape")])
+        for a, b in checks]) if len(checks) > 1 else ast.Compare(
+        left=_attr(checks[0][0], "shape"), ops=[ast.Eq()],
+        comparators=[_attr(checks[0][1], "shape")])
+    shapes = ", ".join(sorted({n for p in checks for n in p}))
+    guard = ast.If(test=test, body=fused, orelse=list(g.stmts))
+    ast.copy_location(guard, g.stmts[0])
+    ast.fix_missing_locations(guard)
+    ctx.last[id(g.stmts[0])] = guard
+    ctx.guards[id(g.stmts[0])] = (guard, fused)
+    ctx.checks[id(g.stmts[0])] = tuple(checks)
+    return [comment(f"where {shapes} have one shape (else as written, broadcasting)"), guard]
+
+
+def _apart(g: _Group, ctx: _Ctx) -> bool:
+    """No array written in place shares a buffer with another array of the chain."""
+    names = g.made | g.inplace | set(g.first_read)
+    return all(not ((ctx.flow.shares(w) - {w}) & names) for w in g.inplace)
+
+
+def _element_stmt(s: ast.stmt, g: _Group, elem: dict[str, str], idx: list[str],
+                  ctx: _Ctx) -> ast.stmt:
+    """The loop's statement for an "elem" statement ``s``."""
+    t = _target(s)
+    value = _at(s.value, elem, idx, ctx)
+    if isinstance(s, ast.AugAssign):
+        if t in elem:
+            return _assign(elem[t], ast.BinOp(left=_name(elem[t]), op=s.op, right=value))
+        sub = ast.Subscript(value=_name(t), slice=_index(idx), ctx=ast.Store())
+        return ast.AugAssign(target=sub, op=s.op, value=value)
+    if t not in elem:
+        elem[t] = ctx.fresh(f"{t}_e")
+    return _assign(elem[t], value)
+
+
+def _sum_stmt(s: ast.stmt, g: _Group, elem: dict[str, str], idx: list[str],
+              inits: list[ast.stmt], inner: list[ast.stmt], ctx: _Ctx) -> ast.stmt:
+    """The statement after the loop for a "reduce" statement ``s``, each of its sums an
+    accumulator (set to 0 in ``inits``, added to in ``inner``)."""
+    sums: list[ast.Call] = []
+    _elementwise(s.value, ctx, sums)
+    names: dict[int, str] = {}
+    for c in sums:
+        acc = ctx.fresh(f"{_target(s)}_sum")
+        names[id(c)] = acc
+        inits.append(_assign(acc, ast.Constant(value=0.0)))
+        terms = [_at(t, elem, idx, ctx) for t in reduction_terms(c, ctx.shapes, ctx.env)]
+        inner += ctx.pending
+        ctx.pending.clear()
+        prod = terms[0]
+        for t in terms[1:]:
+            prod = ast.BinOp(left=prod, op=ast.Mult(), right=t)
+        inner.append(ast.AugAssign(target=_name(acc, ast.Store()), op=ast.Add(), value=prod))
+
+    def swap(e: ast.expr) -> ast.expr:
+        if id(e) in names:
+            return _name(names[id(e)])
+        for f, v in ast.iter_fields(e):
+            if isinstance(v, ast.expr):
+                setattr(e, f, swap(v))
+            elif isinstance(v, list):
+                setattr(e, f, [swap(x) if isinstance(x, ast.expr) else x for x in v])
+        return e
+
+    value = swap(_shallow(s.value, names))
+    new = ast.Assign(targets=[_name(_target(s), ast.Store())], value=value) \
+        if isinstance(s, ast.Assign) else ast.AugAssign(
+            target=_name(_target(s), ast.Store()), op=s.op, value=value)
+    return ast.copy_location(new, s)
+
+
+def _shallow(e: ast.expr, stop: dict[int, str]) -> ast.expr:
+    """A copy of ``e`` down to the nodes in ``stop`` (kept, to be swapped by identity)."""
+    if id(e) in stop or not isinstance(e, ast.AST):
+        return e
+    new = e.__class__()
+    for f, v in ast.iter_fields(e):
+        if isinstance(v, ast.AST):
+            v = _shallow(v, stop)
+        elif isinstance(v, list):
+            v = [_shallow(x, stop) if isinstance(x, ast.AST) else x for x in v]
+        setattr(new, f, v)
+    return ast.copy_location(new, e)
+
+
+def _at(e: ast.expr, elem: dict[str, str], idx: list[str], ctx: _Ctx) -> ast.expr:
+    """``e`` at one element: an array read at the index (or its element made in the
+    loop), ``np.where`` a conditional expression, identity reshapings dropped."""
+    if isinstance(e, ast.Name):
+        if e.id in elem:
+            return _name(elem[e.id])
+        if ctx.shapes.of(e.id) == SCALAR:
+            return _name(e.id)
+        again = _recomputable(e.id, ctx)
+        if again is None:
+            return ast.Subscript(value=_name(e.id), slice=_index(idx), ctx=ast.Load())
+        value = _at(again, elem, idx, ctx)
+        elem[e.id] = ctx.fresh(f"{e.id}_e")
+        ctx.pending.append(_assign(elem[e.id], value))
+        return _name(elem[e.id])
+    if isinstance(e, ast.Constant):
+        return ast.Constant(value=e.value)
+    passed = _passed(e, ctx)
+    if passed is not None:
+        return _at(passed, elem, idx, ctx)
+    if isinstance(e, ast.Call) and resolve(e.func, ctx.env) is np.where and len(e.args) == 3:
+        c, a, b = (_at(x, elem, idx, ctx) for x in e.args)
+        return ast.IfExp(test=c, body=a, orelse=b)
+    new = e.__class__()
+    for f, v in ast.iter_fields(e):
+        if isinstance(v, ast.expr) and f != "func":
+            v = _at(v, elem, idx, ctx)
+        elif isinstance(v, list):
+            v = [_at(x, elem, idx, ctx) if isinstance(x, ast.expr) else x for x in v]
+        setattr(new, f, v)
+    return new
+
+
+#: the most an array's element may cost to compute again instead of being read (units of
+#: ``primitives.Primitive.cost``: an add 1, a division 4; ``exp`` 20 is read)
+RECOMPUTE_COST = 4.0
+
+
+def _recomputable(n: str, ctx: _Ctx) -> ast.expr | None:
+    """The value of array ``n`` where the loop computes its element again rather than
+    reading it (XLA's rematerialisation): ``n`` bound once by an elementwise statement of
+    its class whose own operation is cheap, from names holding one value (``stable``)."""
+    vals = ctx.shapes.values.get(n)
+    if n not in ctx.stable or not vals or len(vals) != 1 or vals[0] is None:
+        return None
+    e = vals[0]
+    sums: list[ast.Call] = []
+    if isinstance(e, (ast.Name, ast.Constant)) or not _elementwise(e, ctx, sums) or sums \
+            or ctx.shapes.expr(e) != ctx.shapes.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
+        return None
+    if not all(m in ctx.stable or ctx.shapes.of(m) == SCALAR and m in ctx.env
+               for m in loaded_ids(e)):
+        return None
+    return e
+
+
+def _cost(e: ast.expr, ctx: _Ctx) -> float:
+    """What computing ``e`` once costs, its operands read (None costs: unknown, dear)."""
+    if isinstance(e, (ast.Name, ast.Constant)):
+        return 0.0
+    passed = _passed(e, ctx)
+    if passed is not None:
+        return _cost(passed, ctx)
+    own = 4.0 if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Div, ast.Mod,
+                                                                 ast.FloorDiv)) else \
+        99.0 if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) else 1.0
+    if isinstance(e, ast.Call):
+        fn = resolve(e.func, ctx.env)
+        rec = fact(fn)
+        own = 1.0 if fn in (np.where, H.guard, K.select) else \
+            rec.cost if rec is not None and rec.cost is not None else 99.0
+    parts = elementwise_parts(e, ctx.env) or []
+    return own + sum(_cost(p, ctx) for p in parts)
+
+
+def _nest(idx: list[str], ref: str, inner: list[ast.stmt]) -> ast.stmt:
+    body = inner
+    for d in range(len(idx) - 1, -1, -1):
+        size = ast.Subscript(value=_attr(ref, "shape"), slice=ast.Constant(value=d),
+                             ctx=ast.Load())
+        body = [ast.For(target=_name(idx[d], ast.Store()),
+                        iter=ast.Call(func=_name("range"), args=[size], keywords=[]),
+                        body=body, orelse=[])]
+    return body[0]
+
+
+def _index(idx: list[str]) -> ast.expr:
+    return _name(idx[0]) if len(idx) == 1 else ast.Tuple(elts=[_name(i) for i in idx],
+                                                         ctx=ast.Load())
+
+
+def _name(n: str, c: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id=n, ctx=c or ast.Load())
+
+
+def _attr(n: str, a: str) -> ast.Attribute:
+    return ast.Attribute(value=_name(n), attr=a, ctx=ast.Load())
+
+
+def _call(mod: str, f: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=_attr(mod, f), args=args, keywords=[])
+
+
+def _assign(n: str, v: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_name(n, ast.Store())], value=v)
+
+
+def _assign_to(t: ast.expr, v: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[t], value=v)
+
+
+__all__ = ["MIN_STATEMENTS", "fuse_elements"]
