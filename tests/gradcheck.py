@@ -52,6 +52,18 @@ def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6):
     return grads
 
 
+def check_hvp(f, args, wrt, seed: int = 11, eps: float = 1e-6) -> None:
+    """``jg.hvp`` (forward over the generated reverse code, ``jit=False``) against central
+    differences of the gradient along a random direction, for each argument of ``wrt``."""
+    for w in wrt:
+        v = np.random.default_rng(seed).normal(size=np.shape(args[w]))
+        h = jg.hvp(f, args, (v,), wrt=w, jit=False)
+        g = jg.grad(f, wrt=w, jit=False)
+        hi, lo = list(args), list(args)
+        hi[w], lo[w] = args[w] + eps * v, args[w] - eps * v
+        np.testing.assert_allclose(h, (g(*hi) - g(*lo)) / (2 * eps), rtol=1e-5, atol=1e-6)
+
+
 def function_from_source(folder, name: str, source: str, func: str = "f"):
     """``func`` of a module written to ``folder/name.py`` and imported (jitgrad reads a
     function's source from its file): for tests that generate programs."""

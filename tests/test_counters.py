@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, check_hvp
 from test_pass_decisions import assert_tapes_balanced, sweeps
 from test_tape_invariant import push_depths
 
@@ -125,17 +125,7 @@ def test_gradients(case, jit):
 def test_hvp(case):
     """Forward over the generated reverse code, which steps the counter back."""
     f, args, wrt = CASES[case]
-    for w in wrt:
-        v = _rng(20).normal(size=np.shape(args[w]))
-        h = jg.hvp(f, args, (v,), wrt=w, jit=False)
-        g = jg.grad(f, wrt=w, jit=False)
-        eps = 1e-6
-        hi = list(args)
-        lo = list(args)
-        hi[w] = args[w] + eps * v
-        lo[w] = args[w] - eps * v
-        fd = (g(*hi) - g(*lo)) / (2 * eps)
-        np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+    check_hvp(f, args, wrt, seed=20)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

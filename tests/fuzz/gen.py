@@ -545,7 +545,7 @@ class FuncGen:
             opts.append((3, self.st_buffers))
         if ctx.depth < 3 and budget >= 2:
             opts += [(9, self.st_for), (3, self.st_selfloop), (2.5, self.st_while),
-                     (8, self.st_if)]
+                     (8, self.st_if), (2.5, self.st_counter)]
             if any(len(sc.arrays[a].shape) == 1 for a in sc.arrays):
                 opts.append((4, self.st_for_iter))
             if not ctx.in_helper:
@@ -1307,6 +1307,39 @@ class FuncGen:
                 body = body[:-1] or ["pass"]
             body = body + [f"{C} += 1"]
         return [f"{C} = 0", f"while {cond}:"] + _ind(body)
+
+    def st_counter(self, sc, budget, ctx) -> list:
+        """A counter stepped in a ``for`` loop (at its top or end, maybe under an ``if``)
+        and read in its body: the adjoint steps it back (``modes/counters.py``); inside
+        another loop it is reset per outer trip, as gmm's packed triangle is."""
+        C = self.int_name(sc, COUNTERS)
+        IV = self.int_name(sc) if C is not None else None
+        if IV is None:
+            return []
+        K, c0, step = self.r.randint(2, 5), self.r.randint(0, 1), self.pick([1, 1, 2])
+        top, under_if = self.chance(0.5), self.chance(0.25)
+        body_sc = sc.copy()
+        body_sc.ints[IV] = (0, K - 1)
+        body_sc.ints[C] = (c0, c0 + step * K) if under_if else \
+            (c0 + step, c0 + step * K) if top else (c0, c0 + step * (K - 1))
+        body_sc.frozen += [C, IV]
+        nb = self.r.randint(1, min(4, budget - 1))
+        body = self.block(body_sc, nb, Ctx(ctx.depth + 1, True, True, ctx.in_helper))
+        flat = [a for a in sc.arrays if len(sc.arrays[a].shape) == 1]
+        targets = sc.assignable_floats()
+        if flat and targets and not _terminal(body[-1]):  # a read at the counter
+            A, F = self.pick(flat), self.pick(targets)
+            read = f"{F} = {F} + {A}[{C} % {sc.arrays[A].shape[0]}] * {self.satom(body_sc)}"
+            body = [read] + body if self.chance(0.5) else body + [read]
+        inc = [f"if {self.cond(body_sc)}:", f"    {C} += {step}"] if under_if else \
+            [f"{C} += {step}"]
+        if top:
+            body = inc + body
+        else:
+            if _terminal(body[-1]):
+                body = body[:-1] or ["pass"]
+            body = body + inc
+        return [f"{C} = {c0}", f"for {IV} in range({K}):"] + _ind(body)
 
     def st_while_true(self, sc, budget, ctx) -> list:
         C = self.int_name(sc, COUNTERS)
