@@ -28,6 +28,7 @@ from .forward_mode import (
     jvp_source,
 )
 from .kernels import rng
+from .transpiler.front.nested import register_differentiator
 
 
 def _diff(f: Any, wrt: Any, jit: bool) -> Any:
@@ -37,6 +38,9 @@ def _diff(f: Any, wrt: Any, jit: bool) -> Any:
     if isinstance(f, GradFunction) and wrt is None:
         wrt = f.diff.wrt
     return _as_diff(f, wrt, jit, "cpu")
+
+
+register_differentiator(_diff)  # a nested jg.jvp(f, ...) call's f (front/nested.py)
 
 
 # --- public functions --------------------------------------------------------------------

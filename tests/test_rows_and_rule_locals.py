@@ -13,7 +13,6 @@ and tangent, and the HVP against central differences of the gradient, in both ji
 
 import ast
 import math
-import re
 
 import corpus_rows as R
 import corpus_rule_locals as L
@@ -81,12 +80,10 @@ def test_hvp(f, args, wrt, jit):
 
 
 def test_row_sums_stay_rows():
-    """The adjoint of ``pos[i]`` (a row) goes into ``dpos[i]`` itself (through the same
-    view of ``dpos``: ``pos`` is never written); the element reads of ``element_pairs``
-    still sum in scalars (``_dpos_i_0_sum``) added after the loop."""
+    """The adjoint of ``pos[i]`` (a row) goes into ``dpos[i]`` itself; the element reads
+    of ``element_pairs`` still sum in scalars (``_dpos_i_0_sum``) added after the loop."""
     src = jg.differentiate(R.energy_sum).source(R._POS)
-    view = re.search(r"^\s*(\w+) = dpos\[i\]$", src, re.M)
-    assert view and f"{view.group(1)} += " in src and "_dpos_i_sum" not in src, src
+    assert "dpos[i] += " in src and "_dpos_i_sum" not in src, src
     src = jg.differentiate(R.element_pairs).source(R._POS)
     assert "_dpos_i_0_sum += " in src and "dpos[i, 0] += _dpos_i_0_sum" in src, src
 

@@ -15,6 +15,7 @@ from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
 from .backend.prange import Parallel
+from .gradient_code import register_generate_jvp
 from .modes.forward import forward
 from .nodes import clone
 from .pipeline import (
@@ -184,5 +185,6 @@ def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:
 
 _EXAMPLES = itertools.count(1)
 
+register_generate_jvp(generate_jvp)  # nested jvp and hvp calls inline its code
 
 __all__ = ["JVP", "example_jvp", "generate_jvp", "transform_jvp"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .analysis.kinds import FLOAT
@@ -84,9 +84,19 @@ def _gradient_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
     return gen, make
 
 
+#: forward mode's code generator (``forward_pipeline.generate_jvp``), registered by that
+#: module: it imports the pipeline, which imports this one
+_GENERATE_JVP: list[Callable[..., Any]] = []
+
+
+def register_generate_jvp(generate: Callable[..., Any]) -> None:
+    """Set the forward-mode generator nested jvp and hvp calls inline code from."""
+    _GENERATE_JVP[:] = [generate]
+
+
 def _tangent_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
     """A nested jvp: ``d``'s forward-mode code."""
-    from .forward_pipeline import generate_jvp  # (it imports the pipeline, which imports us)
+    generate_jvp = _GENERATE_JVP[0]
     gen = generate_jvp(d._prep(), [d.params[i] for i in d.wrt_positions], kinds)
     return gen, lambda value: tangent_function(d, gen, value)
 
@@ -94,7 +104,7 @@ def _tangent_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
 def _hvp_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
     """A nested hvp: the forward-mode code of ``d``'s gradient code (forward over reverse,
     as ``jg.hvp`` runs it), its seed ``_dret`` 1.0."""
-    from .forward_pipeline import generate_jvp
+    generate_jvp = _GENERATE_JVP[0]
     gen = reverse()
 
     def make(value: bool) -> Any:

@@ -646,8 +646,9 @@ def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
 
 def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
                     args: list[str], top: set[int]) -> bool:
-    """Can ``t = base[...]`` (basic indexing or ``.T``) of a buffer nothing writes have
-    the same view of ``base``'s adjoint as its adjoint?  Where the view is made once
+    """Can ``t = base[...]`` (basic indexing or ``.T``) of a buffer nothing writes, read
+    by elements (its adjoint a buffer they add into, zeroed per trip and added back),
+    have the same view of ``base``'s adjoint as its adjoint?  Where the view is made once
     (at the top level, or in a block that holds all of ``t``'s uses), ``base`` is an
     argument or bound once and not after ``s``, and the index still holds its value
     where the reverse sweep enters that block (``_settle_views`` checks the same)."""
@@ -669,6 +670,9 @@ def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
     block = BLOCK.get(s)
     if id(s) not in top and not all(an.inside(x, block) for x in an.uses.get(t, [])):
         return False
+    if not any(isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
+               and x.value.id == t for u in an.uses.get(t, []) for x in walk(u)):
+        return False  # used whole: its adjoint is a value added once, no buffer to save
     return all(m in env and m not in an.kinds or an.recomputed_index(m, s)
                or not an.may_redefine_after(m, s, include_self=False)
                for m in {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base})

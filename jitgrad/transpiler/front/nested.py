@@ -34,7 +34,7 @@ import contextlib
 import linecache
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,8 +139,17 @@ def _static_diff(obj: Any, node: ast.Call, env: dict[str, Any], parsed: Any) -> 
         raise parsed.error(f"'{ast.unparse(node)}' (nested differentiation) needs a function "
                            "given by name and literal wrt= (no keyword arguments of f)", node,
                            f"write jg.{obj.__name__}(f, (x, y), (v,), wrt=0)")
-    from ...forward_api import _diff  # (the api imports the transpiler)
-    return _diff(f, opts.get("wrt"), True)  # (inlined: jit= is the outer function's)
+    return _MAKE_DIFF[0](f, opts.get("wrt"), True)  # (inlined: jit= is the outer's)
+
+
+#: how a function becomes its ``Differentiated`` (``forward_api._diff``): registered by
+#: the api, which imports the transpiler (the transpiler imports nothing of the api)
+_MAKE_DIFF: list[Callable[..., Any]] = []
+
+
+def register_differentiator(make: Callable[..., Any]) -> None:
+    """Set how the ``f`` of a nested ``jg.jvp(f, ...)`` becomes a ``Differentiated``."""
+    _MAKE_DIFF[:] = [make]
 
 
 def flat_call(diff: Any, node: ast.Call, rest: list[ast.expr], parsed: Any) -> ast.Call:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..analysis.analyse import Analysis
 from ..front.desugar import assign, name
-from ..nodes import walk_stmts
+from ..nodes import walk, walk_stmts
 from ..notes import CHECKPOINTED, END, POS, PRANGE, checkpoint
 
 
@@ -130,10 +130,21 @@ def _region(d: ast.stmt, defs: list[ast.stmt], steps: dict[int, Step], an: Analy
     return None
 
 
-def _reads_inside(n: str, loop: ast.stmt, steps: dict[int, Step], an: Analysis) -> bool:
-    """Is ``n`` read in ``loop`` by a statement other than its steps?"""
-    return any(POS.get(loop) < POS.get(u) <= END.get(loop) and id(u) not in steps
-               for u in an.uses.get(n, ()))
+def _reads_inside(n: str, loop: ast.stmt, steps: dict[int, Step], an: Analysis,
+                  depth: int = 0) -> bool:
+    """Is ``n`` read in ``loop`` (other than by its steps) where the adjoint may need it:
+    with an active value, or into an integer that is (``k = n % m``, then ``x[k]``)?"""
+    for u in an.uses.get(n, ()):
+        if not POS.get(loop) < POS.get(u) <= END.get(loop) or id(u) in steps:
+            continue
+        part = getattr(u, "test", None) or getattr(u, "iter", None) or u
+        if {x.id for x in walk(part) if isinstance(x, ast.Name)} & an.active:
+            return True
+        t = u.targets[0] if isinstance(u, ast.Assign) else None
+        if isinstance(t, ast.Name) and t.id != n and depth < 3 and an.kind(t.id).cls == "i" \
+                and _reads_inside(t.id, loop, {}, an, depth + 1):
+            return True
+    return False
 
 
 __all__ = ["Counters", "Step"]

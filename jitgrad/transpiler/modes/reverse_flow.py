@@ -190,6 +190,10 @@ class ControlFlow(Part):
         if cnt is not None:
             return self._counted(s, fwd, pops + popped + rev, cnt, restored)
         for n in self.tapes.planner.counters.stored_at(s):  # given back, then stepped back
+            if not self.an.enclosing_loops(s) and self.an.def_positions(n)[-1] <= END.get(s):
+                # run once, and nothing binds it after: it keeps its last value
+                fwd = fwd + [decision(f"{n} keeps its last value: its adjoint steps it back")]
+                continue
             push, pop = self.tapes.new_tape(self.namer.tape(n), n, s, INT)
             note = decision(f"stored {n} once per loop over {i}: its adjoint steps it back")
             fwd, popped = fwd + [note, *push], pop(n) + popped
