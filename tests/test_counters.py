@@ -154,8 +154,12 @@ def test_gmm_tape_no_longer_grows_with_the_triangle():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
-    from gradbench import gmm, loader
+    root = str(Path(__file__).parent.parent)  # (not benchmarks/ itself on the path: its
+    sys.path.append(root)  # distributed.py would hide dask's package from its workers)
+    try:
+        from benchmarks.gradbench import gmm, loader
+    finally:
+        sys.path.remove(root)
 
     args = loader.gmm(8, 3, 4)
     src = jg.grad(gmm.gmm, wrt=(0, 1, 2, 3), jit=False).source(*args, stage="forward")

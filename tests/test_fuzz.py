@@ -295,9 +295,16 @@ def test_lists_of_numbers_are_generated_and_differentiate():
     progs = [generate(11, i) for i in range(120)]
     lists = [p for p in progs if ".append(" in (p.original or p.source)]
     assert len(lists) >= 8
-    for p in [p for p in lists if p.original is None][:3]:  # (renaming: its own test)
+    checked = 0
+    for p in [p for p in lists if p.original is None]:  # (renaming: its own test)
         res = fcheck.check(p, jit=False, tmpdir=tempfile.mkdtemp())
+        if res["outcome"] in ("invalid", "skipped"):
+            continue  # the program itself fails, or has no smooth point
         assert res["outcome"] == "ok", (p.describe(), res)
+        checked += 1
+        if checked == 3:
+            break
+    assert checked == 3
 
 
 def test_points_whose_intermediates_cancel_are_rejected():
