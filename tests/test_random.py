@@ -275,6 +275,40 @@ def test_grad_and_hvp_keep_draws_only_the_value_reads(jit):
     np.testing.assert_allclose(t, (v, g), rtol=1e-12)
 
 
+def dead_loop_draws(x, a, T):
+    """The first loop's value is bound again before anything reads it, but its draws
+    move the generator the second loop draws from (fuzz seed 100711 #1807): dropping or
+    moving it as dead code changes the value and the gradient."""
+    d = 0.2
+    for t in range(T):
+        if t % 2 == 0:
+            d = 0.7 * d + 0.1 * math.tanh(d * a + 0.3 * np.random.standard_normal())
+    d = x[0] * 0.5
+    s = 0.2
+    for t in jg.checkpointed(range(T), snapshots=3):
+        s = 0.9 * s + 0.1 * math.sin(a * x[t % 2] + np.random.uniform(-0.5, 0.5))
+    return s * s + d
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])
+def test_a_dead_loop_that_draws_is_kept(jit):
+    x, a, T = np.array([0.4, -0.7]), 0.8, 40
+    want = seeded(dead_loop_draws, SEED, x, a, T)
+    v, (gx, ga) = seeded(jg.value_and_grad(dead_loop_draws, wrt=(0, 1), jit=jit), SEED,
+                         x, a, T)
+    assert v == pytest.approx(want, rel=1e-12)
+
+    def plain(x, a):
+        return seeded(dead_loop_draws, SEED, x, a, T)
+
+    np.testing.assert_allclose(gx, numeric_grad(plain, (x, a), 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ga, numeric_grad(plain, (x, a), 1), rtol=1e-5, atol=1e-7)
+    t = seeded(jg.jvp, SEED, dead_loop_draws, (x, a, T), (np.ones(2), 1.0), wrt=(0, 1),
+               jit=jit)
+    assert t[0] == pytest.approx(want, rel=1e-12)
+    assert t[1] == pytest.approx(np.sum(gx) + ga, rel=1e-9)
+
+
 @numba.njit(parallel=True)
 def parallel_draws(x):
     out = np.zeros(x.shape[0])

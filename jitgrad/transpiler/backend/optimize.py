@@ -274,13 +274,16 @@ _MERGE_MAX = 8
 
 def writes_names_only(body: list[ast.stmt], tapes: set[str] = frozenset(),
                       aliased: set[str] = frozenset()) -> bool:
-    """``body`` writes names and ``tapes`` only (and calls nothing for its effect): no
-    array of the program changes, so moving or dropping it can change no array.
+    """``body`` writes names and ``tapes`` only (and calls nothing for its effect, draws no
+    random number): no array of the program changes, nor the generators' state, so moving
+    or dropping it can change no array and no later draw.
     ``aliased``: names whose array another name shares (an adjoint view and its base):
     ``dv += e`` on one of them writes the array the other names too."""
     for s in walk_stmts(body):
         if COMMENT.get(s):
             continue
+        if DRAW.get(s):
+            return False  # a random draw changes the generator's state, and so later draws
         if isinstance(s, ast.Expr):
             v = s.value
             if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
