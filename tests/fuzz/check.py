@@ -674,9 +674,9 @@ def ill_conditioned(d, prog: Program, point, problems: list, seeded=reseed) -> s
         chaos = ~np.isfinite(a - b) | (np.abs(a - b) > ILL_CHAOS * np.abs(a))
         if np.any(bad & ~chaos):
             return ""
-    return ("ill-conditioned adjoint: reverse mode's gradient is over 1e6 times finite "
-            "differences and changes by over 1% when the inputs move by 1e-13, while forward "
-            "mode agrees with finite differences")
+    return (f"ill-conditioned adjoint: reverse mode's gradient is over {ILL_HUGE:g} times "
+            f"finite differences and changes by over {ILL_CHAOS:.0%} when the inputs move by "
+            f"{ILL_NUDGE:g}, while forward mode agrees with finite differences")
 
 
 def check(prog: Program, jit: bool, tmpdir: str, on_program=None, apis=APIS) -> dict:

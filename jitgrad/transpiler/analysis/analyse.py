@@ -422,16 +422,12 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed,
         kind_ok = isinstance(v, (ast.Name, *_VIEW_WRITES)) or (
             isinstance(v, ast.Call) and primitive_of(v, env)[0] is np.transpose)
         if isinstance(v, ast.Subscript):
-            idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
-            kind_ok = all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx)
+            kind_ok = _basic_index(v, an)
         where_ok = [d for d in an.defs.get(t, []) if not _writes_in_place(d)] == [s] and (
             BLOCK.get(s) == id(body) or t in an.block_local)
         rebound = any(POS.get(d) > POS.get(s) and not _writes_in_place(d)
                       for d in an.defs.get(base, []))
-        names = {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base}
-        index_ok = all(m in env and m not in an.kinds or an.recomputed_index(m, s)
-                       or not an.may_redefine_after(m, s, include_self=False) for m in names)
-        if kind_ok and (tangents or where_ok and not rebound and index_ok) \
+        if kind_ok and (tangents or where_ok and not rebound and _index_holds(base, s, an, env)) \
                 and base in an.active and t in an.active:
             an.modes[t] = "view"
             continue
@@ -651,15 +647,14 @@ def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
     have the same view of ``base``'s adjoint as its adjoint?  Where the view is made once
     (at the top level, or in a block that holds all of ``t``'s uses), ``base`` is an
     argument or bound once and not after ``s``, and the index still holds its value
-    where the reverse sweep enters that block (``_settle_views`` checks the same)."""
+    where the reverse sweep enters that block (``_index_holds``, as ``_settle_views``)."""
     v = s.value
     names = an.aliases.get(t, {t}) | an.aliases.get(base, {base}) | {t, base}
     if not {t, base} <= an.active or any(
             n in an.inplace or n in an.aug_written or n in an.written for n in names):
         return False
     if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-        idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
-        if not all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx):
+        if not _basic_index(v, an):
             return False
     elif not (isinstance(v, ast.Attribute) and v.attr == "T" and isinstance(v.value, ast.Name)):
         return False
@@ -673,9 +668,22 @@ def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
     if not any(isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
                and x.value.id == t for u in an.uses.get(t, []) for x in walk(u)):
         return False  # used whole: its adjoint is a value added once, no buffer to save
+    return _index_holds(base, s, an, env)
+
+
+def _basic_index(v: ast.Subscript, an: Analysis) -> bool:
+    """Is ``v`` basic indexing (slices and integer scalars): a view, not a copy?"""
+    idx = v.slice.elts if isinstance(v.slice, ast.Tuple) else [v.slice]
+    return all(isinstance(e, ast.Slice) or an.kind_of_index(e) for e in idx)
+
+
+def _index_holds(base: str, s: ast.Assign, an: Analysis, env: dict) -> bool:
+    """Do the names of the view ``s`` makes of ``base`` (its index) still hold their
+    values where the reverse sweep enters its block (globals, loop indices, names not
+    bound again after ``s``)?"""
+    names = {n.id for n in walk(s.value) if isinstance(n, ast.Name)} - {base}
     return all(m in env and m not in an.kinds or an.recomputed_index(m, s)
-               or not an.may_redefine_after(m, s, include_self=False)
-               for m in {n.id for n in walk(v) if isinstance(n, ast.Name)} - {base})
+               or not an.may_redefine_after(m, s, include_self=False) for m in names)
 
 
 def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
