@@ -54,6 +54,7 @@ from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
 from .transpiler.front.nested import inner_gradient
 from .transpiler.front.parse import parse_function, python_function
+from .transpiler.front.split import split_sources
 from .transpiler.gradient_code import caller as nested_caller
 from .transpiler.pipeline import (
     STAGES,
@@ -286,7 +287,8 @@ class Differentiated:
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
                     backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
-                                  self.func.__qualname__, self.jit, u.ir.callables, u.reads,
+                                  self.func.__qualname__, self.jit, u.ir.callables | u.ir.compiled,
+                                  u.reads,
                                   u.workspaces, self.options)
         return gen
 
@@ -494,7 +496,9 @@ class Differentiated:
             gen = self._generated(tuple(guess_args(self._prep(), self.params)))
         u = gen.unit
         if stage in ("forward", "adjoint", "all"):
-            return u.sources["grad" if stage == "all" else stage]
+            helpers = split_sources(u.ir.compiled, u.env) \
+                if stage == "all" and u.ir is not None else ""
+            return u.sources["grad" if stage == "all" else stage] + helpers
         with TRANSFORMING:
             if stage == "normalized":
                 return show_body(self._prep())

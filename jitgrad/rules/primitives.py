@@ -44,6 +44,7 @@ class Result:
     * ``"sequence"``: the joined kind of a tuple of arrays (argument ``arg``), ndim
       ``ndim(nd)`` of theirs;
     * ``"unknown"``: nothing can be said (kind inference refuses the value);
+    * ``"helper"``: a split helper's (``front/split.py``): its own kind inference's;
     * a name of one of kind inference's own rules: ``"dot"``, ``"solve"``, ``"alloc"``
       (``np.zeros``...), ``"arange"``, ``"reshape"``, ``"cumsum"``, ``"where"``.
     """
@@ -64,7 +65,7 @@ FLOAT = Result("fixed", "f", 0)
 BOOL = Result("fixed", "b", 0)
 SPECIAL = ("dot", "solve", "alloc", "arange", "reshape", "cumsum", "where")
 RESULT_HOWS = ("broadcast", "same", "fixed", "reduce", "declared", "arg", "sequence",
-               "unknown", *SPECIAL)
+               "unknown", "helper", *SPECIAL)
 
 
 def fixed(cls: str, ndim: int) -> Result:

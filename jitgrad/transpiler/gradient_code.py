@@ -30,6 +30,8 @@ def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     """The gradient code ``gen`` of ``d`` as a Python function of ``(*params, _dret)``
     returning the gradients (``value``: the value, then the gradients, one flat tuple),
     cached on ``d``."""
+    if gen.unit.split and gen.unit.splits:  # differentiated again: its helpers inlined
+        gen = _unsplit(d, gen)
     cache = d.__dict__.setdefault("_gradfn_cache", {})
     key = (id(gen), value)
     if key in cache and cache[key][0] is gen:
@@ -48,6 +50,22 @@ def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
     cache[key] = (gen, fn)
     return fn
+
+
+def _unsplit(d: Any, gen: Any) -> Any:
+    """``gen`` made again with every helper inlined (no split calls, ``front/split.py``):
+    the code second order and nested gradients differentiate once more, cached on ``d``."""
+    from .pipeline import generate
+
+    cache = d.__dict__.setdefault("_unsplit_cache", {})
+    hit = cache.get(id(gen))
+    if hit is None or hit[0] is not gen:
+        u = gen.unit
+        user = {code: p for p, code in u.renamed.items()}
+        kinds = {user.get(p, p): k for p, k in u.arg_kinds.items()}
+        hit = cache[id(gen)] = (gen, generate(d._prep(), [d.params[i] for i in d.wrt_positions],
+                                              kinds, split=False))
+    return hit[1]
 
 
 def tangent_function(d: Any, gen: Any, value: bool = True, seed: str | None = None) -> Any:

@@ -62,6 +62,9 @@ class Adjoint:
     #: only for its shape (the primitive table's ``shape_args``: ``unbroadcast``...), as the
     #: namespace binds them: never a function of the user's that is spelled the same
     shape_reads: tuple[str, ...] = ()
+    #: split helpers and their gradients the code calls (``front/split.py``), compiled with
+    #: it under jit like ``callables`` (which, unlike these, keep the sweeps' order)
+    compiled: frozenset[str] = frozenset()
 
     def body(self) -> list[ast.stmt]:
         """Both sweeps in execution order (the lowering copies before changing them)."""

@@ -51,6 +51,7 @@ from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.small_arrays import scalarise
+from .front.split import split_helpers
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
@@ -134,6 +135,12 @@ class Unit:
     sites: list[Any] | None = None
     #: the kind-independent passes that made this unit (``PREPARE``, or CUDA's list)
     prepared_with: list[Any] | None = None
+    #: reverse mode's unit: calls of the helpers in ``splits`` stay calls (``front/split.py``)
+    split: bool = False
+    #: the helpers split (python function -> stand-in), or that a ``split`` unit would split
+    splits: dict[Any, Any] = field(default_factory=dict)
+    #: the ``split`` unit made from this one (``split_unit``)
+    split_prep: Unit | None = None
 
     @property
     def name(self) -> str:
@@ -146,7 +153,7 @@ class Unit:
                     list(self.params), clone(self.body), clone(self.returns),
                     [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
                     kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to,
-                    jit=self.jit)
+                    jit=self.jit, split=self.split, splits=self.splits)
 
 
 def show_body(u: Unit) -> str:
@@ -249,7 +256,10 @@ def inline_(u: Unit) -> None:
         return b1 + 1.0
     """
     ret = ast.Return(value=ast.Tuple(elts=u.returns, ctx=ast.Load()))
-    body, u.nested = inline(u.parsed, u.body + [ret], u.namer, u.sites)
+    if u.prepared_with is PREPARE:
+        u.splits = split_helpers(u.parsed, u.body + [ret])
+    body, u.nested = inline(u.parsed, u.body + [ret], u.namer, u.sites,
+                            u.splits if u.split else None)
     u.returns = list(body.pop().value.elts)  # helper calls in the returned values too
     u.body = body
 
@@ -672,7 +682,7 @@ def reverse_(u: Unit) -> None:
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),
                    tuple(sw.reused), tuple(sw.buffers), tuple(sw.schedules), sw.snapshots,
                    u.namer.workspace, u.namer.global_name(u.env, "np", np),
-                   shape_reading_names(u.env))
+                   shape_reading_names(u.env), frozenset(sw.compiled))
 
 
 def show_ir(u: Unit) -> str:
@@ -965,13 +975,14 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
             tuples: dict[str, tuple[Any, list[str], bool]] | None = None,
-            jit: bool = False) -> Unit:
+            jit: bool = False, split: bool = False) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
-    its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba."""
+    its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba;
+    ``split``: helpers called at many sites stay calls (``front/split.py``)."""
     u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
-             prepared_with=passes or PREPARE)
+             prepared_with=passes or PREPARE, split=split)
     for p in u.prepared_with:
         p.run(u)
         if p.name == until:
@@ -1019,7 +1030,7 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
         sites = [_inlined_code(d, entry, site_kinds(d, names, kinds, node, parsed), node,
                                parsed) for d, entry, names, node, parsed in prep.nested]
     u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites,
-             jit=prep.jit)
+             jit=prep.jit, split=prep.split)
     for p in PREPARE:
         p.run(u)
     return u
@@ -1159,11 +1170,26 @@ def written_args(u: Unit) -> frozenset[str]:
         if u.analysis is not None else frozenset()
 
 
+def split_unit(prep: Unit) -> Unit:
+    """``prep`` prepared again with its helpers called at many sites split
+    (``front/split.py``), made once; ``prep`` itself where none is."""
+    if not prep.splits or prep.split or prep.prepared_with is not PREPARE:
+        return prep
+    if prep.split_prep is None:
+        prep.split_prep = prepare(prep.func, parallel=prep.parallel, aux=prep.aux,
+                                  tuples=prep.tuples, jit=prep.jit, split=True)
+    return prep.split_prep
+
+
 def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
-             auto_checkpoint: bool | None = None, elements: bool = False) -> Generated:
+             auto_checkpoint: bool | None = None, elements: bool = False,
+             split: bool = True) -> Generated:
     """All specialising passes; the return kinds tell the API what the function returns.
     ``auto_checkpoint``: checkpoint top-level loops whose tape would not fit in cache
-    (None: ``jitgrad.config``'s choice); ``elements``: see ``transform``."""
+    (None: ``jitgrad.config``'s choice); ``elements``: see ``transform``; ``split``:
+    helpers called at many sites are compiled once (``split_unit``)."""
+    if split:
+        prep = split_unit(prep)
     u = transform(prep, wrt, arg_kinds,
                   auto_checkpoint=config.checkpoint_threshold(auto_checkpoint),
                   elements=elements)

@@ -459,6 +459,9 @@ class KindInference:
     def _unknown(self, r: Result, c: _Call) -> Kind:
         return UNKNOWN
 
+    def _helper(self, r: Result, c: _Call) -> Kind:
+        return c.fn.result_kind(tuple(c.args))  # a split helper (front/split.py)
+
     def _dot(self, r: Result, c: _Call) -> Kind:
         return Kind(c.cls_f, self._dot_ndim(c.first, c.args[1] if len(c.args) > 1 else UNKNOWN))
 

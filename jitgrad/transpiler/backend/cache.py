@@ -44,6 +44,7 @@ import numpy as np
 from ...rules import primitives
 from ...rules.primitives import LIBRARY_ROOTS
 from ..front.numba_kernels import kernel_function
+from ..front.split import run_as_python
 from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
@@ -422,6 +423,7 @@ def compile_module(mod: types.ModuleType, jit: bool,
                       for v, f in fns.items()}
     else:
         emit.ieee_namespace(ns)
+        run_as_python(ns, out.callables)
     return out
 
 
@@ -473,7 +475,7 @@ class Store:
         where = self._where(u.wrt, u.arg_kinds, gen.float64)
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
-                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables),
+                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables | u.ir.compiled),
                     "workspaces": u.workspaces, "written": sorted(gen.written)}
             sources = {v: u.sources[v] for v in VARIANTS}
             if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta, u.reads):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ... import report
+from ..front.split import run_as_python
 from . import emit
 
 
@@ -188,6 +189,7 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
         out.jitted = {v: emit.njit(f, options=options) for v, f in fns.items()}
     else:
         emit.ieee_namespace(namespace)
+        run_as_python(namespace, callables)
     return out
 
 

@@ -183,8 +183,12 @@ def stored_names(stmts: list[ast.stmt]) -> set[str]:
 class Inliner:
     """Replaces helper calls in a function body, recursively."""
 
-    def __init__(self, root: Parsed, namer: Namer, sites: list[Any] | None = None):
+    def __init__(self, root: Parsed, namer: Namer, sites: list[Any] | None = None,
+                 split: dict[Any, Any] | None = None):
         self.root = root
+        #: the helpers the root's calls of which stay calls, of their stand-ins
+        #: (``front/split.py``): python function -> ``SplitHelper``
+        self.split = split or {}
         #: the helper each nested gradient call inlines, in order: its gradient code for the
         #: kinds the probe found (``front/nested.py``); None: the calls are probed
         self.sites = sites
@@ -249,6 +253,11 @@ class Inliner:
                     return kernel
                 fn = user_function(primal_of(obj))
                 if fn is None:
+                    return node
+                if parsed is self.root and fn in self.split:  # compiled once, called here
+                    s = self.split[fn]
+                    node.func = ast.copy_location(
+                        name(self.namer.global_name(self.env, s.__name__, s)), node.func)
                     return node
                 return self.call(fn, node, parsed, pre)
 
@@ -433,11 +442,13 @@ def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
 
 
 def inline(parsed: Parsed, body: list[ast.stmt], namer: Namer,
-           sites: list[Any] | None = None) -> tuple[list[ast.stmt], list]:
+           sites: list[Any] | None = None,
+           split: dict[Any, Any] | None = None) -> tuple[list[ast.stmt], list]:
     """Inline every user helper called from ``body``; ``sites``: the helper each nested
-    gradient call inlines (None: probe them).  Also returns the nested calls met
+    gradient call inlines (None: probe them); ``split``: the helpers whose calls in
+    ``body`` stay calls (``front/split.py``).  Also returns the nested calls met
     (``Inliner.probes``)."""
-    inl = Inliner(parsed, namer, sites)
+    inl = Inliner(parsed, namer, sites, split)
     return inl.run(body, parsed), inl.probes
 
 

@@ -61,6 +61,8 @@ class Sweeps:
     schedules: list = field(default_factory=list)
     #: the list tapes of float array copies (``Adjoint.snapshots``)
     snapshots: Snapshots | None = None
+    #: split helpers and their gradients called (``Adjoint.compiled``)
+    compiled: set[str] = field(default_factory=set)
 
 
 class Reverser:
@@ -175,7 +177,7 @@ def reverse(parsed: Parsed, body: list[ast.stmt], an: Analysis, env: dict, namer
               if an.modes.get(n) == "view"}
     return Sweeps(prologue, fwd, init, rev, [unit.adj(w) for w in wrt],
                   r.tapes.restored_names, r.statements.callables, shared, tapes, reused, kept,
-                  r.binomial.schedules, r.tapes.snapshots())
+                  r.binomial.schedules, r.tapes.snapshots(), r.statements.compiled)
 
 
 def adjoint_buffers(u: Unit, statements: Statements

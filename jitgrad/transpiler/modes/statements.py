@@ -20,7 +20,9 @@ from ..analysis.analyse import Analysis, is_permutation, operand_names, primitiv
 from ..astutil import binop, names_of, walk_values
 from ..backend.optimize import Simplify, drop_self_identity, prune_unused
 from ..front.desugar import assign, const, name
+from ..analysis.kinds import of_value
 from ..front.inline import rename, resolve
+from ..front.split import SplitHelper
 from ..nodes import clone, relocate, walk
 from ..notes import POS, SCALAR_RESULT
 from .fused import ReciprocalSqrt, reciprocal_sqrt
@@ -51,6 +53,8 @@ class Statements(Part):
         self.fwd_vars = fwd_vars
         self.touched: set[str] = set()
         self.callables: set[str] = set()
+        #: the split helpers and their gradients the code calls (``front/split.py``)
+        self.compiled: set[str] = set()
         self.unb = tapes.unb  # the generated module's name of ``unbroadcast``
 
     def simple(self, s: ast.stmt, restored: set[str]):
@@ -233,7 +237,7 @@ class Statements(Part):
         fn, args, kw = prim
         if fn is nobacksies and len(args) == 2:
             return [ast.copy_location(ast.Assign(targets=s.targets, value=args[1]), s)]
-        rule = lookup(fn)
+        rule = self.rule_of(fn, args)
         if rule is None or not isinstance(s.targets[0], ast.Name):
             return [s]
         tpl, inst = self.instance(rule, args, kw, s)
@@ -250,8 +254,22 @@ class Statements(Part):
                                       f"rule for {rule.name} (see docs/supported.md)")
             raise RuleError(str(where)) from None
 
+    def rule_of(self, fn, args: list[ast.expr]):
+        """``fn``'s gradient rule; a split helper's for these arguments' kinds."""
+        if not isinstance(fn, SplitHelper):
+            return lookup(fn)
+        return fn.rule_for(tuple(self.an.kind(a.id) if isinstance(a, ast.Name)
+                                 else of_value(ast.literal_eval(a)) for a in args),
+                           tuple(isinstance(a, ast.Name) and a.id in self.an.active
+                                 for a in args))
+
     def note_callables(self, fn, inst) -> None:
-        """Functions a hook will call in compiled code (the API compiles them with Numba)."""
+        """Functions a hook will call in compiled code (the API compiles them with Numba),
+        and a split helper's and its gradient's (``front/split.py``)."""
+        if isinstance(fn, SplitHelper):
+            code = ast.Module(body=inst.forward + inst.back, type_ignores=[])
+            self.compiled |= {n.func.id for n in walk(code)
+                              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         if fn is hook:
             f = inst.bound.get("fn")
             if isinstance(f, ast.Name):
@@ -305,7 +323,7 @@ class Statements(Part):
                 raise self.parsed.error(f"keyword argument of '{label()}' depends on a "
                                         "differentiated value", s,
                                         "pass differentiable values positionally")
-        rule = lookup(fn)
+        rule = self.rule_of(fn, args)
         operands = operand_names(args)
         stashed = tgt in operands
         # the pullback reads the target's adjoint itself, unless that is stashed first
