@@ -7,6 +7,10 @@ where the helper is split, and inlines it where it is not.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import types
 
 import numpy as np
@@ -16,6 +20,8 @@ from gradcheck import check_grad, check_hvp
 
 import jitgrad as jg
 from jitgrad.transpiler.front import split
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _rng_args(case: str):
@@ -96,3 +102,74 @@ def test_pure_helper():
     """Only helpers that write none of their arguments are split."""
     assert split.pure_helper(sc.sq.py_func) and split.pure_helper(sc.cell.py_func)
     assert not split.pure_helper(sc.fill.py_func)
+
+
+CACHED = '''
+import numpy as np
+from numba import njit
+
+import jitgrad as jg
+
+
+@njit
+def sq(a, w):
+    return {body}
+
+
+@jg.differentiate(wrt=(0, 1), cache=True)
+def f(x, w):
+    y = sq(x, w)
+    y = sq(y, w)
+    y = sq(y, 2.0)
+    y = sq(y, w)
+    return y * 3.0
+'''
+
+RUN = '''
+import json, sys
+sys.path.insert(0, {folder!r})
+import jitgrad.api as api
+calls = []
+_generate = api.generate
+api.generate = lambda *a: calls.append(1) or _generate(*a)
+from splitfn import f
+g = f.grad(0.3, 0.7)
+print(json.dumps({{"g": [float(v) for v in g], "transforms": len(calls), **f.cache_info()}}))
+'''
+
+
+def _run_cached(folder, body: str) -> dict:
+    (folder / "splitfn.py").write_text(CACHED.format(body=body))
+    (folder / "run.py").write_text(RUN.format(folder=str(folder)))
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, str(folder / "run.py")], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _fd(body: str) -> list[float]:
+    def sq(a, w):
+        return eval(body, {"np": np, "a": a, "w": w})
+
+    def f(x, w):
+        return 3.0 * sq(sq(sq(sq(x, w), w), 2.0), w)
+
+    h = 1e-6
+    return [(f(0.3 + h, 0.7) - f(0.3 - h, 0.7)) / (2 * h),
+            (f(0.3, 0.7 + h) - f(0.3, 0.7 - h)) / (2 * h)]
+
+
+def test_split_on_disk_cache(tmp_path):
+    """``cache=True``: the split gradient (its helper's gradient in the module) is loaded by
+    a second process; an edit of the helper's source is a new entry."""
+    body = "np.sin(a) * w + a * a"
+    first, second = _run_cached(tmp_path, body), _run_cached(tmp_path, body)
+    # the function, and the helper's gradient at two sets of active arguments (w, 2.0)
+    assert (first["misses"], first["transforms"]) == (1, 3)
+    assert (second["hits"], second["misses"], second["transforms"]) == (1, 0, 0)
+    assert second["numba_misses"] == 0
+    edited = _run_cached(tmp_path, "np.cos(a) * w + a * a")
+    assert (edited["hits"], edited["misses"], edited["transforms"]) == (0, 1, 3)
+    for res, b in ((first, body), (second, body), (edited, "np.cos(a) * w + a * a")):
+        np.testing.assert_allclose(res["g"], _fd(b), rtol=1e-6)

@@ -44,7 +44,7 @@ import numpy as np
 from ...rules import primitives
 from ...rules.primitives import LIBRARY_ROOTS
 from ..front.numba_kernels import kernel_function
-from ..front.split import run_as_python
+from ..front.split import run_as_python, split_module
 from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
@@ -417,8 +417,8 @@ def compile_module(mod: types.ModuleType, jit: bool,
                    workspaces=dict(meta["workspaces"]))
     if jit:
         for c in out.callables:
-            if inspect.isfunction(ns.get(c)):
-                ns[c] = emit.njit(ns[c])
+            if inspect.isfunction(ns.get(c)):  # (a split helper's gradient: cached too)
+                ns[c] = emit.njit(ns[c], cache=getattr(ns[c], "split_vjp", False))
         out.jitted = {v: _tolerant(emit.njit(f, cache=True, options=options))
                       for v, f in fns.items()}
     else:
@@ -475,10 +475,16 @@ class Store:
         where = self._where(u.wrt, u.arg_kinds, gen.float64)
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
-                    "return_kinds": gen.return_kinds, "callables": sorted(u.ir.callables | u.ir.compiled),
+                    "return_kinds": gen.return_kinds,
+                    "callables": sorted(u.ir.callables | u.ir.compiled),
                     "workspaces": u.workspaces, "written": sorted(gen.written)}
             sources = {v: u.sources[v] for v in VARIANTS}
-            if save(where[0], where[1], self.func.__qualname__, sources, u.env, meta, u.reads):
+            extra = split_module(u.ir.compiled, u.env)  # (split helpers' gradients)
+            if extra is not None and extra[0]:
+                sources.update(extra[0])
+            env, reads = (u.env, u.reads) if extra is None or not extra[0] else (extra[1], None)
+            if extra is not None and save(where[0], where[1], self.func.__qualname__, sources,
+                                          env, meta, reads):
                 mod = load(*where)
                 if mod is not None:
                     self.stats["misses"] += 1

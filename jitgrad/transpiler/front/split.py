@@ -159,6 +159,30 @@ def split_sources(names: frozenset[str], env: dict[str, Any]) -> str:
                    for n, f in fns)
 
 
+def split_module(names: frozenset[str], env: dict[str, Any]
+                 ) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """The split helpers' gradients among ``names`` as extra sources of a cached module
+    (``backend/cache.py``), and ``env`` with the names they read; None where one of those
+    names stands for another object in ``env`` (then the module is not cached)."""
+    from ..backend.jit import imports
+
+    sources: dict[str, str] = {}
+    merged = dict(env)
+    for n in sorted(names):
+        f = env.get(n)
+        if not getattr(f, "split_vjp", False):
+            continue
+        src = split_sources(frozenset([n]), env).strip("\n") + "\n"
+        for k, v in imports({n: src}, f.__globals__).items():
+            if k in merged and merged[k] is not v:
+                return None
+            merged[k] = v
+        sources[f"split:{n}"] = src + f"\n\n{n}.split_vjp = True\n"
+    for n in sources:  # (defined by the module itself)
+        merged.pop(n.split(":", 1)[1], None)
+    return sources, merged
+
+
 def split_helpers(parsed: Parsed, body: list[ast.stmt]) -> dict[Any, SplitHelper]:
     """The helpers ``body`` calls at ``SPLIT_SITES`` or more sites that are split: Numba
     dispatchers of the user's, pure, called with their positional arguments only;
@@ -224,4 +248,4 @@ def _pure_call(n: ast.Call, helper: Parsed) -> bool:
 
 
 __all__ = ["SPLIT_SITES", "SplitHelper", "pure_helper", "run_as_python", "split_helpers",
-           "standin"]
+           "split_module", "split_sources", "standin"]

@@ -17,10 +17,10 @@ from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import is_library
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
+from ..analysis.kinds import of_value
 from ..astutil import binop, names_of, walk_values
 from ..backend.optimize import Simplify, drop_self_identity, prune_unused
 from ..front.desugar import assign, const, name
-from ..analysis.kinds import of_value
 from ..front.inline import rename, resolve
 from ..front.split import SplitHelper
 from ..nodes import clone, relocate, walk
