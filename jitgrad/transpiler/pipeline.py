@@ -51,7 +51,7 @@ from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.small_arrays import scalarise
-from .front.split import split_helpers
+from .front.split import SplitRefused, split_helpers
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
@@ -1188,11 +1188,12 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
     ``auto_checkpoint``: checkpoint top-level loops whose tape would not fit in cache
     (None: ``jitgrad.config``'s choice); ``elements``: see ``transform``; ``split``:
     helpers called at many sites are compiled once (``split_unit``)."""
-    if split:
-        prep = split_unit(prep)
-    u = transform(prep, wrt, arg_kinds,
-                  auto_checkpoint=config.checkpoint_threshold(auto_checkpoint),
-                  elements=elements)
+    auto = config.checkpoint_threshold(auto_checkpoint)
+    try:
+        u = transform(split_unit(prep) if split else prep, wrt, arg_kinds,
+                      auto_checkpoint=auto, elements=elements)
+    except SplitRefused:  # (a split call these kinds do not fit: every helper inlined)
+        u = transform(prep, wrt, arg_kinds, auto_checkpoint=auto, elements=elements)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
     return Generated(u, rk, written=written_args(u), float64=u.element_loops)
 

@@ -40,6 +40,15 @@ _BUILTINS = tuple(getattr(builtins, n) for n in ("range", "len", "min", "max", "
                                                   "int", "bool"))
 
 
+class SplitRefused(Exception):
+    """A split call this rule cannot take (argument or result kinds, or the helper's own
+    gradient failed): ``pipeline.generate`` makes the code again with the helper inlined."""
+
+
+#: the argument classes a split call takes (float, int, bool); only floats carry gradients
+_CLASSES = ("f", "i", "b")
+
+
 class SplitHelper:
     """The stand-in a split helper's calls are made of: its record's rule is made per
     argument kinds (``rule_for``), its result kind by the helper's own kind inference."""
@@ -64,7 +73,10 @@ class SplitHelper:
             from ..analysis.kinds import UNKNOWN, infer, of_value
             from ..pipeline import prepare
 
-            u = prepare(self.py)
+            try:
+                u = prepare(self.py)
+            except Exception as e:  # noqa: BLE001 - inlined, the error names the user's line
+                raise SplitRefused(str(e)) from None
             got = infer(u.body, u.env, {u.renamed.get(p, p): k
                                         for p, k in zip(self.params, kinds, strict=True)})
             r = u.returns[0] if len(u.returns) == 1 else None
@@ -86,6 +98,10 @@ class SplitHelper:
         ps = [f"_p{i}" for i in range(len(self.params))]
         wrt = [i for i, k in enumerate(kinds) if k.cls == "f" and active[i]]
         out = self.result_kind(kinds)
+        if any(k.cls not in _CLASSES or a and k.cls != "f" for k, a in zip(kinds, active,
+                                                                          strict=True)) \
+                or out.cls not in _CLASSES or out.ndim is None:
+            raise SplitRefused(f"{self.py.__name__}: kinds {kinds} -> {out}")
         name = self.py.__name__
         space = {name: self.dispatcher}
         grads = ["None"] * len(ps)
@@ -118,8 +134,11 @@ class SplitHelper:
         loss = emit.load(src, f"{name}_vjp", {"np": np, name: self.dispatcher},
                          f"{name}.vjp")
         d = grad(loss, wrt=tuple(wrt), jit=False).diff
-        gen = d._generated_kinds({**dict(zip(self.params, kinds, strict=True)), "_dy": out})
-        fn = gradient_code(d, gen)
+        try:
+            gen = d._generated_kinds({**dict(zip(self.params, kinds, strict=True)), "_dy": out})
+            fn = gradient_code(d, gen)
+        except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
+            raise SplitRefused(str(e)) from None
         fn.split_vjp = True
         return fn
 
@@ -247,5 +266,5 @@ def _pure_call(n: ast.Call, helper: Parsed) -> bool:
     return any(obj is b for b in _BUILTINS) or lookup(obj) is not None or is_non_differentiable(obj)
 
 
-__all__ = ["SPLIT_SITES", "SplitHelper", "pure_helper", "run_as_python", "split_helpers",
-           "split_module", "split_sources", "standin"]
+__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "pure_helper", "run_as_python",
+           "split_helpers", "split_module", "split_sources", "standin"]
