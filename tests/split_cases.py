@@ -3,6 +3,8 @@
 import numpy as np
 from numba import njit
 
+import jitgrad as jg
+
 
 @njit
 def sq(a, w):
@@ -92,3 +94,22 @@ def impure(x, v):
     s = s * fill(buf, v * x)
     s = s + fill(buf, x + v)
     return s * buf[0]
+
+
+def in_expressions(x, w):
+    """Calls inside larger expressions and a condition."""
+    y = 2.0 * sq(x, w) + sq(w, x) * sq(x + w, 0.5)
+    if sq(y, w) > 1.0:
+        y = y * 0.5
+    return y + sq(y, y)
+
+
+def checkpointed(h0, xs, W, U):
+    """The 4 calls in a ``jg.checkpointed`` loop (the reverse sweep reruns each trip)."""
+    h = h0
+    for t in jg.checkpointed(range(xs.shape[0] // 4), snapshots=1):
+        h = cell(h, xs[4 * t], W, U)
+        h = cell(h, xs[4 * t + 1], W, U)
+        h = cell(h, xs[4 * t + 2], W, U)
+        h = cell(h, xs[4 * t + 3], W, U)
+    return np.sum(h * h)

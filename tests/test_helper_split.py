@@ -26,11 +26,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _rng_args(case: str):
     rng = np.random.default_rng(3)
-    if case in ("scalar4", "scalar3", "impure"):
+    if case in ("scalar4", "scalar3", "impure", "in_expressions"):
         return (0.3, 0.7), (0, 1)
     if case == "with_ints":
         return (rng.normal(size=3), rng.normal(size=3)), (0, 1)
-    n = 8 if case.startswith("looped") else 4
+    n = 8 if case.startswith("looped") or case == "checkpointed" else 4
     return (0.3 * rng.normal(size=3), rng.normal(size=(n, 2)), 0.5 * rng.normal(size=(3, 2)),
             0.5 * rng.normal(size=(3, 3))), (0, 1, 2, 3)
 
@@ -38,7 +38,7 @@ def _rng_args(case: str):
 #: case -> the name of the helper's compiled gradient in the code, None where inlined
 SPLIT = {"scalar4": "sq_vjp", "unrolled": "cell_vjp", "looped": "cell_vjp",
          "looped_unrolled": "cell_vjp", "with_ints": "bump_vjp", "scalar3": None,
-         "impure": None}
+         "impure": None, "in_expressions": "sq_vjp", "checkpointed": "cell_vjp"}
 
 
 @pytest.mark.parametrize("jit", [False, True])

@@ -51,7 +51,7 @@ from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.small_arrays import scalarise
-from .front.split import SplitRefused, split_helpers
+from .front.split import SplitRefused, call_helpers, split_helpers
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
@@ -677,6 +677,8 @@ def reverse_(u: Unit) -> None:
             results.append(ast.Name(id=keep, ctx=ast.Load()))
         else:
             results.append(r)
+    sw.compiled |= call_helpers([*sw.prologue, *sw.workspace, *sw.forward, *sw.init,
+                                 *sw.adjoint], u.env, u.namer)
     u.ir = Adjoint(u.name, tuple(u.params), u.namer.seed, tuple(sw.prologue), tuple(sw.workspace),
                    tuple(sw.forward), tuple(sw.init), tuple(sw.adjoint), tuple(results),
                    tuple(sw.grads), dict(sw.shared), frozenset(sw.callables),

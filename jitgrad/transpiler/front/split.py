@@ -168,6 +168,20 @@ def standin(dispatcher: Any) -> SplitHelper:
     return s
 
 
+def call_helpers(code: list[ast.stmt], env: dict[str, Any], namer: Any) -> set[str]:
+    """Calls of a stand-in left in the generated ``code`` (where no gradient flows through
+    them: ``if cell(h, x) > 0.0``) call the user's helper itself, in place; returns the
+    names the helpers are bound to (compiled alongside, like the rules' calls)."""
+    stand = {n for n, v in env.items() if isinstance(v, SplitHelper)}
+    out: set[str] = set()
+    for n in walk(ast.Module(body=code, type_ignores=[])) if stand else ():
+        if isinstance(n, ast.Name) and n.id in stand:
+            s = env[n.id]
+            n.id = namer.global_name(env, s.py.__name__, s.dispatcher)
+            out.add(n.id)
+    return out
+
+
 def split_sources(names: frozenset[str], env: dict[str, Any]) -> str:
     """The sources of the split helpers' gradients among ``names`` (of ``env``), each after
     two blank lines: what ``.source()`` prints after the gradient calling them."""
@@ -266,5 +280,5 @@ def _pure_call(n: ast.Call, helper: Parsed) -> bool:
     return any(obj is b for b in _BUILTINS) or lookup(obj) is not None or is_non_differentiable(obj)
 
 
-__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "pure_helper", "run_as_python",
-           "split_helpers", "split_module", "split_sources", "standin"]
+__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "call_helpers", "pure_helper",
+           "run_as_python", "split_helpers", "split_module", "split_sources", "standin"]
