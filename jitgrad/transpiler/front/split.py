@@ -27,7 +27,7 @@ from collections import Counter
 from typing import Any
 
 from ...rules import Rule, is_non_differentiable, lookup
-from ...rules.primitives import Result, draws, mutating, record
+from ...rules.primitives import Result, draws, mutating, record, version
 from ..backend import emit
 from ..nodes import walk
 from .parse import Parsed, parse_function, python_function
@@ -88,8 +88,9 @@ class SplitHelper:
     def rule_for(self, kinds: tuple, active: tuple[bool, ...]) -> Rule:
         """The gradient rule of a call with arguments of ``kinds`` (``active``: those that
         carry a gradient): forward, the helper; pullback, one call of its gradient
-        (``vjp``) w.r.t. the active float arguments, made and cached per kinds."""
-        key = (kinds, active)
+        (``vjp``) w.r.t. the active float arguments, made and cached per kinds (and
+        version of the rules: a rule registered later makes it again)."""
+        key = (kinds, active, version())
         if key not in self._rules:
             self._rules[key] = self._make_rule(kinds, active)
         return self._rules[key]
