@@ -52,11 +52,20 @@ def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     return fn
 
 
+#: reverse mode's code generator (``pipeline.generate``), registered by that module: it
+#: imports this one
+_GENERATE: list[Callable[..., Any]] = []
+
+
+def register_generate(generate: Callable[..., Any]) -> None:
+    """Set the generator ``_unsplit`` makes inlined reverse-mode code with."""
+    _GENERATE[:] = [generate]
+
+
 def _unsplit(d: Any, gen: Any) -> Any:
     """``gen`` made again with every helper inlined (no split calls, ``front/split.py``):
     the code second order and nested gradients differentiate once more, cached on ``d``."""
-    from .pipeline import generate
-
+    generate = _GENERATE[0]
     cache = d.__dict__.setdefault("_unsplit_cache", {})
     hit = cache.get(id(gen))
     if hit is None or hit[0] is not gen:
@@ -189,4 +198,5 @@ def caller(obj: Any) -> Any:
     return fn
 
 
-__all__ = ["NESTED_CODE", "caller", "gradient_code", "tangent_function", "user_lines"]
+__all__ = ["NESTED_CODE", "caller", "gradient_code", "register_generate", "tangent_function",
+           "user_lines"]

@@ -51,14 +51,14 @@ from .front.numba_kernels import refuse_elementwise_arrays
 from .front.parse import Parsed, parse_function
 from .front.purity import builtins_unshadowed
 from .front.small_arrays import scalarise
-from .front.split import SplitRefused, call_helpers, split_helpers
+from .front.split import SplitRefused, call_helpers, register_makers, split_helpers
 from .front.tuples import flatten_params
 from .front.tuples import refuse_whole as refuse_whole_tuples
 from .front.tuples import split as split_tuples
 from .front.value_lists import refuse_list_entries, value_lists
 from .front.versions import unshadowed_builtins, version_names
 from .front.webs import split_webs
-from .gradient_code import NESTED_CODE
+from .gradient_code import NESTED_CODE, gradient_code, register_generate
 from .ir import Adjoint, result_expr
 from .modes.reverse import reverse
 from .naming import Namer, is_generated, names_in
@@ -1203,3 +1203,7 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
            "Unit", "all_float64", "example", "fence", "generate", "prepare", "stage", "transform",
            "written_args"]
+
+
+register_makers(prepare=prepare, gradient_code=gradient_code)  # (front/split.py)
+register_generate(generate)  # (gradient_code._unsplit)

@@ -44,7 +44,7 @@ import numpy as np
 from ...rules import primitives
 from ...rules.primitives import LIBRARY_ROOTS
 from ..front.numba_kernels import kernel_function
-from ..front.split import run_as_python, split_module
+from ..front.split import run_as_python, split_sources
 from ..pipeline import Generated, Unit
 from .jit import Compiled, imports
 from .lower import VARIANTS
@@ -425,6 +425,28 @@ def compile_module(mod: types.ModuleType, jit: bool,
         emit.ieee_namespace(ns)
         run_as_python(ns, out.callables)
     return out
+
+
+def split_module(names: frozenset[str], env: dict[str, Any]
+                 ) -> tuple[dict[str, str], dict[str, Any]] | None:
+    """The split helpers' gradients among ``names`` as extra sources of a cached module
+    (``front/split.py``), and ``env`` with the names they read; None where one of those
+    names stands for another object in ``env`` (then the module is not cached)."""
+    sources: dict[str, str] = {}
+    merged = dict(env)
+    for n in sorted(names):
+        f = env.get(n)
+        if not getattr(f, "split_vjp", False):
+            continue
+        src = split_sources(frozenset([n]), env).strip("\n") + "\n"
+        for k, v in imports({n: src}, f.__globals__).items():
+            if k in merged and merged[k] is not v:
+                return None
+            merged[k] = v
+        sources[f"split:{n}"] = src + f"\n\n{n}.split_vjp = True\n"
+    for n in sources:  # (defined by the module itself)
+        merged.pop(n.split(":", 1)[1], None)
+    return sources, merged
 
 
 class Store:

@@ -152,6 +152,11 @@ def register_differentiator(make: Callable[..., Any]) -> None:
     _MAKE_DIFF[:] = [make]
 
 
+def make_differentiated(f: Any, wrt: Any, jit: bool) -> Any:
+    """``f``'s ``Differentiated`` (``jit``: compiled with Numba), made by the api."""
+    return _MAKE_DIFF[0](f, wrt, jit)
+
+
 def flat_call(diff: Any, node: ast.Call, rest: list[ast.expr], parsed: Any) -> ast.Call:
     """``node`` (``jvp``/``hvp`` of ``diff`` with ``rest``: ``(primals, tangents)``) as a
     call of the primals and then one tangent per wrt argument."""
@@ -280,5 +285,5 @@ def blamed(e: TransformError) -> TransformError:
 
 
 __all__ = ["ENTRIES", "Entry", "binds", "blamed", "expanding", "flat_call", "inner_call",
-           "inner_gradient", "probe", "refuse_recursion", "refuse_unsupported", "site_kinds",
-           "written_gradient"]
+           "inner_gradient", "make_differentiated", "probe", "refuse_recursion",
+           "refuse_unsupported", "site_kinds", "written_gradient"]

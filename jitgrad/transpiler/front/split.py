@@ -40,6 +40,16 @@ _BUILTINS = tuple(getattr(builtins, n) for n in ("range", "len", "min", "max", "
                                                   "int", "bool"))
 
 
+#: ``prepare`` and ``gradient_code``, registered by the pipeline (which imports this module)
+_MAKERS: dict[str, Any] = {}
+
+
+def register_makers(**makers: Any) -> None:
+    """Set the functions making a helper's unit (``prepare``) and its gradient code
+    (``gradient_code``): the pipeline's, which imports this module."""
+    _MAKERS.update(makers)
+
+
 class SplitRefused(Exception):
     """A split call this rule cannot take (argument or result kinds, or the helper's own
     gradient failed): ``pipeline.generate`` makes the code again with the helper inlined."""
@@ -71,10 +81,9 @@ class SplitHelper:
         """The kind the helper returns for arguments of ``kinds`` (its kind inference)."""
         if kinds not in self._kinds:
             from ..analysis.kinds import UNKNOWN, infer, of_value
-            from ..pipeline import prepare
 
             try:
-                u = prepare(self.py)
+                u = _MAKERS["prepare"](self.py)
             except Exception as e:  # noqa: BLE001 - inlined, the error names the user's line
                 raise SplitRefused(str(e)) from None
             got = infer(u.body, u.env, {u.renamed.get(p, p): k
@@ -125,8 +134,7 @@ class SplitHelper:
         as a function of ``(*args, dy, 1.0)`` (marked ``split_vjp`` for the backend)."""
         import numpy as np
 
-        from ...api import grad
-        from ..gradient_code import gradient_code
+        from .nested import make_differentiated
 
         name = self.py.__name__
         ps = ", ".join(self.params)
@@ -134,10 +142,10 @@ class SplitHelper:
         src = f"def {name}_vjp({ps}, _dy):\n    return {prod}\n"
         loss = emit.load(src, f"{name}_vjp", {"np": np, name: self.dispatcher},
                          f"{name}.vjp")
-        d = grad(loss, wrt=tuple(wrt), jit=False).diff
+        d = make_differentiated(loss, tuple(wrt), False)
         try:
             gen = d._generated_kinds({**dict(zip(self.params, kinds, strict=True)), "_dy": out})
-            fn = gradient_code(d, gen)
+            fn = _MAKERS["gradient_code"](d, gen)
         except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
             raise SplitRefused(str(e)) from None
         fn.split_vjp = True
@@ -191,30 +199,6 @@ def split_sources(names: frozenset[str], env: dict[str, Any]) -> str:
     fns = [(n, env[n]) for n in sorted(names) if getattr(env.get(n), "split_vjp", False)]
     return "".join("\n\n" + inspect.getsource(f).replace(f"def {f.__name__}(", f"def {n}(", 1)
                    for n, f in fns)
-
-
-def split_module(names: frozenset[str], env: dict[str, Any]
-                 ) -> tuple[dict[str, str], dict[str, Any]] | None:
-    """The split helpers' gradients among ``names`` as extra sources of a cached module
-    (``backend/cache.py``), and ``env`` with the names they read; None where one of those
-    names stands for another object in ``env`` (then the module is not cached)."""
-    from ..backend.jit import imports
-
-    sources: dict[str, str] = {}
-    merged = dict(env)
-    for n in sorted(names):
-        f = env.get(n)
-        if not getattr(f, "split_vjp", False):
-            continue
-        src = split_sources(frozenset([n]), env).strip("\n") + "\n"
-        for k, v in imports({n: src}, f.__globals__).items():
-            if k in merged and merged[k] is not v:
-                return None
-            merged[k] = v
-        sources[f"split:{n}"] = src + f"\n\n{n}.split_vjp = True\n"
-    for n in sources:  # (defined by the module itself)
-        merged.pop(n.split(":", 1)[1], None)
-    return sources, merged
 
 
 def split_helpers(parsed: Parsed, body: list[ast.stmt]) -> dict[Any, SplitHelper]:
@@ -282,4 +266,4 @@ def _pure_call(n: ast.Call, helper: Parsed) -> bool:
 
 
 __all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "call_helpers", "pure_helper",
-           "run_as_python", "split_helpers", "split_module", "split_sources", "standin"]
+           "register_makers", "run_as_python", "split_helpers", "split_sources", "standin"]
