@@ -1174,8 +1174,9 @@ def written_args(u: Unit) -> frozenset[str]:
 
 def split_unit(prep: Unit) -> Unit:
     """``prep`` prepared again with its helpers called at many sites split
-    (``front/split.py``), made once; ``prep`` itself where none is."""
-    if not prep.splits or prep.split or prep.prepared_with is not PREPARE:
+    (``front/split.py``), made once; ``prep`` itself where none is (or where it is
+    compiled with ``parallel=True``: its prange sweeps are not made for split calls)."""
+    if not prep.splits or prep.split or prep.prepared_with is not PREPARE or prep.parallel:
         return prep
     if prep.split_prep is None:
         prep.split_prep = prepare(prep.func, parallel=prep.parallel, aux=prep.aux,
