@@ -354,7 +354,7 @@ def test_unparse_prints_comments():
 def test_tape_accessors_by_the_names_the_helpers_have():
     ctx = context(TAPED, accessor=lambda n: "_" + n)
     s = lowering(ctx)
-    s.text = code(TAPED_TEXT)
+    after("workspace", s)
     assert after("tape_accessors", s) == code("""
         def f_grad(x, n, _dret, _ws):
             _tape_x = _ws[0]
@@ -375,10 +375,39 @@ def test_tape_accessors_by_the_names_the_helpers_have():
 
 def test_no_accessors_without_typed_tapes():
     ctx = context(SPLIT, accessor=lambda n: "_" + n)
-    s = lowering(ctx)
-    s.text = "def f(x):\n    _tape_y[0] = x\n"
-    assert after("tape_accessors", s) == s.text
+    s = lowering(ctx, "_tape_y[0] = x\nreturn x")
+    body = s.body
+    assert "_tape_y[0] = x" in after("tape_accessors", s)
+    assert s.body is body
     assert ctx.accessors() == {"tape_get": "tape_get", "tape_put": "tape_put"}
+
+
+def test_tape_accessors_only_for_the_tapes_the_reverse_pass_made():
+    """A user's name that looks like a tape (``_tape1``) is no tape: only the names the
+    reverse pass made its tapes under are read and written through the helpers; an update
+    (``+=``) stays, and the statements without a tape access are the same objects."""
+    ctx = context(TAPED)
+    s = lowering(ctx, """
+        _tape1 = np.zeros(3)
+        _tape1[0] = x
+        _tape_x[_tape_xn] = _tape1[0] + _tape_x[_tape_xn - 1]
+        _tape_x[_tape_xn] += 1.0
+        if _tape_x[0] > 0.0:
+            y = _tape1[1]
+        return (y, x)
+    """)
+    first = s.body[0]
+    assert after("tape_accessors", s) == code("""
+        def f_grad(x, n, _dret):
+            _tape1 = np.zeros(3)
+            _tape1[0] = x
+            tape_put(_tape_x, _tape_xn, _tape1[0] + tape_get(_tape_x, _tape_xn - 1))
+            _tape_x[_tape_xn] += 1.0
+            if tape_get(_tape_x, 0) > 0.0:
+                y = _tape1[1]
+            return (y, x)
+    """)
+    assert s.body[0] is first
 
 
 # --- the whole list, per variant -----------------------------------------------------------

@@ -19,8 +19,9 @@ so a call allocates them only when they must grow.
 from __future__ import annotations
 
 import ast
-import re
-from typing import Any
+import copy
+from collections.abc import Collection
+from typing import Any, TypeVar
 
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
@@ -32,6 +33,8 @@ from .jit import BUFFER
 from .optimize import dead_code, dead_loops
 from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
+
+T = TypeVar("T", bound=ast.AST)
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -125,30 +128,102 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
     return [renamed_copy(s, {seed: one}) if mentions(s, seed, 1) else s for s in body]
 
 
-def unchecked_tape_text(src: str, tapes: set[str], get: str, put: str) -> str:
-    """``src`` with each element write and read of the typed ``tapes`` through the helpers
-    ``put`` and ``get`` (``tape_put``, ``tape_get``), which Numba compiles without the
-    bounds check the rest of the generated code keeps: a tape's cursor stays within the
-    room ``tape_reserve`` made, and the check cost 10-15% of a tape-bound sweep.
-    ``_tape_x[k] = v`` becomes ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes
-    ``get(_tape_x, k)`` (a tape's index is a cursor expression: names, ``+``, ``-``,
-    parentheses, never a slice).  On the printed source, in one pass: walking and copying
-    each variant's tree cost a fifth of the transform time."""
+def unchecked_tapes(body: list[ast.stmt], tapes: Collection[str], get: str, put: str,
+                    done: dict[int, tuple[ast.stmt, ast.stmt]] | None = None) -> list[ast.stmt]:
+    """``body`` with each element write and read of the typed ``tapes`` (the names the
+    reverse pass made them under, never a user's) through the helpers ``put`` and ``get``
+    (``tape_put``, ``tape_get``), which Numba compiles without the bounds check the rest of
+    the generated code keeps: a tape's cursor stays within the room ``tape_reserve`` made,
+    and the check cost 10-15% of a tape-bound sweep.  ``_tape_x[k] = v`` becomes
+    ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes ``get(_tape_x, k)``; an update
+    (``_tape_x[k] += v``) stays.  Only the statements that change are copied (``done``:
+    the copies made so far, by the id of the original; the variants share statements)."""
     if not tapes:
-        return src
+        return body
+    done = {} if done is None else done
+    out = body
+    for k, s in enumerate(body):
+        new = _unchecked(s, frozenset(tapes), get, put, done)
+        if new is not s:
+            out = out if out is not body else list(body)
+            out[k] = new
+    return out
 
-    def write(m: re.Match) -> str:
-        return f"{m[1]}{put}({m[2]}, {m[3]}, {m[4]})" if m[2] in tapes else m[0]
 
-    def read(m: re.Match) -> str:
-        return f"{get}({m[1]}, {m[2]})" if m[1] in tapes else m[0]
+def _unchecked(s: ast.stmt, tapes: frozenset[str], get: str, put: str,
+               done: dict[int, tuple[ast.stmt, ast.stmt]]) -> ast.stmt:
+    """``s`` with its tape accesses through the helpers (``s`` itself where it has none)."""
+    if id(s) in done:
+        return done[id(s)][1]
+    blocks = {f: getattr(s, f) for f in ("body", "orelse", "finalbody", "handlers")
+              if isinstance(getattr(s, f, None), list)}
+    if blocks:  # a compound statement: its head and its blocks
+        new_blocks = {f: unchecked_tapes(b, tapes, get, put, done) for f, b in blocks.items()}
+        heads = [n for f, v in ast.iter_fields(s) if f not in blocks
+                 for n in (v if isinstance(v, list) else [v]) if isinstance(n, ast.AST)]
+        if all(new_blocks[f] is b for f, b in blocks.items()) \
+                and not any(_reads_tape(h, tapes) for h in heads):
+            new = s
+        else:
+            new = copy.copy(s)
+            for f, b in new_blocks.items():
+                setattr(new, f, b)
+            for f, v in ast.iter_fields(s):
+                if f not in blocks and isinstance(v, ast.expr):
+                    setattr(new, f, _reads(v, tapes, get))
+    elif _tape_write(s, tapes):
+        t = s.targets[0]
+        new = ast.copy_location(ast.Expr(value=_call(put, [t.value, *_parts(t.slice),
+                                                           _reads(s.value, tapes, get)])), s)
+    elif _reads_tape(s, tapes):
+        new = _reads(s, tapes, get)
+    else:
+        new = s
+    done[id(s)] = (s, new)
+    return new
 
-    src = _TAPE_WRITE.sub(write, src)
-    return _TAPE_READ.sub(read, src)
+
+def _simple_index(sl: ast.expr) -> bool:
+    """Is ``sl`` a cursor expression: no slice, element access, or display in it?"""
+    return not any(isinstance(n, (ast.Slice, ast.Subscript, ast.List, ast.Dict, ast.Set,
+                                  ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp,
+                                  ast.GeneratorExp, ast.Starred)) for n in ast.walk(sl))
 
 
-_TAPE_WRITE = re.compile(r"^(\s*)(_tape\w*)\[([^\[\]\n:]+)\] = ([^\n]+)$", re.M)
-_TAPE_READ = re.compile(r"\b(_tape\w*)\[([^\[\]\n:]+)\](?!\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=)")
+def _tape_access(n: ast.AST, tapes: frozenset[str]) -> bool:
+    return isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+        and n.value.id in tapes and _simple_index(n.slice)
+
+
+def _tape_write(s: ast.stmt, tapes: frozenset[str]) -> bool:
+    return isinstance(s, ast.Assign) and len(s.targets) == 1 \
+        and _tape_access(s.targets[0], tapes)
+
+
+def _reads_tape(node: ast.AST, tapes: frozenset[str]) -> bool:
+    return any(_tape_access(n, tapes) and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+
+def _parts(sl: ast.expr) -> list[ast.expr]:
+    return list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+
+
+def _call(f: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Name(id=f, ctx=ast.Load()), args=args, keywords=[])
+
+
+def _reads(node: T, tapes: frozenset[str], get: str) -> T:
+    """A copy of ``node`` with each tape read ``get(tape, k)`` (``node`` without any)."""
+    if not _reads_tape(node, tapes):
+        return node
+
+    class _Reads(ast.NodeTransformer):
+        def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
+            if _tape_access(n, tapes) and isinstance(n.ctx, ast.Load):
+                return ast.copy_location(_call(get, [n.value, *_parts(n.slice)]), n)
+            return self.generic_visit(n)
+
+    return _Reads().visit(clone(node))
 
 
 def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
@@ -178,5 +253,5 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str) -> ast.FunctionDef:
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "unchecked_tape_text",
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "unchecked_tapes",
            "with_unit_seed", "with_workspace"]
