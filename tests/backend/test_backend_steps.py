@@ -384,26 +384,30 @@ def test_no_accessors_without_typed_tapes():
 
 def test_tape_accessors_only_for_the_tapes_the_reverse_pass_made():
     """A user's name that looks like a tape (``_tape1``) is no tape: only the names the
-    reverse pass made its tapes under are read and written through the helpers; an update
-    (``+=``) stays, and the statements without a tape access are the same objects."""
+    reverse pass made its tapes under are read and written through the helpers, wherever
+    they are read (``==`` too), and never in a comment's text; an update (``+=``) stays,
+    and the statements without a tape access are the same objects."""
     ctx = context(TAPED)
     s = lowering(ctx, """
         _tape1 = np.zeros(3)
         _tape1[0] = x
+        # x is _tape_x[_tape_xn]
         _tape_x[_tape_xn] = _tape1[0] + _tape_x[_tape_xn - 1]
         _tape_x[_tape_xn] += 1.0
-        if _tape_x[0] > 0.0:
+        if _tape_x[0] == 0.0:
             y = _tape1[1]
         return (y, x)
     """)
     first = s.body[0]
-    assert after("tape_accessors", s) == code("""
+    after("tape_accessors", s)
+    assert after("unparse", s) == code("""
         def f_grad(x, n, _dret):
             _tape1 = np.zeros(3)
             _tape1[0] = x
+            # x is _tape_x[_tape_xn]
             tape_put(_tape_x, _tape_xn, _tape1[0] + tape_get(_tape_x, _tape_xn - 1))
             _tape_x[_tape_xn] += 1.0
-            if tape_get(_tape_x, 0) > 0.0:
+            if tape_get(_tape_x, 0) == 0.0:
                 y = _tape1[1]
             return (y, x)
     """)

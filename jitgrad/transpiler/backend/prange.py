@@ -55,8 +55,8 @@ import numpy as np
 
 from ...rules.primitives import allocates
 from ..analysis import dataflow
-from ..analysis.effects import first_draw
 from ..analysis.dependence import Names, Verdict, independent
+from ..analysis.effects import first_draw
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve
