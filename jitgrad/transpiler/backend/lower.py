@@ -21,20 +21,18 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Collection
-from typing import Any, TypeVar
+from typing import Any
 
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer
 from ..nodes import clone, mentions
-from ..notes import ZEROING
+from ..notes import TAPED, ZEROING
 from . import emit, jvp_workspace
 from .jit import BUFFER
 from .optimize import dead_code, dead_loops
 from .snapshots import keep_snapshots
 from .workspace import through_workspace, zeroing
-
-T = TypeVar("T", bound=ast.AST)
 
 VARIANTS = ("grad", "grad_only")
 PARTS = ("forward", "adjoint")
@@ -130,78 +128,91 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
 
 def unchecked_tapes(body: list[ast.stmt], tapes: Collection[str], get: str, put: str,
                     done: dict[int, tuple[ast.stmt, ast.stmt]] | None = None) -> list[ast.stmt]:
-    """``body`` with each element write and read of the typed ``tapes`` (the names the
-    reverse pass made them under, never a user's) through the helpers ``put`` and ``get``
-    (``tape_put``, ``tape_get``), which Numba compiles without the bounds check the rest of
-    the generated code keeps: a tape's cursor stays within the room ``tape_reserve`` made,
-    and the check cost 10-15% of a tape-bound sweep.  ``_tape_x[k] = v`` becomes
-    ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes ``get(_tape_x, k)``; an update
-    (``_tape_x[k] += v``) stays.  Only the statements that change are copied (``done``:
-    the copies made so far, by the id of the original; the variants share statements)."""
+    """``body`` with each element write and read of the typed ``tapes`` through the helpers
+    ``put`` and ``get`` (``tape_put``, ``tape_get``), which Numba compiles without the bounds
+    check the rest of the generated code keeps: a tape's cursor stays within the room
+    ``tape_reserve`` made, and the check cost 10-15% of a tape-bound sweep.  Only in the
+    statements the reverse pass marked as its pushes and pops (``notes.TAPED``), of the
+    tapes it made: a user's ``_tape1`` is never one.  ``_tape_x[k] = v`` becomes
+    ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes ``get(_tape_x, k)``.  Only the
+    statements that change are copied, with the blocks holding them (``done``: those
+    rewritten so far, by the id of the original; the variants share statements)."""
     if not tapes:
         return body
-    done = {} if done is None else done
-    out = body
-    for k, s in enumerate(body):
-        new = _unchecked(s, frozenset(tapes), get, put, done)
-        if new is not s:
-            out = out if out is not body else list(body)
-            out[k] = new
-    return out
+    return _Accessors(frozenset(tapes), get, put, {} if done is None else done).block(body)
 
 
-def _unchecked(s: ast.stmt, tapes: frozenset[str], get: str, put: str,
-               done: dict[int, tuple[ast.stmt, ast.stmt]]) -> ast.stmt:
-    """``s`` with its tape accesses through the helpers (``s`` itself where it has none)."""
-    if id(s) in done:
-        return done[id(s)][1]
-    blocks = {f: getattr(s, f) for f in ("body", "orelse", "finalbody", "handlers")
-              if isinstance(getattr(s, f, None), list)}
-    if blocks:  # a compound statement: its head and its blocks
-        new_blocks = {f: unchecked_tapes(b, tapes, get, put, done) for f, b in blocks.items()}
-        heads = [n for f, v in ast.iter_fields(s) if f not in blocks
-                 for n in (v if isinstance(v, list) else [v]) if isinstance(n, ast.AST)]
-        if all(new_blocks[f] is b for f, b in blocks.items()) \
-                and not any(_reads_tape(h, tapes) for h in heads):
-            new = s
-        else:
-            new = copy.copy(s)
-            for f, b in new_blocks.items():
-                setattr(new, f, b)
-            for f, v in ast.iter_fields(s):
-                if f not in blocks and isinstance(v, ast.expr):
-                    setattr(new, f, _reads(v, tapes, get))
-    elif _tape_write(s, tapes):
-        t = s.targets[0]
-        new = ast.copy_location(ast.Expr(value=_call(put, [t.value, *_parts(t.slice),
-                                                           _reads(s.value, tapes, get)])), s)
-    elif _reads_tape(s, tapes):
-        new = _reads(s, tapes, get)
-    else:
+class _Accessors:
+    """The tape accessors of one function (see ``unchecked_tapes``)."""
+
+    def __init__(self, tapes: frozenset[str], get: str, put: str,
+                 done: dict[int, tuple[ast.stmt, ast.stmt]]) -> None:
+        self.tapes, self.get, self.put, self.done = tapes, get, put, done
+
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out = body
+        for k, s in enumerate(body):
+            new = self.stmt(s)
+            if new is not s:
+                out = out if out is not body else list(body)
+                out[k] = new
+        return out
+
+    def stmt(self, s: ast.stmt) -> ast.stmt:
+        hit = self.done.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1]
         new = s
-    done[id(s)] = (s, new)
-    return new
+        if TAPED.get(s):
+            new = self.node(s)
+        else:
+            for f in ("body", "orelse", "finalbody"):
+                sub = getattr(s, f, None)
+                if sub.__class__ is list and sub:
+                    b = self.block(sub)
+                    if b is not sub:
+                        new = new if new is not s else copy.copy(s)
+                        setattr(new, f, b)
+        self.done[id(s)] = (s, new)
+        return new
+
+    def access(self, n: ast.AST) -> bool:
+        """Is ``n`` an element of a tape at a cursor expression (no slice or element in it)?"""
+        v = getattr(n, "value", None)
+        return n.__class__ is ast.Subscript and v.__class__ is ast.Name \
+            and v.id in self.tapes and not any(isinstance(x, _NOT_A_CURSOR)
+                                               for x in ast.walk(n.slice))
+
+    def node(self, n: ast.AST) -> ast.AST:
+        """``n`` with its tape accesses through the helpers (``n`` itself without any; the
+        nodes on the way to one copied)."""
+        cls = n.__class__
+        if cls is ast.Subscript and n.ctx.__class__ is ast.Load and self.access(n):
+            return ast.copy_location(_call(self.get, [n.value, *_parts(n.slice)]), n)
+        if cls is ast.Assign and len(n.targets) == 1 and self.access(n.targets[0]):
+            t = n.targets[0]
+            return ast.copy_location(ast.Expr(value=_call(
+                self.put, [t.value, *_parts(t.slice), self.node(n.value)])), n)
+        new = None
+        for f in cls._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                w = [self.node(x) if isinstance(x, ast.AST) else x for x in v]
+                if all(x is y for x, y in zip(v, w, strict=True)):
+                    continue
+            elif isinstance(v, ast.AST):
+                w = self.node(v)
+                if w is v:
+                    continue
+            else:
+                continue
+            new = new or copy.copy(n)
+            setattr(new, f, w)
+        return new or n
 
 
-def _simple_index(sl: ast.expr) -> bool:
-    """Is ``sl`` a cursor expression: no slice, element access, or display in it?"""
-    return not any(isinstance(n, (ast.Slice, ast.Subscript, ast.List, ast.Dict, ast.Set,
-                                  ast.Lambda, ast.ListComp, ast.DictComp, ast.SetComp,
-                                  ast.GeneratorExp, ast.Starred)) for n in ast.walk(sl))
-
-
-def _tape_access(n: ast.AST, tapes: frozenset[str]) -> bool:
-    return isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
-        and n.value.id in tapes and _simple_index(n.slice)
-
-
-def _tape_write(s: ast.stmt, tapes: frozenset[str]) -> bool:
-    return isinstance(s, ast.Assign) and len(s.targets) == 1 \
-        and _tape_access(s.targets[0], tapes)
-
-
-def _reads_tape(node: ast.AST, tapes: frozenset[str]) -> bool:
-    return any(_tape_access(n, tapes) and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+_NOT_A_CURSOR = (ast.Slice, ast.Subscript, ast.List, ast.Dict, ast.Set, ast.Lambda,
+                 ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Starred)
 
 
 def _parts(sl: ast.expr) -> list[ast.expr]:
@@ -210,20 +221,6 @@ def _parts(sl: ast.expr) -> list[ast.expr]:
 
 def _call(f: str, args: list[ast.expr]) -> ast.Call:
     return ast.Call(func=ast.Name(id=f, ctx=ast.Load()), args=args, keywords=[])
-
-
-def _reads(node: T, tapes: frozenset[str], get: str) -> T:
-    """A copy of ``node`` with each tape read ``get(tape, k)`` (``node`` without any)."""
-    if not _reads_tape(node, tapes):
-        return node
-
-    class _Reads(ast.NodeTransformer):
-        def visit_Subscript(self, n: ast.Subscript) -> ast.AST:
-            if _tape_access(n, tapes) and isinstance(n.ctx, ast.Load):
-                return ast.copy_location(_call(get, [n.value, *_parts(n.slice)]), n)
-            return self.generic_visit(n)
-
-    return _Reads().visit(clone(node))
 
 
 def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
