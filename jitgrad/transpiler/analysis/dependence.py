@@ -9,7 +9,8 @@ only accumulate into (``collisions``).  The passes keep their policies: ``prange
 runs an independent loop in parallel (``backend/prange.py``), ``Dataflow``-based
 callers build their ``Names`` with ``Names.of``; ``order_free`` tells the loop fusion
 whether a loop only sums into arrays nothing else reads (``backend/fuse.py``); element
-indices are compared here only (``apart``, ``constants_apart``, ``own_slot``).
+indices are compared here only (``apart``, ``constants_apart``, ``own_slot``; and for the
+CUDA lowering, ``private_arrays``: the arrays each thread reads only at its own index).
 
 An iteration may run at once with the others when it writes only its own elements of
 any array (``a[i]``, ``a[i, j]``, ``t[c + i]``), every name it binds is iteration-local
@@ -355,6 +356,36 @@ def _injective(e: ast.expr, i: str, bound: set[str]) -> bool:
     return False
 
 
+def private_arrays(body: list[ast.stmt], arrays: list[str], index: tuple[str, ...]) \
+        -> frozenset[str]:
+    """The arrays of ``arrays`` whose every element one CUDA thread's part reads no other
+    thread reads (their adjoints need no atomics): each read holds every grid index of
+    ``index`` once as a whole component, at the same position in every read of that array
+    (``x[i]``; ``a[i, t]``, thread ``i``'s row).  Any other read makes the array shared."""
+    places: dict[str, tuple[int, ...] | None] = {}
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                where = _grid_positions(n.slice, index)
+                places[n.value.id] = where if places.get(n.value.id, where) == where else None
+    return frozenset(a for a in arrays if places.get(a, ()) is not None)
+
+
+def _grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The component position of each grid index in the subscript ``sl`` (in ``index``
+    order), None unless each appears exactly once as a whole component."""
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(e, ast.Slice) for e in elts):
+        return None
+    out = []
+    for g in index:
+        at = [k for k, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == g]
+        if len(at) != 1:
+            return None
+        out.append(at[0])
+    return tuple(out)
+
+
 def constants_apart(x: int, y: int) -> bool:
     """Are ``a[x]`` and ``a[y]`` different elements: two different integers of one sign
     (``a[-1]`` and ``a[n - 1]`` may be the same)."""
@@ -452,4 +483,4 @@ def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bo
 
 
 __all__ = ["Names", "Verdict", "apart", "constants_apart", "independent", "offset_through",
-           "order_free", "own_slot"]
+           "order_free", "own_slot", "private_arrays"]
