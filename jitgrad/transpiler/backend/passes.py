@@ -658,8 +658,9 @@ def parallel_(s: Lowering) -> None:
 
 def tape_accessors_(s: Lowering) -> None:
     """A typed tape's element writes and reads go through ``tape_put`` and ``tape_get``,
-    compiled without the bounds check (``lower.unchecked_tapes``: the tapes by the names
-    the reverse pass gave them, on the tree; a user's ``_tape1`` is never one).
+    compiled without the bounds check (``lower.unchecked_tapes``: on the tree, in the
+    pushes and pops the reverse pass marked, ``notes.TAPED``; a user's ``_tape1`` is never
+    one).
 
     >>> print(example("tape_accessors", '''
     ... def f(x, n):
