@@ -218,7 +218,7 @@ def test_reregistering_one_spelling_leaves_its_aliases():
 
 
 def _loop_verdict(src: str):
-    from jitgrad.transpiler.analysis.privacy import Names, independent
+    from jitgrad.transpiler.analysis.dependence import Names, independent
 
     loop = ast.parse(src).body[0]
     names = Names(frozenset(), lambda n: n in ("a", "xs"), lambda n: {n},

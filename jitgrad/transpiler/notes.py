@@ -115,6 +115,10 @@ BLOCK: Required[int] = Required(
 PUSH: Note[bool] = Note(
     "push", False, "reverse (tapes)",
     "a tape push: dropped where a region's forward code runs without tapes")
+TAPED: Note[bool] = Note(
+    "taped", False, "reverse (tapes)",
+    "a statement writing or reading an element of a typed tape (its push or its pop): the "
+    "backend reads and writes those elements, and only those, through tape_get/tape_put")
 SCALAR_RESULT: Note[bool] = Note(
     "scalar_result", False, "reverse",
     "an `unbroadcast(v, x)` call whose result is a scalar (optimize drops it for a scalar v)")
@@ -145,7 +149,7 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW,
-         AUG, KIND, POS, END, BLOCK, PUSH, SCALAR_RESULT, HOISTED, SWEEP, CHECK, ZEROING,
+         AUG, KIND, POS, END, BLOCK, PUSH, TAPED, SCALAR_RESULT, HOISTED, SWEEP, CHECK, ZEROING,
          COMMENT, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
@@ -179,4 +183,5 @@ def checkpoint(s: ast.AST) -> bool:
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
            "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SWEEP", "CHECK", "ZEROING", "Checkpoint", "Note", "Required", "carry", "checkpoint"]
+           "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required", "carry",
+           "checkpoint"]

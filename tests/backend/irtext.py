@@ -10,14 +10,16 @@ from typing import Any
 from jitgrad.transpiler.backend import emit
 from jitgrad.transpiler.backend.passes import BACKEND, Context, Lowering, run
 from jitgrad.transpiler.ir import Adjoint
-from jitgrad.transpiler.notes import ZEROING
+from jitgrad.transpiler.notes import TAPED, ZEROING
 
 STEPS = {p.name: p for p in BACKEND}
 
 
 def stmts(src: str) -> tuple[ast.stmt, ...]:
     """The statements of ``src`` (dedented), comments as ``emit.comment`` markers; each
-    ``d = np.zeros_like(v)`` marked a zeroing, as the reverse pass marks its own (``ZEROING``)."""
+    ``d = np.zeros_like(v)`` marked a zeroing, and each push ``_tape_x[k] = v`` and pop
+    ``v = _tape_x[k]`` marked taped, as the reverse pass marks its own (``ZEROING``,
+    ``TAPED``)."""
     lines = []
     for line in textwrap.dedent(src).strip("\n").splitlines():
         text = line.lstrip()
@@ -28,11 +30,20 @@ def stmts(src: str) -> tuple[ast.stmt, ...]:
             lines.append(line)
     body = tuple(ast.parse("\n".join(lines)).body) if lines else ()
     for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 \
+                and any(_taped(e) for e in (n.targets[0], n.value)):
+            TAPED.set(n, True)
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) \
                 and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "zeros_like" \
                 and len(n.value.args) == 1 and isinstance(n.value.args[0], ast.Name):
             ZEROING.set(n.value, True)
     return body
+
+
+def _taped(e: ast.expr) -> bool:
+    """Is ``e`` an element of a tape the reverse pass would make (``_tape_x[k]``)?"""
+    return isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) \
+        and e.value.id.startswith("_tape_")
 
 
 def adjoint(forward: str = "", init: str = "", sweep: str = "", *, workspace: str = "",

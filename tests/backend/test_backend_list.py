@@ -33,8 +33,8 @@ def _swapped(a: str, b: str) -> list[passes.BackendPass]:
 
 def test_the_list_in_order():
     assert NAMES == ["dead_code", "unit_seed", "dead_loops", "fuse", "dead_after_fuse",
-                     "write_once", "elements", "shape_only", "workspace", "parallel", "unparse",
-                     "tape_accessors"]
+                     "write_once", "elements", "shape_only", "workspace", "parallel",
+                     "tape_accessors", "unparse"]
     assert check(BACKEND) is BACKEND
     for p in BACKEND:
         assert p.doc.strip() and p.requires <= passes.GIVEN | {
@@ -61,10 +61,13 @@ def test_a_step_after_what_invalidates_it_is_refused():
 
 
 def test_a_tree_step_after_the_text_is_refused():
-    late = [*BACKEND[:-2], BACKEND[-2], step("late", _noop), BACKEND[-1]]
-    with pytest.raises(OrderError, match="'tape_accessors' requires 'text', which 'late' "
+    late = [*BACKEND, step("late", _noop), step("print", _noop, [TEXT], on_text=True)]
+    with pytest.raises(OrderError, match="'print' requires 'text', which 'late' "
                                          "invalidates"):
         check(late)
+    with pytest.raises(OrderError, match="'tape_accessors' requires 'prange parallel', "
+                                         "which no step before it provides"):
+        check(_swapped("parallel", "tape_accessors"))
     with pytest.raises(OrderError, match="the backend list ends without 'text', which "
                                          "'late' invalidates"):
         check([*BACKEND, step("late", _noop)])
@@ -114,7 +117,7 @@ def test_source_of_each_step():
     d = jg.differentiate(total, wrt=(0, 1), jit=False)
     args = (np.linspace(0.1, 0.5, 4), 0.3)
     shown = {n: d.source(*args, stage=n) for n in NAMES}
-    assert shown["tape_accessors"] == d.source(*args)
+    assert shown["unparse"] == shown["tape_accessors"] == d.source(*args)
     assert "_tape" in shown["fuse"] and "_tape" not in shown["dead_after_fuse"]
     assert "iterations over i are independent" in shown["fuse"]
     assert shown["dead_code"].startswith("def total_gradonly_")

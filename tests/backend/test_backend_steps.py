@@ -7,6 +7,7 @@ import ast
 
 from irtext import adjoint, after, code, context, lowering
 
+from jitgrad.transpiler import notes
 from jitgrad.transpiler.backend import emit
 from jitgrad.transpiler.backend.passes import LIVE, lower_variants, run, start
 from jitgrad.transpiler.notes import SWEEP
@@ -354,7 +355,7 @@ def test_unparse_prints_comments():
 def test_tape_accessors_by_the_names_the_helpers_have():
     ctx = context(TAPED, accessor=lambda n: "_" + n)
     s = lowering(ctx)
-    s.text = code(TAPED_TEXT)
+    after("workspace", s)
     assert after("tape_accessors", s) == code("""
         def f_grad(x, n, _dret, _ws):
             _tape_x = _ws[0]
@@ -375,10 +376,47 @@ def test_tape_accessors_by_the_names_the_helpers_have():
 
 def test_no_accessors_without_typed_tapes():
     ctx = context(SPLIT, accessor=lambda n: "_" + n)
-    s = lowering(ctx)
-    s.text = "def f(x):\n    _tape_y[0] = x\n"
-    assert after("tape_accessors", s) == s.text
+    s = lowering(ctx, "_tape_y[0] = x\nreturn x")
+    body = s.body
+    assert "_tape_y[0] = x" in after("tape_accessors", s)
+    assert s.body is body
     assert ctx.accessors() == {"tape_get": "tape_get", "tape_put": "tape_put"}
+
+
+def test_tape_accessors_only_for_the_tapes_the_reverse_pass_made():
+    """Only the pushes and pops the reverse pass marked (``notes.TAPED``), of the tapes it
+    made, are read and written through the helpers: a user's ``_tape1`` is no tape, and a
+    statement of the user's is left alone even where it names a tape; an ``==`` reads
+    through the helper too, and a comment's text never changes (the regex over the
+    printed source rewrote the one and missed the other).  The statements without a tape
+    access are the same objects."""
+    ctx = context(TAPED)
+    s = lowering(ctx, """
+        _tape1 = np.zeros(3)
+        _tape1[0] = x
+        # x is _tape_x[_tape_xn]
+        _tape_x[_tape_xn] = _tape1[0] + _tape_x[_tape_xn - 1]
+        for i in range(n):
+            y = _tape_x[i] == 0.0
+        z = _tape_x[0]
+        return (y, x)
+    """)
+    notes.TAPED.set(s.body[-2], False)  # the user's own statement
+    notes.TAPED.set(s.body[-3].body[0], True)  # a pop compared (``stmts`` marks plain pops)
+    first, last = s.body[0], s.body[-2]
+    after("tape_accessors", s)
+    assert after("unparse", s) == code("""
+        def f_grad(x, n, _dret):
+            _tape1 = np.zeros(3)
+            _tape1[0] = x
+            # x is _tape_x[_tape_xn]
+            tape_put(_tape_x, _tape_xn, _tape1[0] + tape_get(_tape_x, _tape_xn - 1))
+            for i in range(n):
+                y = tape_get(_tape_x, i) == 0.0
+            z = _tape_x[0]
+            return (y, x)
+    """)
+    assert s.body[0] is first and s.body[-2] is last
 
 
 # --- the whole list, per variant -----------------------------------------------------------

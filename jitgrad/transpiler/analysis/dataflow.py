@@ -17,17 +17,17 @@ Per body (``Dataflow``, computed once): where each statement sits, the names tha
 share a buffer (the adjoint-view map and the assignments that may alias), liveness
 after a statement, and per loop: the names carried from one iteration to the next,
 whether the iterations are independent for a set of names, the first writer of an
-array and whether an expression is invariant.  Every answer errs on the safe side:
-an index it cannot read is not affine, a loop it cannot prove independent is not.
+array and whether an expression is invariant (whether its iterations are independent is
+``dependence.independent``'s question, asked with these facts).  Every answer errs on
+the safe side: an index it cannot read is not affine, names it cannot tell apart share.
 
 Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
 
     binds(stmt)                     ["t"], ["s"], [] (elements=True: ["y"])
     accesses(y[i] = t, ("i",))      [Access("y", (("i", 0),), write=True)]
     Dataflow(body).carried(loop)    {"s"}   (read before it is bound in an iteration)
-    independent(loop, {"s"})        False
-    independent(loop, {"y"})        True where ``is_array`` says ``t`` is a scalar (else
-                                    False: ``y`` might be a list that ``t`` is stored in)
+    Dataflow(body).shares("y")      {"y", "t", "s"} (``y`` might be a list ``t`` is stored
+                                    in); {"y"} where ``is_array`` says ``t`` is a scalar
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from ...rules.primitives import allocating, method_function, query_attrs, returns_view
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
-from ..notes import DRAW
 
 #: (loop variable, constant offset) of one index component; (None, c) is the constant c
 Affine = tuple[str | None, int]
@@ -377,6 +376,10 @@ class Dataflow:
                                                  and self.is_array(m) is not False):
                         self._union(n, m)
 
+    def alone(self, n: str, names: Collection[str]) -> bool:
+        """Does no other name of ``names`` share ``n``'s buffer?"""
+        return not (self.shares(n) - {n}) & set(names)
+
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
         r = self._find(n)
@@ -404,30 +407,6 @@ class Dataflow:
         """The names an iteration of ``loop`` may read as an earlier iteration left them:
         bound in the body and read there before being bound (or read by a ``while`` test)."""
         return carried(loop)
-
-    def independent(self, loop: ast.stmt, names: Collection[str]) -> bool:
-        """May the iterations of ``loop`` run in any order or at once, as far as ``names``
-        go?  Yes where the loop is a ``for`` over ``range`` without break or return that
-        calls nothing for its effect, no name of ``names`` is carried or bound and read after
-        it, and each array of them written in it is reached, under no other name, only at
-        elements of the iteration's own (``own_axis``)."""
-        i = loop_index(loop)
-        bound = binds_in(loop.body, elements=False)
-        if i is None or i in bound or _leaves_or_effects(loop.body):
-            return False
-        if set(names) & (self.carried(loop) | (bound & self.live_after(loop))):
-            return False
-        every = [a for s in walk_stmts(loop.body) for a in accesses(s, (i,))]
-        written = _written(loop.body)
-        if None in written:
-            return False  # an element of an expression's value: of any array
-        for n in set(names):
-            group = self.shares(n)
-            if group & written and (len(group) > 1 and _mentions_any(loop.body, group - {n})
-                                    or _used_whole(loop.body, n)
-                                    or own_axis([a for a in every if a.base == n], i) is None):
-                return False
-        return True
 
     def first_writer(self, array: str, stmts: list[ast.stmt] | None = None) -> ast.stmt | None:
         """The first statement of ``stmts`` (the body by default; nested ones included, in
@@ -459,35 +438,6 @@ def carried(loop: ast.stmt) -> set[str]:
     if isinstance(loop, ast.While):
         out |= bound & loaded_ids(loop.test)
     return out
-
-
-def own_axis(accs: list[Access], i: str) -> tuple[int, int] | None:
-    """``(position, offset)`` where every access of ``accs`` has the component ``i + offset``
-    at ``position`` of its index (so iterations over ``i`` reach elements apart); else None."""
-    if not accs or any(a.index is None for a in accs):
-        return None
-    for p, comp in enumerate(accs[0].index):
-        if comp is not None and comp[0] == i and all(
-                len(a.index) > p and a.index[p] == comp for a in accs):
-            return p, comp[1]
-    return None
-
-
-def _leaves_or_effects(body: list[ast.stmt]) -> bool:
-    """Does ``body`` break out, return, draw a random number (``notes.DRAW``: the draws'
-    order is the iterations'), or call something for its effect (a statement that is only
-    a call, ``out=``, a method of an object that is no name, ``random.f()``)?"""
-    for s in walk_stmts(body):
-        if isinstance(s, (ast.Break, ast.Return, ast.Raise)) or DRAW.get(s) or (
-                isinstance(s, ast.Expr) and not isinstance(s.value, ast.Constant)):
-            return True
-        for n in own_expressions(s):
-            f = getattr(n, "func", None)
-            if isinstance(n, ast.Call) and (any(k.arg == "out" for k in n.keywords) or (
-                    isinstance(f, ast.Attribute) and (not isinstance(f.value, ast.Name)
-                                                      or f.value.id == "random"))):
-                return True
-    return False
 
 
 def _written(body: list[ast.stmt]) -> set[str | None]:
@@ -523,11 +473,6 @@ def elements_read_only(body: list[ast.stmt], a: str) -> bool:
         a in binds(s, appends=True) for s in walk_stmts(body))
 
 
-def _mentions_any(body: list[ast.stmt], names: set[str]) -> bool:
-    return bool(names & {n.id for s in walk_stmts(body) for n in own_expressions(s)
-                         if isinstance(n, ast.Name)})
-
-
 def _used_whole(body: list[ast.stmt], a: str) -> bool:
     """Is ``a`` read in ``body`` other than by an element access or a shape query
     (``a.shape``, ``len(a)``): passed to a call, bound to another name, a method's object?"""
@@ -547,4 +492,4 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 __all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
            "binds", "binds_in", "carried", "elements_read_only", "fresh_binds", "index_of",
            "loop_index",
-           "may_alias", "must_binds", "offset", "own_axis", "reads", "reads_in", "sums"]
+           "may_alias", "must_binds", "offset", "reads", "reads_in", "sums"]

@@ -171,6 +171,17 @@ def list_entry(e: ast.expr, kinds: Any) -> str | None:
     return None
 
 
+def _constant_kind(v: object) -> Kind:
+    """The kind of a literal: bool, int, float, else unknown."""
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, float):
+        return FLOAT
+    return UNKNOWN
+
+
 class KindInference:
     """Fixpoint over a normalized body; ``kinds[name]`` afterwards."""
 
@@ -247,29 +258,15 @@ class KindInference:
         return k
 
     def _expr(self, e: ast.expr) -> Kind:
+        """The kind of ``e`` (its parts' kinds recorded on the way: ``expr``)."""
         if isinstance(e, ast.Constant):
-            v = e.value
-            if isinstance(v, bool):
-                return BOOL
-            if isinstance(v, int):
-                return INT
-            if isinstance(v, float):
-                return FLOAT
-            return UNKNOWN
+            return _constant_kind(e.value)
         if isinstance(e, ast.Name):
             if e.id in self.kinds:
                 return self.kinds[e.id]
             return of_value(self.env[e.id]) if e.id in self.env else UNKNOWN
         if isinstance(e, ast.BinOp):
-            a, b = self.expr(e.left), self.expr(e.right)
-            k = broadcast(a, b)
-            if isinstance(e.op, ast.Div) and k.cls in ("b", "i"):
-                k = Kind("f", k.ndim)
-            if isinstance(e.op, ast.MatMult):
-                return Kind(k.cls, self._dot_ndim(a, b))
-            if k.cls == "b":
-                k = Kind("i", k.ndim)
-            return k
+            return self._binop(e)
         if isinstance(e, ast.UnaryOp):
             k = self.expr(e.operand)
             return Kind("b", k.ndim) if isinstance(e.op, ast.Not) else k
@@ -281,49 +278,71 @@ class KindInference:
                 nd = None if pk.ndim is None or nd is None else max(nd, pk.ndim)
             return Kind("b", nd)
         if isinstance(e, ast.Subscript):
-            base = self.expr(e.value)
-            if base.cls == "t":
-                return INT
-            if base == LIST:  # an entry of a list (``list_entry``)
-                self.expr(e.slice)
-                return self.elems.get(e.value.id, UNKNOWN) if isinstance(e.value, ast.Name) \
-                    else UNKNOWN
-            if base.ndim is None:
-                return Kind(base.cls, None)
-            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-            nd = base.ndim
-            for ix in idx:
-                if isinstance(ix, ast.Slice):
-                    continue
-                if isinstance(ix, ast.Constant) and ix.value is None:
-                    nd += 1
-                    continue
-                ik = self.expr(ix)
-                if ik.ndim is None:
-                    return Kind(base.cls, None)
-                if ik.ndim == 0:
-                    nd -= 1
-                else:
-                    nd += ik.ndim - 1
-            return Kind(base.cls, max(nd, 0))
+            return self._subscript(e)
         if isinstance(e, ast.Attribute):
-            obj = resolve(e, self.env)  # a module constant: math.pi, np.inf...
-            if obj is not None and not callable(obj) and not isinstance(obj, type(math)):
-                return of_value(obj)
-            if e.attr == "shape":
-                return TUPLE
-            if e.attr in ("size", "ndim"):
-                return INT
-            base = self.expr(e.value)
-            if e.attr in ("T", "real", "imag"):
-                return Kind("f" if e.attr != "T" else base.cls, base.ndim)
-            return UNKNOWN
+            return self._attribute(e)
         if isinstance(e, (ast.Tuple, ast.List)):
             for x in e.elts:
                 self.expr(x)
             return TUPLE if isinstance(e, ast.Tuple) else UNKNOWN
         if isinstance(e, ast.Call):
             return self._random(e) or self.call(e)
+        return UNKNOWN
+
+    def _binop(self, e: ast.BinOp) -> Kind:
+        """Broadcast operands; ``/`` of integers a float, ``@`` by ``_dot_ndim``, bool
+        arithmetic an integer."""
+        a, b = self.expr(e.left), self.expr(e.right)
+        k = broadcast(a, b)
+        if isinstance(e.op, ast.Div) and k.cls in ("b", "i"):
+            k = Kind("f", k.ndim)
+        if isinstance(e.op, ast.MatMult):
+            return Kind(k.cls, self._dot_ndim(a, b))
+        if k.cls == "b":
+            k = Kind("i", k.ndim)
+        return k
+
+    def _subscript(self, e: ast.Subscript) -> Kind:
+        """An element, a row or a slice: the base's dimensions less one per integer index,
+        plus one per ``None`` (an index array's own dimensions add, less one)."""
+        base = self.expr(e.value)
+        if base.cls == "t":
+            return INT
+        if base == LIST:  # an entry of a list (``list_entry``)
+            self.expr(e.slice)
+            return self.elems.get(e.value.id, UNKNOWN) if isinstance(e.value, ast.Name) \
+                else UNKNOWN
+        if base.ndim is None:
+            return Kind(base.cls, None)
+        idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+        nd = base.ndim
+        for ix in idx:
+            if isinstance(ix, ast.Slice):
+                continue
+            if isinstance(ix, ast.Constant) and ix.value is None:
+                nd += 1
+                continue
+            ik = self.expr(ix)
+            if ik.ndim is None:
+                return Kind(base.cls, None)
+            if ik.ndim == 0:
+                nd -= 1
+            else:
+                nd += ik.ndim - 1
+        return Kind(base.cls, max(nd, 0))
+
+    def _attribute(self, e: ast.Attribute) -> Kind:
+        """A module constant (``math.pi``), a shape query, or ``.T``/``.real``/``.imag``."""
+        obj = resolve(e, self.env)  # a module constant: math.pi, np.inf...
+        if obj is not None and not callable(obj) and not isinstance(obj, type(math)):
+            return of_value(obj)
+        if e.attr == "shape":
+            return TUPLE
+        if e.attr in ("size", "ndim"):
+            return INT
+        base = self.expr(e.value)
+        if e.attr in ("T", "real", "imag"):
+            return Kind("f" if e.attr != "T" else base.cls, base.ndim)
         return UNKNOWN
 
     def _random(self, e: ast.Call) -> Kind | None:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from ..nodes import walk_stmts
 from ..notes import POS
 from . import dataflow
+from .dependence import constants_apart
 from .kinds import Kind
 
 #: an atom a fixed index may be: an int constant or a name (``ast.unparse`` text)
@@ -66,8 +67,9 @@ def _fixed(e: ast.expr, kinds: Mapping[str, Kind], defs: Mapping[str, list[ast.s
 
 
 def _apart(a: Fixed, b: Fixed, assumed: frozenset) -> bool:
+    """Two constants apart (``dependence.constants_apart``) or two names asserted apart."""
     if isinstance(a, int) and isinstance(b, int):
-        return a != b and (a >= 0) == (b >= 0)
+        return constants_apart(a, b)
     return frozenset((a, b)) in assumed
 
 

@@ -474,7 +474,7 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
 def _apart(g: _Group, ctx: _Ctx) -> bool:
     """No array written in place shares a buffer with another array of the chain."""
     names = g.made | g.inplace | set(g.first_read)
-    return all(not ((ctx.flow.shares(w) - {w}) & names) for w in g.inplace)
+    return all(ctx.flow.alone(w, names) for w in g.inplace)
 
 
 def _element_stmt(s: ast.stmt, g: _Group, elem: dict[str, str], idx: list[str],

@@ -20,9 +20,10 @@ from __future__ import annotations
 import ast
 
 from ..analysis import dataflow
+from ..analysis.dependence import order_free
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, COMMENT, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
+from ..notes import CHECKPOINTED, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -81,7 +82,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     # writes an array (an alias of it could see the new order)
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or exposed_rev & w_f or not writes_names_only(fwd.body, tapes) \
-            or not _sums_only(rev.body, fwd.body, shared, tapes):
+            or not order_free(rev.body, fwd.body, shared,
+                              lambda e: writes_through_call(e, tapes)).ok:
         dependent.add(key)
         return None
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
@@ -234,39 +236,6 @@ def plain_loop(s: ast.stmt) -> bool:
                         for x in this_loop(s.body))
             and not any(checkpoint(x) or isinstance(x, ast.Return) or PRANGE.get(x)
                         or CHECKPOINTED.get(x) for x in walk_stmts(s.body)))
-
-
-def _sums_only(rev: list[ast.stmt], fwd: list[ast.stmt], shared: dict[str, str],
-               tapes: set[str]) -> bool:
-    """The adjoint loop binds names and writes arrays only by adding to their elements
-    (``dz[i, j] += g``), calls nothing for its effect but popping ``tapes``, and neither it
-    nor the forward loop
-    reads an element of those arrays or of their views: sums whose order does not matter."""
-    summed: set[str] = set()
-    for s in walk_stmts(rev):
-        if COMMENT.get(s):
-            continue
-        if isinstance(s, ast.Expr):
-            return False
-        if isinstance(s, ast.Assign):
-            if any(not isinstance(e, ast.Name) for t in s.targets
-                   for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
-                return False
-        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
-            if not (isinstance(s.op, (ast.Add, ast.Sub)) and isinstance(s.target.value, ast.Name)):
-                return False
-            summed.add(s.target.value.id)
-        elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
-                                ast.Continue)):
-            return False
-        if isinstance(s, (ast.Assign, ast.AugAssign)) and writes_through_call(s.value, tapes):
-            return False
-    flow = dataflow.Dataflow([*fwd, *rev], shared)  # the arrays summed into, their views
-    family = set().union(*(flow.shares(n) for n in summed))
-    touched = dataflow.reads_in(rev) | dataflow.binds_in(rev)  # other than as a sum
-    if family & (touched - dataflow.sums(rev, whole=False)):
-        return False
-    return not (family & (dataflow.reads_in(fwd) | dataflow.binds_in(fwd)))
 
 
 def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]

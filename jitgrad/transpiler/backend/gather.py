@@ -529,6 +529,18 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
     carry(loop, for_)  # (a prange loop's gathered loop writes each element once)
     edges = ast.For(target=name(e, True), iter=ast.Call(func=name("range"), args=[name(m)],
                                                        keywords=[]), body=edge, orelse=[])
+    post = _after_loop(loop, p, lo, hi)
+    comments = [s for s in loop.body if COMMENT.get(s)][:1]
+    fill, empty = _unreached(p, hi, cmin, cmax, once)
+    guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
+                   body=[*fill, *comments, for_, edges, *post], orelse=empty)
+    return [ast.copy_location(x, loop) for x in [*pre, guard]]
+
+
+def _after_loop(loop: ast.For, p: _Plan, lo: str, hi: str) -> list[ast.stmt]:
+    """The statements after the gathered loops: each tape cursor moved past the loop's
+    trips, and the loop's resets (``dv[i] = 0.0``) in a loop of their own."""
+    i = p.index
     post: list[ast.stmt] = []
     trips = ast.Call(func=name("max"), args=[const(0), ast.BinOp(
         left=name(hi), op=ast.Sub(), right=name(lo))], keywords=[])
@@ -538,7 +550,13 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
         post.append(ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
             name(lo), name(hi)], keywords=[]), body=[clone(r) for r in p.resets], orelse=[]))
         carry(loop, post[-1])  # (each iteration resets its own element)
-    comments = [s for s in loop.body if COMMENT.get(s)][:1]
+    return post
+
+
+def _unreached(p: _Plan, hi: str, cmin: int, cmax: int, once: set[str]) \
+        -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """For the arrays of ``once`` (made empty): zeroing the elements no index reaches when
+    the loop runs, and zeroing them all when it does not."""
     fill: list[ast.stmt] = []
     empty: list[ast.stmt] = []
     arrays = list(dict.fromkeys(a for a, _, _ in p.adds if a in once))
@@ -550,9 +568,7 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
             fill.append(_zero_slice(a, None, const(p.lo.value + cmin)))
         fill.append(_zero_slice(a, _plus(name(hi), cmax), None))
         empty.append(_zero_slice(a, None, None))
-    guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
-                   body=[*fill, *comments, for_, edges, *post], orelse=empty)
-    return [ast.copy_location(x, loop) for x in [*pre, guard]]
+    return fill, empty
 
 
 def _zero_slice(a: str, start: ast.expr | None, stop: ast.expr | None,

@@ -19,14 +19,15 @@ so a call allocates them only when they must grow.
 from __future__ import annotations
 
 import ast
-import re
+import copy
+from collections.abc import Collection
 from typing import Any
 
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer
 from ..nodes import clone, mentions
-from ..notes import ZEROING
+from ..notes import TAPED, ZEROING
 from . import emit, jvp_workspace
 from .jit import BUFFER
 from .optimize import dead_code, dead_loops
@@ -125,30 +126,101 @@ def with_unit_seed(body: list[ast.stmt], seed: str) -> list[ast.stmt]:
     return [renamed_copy(s, {seed: one}) if mentions(s, seed, 1) else s for s in body]
 
 
-def unchecked_tape_text(src: str, tapes: set[str], get: str, put: str) -> str:
-    """``src`` with each element write and read of the typed ``tapes`` through the helpers
-    ``put`` and ``get`` (``tape_put``, ``tape_get``), which Numba compiles without the
-    bounds check the rest of the generated code keeps: a tape's cursor stays within the
-    room ``tape_reserve`` made, and the check cost 10-15% of a tape-bound sweep.
-    ``_tape_x[k] = v`` becomes ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes
-    ``get(_tape_x, k)`` (a tape's index is a cursor expression: names, ``+``, ``-``,
-    parentheses, never a slice).  On the printed source, in one pass: walking and copying
-    each variant's tree cost a fifth of the transform time."""
+def unchecked_tapes(body: list[ast.stmt], tapes: Collection[str], get: str, put: str,
+                    done: dict[int, tuple[ast.stmt, ast.stmt]] | None = None) -> list[ast.stmt]:
+    """``body`` with each element write and read of the typed ``tapes`` through the helpers
+    ``put`` and ``get`` (``tape_put``, ``tape_get``), which Numba compiles without the bounds
+    check the rest of the generated code keeps: a tape's cursor stays within the room
+    ``tape_reserve`` made, and the check cost 10-15% of a tape-bound sweep.  Only in the
+    statements the reverse pass marked as its pushes and pops (``notes.TAPED``), of the
+    tapes it made: a user's ``_tape1`` is never one.  ``_tape_x[k] = v`` becomes
+    ``put(_tape_x, k, v)``, a read ``_tape_x[k]`` becomes ``get(_tape_x, k)``.  Only the
+    statements that change are copied, with the blocks holding them (``done``: those
+    rewritten so far, by the id of the original; the variants share statements)."""
     if not tapes:
-        return src
-
-    def write(m: re.Match) -> str:
-        return f"{m[1]}{put}({m[2]}, {m[3]}, {m[4]})" if m[2] in tapes else m[0]
-
-    def read(m: re.Match) -> str:
-        return f"{get}({m[1]}, {m[2]})" if m[1] in tapes else m[0]
-
-    src = _TAPE_WRITE.sub(write, src)
-    return _TAPE_READ.sub(read, src)
+        return body
+    return _Accessors(frozenset(tapes), get, put, {} if done is None else done).block(body)
 
 
-_TAPE_WRITE = re.compile(r"^(\s*)(_tape\w*)\[([^\[\]\n:]+)\] = ([^\n]+)$", re.M)
-_TAPE_READ = re.compile(r"\b(_tape\w*)\[([^\[\]\n:]+)\](?!\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=)")
+class _Accessors:
+    """The tape accessors of one function (see ``unchecked_tapes``)."""
+
+    def __init__(self, tapes: frozenset[str], get: str, put: str,
+                 done: dict[int, tuple[ast.stmt, ast.stmt]]) -> None:
+        self.tapes, self.get, self.put, self.done = tapes, get, put, done
+
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out = body
+        for k, s in enumerate(body):
+            new = self.stmt(s)
+            if new is not s:
+                out = out if out is not body else list(body)
+                out[k] = new
+        return out
+
+    def stmt(self, s: ast.stmt) -> ast.stmt:
+        hit = self.done.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1]
+        new = s
+        if TAPED.get(s):
+            new = self.node(s)
+        else:
+            for f in ("body", "orelse", "finalbody"):
+                sub = getattr(s, f, None)
+                if sub.__class__ is list and sub:
+                    b = self.block(sub)
+                    if b is not sub:
+                        new = new if new is not s else copy.copy(s)
+                        setattr(new, f, b)
+        self.done[id(s)] = (s, new)
+        return new
+
+    def access(self, n: ast.AST) -> bool:
+        """Is ``n`` an element of a tape at a cursor expression (no slice or element in it)?"""
+        v = getattr(n, "value", None)
+        return n.__class__ is ast.Subscript and v.__class__ is ast.Name \
+            and v.id in self.tapes and not any(isinstance(x, _NOT_A_CURSOR)
+                                               for x in ast.walk(n.slice))
+
+    def node(self, n: ast.AST) -> ast.AST:
+        """``n`` with its tape accesses through the helpers (``n`` itself without any; the
+        nodes on the way to one copied)."""
+        cls = n.__class__
+        if cls is ast.Subscript and n.ctx.__class__ is ast.Load and self.access(n):
+            return ast.copy_location(_call(self.get, [n.value, *_parts(n.slice)]), n)
+        if cls is ast.Assign and len(n.targets) == 1 and self.access(n.targets[0]):
+            t = n.targets[0]
+            return ast.copy_location(ast.Expr(value=_call(
+                self.put, [t.value, *_parts(t.slice), self.node(n.value)])), n)
+        new = None
+        for f in cls._fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                w = [self.node(x) if isinstance(x, ast.AST) else x for x in v]
+                if all(x is y for x, y in zip(v, w, strict=True)):
+                    continue
+            elif isinstance(v, ast.AST):
+                w = self.node(v)
+                if w is v:
+                    continue
+            else:
+                continue
+            new = new or copy.copy(n)
+            setattr(new, f, w)
+        return new or n
+
+
+_NOT_A_CURSOR = (ast.Slice, ast.Subscript, ast.List, ast.Dict, ast.Set, ast.Lambda,
+                 ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Starred)
+
+
+def _parts(sl: ast.expr) -> list[ast.expr]:
+    return list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+
+
+def _call(f: str, args: list[ast.expr]) -> ast.Call:
+    return ast.Call(func=ast.Name(id=f, ctx=ast.Load()), args=args, keywords=[])
 
 
 def _without_dead_loops(body: list[ast.stmt], shared: dict[str, str]) -> list[ast.stmt]:
@@ -178,5 +250,5 @@ def lower(ir: Adjoint | Tangent, variant: str, fname: str) -> ast.FunctionDef:
     raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS + PARTS)}")
 
 
-__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "unchecked_tape_text",
+__all__ = ["PARTS", "VARIANTS", "lower", "lower_tangent", "unchecked_tapes",
            "with_unit_seed", "with_workspace"]

@@ -33,7 +33,7 @@ from . import emit
 from .elements import fuse_elements
 from .fuse import fuse_loops
 from .jit import global_reads
-from .lower import VARIANTS, result_return, unchecked_tape_text, with_unit_seed, with_workspace
+from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, with_workspace
 from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
 from .shape_only import shape_stand_ins
@@ -113,6 +113,8 @@ class Context:
     _live: dict[str, list[ast.stmt]] | None = None
     _rewrite: Any = None
     _accessors: dict[str, str] | None = None
+    #: the statements given the tape accessors, by the original's id (``unchecked_tapes``)
+    unchecked: dict[int, tuple[ast.stmt, ast.stmt]] = field(default_factory=dict)
 
     def returns(self, variant: str) -> ast.Return:
         """The variant's return statement (one object per variant)."""
@@ -180,6 +182,8 @@ class BackendPass:
     invalidates: frozenset[str] = frozenset()
     #: works on the printed text (also run on the one-sweep functions, ``sweep_text``)
     on_text: bool = False
+    #: a tree step run on the one-sweep functions too (``sweep_text``)
+    sweeps: bool = False
     #: the variant ``stage`` shows after this step
     shows: str = "grad"
 
@@ -274,9 +278,10 @@ def lower_variants(ctx: Context) -> dict[str, Lowering]:
 
 
 def sweep_text(ctx: Context, fn: ast.FunctionDef) -> str:
-    """The text of a one-sweep function (``lower.PARTS``): the text steps only."""
+    """The text of a one-sweep function (``lower.PARTS``): the text steps and the tree
+    steps marked ``sweeps`` only."""
     s = Lowering(ctx, fn.name, fn.name, fn.body, [a.arg for a in fn.args.args])
-    return run(s, steps=[p for p in BACKEND if p.on_text]).text
+    return run(s, steps=[p for p in BACKEND if p.on_text or p.sweeps]).text
 
 
 def global_names(ctx: Context, lowered: Iterable[Lowering]) -> set[str] | None:
@@ -651,32 +656,11 @@ def parallel_(s: Lowering) -> None:
         s.body, s.params = fn.body, [a.arg for a in fn.args.args]
 
 
-def unparse_(s: Lowering) -> None:
-    """The function printed (``emit.unparse``: comment markers become comments).
-
-    >>> print(example("unparse", '''
-    ... def f(x, a):
-    ...     y = math.sin(x) * a
-    ...     return y * y
-    ... ''', args=(0.5, 2.0)))
-    def f_grad_1(x, a, _dret):
-        _t = math.sin(x)
-        y = _t * a
-        _t2 = y * y
-        # line 3: return y * y
-        dy = (_dret + _dret) * y
-        # line 2: y = math.sin(x) * a
-        _dt = dy * a
-        da = dy * _t
-        dx = _dt * np.cos(x)
-        return (_t2, (dx, da))
-    """
-    s.text = emit.unparse(s.function(), s.ctx.texts)
-
-
 def tape_accessors_(s: Lowering) -> None:
     """A typed tape's element writes and reads go through ``tape_put`` and ``tape_get``,
-    compiled without the bounds check (``lower.unchecked_tape_text``).
+    compiled without the bounds check (``lower.unchecked_tapes``: on the tree, in the
+    pushes and pops the reverse pass marked, ``notes.TAPED``; a user's ``_tape1`` is never
+    one).
 
     >>> print(example("tape_accessors", '''
     ... def f(x, n):
@@ -703,7 +687,31 @@ def tape_accessors_(s: Lowering) -> None:
         return (x, dx, (_tape_x_1,))
     """
     names = s.ctx.accessors()
-    s.text = unchecked_tape_text(s.text, s.ctx.tapes, names["tape_get"], names["tape_put"])
+    s.body = unchecked_tapes(s.body, s.ctx.tapes, names["tape_get"], names["tape_put"],
+                             s.ctx.unchecked)
+
+
+def unparse_(s: Lowering) -> None:
+    """The function printed (``emit.unparse``: comment markers become comments).
+
+    >>> print(example("unparse", '''
+    ... def f(x, a):
+    ...     y = math.sin(x) * a
+    ...     return y * y
+    ... ''', args=(0.5, 2.0)))
+    def f_grad_1(x, a, _dret):
+        _t = math.sin(x)
+        y = _t * a
+        _t2 = y * y
+        # line 3: return y * y
+        dy = (_dret + _dret) * y
+        # line 2: y = math.sin(x) * a
+        _dt = dy * a
+        da = dy * _t
+        dx = _dt * np.cos(x)
+        return (_t2, (dx, da))
+    """
+    s.text = emit.unparse(s.function(), s.ctx.texts)
 
 
 BACKEND: list[BackendPass] = check([
@@ -717,8 +725,8 @@ BACKEND: list[BackendPass] = check([
     step("shape_only", shape_only_, [LIVE, IR], [STAND_INS]),
     step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
+    step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("unparse", unparse_, [], [TEXT], on_text=True),
-    step("tape_accessors", tape_accessors_, [TEXT], [ACCESSORS], on_text=True),
 ])
 
 

@@ -7,7 +7,7 @@ dispatcher has ``parallel=True``, each lowered variant is rewritten here:
 1. **tapes** pushed once per iteration (or once per trip of an inner loop, or under an
    ``if`` and popped under it in the reversed loop) are written and read at slots of the
    iteration's own instead of through a shared cursor (``slots.py``);
-2. **the check** (``analysis.privacy.independent``): each iteration writes only its own
+2. **the check** (``analysis.dependence.independent``): each iteration writes only its own
    elements (``a[i]``, ``a[i, j]``), binds only iteration-local names or sums
    (``dk += ...`` stays a reduction Numba's parfor pass recognises); an adjoint scalar
    that is zero when each iteration starts is reset at the top of the body; buffers
@@ -55,8 +55,8 @@ import numpy as np
 
 from ...rules.primitives import allocates
 from ..analysis import dataflow
+from ..analysis.dependence import Names, Verdict, independent
 from ..analysis.effects import first_draw
-from ..analysis.privacy import Names, Verdict, independent
 from ..astutil import binop
 from ..front.desugar import assign, const, name
 from ..front.inline import resolve

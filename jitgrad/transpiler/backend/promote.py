@@ -32,11 +32,12 @@ import ast
 from typing import Any
 
 from ..analysis import dataflow
+from ..analysis.dependence import apart, offset_through
 from ..front.desugar import assign, const, name
 from ..naming import Namer
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
 from ..notes import COMMENT, carry
-from .gather import _plus, _reversed_range, distinct_buffers
+from .gather import _reversed_range, distinct_buffers
 
 
 def promote_accumulations(stmts: list[ast.stmt], before: list[ast.stmt],
@@ -75,7 +76,7 @@ class _Binds:
             self.values.pop(k, None)
 
     def bind(self, n: str, v: ast.expr) -> None:
-        if _offset_of(v, None, {}) is None:  # only ``m``, ``m + c`` and ``m - c`` matter
+        if offset_through(v, None, {}) is None:  # only ``m``, ``m + c`` and ``m - c`` matter
             return
         self.values[n] = v
         for m in loaded_ids(v):
@@ -111,7 +112,7 @@ def _rewrite(stmts: list[ast.stmt], fresh: dict[str, int], namer: Namer, outer: 
         for n in stored:  # what s rebinds no longer holds, nor what was made from it
             binds.kill(n)
         if (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)
-                and _offset_of(s.value, None, {}) is not None
+                and offset_through(s.value, None, {}) is not None
                 and s.targets[0].id not in loaded_ids(s.value)):
             binds.bind(s.targets[0].id, s.value)
     return out
@@ -150,7 +151,7 @@ def _promote(loop: ast.For, fresh, namer: Namer, outer: set[str],
         others = [w for w in writes if id(w) not in mine and isinstance(_target(w).value,
                                                                        ast.Name)
                   and _target(w).value.id == arr]  # (one at this very index is not apart)
-        if all(_apart(idx, _components(_target(w).slice), j, lo, hi, outer, binds)
+        if all(apart(idx, _components(_target(w).slice), j, lo, hi, outer, binds)
                for w in others):
             chosen[key] = adds
     if not chosen:
@@ -214,57 +215,6 @@ def _element(idx: ast.expr, ndim: int) -> bool:
     return len(parts) == ndim and not any(
         isinstance(c, (ast.Slice, ast.Tuple, ast.List, ast.Starred))
         or (isinstance(c, ast.Constant) and type(c.value) is not int) for c in parts)
-
-
-def _apart(a: list[ast.expr], b: list[ast.expr], j: str, lo: ast.expr, hi: ast.expr,
-           outer: set[str], binds: dict[str, ast.expr]) -> bool:
-    """Are ``x[a]`` and ``x[b]`` different elements in every iteration of the loop over
-    ``j`` in ``[lo, hi)``?  Yes where some component is two different non-negative
-    constants, or an enclosing loop's non-negative index ``i`` against ``j`` while
-    ``j >= i + 1`` (``lo`` is ``i + c``, ``c >= 1``, possibly through a name bound to it),
-    or ``0 <= j < i``: two different non-negative integers (a negative index would wrap
-    around to the end)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if (isinstance(x, ast.Constant) and isinstance(y, ast.Constant)
-                and type(x.value) is int and type(y.value) is int
-                and x.value >= 0 and y.value >= 0 and x.value != y.value):
-            return True
-        if isinstance(x, ast.Name) and x.id in outer and isinstance(y, ast.Name) and y.id == j:
-            nonneg = isinstance(lo, ast.Constant) and type(lo.value) is int and lo.value >= 0
-            if _at_least(lo, x.id, 1, binds) or (nonneg and _at_most(hi, x.id, 0, binds)):
-                return True
-    return False
-
-
-def _offset_of(e: ast.expr, i: str | None, binds: dict[str, ast.expr]) -> int | None:
-    """``c`` where ``e`` is ``i + c`` (through names bound to such a sum; ``i=None``: any
-    name), else None."""
-    for _ in range(4):
-        if isinstance(e, ast.Name) and e.id in binds:
-            e = binds[e.id]
-            continue
-        break
-    if isinstance(e, ast.Name) and (i is None or e.id == i):
-        return 0
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) \
-            and isinstance(e.right, ast.Constant) and type(e.right.value) is int:
-        inner = _offset_of(e.left, i, binds)
-        if inner is None:
-            return None
-        return inner + (e.right.value if isinstance(e.op, ast.Add) else -e.right.value)
-    return None
-
-
-def _at_least(lo: ast.expr, i: str, c: int, binds) -> bool:
-    off = _offset_of(_plus(lo, 0), i, binds)
-    return off is not None and off >= c
-
-
-def _at_most(hi: ast.expr, i: str, c: int, binds) -> bool:
-    off = _offset_of(_plus(hi, 0), i, binds)
-    return off is not None and off <= c
 
 
 __all__ = ["promote_accumulations"]

@@ -221,15 +221,7 @@ def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.ex
     post: list[ast.stmt] = []
     drop: set[int] = set()
     slotted: set[str] = set()
-    for inner in loop.body:
-        if not isinstance(inner, ast.For) or not isinstance(inner.target, ast.Name) \
-                or any(isinstance(s, ast.Break) for s in this_loop(inner.body)):
-            continue
-        jb = bounds(inner)
-        if jb is None or (_reversed_range(inner) is not None) != reversed_ \
-                or any(loaded_ids(e) & bound for e in jb):
-            continue
-        jlo, jhi = jb
+    for inner, (jlo, jhi) in _fixed_inner_loops(loop, reversed_, bound):
         j = inner.target.id
         m = trip_count(jlo, jhi)
         slot = plus(binop(clone(at), ast.Mult(), clone(m)), minus(name(j), jlo))
@@ -265,6 +257,21 @@ def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.ex
     block[k + 1:k + 1] = post
     block[k:k] = pre
     return slotted
+
+
+def _fixed_inner_loops(loop: ast.For, reversed_: bool, bound: set[str]):
+    """Each loop of ``loop``'s body (not nested deeper) without ``break``, over a range
+    stepping by 1 (reversed as ``reversed_`` says) whose bounds read nothing ``bound`` (the
+    names the body binds), with those bounds."""
+    for inner in loop.body:
+        if not isinstance(inner, ast.For) or not isinstance(inner.target, ast.Name) \
+                or any(isinstance(s, ast.Break) for s in this_loop(inner.body)):
+            continue
+        jb = bounds(inner)
+        if jb is None or (_reversed_range(inner) is not None) != reversed_ \
+                or any(loaded_ids(e) & bound for e in jb):
+            continue
+        yield inner, jb
 
 
 def _reserve(s: ast.stmt, env: dict[str, Any]) -> tuple[str, str] | None:

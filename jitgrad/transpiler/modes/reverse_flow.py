@@ -131,23 +131,63 @@ class ControlFlow(Part):
 
     def for_(self, s: ast.For, restored):
         bf, br = self.block(s.body)
-        i = s.target.id
         if not br:
             loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
                                              orelse=[]), s)
             carry(s, loop)
             return [loop], []
         counted = self.has_break(s)
-        rng = s.iter.args
-        start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
-            (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
+        start, stop, step = _range_parts(s.iter.args)
         before: list[ast.stmt] = []
         after: list[ast.stmt] = []
         header = [clone(start), clone(stop), clone(step)]
         pops, (start, stop, step) = self.tapes.header_captures(s, header, restored, before, after)
         unit = isinstance(step, ast.Constant) and step.value == 1
-        zero_start = isinstance(start, ast.Constant) and start.value == 0
         cnt = self.namer.fresh("_trips") if counted else None
+        rev = self._reversed(s, br, (start, stop, step), cnt)
+        self.env.setdefault("range", range)
+        body = bf
+        if cnt is not None:
+            body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
+        loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
+        carry(s, loop)
+        if cnt is None and unit:
+            SWEEP.set(loop, (POS.get(s), "forward"))
+        f_start, f_stop, f_step = _range_parts(s.iter.args)
+        once, popped = self.tapes.hoisted(s, (f_start, f_stop, f_step), (start, stop, step),
+                                          restored)  # values stored once per run of it
+        fwd = once + before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
+            (self._hoisted_reserves(s, bf, f_start, f_stop, f_step) if not cnt else []) + \
+            ([assign(cnt, const(0))] if cnt else []) + [loop] + after
+        if cnt is not None:
+            return self._counted(s, fwd, pops + popped + rev, cnt, restored)
+        fwd, popped = self._counters(s, fwd, popped)
+        return fwd, pops + popped + rev
+
+    def _counters(self, s: ast.For, fwd: list[ast.stmt], popped: list[ast.stmt]
+                  ) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """``fwd`` and ``popped`` with each counter stored once per run of ``s`` (given back,
+        then stepped back by its adjoint), or noted as keeping its last value."""
+        for n in self.tapes.planner.counters.stored_at(s):
+            if not self.an.enclosing_loops(s) and self.an.def_positions(n)[-1] <= END.get(s):
+                # run once, and nothing binds it after: it keeps its last value
+                fwd = fwd + [decision(f"{n} keeps its last value: its adjoint steps it back")]
+                continue
+            push, pop = self.tapes.new_tape(self.namer.tape(n), n, s, INT)
+            note = decision(f"stored {n} once per loop over {s.target.id}: its adjoint steps "
+                            "it back")
+            fwd, popped = fwd + [note, *push], pop(n) + popped
+        return fwd, popped
+
+    def _reversed(self, s: ast.For, br: list[ast.stmt], header: tuple, cnt: str | None
+                  ) -> list[ast.stmt]:
+        """The loop running ``br`` (the adjoint body) over ``s``'s trips backwards:
+        ``range(stop - 1, start - 1, -1)`` for a unit step and no counter (``cnt``: the
+        trips counted where the loop may break), else over the trip count."""
+        i = s.target.id
+        start, stop, step = header
+        unit = isinstance(step, ast.Constant) and step.value == 1
+        zero_start = isinstance(start, ast.Constant) and start.value == 0
         if cnt is None and unit:
             lo = const(-1) if zero_start else binop(start, ast.Sub(), const(1))
             it = ast.Call(func=name("range"), args=[binop(stop, ast.Sub(), const(1)), lo,
@@ -171,33 +211,7 @@ class ControlFlow(Part):
                                                         const(-1), const(-1)], keywords=[])
                 idx = assign(i, binop(start, ast.Add(), binop(name(k), ast.Mult(), step)))
                 rev = [ast.For(target=name(k, True), iter=it, body=[idx, *br], orelse=[])]
-        self.env.setdefault("range", range)
-        body = bf
-        if cnt is not None:
-            body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
-        loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=body, orelse=[]), s)
-        carry(s, loop)
-        if cnt is None and unit:
-            SWEEP.set(loop, (POS.get(s), "forward"))
-        fa = s.iter.args
-        f_start, f_stop, f_step = (const(0), fa[0], const(1)) if len(fa) == 1 else \
-            (fa[0], fa[1], fa[2] if len(fa) > 2 else const(1))
-        once, popped = self.tapes.hoisted(s, (f_start, f_stop, f_step), (start, stop, step),
-                                          restored)  # values stored once per run of it
-        fwd = once + before + self.tapes.reserves(s, f_start, f_stop, f_step) + \
-            (self._hoisted_reserves(s, bf, f_start, f_stop, f_step) if not cnt else []) + \
-            ([assign(cnt, const(0))] if cnt else []) + [loop] + after
-        if cnt is not None:
-            return self._counted(s, fwd, pops + popped + rev, cnt, restored)
-        for n in self.tapes.planner.counters.stored_at(s):  # given back, then stepped back
-            if not self.an.enclosing_loops(s) and self.an.def_positions(n)[-1] <= END.get(s):
-                # run once, and nothing binds it after: it keeps its last value
-                fwd = fwd + [decision(f"{n} keeps its last value: its adjoint steps it back")]
-                continue
-            push, pop = self.tapes.new_tape(self.namer.tape(n), n, s, INT)
-            note = decision(f"stored {n} once per loop over {i}: its adjoint steps it back")
-            fwd, popped = fwd + [note, *push], pop(n) + popped
-        return fwd, pops + popped + rev
+        return rev
 
     def _hoisted_reserves(self, s: ast.For, bf: list[ast.stmt], start, stop, step
                           ) -> list[ast.stmt]:
@@ -290,3 +304,9 @@ def strip_pushes(stmts: list[ast.stmt]) -> list[ast.stmt]:
                 setattr(s, f, strip_pushes(sub) or [ast.Pass()])
         out.append(s)
     return out
+
+
+def _range_parts(args: list[ast.expr]) -> tuple[ast.expr, ast.expr, ast.expr]:
+    """``(start, stop, step)`` of the arguments of ``range``."""
+    return (const(0), args[0], const(1)) if len(args) == 1 else \
+        (args[0], args[1], args[2] if len(args) > 2 else const(1))

@@ -111,6 +111,32 @@ def _names(e: ast.AST) -> set[str]:
     return {n.id for n in walk(e) if isinstance(n, ast.Name)}
 
 
+def _linear_args(args: list[ast.expr], diff: list[bool],
+                 tangent: Callable[[ast.expr], ast.expr | None],
+                 zero: Callable[[ast.expr], ast.expr]) -> tuple[list[ast.expr], bool]:
+    """The arguments of a linear function's tangent call: each differentiable argument's
+    tangent (a zero where it has none; a tuple's or list's entry by entry), the others as
+    they are; and whether any tangent was found."""
+    targs: list[ast.expr] = []
+    any_active = False
+    for k, a in enumerate(args):
+        if k >= len(diff) or not diff[k]:
+            targs.append(a)
+            continue
+        if isinstance(a, (ast.Tuple, ast.List)):
+            elts = []
+            for e in a.elts:
+                t = tangent(e)
+                any_active |= t is not None
+                elts.append(t if t is not None else zero(e))
+            targs.append(type(a)(elts=elts, ctx=ast.Load()))
+            continue
+        t = tangent(a)
+        any_active |= t is not None
+        targs.append(t if t is not None else zero(a))
+    return targs, any_active
+
+
 def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
                  tangent: Callable[[ast.expr], ast.expr | None],
                  zero: Callable[[ast.expr], ast.expr], namer: Namer,
@@ -135,23 +161,7 @@ def tangent_code(fn: Any, args: list[ast.expr], kw: dict[str, ast.expr],
         return TangentCode(primal_pre, value, [], None, False, inst.outputs, npos)
     diff = [g is not None for g in tpl.grads]
     if how == "linear":
-        targs: list[ast.expr] = []
-        any_active = False
-        for k, a in enumerate(args):
-            if k >= len(diff) or not diff[k]:
-                targs.append(a)
-                continue
-            if isinstance(a, (ast.Tuple, ast.List)):
-                elts = []
-                for e in a.elts:
-                    t = tangent(e)
-                    any_active |= t is not None
-                    elts.append(t if t is not None else zero(e))
-                targs.append(type(a)(elts=elts, ctx=ast.Load()))
-                continue
-            t = tangent(a)
-            any_active |= t is not None
-            targs.append(t if t is not None else zero(a))
+        targs, any_active = _linear_args(args, diff, tangent, zero)
         if not any_active:
             return TangentCode(primal_pre, value, [], None, False, inst.outputs, npos)
         second = instantiate(tpl, targs, kw, namer, global_name)

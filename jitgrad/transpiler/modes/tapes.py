@@ -22,7 +22,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
-from ..notes import CHECK, DECISION, PUSH
+from ..notes import CHECK, DECISION, PUSH, TAPED
 from .recompute import Capture, Planner
 from .unit import Part, Unit
 
@@ -289,13 +289,15 @@ class Tapes(Part):
                 name(tape), name(cur), const(1)], keywords=[])))
         push.append(ast.Assign(targets=[ast.Subscript(value=name(tape), slice=name(cur),
                                                       ctx=ast.Store())], value=name(n)))
+        TAPED.set(push[-1], True)
         push.append(ast.AugAssign(target=name(cur, True), op=ast.Add(), value=const(1)))
         for p in push:
             PUSH.set(p, True)
 
         def pop(t: str) -> list[ast.stmt]:
-            return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)),
-                    assign(t, ast.Subscript(value=name(tape), slice=name(cur), ctx=ast.Load()))]
+            read = assign(t, ast.Subscript(value=name(tape), slice=name(cur), ctx=ast.Load()))
+            TAPED.set(read, True)
+            return [ast.AugAssign(target=name(cur, True), op=ast.Sub(), value=const(1)), read]
 
         return push, pop
 

@@ -1,0 +1,486 @@
+"""Dependence: may the iterations of a loop run in any order or at once, and if not, why.
+
+The one dependence analysis of the backend.  ``independent`` answers for a loop (and,
+with ``only``, for some of its names) with a ``Verdict``: a reason and the statement
+behind it when the iterations depend on each other, and the facts a pass needs to act
+on the answer either way: the scalar sums Numba's parfor pass recognises (``s += e``),
+the scalars reset at the end of each trip (``zeroed``), the arrays several iterations
+only accumulate into (``collisions``).  The passes keep their policies: ``prange``
+runs an independent loop in parallel (``backend/prange.py``), ``Dataflow``-based
+callers build their ``Names`` with ``Names.of``; ``order_free`` tells the loop fusion
+whether a loop only sums into arrays nothing else reads (``backend/fuse.py``); element
+indices are compared here only (``apart``, ``constants_apart``, ``own_slot``; and for the
+CUDA lowering, ``private_arrays``: the arrays each thread reads only at its own index).
+
+An iteration may run at once with the others when it writes only its own elements of
+any array (``a[i]``, ``a[i, j]``, ``t[c + i]``), every name it binds is iteration-local
+(bound before it is read, not read after the loop), a sum, or reset, and nothing runs
+for its effect.  Example (the loop index is ``i``)::
+
+    for i in range(n):            independent: out[i] is the iteration's own, s a sum
+        t = x[i - 1] * x[i + 1]
+        out[i] = t
+        s = s + t
+
+    for i in range(n):            not: several iterations accumulate into the same
+        dx[i] += a                element of 'dx' ('dx[i + 1]'); collisions ("dx",)
+        dx[i + 1] += b
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from ...rules.primitives import mutating, query_attrs
+from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
+from ..notes import COMMENT
+from . import dataflow
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a loop's iterations may run at once (``reason`` empty), and what that needs."""
+
+    #: why they may not ("" when they may)
+    reason: str = ""
+    #: the statement that makes it so
+    node: ast.AST | None = None
+    #: scalars that hold 0.0 when every iteration starts (reset at the top of the body)
+    zeroed: tuple[str, ...] = ()
+    #: when ``reason`` is only that: the arrays several iterations accumulate into
+    #: (``dx[i + 1] += ...``; every access of theirs in the loop is such a ``+=``)
+    collisions: tuple[str, ...] = ()
+    #: the scalar sums (and products) the loop makes: name -> "+" or "*"
+    sums: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+
+def _never(n: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Names:
+    """What ``independent`` needs to know of the names around a loop."""
+
+    #: names read after the loop before being bound again (``live_after``)
+    live_after: frozenset[str]
+    #: is a name an array (None: unknown)
+    is_array: Callable[[str], bool | None]
+    #: the names that may share memory with an array (itself included)
+    group: Callable[[str], set[str]]
+    #: does an expression make a new array (so writes into it are the iteration's own)
+    fresh: Callable[[ast.expr], bool]
+    #: may a call write into what it is given (a hook, ``out=``, ``list.append``)
+    effect: Callable[[ast.Call], bool]
+    #: does a scalar hold 0.0 when the loop starts
+    zero_before: Callable[[str], bool] = _never
+    #: may the loop write into arrays it makes (False for generated code: Numba may hoist
+    #: an allocation out of a prange loop and share it, numba/numba#9529)
+    local_arrays: bool = True
+    #: more names that take a different value in each iteration (as the index does; the
+    #: index of a chunk's own iterations, see ``backend/prange.py``)
+    indices: tuple[str, ...] = ()
+    #: tapes the loop writes at slots of each iteration's own by construction
+    slotted: frozenset[str] = field(default_factory=frozenset)
+
+    @staticmethod
+    def of(flow: dataflow.Dataflow, loop: ast.stmt) -> Names:
+        """The names around ``loop`` as the body's ``Dataflow`` knows them (buffers shared
+        by ``flow.shares``; a call of ``random`` draws, so its order is the iterations')."""
+        return Names(flow.live_after(loop), flow.is_array or (lambda n: None), flow.shares,
+                     lambda e: isinstance(e, (ast.Call, ast.BinOp)) and not
+                     dataflow.may_alias(e, flow.modules), _draws_or_writes)
+
+
+def _draws_or_writes(call: ast.Call) -> bool:
+    """A method of an object that is no name (``np.random.rand()``) or ``random.f()``."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and (not isinstance(f.value, ast.Name)
+                                             or f.value.id == "random")
+
+
+# --- the loop ------------------------------------------------------------------------------
+
+
+def independent(loop: ast.For, names: Names, only: Collection[str] | None = None) -> Verdict:
+    """May the iterations of ``loop`` run at once (see the module docstring)?  ``only``: as
+    far as these names go (the loop's own control and effects always count)."""
+    if not isinstance(loop.target, ast.Name):
+        return Verdict("its index is not a single name", loop)
+    i = loop.target.id
+    if i in names.live_after:
+        return Verdict(f"the loop index '{i}' is read after the loop", loop)
+    binds = _binds_without_effects(loop.body, names)
+    if isinstance(binds, Verdict):
+        return binds
+    carried = dataflow.carried(loop)
+    scalars = _scalars(loop, i, binds, carried, names, only)
+    if not scalars.ok:
+        return scalars
+    return _arrays(loop.body, i, binds, set(binds) - carried, names, only, scalars)
+
+
+def _binds_without_effects(body: list[ast.stmt], names: Names) \
+        -> dict[str, list[ast.stmt]] | Verdict:
+    """Name -> the statements of ``body`` binding it; or why the body may not run out of
+    order (it breaks out, returns, or runs something for its effect)."""
+    for s in this_loop(body):
+        if isinstance(s, ast.Break):
+            return Verdict("it may break out of the loop", s)
+    binds: dict[str, list[ast.stmt]] = {}
+    for s in walk_stmts(body):
+        if isinstance(s, ast.Return):
+            return Verdict("it returns from inside the loop", s)
+        if isinstance(s, ast.Expr) and not COMMENT.get(s):
+            return Verdict(f"'{ast.unparse(s)}' runs for its effect", s)
+        for n in own_expressions(s):
+            if isinstance(n, ast.Call) and (names.effect(n) or (
+                    isinstance(n.func, ast.Attribute) and mutating(n.func.attr))
+                    or any(k.arg == "out" for k in n.keywords)):
+                return Verdict(f"'{ast.unparse(n)}' may write into what it is given", s)
+        for t in dataflow.binds(s):
+            binds.setdefault(t, []).append(s)
+    return binds
+
+
+def _scalars(loop: ast.For, i: str, binds: dict[str, list[ast.stmt]], carried: set[str],
+             names: Names, only: Collection[str] | None) -> Verdict:
+    """Each name the loop binds: a sum, reset, or iteration-local (else why not;
+    ``carried``: the names the loop carries)."""
+    loads = _load_counts(loop.body)
+    zeroed: list[str] = []
+    sums: list[tuple[str, str]] = []
+    for n, sts in binds.items():
+        if n == i:
+            return Verdict(f"it rebinds the loop index '{i}'", sts[0])
+        if only is not None and n not in only:
+            continue
+        family = _reduction(n, sts, loads)
+        if family:
+            if names.is_array(n) is not False:
+                return Verdict(f"'{n}' is not a scalar sum", sts[0])
+            sums.append((n, family))
+            continue
+        if n not in carried:
+            if n in names.live_after:
+                return Verdict(f"'{n}' is bound in the loop and read after it (its value "
+                               "would be any iteration's)", sts[-1])
+            continue
+        if names.is_array(n) is False and names.zero_before(n) and _zero_at_end(n, loop.body):
+            zeroed.append(n)  # a reset adjoint: zero when each iteration starts
+            continue
+        return Verdict(f"'{n}' carries a value from one iteration to the next", sts[0])
+    return Verdict(zeroed=tuple(zeroed), sums=tuple(sums))
+
+
+def _arrays(body: list[ast.stmt], i: str, binds: dict[str, list[ast.stmt]], local: set[str],
+            names: Names, only: Collection[str] | None, scalars: Verdict) -> Verdict:
+    """Each array the loop writes: made in it (``local``: the names bound in each iteration
+    before they are read), or written at elements of the iteration's own (else why not;
+    ``scalars``: the verdict on the names, whose facts it keeps)."""
+    done: set[str] = set()
+    collided: list[tuple[str, str, ast.stmt]] = []
+    for s in walk_stmts(body):
+        for t in (x.node for x in dataflow.accesses(s) if x.write):
+            if not isinstance(t.value, ast.Name):
+                return Verdict(f"'{ast.unparse(t)}' is written through an expression", s)
+            a = t.value.id
+            if a in done or a in names.slotted or (only is not None and a not in only):
+                continue
+            done.add(a)
+            if a in local:
+                why = _local_write(a, binds[a], names)
+                if why:
+                    return Verdict(why, s)
+                continue
+            why, collision = _shared_write(a, t, body, i, names, set(binds))
+            if collision:
+                collided.append((a, why, s))
+            elif why:
+                return Verdict(why, s)
+    if collided:
+        return Verdict(collided[0][1], collided[0][2], scalars.zeroed,
+                       tuple(a for a, _, _ in collided), scalars.sums)
+    return scalars
+
+
+def _local_write(a: str, sts: list[ast.stmt], names: Names) -> str:
+    """Why writing into ``a``, an array the loop makes, races ("" if it does not)."""
+    if not names.local_arrays:
+        return (f"it writes into '{a}', an array it makes (Numba may share such an array "
+                "between iterations)")
+    if not all(isinstance(b, ast.Assign) and names.fresh(b.value) for b in sts):
+        return f"'{a}' is made in the loop from an array other iterations may use, and written"
+    return ""
+
+
+def _load_counts(body: list[ast.stmt]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                out[n.id] = out.get(n.id, 0) + 1
+    return out
+
+
+_SUM = (ast.Add, ast.Sub)
+
+
+def _reduction(n: str, sts: list[ast.stmt], loads: dict[str, int]) -> str:
+    """``"+"`` (``"*"``) where every binding of ``n`` in the loop is a sum (product) update
+    ``n = n + e`` / ``n += e`` (in an inner loop or branch too: Numba sums those), all with
+    the same operator and form, with no other read of ``n``; else ``""``."""
+    family: set[str] = set()
+    own_reads = 0
+    for s in sts:
+        if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+            op, other = s.op, s.value
+        elif isinstance(s, ast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.BinOp):
+            v = s.value
+            if isinstance(v.left, ast.Name) and v.left.id == n:
+                op, other = v.op, v.right
+            elif isinstance(v.right, ast.Name) and v.right.id == n \
+                    and isinstance(v.op, (ast.Add, ast.Mult)):
+                op, other = v.op, v.left
+            else:
+                return ""
+            own_reads += 1
+        else:
+            return ""
+        if n in loaded_ids(other):
+            return ""
+        # (Numba refuses a sum updated with two operators, += in one branch, -= in another)
+        family.add(f"{type(s).__name__}.{type(op).__name__}")
+    if len(family) != 1 or loads.get(n, 0) != own_reads:
+        return ""
+    op = family.pop().split(".")[1]
+    return "+" if op in ("Add", "Sub") else "*" if op == "Mult" else ""
+
+
+def _zero_at_end(n: str, body: list[ast.stmt]) -> bool:
+    """Does the body end with ``n`` zero: its last top-level statement binding ``n`` is
+    ``n = 0.0`` (no statement after it binds ``n``)?"""
+    for s in reversed(body):
+        if n in dataflow.binds_in([s], elements=False):
+            return isinstance(s, ast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant) \
+                and s.value.value == 0 and not isinstance(s.value.value, bool)
+    return False
+
+
+def _shared_write(a: str, written: ast.Subscript, body: list[ast.stmt], i: str, names: Names,
+                  bound: set[str]) -> tuple[str, bool]:
+    """Why writing elements of the array ``a`` (not made in the loop; ``written``: the first
+    write) races ("" if not), and whether only because several iterations accumulate into
+    one element."""
+    for b in names.group(a) - {a}:
+        if any(isinstance(n, ast.Name) and n.id == b for s in walk_stmts(body)
+               for n in own_expressions(s)):
+            return f"'{a}' and '{b}' may share memory, and the loop writes '{a}'", False
+    subs, whole = _element_uses(a, body)
+    if whole > len(subs):
+        return f"'{a}' is written element by element and used whole in the loop", False
+    indices = (i, *names.indices)
+    where = {own_slot(n.slice, indices, bound) for n in subs}
+    if len(where) == 1 and None not in where:
+        return "", False
+    aug = {id(s.target) for s in walk_stmts(body) if isinstance(s, ast.AugAssign)
+           and isinstance(s.op, _SUM)}
+    mine = own_slot(written.slice, indices, bound)
+    other = next((n for n in subs if own_slot(n.slice, indices, bound) != mine
+                  or mine is None), written)
+    if all(id(n) in aug for n in subs):
+        return (f"several iterations accumulate into the same element of '{a}' "
+                f"('{ast.unparse(other)}')"), True
+    return (f"'{a}' is written and accessed at '{ast.unparse(other)}', which another "
+            f"iteration may write or read"), False
+
+
+def _element_uses(a: str, body: list[ast.stmt]) -> tuple[list[ast.Subscript], int]:
+    """The element accesses of ``a`` in ``body``, and how often it is named otherwise than
+    by them and by shape queries (``a.shape``, ``len(a)``) plus how many accesses there are."""
+    subs: list[ast.Subscript] = []
+    whole = 0
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
+                    and n.value.id == a:
+                subs.append(n)
+            elif isinstance(n, ast.Name) and n.id == a:
+                whole += 1
+            elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
+                    and n.value.id == a and n.attr in query_attrs():
+                whole -= 1  # a shape or type query reads no element (the table's ``query``)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                    and n.func.id == "len" and len(n.args) == 1 \
+                    and isinstance(n.args[0], ast.Name) and n.args[0].id == a:
+                whole -= 1
+    return subs, whole
+
+
+# --- element indices -----------------------------------------------------------------------
+
+
+def own_slot(sl: ast.expr, indices: tuple[str, ...], bound: set[str]) \
+        -> tuple[int, str] | None:
+    """(position, text) of the component of the subscript ``sl`` that tells iterations
+    apart: an index ``i`` of ``indices``, or ``c + i``, ``i - c``, ``c + (i - d)`` with ``c``,
+    ``d`` not bound in the loop (a tape slot); None without one."""
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(e, ast.Slice) for e in elts):
+        return None
+    for k, e in enumerate(elts):
+        if any(_injective(e, i, bound) for i in indices):
+            return k, ast.dump(e)
+    return None
+
+
+def _injective(e: ast.expr, i: str, bound: set[str]) -> bool:
+    """Is ``e`` the index ``i`` plus or minus terms that do not change in the loop?"""
+    if isinstance(e, ast.Name):
+        return e.id == i
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+        fixed = [x for x in (e.left, e.right) if i not in loaded_ids(x)
+                 and not loaded_ids(x) & bound]
+        varying = [x for x in (e.left, e.right) if x not in fixed]
+        if len(varying) != 1 or (isinstance(e.op, ast.Sub) and varying[0] is e.right):
+            return False
+        return _injective(varying[0], i, bound)
+    return False
+
+
+def private_arrays(body: list[ast.stmt], arrays: list[str], index: tuple[str, ...]) \
+        -> frozenset[str]:
+    """The arrays of ``arrays`` whose every element one CUDA thread's part reads no other
+    thread reads (their adjoints need no atomics): each read holds every grid index of
+    ``index`` once as a whole component, at the same position in every read of that array
+    (``x[i]``; ``a[i, t]``, thread ``i``'s row).  Any other read makes the array shared."""
+    places: dict[str, tuple[int, ...] | None] = {}
+    for s in walk_stmts(body):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                where = _grid_positions(n.slice, index)
+                places[n.value.id] = where if places.get(n.value.id, where) == where else None
+    return frozenset(a for a in arrays if places.get(a, ()) is not None)
+
+
+def _grid_positions(sl: ast.expr, index: tuple[str, ...]) -> tuple[int, ...] | None:
+    """The component position of each grid index in the subscript ``sl`` (in ``index``
+    order), None unless each appears exactly once as a whole component."""
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    if any(isinstance(e, ast.Slice) for e in elts):
+        return None
+    out = []
+    for g in index:
+        at = [k for k, e in enumerate(elts) if isinstance(e, ast.Name) and e.id == g]
+        if len(at) != 1:
+            return None
+        out.append(at[0])
+    return tuple(out)
+
+
+def constants_apart(x: int, y: int) -> bool:
+    """Are ``a[x]`` and ``a[y]`` different elements: two different integers of one sign
+    (``a[-1]`` and ``a[n - 1]`` may be the same)."""
+    return x != y and (x >= 0) == (y >= 0)
+
+
+def apart(a: list[ast.expr], b: list[ast.expr], j: str, lo: ast.expr, hi: ast.expr,
+          outer: Collection[str], binds: dict[str, ast.expr]) -> bool:
+    """Are ``x[a]`` and ``x[b]`` different elements in every iteration of the loop over
+    ``j`` in ``[lo, hi)``?  Yes where some component is two different non-negative
+    constants, or an enclosing loop's non-negative index ``i`` (of ``outer``) against ``j``
+    while ``j >= i + 1`` (``lo`` is ``i + c``, ``c >= 1``, possibly through a name bound to
+    it in ``binds``), or ``0 <= j < i``: two different non-negative integers (a negative
+    index would wrap around to the end)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if (isinstance(x, ast.Constant) and isinstance(y, ast.Constant)
+                and type(x.value) is int and type(y.value) is int
+                and x.value >= 0 and constants_apart(x.value, y.value)):
+            return True
+        if isinstance(x, ast.Name) and x.id in outer and isinstance(y, ast.Name) and y.id == j:
+            nonneg = isinstance(lo, ast.Constant) and type(lo.value) is int and lo.value >= 0
+            low, high = offset_through(lo, x.id, binds), offset_through(hi, x.id, binds)
+            if (low is not None and low >= 1) or (nonneg and high is not None and high <= 0):
+                return True
+    return False
+
+
+def offset_through(e: ast.expr, i: str | None, binds: dict[str, ast.expr]) -> int | None:
+    """``c`` where ``e`` is ``i + c`` or ``i - c`` (constants on the right, through names
+    bound to such a sum in ``binds``; ``i=None``: any name), else None."""
+    for _ in range(4):
+        if isinstance(e, ast.Name) and e.id in binds:
+            e = binds[e.id]
+            continue
+        break
+    if isinstance(e, ast.Name) and (i is None or e.id == i):
+        return 0
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) \
+            and isinstance(e.right, ast.Constant) and type(e.right.value) is int:
+        inner = offset_through(e.left, i, binds)
+        if inner is None:
+            return None
+        return inner + (e.right.value if isinstance(e.op, ast.Add) else -e.right.value)
+    return None
+
+
+# --- order-free sums ----------------------------------------------------------------------
+
+
+def order_free(stmts: list[ast.stmt], around: list[ast.stmt], shared: dict[str, str],
+               effect: Callable[[ast.expr], bool]) -> Verdict:
+    """Do ``stmts`` (a loop's body) bind names and write arrays only by adding to their
+    elements (``dz[i, j] += g``), call nothing for its effect (``effect``: may evaluating an
+    expression write into something), and neither they nor ``around`` read an element of
+    those arrays or of their views (``shared``: adjoint -> the adjoint it is a view of):
+    sums whose order does not matter?"""
+    summed: set[str] = set()
+    for s in walk_stmts(stmts):
+        why = "" if COMMENT.get(s) else _sum_or_local(s, summed, effect)
+        if why:
+            return Verdict(why, s)
+    flow = dataflow.Dataflow([*around, *stmts], shared)  # the arrays summed into, their views
+    family = set().union(*(flow.shares(n) for n in summed))
+    touched = dataflow.reads_in(stmts) | dataflow.binds_in(stmts)  # other than as a sum
+    both = family & (touched - dataflow.sums(stmts, whole=False))
+    if both:
+        return Verdict(f"'{min(both)}' is summed into and used otherwise", stmts[0])
+    both = family & (dataflow.reads_in(around) | dataflow.binds_in(around))
+    if both:
+        return Verdict(f"'{min(both)}' is summed into and used around the loop", stmts[0])
+    return Verdict()
+
+
+def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bool]) -> str:
+    """Why ``s`` is neither a binding of names, nor a sum into an element (added to
+    ``summed``), nor control flow ("" when it is one of them)."""
+    if isinstance(s, ast.Expr):
+        return f"'{ast.unparse(s)}' runs for its effect"
+    if isinstance(s, ast.Assign):
+        if any(not isinstance(e, ast.Name) for t in s.targets
+               for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
+            return "it binds something other than names"
+    elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
+        if not (isinstance(s.op, _SUM) and isinstance(s.target.value, ast.Name)):
+            return f"'{ast.unparse(s.target)}' is updated other than by a sum"
+        summed.add(s.target.value.id)
+    elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
+                            ast.Continue)):
+        return f"'{type(s).__name__}' is not a sum"
+    if isinstance(s, (ast.Assign, ast.AugAssign)) and effect(s.value):
+        return f"'{ast.unparse(s.value)}' may write into what it is given"
+    return ""
+
+
+__all__ = ["Names", "Verdict", "apart", "constants_apart", "independent", "offset_through",
+           "order_free", "own_slot", "private_arrays"]
