@@ -111,7 +111,17 @@ def in_loop(x):
     return s
 
 
-CASES = [expr_local, read_before, read_after, peek_before, global_array, condition,
+def twice(buf, a, b):
+    return buf[0] + fill(buf, a) * fill(buf, b)
+
+
+def nested_helper(x):
+    buf = np.zeros(1)
+    buf[0] = x[0]
+    return twice(buf, x[1], x[2]) * buf[0]
+
+
+CASES = [nested_helper, expr_local, read_before, read_after, peek_before, global_array, condition,
          call_arguments, list_argument, array_operand, augmented, in_loop]
 
 
@@ -176,6 +186,13 @@ def augmented_element(x):
     return buf[0] * x[0]
 
 
+def chained(x):
+    buf = np.zeros(1)
+    if x[0] < x[1] < fill(buf, x[2]):
+        return buf[0] * x[0]
+    return x[1]
+
+
 def while_test(x):
     buf = np.zeros(1)
     s = 0.0
@@ -201,11 +218,12 @@ def method_write(x):
     (short_circuit, "if x[0] > 10.0 and fill(buf, x[1]) > 0.0:", "Python may not call it"),
     (conditional_expression, "s = fill(buf, x[1]) if x[0] > 10.0 else x[0]",
      "Python may not call it"),
+    (chained, "if x[0] < x[1] < fill(buf, x[2]):", "Python may not call it"),
     (augmented_element, "buf[0] += fill(buf, x[1])", "is read before the helper call"),
     (while_test, "while fill(buf, x[k]) > 0.0 and k < 2:", "while condition"),
     (method_write, "return a[0] * x[1] + np.sum(setall(a, x[2]))",
      "may change the array 'a' in place"),
-], ids=["and", "if-else", "augmented-element", "while", "method"])
+], ids=["and", "if-else", "chained", "augmented-element", "while", "method"])
 def test_refused_at_the_users_line(f, line, words, jit):
     with pytest.raises(TransformError) as e:
         jg.value_and_grad(f, jit=jit)(X.copy())

@@ -232,7 +232,7 @@ class Inliner:
         Python's evaluation order (``call_order.py``)."""
         walker = Ordered(lambda node, stmts: self.one_call(node, parsed, stmts),
                          lambda node: written_gradient(node.func, parsed.env) is not None,
-                         parsed, self.namer, self.env, pre)
+                         parsed, self.namer, parsed.env, pre)
         out = walker.visit(e)
         if walker.effects and isinstance(stmt, ast.AugAssign) \
                 and not isinstance(stmt.target, ast.Name):
