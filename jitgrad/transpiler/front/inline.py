@@ -40,6 +40,7 @@ from ..nodes import (
 )
 from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
+from .call_order import SPLIT_HINT, Ordered
 from .desugar import assign, const, name, single_exit
 from .fence import fence
 from .nested import ENTRIES, binds, inner_call, probe, refuse_unsupported, written_gradient
@@ -231,37 +232,48 @@ class Inliner:
         return out
 
     def expr(self, e: ast.expr, parsed: Parsed, pre: list[ast.stmt], stmt) -> ast.expr:
-        class V(ast.NodeTransformer):
-            def visit_Call(v, node: ast.Call):  # noqa: N805
-                made = written_gradient(node.func, parsed.env)  # jg.grad(f)(x) in place
-                if made is not None:
-                    node.args = [v.visit(a) for a in node.args]
-                    for k in node.keywords:
-                        k.value = v.visit(k.value)
-                    entry = "value_and_grad" if made[1] else "grad"
-                    return self.nested(made[0], entry, node, parsed, pre)
-                v.generic_visit(node)
-                if resolve(node.func, parsed.env) is checkpoint:
-                    return self.checkpoint(node, parsed, pre)
-                inner = inner_call(node, parsed.env, parsed)
-                if inner is not None:
-                    return self.nested(*inner, parsed, pre)
-                obj = callee(node.func, parsed.env)
-                refuse_transform(node, obj, parsed)
-                kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
-                if kernel is not None:
-                    return kernel
-                fn = user_function(primal_of(obj))
-                if fn is None:
-                    return node
-                if parsed is self.root and fn in self.split:  # compiled once, called here
-                    s = self.split[fn]
-                    node.func = ast.copy_location(
-                        name(self.namer.global_name(self.env, s.__name__, s)), node.func)
-                    return node
-                return self.call(fn, node, parsed, pre)
+        """``e`` with its helper calls inlined, their statements appended to ``pre`` in
+        Python's evaluation order (``call_order.py``)."""
+        walker = Ordered(lambda node, stmts: self.one_call(node, parsed, stmts),
+                         lambda node: written_gradient(node.func, parsed.env) is not None,
+                         parsed, self.namer, parsed.env, pre)
+        out = walker.visit(e)
+        if walker.effects and isinstance(stmt, ast.AugAssign) \
+                and not isinstance(stmt.target, ast.Name):
+            raise parsed.error(
+                f"'{ast.unparse(stmt.target)}' is read before the helper call on the right "
+                "of '{op}=', which may change it: jitgrad inlines the call ahead of the "
+                "read".replace("{op}", _AUG_OPS.get(type(stmt.op), "")), stmt,
+                f"read it into a variable first ('old = {ast.unparse(stmt.target)}'), call "
+                "the helper in a statement of its own, then assign; " + SPLIT_HINT)
+        return out
 
-        return V().visit(e)
+    def one_call(self, node: ast.Call, parsed: Parsed, pre: list[ast.stmt]) -> ast.expr:
+        """What replaces the call ``node`` (its arguments done): a helper's returned
+        expression, its body appended to ``pre``; a nested gradient's; else ``node``."""
+        made = written_gradient(node.func, parsed.env)  # jg.grad(f)(x) in place
+        if made is not None:
+            entry = "value_and_grad" if made[1] else "grad"
+            return self.nested(made[0], entry, node, parsed, pre)
+        if resolve(node.func, parsed.env) is checkpoint:
+            return self.checkpoint(node, parsed, pre)
+        inner = inner_call(node, parsed.env, parsed)
+        if inner is not None:
+            return self.nested(*inner, parsed, pre)
+        obj = callee(node.func, parsed.env)
+        refuse_transform(node, obj, parsed)
+        kernel = kernel_call(self, resolve(node.func, parsed.env), node, parsed, pre)
+        if kernel is not None:
+            return kernel
+        fn = user_function(primal_of(obj))
+        if fn is None:
+            return node
+        if parsed is self.root and fn in self.split:  # compiled once, called here
+            s = self.split[fn]
+            node.func = ast.copy_location(
+                name(self.namer.global_name(self.env, s.__name__, s)), node.func)
+            return node
+        return self.call(fn, node, parsed, pre)
 
     def nested(self, diff: Any, entry: str, node: ast.Call, parsed: Parsed,
                pre: list[ast.stmt]) -> ast.expr:
@@ -428,6 +440,11 @@ class Inliner:
         if len(rets) == 1:
             return rets[0]
         return ast.Tuple(elts=rets, ctx=ast.Load())
+
+
+#: the operator of an augmented assignment, as written
+_AUG_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+            ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@"}
 
 
 def _note_origin(n: ast.AST, helper: Parsed, site: str) -> None:
