@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import ast
+import types
+from typing import Any
 
 from .nodes import loaded_ids, walk
 
@@ -59,3 +61,14 @@ def walk_values(e: ast.AST):
         if isinstance(n, (ast.Call, ast.Attribute)):
             continue
         stack.extend(ast.iter_child_nodes(n))
+
+
+def resolve(expr: ast.expr, env: dict[str, Any]) -> Any:
+    """The object a ``Name`` or dotted ``Attribute`` expression refers to, else None."""
+    if isinstance(expr, ast.Name):
+        return env.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = resolve(expr.value, env)
+        if base is not None and isinstance(base, types.ModuleType):
+            return getattr(base, expr.attr, None)
+    return None

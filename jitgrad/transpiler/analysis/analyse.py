@@ -25,7 +25,7 @@ from ...kernels.helpers import restore_into
 from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import attribute_function, method_function, query_attrs, returns_view
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..naming import is_generated
 from ..nodes import walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint

@@ -23,7 +23,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ...rules.primitives import TAPE_COST, cost
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..naming import is_generated
 from .analyse import BINOPS, UNARYOPS
 

@@ -37,7 +37,7 @@ from ...kernels.helpers import restore_into, same_shape
 from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import draws, method_function
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..nodes import walk
 from .kinds import list_tape_call
 

@@ -18,7 +18,7 @@ from ...kernels.revolve import ref_slots
 from ...rules import lookup
 from ...rules.primitives import RESULT_HOWS, Result, fact, method_function, result_of
 from ...rules.results import RUNTIME
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..naming import is_tape
 from ..notes import KIND
 

@@ -26,7 +26,7 @@ import numpy as np
 from ...kernels import arrays as K
 from ...kernels import helpers as H
 from ...rules.primitives import fact
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..nodes import walk_stmts
 from . import dataflow
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 
 from ...rules.primitives import fact, reshapes
+from ..astutil import resolve
 from ..front.desugar import name
-from ..front.inline import resolve
 from ..nodes import walk, walk_stmts
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from ...kernels import helpers
 from ...rules.primitives import device_spelling, fact, records, version
 from ..analysis.dependence import private_arrays
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..nodes import clone, own_expressions, walk_stmts
 from ..notes import HOISTED
 from . import emit, lower

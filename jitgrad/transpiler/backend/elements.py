@@ -37,7 +37,7 @@ from ...kernels import helpers as H
 from ...rules.primitives import fact
 from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..nodes import loaded_ids, walk_stmts
 from ..notes import COMMENT
 from .emit import comment

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...kernels import helpers
 from ..analysis import dataflow
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..naming import Namer
 from .jit import BUFFER
 from .workspace import through_workspace, zeroing

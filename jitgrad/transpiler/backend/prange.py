@@ -57,9 +57,8 @@ from ...rules.primitives import allocates
 from ..analysis import dataflow
 from ..analysis.dependence import Names, Verdict, independent
 from ..analysis.effects import first_draw
-from ..astutil import binop
+from ..astutil import binop, resolve
 from ..front.desugar import assign, const, name
-from ..front.inline import resolve
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import DRAW, PRANGE
 from . import emit

@@ -31,9 +31,8 @@ from typing import Any
 
 from ...kernels import helpers
 from ..analysis import dataflow
-from ..astutil import binop
+from ..astutil import binop, resolve
 from ..front.desugar import assign, const, name
-from ..front.inline import resolve
 from ..nodes import clone, loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from .gather import _reversed_range
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...rules.primitives import draws, method_function
+from ..astutil import resolve
 from ..naming import Namer
 from ..nodes import walk
 from .desugar import assign, name
@@ -77,13 +78,13 @@ def has_effects(stmts: list[ast.stmt], env: dict[str, Any]) -> bool:
         elif isinstance(n, ast.For):
             bound |= {m.id for m in walk(n.target) if isinstance(m, ast.Name)}
         elif isinstance(n, ast.Call):
-            if draws(_resolve(n.func, env)):
+            if draws(resolve(n.func, env)):
                 return True
             written |= {k.value.id for k in n.keywords
                         if k.arg == "out" and isinstance(k.value, ast.Name)}
             f = n.func
             if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-                    and _resolve(f, env) is None and method_function(f.attr) is None:
+                    and resolve(f, env) is None and method_function(f.attr) is None:
                 written.add(f.value.id)  # a method that may change its object (append)
     grew = True
     while grew:  # a local bound to a caller's array writes that array
@@ -93,12 +94,6 @@ def has_effects(stmts: list[ast.stmt], env: dict[str, Any]) -> bool:
                 written |= _data_names(v, env)
         grew = len(written) > before
     return bool(written - bound)
-
-
-def _resolve(f: ast.expr, env: dict[str, Any]) -> Any:
-    from .inline import resolve  # (inline imports this module)
-
-    return resolve(f, env)
 
 
 def _conditional(node: ast.AST, field: str, index: int | None) -> bool:

@@ -19,7 +19,6 @@ import ast
 import inspect
 import os
 import sysconfig
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +26,7 @@ from ...errors import TransformError
 from ...markers import checkpoint, checkpointed
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
+from ..astutil import resolve
 from ..naming import Namer
 from ..nodes import (
     _STATELESS,
@@ -48,17 +48,6 @@ from .numba_kernels import kernel_call
 from .parse import Parsed, parse_function, python_function
 from .recursion import recursion_error
 from .transforms import callee, primal_of, refuse_transform
-
-
-def resolve(expr: ast.expr, env: dict[str, Any]) -> Any:
-    """The object a ``Name`` or dotted ``Attribute`` expression refers to, else None."""
-    if isinstance(expr, ast.Name):
-        return env.get(expr.id)
-    if isinstance(expr, ast.Attribute):
-        base = resolve(expr.value, env)
-        if base is not None and isinstance(base, types.ModuleType):
-            return getattr(base, expr.attr, None)
-    return None
 
 
 def user_function(obj: Any) -> Any:

@@ -23,11 +23,11 @@ import numpy as np
 from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
 from ..analysis.analyse import view_base
+from ..astutil import resolve
 from ..naming import Namer
 from ..nodes import clone, stmts_by_depth, walk
 from ..notes import AUG, Checkpoint, carry, checkpoint
 from .desugar import assign, name
-from .inline import resolve
 from .parse import Parsed
 
 

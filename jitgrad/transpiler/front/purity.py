@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ...rules.primitives import pure
+from ..astutil import resolve
 from ..nodes import walk
-from .inline import resolve
 
 
 def resolve_name(f: ast.expr, env: dict[str, Any]) -> Any:

@@ -45,11 +45,10 @@ from ..analysis.dataflow import (
     plain_binding,
 )
 from ..analysis.kinds import infer
-from ..astutil import exposed_reads
+from ..astutil import exposed_reads, resolve
 from ..naming import Namer
 from ..nodes import clone, clone_with, relocate, walk, walk_stmts
 from .build import assign, const, name
-from .inline import resolve
 
 #: the most elements an array may have to be kept as scalars
 MAX_SIZE = 8

@@ -38,9 +38,8 @@ from ..analysis.analyse import (
     primitive_of,
 )
 from ..analysis.kinds import list_tape_call
-from ..astutil import names_of, walk_values
+from ..astutil import names_of, resolve, walk_values
 from ..front.desugar import assign, const, name
-from ..front.inline import resolve
 from ..front.parse import Parsed
 from ..ir import Tangent
 from ..naming import Namer

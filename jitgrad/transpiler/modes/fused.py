@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.analyse import Analysis
-from ..front.inline import resolve
+from ..astutil import resolve
 from ..notes import BLOCK, POS
 
 

@@ -23,8 +23,8 @@ from ...rules.primitives import draws
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
+from ..astutil import resolve
 from ..front.desugar import name
-from ..front.inline import resolve
 from ..nodes import clone, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
 from .counters import Counters
