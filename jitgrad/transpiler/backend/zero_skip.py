@@ -15,10 +15,13 @@ Preconditions, checked on the loop (``skippable``), each on the safe side:
 
 - it lies in the adjoint sweep: inside a reversed loop (``notes.SWEEP``), never the
   forward sweep, whose values are the function's;
-- every name it binds that a later statement may read (``Dataflow.live_after``: the
-  tape cursors it steps back, counters it restores) is only added to (``+=``, ``-=``)
-  by terms zero where ``dv`` is, and so is every element it writes: a loop that pops a
-  tape (``_tape_n -= 1``) or restores a snapshot is never skipped;
+- every name it binds that a later statement may read (``Dataflow.live_after``) is only
+  added to (``+=``, ``-=``) by terms zero where ``dv`` is, and so is every element it
+  writes; but for a tape cursor (or counter) that a ``for`` over ``range`` without
+  ``break`` steps by a constant once per trip, at the top of its body and nowhere else
+  in it: skipped, the loop steps it over all its trips at once (``else: _tape_n -=
+  len(range(...))``), so later pops read what they did.  A pop under an ``if``, a list
+  tape's ``.pop()`` or a snapshot restored (a call for its effect) is never skipped;
 - a term is zero where ``dv`` is by ``is_zero``: a product or quotient with such a
   factor (in the numerator), a sum or difference of two, a negation, an element of such
   an array, the linear argument of a gradient helper; and names the loop binds only to
@@ -48,7 +51,7 @@ from ...rules.primitives import draws
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.inline import resolve
-from ..nodes import walk, walk_stmts
+from ..nodes import clone, loaded_ids, walk, walk_stmts
 from ..notes import SWEEP
 from . import emit
 
@@ -82,12 +85,13 @@ class _Guarding:
     def __init__(self, flow: dataflow.Dataflow, cotangents: frozenset[str], env: dict):
         self.flow, self.cotangents, self.env = flow, cotangents, env
 
-    def cotangent_of(self, loop: ast.stmt) -> str | None:
-        """The cotangent ``loop`` may be skipped on, else None."""
+    def guard(self, loop: ast.stmt) -> tuple[str, list[ast.stmt]] | None:
+        """The cotangent ``loop`` may be skipped on and what runs instead, else None."""
         live = self.flow.live_after(loop)
         for dv in sorted(exposed_reads([loop]) & self.cotangents):
-            if skippable(loop, dv, live, self.env, self.flow.shares):
-                return dv
+            plan = skip_plan(loop, dv, live, self.env, self.flow.shares)
+            if plan is not None:
+                return dv, plan
         return None
 
 
@@ -110,9 +114,9 @@ def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.st
     note = SWEEP.get(s)
     own = note is not None and note[1] == "reverse"
     if isinstance(s, (ast.For, ast.While)) and nested and (reverse or own):
-        dv = g.cotangent_of(s)
-        if dv is not None:
-            return _guarded(s, dv)
+        plan = g.guard(s)
+        if plan is not None:
+            return _guarded(s, *plan)
     loop = isinstance(s, (ast.For, ast.While))
     body = _rewrite(s.body, reverse or own, nested or loop, g)
     orelse = _rewrite(s.orelse, reverse or own, nested or loop, g)
@@ -123,32 +127,63 @@ def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.st
     return new
 
 
-def _guarded(loop: ast.stmt, dv: str) -> ast.stmt:
+def _guarded(loop: ast.stmt, dv: str, instead: list[ast.stmt]) -> ast.stmt:
     test = ast.Compare(left=ast.Name(id=dv, ctx=ast.Load()), ops=[ast.NotEq()],
                        comparators=[ast.Constant(value=0.0)])
-    note = emit.comment(f"skipped where {dv} is 0: all it adds is linear in {dv}")
-    return ast.copy_location(ast.If(test=test, body=[note, loop], orelse=[]), loop)
+    note = emit.comment(f"skipped where {dv} is 0: all it adds is linear in {dv}"
+                        + (", its tape cursors stepped over it" if instead else ""))
+    return ast.copy_location(ast.If(test=test, body=[note, loop], orelse=instead), loop)
 
 
 def skippable(loop: ast.stmt, dv: str, live: Collection[str], env: dict[str, Any],
               shares: Callable[[str], set[str]] = lambda n: {n}) -> bool:
     """Does skipping ``loop`` where ``dv == 0`` leave every value a later statement reads
-    as it was (module docstring: the preconditions)?  ``live``: the names read after it;
-    ``shares``: the names that may share a name's buffer."""
+    as it was, its cursor steps made up (module docstring: the preconditions)?  ``live``:
+    the names read after it; ``shares``: the names that may share a name's buffer."""
+    return skip_plan(loop, dv, live, env, shares) is not None
+
+
+def skip_plan(loop: ast.stmt, dv: str, live: Collection[str], env: dict[str, Any],
+              shares: Callable[[str], set[str]] = lambda n: {n}) -> list[ast.stmt] | None:
+    """What runs instead of ``loop`` where ``dv == 0`` (its tape cursors stepped over all
+    its trips at once: ``_tape_n -= len(range(...))``), or None where it may not be
+    skipped (``skippable``)."""
     stmts = list(walk_stmts([loop]))
     if any(isinstance(s, (ast.Return, ast.Raise, ast.Try, ast.With)) for s in stmts):
-        return False
+        return None
     if not all(_pure(c, env) for s in stmts for c in walk(s) if isinstance(c, ast.Call)):
-        return False
+        return None
     zero = _zeros(loop, dv, env)
     if zero is None:
-        return False
+        return None
+    steps = _cursor_steps(loop, live)
     for s in stmts:
         if isinstance(s, ast.Expr) and not emit.comment_text(s):
-            return False  # a call made for its effect
-        if not _harmless(s, dv, live, zero, env, shares):
-            return False
-    return True
+            return None  # a call made for its effect
+        if id(s) not in steps and not _harmless(s, dv, live, zero, env, shares):
+            return None
+    trips = ast.Call(func=ast.Name(id="len", ctx=ast.Load()), args=[clone(loop.iter)],
+                     keywords=[])
+    return [ast.AugAssign(target=ast.Name(id=s.target.id, ctx=ast.Store()), op=s.op,
+                          value=trips if s.value.value == 1 else
+                          ast.BinOp(left=clone(s.value), op=ast.Mult(), right=clone(trips)))
+            for s in steps.values()]
+
+
+def _cursor_steps(loop: ast.stmt, live: Collection[str]) -> dict[int, ast.AugAssign]:
+    """The statements of a ``for`` loop over ``range`` (no ``break``, ``continue``) that
+    step a name read after it by a constant once per trip (``_tape_n -= 1``, at the top of
+    its body) and are its only bindings of that name: the loop's tape pops."""
+    if dataflow.loop_index(loop) is None or any(
+            isinstance(x, (ast.Break, ast.Continue)) for x in walk_stmts(loop.body)):
+        return {}
+    bound = [n for x in walk_stmts(loop.body) for n in dataflow.binds(x)]
+    head = loaded_ids(loop.iter) | {loop.target.id}
+    return {id(s): s for s in loop.body
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)
+            and isinstance(s.op, (ast.Add, ast.Sub)) and isinstance(s.value, ast.Constant)
+            and type(s.value.value) is int and s.target.id in live
+            and bound.count(s.target.id) == 1 and s.target.id not in head}
 
 
 def _harmless(s: ast.stmt, dv: str, live: Collection[str], zero: set[str], env,
@@ -248,4 +283,4 @@ def _pure(c: ast.Call, env: dict[str, Any]) -> bool:
         and fn is not math  # (a module is no call)
 
 
-__all__ = ["is_zero", "skippable", "zero_guards"]
+__all__ = ["is_zero", "skip_plan", "skippable", "zero_guards"]
