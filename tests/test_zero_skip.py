@@ -211,3 +211,34 @@ def test_is_zero():
     assert z("(dv + dv) * x") and z("-dv / y") and z("unbroadcast(dv * a, b)")
     assert z("dv[i] * 2.0") and z("0.0")
     assert not z("x / dv") and not z("dv + 1.0") and not z("f(dv)")
+
+
+def zero_at_half(x):
+    """The cotangent of ``t`` is ``x[i] - 0.5``: zero where ``x[i]`` is 0.5, but not its
+    tangent along ``x``; forward mode over the gradient code must run that loop."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        t = 0.0
+        for j in range(x.shape[0]):
+            t += math.sin(x[j] * (i + 1))
+        s += (x[i] - 0.5) * t
+    return s
+
+
+def test_hvp_skips_constant_cotangents():
+    """``jg.hvp``: kmeans' ``ddist`` depends on no ``wrt`` argument (its tangent is 0), so
+    its loop is skipped in the tangent code too; values against central differences."""
+    points, centroids = _kmeans_args()
+    check_hvp(kmeans_cost, (points, centroids), wrt=(1,))
+    src = jg.differentiate(kmeans_cost, wrt=1).source(points, centroids, mode="hvp")
+    assert "ddist != 0.0" in src
+
+
+@pytest.mark.parametrize("jit", JITS)
+def test_hvp_keeps_loops_of_varying_cotangents(jit):
+    x = np.array([0.2, 0.5, -0.3, 0.5])
+    check_grad(zero_at_half, (x,), jit=jit)
+    assert _guards(zero_at_half, x, jit=jit) == ["if dt != 0.0:"]  # the gradient skips
+    check_hvp(zero_at_half, (x,), wrt=(0,))
+    src = jg.differentiate(zero_at_half).source(x, mode="hvp")
+    assert "dt != 0.0" not in src

@@ -95,6 +95,30 @@ class _Guarding:
         return None
 
 
+def depending_on(body: list[ast.stmt], seeds: Collection[str],
+                 shared: dict[str, str] | None = None) -> set[str]:
+    """The names of ``body`` whose values may depend on ``seeds`` through data (not through
+    branch tests: forward mode's activity), buffers shared included (syntax only, flow
+    insensitive: on the safe side).  What forward mode over gradient code (``jg.hvp``) may
+    give a tangent; a cotangent outside it keeps a zero tangent, and its guard holds."""
+    flow = dataflow.Dataflow(body, shared)
+    stmts = list(walk_stmts(body))
+    out = set(seeds)
+    while True:
+        more: set[str] = set()
+        for s in stmts:
+            if not dataflow.reads(s) & out:
+                continue
+            bound = set(dataflow.binds(s, elements=True, appends=True))
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):  # it may write them
+                bound |= {a.id for a in s.value.args if isinstance(a, ast.Name)}
+            for n in bound - out:
+                more |= flow.shares(n)
+        if not more - out:
+            return out
+        out |= more
+
+
 def _rewrite(stmts: list[ast.stmt], reverse: bool, nested: bool, g: _Guarding
              ) -> list[ast.stmt]:
     out: list[ast.stmt] = []
@@ -283,4 +307,4 @@ def _pure(c: ast.Call, env: dict[str, Any]) -> bool:
         and fn is not math  # (a module is no call)
 
 
-__all__ = ["is_zero", "skip_plan", "skippable", "zero_guards"]
+__all__ = ["depending_on", "is_zero", "skip_plan", "skippable", "zero_guards"]
