@@ -41,7 +41,6 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import math
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -303,8 +302,7 @@ def _pure(c: ast.Call, env: dict[str, Any]) -> bool:
         return False
     if getattr(fn, "__module__", None) == "math" or type(fn).__name__ == "ufunc":
         return True
-    return (lookup(fn) is not None or is_non_differentiable(fn)) and not draws(fn) \
-        and fn is not math  # (a module is no call)
+    return (lookup(fn) is not None or is_non_differentiable(fn)) and not draws(fn)
 
 
 __all__ = ["depending_on", "is_zero", "skip_plan", "skippable", "zero_guards"]
