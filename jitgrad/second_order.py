@@ -19,7 +19,7 @@ from .transpiler.gradient_code import gradient_code, user_lines
 def gradient_function(d: Any, args: tuple) -> Any:
     """The gradient of ``d`` at these argument kinds as a Python function of
     ``(*params, _dret)`` returning the gradients (cached on ``d``)."""
-    return gradient_code(d, d._generated(args))
+    return gradient_code(d, d._generated(args), tangents=True)
 
 
 __all__ = ["gradient_code", "gradient_function", "user_lines"]

@@ -20,20 +20,23 @@ from .analysis.kinds import FLOAT
 from .backend import emit
 from .backend import jit as backend
 from .backend.optimize import dead_code
+from .backend.zero_skip import depending_on, zero_guards
 from .front.desugar import assign, const
 from .front.nested import inner_gradient
 from .ir import result_expr
 from .nodes import clone
 
 
-def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
+def gradient_code(d: Any, gen: Any, value: bool = False, tangents: bool = False) -> Any:
     """The gradient code ``gen`` of ``d`` as a Python function of ``(*params, _dret)``
     returning the gradients (``value``: the value, then the gradients, one flat tuple),
-    cached on ``d``."""
+    cached on ``d``.  ``tangents``: for forward mode over it (``jg.hvp``), with its reversed
+    loops skipped where a cotangent that keeps a zero tangent is zero (``_zero_guards``);
+    reverse mode over it (a nested gradient, ``grad(grad)``) must see every loop."""
     if gen.unit.split and gen.unit.splits:  # differentiated again: its helpers inlined
         gen = _unsplit(d, gen)
     cache = d.__dict__.setdefault("_gradfn_cache", {})
-    key = (id(gen), value)
+    key = (id(gen), value, tangents)
     if key in cache and cache[key][0] is gen:
         return cache[key][1]
     u = gen.unit
@@ -42,6 +45,8 @@ def gradient_code(d: Any, gen: Any, value: bool = False) -> Any:
     out = ast.Tuple(elts=[clone(ir.results[0]), *grads], ctx=ast.Load()) if value \
         else result_expr(grads)
     body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared)
+    if tangents:
+        body = _zero_guards(d, u, body)
     fname = u.namer.fresh(f"{u.name}_g_")
     src = emit.unparse(emit.function_def(fname, [*ir.params, ir.seed], body))
     namespace = backend.imports({"g": src}, u.env)
@@ -75,6 +80,19 @@ def _unsplit(d: Any, gen: Any) -> Any:
         hit = cache[id(gen)] = (gen, generate(d._prep(), [d.params[i] for i in d.wrt_positions],
                                               kinds, split=False))
     return hit[1]
+
+
+def _zero_guards(d: Any, u: Any, body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` with ``zero_skip``'s guards on the scalar cotangents that depend on no
+    ``wrt`` argument: forward mode gives them no tangent, so a loop linear in one adds
+    only zeros, tangents included, where it is zero (kmeans: ``ddist``)."""
+    ir = u.ir
+    wrt = [d.params[i] for i in d.wrt_positions]
+    varied = depending_on(body, wrt, ir.shared)
+    scalars = frozenset(a for n, a in u.namer.adjoints().items() if a not in varied
+                        and (k := u.kinds.get(n)) is not None and k.cls == "f"
+                        and k.ndim == 0)
+    return zero_guards(body, scalars, u.env, ir.shared)
 
 
 def tangent_function(d: Any, gen: Any, value: bool = True, seed: str | None = None) -> Any:

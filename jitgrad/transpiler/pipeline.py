@@ -920,6 +920,12 @@ def _float_ndims(u: Unit, scalar: bool) -> dict[str, int]:
     return out
 
 
+def _scalar_cotangents(u: Unit) -> frozenset[str]:
+    """The adjoints of float scalars (``backend/zero_skip.py`` guards loops on them)."""
+    return frozenset(d for n, d in u.namer.adjoints().items()
+                     if (k := u.kinds.get(n)) is not None and k.cls == "f" and k.ndim == 0)
+
+
 def backend_context(u: Unit) -> passes.Context:
     """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
@@ -932,6 +938,7 @@ def backend_context(u: Unit) -> passes.Context:
     return passes.Context(
         u.ir, u.names, u.workspaces, unit_seed=scalar,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
+        cotangents=_scalar_cotangents(u),
         ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))

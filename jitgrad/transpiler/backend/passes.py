@@ -38,6 +38,7 @@ from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
 from .shape_only import shape_stand_ins
 from .write_once import write_once
+from .zero_skip import zero_guards
 
 # --- the facts the steps declare ---------------------------------------------------------
 
@@ -64,6 +65,8 @@ ELEMENTS = "element loops"
 WORKSPACE = "workspace threaded"
 #: prange loops parallel where their iterations are independent
 PARALLEL = "prange parallel"
+#: loops of the adjoint sweep that add only zeros where one cotangent is zero skip then
+ZERO_SKIPS = "zero cotangents skipped"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -94,6 +97,8 @@ class Context:
     once: bool = False
     #: the float arrays (``shape_only``)
     arrays: frozenset[str] = frozenset()
+    #: the adjoints of float scalars (``zero_skip``: the cotangents a loop may be skipped on)
+    cotangents: frozenset[str] = frozenset()
     #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None
     parallel: Callable[[], Any] | None = None
     #: the name generated code calls a helper of ``kernels.helpers`` by
@@ -656,6 +661,90 @@ def parallel_(s: Lowering) -> None:
         s.body, s.params = fn.body, [a.arg for a in fn.args.args]
 
 
+def zero_skip_(s: Lowering) -> None:
+    """A loop nested in a reversed loop whose effects are all sums of terms linear in one
+    scalar cotangent runs only where that cotangent is nonzero (``backend/zero_skip.py``):
+    here the distance loop's adjoint, for the nearest centroid only (the one whose ``dd``
+    the ``if d < best`` chain leaves nonzero); the loop over ``j`` pops a tape, and runs.
+
+    >>> print(example("zero_skip", '''
+    ... def f(p, c):
+    ...     s = 0.0
+    ...     for i in range(p.shape[0]):
+    ...         best = np.inf
+    ...         for j in range(c.shape[0]):
+    ...             d = 0.0
+    ...             for k in range(c.shape[1]):
+    ...                 d += (p[i, k] - c[j, k]) ** 2
+    ...             if d < best:
+    ...                 best = d
+    ...         s += best
+    ...     return s
+    ... ''', args=(np.ones((4, 2)), np.ones((3, 2)))))
+    def f_grad_1(p, c, _dret, _ws):
+        _tape_c_1 = _ws[0]
+        _tape_c_1n = 0
+        s = 0.0
+        _n = p.shape[0]
+        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, max(0, _n) * max(0, c.shape[0]))
+        for i in range(_n):
+            best = np.inf
+            _n2 = c.shape[0]
+            _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, _n2)
+            for j in range(_n2):
+                d = 0.0
+                _n3 = c.shape[1]
+                for k in range(_n3):
+                    _t3 = p[i, k]
+                    _t4 = c[j, k]
+                    _t2 = _t3 - _t4
+                    _t = _t2 ** 2
+                    d = d + _t
+                _c = bool(d < best)
+                # stored _c: d is rebound later
+                _tape_c_1[_tape_c_1n] = _c
+                _tape_c_1n += 1
+                if _c:
+                    best = d
+            s = s + best
+        dc = np.zeros_like(c)
+        dp = np.zeros_like(p)
+        dbest = 0.0
+        dd = 0.0
+        ds = _dret
+        for i in range(_n - 1, -1, -1):
+            # line 11: s += best
+            dbest += ds
+            _n2_1 = c.shape[0]
+            for j in range(_n2_1 - 1, -1, -1):
+                _tape_c_1n -= 1
+                _c_1 = _tape_c_1[_tape_c_1n]
+                if _c_1:
+                    # line 10: best = d
+                    dd += dbest
+                    dbest = 0.0
+                _n3_1 = c.shape[1]
+                if dd != 0.0:
+                    # skipped where dd is 0: all it adds is linear in dd
+                    for k in range(_n3_1 - 1, -1, -1):
+                        # line 8: d += (p[i, k] - c[j, k]) ** 2
+                        _dt = dd
+                        _t2 = p[i, k] - c[j, k]
+                        _dt2 = guard(_dt, _dt * 2 * _t2)
+                        _dt4 = -_dt2
+                        dc[j, k] += _dt4
+                        dp[i, k] += _dt2
+                # line 6: d = 0.0
+                dd = 0.0
+            # line 4: best = np.inf
+            dbest = 0.0
+        return (s, (dp, dc), (_tape_c_1,))
+    """
+    ir = s.ctx.ir
+    if not ir.callables:
+        s.body = zero_guards(s.body, s.ctx.cotangents, s.ctx.env, ir.shared)
+
+
 def tape_accessors_(s: Lowering) -> None:
     """A typed tape's element writes and reads go through ``tape_put`` and ``tape_get``,
     compiled without the bounds check (``lower.unchecked_tapes``: on the tree, in the
@@ -725,6 +814,7 @@ BACKEND: list[BackendPass] = check([
     step("shape_only", shape_only_, [LIVE, IR], [STAND_INS]),
     step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
+    step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
