@@ -50,6 +50,9 @@ class Capture:
     #: stored once per run of this loop, before it, instead (``ReadPolicy.hoisted``): the
     #: loop, and the invariant expression to push where the value is made in it
     hoist: tuple[ast.For, ast.expr | None] | None = None
+    #: an array the adjoint reads only for its shape: a stand-in of that shape is stored,
+    #: popped into a fresh name (``Planner.shape_only``)
+    shape: bool = False
 
 
 @dataclass
@@ -86,14 +89,19 @@ class Planner:
         self.kept: set[tuple[int, int, str]] = set()
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
-             compound: bool, made: set[str]) -> Captures:
+             compound: bool, made: set[str], shaped: set[str] = frozenset()) -> Captures:
         """The values of ``reads`` (forward-sweep names, in order of definition) that the
         adjoint of ``s`` needs and that may change before it runs, each stored or
         recomputed (``analysis.cost.decide``; together where that is cheaper).
 
         ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
-        gains what the adjoint will have restored under its own name."""
+        gains what the adjoint will have restored under its own name.  ``shaped``: the
+        names the adjoint of ``s`` reads only for their shape (``shape_only``)."""
         wanted = self.wanted(s, reads, outputs, restored, compound, made)
+        shapes = [self.shape_only(n, is_out) for n, is_out, _ in wanted
+                  if not compound and n in shaped and self.an.kind(n).is_array
+                  and self.an.kind(n).ndim is not None]
+        wanted = [w for w in wanted if w[0] not in {c.name for c in shapes}]
         # counters indexing element reads: restored here, the reads are read again
         wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
                                                                     compound)]
@@ -117,7 +125,19 @@ class Planner:
                 values.append(Capture(n, is_out, restores, d))
                 continue
             values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped))
-        return Captures(values, None if joint is None else joint[1])
+        return Captures(shapes + values, None if joint is None else joint[1])
+
+    @staticmethod
+    def shape_only(n: str, is_out: bool) -> Capture:
+        """The array ``n``, which the adjoint of a statement reads only for its shape (and
+        dtype): a stand-in of that shape holding no memory is stored instead of ``n``, and
+        popped into a fresh name, so that no other adjoint takes it for ``n``'s value.
+        Preconditions: ``n`` is an array of known rank (the stand-in's type is a view of
+        that rank), and every read of ``n`` in that adjoint is ``unbroadcast(g, n)``-like
+        (the primitive table's ``shape_args``), ``n.shape``/``size``/``ndim``/``dtype``
+        or ``len(n)`` (``shape_only.read_for_shape_only``); not a compound statement's."""
+        why = f"{n} as a stand-in of its shape (nothing else is read)"
+        return Capture(n, is_out, False, Decision(n, True, why), shape=True)
 
     def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str]
                ) -> Capture:

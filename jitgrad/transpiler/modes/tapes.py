@@ -18,6 +18,7 @@ from ..analysis.cost import note
 from ..analysis.kinds import Kind
 from ..astutil import binop
 from ..backend.emit import comment
+from ..backend.shape_only import read_for_shape_only, shape_reading_names, stand_in
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..ir import Snapshots
@@ -67,6 +68,7 @@ class Tapes(Part):
         self._hoisted: dict[tuple[int, str, bool], str] = {}
         #: the generated module's name of ``unbroadcast`` (the statements' too)
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
+        self._readers: tuple[int, tuple[str, ...]] = (-1, ())
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
@@ -84,8 +86,9 @@ class Tapes(Part):
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.made
+        shaped = set() if compound else read_for_shape_only(rev, self.shape_readers())
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
-                                   compound, made)
+                                   compound, made, shaped)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
@@ -94,7 +97,9 @@ class Tapes(Part):
         for c in record.values:
             if c.decision.stored:
                 fwd = fwd_after if c.is_out else fwd_before
-                if c.twin is not None:
+                if c.shape:
+                    pops += self.store_shape(c, s, mapping, fwd)
+                elif c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
                 elif c.hoist is not None:
                     into[c.name] = self.hoist(c, mapping)
@@ -146,6 +151,32 @@ class Tapes(Part):
         mapping[c.name] = fresh
         into[c.name] = fresh
         return pop(fresh)
+
+    def store_shape(self, c: Capture, s: ast.stmt, mapping: dict[str, str],
+                    fwd: list[ast.stmt]) -> list[ast.stmt]:
+        """Push a stand-in of ``c``'s shape and dtype (``shape_only.stand_in``: no memory of
+        its own) instead of ``c``, read only for its shape; popped into a fresh name."""
+        tape = self.namer.tape(c.name)
+        self.declared.append((tape, None))
+        push = ast.Expr(value=ast.Call(
+            func=ast.Attribute(value=name(tape), attr="append", ctx=ast.Load()),
+            args=[stand_in(c.name, self.global_name("np", __import__("numpy")))],
+            keywords=[]))
+        PUSH.set(push, True)
+        fwd.append(push)
+        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_")
+        mapping[c.name] = fresh
+        return [assign(fresh, ast.Call(func=ast.Attribute(value=name(tape), attr="pop",
+                                                          ctx=ast.Load()),
+                                       args=[], keywords=[])),
+                *self.shape_check(c.name, fresh)]
+
+    def shape_readers(self) -> tuple[str, ...]:
+        """The generated module's names of the helpers reading an argument only for its
+        shape (``unbroadcast``...), found again when the module gains names."""
+        if self._readers[0] != len(self.env):
+            self._readers = (len(self.env), shape_reading_names(self.env))
+        return self._readers[1]
 
     def twin(self, c: Capture, popped: str, mapping: dict[str, str]) -> list[ast.stmt]:
         """``c``, the same value as its twin popped into ``popped``: one tape for both."""
