@@ -82,14 +82,15 @@ def shape_reading_names(env: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(n for n, v in env.items() if 1 in shape_args(v)))
 
 
-#: attributes of an array that depend only on its shape and dtype
-_SHAPE_ATTRS = frozenset({"shape", "size", "ndim", "dtype"})
+#: attributes of an array that depend only on its shape
+_SHAPE_ATTRS = frozenset({"shape", "size", "ndim"})
 
 
 def read_for_shape_only(stmts: list[ast.stmt], readers: tuple[str, ...]) -> set[str]:
-    """The names ``stmts`` load only for their shape and dtype: as the second argument of
-    one of ``readers`` (``shape_reading_names``), through ``.shape``, ``.size``, ``.ndim``,
-    ``.dtype``, or ``len``; every other load of such a name disqualifies it."""
+    """The names ``stmts`` load only for their shape: as the second argument of one of
+    ``readers`` (``shape_reading_names``: their result's dtype is their first argument's
+    under Numba), through ``.shape``, ``.size``, ``.ndim``, or ``len``; every other load
+    of such a name disqualifies it."""
     nodes = list(walk(ast.Module(body=list(stmts), type_ignores=[])))
     shaped: dict[int, str] = {}
     for n in nodes:

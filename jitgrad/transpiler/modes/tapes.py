@@ -16,6 +16,7 @@ from ...kernels import helpers, snapshots
 from ..analysis import dataflow
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
+from ..analysis.shape_classes import ShapeClasses
 from ..astutil import binop
 from ..backend.emit import comment
 from ..backend.shape_only import read_for_shape_only, shape_reading_names, stand_in
@@ -24,7 +25,7 @@ from ..front.inline import rename
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH
-from .recompute import Capture, Planner
+from .recompute import Capture, Captures, Planner
 from .unit import Part, Unit
 
 
@@ -69,6 +70,7 @@ class Tapes(Part):
         #: the generated module's name of ``unbroadcast`` (the statements' too)
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
         self._readers: tuple[int, tuple[str, ...]] = (-1, ())
+        self._classes: ShapeClasses | None = None
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
@@ -94,11 +96,14 @@ class Tapes(Part):
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
         if record.joint is not None:  # one comment for the values recomputed together
             pops += [decision(said) for said in note([record.joint], stored=False)]
+        as_args = self.shaped_as_args(record, mapping, pops)
         for c in record.values:
+            if c.name in as_args:
+                continue
             if c.decision.stored:
                 fwd = fwd_after if c.is_out else fwd_before
                 if c.shape:
-                    pops += self.store_shape(c, s, mapping, fwd)
+                    pops += self.store_shape(c, mapping, fwd)
                 elif c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
                 elif c.hoist is not None:
@@ -113,7 +118,7 @@ class Tapes(Part):
             rev[:] = [rename(x, mapping) for x in rev]
         stored = [c.decision for c in record.values
                   if c.decision.stored and not c.next_trip and c.twin is None
-                  and c.hoist is None]
+                  and c.hoist is None and c.name not in as_args]
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -152,8 +157,24 @@ class Tapes(Part):
         into[c.name] = fresh
         return pop(fresh)
 
-    def store_shape(self, c: Capture, s: ast.stmt, mapping: dict[str, str],
-                    fwd: list[ast.stmt]) -> list[ast.stmt]:
+    def shaped_as_args(self, record: Captures, mapping: dict[str, str],
+                       pops: list[ast.stmt]) -> set[str]:
+        """The values of ``record`` read only for their shape that have an argument's shape
+        (``same_shape_arg``): read as that argument (``mapping``), nothing stored; ``pops``
+        gains a comment per argument."""
+        by: dict[str, list[str]] = {}
+        for c in record.values:
+            arg = self.same_shape_arg(c.name) if c.shape else None
+            if arg is not None:
+                by.setdefault(arg, []).append(c.name)
+                mapping[c.name] = arg
+        for arg, ns in by.items():
+            pops.append(decision(f"{', '.join(ns)}: only the shape is read, {arg}'s: read "
+                                 f"from {arg}, not stored"))
+        return {n for ns in by.values() for n in ns}
+
+    def store_shape(self, c: Capture, mapping: dict[str, str], fwd: list[ast.stmt]
+                    ) -> list[ast.stmt]:
         """Push a stand-in of ``c``'s shape and dtype (``shape_only.stand_in``: no memory of
         its own) instead of ``c``, read only for its shape; popped into a fresh name."""
         tape = self.namer.tape(c.name)
@@ -170,6 +191,26 @@ class Tapes(Part):
                                                           ctx=ast.Load()),
                                        args=[], keywords=[])),
                 *self.shape_check(c.name, fresh)]
+
+    def same_shape_arg(self, n: str) -> str | None:
+        """The argument ``p`` the function never binds whose shape the float array ``n``
+        provably has wherever it is bound (``ShapeClasses``: elementwise operations of
+        arrays of ``p``'s shape and scalars, allocations of ``p``'s extents), on no
+        assumption checked at run time; else None."""
+        if self.planner.policy is None or self.an.kind(n).cls != "f":
+            return None
+        if self._classes is None:
+            kinds = self.an.kinds
+            ndims = {m: k.ndim for m, k in kinds.items() if k.ndim is not None
+                     and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
+            self._classes = ShapeClasses(self.planner.policy.body, ndims, self.env,
+                                         list(self.args))
+        classes = self._classes
+        p = classes.of(n)
+        if p is None or p not in classes.fixed or p not in self.args or classes.checks(p) \
+                or self.an.kind(p) != self.an.kind(n):
+            return None
+        return p
 
     def shape_readers(self) -> tuple[str, ...]:
         """The generated module's names of the helpers reading an argument only for its
