@@ -5,12 +5,15 @@ own), or nothing where the shape is an argument's (``Tapes.same_shape_arg``).  E
 value and gradient element is checked against central differences, compiled and not,
 second order too (the gradient code is differentiated again)."""
 
+import ast
 import re
 
 import numpy as np
 import pytest
 from gradcheck import check_grad, check_hvp
 from test_pass_decisions import sweeps
+
+from jitgrad.transpiler.analysis.shape_classes import ShapeClasses
 
 
 def same_shape(x, s):
@@ -54,6 +57,16 @@ def grown(x, s):
     return np.sum(y)
 
 
+def shifted(x, s):
+    """An allocation of ``x.shape[0] - 1`` elements: not ``x``'s shape (no class of an
+    argument), so its temporaries' shapes are stored as stand-ins."""
+    n = x.shape[0] - 1
+    y = np.zeros(n)
+    for _ in range(s):
+        y = y * 0.5 + x[1:] * x[:-1]
+    return np.sum(y * y)
+
+
 def _rng(seed):
     return np.random.default_rng(seed)
 
@@ -63,6 +76,7 @@ CASES = {
     "scalar_broadcast": (scalar_broadcast, (_rng(2).normal(size=4), 0.7, 3), (0, 1)),
     "column_against_matrix": (column_against_matrix, (_rng(3).normal(size=(3, 4)), 3), (0,)),
     "grown": (grown, (_rng(4).normal(size=2), 4), (0,)),
+    "shifted": (shifted, (_rng(5).normal(size=5), 3), (0,)),
 }
 
 
@@ -92,7 +106,7 @@ def _stand_ins(src):
 #: whole (before: every temporary and the state again, e.g. same_shape's ``y, _t2, _t,
 #: k2, k1, _t5, _t4, y, _t3``)
 NEEDED = {"same_shape": ["y", "_t"], "scalar_broadcast": ["y", "_t2"],
-          "column_against_matrix": ["_t4"], "grown": ["y", "z"]}
+          "column_against_matrix": ["_t4"], "grown": ["y", "z"], "shifted": []}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -110,7 +124,7 @@ def test_argument_shaped_temporaries_take_no_tape(case):
     assert not _stand_ins(src) and "only the shape is read" in src, src
 
 
-@pytest.mark.parametrize("case", ["column_against_matrix", "grown"])
+@pytest.mark.parametrize("case", ["column_against_matrix", "grown", "shifted"])
 def test_other_shapes_are_stored_as_stand_ins(case):
     """The ``(n, 1)`` column, a state of a shape no argument has: stand-ins of the
     shape, one zero's memory each; the column's adjoint sums to its shape."""
@@ -121,3 +135,23 @@ def test_other_shapes_are_stored_as_stand_ins(case):
         assert re.search(r"unbroadcast\([^,]+, _b_\w*\)", src), src
     stand = np.broadcast_to(np.zeros(()), (1000, 3))
     assert stand.base is not None and stand.base.nbytes == 8 and stand.strides == (0, 0)
+
+
+@pytest.mark.parametrize("alloc, cls", [
+    ("np.zeros(n)", "x"), ("np.empty(len(x))", "x"), ("np.ones(a.shape)", "a"),
+    ("np.zeros((a.shape[0], m))", "a"), ("np.zeros((m, a.shape[0]))", None),
+    ("np.zeros(n - 1)", None), ("np.zeros(a.shape[0])", None), ("np.zeros(k)", None)])
+def test_allocation_classes(alloc, cls):
+    """An allocation of an argument's extents, in order, has that argument's shape class
+    (through names bound only to an extent); anything else has none."""
+    src = f"""
+n = x.shape[0]
+m = a.shape[1]
+k = x.shape[0]
+k = k + 1
+z = {alloc}
+"""
+    body = ast.parse(src).body
+    shapes = ShapeClasses(body, {"x": 1, "a": 2, "n": 0, "m": 0, "k": 0}, {"np": np, "len": len},
+                          ["x", "a"])
+    assert shapes.of("z") == cls
