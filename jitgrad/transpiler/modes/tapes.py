@@ -5,6 +5,17 @@ only when recomputing it would cost more (``recompute.py`` plans it, ``analysis/
 prices and decides: element reads of unwritten arrays, integer arithmetic, operators
 and scalar calls priced by the primitive table, from values still available).  Scalars
 go to typed arrays reserved once per loop; arrays to lists of snapshots.
+
+An array the adjoint of a statement reads only for its shape (``unbroadcast(g, t)``,
+``t.shape``, ``len(t)``: ``shape_only.read_for_shape_only``) is not stored whole
+(``Planner.shape_only``).  Where its shape class is an argument's (``same_shape_arg``:
+elementwise operations and allocations of that argument's extents, on no assumption
+checked at run time, the argument never rebound, both float of one rank) the adjoint
+reads the argument instead and nothing is stored; else a stand-in of its shape is pushed
+(``np.broadcast_to(np.zeros((), t.dtype), t.shape)``, one zero's memory).  Either way it
+is given to the adjoint under another name, never restored under its own, so no other
+statement's adjoint (or recomputation) takes it for the value; a compound statement's
+header is left alone.
 """
 
 from __future__ import annotations
