@@ -38,6 +38,8 @@ _TOP = "<top>"
 SUMS = (np.sum,)
 #: calls whose result has the shape of their argument ``k``: (function, k)
 _LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0))
+#: allocations whose first argument is the shape of the result
+_ALLOC = (np.empty, np.zeros, np.ones)
 
 
 class ShapeClasses:
@@ -154,10 +156,46 @@ class ShapeClasses:
         for f, k in _LIKE:
             if fn is f and len(e.args) > k:
                 return self.expr(e.args[k])
+        if fn in _ALLOC and e.args:
+            return self._allocated(e.args[0])
         if fn is np.broadcast_to and len(e.args) == 2 and isinstance(e.args[1], ast.Attribute) \
                 and e.args[1].attr == "shape" and isinstance(e.args[1].value, ast.Name):
             return self.of(e.args[1].value.id)
         return None
+
+    def _allocated(self, shape: ast.expr) -> str | None:
+        """The class of ``np.empty(shape)`` (``zeros``, ``ones``): the argument ``p`` the
+        body never binds where ``shape`` is ``p.shape``, or ``p.shape[0], p.shape[1]...``
+        in order (``len(p)`` for the first), each maybe through a name whose every
+        binding is that expression (its value is the same wherever it is read)."""
+        if isinstance(shape, ast.Attribute) and shape.attr == "shape" \
+                and isinstance(shape.value, ast.Name) and shape.value.id in self.fixed:
+            return shape.value.id
+        dims = shape.elts if isinstance(shape, ast.Tuple) else [shape]
+        got = {self._extent(d, k) for k, d in enumerate(dims)}
+        if len(got) != 1 or None in got:
+            return None
+        p = got.pop()
+        return p if self.ndims.get(p) == len(dims) else None
+
+    def _extent(self, e: ast.expr, k: int, depth: int = 0) -> str | None:
+        """``p`` where ``e`` is ``p.shape[k]`` (or ``len(p)``, ``k`` 0) of an argument the
+        body never binds, directly or through names bound only to that."""
+        if isinstance(e, ast.Name) and e.id in self.values and depth < 4:
+            got = {None if v is None else self._extent(v, k, depth + 1)
+                   for v in self.values[e.id]}
+            return got.pop() if len(got) == 1 else None
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id == "len" \
+                and k == 0 and len(e.args) == 1 and not e.keywords \
+                and isinstance(e.args[0], ast.Name) and self.env.get("len") in (None, len):
+            p = e.args[0].id
+        elif isinstance(e, ast.Subscript) and isinstance(e.value, ast.Attribute) \
+                and e.value.attr == "shape" and isinstance(e.value.value, ast.Name) \
+                and isinstance(e.slice, ast.Constant) and e.slice.value == k:
+            p = e.value.value.id
+        else:
+            return None
+        return p if p in self.fixed and self.ndims.get(p) else None
 
     def combine(self, classes: list[str | None]) -> str | None:
         """The class of an elementwise operation of values of ``classes``: their one array

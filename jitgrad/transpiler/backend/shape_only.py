@@ -67,13 +67,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
         like = _fresh(f"{v}_like", taken)
         for m in shape_at[v]:
             out[m] = _with_stand_in(out[m], v, like, readers)
-        made = assign(like, ast.Call(
-            func=ast.Attribute(value=name(np_name), attr="broadcast_to", ctx=ast.Load()),
-            args=[ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
-                           args=[ast.Tuple(elts=[], ctx=ast.Load()),
-                                 ast.Attribute(value=name(v), attr="dtype", ctx=ast.Load())],
-                           keywords=[]),
-                  ast.Attribute(value=name(v), attr="shape", ctx=ast.Load())], keywords=[]))
+        made = assign(like, stand_in(v, np_name))
         out[k] = [out[k], comment(f"{v}: only its shape is read later"),
                   ast.copy_location(made, s)]
     flat: list[ast.stmt] = []
@@ -86,6 +80,43 @@ def shape_reading_names(env: dict[str, Any]) -> tuple[str, ...]:
     """The names ``env`` binds to functions that read their second argument only for its
     shape and dtype (the primitive table's ``shape_args``: ``unbroadcast``...)."""
     return tuple(sorted(n for n, v in env.items() if 1 in shape_args(v)))
+
+
+#: attributes of an array that depend only on its shape
+_SHAPE_ATTRS = frozenset({"shape", "size", "ndim"})
+
+
+def read_for_shape_only(stmts: list[ast.stmt], readers: tuple[str, ...]) -> set[str]:
+    """The names ``stmts`` load only for their shape: as the second argument of one of
+    ``readers`` (``shape_reading_names``: their result's dtype is their first argument's
+    under Numba), through ``.shape``, ``.size``, ``.ndim``, or ``len``; every other load
+    of such a name disqualifies it."""
+    nodes = list(walk(ast.Module(body=list(stmts), type_ignores=[])))
+    shaped: dict[int, str] = {}
+    for n in nodes:
+        if _shape_read(n, readers):
+            shaped[id(n.args[1])] = n.args[1].id
+        elif isinstance(n, ast.Attribute) and n.attr in _SHAPE_ATTRS \
+                and isinstance(n.value, ast.Name):
+            shaped[id(n.value)] = n.value.id
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" \
+                and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
+            shaped[id(n.args[0])] = n.args[0].id
+    other = {n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in shaped}
+    return set(shaped.values()) - other
+
+
+def stand_in(v: str, np_name: str) -> ast.expr:
+    """``np.broadcast_to(np.zeros((), v.dtype), v.shape)``: an array of ``v``'s shape and
+    dtype holding no memory of its own (a view of one zero)."""
+    zeros = ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
+                     args=[ast.Tuple(elts=[], ctx=ast.Load()),
+                           ast.Attribute(value=name(v), attr="dtype", ctx=ast.Load())],
+                     keywords=[])
+    return ast.Call(func=ast.Attribute(value=name(np_name), attr="broadcast_to",
+                                       ctx=ast.Load()),
+                    args=[zeros, ast.Attribute(value=name(v), attr="shape", ctx=ast.Load())],
+                    keywords=[])
 
 
 def _shape_read(n: ast.AST, readers: tuple[str, ...], v: str | None = None) -> bool:
@@ -136,4 +167,4 @@ def _fresh(base: str, taken: set[str]) -> str:
     return out
 
 
-__all__ = ["shape_reading_names", "shape_stand_ins"]
+__all__ = ["read_for_shape_only", "shape_reading_names", "shape_stand_ins", "stand_in"]

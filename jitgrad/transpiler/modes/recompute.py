@@ -15,13 +15,16 @@ carried from one loop trip to the next is taped once, before its update
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import draws
+from ...rules.registry import lookup
 from ..analysis import dataflow
-from ..analysis.analyse import Analysis
+from ..analysis.analyse import Analysis, primitive_of
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
 from ..astutil import resolve
 from ..front.desugar import name
@@ -50,6 +53,9 @@ class Capture:
     #: stored once per run of this loop, before it, instead (``ReadPolicy.hoisted``): the
     #: loop, and the invariant expression to push where the value is made in it
     hoist: tuple[ast.For, ast.expr | None] | None = None
+    #: an array the adjoint reads only for its shape: a stand-in of that shape is stored,
+    #: popped into a fresh name (``Planner.shape_only``)
+    shape: bool = False
 
 
 @dataclass
@@ -86,14 +92,21 @@ class Planner:
         self.kept: set[tuple[int, int, str]] = set()
 
     def plan(self, s: ast.stmt, reads: set[str], outputs: set[str], restored: set[str],
-             compound: bool, made: set[str]) -> Captures:
+             compound: bool, made: set[str], shaped: set[str] = frozenset()) -> Captures:
         """The values of ``reads`` (forward-sweep names, in order of definition) that the
         adjoint of ``s`` needs and that may change before it runs, each stored or
         recomputed (``analysis.cost.decide``; together where that is cheaper).
 
         ``made``: outputs of ``s`` that a later statement's adjoint restored.  ``restored``
-        gains what the adjoint will have restored under its own name."""
+        gains what the adjoint will have restored under its own name.  ``shaped``: the
+        names the adjoint of ``s`` reads only for their shape (``shape_only``)."""
         wanted = self.wanted(s, reads, outputs, restored, compound, made)
+        shapes = [self.shape_only(n, is_out) for n, is_out, _ in wanted
+                  if not compound and n in shaped and self.an.kind(n).is_array
+                  and self.an.kind(n).ndim is not None
+                  and not self.result_read(n)
+                  and decide(n, self.recompute(n, s, restored, post=is_out)).stored]
+        wanted = [w for w in wanted if w[0] not in {c.name for c in shapes}]
         # counters indexing element reads: restored here, the reads are read again
         wanted[:0] = [(m, False, True) for m in self.index_restores(wanted, s, restored,
                                                                     compound)]
@@ -117,7 +130,34 @@ class Planner:
                 values.append(Capture(n, is_out, restores, d))
                 continue
             values.append(self.stored(Capture(n, is_out, restores, d), s, restored, taped))
-        return Captures(values, None if joint is None else joint[1])
+        return Captures(shapes + values, None if joint is None else joint[1])
+
+    def result_read(self, n: str) -> bool:
+        """Does the pullback of a call binding the active ``n`` read its result
+        (``np.tanh``'s: ``dy * (1.0 - y * y)``, ``rule_reads_result``)?  Then ``n`` is
+        stored whole once, for that adjoint and the reads of its shape alike (a stand-in
+        as well would cost a push and save nothing)."""
+        if n not in self.an.active:
+            return False
+        for d in self.an.defs.get(n, []):
+            v = getattr(d, "value", None)
+            prim = primitive_of(v, self.env) if isinstance(v, ast.Call) else None
+            if prim is not None and rule_reads_result(prim[0]):
+                return True
+        return False
+
+    @staticmethod
+    def shape_only(n: str, is_out: bool) -> Capture:
+        """The array ``n``, which the adjoint of a statement reads only for its shape (and
+        dtype): a stand-in of that shape holding no memory is stored instead of ``n``, and
+        popped into a fresh name, so that no other adjoint takes it for ``n``'s value
+        (only where ``n`` would be stored: a view read again costs less).
+        Preconditions: ``n`` is an array of known rank (the stand-in's type is a view of
+        that rank), and every read of ``n`` in that adjoint is ``unbroadcast(g, n)``-like
+        (the primitive table's ``shape_args``), ``n.shape``/``size``/``ndim``/``dtype``
+        or ``len(n)`` (``shape_only.read_for_shape_only``); not a compound statement's."""
+        why = f"{n} as a stand-in of its shape (nothing else is read)"
+        return Capture(n, is_out, False, Decision(n, True, why), shape=True)
 
     def stored(self, c: Capture, s: ast.stmt, restored: set[str], taped: list[str]
                ) -> Capture:
@@ -537,6 +577,33 @@ class _Again:
         plan.steps.append((m.id, e))  # restored under its name: computed once
         self.done[m.id] = name(m.id)
         return name(m.id)
+
+
+_RESULT_READS: dict[int, bool] = {}
+
+
+def rule_reads_result(fn) -> bool:
+    """Does the pullback of ``fn``'s registered rule read the value the rule returns
+    (``y = np.tanh(x)`` ... ``def back(dy): return (dy * (1.0 - y * y),)``
+    ``return y, back``)?  False without a rule, or where its source cannot be read (a
+    cost question only: the value is then stored as a stand-in and again whole)."""
+    hit = _RESULT_READS.get(id(fn))
+    if hit is None:
+        rule = lookup(fn)
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(rule.impl))) if rule else None
+        except (OSError, TypeError, SyntaxError):
+            tree = None
+        hit = False
+        impl = tree.body[0] if tree is not None and tree.body else None
+        if isinstance(impl, ast.FunctionDef):
+            backs = [x for x in impl.body if isinstance(x, ast.FunctionDef)]
+            outs = {r.value.elts[0].id for r in impl.body if isinstance(r, ast.Return)
+                    and isinstance(r.value, ast.Tuple) and r.value.elts
+                    and isinstance(r.value.elts[0], ast.Name)}
+            hit = any(isinstance(m, ast.Name) and m.id in outs for b in backs for m in walk(b))
+        _RESULT_READS[id(fn)] = hit
+    return hit
 
 
 def shape_query(v: ast.expr) -> bool:

@@ -5,6 +5,17 @@ only when recomputing it would cost more (``recompute.py`` plans it, ``analysis/
 prices and decides: element reads of unwritten arrays, integer arithmetic, operators
 and scalar calls priced by the primitive table, from values still available).  Scalars
 go to typed arrays reserved once per loop; arrays to lists of snapshots.
+
+An array the adjoint of a statement reads only for its shape (``unbroadcast(g, t)``,
+``t.shape``, ``len(t)``: ``shape_only.read_for_shape_only``) is not stored whole
+(``Planner.shape_only``).  Where its shape class is an argument's (``same_shape_arg``:
+elementwise operations and allocations of that argument's extents, on no assumption
+checked at run time, the argument never rebound, both float of one rank) the adjoint
+reads the argument instead and nothing is stored; else a stand-in of its shape is pushed
+(``np.broadcast_to(np.zeros((), t.dtype), t.shape)``, one zero's memory).  Either way it
+is given to the adjoint under another name, never restored under its own, so no other
+statement's adjoint (or recomputation) takes it for the value; a compound statement's
+header is left alone.
 """
 
 from __future__ import annotations
@@ -16,14 +27,16 @@ from ...kernels import helpers, snapshots
 from ..analysis import dataflow
 from ..analysis.cost import note
 from ..analysis.kinds import Kind
+from ..analysis.shape_classes import ShapeClasses
 from ..astutil import binop
 from ..backend.emit import comment
+from ..backend.shape_only import read_for_shape_only, shape_reading_names, stand_in
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH, TAPED
-from .recompute import Capture, Planner
+from .recompute import Capture, Captures, Planner
 from .unit import Part, Unit
 
 
@@ -67,6 +80,8 @@ class Tapes(Part):
         self._hoisted: dict[tuple[int, str, bool], str] = {}
         #: the generated module's name of ``unbroadcast`` (the statements' too)
         self.unb = self.global_name("unbroadcast", helpers.unbroadcast)
+        self._readers: tuple[int, tuple[str, ...]] = (-1, ())
+        self._classes: ShapeClasses | None = None
 
     def captures(self, s: ast.stmt, rev: list, outputs: set[str], fwd_before,
                  fwd_after, restored: set[str], compound: bool,
@@ -84,17 +99,23 @@ class Tapes(Part):
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.made
+        shaped = set() if compound else read_for_shape_only(rev, self.shape_readers())
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
-                                   compound, made)
+                                   compound, made, shaped)
         pops: list[ast.stmt] = []
         mapping: dict[str, str] = {}
         into: dict[str, str] = {}  # a stored value -> the name the adjoint pops it into
         if record.joint is not None:  # one comment for the values recomputed together
             pops += [decision(said) for said in note([record.joint], stored=False)]
+        as_args = self.shaped_as_args(record, mapping, pops)
         for c in record.values:
+            if c.name in as_args:
+                continue
             if c.decision.stored:
                 fwd = fwd_after if c.is_out else fwd_before
-                if c.twin is not None:
+                if c.shape:
+                    pops += self.store_shape(c, mapping, fwd)
+                elif c.twin is not None:
                     pops += self.twin(c, into[c.twin], mapping)
                 elif c.hoist is not None:
                     into[c.name] = self.hoist(c, mapping)
@@ -108,7 +129,7 @@ class Tapes(Part):
             rev[:] = [rename(x, mapping) for x in rev]
         stored = [c.decision for c in record.values
                   if c.decision.stored and not c.next_trip and c.twin is None
-                  and c.hoist is None]
+                  and c.hoist is None and c.name not in as_args]
         for said in note(stored, stored=True):
             at = fwd_before if any(d.name not in outputs for d in stored) else fwd_after
             where = next((k for k, x in enumerate(at) if PUSH.get(x)), len(at))
@@ -146,6 +167,68 @@ class Tapes(Part):
         mapping[c.name] = fresh
         into[c.name] = fresh
         return pop(fresh)
+
+    def shaped_as_args(self, record: Captures, mapping: dict[str, str],
+                       pops: list[ast.stmt]) -> set[str]:
+        """The values of ``record`` read only for their shape that have an argument's shape
+        (``same_shape_arg``): read as that argument (``mapping``), nothing stored; ``pops``
+        gains a comment per argument."""
+        by: dict[str, list[str]] = {}
+        for c in record.values:
+            arg = self.same_shape_arg(c.name) if c.shape else None
+            if arg is not None:
+                by.setdefault(arg, []).append(c.name)
+                mapping[c.name] = arg
+        for arg, ns in by.items():
+            pops.append(decision(f"{', '.join(ns)}: only the shape is read, {arg}'s: read "
+                                 f"from {arg}, not stored"))
+        return {n for ns in by.values() for n in ns}
+
+    def store_shape(self, c: Capture, mapping: dict[str, str], fwd: list[ast.stmt]
+                    ) -> list[ast.stmt]:
+        """Push a stand-in of ``c``'s shape and dtype (``shape_only.stand_in``: no memory of
+        its own) instead of ``c``, read only for its shape; popped into a fresh name."""
+        tape = self.namer.tape(c.name)
+        self.declared.append((tape, None))
+        push = ast.Expr(value=ast.Call(
+            func=ast.Attribute(value=name(tape), attr="append", ctx=ast.Load()),
+            args=[stand_in(c.name, self.global_name("np", __import__("numpy")))],
+            keywords=[]))
+        PUSH.set(push, True)
+        fwd.append(push)
+        fresh = self.namer.fresh("_" + c.name.lstrip("_") + "_")
+        mapping[c.name] = fresh
+        return [assign(fresh, ast.Call(func=ast.Attribute(value=name(tape), attr="pop",
+                                                          ctx=ast.Load()),
+                                       args=[], keywords=[])),
+                *self.shape_check(c.name, fresh)]
+
+    def same_shape_arg(self, n: str) -> str | None:
+        """The argument ``p`` the function never binds whose shape the float array ``n``
+        provably has wherever it is bound (``ShapeClasses``: elementwise operations of
+        arrays of ``p``'s shape and scalars, allocations of ``p``'s extents), on no
+        assumption checked at run time; else None."""
+        if self.planner.policy is None or self.an.kind(n).cls != "f":
+            return None
+        if self._classes is None:
+            kinds = self.an.kinds
+            ndims = {m: k.ndim for m, k in kinds.items() if k.ndim is not None
+                     and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
+            self._classes = ShapeClasses(self.planner.policy.body, ndims, self.env,
+                                         list(self.args))
+        classes = self._classes
+        p = classes.of(n)
+        if p is None or p not in classes.fixed or p not in self.args or classes.checks(p) \
+                or self.an.kind(p) != self.an.kind(n):
+            return None
+        return p
+
+    def shape_readers(self) -> tuple[str, ...]:
+        """The generated module's names of the helpers reading an argument only for its
+        shape (``unbroadcast``...), found again when the module gains names."""
+        if self._readers[0] != len(self.env):
+            self._readers = (len(self.env), shape_reading_names(self.env))
+        return self._readers[1]
 
     def twin(self, c: Capture, popped: str, mapping: dict[str, str]) -> list[ast.stmt]:
         """``c``, the same value as its twin popped into ``popped``: one tape for both."""
