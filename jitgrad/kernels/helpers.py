@@ -9,11 +9,10 @@ the machine sees its argument types (not in every process's first gradient call)
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numba import types
-from numba.extending import overload
+
+from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
@@ -21,52 +20,6 @@ __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_i
 
 def _is_array(t) -> bool:
     return isinstance(t, types.Array)
-
-
-def _disk_cache_works() -> bool:
-    """Can Numba keep this module's compiled functions on disk?  Its locators try a
-    writable ``__pycache__`` next to the file, then ``NUMBA_CACHE_DIR`` or its user-wide
-    cache directory; where none works, helpers are compiled in every process as before."""
-    from numba.core.caching import FunctionCache
-
-    try:
-        FunctionCache(_disk_cache_works)
-    except Exception:  # noqa: BLE001 - Numba raises RuntimeError; any failure: no cache
-        return False
-    return True
-
-
-#: whether helpers' compiled code is kept on disk (``cached_overload``)
-DISK_CACHE = _disk_cache_works()
-
-
-def cached_overload(func, **jit_options):
-    """``numba.extending.overload(func)`` whose implementations Numba caches on disk
-    (``DISK_CACHE``).  Every implementation the typer returns must be a function defined
-    in a file without free variables (Numba keys its cache by the function's file, line
-    and bytecode, and a closure's cells by their pickle: a dispatcher's differs in every
-    process); one with free variables raises ``AssertionError`` when it is typed."""
-
-    def register(typer):
-        @functools.wraps(typer)
-        def checked(*args, **kws):
-            impl = typer(*args, **kws)
-            if getattr(impl, "__closure__", None) is not None:
-                raise AssertionError(f"{typer.__qualname__}: a cached_overload "
-                                     "implementation has free variables")
-            return impl
-
-        overload(func, jit_options={**jit_options, "cache": DISK_CACHE})(checked)
-        return typer
-
-    return register
-
-
-def njit_cached(fn):
-    """``numba.njit(fn)``, its machine code cached on disk (``DISK_CACHE``)."""
-    import numba
-
-    return numba.njit(cache=DISK_CACHE)(fn)
 
 
 # --- unbroadcast: sum a gradient back to the shape of the operand -----------
