@@ -187,3 +187,27 @@ def test_unbroadcast_refuses_a_shape_it_cannot_come_from(gs, xs, jit):
     with pytest.raises(ValueError, match="does not have the shape"):
         run(np.ones(gs), np.zeros(xs))
     assert "does not have the shape" in SHAPE_MISMATCH
+
+
+READ_ONLY = '''
+import numba.core.caching as caching
+# as where the package's directory is not writable: Numba's in-tree locator gives up
+caching.InTreeCacheLocator.from_function = classmethod(lambda cls, f, p: None)
+import numba
+import numpy as np
+from jitgrad.kernels import cached
+from jitgrad.kernels.helpers import tape_reserve
+buf = numba.njit(lambda b, used, more: tape_reserve(b, used, more))(np.ones(2), 1, 5)
+print(cached.DISK_CACHE, buf.shape[0], buf[0])
+'''
+
+
+def test_package_not_writable_uses_the_user_wide_cache(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=ROOT, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", READ_ONLY], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "6", "1.0"]
+    index = [f for _, _, fs in os.walk(tmp_path / "numba") for f in fs if f.endswith(".nbi")]
+    assert any(f.startswith("helpers.tape_reserve") for f in index), index
