@@ -7,13 +7,12 @@ benchmark) alive from the forward sweep to the end of the adjoint sweep, where a
 expert's adjoint frees it at once.  Where every later read of such an array is the
 shape argument of ``unbroadcast`` or ``expand_along``, those reads take a stand-in made
 right after the array: a broadcast view of one zero of its dtype, of its shape, that
-holds no memory of its own (``kernels.helpers.shape_stand_in``, compiled once per
-machine: ``np.broadcast_to`` and ``np.zeros`` inline were two more NumPy implementations
-for Numba to compile in every process)::
+holds no memory of its own::
 
     _t2 = X @ W1                    _t2 = X @ W1
     ...                             # _t2: only its shape is read later
-    _dt2 = unbroadcast(_dt, _t2)    _t2_like = shape_stand_in(_t2)
+    _dt2 = unbroadcast(_dt, _t2)    _t2_like = np.broadcast_to(np.zeros((), _t2.dtype),
+                                                               _t2.shape)
                                     ...
                                     _dt2 = unbroadcast(_dt, _t2_like)
 
@@ -25,7 +24,6 @@ earlier).  The MLP's peak memory: 4.52 -> 3.52 MiB, the hand adjoint's.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from typing import Any
 
 from ...rules.primitives import shape_args
@@ -37,13 +35,11 @@ from .emit import comment
 
 
 def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int],
-                    helper: Callable[[str], str] = str,
-                    readers: tuple[str, ...] = ()) -> list[ast.stmt]:
+                    np_name: str = "np", readers: tuple[str, ...] = ()) -> list[ast.stmt]:
     """``body`` (a variant's function body) with a stand-in for each array of ``arrays``
     that the adjoint sweep reads only for its shape (see the module docstring); ``sweep``:
     the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself);
-    ``helper``: the name generated code calls a helper of ``kernels.helpers`` by (asked
-    only where a stand-in is made); ``readers``: the names it calls
+    ``np_name``: the name generated code reaches numpy by; ``readers``: the names it calls
     the helpers reading an argument for its shape by (``shape_reading_names``).
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
@@ -71,8 +67,13 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
         like = _fresh(f"{v}_like", taken)
         for m in shape_at[v]:
             out[m] = _with_stand_in(out[m], v, like, readers)
-        made = assign(like, ast.Call(func=name(helper("shape_stand_in")), args=[name(v)],
-                                     keywords=[]))
+        made = assign(like, ast.Call(
+            func=ast.Attribute(value=name(np_name), attr="broadcast_to", ctx=ast.Load()),
+            args=[ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
+                           args=[ast.Tuple(elts=[], ctx=ast.Load()),
+                                 ast.Attribute(value=name(v), attr="dtype", ctx=ast.Load())],
+                           keywords=[]),
+                  ast.Attribute(value=name(v), attr="shape", ctx=ast.Load())], keywords=[]))
         out[k] = [out[k], comment(f"{v}: only its shape is read later"),
                   ast.copy_location(made, s)]
     flat: list[ast.stmt] = []
