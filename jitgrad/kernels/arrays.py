@@ -7,7 +7,9 @@ a ``numba.extending.overload`` that specialises on the argument types, so one
 name works in both.  ``axis`` is None (the whole array) or an int, literal or
 not, negative allowed; compiled code views ``x`` as a C-contiguous
 ``(pre, n, post)`` block with ``n`` the reduced axis, so one loop nest serves
-every ndim.  Results keep the dtype of ``x`` (float32 in, float32 out).
+every ndim.  Results keep the dtype of ``x`` (float32 in, float32 out).  The overloads
+whose implementations are closure-free are ``cached_overload``s (compiled once per
+machine).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from .cached import cached_overload
 
 __all__ = [
     "reduce_sum", "reduce_mean", "reduce_prod", "reduce_max", "reduce_min",
@@ -76,7 +80,7 @@ def _view3(x, axis):
     return x.reshape(1, -1, 1) if axis is None else x.reshape(_np_blocks(x.shape, axis))
 
 
-@overload(_view3)
+@cached_overload(_view3)
 def _ol_view3(x, axis):
     _check_axis(axis, "_view3")
     if _is_none(axis):
@@ -148,7 +152,7 @@ def axis_count(x, axis, ddof):
     return x.dtype.type(n - ddof)
 
 
-@overload(axis_count)
+@cached_overload(axis_count)
 def _ol_axis_count(x, axis, ddof):
     _check_axis(axis, "axis_count")
     if isinstance(x, types.Number):  # a reduction of a number reduces one element
@@ -173,7 +177,7 @@ def expand_along(dy, x, axis):
     return np.broadcast_to(dy, np.shape(x)).copy()
 
 
-@overload(expand_along)
+@cached_overload(expand_along)
 def _ol_expand_along(dy, x, axis):
     _check_axis(axis, "expand_along")
     if isinstance(x, types.Number):  # np.sum of a number is the number
@@ -223,12 +227,12 @@ def prod_others(x, axis):
     return (left * right).reshape(np.shape(x))
 
 
-@overload(centered)
+@cached_overload(centered)
 def _ol_centered(x, axis):
     return centered
 
 
-@overload(chooser_weights)
+@cached_overload(chooser_weights)
 def _ol_chooser_weights(x, y, axis):
     if isinstance(x, types.Number):  # the max of a number is the number
         return lambda x, y, axis: 1.0
@@ -252,7 +256,7 @@ def _prod_others3(x3):
     return out
 
 
-@overload(prod_others)
+@cached_overload(prod_others)
 def _ol_prod_others(x, axis):
     if isinstance(x, types.Number):  # no other elements: the empty product
         return lambda x, axis: 1.0
@@ -285,7 +289,7 @@ def _cumsum3(x3, reverse):
     return out
 
 
-@overload(cumsum_along)
+@cached_overload(cumsum_along)
 def _ol_cumsum_along(x, axis, reverse):
     if _is_none(axis):
         return lambda x, axis, reverse: _cumsum3(_view3(x, axis), reverse).reshape((x.size,))
@@ -300,7 +304,7 @@ def reshape_like(dy, x):
     return np.reshape(dy, np.shape(x))
 
 
-@overload(reshape_like)
+@cached_overload(reshape_like)
 def _ol_reshape_like(dy, x):
     return lambda dy, x: np.ascontiguousarray(dy).reshape(x.shape)
 
@@ -313,7 +317,7 @@ def shaped_like(dy, y):
     return dy if np.shape(dy) == np.shape(y) else np.reshape(dy, np.shape(y))
 
 
-@overload(shaped_like)
+@cached_overload(shaped_like)
 def _ol_shaped_like(dy, y):
     if not isinstance(y, types.Array):
         return (lambda dy, y: np.sum(dy)) if isinstance(dy, types.Array) else (lambda dy, y: dy)
@@ -402,7 +406,7 @@ def _is_int_array(t) -> bool:
     return isinstance(t, types.Array) and isinstance(t.dtype, types.Integer)
 
 
-@overload(scatter_add)
+@cached_overload(scatter_add)
 def _ol_scatter_add(dy, x, index):
     if _is_int_array(index):
         if x.ndim == 1:
@@ -548,12 +552,12 @@ def dot_grad_b(dy, a, b):
     return _dot_impl(_DOT_GRAD_B, np.asarray(a), np.asarray(b), "dot_grad_b", ValueError)(dy, a, b)
 
 
-@overload(dot_grad_a)
+@cached_overload(dot_grad_a)
 def _ol_dot_grad_a(dy, a, b):
     return _dot_impl(_DOT_GRAD_A, a, b, "dot_grad_a")
 
 
-@overload(dot_grad_b)
+@cached_overload(dot_grad_b)
 def _ol_dot_grad_b(dy, a, b):
     return _dot_impl(_DOT_GRAD_B, a, b, "dot_grad_b")
 
@@ -662,7 +666,7 @@ def _unsort3(d3, x3):
     return g
 
 
-@overload(sort_along)
+@cached_overload(sort_along)
 def _ol_sort_along(x, axis):
     _check_axis(axis, "sort_along")
     if _is_none(axis):
@@ -670,7 +674,7 @@ def _ol_sort_along(x, axis):
     return lambda x, axis: _sort3(_view3(x, axis)).reshape(x.shape)
 
 
-@overload(unsort)
+@cached_overload(unsort)
 def _ol_unsort(dy, x, axis):
     _check_axis(axis, "unsort")
     return lambda dy, x, axis: _unsort3(_view3(dy, axis), _view3(x, axis)).reshape(x.shape)
@@ -681,7 +685,7 @@ def flip_along(x, axis):
     return np.flip(x, axis)
 
 
-@overload(flip_along)
+@cached_overload(flip_along)
 def _ol_flip_along(x, axis):
     _check_axis(axis, "flip_along")
     if _is_none(axis):
@@ -703,7 +707,7 @@ def diag_back(dy, v, k):
     return g
 
 
-@overload(diag_back)
+@cached_overload(diag_back)
 def _ol_diag_back(dy, v, k):
     if v.ndim == 1:
         return lambda dy, v, k: np.diag(dy, k)
@@ -736,7 +740,7 @@ def spread(dy, x):
     return np.full(len(x), dy)
 
 
-@overload(spread)
+@cached_overload(spread)
 def _ol_spread(dy, x):
     if isinstance(x, types.Array):
         return lambda dy, x: expand_along(dy, x, 0)
@@ -810,7 +814,7 @@ def _argextreme4(a, b, c, d, largest):
     return 3 if _beats_jit(d, best, largest) else k
 
 
-@overload(argextreme)
+@cached_overload(argextreme)
 def _ol_argextreme(a, b, c, d, largest):
     n = 1 + _arity(b, c, d)
     if _is_seq(a) and n == 1:
@@ -828,7 +832,7 @@ def _ol_argextreme(a, b, c, d, largest):
     return _argextreme4
 
 
-@overload(extreme_at)
+@cached_overload(extreme_at)
 def _ol_extreme_at(a, b, c, d, k):
     n = 1 + _arity(b, c, d)
     if _is_seq(a) and n == 1:
@@ -840,7 +844,7 @@ def _ol_extreme_at(a, b, c, d, k):
     return lambda a, b, c, d, k: d if k == 3 else (c if k == 2 else (b if k == 1 else a))
 
 
-@overload(pick)
+@cached_overload(pick)
 def _ol_pick(dy, a, k):
     if isinstance(a, types.Array):
         def impl_array(dy, a, k):
@@ -875,7 +879,7 @@ def diff_back(dy, x, n):
     return g
 
 
-@overload(diff_back)
+@cached_overload(diff_back)
 def _ol_diff_back(dy, x, n):
     def impl(dy, x, n):
         m = x.shape[-1]

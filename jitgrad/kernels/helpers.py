@@ -2,14 +2,17 @@
 
 Each helper is a plain Python function (used with ``jit=False`` and by the
 runtime) plus a ``numba.extending.overload`` so that Numba specialises it per
-argument type inside compiled code.
+argument type inside compiled code.  The overloads are ``cached_overload``s: Numba
+keeps their machine code on disk, so a process compiles a helper only the first time
+the machine sees its argument types (not in every process's first gradient call).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
+
+from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
@@ -51,42 +54,60 @@ def unbroadcast(g, x):
     return g
 
 
-_UNB_CACHE: dict = {}
+def _sum_to_shape(g, shape):
+    """``g`` summed to ``shape`` (a tuple of one or more lengths that ``g`` was broadcast
+    from): over its leading axes and where ``shape`` has length 1.  One loop nest for
+    every rank: a row loop over ``g``'s last axis and an odometer over the others."""
+    gnd = g.ndim
+    lead = gnd - len(shape)
+    step = np.zeros(gnd, np.intp)  # out's element stride along each axis of g; 0: summed
+    size = 1
+    for j in range(len(shape) - 1, -1, -1):
+        n = shape[j]
+        if n != 1 and n != g.shape[j + lead]:  # x cannot have been broadcast to g
+            raise ValueError(SHAPE_MISMATCH)
+        if n != 1:
+            step[j + lead] = size
+        size *= n
+    out = np.zeros(size, dtype=g.dtype)
+    flat = np.ascontiguousarray(g).reshape(g.size)
+    inner, at, base = g.shape[gnd - 1], 0, 0
+    s_inner = step[gnd - 1]  # 0 or 1
+    idx = np.zeros(gnd, np.intp)
+    while at < flat.shape[0]:
+        row = flat[at:at + inner]  # indices from range: no wraparound, vectorised
+        if s_inner == 0:  # the row summed into one element, in a register
+            acc = out[base]
+            for t in range(inner):
+                acc += row[t]
+            out[base] = acc
+        else:
+            dst = out[base:base + inner]
+            for t in range(inner):
+                dst[t] += row[t]
+        at += inner
+        k = gnd - 2  # the next row: step the odometer over the outer axes
+        while k >= 0:
+            idx[k] += 1
+            base += step[k]
+            if idx[k] < g.shape[k]:
+                break
+            base -= step[k] * g.shape[k]
+            idx[k] = 0
+            k -= 1
+    return out.reshape(shape)
 
 
-def _make_unbroadcast_nd(gnd: int, xnd: int):
-    """Build a compiled loop nest that sums a gnd-dim g into an xnd-dim buffer."""
-    key = (gnd, xnd)
-    if key in _UNB_CACHE:
-        return _UNB_CACHE[key]
-    import numba
-
-    lead = gnd - xnd
-    lines = ["def impl(g, x):"]
-    for j in range(xnd):  # x cannot have been broadcast to g: refuse, never write outside
-        lines.append(f"    if x.shape[{j}] != 1 and x.shape[{j}] != g.shape[{j + lead}]:")
-        lines.append("        raise ValueError(MSG)")
-    lines.append("    out = np.zeros(x.shape, dtype=g.dtype)")
-    ind = "    "
-    for k in range(gnd):
-        lines.append(f"{ind}for i{k} in range(g.shape[{k}]):")
-        ind += "    "
-    src_idx = ", ".join(f"i{k}" for k in range(gnd))
-    dst = []
-    for j in range(xnd):
-        k = j + lead
-        dst.append(f"(i{k} if x.shape[{j}] != 1 else 0)")
-    dst_idx = ", ".join(dst) + ("," if xnd == 1 else "")
-    lines.append(f"{ind}out[{dst_idx}] += g[{src_idx}]")
-    lines.append("    return out")
-    ns = {"np": np, "MSG": SHAPE_MISMATCH}
-    exec("\n".join(lines), ns)
-    impl = numba.njit(ns["impl"])
-    _UNB_CACHE[key] = impl
-    return impl
+_sum_to_shape_jit = njit_cached(_sum_to_shape)
 
 
-@overload(unbroadcast)
+def _unbroadcast_small(g, x):
+    out = np.zeros(x.shape, dtype=g.dtype)
+    out += g
+    return out
+
+
+@cached_overload(unbroadcast)
 def _ol_unbroadcast(g, x):
     if not _is_array(x):
         if _is_array(g):
@@ -95,15 +116,12 @@ def _ol_unbroadcast(g, x):
     if not _is_array(g):
         return lambda g, x: np.full(x.shape, g)
     if g.ndim < x.ndim:
-        def impl_small(g, x):
-            out = np.zeros(x.shape, dtype=g.dtype)
-            out += g
-            return out
-        return impl_small
-    nd = _make_unbroadcast_nd(g.ndim, x.ndim)
+        return _unbroadcast_small
+    if x.ndim == 0:
+        return lambda g, x: np.full(x.shape, np.sum(g))
     if g.ndim == x.ndim:
-        return lambda g, x: g if g.shape == x.shape else nd(g, x)
-    return lambda g, x: nd(g, x)
+        return lambda g, x: g if g.shape == x.shape else _sum_to_shape_jit(g, x.shape)
+    return lambda g, x: _sum_to_shape_jit(g, x.shape)
 
 
 def broadcast_like(dy, g):
@@ -120,7 +138,7 @@ def broadcast_like(dy, g):
     return unbroadcast(dy, g)
 
 
-@overload(broadcast_like)
+@cached_overload(broadcast_like)
 def _ol_broadcast_like(dy, g):
     if not _is_array(g):
         return (lambda dy, g: np.sum(dy)) if _is_array(dy) else (lambda dy, g: dy)
@@ -140,7 +158,7 @@ def zeros_like(x):
     return 0.0
 
 
-@overload(zeros_like)
+@cached_overload(zeros_like)
 def _ol_zeros_like(x):
     if _is_array(x):
         if isinstance(x.dtype, types.Float):
@@ -160,7 +178,7 @@ def same_shape(value, adjoint):
         raise ValueError(SHAPE_MISMATCH)
 
 
-@overload(same_shape)
+@cached_overload(same_shape)
 def _ol_same_shape(value, adjoint):
     if not (_is_array(value) and _is_array(adjoint)) or value.ndim != adjoint.ndim:
         def mismatch(value, adjoint):
@@ -182,7 +200,7 @@ def snapshot(x):
     return x
 
 
-@overload(snapshot)
+@cached_overload(snapshot)
 def _ol_snapshot(x):
     if _is_array(x):
         return lambda x: x.copy()
@@ -194,7 +212,7 @@ def restore_into(dst, src):
     np.copyto(dst, src)
 
 
-@overload(restore_into)
+@cached_overload(restore_into)
 def _ol_restore_into(dst, src):
     def impl(dst, src):
         for i in np.ndindex(dst.shape):
@@ -211,7 +229,7 @@ def trip_count(start, stop, step):
     return max(0, (start - stop - step - 1) // (-step))
 
 
-@overload(trip_count)
+@cached_overload(trip_count)
 def _ol_trip_count(start, stop, step):
     return trip_count
 
@@ -225,7 +243,7 @@ def pow_log(a):
     return float(np.log(a)) if a > 0 else 0.0
 
 
-@overload(pow_log)
+@cached_overload(pow_log)
 def _ol_pow_log(a):
     if _is_array(a):
         return lambda a: np.log(np.where(a > 0, a, 1.0))
@@ -268,33 +286,22 @@ def _all_zero(g):
     return not bad
 
 
-@overload(guard)
+_all_zero_jit = njit_cached(_all_zero)
+_masked_zero_jit = njit_cached(_masked_zero)
+
+
+@cached_overload(guard)
 def _ol_guard(dy, g):
     # g itself where it is zero wherever dy is; only where np.where gives g's type anyway
     same = _is_array(g) and g.dtype == types.float64
     if same and not _is_array(dy):
-        all_zero = _njit_once(_all_zero)
-        return lambda dy, g: g if dy != 0 or all_zero(g) else np.where(dy != 0, g, 0.0)
+        return lambda dy, g: g if dy != 0 or _all_zero_jit(g) else np.where(dy != 0, g, 0.0)
     if same and dy.ndim == g.ndim:
-        masked_zero = _njit_once(_masked_zero)
-        return lambda dy, g: g if dy.shape == g.shape and masked_zero(dy, g) \
+        return lambda dy, g: g if dy.shape == g.shape and _masked_zero_jit(dy, g) \
             else np.where(dy != 0, g, 0.0)
     if _is_array(g) or _is_array(dy):
         return lambda dy, g: np.where(dy != 0, g, 0.0)
     return lambda dy, g: g if dy != 0 else 0.0
-
-
-_JITTED: dict = {}
-
-
-def _njit_once(fn):
-    """``numba.njit(fn)``, made once."""
-    out = _JITTED.get(fn)
-    if out is None:
-        import numba
-
-        out = _JITTED[fn] = numba.njit(fn)
-    return out
 
 
 # --- typed tapes: a growable buffer of scalars with a cursor -----------------
@@ -311,7 +318,7 @@ def tape_reserve(buf, used, more):
     return new
 
 
-@overload(tape_reserve)
+@cached_overload(tape_reserve)
 def _ol_tape_reserve(buf, used, more):
     return tape_reserve  # the Python twin compiles as it is
 
@@ -327,12 +334,12 @@ def tape_put(buf, k, v):
     buf[k] = v
 
 
-@overload(tape_get, jit_options={"boundscheck": False})
+@cached_overload(tape_get, boundscheck=False)
 def _ol_tape_get(buf, k):
     return tape_get
 
 
-@overload(tape_put, jit_options={"boundscheck": False})
+@cached_overload(tape_put, boundscheck=False)
 def _ol_tape_put(buf, k, v):
     return tape_put
 
@@ -353,7 +360,7 @@ def ws_zeros_like(store, like):
     return store, out
 
 
-@overload(ws_zeros_like)
+@cached_overload(ws_zeros_like)
 def _ol_ws_zeros_like(store, like):
     if like.dtype != types.float64:
         return lambda store, like: (store, np.zeros_like(like))
@@ -398,6 +405,6 @@ def digamma(x):
     return acc + np.log(x) - 0.5 / x - tail
 
 
-@overload(digamma)
+@cached_overload(digamma)
 def _ol_digamma(x):
     return digamma  # the Python twin compiles as it is

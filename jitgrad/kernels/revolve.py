@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
+from numba.extending import register_jitable
+
+from .cached import cached_overload
 
 __all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "array_slots", "store_slot",
            "load_slot", "ref_slots", "copy_elements",
@@ -60,7 +62,7 @@ def revolve_split(a: int, b: int, free: int) -> int:
     return _split(a, b, free)
 
 
-@overload(revolve_split)
+@cached_overload(revolve_split)
 def _ol_revolve_split(a, b, free):
     return lambda a, b, free: _split(a, b, free)
 
@@ -83,7 +85,7 @@ def snapshot_count(steps: int, snapshots: int) -> int:
     return _count(steps, snapshots)
 
 
-@overload(snapshot_count)
+@cached_overload(snapshot_count)
 def _ol_snapshot_count(steps, snapshots):
     return lambda steps, snapshots: _count(steps, snapshots)
 
@@ -101,7 +103,7 @@ def checkpoint_pays(tape_bytes: int, steps: int, state_bytes: int) -> bool:
     return _pays(tape_bytes, steps, state_bytes)
 
 
-@overload(checkpoint_pays)
+@cached_overload(checkpoint_pays)
 def _ol_checkpoint_pays(tape_bytes, steps, state_bytes):
     return lambda tape_bytes, steps, state_bytes: _pays(tape_bytes, steps, state_bytes)
 
@@ -116,7 +118,7 @@ def array_slots(x: np.ndarray, k: int, store: np.ndarray | None = None) -> np.nd
     return np.empty((k,) + x.shape, x.dtype)
 
 
-@overload(array_slots)
+@cached_overload(array_slots)
 def _ol_array_slots(x, k, store=None):
     if store is None or isinstance(store, (types.NoneType, types.Omitted)) \
             or store.dtype != x.dtype:
@@ -152,7 +154,7 @@ def copy_elements(dst, src):
         dst[idx] = src[idx]
 
 
-@overload(store_slot)
+@cached_overload(store_slot)
 def _ol_store_slot(buf, i, x):
     def impl(buf, i, x):
         _same_shape(buf, x)
@@ -167,7 +169,7 @@ def load_slot(x: np.ndarray, buf: np.ndarray, i: int) -> None:
     x[...] = buf[i]
 
 
-@overload(load_slot)
+@cached_overload(load_slot)
 def _ol_load_slot(x, buf, i):
     def impl(x, buf, i):
         _same_shape(buf, x)
@@ -180,7 +182,7 @@ def ref_slots(x, k: int) -> list:
     return [x] * k
 
 
-@overload(ref_slots)
+@cached_overload(ref_slots)
 def _ol_ref_slots(x, k):
     def impl(x, k):
         out = [x]
