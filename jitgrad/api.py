@@ -43,6 +43,7 @@ from .errors import JitError
 from .forward_mode import hvp_source, jvp_of, jvp_source
 from .kernels import rng
 from .runtime.tracked import Tracked
+from .specialise import Specialisations
 from .transpiler.analysis.effects import first_draw
 from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import cache as disk
@@ -124,10 +125,8 @@ class Differentiated:
         self._bridges: dict[tuple[int, ...], Differentiated] = {}
         self._primal = None
         self._uncompilable: set[tuple] = set()  # argument types Numba refused in the primal
-        self._cache: dict[tuple, Generated] = {}
-        #: argument signature (exact types, dtypes, ndims) -> (rules version, generated code):
-        #: a repeated call skips the argument checks and the kinds (they follow from these)
-        self._by_signature: dict[tuple, tuple[int, Generated]] = {}
+        #: every mode's specialisations (reverse, forward, second order: ``specialise.py``)
+        self._specs = Specialisations()
         self._lock = threading.Lock()
         self._last: Generated | None = None
         functools.update_wrapper(self, self.func)
@@ -229,16 +228,11 @@ class Differentiated:
         return kinds
 
     def _generated(self, args: tuple) -> Generated:
-        """The generated code for these arguments' kinds (transformed once, cached)."""
-        sig = signature(args)
-        if sig is not None:
-            hit = self._by_signature.get(sig)
-            if hit is not None and hit[0] == rules.version():
-                self._last = hit[1]
-                return hit[1]
-        gen = self._generated_for(args)
-        if sig is not None:
-            self._by_signature[sig] = (rules.version(), gen)
+        """The generated code for these arguments' kinds (transformed once, cached; a
+        repeated call with the same argument types skips the checks and the kinds)."""
+        gen = self._specs.by_signature("vjp", signature(args),
+                                       lambda: self._generated_for(args))
+        self._last = gen
         return gen
 
     def _generated_for(self, args: tuple) -> Generated:
@@ -254,15 +248,15 @@ class Differentiated:
         what a call of this gradient inside another differentiated function inlines
         (``transpiler/front/nested.py``); ``float64``: the arguments' floats are all
         float64 (element loops may run, ``backend/elements.py``)."""
-        key: tuple = (tuple(sorted(kinds.items())), rules.version())
-        with self._lock:
-            gen = self._cache.get(key)  # (made for float64: other floats share it unless
+        key: tuple = tuple(sorted(kinds.items()))
+        specs = self._specs
+        with specs.lock:
+            gen = specs.get("vjp", key)  # (made for float64: other floats share it unless
             if not float64 and (gen is None or gen.float64):  # it has element loops)
                 key = (*key, "any floats")
-                gen = self._cache.get(key)
+                gen = specs.get("vjp", key)
             if gen is None:
-                gen = self._build(kinds, float64)
-                self._cache[key] = gen
+                gen = specs.put("vjp", key, self._build(kinds, float64))
             self._last = gen
         return gen
 
@@ -296,13 +290,12 @@ class Differentiated:
         """What the on-disk cache did for this function (``cache=True``; see
         ``jitgrad.transpiler.backend.cache.Store.info``), and what each specialisation cost
         (``specialisations``; ``transform_seconds`` and ``compile_seconds``, summed)."""
-        with self._lock:
-            gens = list(self._cache.values())
-            gens += [g for k, b in self._bridges.items() if k[:1] == ("tuples",)
-                     for g in b._cache.values()]  # tuple arguments' (structured.Flat)
+        gens = self._specs.entries("vjp")
+        gens += [g for k, b in list(self._bridges.items()) if k[:1] == ("tuples",)
+                 for g in b._specs.entries("vjp")]  # tuple arguments' (structured.Flat)
         info = disk.Store.info(self._disk, gens)
-        jvps = list(self.__dict__.get("_jvp_cache", {}).values())
-        specs = [_cost(g, "vjp") for g in gens] + [_cost(g, "jvp") for g in jvps]
+        specs = [_cost(g, "vjp", self._specs) for g in gens] + \
+            [_cost(g, "jvp", self._specs) for g in self._specs.entries("jvp")]
         info["specialisations"] = specs
         for k in ("transform_seconds", "compile_seconds"):
             info[k] = sum(sp[k] for sp in specs)
@@ -313,16 +306,8 @@ class Differentiated:
         gradient calls, on every thread: they are kept per thread and specialisation so
         that repeated calls allocate nothing; the next call allocates them again.
         Dropping the function frees them too."""
-        with self._lock:
-            gens = list(self._cache.values())
-        gens += list(self.__dict__.get("_jvp_cache", {}).values())  # forward mode's
-        for g in gens:
-            for c in (g.compiled, g.__dict__.get("tangent")):
-                release = getattr(c, "release", None)
-                if release is not None:
-                    release()
-        for _, d2 in list(self.__dict__.get("_second_cache", {}).values()):
-            d2.release_workspaces()  # hvp's: the forward mode of the gradient code
+        for entry in self._specs.entries():  # every mode's compiled code
+            _release(entry)
         for other in list(self._bridges.values()):  # what calls on tracked values compiled
             if other is not self:
                 other.release_workspaces()
@@ -630,9 +615,20 @@ def _rebuild(mod: str, qual: str, wrt: Wrt, jit: bool, cache: bool,
     return out
 
 
-def _cost(gen: Generated, mode: str) -> dict[str, Any]:
-    """One specialisation's entry in ``cache_info``."""
-    compiled = [gen.compiled, gen.__dict__.get("tangent")]
+def _release(entry: Any) -> None:
+    """Free the workspaces of one entry of the specialisation cache: compiled code (a
+    ``Generated``'s, a tangent variant) or hvp's ``Differentiated`` gradient code."""
+    if isinstance(entry, Differentiated):
+        entry.release_workspaces()
+        return
+    release = getattr(getattr(entry, "compiled", entry), "release", None)
+    if release is not None:
+        release()
+
+
+def _cost(gen: Generated, mode: str, specs: Specialisations) -> dict[str, Any]:
+    """One specialisation's entry in ``cache_info`` (with its tangent-only variant's)."""
+    compiled = [gen.compiled, specs.find("tangent", gen)]
     kinds = {p: kind_text(k) for p, k in gen.unit.arg_kinds.items()}
     return {"mode": mode, "wrt": list(gen.unit.wrt), "kinds": kinds,
             "transform_seconds": gen.transform_seconds,

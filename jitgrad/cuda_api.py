@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ import numpy as np
 from . import rules
 from .arguments import TRANSFORMING, Wrt, guess_args, resolve_wrt
 from .errors import JitError
+from .specialise import Specialisations
 from .transpiler.analysis.kinds import Kind, of_value
 from .transpiler.cuda_pipeline import (
     CUDA_PREPARE,
@@ -69,11 +69,12 @@ class CudaDifferentiated:
         self.wrt = wrt
         self.params = list(self.func.__code__.co_varnames[:self.func.__code__.co_argcount])
         self.wrt_positions, self.single = resolve_wrt(wrt, self.params, self.func.__name__)
-        self._lock = threading.RLock()
+        #: the specialisations (``"cuda"``: units per kinds; ``"cuda build"``: compiled per
+        #: unit and tape capacities), in the cache every mode uses (``specialise.py``)
+        self._specs = Specialisations()
+        self._lock = self._specs.lock
         self._prepared: Unit | None = None
         self._version = -1
-        self._units: dict[tuple, Unit] = {}
-        self._built: dict[tuple, Built] = {}
         self._primal: Any = None
         self._last: tuple[Unit, Built] | None = None
         #: per specialisation: the capacities checked tapes needed in earlier launches
@@ -134,13 +135,10 @@ class CudaDifferentiated:
                                 "only those carry gradients")
         if prep.kernel is not None:
             kinds.update({n: of_value(0) for n in prep.kernel.index})
-        key = (tuple(sorted(kinds.items())), rules.version())
+        wrt = [self.params[i] for i in self.wrt_positions]
         with self._lock, TRANSFORMING:
-            u = self._units.get(key)
-            if u is None:
-                wrt = [self.params[i] for i in self.wrt_positions]
-                u = self._units[key] = transform_cuda(prep, wrt, kinds)
-        return u
+            return self._specs.entry("cuda", tuple(sorted(kinds.items())),
+                                     lambda: transform_cuda(prep, wrt, kinds))
 
     def _built_for(self, args: tuple) -> tuple[Unit, Built]:
         """The specialisation and compiled code for these arguments (kernel launch
@@ -151,11 +149,9 @@ class CudaDifferentiated:
 
     def _compiled(self, u: Unit, values: dict[str, Any]) -> Built:
         caps = capacities(u, values, self._checked.get(id(u)))
-        key = (id(u), tuple(sorted(caps.items())))
         with self._lock:
-            b = self._built.get(key)
-            if b is None:
-                b = self._built[key] = build(u, caps, self.func.__qualname__)
+            b = self._specs.derived("cuda build", u, tuple(sorted(caps.items())),
+                                    lambda: build(u, caps, self.func.__qualname__))
             self._last = (u, b)
         return b
 

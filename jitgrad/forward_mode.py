@@ -1,6 +1,7 @@
 """Forward mode's machinery: the jvp code of a ``Differentiated`` function (generated,
-compiled and cached on it), its tangent-only variant, and the gradient code ``hvp`` and
-``hessian`` apply it to (forward over reverse, ``second_order.py``).
+compiled and kept in its specialisation cache, ``specialise.py``), its tangent-only
+variant, and the gradient code ``hvp`` and ``hessian`` apply it to (forward over reverse,
+``second_order.py``).
 
 ``api.py`` (``Differentiated.jvp``, ``source(mode="jvp")``) and the public functions of
 ``forward_api.py`` call it; it imports neither.
@@ -9,20 +10,17 @@ compiled and cached on it), its tangent-only variant, and the gradient code ``hv
 from __future__ import annotations
 
 import linecache
-import threading
 import time
 from typing import Any
 
 import numpy as np
 
-from . import report, rules
+from . import report
 from .arguments import STRUCTURED, describe_kinds, guess_args, refuse_aliased, signature
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
 from .transpiler.forward_pipeline import JVP, generate_jvp, tangent_source, transform_jvp
-
-_LOCK = threading.Lock()
 
 
 def check_wrt_kinds(d: Any, args: tuple) -> dict:
@@ -33,38 +31,29 @@ def check_wrt_kinds(d: Any, args: tuple) -> dict:
 
 
 def generated_jvp(d: Any, args: tuple) -> Any:
-    """The compiled forward-mode code of ``d`` for these arguments' kinds (cached on ``d``;
-    a repeated call with the same argument types skips the checks, as ``_generated`` does)."""
-    sig = signature(args)
-    by_sig = d.__dict__.setdefault("_jvp_by_signature", {})
-    if sig is not None:
-        hit = by_sig.get(sig)
-        if hit is not None and hit[0] == rules.version():
-            return hit[1]
-    gen = _generated_jvp_for(d, args)
-    if sig is not None:
-        by_sig[sig] = (rules.version(), gen)
-    return gen
+    """The compiled forward-mode code of ``d`` for these arguments' kinds (``d``'s
+    ``"jvp"`` specialisations; a repeated call with the same argument types skips the
+    checks, as ``_generated`` does)."""
+    return d._specs.by_signature("jvp", signature(args), lambda: _generated_jvp_for(d, args))
 
 
 def _generated_jvp_for(d: Any, args: tuple) -> Any:
     """``generated_jvp`` the long way: checks, kinds, and the cache keyed by kinds."""
     kinds = check_wrt_kinds(d, args)
-    key = ("jvp", tuple(sorted(kinds.items())), rules.version())
-    cache = d.__dict__.setdefault("_jvp_cache", {})
-    with _LOCK:
-        gen = cache.get(key)
-        if gen is None:
-            what = f"{d.func.__qualname__}({describe_kinds(kinds)}) for forward mode"
-            report.starting(f"transforming {what}")
-            start = time.perf_counter()
-            wrt = [d.params[i] for i in d.wrt_positions]
-            gen = generate_jvp(d._prep(), wrt, kinds)
-            u = gen.unit
-            gen.compiled = _compile(d, u, {"jvp": u.sources["jvp"]}, u.names, u.workspaces)
-            gen.transform_seconds = time.perf_counter() - start
-            report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
-            cache[key] = gen
+    return d._specs.entry("jvp", tuple(sorted(kinds.items())), lambda: _build_jvp(d, kinds))
+
+
+def _build_jvp(d: Any, kinds: dict) -> Any:
+    """Transform and compile the forward-mode code of ``d`` for ``kinds``, timed."""
+    what = f"{d.func.__qualname__}({describe_kinds(kinds)}) for forward mode"
+    report.starting(f"transforming {what}")
+    start = time.perf_counter()
+    wrt = [d.params[i] for i in d.wrt_positions]
+    gen = generate_jvp(d._prep(), wrt, kinds)
+    u = gen.unit
+    gen.compiled = _compile(d, u, {"jvp": u.sources["jvp"]}, u.names, u.workspaces)
+    gen.transform_seconds = time.perf_counter() - start
+    report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
     return gen
 
 
@@ -193,18 +182,14 @@ def tangent_of(d: Any, primals: Any, tangents: Any) -> Any:
 def tangent_code(d: Any, gen: Any) -> Any:
     """The compiled ``"tangent"`` variant of ``d``'s forward-mode code ``gen``: no value,
     so none of the primal work only the value needs (built once, on first use)."""
-    compiled = gen.__dict__.get("tangent")
-    if compiled is None:
-        with _LOCK:
-            compiled = gen.__dict__.get("tangent")
-            if compiled is None:
-                u = gen.unit
-                names = {"tangent": u.namer.fresh(f"{u.name}_tangent_")}
-                ws: dict[str, tuple[str, ...]] = {}
-                src = tangent_source(u, "tangent", names["tangent"], ws)
-                compiled = _compile(d, u, {"tangent": src}, names, ws)
-                gen.tangent = compiled
-    return compiled
+    def make() -> Any:
+        u = gen.unit
+        names = {"tangent": u.namer.fresh(f"{u.name}_tangent_")}
+        ws: dict[str, tuple[str, ...]] = {}
+        src = tangent_source(u, "tangent", names["tangent"], ws)
+        return _compile(d, u, {"tangent": src}, names, ws)
+
+    return d._specs.derived("tangent", gen, (), make)
 
 
 def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
@@ -241,17 +226,16 @@ def _second(d: Any, args: tuple) -> Any:
     jvp is the Hessian-vector product (cached on ``d``, per specialisation)."""
     gen = d._generated(args)
     refuse_aliased(d, gen, args)
-    cache = d.__dict__.setdefault("_second_cache", {})
-    hit = cache.get(id(gen))
-    if hit is not None and hit[0] is gen:
-        return hit[1]
     rk = gen.return_kinds
     if len(rk) != 1 or (rk[0] is not None and rk[0].ndim != 0):
         raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
-    d2 = d._plain(gradient_function(d, args), d.wrt, d.jit)  # (not a structured.Flat)
-    d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
-    cache[id(gen)] = (gen, d2)
-    return d2
+
+    def make() -> Any:
+        d2 = d._plain(gradient_function(d, args), d.wrt, d.jit)  # (not a structured.Flat)
+        d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
+        return d2
+
+    return d._specs.derived("hvp", gen, (), make)
 
 
 def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:

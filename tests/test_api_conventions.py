@@ -237,9 +237,9 @@ def test_specialisation_keys_follow_the_defaults():
     d = jg.differentiate(euler, jit=False)
     d.grad(X, 2.0)
     d.grad(X, 2.0, dt=0.02)  # a float as the default is: the same specialisation
-    assert len(d._cache) == 1
+    assert len(d._specs.entries("vjp")) == 1
     d.grad(X, 2.0, dt=1)  # an integer dt: another specialisation
-    assert len(d._cache) == 2
+    assert len(d._specs.entries("vjp")) == 2
     before = disk.function_digest(euler)
     saved = rhs.__defaults__
     try:  # a helper's default is written into the generated code: part of the disk key

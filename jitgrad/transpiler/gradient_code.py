@@ -30,15 +30,18 @@ from .nodes import clone
 def gradient_code(d: Any, gen: Any, value: bool = False, tangents: bool = False) -> Any:
     """The gradient code ``gen`` of ``d`` as a Python function of ``(*params, _dret)``
     returning the gradients (``value``: the value, then the gradients, one flat tuple),
-    cached on ``d``.  ``tangents``: for forward mode over it (``jg.hvp``), with its reversed
-    loops skipped where a cotangent that keeps a zero tangent is zero (``_zero_guards``);
-    reverse mode over it (a nested gradient, ``grad(grad)``) must see every loop."""
+    kept in ``d``'s specialisation cache.  ``tangents``: for forward mode over it
+    (``jg.hvp``), with its reversed loops skipped where a cotangent that keeps a zero
+    tangent is zero (``_zero_guards``); reverse mode over it (a nested gradient,
+    ``grad(grad)``) must see every loop."""
     if gen.unit.split and gen.unit.splits:  # differentiated again: its helpers inlined
         gen = _unsplit(d, gen)
-    cache = d.__dict__.setdefault("_gradfn_cache", {})
-    key = (id(gen), value, tangents)
-    if key in cache and cache[key][0] is gen:
-        return cache[key][1]
+    return d._specs.derived("gradient code", gen, (value, tangents),
+                            lambda: _gradient_code(d, gen, value, tangents))
+
+
+def _gradient_code(d: Any, gen: Any, value: bool, tangents: bool) -> Any:
+    """``gradient_code`` made: the function's source, loaded."""
     u = gen.unit
     ir = u.ir
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]
@@ -53,7 +56,6 @@ def gradient_code(d: Any, gen: Any, value: bool = False, tangents: bool = False)
     fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".grad")
     fn.__module__ = getattr(d.func, "__module__", None)
     fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
-    cache[key] = (gen, fn)
     return fn
 
 
@@ -69,17 +71,17 @@ def register_generate(generate: Callable[..., Any]) -> None:
 
 def _unsplit(d: Any, gen: Any) -> Any:
     """``gen`` made again with every helper inlined (no split calls, ``front/split.py``):
-    the code second order and nested gradients differentiate once more, cached on ``d``."""
-    generate = _GENERATE[0]
-    cache = d.__dict__.setdefault("_unsplit_cache", {})
-    hit = cache.get(id(gen))
-    if hit is None or hit[0] is not gen:
+    the code second order and nested gradients differentiate once more (``d``'s
+    specialisation cache keeps it)."""
+
+    def make() -> Any:
         u = gen.unit
         user = {code: p for p, code in u.renamed.items()}
         kinds = {user.get(p, p): k for p, k in u.arg_kinds.items()}
-        hit = cache[id(gen)] = (gen, generate(d._prep(), [d.params[i] for i in d.wrt_positions],
-                                              kinds, split=False))
-    return hit[1]
+        return _GENERATE[0](d._prep(), [d.params[i] for i in d.wrt_positions], kinds,
+                            split=False)
+
+    return d._specs.derived("unsplit", gen, (), make)
 
 
 def _zero_guards(d: Any, u: Any, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -98,11 +100,14 @@ def _zero_guards(d: Any, u: Any, body: list[ast.stmt]) -> list[ast.stmt]:
 def tangent_function(d: Any, gen: Any, value: bool = True, seed: str | None = None) -> Any:
     """The forward-mode code ``gen`` of ``d`` as a Python function of ``(*params, *seeds)``
     returning ``(*values, *tangents)`` (``value``) or the tangents; ``seed``: a parameter
-    fixed to 1.0 (the gradient code's ``_dret``: ``hvp``), cached on ``d``."""
-    cache = d.__dict__.setdefault("_tanfn_cache", {})
-    key = (id(gen), value, seed)
-    if key in cache and cache[key][0] is gen:
-        return cache[key][1]
+    fixed to 1.0 (the gradient code's ``_dret``: ``hvp``), kept in ``d``'s specialisation
+    cache."""
+    return d._specs.derived("tangent function", gen, (value, seed),
+                            lambda: _tangent_function(d, gen, value, seed))
+
+
+def _tangent_function(d: Any, gen: Any, value: bool, seed: str | None) -> Any:
+    """``tangent_function`` made: the function's source, loaded."""
     u = gen.unit
     ir = u.ir
     outs = [*(ir.results if value else ()), *ir.tangents]
@@ -114,7 +119,6 @@ def tangent_function(d: Any, gen: Any, value: bool = True, seed: str | None = No
     namespace = backend.imports({"t": src}, u.env)
     fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".jvp")
     fn.__module__ = getattr(d.func, "__module__", None)
-    cache[key] = (gen, fn)
     return fn
 
 
