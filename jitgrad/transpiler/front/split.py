@@ -67,6 +67,9 @@ class SplitHelper:
         self.dispatcher, self.py = dispatcher, py
         self.__name__ = f"{py.__name__}_split"
         self.__qualname__ = self.__name__
+        #: the user's module: a stand-in is the user's helper in the primitive table, with
+        #: no tangent rule of jitgrad's own (forward mode inlines the helper)
+        self.__module__ = py.__module__
         self.params = list(py.__code__.co_varnames[:py.__code__.co_argcount])
         self._kinds: dict[tuple, Any] = {}
         self._rules: dict[tuple, Rule] = {}
