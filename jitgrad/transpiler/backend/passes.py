@@ -33,6 +33,7 @@ from . import emit
 from .elements import fuse_elements
 from .fuse import fuse_loops
 from .jit import global_reads
+from .loop_buffers import loop_buffers
 from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, with_workspace
 from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
@@ -608,11 +609,26 @@ def workspace_(s: Lowering) -> None:
             dx = _g * np.cos(_x_1)
         return (x, dx, (_tape_x_1,))
     """
-    ir = s.ctx.ir
-    s.body, dtypes = with_workspace(ir, s.body)
+    ir, ctx = s.ctx.ir, s.ctx
+    stores: list[str] = []
+    if ctx.parallel is None and not ir.callables:
+        taken = set(s.params).union(*(names_in(x) for x in s.body), ctx.env, [ir.ws],
+                                    [store for _, store, _ in ir.buffers])
+        if ir.snapshots:
+            taken.add(ir.snapshots.store)
+        s.body, stores = loop_buffers(s.body, ir.shared, lambda: ctx.accessor("ws_zeros_like"),
+                                      taken, _scalar_or_unknown(ctx))
+    s.body, dtypes = with_workspace(ir, s.body, stores)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:
         s.params = [*s.params, ir.ws]
+
+
+def _scalar_or_unknown(ctx: Context) -> Callable[[str], bool | None]:
+    """``Dataflow``'s ``is_array``: False for the float scalars and their adjoints (which
+    share no buffer), None (unknown) for the rest."""
+    ndims = ctx.ndims or {}
+    return lambda n: False if ndims.get(n) == 0 or n in ctx.cotangents else None
 
 
 def parallel_(s: Lowering) -> None:
