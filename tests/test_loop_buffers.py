@@ -128,3 +128,11 @@ def test_shape_varying_per_trip_still_refused(jit):
     the forward sweep left (as before): the call raises, never a wrong gradient."""
     with pytest.raises(ValueError, match="does not have the shape"):
         jg.grad(varying_shape, wrt=0, jit=jit)(_x(5), 4)
+
+
+@pytest.mark.parametrize("f", REUSED, ids=lambda f: f.__name__)
+def test_hvp_through_kept_buffers(f):
+    """Forward mode over the gradient code (``hvp``) sees the kept buffers too."""
+    from gradcheck import check_hvp
+
+    check_hvp(f, (_x(5), ARGS[f]), wrt=(0,))
