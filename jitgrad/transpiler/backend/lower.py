@@ -45,15 +45,13 @@ def result_return(ir: Adjoint, variant: str) -> ast.Return:
     return ast.Return(value=ast.Tuple(elts=[value, grads], ctx=ast.Load()))
 
 
-def with_workspace(ir: Adjoint, body: list[ast.stmt], loop_stores: Collection[str] = ()
-                   ) -> tuple[list[ast.stmt], tuple[str, ...]]:
+def with_workspace(ir: Adjoint, body: list[ast.stmt]) -> tuple[list[ast.stmt], tuple[str, ...]]:
     """``body`` (ending in its return) taking from ``_ws`` the typed tapes it still declares
     and the storage of the adjoint buffers it still zeroes (``dv = np.zeros_like(v)``
     becomes ``_ws_dv, dv = ws_zeros_like(_ws_dv, v)``), and returning them after the
     gradients; with what the caller passes the first time: a tape's dtype, or ``"buffer"``
     (an empty float64 storage: of the adjoint buffers, or of the copies pushed on list
-    tapes, ``backend/snapshots.py``; ``loop_stores``: those of the buffers made in loops,
-    ``backend/loop_buffers.py``).  Unchanged without any."""
+    tapes, ``backend/snapshots.py``).  Unchanged without either."""
     decls = {id(st): st for st in ir.workspace}
     dtypes = dict(ir.reused)
     stores = {d: (store, helper) for d, store, helper in ir.buffers}
@@ -80,8 +78,6 @@ def with_workspace(ir: Adjoint, body: list[ast.stmt], loop_stores: Collection[st
     if snaps is not None:  # float64 storage, dropped where a returned array shares it
         kept.append(ir.snapshots.store)
         kinds.append(BUFFER)
-    kept += loop_stores
-    kinds += [BUFFER] * len(loop_stores)
     if not kept:
         return body, ()
     return through_workspace(out, kept, kept, ir.ws), tuple(kinds)

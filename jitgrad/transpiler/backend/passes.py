@@ -610,15 +610,10 @@ def workspace_(s: Lowering) -> None:
         return (x, dx, (_tape_x_1,))
     """
     ir, ctx = s.ctx.ir, s.ctx
-    stores: list[str] = []
     if ctx.parallel is None and not ir.callables:
-        taken = set(s.params).union(*(names_in(x) for x in s.body), ctx.env, [ir.ws],
-                                    [store for _, store, _ in ir.buffers])
-        if ir.snapshots:
-            taken.add(ir.snapshots.store)
-        s.body, stores = loop_buffers(s.body, ir.shared, lambda: ctx.accessor("ws_zeros_like"),
-                                      taken, _scalar_or_unknown(ctx))
-    s.body, dtypes = with_workspace(ir, s.body, stores)
+        taken = set(s.params).union(*(names_in(x) for x in s.body), ctx.env)
+        s.body = loop_buffers(s.body, ir.shared, taken, _scalar_or_unknown(ctx))
+    s.body, dtypes = with_workspace(ir, s.body)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:
         s.params = [*s.params, ir.ws]
