@@ -583,7 +583,8 @@ def elements_(s: Lowering) -> None:
 def workspace_(s: Lowering) -> None:
     """Typed tapes, adjoint buffers of local arrays and the copies pushed on list tapes
     come from the parameter ``_ws`` and go back with the result (``lower.with_workspace``,
-    ``backend/snapshots.py``).
+    ``backend/snapshots.py``); an adjoint buffer a loop zeroes each trip is made at its
+    first trip and zeroed in place after (``backend/loop_buffers.py``).
 
     >>> print(example("workspace", '''
     ... def f(x, n):
