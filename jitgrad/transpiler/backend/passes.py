@@ -33,6 +33,7 @@ from . import emit
 from .elements import fuse_elements
 from .fuse import fuse_loops
 from .jit import global_reads
+from .loop_buffers import loop_buffers
 from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, with_workspace
 from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
@@ -582,7 +583,8 @@ def elements_(s: Lowering) -> None:
 def workspace_(s: Lowering) -> None:
     """Typed tapes, adjoint buffers of local arrays and the copies pushed on list tapes
     come from the parameter ``_ws`` and go back with the result (``lower.with_workspace``,
-    ``backend/snapshots.py``).
+    ``backend/snapshots.py``); an adjoint buffer a loop zeroes each trip is made at its
+    first trip and zeroed in place after (``backend/loop_buffers.py``).
 
     >>> print(example("workspace", '''
     ... def f(x, n):
@@ -608,11 +610,21 @@ def workspace_(s: Lowering) -> None:
             dx = _g * np.cos(_x_1)
         return (x, dx, (_tape_x_1,))
     """
-    ir = s.ctx.ir
+    ir, ctx = s.ctx.ir, s.ctx
+    if ctx.parallel is None and not ir.callables:
+        taken = set(s.params).union(*(names_in(x) for x in s.body), ctx.env)
+        s.body = loop_buffers(s.body, ir.shared, taken, _scalar_or_unknown(ctx))
     s.body, dtypes = with_workspace(ir, s.body)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:
         s.params = [*s.params, ir.ws]
+
+
+def _scalar_or_unknown(ctx: Context) -> Callable[[str], bool | None]:
+    """``Dataflow``'s ``is_array``: False for the float scalars and their adjoints (which
+    share no buffer), None (unknown) for the rest."""
+    ndims = ctx.ndims or {}
+    return lambda n: False if ndims.get(n) == 0 or n in ctx.cotangents else None
 
 
 def parallel_(s: Lowering) -> None:

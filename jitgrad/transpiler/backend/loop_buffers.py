@@ -1,0 +1,159 @@
+"""Adjoint buffers made inside loops, allocated once before the loop (issue 34).
+
+The reverse pass zeroes the adjoint of an array made in a loop body at the top of each
+trip of the reversed loop (``dz = np.zeros_like(z)``, the mark ``notes.ZEROING``): one
+allocation per trip.  Where the buffer cannot outlive its trip and its shape is the same
+in every trip of the outermost loop holding it, it is allocated at the first trip that
+reaches it and zeroed in place in every trip::
+
+    _new_dz = True                      (before the outermost loop)
+    ...
+        if _new_dz:                     (at the zeroing)
+            dz = np.empty_like(z)
+            _new_dz = False
+        dz[...] = 0.0
+
+(not before the loop: ``z`` may be bound only in the forward sweep's loop, so only
+when the loop runs).
+
+It cannot outlive its trip when no name that may share its buffer (``Dataflow.shares``,
+itself included) is read after the outermost loop (so nothing returned or kept after the
+sweep views it), and no other such name is read after the zeroing before being bound
+again (``Dataflow.live_after``: a later trip counts, so a buffer appended to a list,
+stored on a tape or kept under another name across trips is left alone).  Its shape is
+the same when the loop never binds ``z`` (one array in every trip); the zeroing must
+be the loop's only binding of ``dz``, and no trip may read ``dz`` before it (the hoisted
+allocation would change what the first trip reads).  Not under ``prange``, nor with
+``parallel=True`` (threads would share the buffer) or hooks (a hook may keep what it is
+given).  A shape that varies per trip keeps its allocation (the forward sweep leaves the
+last trip's array, so such a zeroing already raises ``SHAPE_MISMATCH``).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+
+from ..analysis.dataflow import Dataflow, binds, binds_in
+from ..nodes import clone, walk_stmts
+from ..notes import ZEROING
+
+_LOOPS = (ast.For, ast.While)
+
+
+def loop_buffers(body: list[ast.stmt], shared: dict[str, str], taken: set[str],
+                 is_array: Callable[[str], bool | None] | None = None) -> list[ast.stmt]:
+    """``body`` with each in-loop zeroing whose buffer stays in its trip, of a shape the
+    same in every trip, allocated at its first trip only and zeroed in place (flags: new
+    names, not in ``taken``).  The changed statements and the blocks holding them are
+    copied (the variants share statements); ``body`` itself where nothing changes."""
+    df = Dataflow(body, shared, is_array=is_array)
+    new: dict[int, list[ast.stmt]] = {}
+    before: dict[int, list[ast.stmt]] = {}
+    for s, outer in _candidates(body, df):
+        d = s.targets[0].id
+        flag = _fresh("_new_" + d.lstrip("_"), taken)
+        made = clone(s)
+        made.value.func.attr = "empty_like"
+        ZEROING.set(made.value, False)
+        first = ast.If(test=_name(flag), body=[made, _set(flag, False)], orelse=[])
+        whole = ast.Subscript(value=_name(d), slice=ast.Constant(value=Ellipsis),
+                              ctx=ast.Store())
+        zero = ast.Assign(targets=[whole], value=ast.Constant(0.0))
+        new[id(s)] = [ast.copy_location(x, s) for x in (first, zero)]
+        before.setdefault(id(outer), []).append(ast.copy_location(_set(flag, True), outer))
+    return _replaced(body, new, before) if new else body
+
+
+def _name(n: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=n, ctx=ast.Store() if store else ast.Load())
+
+
+def _set(n: str, value: bool) -> ast.Assign:
+    return ast.Assign(targets=[_name(n, True)], value=ast.Constant(value))
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    n, k = base, 1
+    while n in taken:
+        k += 1
+        n = f"{base}_{k}"
+    taken.add(n)
+    return n
+
+
+def _candidates(body: list[ast.stmt], df: Dataflow) -> list[tuple[ast.Assign, ast.stmt]]:
+    """The marked zeroings inside loops (not ``prange``) that may be hoisted, each with
+    its outermost loop."""
+    out: list[tuple[ast.Assign, ast.stmt]] = []
+
+    def visit(block: list[ast.stmt], outer: ast.stmt | None) -> None:
+        for s in block:
+            if outer is not None and _zeroing(s) and _hoistable(s, outer, df):
+                out.append((s, outer))
+            if isinstance(s, _LOOPS) and _prange(s):
+                continue
+            here = outer if outer is not None or not isinstance(s, _LOOPS) else s
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if isinstance(sub, list):
+                    visit(sub, here)
+
+    visit(body, None)
+    return out
+
+
+def _zeroing(s: ast.stmt) -> bool:
+    """Is ``s`` the reverse pass's ``d = np.zeros_like(v)`` (its mark), ``v`` a name?"""
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and bool(ZEROING.get(s.value))
+            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+            and len(s.value.args) == 1 and isinstance(s.value.args[0], ast.Name))
+
+
+def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow) -> bool:
+    """May ``s``'s buffer be made once before ``outer`` (see the module docstring)?"""
+    d = s.targets[0].id
+    sharing = df.shares(d)
+    if sharing & df.live_after(outer) or (sharing - {d}) & df.live_after(s):
+        return False
+    # (``d += e`` writes into ``d``'s array: not another binding)
+    binding = [x for x in walk_stmts(outer.body)
+               if d in binds(x) and not isinstance(x, ast.AugAssign)]
+    # one array, so one shape, in every trip: ``v`` not bound in the loop
+    return (binding == [s] and d not in df.carried(outer)
+            and s.value.args[0].id not in binds_in([outer], elements=False))
+
+
+def _prange(loop: ast.stmt) -> bool:
+    it = getattr(loop, "iter", None)
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "prange"
+
+
+def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],
+              before: dict[int, list[ast.stmt]]) -> list[ast.stmt]:
+    """``block`` with the statements of ``new`` (by id) in place of theirs and those of
+    ``before`` ahead of theirs, copying what holds them."""
+    out: list[ast.stmt] = []
+    changed = False
+    for s in block:
+        out += before.get(id(s), [])
+        if id(s) in new:
+            out += new[id(s)]
+            changed = True
+            continue
+        t = s
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, list) and sub:
+                r = _replaced(sub, new, before)
+                if r is not sub:
+                    t = copy.copy(t) if t is s else t
+                    setattr(t, f, r)
+        changed |= t is not s or id(s) in before
+        out.append(t)
+    return out if changed else block
+
+
+__all__ = ["loop_buffers"]
