@@ -161,6 +161,17 @@ def is_tape(name: str) -> bool:
     return name.startswith("_tape")
 
 
+def fresh_in(base: str, taken: set[str], sep: str = "") -> str:
+    """``base``, or ``base2``, ``base3``... (``sep`` between) where taken; added to ``taken``
+    (for the backend's steps, which hold no ``Namer``)."""
+    out, k = base, 1
+    while out in taken:
+        k += 1
+        out = f"{base}{sep}{k}"
+    taken.add(out)
+    return out
+
+
 def names_in(node: ast.AST) -> set[str]:
     """All identifiers (loaded or stored) under ``node``: names, parameters and function
     names (one loop over an explicit stack, skipping fields that hold no node)."""

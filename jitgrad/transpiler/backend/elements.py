@@ -38,6 +38,7 @@ from ...rules.primitives import fact
 from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..astutil import resolve
+from ..naming import fresh_in
 from ..nodes import loaded_ids, walk_stmts
 from ..notes import COMMENT
 from .emit import comment
@@ -153,12 +154,7 @@ class _Ctx:
         return self.flow.live_after(g.stmts[-1])
 
     def fresh(self, base: str) -> str:
-        out, k = base, 1
-        while out in self.taken:
-            k += 1
-            out = f"{base}{k}"
-        self.taken.add(out)
-        return out
+        return fresh_in(base, self.taken)
 
 
 def _block(stmts: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:

@@ -36,24 +36,30 @@ import copy
 from collections.abc import Callable
 
 from ..analysis.dataflow import Dataflow, binds, binds_in
+from ..naming import fresh_in
 from ..nodes import clone, walk_stmts
-from ..notes import ZEROING
+from ..notes import PRANGE, ZEROING
 
 _LOOPS = (ast.For, ast.While)
 
 
-def loop_buffers(body: list[ast.stmt], shared: dict[str, str], taken: set[str],
+def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
+                 taken: set[str] | Callable[[], set[str]],
                  is_array: Callable[[str], bool | None] | None = None) -> list[ast.stmt]:
     """``body`` with each in-loop zeroing whose buffer stays in its trip, of a shape the
     same in every trip, allocated at its first trip only and zeroed in place (flags: new
-    names, not in ``taken``).  The changed statements and the blocks holding them are
-    copied (the variants share statements); ``body`` itself where nothing changes."""
+    names, not in ``taken``, or what it returns: made only where needed).  The changed
+    statements and the blocks holding them are copied (the variants share statements);
+    ``body`` itself where nothing changes."""
+    if not _zeroings_in_loops(body):
+        return body
     df = Dataflow(body, shared, is_array=is_array)
+    taken = taken() if callable(taken) else taken
     new: dict[int, list[ast.stmt]] = {}
     before: dict[int, list[ast.stmt]] = {}
     for s, outer in _candidates(body, df):
         d = s.targets[0].id
-        flag = _fresh("_new_" + d.lstrip("_"), taken)
+        flag = fresh_in("_new_" + d.lstrip("_"), taken, "_")
         made = clone(s)
         made.value.func.attr = "empty_like"
         ZEROING.set(made.value, False)
@@ -74,13 +80,10 @@ def _set(n: str, value: bool) -> ast.Assign:
     return ast.Assign(targets=[_name(n, True)], value=ast.Constant(value))
 
 
-def _fresh(base: str, taken: set[str]) -> str:
-    n, k = base, 1
-    while n in taken:
-        k += 1
-        n = f"{base}_{k}"
-    taken.add(n)
-    return n
+def _zeroings_in_loops(body: list[ast.stmt]) -> bool:
+    """Is any marked zeroing inside a loop of ``body`` (before the dataflow is built)?"""
+    return any(_zeroing(x) for s in body if isinstance(s, _LOOPS)
+               for x in walk_stmts(s.body))
 
 
 def _candidates(body: list[ast.stmt], df: Dataflow) -> list[tuple[ast.Assign, ast.stmt]]:
@@ -92,7 +95,7 @@ def _candidates(body: list[ast.stmt], df: Dataflow) -> list[tuple[ast.Assign, as
         for s in block:
             if outer is not None and _zeroing(s) and _hoistable(s, outer, df):
                 out.append((s, outer))
-            if isinstance(s, _LOOPS) and _prange(s):
+            if isinstance(s, _LOOPS) and is_prange(s):
                 continue
             here = outer if outer is not None or not isinstance(s, _LOOPS) else s
             for f in ("body", "orelse"):
@@ -126,9 +129,11 @@ def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow) -> bool:
             and s.value.args[0].id not in binds_in([outer], elements=False))
 
 
-def _prange(loop: ast.stmt) -> bool:
+def is_prange(loop: ast.stmt) -> bool:
+    """Is ``loop`` a ``prange`` loop (marked so, or after the prange rewrite)?"""
     it = getattr(loop, "iter", None)
-    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "prange"
+    return bool(PRANGE.get(loop)) or (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                                      and it.func.id == "prange")
 
 
 def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],

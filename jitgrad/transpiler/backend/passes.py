@@ -612,8 +612,10 @@ def workspace_(s: Lowering) -> None:
     """
     ir, ctx = s.ctx.ir, s.ctx
     if ctx.parallel is None and not ir.callables:
-        taken = set(s.params).union(*(names_in(x) for x in s.body), ctx.env)
-        s.body = loop_buffers(s.body, ir.shared, taken, _scalar_or_unknown(ctx))
+        body = s.body
+        s.body = loop_buffers(body, ir.shared,
+                              lambda: set(s.params).union(*map(names_in, body), ctx.env),
+                              _scalar_or_unknown(ctx))
     s.body, dtypes = with_workspace(ir, s.body)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:

@@ -29,7 +29,7 @@ from typing import Any
 from ...rules.primitives import shape_args
 from ..analysis import dataflow
 from ..front.desugar import assign, name
-from ..naming import names_in
+from ..naming import fresh_in, names_in
 from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
 from .emit import comment
 
@@ -64,7 +64,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
             continue  # (read otherwise in the sweep: it stays alive anyway)
         if taken is None:
             taken = set().union(*(names_in(x) for x in body))
-        like = _fresh(f"{v}_like", taken)
+        like = fresh_in(f"{v}_like", taken)
         for m in shape_at[v]:
             out[m] = _with_stand_in(out[m], v, like, readers)
         made = assign(like, stand_in(v, np_name))
@@ -156,15 +156,6 @@ def _with_stand_in(s: ast.stmt, v: str, like: str, readers: tuple[str, ...]) -> 
         if _shape_read(n, readers, v):
             n.args[1] = name(like)
     return new
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    out, k = base, 1
-    while out in taken:
-        k += 1
-        out = f"{base}{k}"
-    taken.add(out)
-    return out
 
 
 __all__ = ["read_for_shape_only", "shape_reading_names", "shape_stand_ins", "stand_in"]

@@ -53,6 +53,7 @@ from ..front.inline import resolve
 from ..nodes import clone, loaded_ids, walk, walk_stmts
 from ..notes import SWEEP
 from . import emit
+from .loop_buffers import is_prange
 
 #: calls of builtins that only compute
 _PURE_BUILTINS = frozenset({builtins.range, builtins.len, builtins.min, builtins.max,
@@ -132,8 +133,8 @@ def _rewrite(stmts: list[ast.stmt], reverse: bool, nested: bool, g: _Guarding
 def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.stmt:
     """``s`` guarded, or with guards inside it (a copy), or ``s`` itself.  ``reverse``:
     ``s`` is in a reversed loop; ``nested``: in some loop (run once per trip of it)."""
-    if not isinstance(s, (ast.For, ast.While, ast.If)):
-        return s
+    if not isinstance(s, (ast.For, ast.While, ast.If)) or is_prange(s):
+        return s  # (under prange: Numba's reductions of a parallel loop must stay unguarded)
     note = SWEEP.get(s)
     own = note is not None and note[1] == "reverse"
     if isinstance(s, (ast.For, ast.While)) and nested and (reverse or own):
