@@ -212,6 +212,7 @@ def split_helpers(parsed: Parsed, body: list[ast.stmt]) -> dict[Any, SplitHelper
 
     counts: Counter = Counter()
     found: dict[Any, Any] = {}
+    unplain: set[Any] = set()  # called somewhere with keywords or another arity: inlined
     for n in walk(ast.Module(body=body, type_ignores=[])):
         if not isinstance(n, ast.Call):
             continue
@@ -219,12 +220,13 @@ def split_helpers(parsed: Parsed, body: list[ast.stmt]) -> dict[Any, SplitHelper
         py = user_function(primal_of(obj)) if obj is not None else None
         if py is None or getattr(obj, "py_func", None) is not py:
             continue
-        plain = not n.keywords and len(n.args) == py.__code__.co_argcount \
-            and not any(isinstance(a, ast.Starred) for a in n.args)
-        counts[py] += 1 if plain else SPLIT_SITES * len(body) + 1_000_000  # (never split)
+        counts[py] += 1
         found[py] = obj
+        if n.keywords or len(n.args) != py.__code__.co_argcount \
+                or any(isinstance(a, ast.Starred) for a in n.args):
+            unplain.add(py)
     return {py: standin(found[py]) for py, c in counts.items()
-            if SPLIT_SITES <= c < 1_000_000 and pure_helper(py)}
+            if c >= SPLIT_SITES and py not in unplain and pure_helper(py)}
 
 
 def pure_helper(py: Any) -> bool:
