@@ -23,7 +23,7 @@ from ..analysis import dataflow
 from ..analysis.dependence import order_free
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
+from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -231,10 +231,10 @@ def plain_loop(s: ast.stmt) -> bool:
     holding no checkpointed region (their lowerings have sweeps of their own)."""
     return (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse
             and isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
-            and s.iter.func.id == "range" and not PRANGE.get(s) and not CHECKPOINTED.get(s)
+            and s.iter.func.id == "range" and not is_prange(s) and not CHECKPOINTED.get(s)
             and not any(isinstance(x, (ast.Break, ast.Continue, ast.Return))
                         for x in this_loop(s.body))
-            and not any(checkpoint(x) or isinstance(x, ast.Return) or PRANGE.get(x)
+            and not any(checkpoint(x) or isinstance(x, ast.Return) or is_prange(x)
                         or CHECKPOINTED.get(x) for x in walk_stmts(s.body)))
 
 

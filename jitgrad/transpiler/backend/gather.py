@@ -50,7 +50,7 @@ from ..front.inline import rename
 from ..front.purity import builtins_unshadowed, is_pure, resolve_name
 from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT, PRANGE, carry
+from ..notes import COMMENT, carry, is_prange
 from .emit import comment as emit_comment
 
 
@@ -117,7 +117,7 @@ class _Rewrite:
         out: list[ast.stmt] = []
         for k, s in enumerate(stmts):
             if isinstance(s, ast.For):
-                par = self.parallel is not None and PRANGE.get(s)
+                par = self.parallel is not None and is_prange(s)
                 plan = _plan(s, self.env, self.parallel if par else self.fresh, self.outside,
                              stmts, sums=par)
                 if plan is not None:

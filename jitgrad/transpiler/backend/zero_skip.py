@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -50,10 +49,9 @@ from ...rules.primitives import draws
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, walk, walk_stmts
-from ..notes import SWEEP
+from ..nodes import clone, loaded_ids, rewrite_blocks, walk, walk_stmts, with_blocks
+from ..notes import SWEEP, is_prange
 from . import emit
-from .loop_buffers import is_prange
 
 #: calls of builtins that only compute
 _PURE_BUILTINS = frozenset({builtins.range, builtins.len, builtins.min, builtins.max,
@@ -121,13 +119,7 @@ def depending_on(body: list[ast.stmt], seeds: Collection[str],
 
 def _rewrite(stmts: list[ast.stmt], reverse: bool, nested: bool, g: _Guarding
              ) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    changed = False
-    for s in stmts:
-        new = _statement(s, reverse, nested, g)
-        changed |= new is not s
-        out.append(new)
-    return out if changed else stmts
+    return rewrite_blocks(stmts, lambda s: _statement(s, reverse, nested, g))
 
 
 def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.stmt:
@@ -137,18 +129,12 @@ def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.st
         return s  # (under prange: Numba's reductions of a parallel loop must stay unguarded)
     note = SWEEP.get(s)
     own = note is not None and note[1] == "reverse"
-    if isinstance(s, (ast.For, ast.While)) and nested and (reverse or own):
+    loop = isinstance(s, (ast.For, ast.While))
+    if loop and nested and (reverse or own):
         plan = g.guard(s)
         if plan is not None:
             return _guarded(s, *plan)
-    loop = isinstance(s, (ast.For, ast.While))
-    body = _rewrite(s.body, reverse or own, nested or loop, g)
-    orelse = _rewrite(s.orelse, reverse or own, nested or loop, g)
-    if body is s.body and orelse is s.orelse:
-        return s
-    new = copy.copy(s)  # (its notes too)
-    new.body, new.orelse = body, orelse
-    return new
+    return with_blocks(s, lambda b: _rewrite(b, reverse or own, nested or loop, g))
 
 
 def _guarded(loop: ast.stmt, dv: str, instead: list[ast.stmt]) -> ast.stmt:
