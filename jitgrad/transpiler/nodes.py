@@ -241,9 +241,8 @@ Rewrite = Callable[[ast.stmt], ast.stmt | list[ast.stmt] | None]
 
 def rewrite_blocks(body: list[ast.stmt], fn: Rewrite,
                    fields: tuple[str, ...] = ("body", "orelse")) -> list[ast.stmt]:
-    """``body`` with ``fn(s)`` in place of each statement ``s`` (see ``Rewrite``), copy on
-    write: a block, and a statement holding one, is copied only where something in it
-    changes (the variants share statements); ``body`` itself where nothing does."""
+    """``body`` with ``fn(s)`` for each statement ``s`` (``Rewrite``), copy on write: only the
+    blocks and statements that change are copied; ``body`` itself where nothing does."""
     out: list[ast.stmt] | None = None
     for k, s in enumerate(body):
         new = fn(s)
