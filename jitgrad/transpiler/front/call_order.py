@@ -61,14 +61,13 @@ def _data_names(e: ast.AST, env: dict[str, Any]) -> set[str]:
 
 
 def _may_write(c: ast.Call, env: dict[str, Any]) -> set[str]:
-    """The names whose contents a call not known pure may write: its ``out=``, the object
-    of a method (``xs.append(v)``), and the arguments of a function."""
+    """The names whose contents a call not known pure may write: its ``out=`` and the
+    object of a method (``xs.append(v)``).  (A function's array argument written as a
+    statement is refused: ``analysis.effects.refuse_hidden_writes``.)"""
     f = c.func
+    args = [k.value for k in c.keywords if k.arg == "out"]
     if isinstance(f, ast.Attribute) and resolve(f, env) is None:
-        args = [f.value]  # a method that may change its object
-    else:
-        args = [a.value if isinstance(a, ast.Starred) else a for a in c.args]
-    args += [k.value for k in c.keywords if k.arg == "out"]
+        args.append(f.value)  # a method that may change its object
     return {a.id for a in args if isinstance(a, ast.Name)}
 
 

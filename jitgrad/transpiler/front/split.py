@@ -251,12 +251,12 @@ def pure_helper(py: Any) -> bool:
                                           or isinstance(n.value, ast.Name)
                                           and n.value.id in params):
             return False
-        if isinstance(n, ast.Call) and not _pure_call(n, helper):
+        if isinstance(n, ast.Call) and not _splittable_call(n, helper):
             return False
     return True
 
 
-def _pure_call(n: ast.Call, helper: Parsed) -> bool:
+def _splittable_call(n: ast.Call, helper: Parsed) -> bool:
     """Does call ``n`` in ``helper`` compute a value only (``purity.call_pure``), of a
     library function with a gradient rule or none needed (not jitgrad's or Numba's)?"""
     fn = called(n, helper.env)
