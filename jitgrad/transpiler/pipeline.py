@@ -207,6 +207,12 @@ def parse_(u: Unit) -> None:
     """
     u.parsed = parse_function(u.func)
     fence(u.parsed)
+    _adopt(u)
+
+
+def _adopt(u: Unit) -> None:
+    """The unit's namer, parameters and body from its parsed function (``parse_``, and
+    ``prepare_tree`` for generated code given as its tree)."""
     tree = u.parsed.tree
     u.namer = Namer(names_in(tree), u.parsed.free)
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
@@ -1000,6 +1006,18 @@ def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = Non
 
 
 @_without_gc
+def prepare_tree(func: Any, parsed: Parsed, parallel: bool = False, jit: bool = False) -> Unit:
+    """``prepare`` for generated code given as its tree (``parsed``, as the parser gives it
+    back, ``backend/as_parsed.py``): ``parse``'s bookkeeping without reading or fencing a
+    source, then the other passes of ``PREPARE``.  Second order's gradient code."""
+    u = Unit(func, parsed=parsed, parallel=parallel, jit=jit, prepared_with=PREPARE)
+    _adopt(u)
+    for p in PREPARE[1:]:
+        p.run(u)
+    return u
+
+
+@_without_gc
 def transform(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
               until: str | None = None, passes: list[Pass] | None = None,
               auto_checkpoint: int | None = None, elements: bool = False) -> Unit:
@@ -1209,9 +1227,9 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "all_float64", "example", "fence", "generate", "prepare", "stage", "transform",
-           "written_args"]
+           "Unit", "all_float64", "example", "fence", "generate", "prepare", "prepare_tree",
+           "stage", "transform", "written_args"]
 
 
 register_makers(prepare=prepare, gradient_code=gradient_code)  # (front/split.py)
-register_generate(generate)  # (gradient_code._unsplit)
+register_generate(generate, prepare_tree)  # (gradient_code: _unsplit, gradient_tree)
