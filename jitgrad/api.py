@@ -162,7 +162,9 @@ class Differentiated:
         return self._prepared
 
     def _prepare_source(self) -> Prepared:
-        """``_prep``'s passes on the function's source, its refusals first (once)."""
+        """``_prep``'s passes on the function's source, its refusals first (once: the
+        source they parse and fence is the one the passes start from)."""
+        parsed = None
         if not self._entry_checked:  # refusals first, in the user's source
             parsed = parse_function(self.func)
             fence(parsed)
@@ -172,7 +174,7 @@ class Differentiated:
                 self._aux_size = aux_size(parsed)
             self._entry_checked = True
         return prepare(self.func, parallel=emit.is_parallel(self.options), aux=self.has_aux,
-                       tuples=self._tuples, jit=bool(self.jit))
+                       tuples=self._tuples, jit=bool(self.jit), parsed=parsed)
 
     def bind(self, args: tuple, kwargs: dict[str, Any] | None = None) -> tuple:
         """A call's arguments as the full positional tuple the generated code takes:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
+from jitgrad import api
 from jitgrad.transpiler import pipeline
 from jitgrad.transpiler.backend import emit
 from jitgrad.transpiler.backend.as_parsed import as_parsed
@@ -94,21 +95,33 @@ def test_lines_map_to_the_users():
         assert g.function.user_lines[after] == line
 
 
-def test_no_source_read_or_fenced_for_the_gradient_code(monkeypatch):
-    """``jg.hvp`` parses and fences the user's function only, never generated code (it
-    parsed and fenced the gradient code's printed text before)."""
+def test_parsed_and_fenced_once(monkeypatch):
+    """A first ``jg.hvp`` parses and fences the user's function once (the API's refusals'
+    parse is the one the passes start from), and no generated code (the gradient code's
+    printed text was parsed and fenced twice before, the user's function twice too)."""
     seen = []
-    for name in ("parse_function", "fence"):
-        real = getattr(pipeline, name)
+    for mod in (api, pipeline):
+        for name in ("parse_function", "fence"):
+            real = getattr(mod, name)
 
-        def spy(arg, real=real, name=name):
-            func = arg if name == "parse_function" else arg.func
-            seen.append(func.__code__.co_filename)
-            return real(arg)
-        monkeypatch.setattr(pipeline, name, spy)
+            def spy(arg, real=real, name=name):
+                func = arg if name == "parse_function" else arg.func
+                seen.append((name, func.__code__.co_filename))
+                return real(arg)
+            monkeypatch.setattr(mod, name, spy)
     x, a = CASES[0][1]
-    jg.hvp(branchy, (x, a), (np.ones(4), 1.0), wrt=(0, 1), jit=False)
-    assert seen and all(where == __file__ for where in seen), seen
+    hx, ha = jg.hvp(_once, (x, a), (np.ones(4), 0.0), wrt=(0, 1), jit=False)
+    assert seen == [("parse_function", __file__), ("fence", __file__)]
+    np.testing.assert_allclose(hx, 6.0 * a * x, rtol=1e-12)  # (H @ (1, 0) of sum(a x^3))
+    assert ha == pytest.approx(3.0 * np.sum(x * x), rel=1e-12)
+
+
+def _once(x, a):
+    """Differentiated in ``test_parsed_and_fenced_once`` only (a first call there)."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += a * x[i] ** 3
+    return s
 
 
 @pytest.mark.parametrize("jit", [False, True])

@@ -205,8 +205,9 @@ def parse_(u: Unit) -> None:
     def f(x, y):
         return x * y + 1.0
     """
-    u.parsed = parse_function(u.func)
-    fence(u.parsed)
+    if u.parsed is None:  # (else parsed and fenced already: ``prepare``'s ``parsed``)
+        u.parsed = parse_function(u.func)
+        fence(u.parsed)
     _adopt(u)
 
 
@@ -990,13 +991,14 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
             tuples: dict[str, tuple[Any, list[str], bool]] | None = None,
-            jit: bool = False, split: bool = False) -> Unit:
+            jit: bool = False, split: bool = False, parsed: Parsed | None = None) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
     its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba;
-    ``split``: helpers called at many sites stay calls (``front/split.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
+    ``split``: helpers called at many sites stay calls (``front/split.py``); ``parsed``:
+    ``func`` parsed and fenced already (the API's first refusals), not again."""
+    u = Unit(func, parsed=parsed, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
              prepared_with=passes or PREPARE, split=split)
     for p in u.prepared_with:
         p.run(u)
