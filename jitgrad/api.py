@@ -116,6 +116,8 @@ class Differentiated:
         self.wrt_positions, self.single = resolve_wrt(wrt, self.params, self.func.__name__)
         self._prepared: Prepared | None = None
         self._prepared_version = -1
+        #: makes the prepared unit of generated code given as a tree (``_plain``)
+        self._made: Callable[[Differentiated], Prepared] | None = None
         #: tuple arguments passed as their entries (``structured.Flat``): the ``tuples``
         #: pass's input (``transpiler/front/tuples.py``); None for other functions
         self._tuples: dict[str, tuple] | None = None
@@ -137,11 +139,15 @@ class Differentiated:
         """The on-disk cache's record of the automatic checkpointing the code is made with."""
         return f"checkpoint={config.checkpoint_threshold(self.auto_checkpoint)}"
 
-    def _plain(self, func: Callable, wrt: Wrt, jit: bool) -> Differentiated:
+    def _plain(self, func: Callable, wrt: Wrt, jit: bool,
+               prepared: Callable[[Differentiated], Prepared] | None = None) -> Differentiated:
         """A plain ``Differentiated`` of ``func`` whatever this one's class (a tuple
         arguments' ``structured.Flat`` too): what ``forward_mode._second`` differentiates
-        again, without importing this module."""
-        return Differentiated(func, wrt=wrt, jit=jit)
+        again, without importing this module.  ``prepared``: makes its prepared unit
+        (generated code given as a tree: no source of ``func`` is read)."""
+        d = Differentiated(func, wrt=wrt, jit=jit)
+        d._made = prepared
+        return d
 
     def _prep(self) -> Prepared:
         """The kind-independent passes, redone when a rule is registered (helpers may
@@ -150,19 +156,25 @@ class Differentiated:
         if self._prepared is None or self._prepared_version != version:
             with TRANSFORMING:
                 if self._prepared is None or self._prepared_version != version:
-                    if not self._entry_checked:  # refusals first, in the user's source
-                        parsed = parse_function(self.func)
-                        fence(parsed)
-                        refuse_on_cpu(parsed)
-                        fence_entry(parsed)
-                        if self.has_aux:
-                            self._aux_size = aux_size(parsed)
-                        self._entry_checked = True
-                    self._prepared = prepare(self.func, parallel=emit.is_parallel(self.options),
-                                             aux=self.has_aux, tuples=self._tuples,
-                                             jit=bool(self.jit))
+                    self._prepared = self._made(self) if self._made is not None \
+                        else self._prepare_source()
                     self._prepared_version = version
         return self._prepared
+
+    def _prepare_source(self) -> Prepared:
+        """``_prep``'s passes on the function's source, its refusals first (once: the
+        source they parse and fence is the one the passes start from)."""
+        parsed = None
+        if not self._entry_checked:  # refusals first, in the user's source
+            parsed = parse_function(self.func)
+            fence(parsed)
+            refuse_on_cpu(parsed)
+            fence_entry(parsed)
+            if self.has_aux:
+                self._aux_size = aux_size(parsed)
+            self._entry_checked = True
+        return prepare(self.func, parallel=emit.is_parallel(self.options), aux=self.has_aux,
+                       tuples=self._tuples, jit=bool(self.jit), parsed=parsed)
 
     def bind(self, args: tuple, kwargs: dict[str, Any] | None = None) -> tuple:
         """A call's arguments as the full positional tuple the generated code takes:

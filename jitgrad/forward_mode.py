@@ -231,7 +231,7 @@ def _second(d: Any, args: tuple) -> Any:
         raise ValueError(f"hvp/hessian of {d.func.__name__} need a scalar output")
 
     def make() -> Any:
-        d2 = d._plain(gradient_function(d, args), d.wrt, d.jit)  # (not a structured.Flat)
+        d2 = gradient_function(d, args).differentiated(d)  # (not a structured.Flat)
         d2.options = dict(d.options)  # compiled as the user's function is (fastmath...)
         return d2
 

@@ -12,19 +12,24 @@ differentiates.
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Callable, Iterator
+import builtins
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .analysis.kinds import FLOAT
 from .backend import emit
 from .backend import jit as backend
+from .backend.as_parsed import Printed, as_parsed
 from .backend.optimize import dead_code
 from .backend.zero_skip import depending_on, zero_guards
 from .front.desugar import assign, const
 from .front.nested import inner_gradient
+from .front.parse import Parsed, free_names
 from .ir import result_expr
 from .nodes import clone
+from .notes import SOURCE_LINE
 
 
 def gradient_code(d: Any, gen: Any, value: bool = False, tangents: bool = False) -> Any:
@@ -34,14 +39,22 @@ def gradient_code(d: Any, gen: Any, value: bool = False, tangents: bool = False)
     (``jg.hvp``), with its reversed loops skipped where a cotangent that keeps a zero
     tangent is zero (``_zero_guards``); reverse mode over it (a nested gradient,
     ``grad(grad)``) must see every loop."""
-    if gen.unit.split and gen.unit.splits:  # differentiated again: its helpers inlined
-        gen = _unsplit(d, gen)
+    gen = _inlined(d, gen)
     return d._specs.derived("gradient code", gen, (value, tangents),
-                            lambda: _gradient_code(d, gen, value, tangents))
+                            lambda: _loaded(d, gen.unit, *_function(d, gen, value, tangents)))
 
 
-def _gradient_code(d: Any, gen: Any, value: bool, tangents: bool) -> Any:
-    """``gradient_code`` made: the function's source, loaded."""
+def _inlined(d: Any, gen: Any) -> Any:
+    """``gen``, or, where it calls split helpers, ``gen`` made again with them inlined."""
+    if gen.unit.split and gen.unit.splits:  # differentiated again: its helpers inlined
+        return _unsplit(d, gen)
+    return gen
+
+
+def _function(d: Any, gen: Any, value: bool,
+              tangents: bool) -> tuple[str, list[str], list[ast.stmt]]:
+    """The gradient code's name, parameters and body (``gradient_code``'s ``value`` and
+    ``tangents``)."""
     u = gen.unit
     ir = u.ir
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]
@@ -50,23 +63,93 @@ def _gradient_code(d: Any, gen: Any, value: bool, tangents: bool) -> Any:
     body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared)
     if tangents:
         body = _zero_guards(d, u, body)
-    fname = u.namer.fresh(f"{u.name}_g_")
-    src = emit.unparse(emit.function_def(fname, [*ir.params, ir.seed], body))
+    return u.namer.fresh(f"{u.name}_g_"), [*ir.params, ir.seed], body
+
+
+def _loaded(d: Any, u: Any, fname: str, params: list[str], body: list[ast.stmt],
+            printed: Printed | None = None) -> Any:
+    """The function ``fname`` printed and loaded, its lines mapped to the user's
+    (``user_lines``: a refusal of forward mode names the user's line)."""
+    printed = printed or as_parsed(fname, params, body)
+    src = emit.unparse(emit.function_def(fname, params, body))
     namespace = backend.imports({"g": src}, u.env)
     fn = emit.load(src, fname, namespace, d.func.__qualname__ + ".grad")
     fn.__module__ = getattr(d.func, "__module__", None)
-    fn.user_lines = user_lines(body, src)  # (a refusal of forward mode names the user's line)
+    fn.user_lines = user_lines(printed.lines)
     return fn
 
 
-#: reverse mode's code generator (``pipeline.generate``), registered by that module: it
-#: imports this one
+@dataclass
+class GradientTree:
+    """Gradient code for forward mode to differentiate again (``gradient_tree``)."""
+
+    #: the function: a stand-in of its signature that loads the code when called, where
+    #: ``parsed`` is; else the code loaded (its source is parsed, as any function's)
+    function: Any
+    #: its tree as the parser gives it back (``as_parsed``), its names' values and file
+    parsed: Parsed | None
+
+    def differentiated(self, d: Any) -> Any:
+        """A ``Differentiated`` of it with ``d``'s ``wrt`` and ``jit``, prepared from the
+        tree (no source parsed or fenced: see ``pipeline.prepare_tree``)."""
+        return d._plain(self.function, d.wrt, d.jit,
+                        None if self.parsed is None else self._prepared)
+
+    def _prepared(self, d2: Any) -> Any:
+        return _GENERATE[1](self.function, self.parsed, parallel=emit.is_parallel(d2.options),
+                            jit=bool(d2.jit))
+
+
+def gradient_tree(d: Any, gen: Any, tangents: bool = False) -> GradientTree:
+    """The gradient code ``gen`` of ``d`` (``gradient_code``'s, without the value) as the
+    tree forward mode starts from, not printed, loaded and parsed again; kept in ``d``'s
+    specialisation cache."""
+    gen = _inlined(d, gen)
+    return d._specs.derived("gradient tree", gen, (tangents,),
+                            lambda: _gradient_tree(d, gen, tangents))
+
+
+def _gradient_tree(d: Any, gen: Any, tangents: bool) -> GradientTree:
+    """``gradient_tree`` made: the tree as parsed, a stand-in function, the line map."""
+    u = gen.unit
+    fname, params, body = _function(d, gen, False, tangents)
+    printed = as_parsed(fname, params, body)
+    if printed.tree is None:  # (printed and parsed after all, and fenced)
+        return GradientTree(_loaded(d, u, fname, params, body, printed), None)
+    fn = emit.stand_in(fname, params, d.func.__qualname__ + ".grad",
+                       lambda: _loaded(d, u, fname, params, body, printed))
+    fn.__module__ = getattr(d.func, "__module__", None)
+    fn.user_lines = user_lines(printed.lines)
+    free = free_names(printed.tree)
+    env = {n: u.env[n] if n in u.env else getattr(builtins, n) for n in free
+           if n in u.env or hasattr(builtins, n)}
+    text = functools.cache(lambda: emit.unparse(emit.function_def(fname, params, clone(body))))
+    return GradientTree(fn, TreeParsed(fn, printed.tree, env, fn.__code__.co_filename, 1,
+                                       free=free, text=text))
+
+
+@dataclass
+class TreeParsed(Parsed):
+    """``Parsed`` of generated code made as a tree: its lines' text printed when a message
+    first asks for one."""
+
+    text: Callable[[], str] | None = None
+
+    def source_line(self, line: int) -> str:
+        if not self.lines and self.text is not None:
+            self.lines = self.text().splitlines()
+        return super().source_line(line)
+
+
+#: reverse mode's code generator (``pipeline.generate``) and ``pipeline.prepare_tree``,
+#: registered by that module: it imports this one
 _GENERATE: list[Callable[..., Any]] = []
 
 
-def register_generate(generate: Callable[..., Any]) -> None:
-    """Set the generator ``_unsplit`` makes inlined reverse-mode code with."""
-    _GENERATE[:] = [generate]
+def register_generate(generate: Callable[..., Any], prepare_tree: Callable[..., Any]) -> None:
+    """Set the generator ``_unsplit`` makes inlined reverse-mode code with, and the front
+    end ``gradient_tree``'s code is prepared with (``pipeline.prepare_tree``)."""
+    _GENERATE[:] = [generate, prepare_tree]
 
 
 def _unsplit(d: Any, gen: Any) -> Any:
@@ -157,7 +240,7 @@ def _hvp_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
     gen = reverse()
 
     def make(value: bool) -> Any:
-        d2 = d._plain(gradient_code(d, gen), d.wrt, d.jit)
+        d2 = gradient_tree(d, gen).differentiated(d)
         seed = gen.unit.ir.seed
         wrt = [d.params[i] for i in d.wrt_positions]
         gen2 = generate_jvp(d2._prep(), wrt, {**kinds, seed: FLOAT})
@@ -171,40 +254,18 @@ def _hvp_helper(d: Any, kinds: dict, reverse: Any) -> tuple[Any, Any]:
 NESTED_CODE = {"gradient": _gradient_helper, "tangent": _tangent_helper, "hvp": _hvp_helper}
 
 
-_LINE = re.compile(r"line (\d+): ")
-
-
-def user_lines(body: list[ast.stmt], src: str) -> dict[int, int]:
-    """Line of ``src`` (``body`` unparsed) -> the user's line it comes from: the line of the
-    last ``# line N:`` comment before it (the adjoint sweep), else the statement's own (the
-    forward sweep); empty where the two do not pair up."""
-    lines: list[int | None] = []
-    current = None
-    for s in _preorder(body):
-        text = emit.comment_text(s)
-        if text is not None:
-            m = _LINE.match(text)
-            current = int(m[1]) if m else current
-            continue
-        lines.append(current if current is not None else getattr(s, "lineno", None) or None)
-    made = list(_preorder(ast.parse(src).body[0].body))
-    if len(made) != len(lines):
-        return {}
+def user_lines(lines: list[tuple[int, ast.stmt, int | None]]) -> dict[int, int]:
+    """Line of the printed gradient code -> the user's line it comes from, from
+    ``as_parsed``'s ``lines``: the line of the last ``# line N:`` comment before it (the
+    adjoint sweep, ``notes.SOURCE_LINE``), else the statement's own (the forward sweep)."""
     out: dict[int, int] = {}
-    for g, line in zip(made, lines, strict=True):
-        last = g.lineno if any(getattr(g, f, None) for f in emit.BLOCK_FIELDS) else g.end_lineno
-        for k in range(g.lineno, last + 1):
-            if line:
-                out[k] = line
+    current = None
+    for line, s, own in lines:
+        if emit.comment_text(s) is not None:
+            current = SOURCE_LINE.get(s) or current
+        elif current is not None or own:
+            out[line] = current if current is not None else own
     return out
-
-
-def _preorder(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements under ``stmts`` in source order."""
-    for s in stmts:
-        yield s
-        for f in emit.BLOCK_FIELDS:
-            yield from _preorder(getattr(s, f, None) or [])
 
 
 def caller(obj: Any) -> Any:
@@ -220,5 +281,5 @@ def caller(obj: Any) -> Any:
     return fn
 
 
-__all__ = ["NESTED_CODE", "caller", "gradient_code", "register_generate", "tangent_function",
-           "user_lines"]
+__all__ = ["NESTED_CODE", "GradientTree", "TreeParsed", "caller", "gradient_code",
+           "gradient_tree", "register_generate", "tangent_function", "user_lines"]

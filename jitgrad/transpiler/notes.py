@@ -144,6 +144,10 @@ ZEROING: Note[bool] = Note(
     "by their spelling; a pass that makes it something else (`np.empty_like`) clears it")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
+SOURCE_LINE: Note[int | None] = Note(
+    "source_line", None, "reverse",
+    "a `# line N: ...` comment heading the adjoint statements of the user's line N: N "
+    "(second order maps its generated lines to the user's by it, gradient_code.user_lines)")
 DECISION: Note[bool] = Note(
     "decision", False, "reverse (tapes)",
     "a `# stored ...` / `# recomputed ...` comment: it heads the statements it is about, "
@@ -151,7 +155,7 @@ DECISION: Note[bool] = Note(
 
 NOTES = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW,
          AUG, KIND, POS, END, BLOCK, PUSH, TAPED, SCALAR_RESULT, HOISTED, SWEEP, CHECK, ZEROING,
-         COMMENT, DECISION)
+         COMMENT, SOURCE_LINE, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,
 #: and the loop a checkpointed schedule applies to)
@@ -190,5 +194,5 @@ def is_prange(s: ast.AST) -> bool:
 
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
            "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required", "carry",
-           "checkpoint", "is_prange"]
+           "SOURCE_LINE", "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required",
+           "carry", "checkpoint", "is_prange"]

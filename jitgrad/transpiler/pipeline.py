@@ -205,8 +205,15 @@ def parse_(u: Unit) -> None:
     def f(x, y):
         return x * y + 1.0
     """
-    u.parsed = parse_function(u.func)
-    fence(u.parsed)
+    if u.parsed is None:  # (else parsed and fenced already: ``prepare``'s ``parsed``)
+        u.parsed = parse_function(u.func)
+        fence(u.parsed)
+    _adopt(u)
+
+
+def _adopt(u: Unit) -> None:
+    """The unit's namer, parameters and body from its parsed function (``parse_``, and
+    ``prepare_tree`` for generated code given as its tree)."""
     tree = u.parsed.tree
     u.namer = Namer(names_in(tree), u.parsed.free)
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
@@ -984,18 +991,31 @@ STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), 
 def prepare(func: Any, until: str | None = None, passes: list[Pass] | None = None,
             parallel: bool = False, aux: bool = False,
             tuples: dict[str, tuple[Any, list[str], bool]] | None = None,
-            jit: bool = False, split: bool = False) -> Unit:
+            jit: bool = False, split: bool = False, parsed: Parsed | None = None) -> Unit:
     """Run the kind-independent passes (``PREPARE``, or another target's list) up to and
     including ``until``; ``parallel``: the function is compiled with ``parallel=True``;
     ``aux``: it returns ``(out, aux)`` and only ``out`` is differentiated; ``tuples``:
     its tuple arguments' structures (``front/tuples.py``); ``jit``: compiled with Numba;
-    ``split``: helpers called at many sites stay calls (``front/split.py``)."""
-    u = Unit(func, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
+    ``split``: helpers called at many sites stay calls (``front/split.py``); ``parsed``:
+    ``func`` parsed and fenced already (the API's first refusals), not again."""
+    u = Unit(func, parsed=parsed, parallel=parallel, aux=aux, tuples=tuples, jit=jit,
              prepared_with=passes or PREPARE, split=split)
     for p in u.prepared_with:
         p.run(u)
         if p.name == until:
             break
+    return u
+
+
+@_without_gc
+def prepare_tree(func: Any, parsed: Parsed, parallel: bool = False, jit: bool = False) -> Unit:
+    """``prepare`` for generated code given as its tree (``parsed``, as the parser gives it
+    back, ``backend/as_parsed.py``): ``parse``'s bookkeeping without reading or fencing a
+    source, then the other passes of ``PREPARE``.  Second order's gradient code."""
+    u = Unit(func, parsed=parsed, parallel=parallel, jit=jit, prepared_with=PREPARE)
+    _adopt(u)
+    for p in PREPARE[1:]:
+        p.run(u)
     return u
 
 
@@ -1209,9 +1229,9 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "all_float64", "example", "fence", "generate", "prepare", "stage", "transform",
-           "written_args"]
+           "Unit", "all_float64", "example", "fence", "generate", "prepare", "prepare_tree",
+           "stage", "transform", "written_args"]
 
 
 register_makers(prepare=prepare, gradient_code=gradient_code)  # (front/split.py)
-register_generate(generate)  # (gradient_code._unsplit)
+register_generate(generate, prepare_tree)  # (gradient_code: _unsplit, gradient_tree)

@@ -21,6 +21,7 @@ import linecache
 import math
 import re
 import types
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -178,6 +179,24 @@ def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     code = compile(src, filename, "exec")
     exec(code, namespace)
+    return namespace[fname]
+
+
+def stand_in(fname: str, params: list[str], qualname: str, make: Callable[[], Any]) -> Any:
+    """A function ``fname`` of ``params`` that calls the function ``make()`` returns (made
+    on its first call): generated code that is differentiated again, seldom run.  Its
+    code's file is a ``<jitgrad:...>`` name, as ``load``'s, with no source behind it."""
+    made: list[Any] = []
+
+    def made_once() -> Any:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    args = ", ".join(params)
+    src = f"def {fname}({args}):\n    return _made()({args})\n"
+    namespace: dict[str, Any] = {"_made": made_once}
+    exec(compile(src, f"<jitgrad:{qualname}:{next(_COUNTER)}>", "exec"), namespace)
     return namespace[fname]
 
 

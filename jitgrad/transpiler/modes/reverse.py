@@ -27,7 +27,7 @@ from ..front.desugar import assign, const, name
 from ..front.parse import Parsed
 from ..ir import Snapshots
 from ..naming import Namer
-from ..notes import CHECKPOINTED, POS, checkpoint
+from ..notes import CHECKPOINTED, POS, SOURCE_LINE, checkpoint
 from .auto_checkpoint import AutoCheckpoint
 from .binomial import Binomial
 from .policy import ReadPolicy
@@ -135,7 +135,9 @@ class Reverser:
 
     def source_comment(self, line: int) -> ast.stmt:
         """A marker that ``emit`` turns into ``# line N: <the user's source line>``."""
-        return comment(f"line {line}: {self.unit.parsed.source_line(line).strip()}")
+        note = comment(f"line {line}: {self.unit.parsed.source_line(line).strip()}")
+        SOURCE_LINE.set(note, line)
+        return note
 
     def stmt(self, s: ast.stmt, restored: set[str]):
         """The forward and adjoint of one statement, from the component that handles it."""
