@@ -29,8 +29,8 @@ from numba.extending import register_jitable
 
 from .cached import cached_overload
 
-__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "each_step_pays", "array_slots", "store_slot",
-           "load_slot", "load_ref", "ref_slots", "copy_elements",
+__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "each_step_pays",
+           "array_slots", "store_slot", "load_slot", "load_ref", "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
 
