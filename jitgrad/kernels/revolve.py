@@ -194,7 +194,7 @@ def load_ref(refs: list, i: int, like):
     ``Binomial`` refuses a state whose shape changes); ``like``: that name now, whose shape
     it has (``analysis/shape_classes.py`` gives it ``like``'s class), checked."""
     x = refs[i]
-    if np.shape(x) != np.shape(like):
+    if isinstance(x, np.ndarray) and isinstance(like, np.ndarray) and x.shape != like.shape:
         raise ValueError("a snapshot of the loop's state has another shape than the state")
     return x
 
