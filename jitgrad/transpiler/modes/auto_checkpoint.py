@@ -15,6 +15,15 @@ inside, every variable a step reads before binding it with a value before the lo
 loops that tape qualify (a step of scalars costs about as much to recompute as its tape
 does to stream); a loop of few constant steps, and one the backend runs one iteration at
 a time (``backend/fuse.py``), keep their tape and no second branch.
+
+Where a snapshot copies no elements (the state is scalars and arrays each step rebinds to
+new ones: RK stages, ``y = y + h * k``), the schedule is a snapshot before every step
+instead (``Binomial.loop(each_step=True)``), taken where the snapshots of all steps,
+the arrays they keep alive counted, take at most half the tape (``each_step_pays``): each
+step runs once more, right before its adjoint, and in that run the planner tapes only what
+the rest of the step rebinds (``Analysis.replayed``; what the loop reads and code after it
+changes is kept once, the state is loaded from the step's snapshot).  A state written in
+place (a stencil's buffers) keeps the binomial schedule.
 """
 
 from __future__ import annotations

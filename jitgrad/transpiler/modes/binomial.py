@@ -12,6 +12,13 @@ untaped, and the reverse sweep restores that state and reruns the forward sweep
 (snapshots) before the driver, each outer trip in turn.  The state, the slots and the
 driver are built here; the step's own forward and adjoint come from the ``Reverser``
 like any loop body's.
+
+``each_step`` (automatic checkpointing only, ``auto_checkpoint.py``): a snapshot before
+every step and plain ``for`` loops, no driver; the step's own sweeps are built with the
+loop in ``Analysis.replayed``.  Sound because the reverse sweep reruns trip ``J`` from its
+snapshot (the state loaded, what the loop only reads and later code changes restored from
+the copy kept once) right before trip ``J``'s adjoint: nothing after the loop and no other
+trip runs in between.
 """
 
 from __future__ import annotations
