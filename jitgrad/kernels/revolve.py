@@ -29,8 +29,8 @@ from numba.extending import register_jitable
 
 from .cached import cached_overload
 
-__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "array_slots", "store_slot",
-           "load_slot", "ref_slots", "copy_elements",
+__all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "each_step_pays",
+           "array_slots", "store_slot", "load_slot", "load_ref", "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
 
@@ -108,6 +108,18 @@ def _ol_checkpoint_pays(tape_bytes, steps, state_bytes):
     return lambda tape_bytes, steps, state_bytes: _pays(tape_bytes, steps, state_bytes)
 
 
+def each_step_pays(tape_bytes: int, steps: int, state_bytes: int) -> bool:
+    """Does a snapshot before every one of ``steps`` steps (``state_bytes`` each, the
+    arrays it refers to counted) take at most half the ``tape_bytes`` the tape would
+    (automatic checkpointing, ``Binomial.loop(each_step=True)``)?"""
+    return 2 * steps * state_bytes <= tape_bytes
+
+
+@cached_overload(each_step_pays)
+def _ol_each_step_pays(tape_bytes, steps, state_bytes):
+    return lambda tape_bytes, steps, state_bytes: 2 * steps * state_bytes <= tape_bytes
+
+
 def array_slots(x: np.ndarray, k: int, store: np.ndarray | None = None) -> np.ndarray:
     """A ``(k,) + x.shape`` buffer for ``k`` snapshots of ``x``'s elements: in the memory of
     the 1-d ``store`` where it has ``x``'s dtype and room (the generated code grows it
@@ -175,6 +187,28 @@ def _ol_load_slot(x, buf, i):
         _same_shape(buf, x)
         copy_elements(x, buf[i])
     return impl
+
+
+def load_ref(refs: list, i: int, like):
+    """The object slot ``i`` of ``refs`` holds (a rebound state name's, one shape each step:
+    ``Binomial`` refuses a state whose shape changes); ``like``: that name now, whose shape
+    it has (``analysis/shape_classes.py`` gives it ``like``'s class), checked."""
+    x = refs[i]
+    if isinstance(x, np.ndarray) and isinstance(like, np.ndarray) and x.shape != like.shape:
+        raise ValueError("a snapshot of the loop's state has another shape than the state")
+    return x
+
+
+@cached_overload(load_ref)
+def _ol_load_ref(refs, i, like):
+    if isinstance(like, types.Array):
+        def impl(refs, i, like):
+            x = refs[i]
+            if x.shape != like.shape:
+                raise ValueError("a snapshot of the loop's state has another shape")
+            return x
+        return impl
+    return lambda refs, i, like: refs[i]
 
 
 def ref_slots(x, k: int) -> list:

@@ -30,6 +30,7 @@ declare(H.unbroadcast, K.reshape_like, K.scatter_add, K.expand_along, K.spread,
         K.dot_grad_a, K.pick, K.diag_back, K.diff_back, K.unsort, result=argument(1))
 declare(K.transpose_back, result=argument(0))
 declare(K.dot_grad_b, result=argument(2))
+declare(R.load_ref, result=argument(2))
 declare(K.in_dtype_of, result=argument(1))
 declare(K.mixed_dot, result=Result("dot"))
 declare(K.mixed_solve, result=Result("solve"))
@@ -132,6 +133,14 @@ def ref_slots_t(x, k):
     def push(dx, dk):
         return (ref_slots(dx, k), None)
     return ref_slots(x, k), push
+
+
+@tangent_rule(R.load_ref)
+def load_ref_t(refs, i, like):
+    """The tangent's reference from the tangents' slots (``ref_slots_t``)."""
+    def push(drefs, di, dlike):
+        return (R.load_ref(drefs, i, dlike), None, None)
+    return R.load_ref(refs, i, like), push
 
 
 @tangent_rule(H.tape_reserve)

@@ -111,6 +111,10 @@ class Analysis:
     #: views of a buffer nothing writes: an adjoint view saves a buffer and its sum, but
     #: where the conditions for one fail, a buffer of their own is exact too
     read_only_views: set[str] = field(default_factory=set)
+    #: loops whose trips the reverse sweep replays one at a time, each right before its
+    #: adjoint (``Binomial.loop(each_step=True)`` while it builds them): what runs after a
+    #: statement in one, before its adjoint, is the rest of its trip (``may_redefine_after``)
+    replayed: set[int] = field(default_factory=set)
     #: name -> positions of its ``defs`` (filled on first query; ``defs`` is final by then)
     _def_pos: dict[str, list[int]] = field(default_factory=dict, repr=False)
     #: name -> positions of its ``uses``, ascending (filled on first query)
@@ -166,31 +170,45 @@ class Analysis:
     def enclosing_loops(self, s: ast.stmt) -> list[ast.stmt]:
         return self.loops_of.get(id(s), [])
 
-    def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
-        """Can a definition of ``n`` execute after ``s`` (in the same call)?"""
+    def _frame(self, s: ast.stmt) -> tuple[list[ast.stmt], int | None]:
+        """The loops around ``s`` that can run again before its adjoint, and the end of the
+        replayed loop around it (``replayed``: nothing after it runs in between), or None."""
         loops = self.enclosing_loops(s)
+        for k, x in enumerate(loops):  # outermost first
+            if id(x) in self.replayed:
+                return loops[k + 1:], END.get(x)
+        return loops, None
+
+    def may_redefine_after(self, n: str, s: ast.stmt, include_self: bool) -> bool:
+        """Can a definition of ``n`` execute after ``s`` (in the same call; in a replayed
+        loop, before the adjoint of ``s``'s trip)?"""
+        loops, end = self._frame(s)
         pos = self.def_positions(n)
         lo, hi = bisect_left(pos, POS.get(s)), bisect_right(pos, END.get(s))
-        if hi < len(pos):
+        if hi < len(pos) and (end is None or pos[hi] <= end):
             return True  # a definition after s
         defs = self.defs.get(n, ())
-        if any(self._redefines(d, s, include_self, loops) for d in defs[lo:hi]):
+        if any(self._redefines(d, s, include_self, loops, end) for d in defs[lo:hi]):
             return True  # s itself (or a statement nested in it)
         if loops and lo > 0 and pos[lo - 1] > POS.get(loops[0]):
             return True  # an earlier definition in a loop around s: runs again next trip
         # an array also changes when a name sharing its buffer is written in place
-        return any(self._redefines(d, s, include_self, loops) for d in self.shared_writes(n))
+        return any(self._redefines(d, s, include_self, loops, end)
+                   for d in self.shared_writes(n))
 
     def may_rebind_after(self, n: str, s: ast.stmt) -> bool:
         """Can an assignment binding the name ``n`` anew (not a write into its buffer, which
         keeps its shape) execute after ``s``?"""
-        loops = self.enclosing_loops(s)
-        return any(self._redefines(d, s, False, loops) for d in self.defs.get(n, ())
+        loops, end = self._frame(s)
+        return any(self._redefines(d, s, False, loops, end) for d in self.defs.get(n, ())
                    if not (n in self.inplace and any(d is w for w in self.inplace[n])))
 
     def _redefines(self, d: ast.stmt, s: ast.stmt, include_self: bool,
-                   loops: list[ast.stmt]) -> bool:
-        """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``)?"""
+                   loops: list[ast.stmt], end: int | None = None) -> bool:
+        """Can the definition ``d`` execute after ``s`` (``loops``: those around ``s``;
+        ``end``: where the replayed trip around ``s`` ends)?"""
+        if end is not None and POS.get(d) > end:
+            return False  # after the replayed loop: runs after the trip's adjoint
         if POS.get(d) > END.get(s):
             return True
         if POS.get(s) <= POS.get(d) <= END.get(s):

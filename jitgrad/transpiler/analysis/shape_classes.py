@@ -25,6 +25,7 @@ import numpy as np
 
 from ...kernels import arrays as K
 from ...kernels import helpers as H
+from ...kernels import revolve as R
 from ...rules.primitives import fact
 from ..astutil import resolve
 from ..nodes import walk_stmts
@@ -37,7 +38,7 @@ _TOP = "<top>"
 #: reductions whose single array argument is summed to a scalar
 SUMS = (np.sum,)
 #: calls whose result has the shape of their argument ``k``: (function, k)
-_LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0))
+_LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0), (R.load_ref, 2))
 #: allocations whose first argument is the shape of the result
 _ALLOC = (np.empty, np.zeros, np.ones)
 

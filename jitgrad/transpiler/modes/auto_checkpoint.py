@@ -15,6 +15,15 @@ inside, every variable a step reads before binding it with a value before the lo
 loops that tape qualify (a step of scalars costs about as much to recompute as its tape
 does to stream); a loop of few constant steps, and one the backend runs one iteration at
 a time (``backend/fuse.py``), keep their tape and no second branch.
+
+Where a snapshot copies no elements (the state is scalars and arrays each step rebinds to
+new ones: RK stages, ``y = y + h * k``), the schedule is a snapshot before every step
+instead (``Binomial.loop(each_step=True)``), taken where the snapshots of all steps,
+the arrays they keep alive counted, take at most half the tape (``each_step_pays``): each
+step runs once more, right before its adjoint, and in that run the planner tapes only what
+the rest of the step rebinds (``Analysis.replayed``; what the loop reads and code after it
+changes is kept once, the state is loaded from the step's snapshot).  A state written in
+place (a stencil's buffers) keeps the binomial schedule.
 """
 
 from __future__ import annotations
@@ -82,22 +91,28 @@ class AutoCheckpoint(Part):
             restored |= mine  # (the loop's header is restored: the plain loop only)
             return pf, pr
         kept = self._state()
-        self._restore(saved, plain=kept)
         snaps = self.namer.fresh("_snapshots")
-        CHECKPOINTED.set(s, (snaps, "auto", False))
-        try:
-            bf, br = self.binomial.loop(s, restored)
-        except TransformError:  # (not a loop jg.checkpointed takes: keep its tape)
-            self._restore(kept)
-            return pf, pr
-        finally:
-            CHECKPOINTED.set(s, None)
+        built = None
+        for each in (True, False):  # a snapshot per step where it copies no elements
+            self._restore(saved, plain=kept)
+            CHECKPOINTED.set(s, (snaps, "auto", False))
+            try:
+                built = self.binomial.loop(s, restored, each_step=each)
+            except TransformError:  # (not a loop jg.checkpointed takes: keep its tape)
+                self._restore(kept)
+                return pf, pr
+            finally:
+                CHECKPOINTED.set(s, None)
+            if not (each and self.binomial.last_state[1]):
+                break
         self._restore_reserves(kept)
-        return self.choose(s, snaps, size, pf, pr, bf, br)
+        return self.choose(s, snaps, size, pf, pr, *built, each_step=each)
 
-    def choose(self, s: ast.For, snaps: str, size: ast.expr, pf, pr, bf, br):
+    def choose(self, s: ast.For, snaps: str, size: ast.expr, pf, pr, bf, br,
+               each_step: bool = False):
         """``if _checkpointed: <binomial> else: <tape>`` in both sweeps, the choice made
-        from the tape's size and the snapshots' where the loop starts."""
+        from the tape's size and the snapshots' where the loop starts (``each_step``:
+        a snapshot before every step, ``Binomial.loop``)."""
         tape = self.namer.fresh("_tape_bytes")
         flag = self.namer.fresh("_checkpointed")
         rng = s.iter.args
@@ -106,12 +121,15 @@ class AutoCheckpoint(Part):
         test: ast.expr = ast.Compare(left=name(tape), ops=[ast.Gt()],
                                      comparators=[const(self.threshold)])
         if self.threshold:  # (0: every such loop with a tape, whatever its snapshots take)
-            pays = self.global_name("checkpoint_pays", revolve.checkpoint_pays)
+            fn = revolve.each_step_pays if each_step else revolve.checkpoint_pays
+            pays = self.global_name(fn.__name__, fn)
             test = ast.BoolOp(op=ast.And(), values=[test, ast.Call(func=name(pays), args=[
-                name(tape), self.tapes.trips(start, stop, step), self.state_bytes()],
-                keywords=[])])
+                name(tape), self.tapes.trips(start, stop, step),
+                self.state_bytes(each_step)], keywords=[])])
         line = getattr(s, "lineno", None)
-        note = comment(f"loop at line {line}: on the binomial schedule (as jg.checkpointed) "
+        how = "a snapshot before each step" if each_step else \
+            "on the binomial schedule (as jg.checkpointed)"
+        note = comment(f"loop at line {line}: {how} "
                        f"where its tape would take more than {self.threshold} bytes")
         fwd = [note, assign(tape, size), assign(flag, test),
                ast.If(test=name(flag), body=[assign(snaps, const(-1)), *bf], orelse=pf)]
@@ -151,11 +169,14 @@ class AutoCheckpoint(Part):
         known = _constant(total)
         return None if known is not None and known <= self.threshold else total
 
-    def state_bytes(self) -> ast.expr:
+    def state_bytes(self, referred: bool = False) -> ast.expr:
         """The bytes one snapshot of the loop just built keeps: 8 per scalar or reference,
-        and the elements of the arrays copied into each."""
+        and the elements of the arrays copied into each (``referred``: of every array of
+        the state, those it refers to included: a snapshot per step keeps each alive)."""
         state, arrays = self.binomial.last_state
         total: ast.expr = const(8 * len(state))
+        if referred:
+            arrays = [n for n in state if self.an.kind(n).is_array]
         for n in arrays:
             total = binop(total, ast.Add(), ast.Attribute(value=name(n), attr="nbytes",
                                                           ctx=ast.Load()))

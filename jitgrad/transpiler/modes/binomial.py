@@ -12,6 +12,13 @@ untaped, and the reverse sweep restores that state and reruns the forward sweep
 (snapshots) before the driver, each outer trip in turn.  The state, the slots and the
 driver are built here; the step's own forward and adjoint come from the ``Reverser``
 like any loop body's.
+
+``each_step`` (automatic checkpointing only, ``auto_checkpoint.py``): a snapshot before
+every step and plain ``for`` loops, no driver; the step's own sweeps are built with the
+loop in ``Analysis.replayed``.  Sound because the reverse sweep reruns trip ``J`` from its
+snapshot (the state loaded, what the loop only reads and later code changes restored from
+the copy kept once) right before trip ``J``'s adjoint: nothing after the loop and no other
+trip runs in between.
 """
 
 from __future__ import annotations
@@ -87,6 +94,29 @@ while END > 0:
         LIVE = False
 '''
 
+#: every step's snapshot (``Binomial.loop(each_step=True)``): the forward sweep stores the
+#: state before each step; the reverse sweep loads it, runs the step with its tape and
+#: reverses it, last step first (no second forward run: the schedule of a hand adjoint
+#: that keeps the state per step and recomputes a step's stages)
+_FORWARD_EACH = '''
+N = TRIPS
+K = COUNT(N, N)
+SLOTS
+for J in range(N):
+    TOP = J
+    STORE
+    INDEX
+    PLAIN
+'''
+
+_REVERSE_EACH = '''
+for J in range(N - 1, -1, -1):
+    TOP = J
+    LOAD
+    INDEX
+    TAPED
+'''
+
 
 def splice(template: str, names: dict[str, str | ast.expr],
            blocks: dict[str, list[ast.stmt]]) -> list[ast.stmt]:
@@ -124,10 +154,17 @@ class Binomial(Part):
         #: (``auto_checkpoint.py`` sizes the snapshots from them)
         self.last_state: tuple[list[str], list[str]] = ([], [])
 
-    def loop(self, s: ast.For, restored):
+    def loop(self, s: ast.For, restored, each_step: bool = False):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
-        at revolve's positions, one step's tape at a time (``kernels.revolve``)."""
-        bf, br = self.block(s.body)
+        at revolve's positions, one step's tape at a time (``kernels.revolve``); with
+        ``each_step`` a snapshot before every step (see ``_FORWARD_EACH``)."""
+        before = self.an.replayed
+        if each_step:  # each trip replayed right before its adjoint (``Analysis.replayed``)
+            self.an.replayed = before | {id(s)}
+        try:
+            bf, br = self.block(s.body)
+        finally:
+            self.an.replayed = before
         if not br:
             return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
                                               orelse=[]), s)], []
@@ -143,7 +180,8 @@ class Binomial(Part):
         stride = fresh("_stride")
         np_name = self.global_name("np", __import__("numpy"))
         tc = self.global_name("trip_count", helpers.trip_count)
-        self.tapes.slot(v["POS"], "int64")
+        if not each_step:
+            self.tapes.slot(v["POS"], "int64")
         v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
                  RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
                  COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
@@ -170,11 +208,15 @@ class Binomial(Part):
         which = "loop" if CHECKPOINTED.get(s)[1] == "auto" else "jg.checkpointed loop"
         note = comment(f"{which} (line {line}): binomial schedule (revolve), "
                        f"snapshots of {what}; one step's tape at a time")
+        if each_step:
+            note = comment(f"loop (line {line}): a snapshot of {what} before each step; "
+                           "each step run again with its tape where it is reversed")
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
-               *splice(_FORWARD, v, blocks),
+               *splice(_FORWARD_EACH if each_step else _FORWARD, v, blocks),
                # room for one step's top-level pushes, once: each taped step pops its own
                *self.tapes.reserves(s, const(0), const(1), const(1))]
-        rev = [note, *once_load, *replay[:1], *splice(_REVERSE, v, blocks), *replay[1:]]
+        rev = [note, *once_load, *replay[:1],
+               *splice(_REVERSE_EACH if each_step else _REVERSE, v, blocks), *replay[1:]]
         self.schedules.append(self.schedule(s, state, slotted, bf))
         self.last_state = (state, [x.value.args[0].id for x in load if isinstance(x, ast.Expr)
                                    and x.value.args[0].id in state])
@@ -378,7 +420,8 @@ class _State:
         rs = self.b.global_name("ref_slots", revolve.ref_slots)
         self.slots.append(assign(buf, _call(rs, name(n), name(self.K))))
         self.store.append(self.put(buf, name(n)))
-        self.load.append(assign(n, self.item(buf)))
+        ld = self.b.global_name("load_ref", revolve.load_ref)
+        self.load.append(assign(n, _call(ld, name(buf), name(self.top), name(n))))
 
     def elements(self, n: str) -> None:
         """Slots holding copies of ``n``'s elements."""
