@@ -269,3 +269,27 @@ def branch_gather(x, idx, k):
         else:
             s += math.sin(k * v)
     return s
+
+
+@numba.njit(parallel=True)
+def row_chain(x, c):
+    """A whole-array chain in each iteration (under jit=True an element loop in the body)."""
+    out = np.zeros(c.shape[0])
+    for i in prange(c.shape[0]):
+        r = x * c[i]
+        s = r + x
+        out[i] = np.sum(s)
+    return np.sum(out * out)
+
+
+@numba.njit(parallel=True)
+def branch_chain(x, c):
+    """A whole-array chain under an ``if`` in each iteration."""
+    out = np.zeros(c.shape[0])
+    for i in prange(c.shape[0]):
+        if c[i] > 0.6:
+            r = x * c[i]
+            out[i] = np.sum(r + x)
+        else:
+            out[i] = c[i] * c[i]
+    return np.sum(out * out)

@@ -44,6 +44,8 @@ CASES = {
     "wraps_only": (P.wraps_only, (X, 0.6), (0, 1)),
     "branch_stencil": (P.branch_stencil, (np.linspace(-0.8, 0.9, 40), 0.6), (0, 1)),
     "branch_gather": (P.branch_gather, (X, IDX, 0.8), (0, 2)),
+    "row_chain": (P.row_chain, (X, np.linspace(0.3, 0.9, 4)), (0, 1)),
+    "branch_chain": (P.branch_chain, (X, np.linspace(0.3, 0.9, 4)), (0, 1)),
 }
 
 
@@ -401,3 +403,19 @@ def test_chunk_loops_are_prange_whatever_its_name(tmp_path):
     assert "!= 0.0" not in src, src
     for jit in (False, True):
         check_grad(f, (x, 0.7), (0, 1), jit=jit)
+
+
+@pytest.mark.parametrize("case", ["row_chain", "branch_chain"])
+def test_element_loops_keep_prange(case):
+    """A prange loop whose body (or a branch in it) holds a whole-array chain stays a prange
+    loop when jit=True runs the chain as an element loop: the step copying the loop keeps
+    its notes (the copy was a plain ``range`` loop, without a word, before); its reversed
+    loop is given the prange verdict.  Values and gradients in both modes."""
+    f, args, wrt = CASES[case]
+    src = jg.differentiate(f, wrt=wrt, jit=True).source(*args)
+    assert "one loop over the elements of x" in src, src
+    fwd, adj = _loops(src)[0], _loops(src)[-1]
+    assert fwd.startswith("for i in prange("), src
+    assert "prange loop over i runs serially" in adj, src
+    for jit in (True, False):
+        check_grad(f, args, wrt=wrt, jit=jit)

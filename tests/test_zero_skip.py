@@ -118,6 +118,42 @@ def test_kmeans_gradients_and_guard(jit):
     assert _guards(kmeans_cost, points, centroids, wrt=1, jit=jit) == ["if ddist != 0.0:"]
 
 
+def kmeans_strided(points, centroids, w):
+    """k-means over every other centroid and coordinate (reversed loops without the
+    ``SWEEP`` note of their own) with a whole-array chain in the loop over points (under
+    ``jit=True`` an element loop, in that loop's copy)."""
+    n, d = points.shape
+    cost = 0.0
+    for i in range(n):
+        closest = np.inf
+        for j in range(0, centroids.shape[0], 2):
+            dist = 0.0
+            for c in range(0, d, 2):
+                diff = points[i, c] - centroids[j, c]
+                dist += diff * diff
+            if dist < closest:
+                closest = dist
+        u = w * points[i, 0] + w
+        v = u * 2.0 - w
+        cost += closest + np.sum(v)
+    return cost
+
+
+@pytest.mark.parametrize("jit", JITS)
+def test_guard_under_a_loop_with_element_loops(jit):
+    """The distance loop is guarded because it is in a reversed loop (the one over points):
+    that loop's copy with an element loop in its body keeps its notes (under jit=True the
+    guard was missing: the copy had lost ``SWEEP``)."""
+    points, centroids = _kmeans_args(3)
+    points = np.hstack([points, points[:, :1]])
+    centroids = np.hstack([centroids, centroids[:, :1]])
+    args = (points, centroids, np.linspace(0.1, 0.5, 3))
+    check_grad(kmeans_strided, args, wrt=(0, 1, 2), jit=jit)
+    src = jg.differentiate(kmeans_strided, wrt=(0, 1, 2), jit=jit).source(*args)
+    assert ("one loop over the elements of w" in src) == jit, src
+    assert _guards(kmeans_strided, *args, wrt=(0, 1, 2), jit=jit) == ["if ddist != 0.0:"], src
+
+
 @pytest.mark.parametrize("jit", JITS)
 def test_min_selection(jit):
     rng = np.random.default_rng(1)

@@ -39,7 +39,7 @@ from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..astutil import resolve
 from ..naming import fresh_in
-from ..nodes import loaded_ids, rewrite_blocks, walk_stmts
+from ..nodes import loaded_ids, rewrite_blocks, walk_stmts, with_blocks
 from ..notes import COMMENT
 from .emit import comment
 
@@ -163,12 +163,12 @@ def _inner(s: ast.stmt, ctx: _Ctx) -> ast.stmt:
     """``s``, or a copy of it whose blocks have their chains fused."""
     if not isinstance(s, (ast.For, ast.While, ast.If)):
         return s
-    body, orelse = _block(s.body, ctx), _block(s.orelse, ctx)
-    if _same(body, s.body) and _same(orelse, s.orelse):
-        return s
-    new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
-    new.body, new.orelse = body, orelse
-    return new
+
+    def fused(b: list[ast.stmt]) -> list[ast.stmt]:
+        new = _block(b, ctx)
+        return b if _same(new, b) else new
+
+    return with_blocks(s, fused)  # (a copy keeps the notes on ``s``: a prange loop stays one)
 
 
 def _same(a: list[ast.stmt], b: list[ast.stmt]) -> bool:

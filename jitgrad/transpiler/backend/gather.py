@@ -49,7 +49,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..front.purity import builtins_unshadowed, is_pure, resolve_name
 from ..naming import Namer, names_in
-from ..nodes import clone, loaded_ids, stmts_by_depth, walk
+from ..nodes import clone, loaded_ids, stmts_by_depth, walk, with_blocks
 from ..notes import COMMENT, carry, is_prange
 from .emit import comment as emit_comment
 
@@ -126,18 +126,11 @@ class _Rewrite:
                     out += _emit(s, plan, self.namer, once)
                     continue
                 if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
-                    new = ast.copy_location(ast.For(target=s.target, iter=s.iter,
-                                                    body=self.block(s.body), orelse=s.orelse), s)
-                    carry(s, new)
-                    out.append(new)
+                    out.append(with_blocks(s, self.block, ("body",)))  # (notes kept)
                     continue
             elif isinstance(s, (ast.If, ast.While)) and any(
                     isinstance(x, (ast.For, ast.While, ast.If)) for x in s.body + s.orelse):
-                new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}),
-                                        s)
-                new.body = self.block(s.body)
-                new.orelse = self.block(s.orelse)
-                out.append(new)
+                out.append(with_blocks(s, self.block))
                 continue
             out.append(s)
         return out

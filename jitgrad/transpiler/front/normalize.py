@@ -226,6 +226,7 @@ class Normalizer:
             test = self.test(s.test, out)
             out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or
                                                 [ast.Pass()], orelse=self.block(s.orelse)), s))
+            carry(s, out[-1])
             return out
         if isinstance(s, ast.While):
             c = self.namer.fresh("_c")
@@ -233,6 +234,7 @@ class Normalizer:
             body = self.block(s.body) + [clone(x) for x in pre]
             out += pre
             out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
+            carry(s, out[-1])
             return out
         if isinstance(s, ast.For):
             it = s.iter

@@ -36,7 +36,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
 from ..ir import LoopSchedule
 from ..nodes import clone, walk, walk_stmts
-from ..notes import CHECKPOINTED, END, POS, PUSH
+from ..notes import CHECKPOINTED, END, POS, PUSH, carry
 from .reverse_flow import strip_pushes
 from .tapes import Tapes
 from .unit import Part, Unit
@@ -166,8 +166,9 @@ class Binomial(Part):
         finally:
             self.an.replayed = before
         if not br:
-            return [ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf,
-                                              orelse=[]), s)], []
+            loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf, orelse=[]), s)
+            carry(s, loop)
+            return [loop], []
         t = s.target.id
         rng = s.iter.args
         start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \

@@ -121,6 +121,7 @@ class ControlFlow(Part):
         bf, br = self.block(s.body)
         of, orv = self.block(s.orelse)
         fwd = ast.copy_location(ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of), s)
+        carry(s, fwd)
         if not br and not orv:
             return [fwd], []
         before: list[ast.stmt] = []
@@ -267,10 +268,13 @@ class ControlFlow(Part):
     def while_(self, s: ast.While, restored):
         bf, br = self.block(s.body)
         if not br:
-            return [ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)], []
+            loop = ast.copy_location(ast.While(test=s.test, body=bf, orelse=[]), s)
+            carry(s, loop)
+            return [loop], []
         cnt = self.namer.fresh("_trips")
         body = [ast.AugAssign(target=name(cnt, True), op=ast.Add(), value=const(1)), *bf]
         loop = ast.copy_location(ast.While(test=s.test, body=body, orelse=[]), s)
+        carry(s, loop)
         k = self.namer.fresh("_k")
         rev = [ast.For(target=name(k, True), iter=ast.Call(func=name("range"),
                                                            args=[name(cnt)], keywords=[]),
