@@ -15,7 +15,8 @@ from numba import types
 from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
-           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
+           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
+           "shape_stand_in"]
 
 
 def _is_array(t) -> bool:
@@ -147,6 +148,22 @@ def _ol_broadcast_like(dy, g):
     if dy.ndim <= g.ndim:
         return lambda dy, g: np.broadcast_to(dy, g.shape).copy()
     return lambda dy, g: unbroadcast(dy, g)
+
+
+# --- shape_stand_in: an array's shape and dtype, holding no memory -------------------
+
+def shape_stand_in(x):
+    """A read-only array of ``x``'s shape and dtype that holds no memory of its own (one
+    zero, broadcast): what the adjoint reads of an array it needs only the shape of
+    (``backend/shape_only.py``, the tape policy's shape-only tapes), so that the array
+    itself can be freed.  Cached: NumPy's ``broadcast_to`` and ``zeros`` inline were two
+    implementations for Numba to compile in every process."""
+    return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+
+
+@cached_overload(shape_stand_in)
+def _ol_shape_stand_in(x):
+    return shape_stand_in
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------

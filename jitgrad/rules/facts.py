@@ -79,7 +79,7 @@ declare(np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d, np.atl
         np.ascontiguousarray, np.asfortranarray, np.broadcast_to, np.swapaxes, view=True)
 declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
         np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
-        H.zeros_like, H.snapshot, allocates=True)
+        H.zeros_like, H.snapshot, H.shape_stand_in, allocates=True)
 declare(np.copy, np.ndarray.copy, np.array, H.snapshot, copies=True)
 # methods that change the array or list they are called on (their spelling is all a pass
 # sees of a method call: ``xs.pop()``, ``a.sort()``)
@@ -95,7 +95,7 @@ declare(H.unbroadcast, K.expand_along, shape_args=(1,))
 
 # --- pure: a call only computes a value (ufuncs and math by default; no out=) ---------
 
-declare(H.guard, H.pow_log, H.digamma, builtins.abs, builtins.min, builtins.max,
+declare(H.guard, H.pow_log, H.digamma, H.shape_stand_in, builtins.abs, builtins.min, builtins.max,
         builtins.float, builtins.int, np.where, np.clip, np.round, np.float64, np.float32,
         np.int64, pure=True)
 

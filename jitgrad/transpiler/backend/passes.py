@@ -509,7 +509,7 @@ def shape_only_(s: Lowering) -> None:
     def f_grad_1(X, W, b, _dret):
         _t4 = X @ W
         # _t4: only its shape is read later
-        _t4_like = np.broadcast_to(np.zeros((), _t4.dtype), _t4.shape)
+        _t4_like = shape_stand_in(_t4)
         _t3 = _t4 + b
         _t2 = np.tanh(_t3)
         _t = np.sum(_t2)
@@ -528,7 +528,7 @@ def shape_only_(s: Lowering) -> None:
     ir = s.ctx.ir
     if s.ctx.arrays and not ir.callables:
         sweep = {id(st) for st in (*ir.init, *ir.adjoint)}
-        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np, ir.shape_reads)
+        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, s.ctx.accessor, ir.shape_reads)
 
 
 def elements_(s: Lowering) -> None:
