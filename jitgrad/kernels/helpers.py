@@ -16,7 +16,7 @@ from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
-           "shape_stand_in"]
+           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul"]
 
 
 def _is_array(t) -> bool:
@@ -164,6 +164,38 @@ def shape_stand_in(x):
 @cached_overload(shape_stand_in)
 def _ol_shape_stand_in(x):
     return shape_stand_in
+
+
+# --- NumPy calls of compiled gradient code, cached (backend/cached_calls.py) ---------
+
+def np_zeros_like(x):
+    """``np.zeros_like(x)``, its machine code kept on disk (``backend/cached_calls.py``)."""
+    return np.zeros_like(x)
+
+
+def np_empty_like(x):
+    """``np.empty_like(x)``, its machine code kept on disk."""
+    return np.empty_like(x)
+
+
+def np_matmul(a, b):
+    """``a @ b``, its machine code kept on disk."""
+    return a @ b
+
+
+@cached_overload(np_zeros_like)
+def _ol_np_zeros_like(x):
+    return np_zeros_like
+
+
+@cached_overload(np_empty_like)
+def _ol_np_empty_like(x):
+    return np_empty_like
+
+
+@cached_overload(np_matmul)
+def _ol_np_matmul(a, b):
+    return np_matmul
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------
