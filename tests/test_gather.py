@@ -75,7 +75,11 @@ def reads_late(x):
 
 
 def _src(f, *args, **kw) -> str:
-    return jg.differentiate(f, **kw).source(*args)
+    """The generated source, the cached helpers of compiled code (``np_empty_like``,
+    ``backend/cached_calls.py``) spelled as the NumPy calls they make."""
+    src = jg.differentiate(f, **kw).source(*args)
+    return src.replace("np_empty_like(", "np.empty_like(").replace("np_zeros_like(",
+                                                                    "np.zeros_like(")
 
 
 @pytest.mark.parametrize("jit", [True, False])

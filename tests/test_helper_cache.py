@@ -1,8 +1,8 @@
 """Runtime helpers compiled once per machine (``kernels/cached.py``): a second process
 loads the helpers that generated code calls (tapes, workspaces, ``unbroadcast``,
-``guard``, ``dot_grad_b``...) from Numba's on-disk cache instead of compiling them, and
-gets the same gradients; ``unbroadcast``'s rank-generic loop nest matches the Python
-twin."""
+``guard``, ``dot_grad_b``, ``shape_stand_in``, the NumPy calls of ``cached_calls``...)
+from Numba's on-disk cache instead of compiling them, and gets the same gradients;
+``unbroadcast``'s rank-generic loop nest matches the Python twin."""
 
 from __future__ import annotations
 
@@ -59,7 +59,10 @@ grads = [[np.asarray(d).tolist() for d in jg.grad(f, wrt=w)(*ARGS[f.__name__])]
 funcs = [ev.data["dispatcher"].py_func for _, ev in rec.buffer]
 helpers = sorted({{f"{{f.__module__}}.{{f.__qualname__}}" for f in funcs
                   if (f.__module__ or "").startswith("jitgrad.kernels")}})
-print(json.dumps({{"grads": grads, "compiled": helpers, "disk": cached.DISK_CACHE}}))
+numpy = sorted({{f"{{f.__module__}}.{{f.__qualname__}}" for f in funcs
+                if (f.__module__ or "").startswith("numba.np")}})
+print(json.dumps({{"grads": grads, "compiled": helpers, "numpy": numpy,
+                  "disk": cached.DISK_CACHE}}))
 '''
 
 ARGS = '''
@@ -103,12 +106,18 @@ def test_second_process_compiles_no_helper(tmp_path):
     assert first["disk"]
     names = set(first["compiled"])
     for helper in ("tape_reserve", "ws_zeros_like", "_ol_unbroadcast", "_ol_guard",
-                   "_sum_to_shape", "arrays.<lambda>"):
+                   "_sum_to_shape", "arrays.<lambda>", "shape_stand_in", "np_zeros_like",
+                   "np_matmul"):
         assert any(helper in n for n in names), (helper, names)
     index = [f for _, _, fs in os.walk(cache_dir) for f in fs if f.endswith(".nbi")]
     assert any(f.startswith("helpers.tape_reserve") for f in index), index
     second = _run(tmp_path, cache_dir)
     assert second["compiled"] == []  # every helper came from the disk
+    # nor NumPy's implementations of the stand-ins, the adjoints' zeroing and ``X @ W``
+    # (``backend/cached_calls.py``): they come with the helpers that call them
+    for impl in ("ol_np_zeros_like", "ol_np_empty_like", "_default_broadcast_to_impl",
+                 "dot_2_impl"):
+        assert not any(impl in n for n in second["numpy"]), (impl, second["numpy"])
     assert second["grads"] == first["grads"]
 
     sys.path.insert(0, str(tmp_path))

@@ -90,7 +90,7 @@ def test_other_sizes_and_no_trips(f, jit):
 def test_zeroing_in_loop_uses_workspace(f):
     src = jg.grad(f, wrt=0).source(_x(5), ARGS[f])
     assert "dz[...] = 0.0" in src.split("for ", 1)[1], src
-    assert "np.zeros_like(z)" not in src, src
+    assert "zeros_like(z)" not in src, src  # (np.zeros_like or its cached np_zeros_like)
 
 
 ESCAPES = {

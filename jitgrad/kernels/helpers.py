@@ -15,7 +15,8 @@ from numba import types
 from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
-           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma"]
+           "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
+           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul"]
 
 
 def _is_array(t) -> bool:
@@ -147,6 +148,54 @@ def _ol_broadcast_like(dy, g):
     if dy.ndim <= g.ndim:
         return lambda dy, g: np.broadcast_to(dy, g.shape).copy()
     return lambda dy, g: unbroadcast(dy, g)
+
+
+# --- shape_stand_in: an array's shape and dtype, holding no memory -------------------
+
+def shape_stand_in(x):
+    """A read-only array of ``x``'s shape and dtype that holds no memory of its own (one
+    zero, broadcast): what the adjoint reads of an array it needs only the shape of
+    (``backend/shape_only.py``, the tape policy's shape-only tapes), so that the array
+    itself can be freed.  Cached: NumPy's ``broadcast_to`` and ``zeros`` inline were two
+    implementations for Numba to compile in every process."""
+    return np.broadcast_to(np.zeros((), x.dtype), x.shape)
+
+
+@cached_overload(shape_stand_in)
+def _ol_shape_stand_in(x):
+    return shape_stand_in
+
+
+# --- NumPy calls of compiled gradient code, cached (backend/cached_calls.py) ---------
+
+def np_zeros_like(x):
+    """``np.zeros_like(x)``, its machine code kept on disk (``backend/cached_calls.py``)."""
+    return np.zeros_like(x)
+
+
+def np_empty_like(x):
+    """``np.empty_like(x)``, its machine code kept on disk."""
+    return np.empty_like(x)
+
+
+def np_matmul(a, b):
+    """``a @ b``, its machine code kept on disk."""
+    return a @ b
+
+
+@cached_overload(np_zeros_like)
+def _ol_np_zeros_like(x):
+    return np_zeros_like
+
+
+@cached_overload(np_empty_like)
+def _ol_np_empty_like(x):
+    return np_empty_like
+
+
+@cached_overload(np_matmul)
+def _ol_np_matmul(a, b):
+    return np_matmul
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------

@@ -34,7 +34,7 @@ declare(R.load_ref, result=argument(2))
 declare(K.in_dtype_of, result=argument(1))
 declare(K.mixed_dot, result=Result("dot"))
 declare(K.mixed_solve, result=Result("solve"))
-declare(H.snapshot, H.tape_reserve, G.rng_reserve, K.centered, K.chooser_weights,
+declare(H.snapshot, H.tape_reserve, H.shape_stand_in, G.rng_reserve, K.centered, K.chooser_weights,
         K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
@@ -97,7 +97,7 @@ def _extreme(nd, b=None, **_):
 declare(K.extreme_at, result=declared(_extreme))
 
 # (``array_slots``' entries: ``store_slot``, a copy in forward mode)
-non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
+non_differentiable(H.zeros_like, H.shape_stand_in, H.trip_count, K.chooser_weights, K.axis_count,
                    K.argextreme, R.revolve_split, R.snapshot_count, R.array_slots,
                    G.rng_reserve, pure=True)
 non_differentiable(G.rng_store, G.rng_load, G.rng_saved)  # the generators' state: not pure

@@ -948,6 +948,7 @@ def backend_context(u: Unit) -> passes.Context:
         cotangents=_scalar_cotangents(u),
         ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
+        cached_calls=u.jit and not u.parallel,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 
 

@@ -222,7 +222,7 @@ def test_shape_stand_in():
         def f_grad(X, W, b, _dret):
             t = X @ W
             # t: only its shape is read later
-            t_like = np.broadcast_to(np.zeros((), t.dtype), t.shape)
+            t_like = shape_stand_in(t)
             y = np.sum(t + b)
             db = np.zeros_like(b)
             dt = expand_along(_dret, t_like, None)
@@ -234,6 +234,46 @@ def test_shape_stand_in():
 def test_no_stand_in_for_what_is_not_a_float_array():
     ctx = context(SHAPE, arrays=frozenset({"X", "W", "b"}))
     assert "t_like" not in after("shape_only", lowering(ctx))
+
+
+# --- cached calls ------------------------------------------------------------------------
+
+CALLS = adjoint("""
+    t = X @ W
+    t @= W
+    y = np.sum(t)
+""", "dW = np.zeros_like(W)", """
+    g = np.zeros_like(t, dtype=np.float32)
+    e = np.empty_like(t)
+    dW += dot_grad_b(np.ones_like(t) + (X @ W) @ W, X, W)
+""", params=("X", "W"), grads=("dW",))
+
+
+def test_cached_calls():
+    """One-argument ``np.zeros_like``/``np.empty_like`` and every binary ``@`` call the
+    cached helpers; ``@=``, keywords and other NumPy calls stay; the shared statements
+    are not changed (the unchanged ones are the IR's own objects)."""
+    import numpy as np
+
+    ctx = context(CALLS, cached_calls=True, env={"np": np})
+    s = lowering(ctx)
+    before = list(s.body)
+    assert after("cached_calls", s) == code("""
+        def f_grad(X, W, _dret):
+            t = np_matmul(X, W)
+            t @= W
+            y = np.sum(t)
+            dW = np_zeros_like(W)
+            g = np.zeros_like(t, dtype=np.float32)
+            e = np_empty_like(t)
+            dW += dot_grad_b(np.ones_like(t) + np_matmul(np_matmul(X, W), W), X, W)
+            return (y, dW)
+    """)
+    kept = [a is b for a, b in zip(before, s.body, strict=True)]
+    assert kept == [False, True, True, False, True, False, False, True]
+    assert "np.zeros_like(W)" in emit.unparse(emit.function_def("g", [], before))
+    off = lowering(context(CALLS, env={"np": np}))
+    assert "np_matmul" not in after("cached_calls", off)
 
 
 # --- workspace ---------------------------------------------------------------------------

@@ -38,7 +38,8 @@ _TOP = "<top>"
 #: reductions whose single array argument is summed to a scalar
 SUMS = (np.sum,)
 #: calls whose result has the shape of their argument ``k``: (function, k)
-_LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0), (R.load_ref, 2))
+_LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0), (R.load_ref, 2),
+         (H.shape_stand_in, 0))
 #: allocations whose first argument is the shape of the result
 _ALLOC = (np.empty, np.zeros, np.ones)
 

@@ -30,6 +30,7 @@ from ..ir import Adjoint
 from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
 from . import emit
+from .cached_calls import cached_calls
 from .elements import fuse_elements
 from .fuse import fuse_loops
 from .jit import global_reads
@@ -68,6 +69,8 @@ WORKSPACE = "workspace threaded"
 PARALLEL = "prange parallel"
 #: loops of the adjoint sweep that add only zeros where one cotangent is zero skip then
 ZERO_SKIPS = "zero cotangents skipped"
+#: NumPy calls Numba would compile in every process call helpers cached on disk
+CACHED_CALLS = "cached numpy calls"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -104,6 +107,8 @@ class Context:
     parallel: Callable[[], Any] | None = None
     #: the name generated code calls a helper of ``kernels.helpers`` by
     accessor: Callable[[str], str] = str
+    #: compiled by Numba on the CPU, not ``parallel=True``: ``cached_calls`` rewrites
+    cached_calls: bool = False
     #: the dimensions of the float (and scalar) names, adjoints included; None: no element
     #: loops (``backend/elements.py``: ``jit=False``, or second order's input)
     ndims: dict[str, int] | None = None
@@ -509,7 +514,7 @@ def shape_only_(s: Lowering) -> None:
     def f_grad_1(X, W, b, _dret):
         _t4 = X @ W
         # _t4: only its shape is read later
-        _t4_like = np.broadcast_to(np.zeros((), _t4.dtype), _t4.shape)
+        _t4_like = shape_stand_in(_t4)
         _t3 = _t4 + b
         _t2 = np.tanh(_t3)
         _t = np.sum(_t2)
@@ -528,7 +533,7 @@ def shape_only_(s: Lowering) -> None:
     ir = s.ctx.ir
     if s.ctx.arrays and not ir.callables:
         sweep = {id(st) for st in (*ir.init, *ir.adjoint)}
-        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, ir.np, ir.shape_reads)
+        s.body = shape_stand_ins(s.body, s.ctx.arrays, sweep, s.ctx.accessor, ir.shape_reads)
 
 
 def elements_(s: Lowering) -> None:
@@ -794,6 +799,44 @@ def tape_accessors_(s: Lowering) -> None:
                              s.ctx.unchecked)
 
 
+def cached_calls_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), ``np.zeros_like(x)``,
+    ``np.empty_like(x)`` and ``a @ b`` call helpers whose machine code Numba keeps on
+    disk (``backend/cached_calls.py``): not compiled again in every process.
+
+    >>> print(example("cached_calls", '''
+    ... def f(X, W):
+    ...     return np.sum(np.tanh(X @ W))
+    ... ''', args=(np.ones((2, 3)), np.ones((3, 2))), jit=True))
+    def f_grad_1(X, W, _dret):
+        _t3 = np_matmul(X, W)
+        # one loop over the elements of _t3 (arrays kept: _t2; no arrays for: none)
+        _t2 = np_empty_like(_t3)
+        _t_sum = 0.0
+        for _k in range(_t3.shape[0]):
+            for _k2 in range(_t3.shape[1]):
+                _t2_e = np.tanh(_t3[_k, _k2])
+                _t_sum += _t2_e
+                _t2[_k, _k2] = _t2_e
+        _t = _t_sum
+        dW = np_zeros_like(W)
+        dX = np_zeros_like(X)
+        # line 2: return np.sum(np.tanh(X @ W))
+        # one loop over the elements of _t2 (arrays kept: _dt3; no arrays for: _dt2)
+        _dt3 = np_empty_like(_t2)
+        for _k3 in range(_t2.shape[0]):
+            for _k22 in range(_t2.shape[1]):
+                _dt2_e = _dret
+                _dt3_e = _dt2_e * (1.0 - _t2[_k3, _k22] * _t2[_k3, _k22])
+                _dt3[_k3, _k22] = _dt3_e
+        dX += dot_grad_a(_dt3, X, W)
+        dW += dot_grad_b(_dt3, X, W)
+        return (_t, (dX, dW))
+    """
+    if s.ctx.cached_calls:
+        s.body = cached_calls(s.body, s.ctx.env, s.ctx.ir.np, s.ctx.accessor)
+
+
 def unparse_(s: Lowering) -> None:
     """The function printed (``emit.unparse``: comment markers become comments).
 
@@ -830,6 +873,7 @@ BACKEND: list[BackendPass] = check([
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
+    step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
 

@@ -7,12 +7,13 @@ benchmark) alive from the forward sweep to the end of the adjoint sweep, where a
 expert's adjoint frees it at once.  Where every later read of such an array is the
 shape argument of ``unbroadcast`` or ``expand_along``, those reads take a stand-in made
 right after the array: a broadcast view of one zero of its dtype, of its shape, that
-holds no memory of its own::
+holds no memory of its own (``kernels.helpers.shape_stand_in``, compiled once per
+machine: ``np.broadcast_to`` and ``np.zeros`` inline were two more NumPy implementations
+for Numba to compile in every process)::
 
     _t2 = X @ W1                    _t2 = X @ W1
     ...                             # _t2: only its shape is read later
-    _dt2 = unbroadcast(_dt, _t2)    _t2_like = np.broadcast_to(np.zeros((), _t2.dtype),
-                                                               _t2.shape)
+    _dt2 = unbroadcast(_dt, _t2)    _t2_like = shape_stand_in(_t2)
                                     ...
                                     _dt2 = unbroadcast(_dt, _t2_like)
 
@@ -24,6 +25,7 @@ earlier).  The MLP's peak memory: 4.52 -> 3.52 MiB, the hand adjoint's.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 from ...rules.primitives import shape_args
@@ -35,12 +37,14 @@ from .emit import comment
 
 
 def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int],
-                    np_name: str = "np", readers: tuple[str, ...] = ()) -> list[ast.stmt]:
+                    helper: Callable[[str], str] = str,
+                    readers: tuple[str, ...] = ()) -> list[ast.stmt]:
     """``body`` (a variant's function body) with a stand-in for each array of ``arrays``
     that the adjoint sweep reads only for its shape (see the module docstring); ``sweep``:
     the ``id`` of the sweep's statements (the adjoints' zeroing and the adjoint itself);
-    ``np_name``: the name generated code reaches numpy by; ``readers``: the names it calls
-    the helpers reading an argument for its shape by (``shape_reading_names``).
+    ``helper``: the name generated code calls a helper of ``kernels.helpers`` by (asked
+    only where a stand-in is made); ``readers``: the names it calls the helpers reading
+    an argument for its shape by (``shape_reading_names``).
     The statements of ``body`` are not changed (the variants share them): those that
     change are copied."""
     cands = {v for v in map(dataflow.plain_binding, body) if v in arrays}
@@ -67,7 +71,7 @@ def shape_stand_ins(body: list[ast.stmt], arrays: frozenset[str], sweep: set[int
         like = fresh_in(f"{v}_like", taken)
         for m in shape_at[v]:
             out[m] = _with_stand_in(out[m], v, like, readers)
-        made = assign(like, stand_in(v, np_name))
+        made = assign(like, stand_in(v, helper("shape_stand_in")))
         out[k] = [out[k], comment(f"{v}: only its shape is read later"),
                   ast.copy_location(made, s)]
     flat: list[ast.stmt] = []
@@ -106,17 +110,10 @@ def read_for_shape_only(stmts: list[ast.stmt], readers: tuple[str, ...]) -> set[
     return set(shaped.values()) - other
 
 
-def stand_in(v: str, np_name: str) -> ast.expr:
-    """``np.broadcast_to(np.zeros((), v.dtype), v.shape)``: an array of ``v``'s shape and
-    dtype holding no memory of its own (a view of one zero)."""
-    zeros = ast.Call(func=ast.Attribute(value=name(np_name), attr="zeros", ctx=ast.Load()),
-                     args=[ast.Tuple(elts=[], ctx=ast.Load()),
-                           ast.Attribute(value=name(v), attr="dtype", ctx=ast.Load())],
-                     keywords=[])
-    return ast.Call(func=ast.Attribute(value=name(np_name), attr="broadcast_to",
-                                       ctx=ast.Load()),
-                    args=[zeros, ast.Attribute(value=name(v), attr="shape", ctx=ast.Load())],
-                    keywords=[])
+def stand_in(v: str, callee: str) -> ast.expr:
+    """``shape_stand_in(v)``, called as ``callee``: an array of ``v``'s shape and dtype
+    holding no memory of its own (a view of one zero, ``kernels.helpers``)."""
+    return ast.Call(func=name(callee), args=[name(v)], keywords=[])
 
 
 def _shape_read(n: ast.AST, readers: tuple[str, ...], v: str | None = None) -> bool:

@@ -12,10 +12,9 @@ An array the adjoint of a statement reads only for its shape (``unbroadcast(g, t
 elementwise operations and allocations of that argument's extents, on no assumption
 checked at run time, the argument never rebound, both float of one rank) the adjoint
 reads the argument instead and nothing is stored; else a stand-in of its shape is pushed
-(``np.broadcast_to(np.zeros((), t.dtype), t.shape)``, one zero's memory).  Either way it
-is given to the adjoint under another name, never restored under its own, so no other
-statement's adjoint (or recomputation) takes it for the value; a compound statement's
-header is left alone.
+(``shape_stand_in(t)``, one zero's memory).  Either way it is given to the adjoint under
+another name, never restored under its own, so no other statement's adjoint (or
+recomputation) takes it for the value; a compound statement's header is left alone.
 """
 
 from __future__ import annotations
@@ -192,7 +191,8 @@ class Tapes(Part):
         self.declared.append((tape, None))
         push = ast.Expr(value=ast.Call(
             func=ast.Attribute(value=name(tape), attr="append", ctx=ast.Load()),
-            args=[stand_in(c.name, self.global_name("np", __import__("numpy")))],
+            args=[stand_in(c.name, self.global_name("shape_stand_in",
+                                                    helpers.shape_stand_in))],
             keywords=[]))
         PUSH.set(push, True)
         fwd.append(push)
