@@ -324,6 +324,8 @@ class Dataflow:
         self._place(body, None)
         self._shared = dict(shared or {})
         self._root: dict[str, str] | None = None  # the alias forest, made when first asked
+        #: id of a loop -> (the loop, ``_changed_in`` it)
+        self._loops: dict[int, tuple[ast.stmt, frozenset[str] | None]] = {}
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
         for k, s in enumerate(block):
@@ -421,13 +423,25 @@ class Dataflow:
         and reads no name the loop binds, nor a buffer the loop writes (under any name)?"""
         if any(isinstance(n, ast.Call) for n in walk(e)):
             return False
+        changed = self._changed_in(loop)
+        return changed is not None and not (loaded_ids(e) & changed)
+
+    def _changed_in(self, loop: ast.stmt) -> frozenset[str] | None:
+        """The names ``loop`` binds and those sharing a buffer it writes (None: it writes
+        into an expression's value), found once per loop (the body is not rewritten while
+        this dataflow is asked: asked per stored value, a walk each time was quadratic)."""
+        hit = self._loops.get(id(loop))
+        if hit is not None and hit[0] is loop:
+            return hit[1]
         written = _written(loop.body)
-        if None in written:
-            return False
-        if self.is_array is not None:  # a scalar handed to a call (``range(n)``) has no buffer
-            written = {n for n in written if self.is_array(n) is not False}
-        touched = set().union(*(self.shares(n) for n in written))
-        return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
+        changed = None
+        if None not in written:
+            if self.is_array is not None:  # a scalar handed to a call has no buffer
+                written = {n for n in written if self.is_array(n) is not False}
+            touched = set().union(*(self.shares(n) for n in written))
+            changed = frozenset(binds_in([loop], elements=False) | touched)
+        self._loops[id(loop)] = (loop, changed)
+        return changed
 
 
 def carried(loop: ast.stmt) -> set[str]:
