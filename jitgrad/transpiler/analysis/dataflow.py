@@ -457,25 +457,19 @@ def carried(loop: ast.stmt) -> set[str]:
 def _written(body: list[ast.stmt]) -> set[str | None]:
     """The arrays ``body`` may write into: element writes (None: into an expression's
     value), appends, and what it hands whole to a call."""
-    out: set[str | None] = set(_given_whole(body))
-    for s in walk_stmts(body):
-        out.update(a.base for a in accesses(s) if a.write)
-        if isinstance(s, ast.Expr):
-            out.update(binds(s, appends=True))
-    return out
-
-
-def _given_whole(body: list[ast.stmt]) -> set[str]:
-    """The names ``body`` hands whole to a call (an argument, a method's object), which may
-    write into it."""
-    out: set[str] = set()
-    for s in walk_stmts(body):
+    out: set[str | None] = set()
+    for s in walk_stmts(body):  # (one walk of each statement's expressions)
         for n in own_expressions(s):
-            if isinstance(n, ast.Call):
+            if isinstance(n, ast.Subscript):
+                if isinstance(n.ctx, ast.Store):  # (``accesses``' writes)
+                    out.add(base_name(n))
+            elif isinstance(n, ast.Call):  # the names it hands whole to a call
                 parts = [*n.args, *(k.value for k in n.keywords)]
                 if isinstance(n.func, ast.Attribute):
                     parts.append(n.func.value)
                 out |= {p.id for p in parts if isinstance(p, ast.Name)}
+        if isinstance(s, ast.Expr):
+            out.update(binds(s, appends=True))
     return out
 
 

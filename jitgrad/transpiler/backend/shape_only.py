@@ -101,14 +101,15 @@ def shape_only_and_loads(stmts: list[ast.stmt], readers: tuple[str, ...]
     nodes = list(walk(ast.Module(body=list(stmts), type_ignores=[])))
     shaped: dict[int, str] = {}
     for n in nodes:
-        if _shape_read(n, readers):
-            shaped[id(n.args[1])] = n.args[1].id
-        elif isinstance(n, ast.Attribute) and n.attr in _SHAPE_ATTRS \
-                and isinstance(n.value, ast.Name):
+        cls = n.__class__
+        if cls is ast.Call:
+            if _shape_read(n, readers):
+                shaped[id(n.args[1])] = n.args[1].id
+            elif isinstance(n.func, ast.Name) and n.func.id == "len" \
+                    and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
+                shaped[id(n.args[0])] = n.args[0].id
+        elif cls is ast.Attribute and n.attr in _SHAPE_ATTRS and isinstance(n.value, ast.Name):
             shaped[id(n.value)] = n.value.id
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" \
-                and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
-            shaped[id(n.args[0])] = n.args[0].id
     other: set[str] = set()
     loads: set[str] = set()
     for n in nodes:
