@@ -368,3 +368,36 @@ def test_phased_chunks_match_serial():
     for got in (d.value_and_grad(x, 0.6)[1], d.grad(x, 0.6)):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+CHUNKED_SHADOWED = '''import math
+import numba
+import numpy as np
+
+prange = None  # the module's own name: the rewrite reads numba.prange under another
+
+
+@numba.njit(parallel=True)
+def f(x, k):
+    s = 0.0
+    for i in numba.prange(1, x.shape[0] - 1):
+        v = x[i - 1] * x[i + 1]
+        for t in range(3):
+            v = math.sin(v * k) + 0.5 * v
+        s += v * v
+    return s
+'''
+
+
+def test_chunk_loops_are_prange_whatever_its_name(tmp_path):
+    """The prange rewrite's loop over chunks is a prange loop for the steps after it
+    (``notes.is_prange``) under whatever name it reads ``numba.prange``: zero_skip puts no
+    guard inside it (it did where that name was ``_prange``); values and gradients in both
+    modes."""
+    f = function_from_source(tmp_path, "pchunk_shadowed", CHUNKED_SHADOWED)
+    x = np.linspace(0.1, 1.0, 40)
+    src = jg.differentiate(f, wrt=(0, 1)).source(x, 0.7)
+    assert "_prange(" in src and "_dk_chunk" in src, src
+    assert "!= 0.0" not in src, src
+    for jit in (False, True):
+        check_grad(f, (x, 0.7), (0, 1), jit=jit)

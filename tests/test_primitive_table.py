@@ -136,7 +136,8 @@ def test_direct_facts():
     assert fact(np.copy).copies and not fact(np.zeros_like).copies
     assert fact(np.sin).device_as == "math.sin" and fact(np.minimum).device_as == "min"
     assert fact(math.log).ieee(0.0) == -np.inf and fact(np.log).ieee is None
-    assert fact(np.where).pure and fact(np.sin).pure and not fact(np.sum).pure
+    assert fact(np.where).pure and fact(np.sin).pure and fact(np.sum).pure  # (a rule)
+    assert not fact(list.append).pure and not fact(print) and fact(np.zeros).pure
     assert fact(np.concatenate).reshapes and not fact(np.sin).reshapes
     assert fact(list.pop).mutates and fact(np.ndarray.fill).mutates
     assert allocating_names() == {"zeros", "empty", "ones", "full", "zeros_like",
@@ -182,7 +183,7 @@ def test_grad_rule_keywords_set_record_fields():
     assert "fresh_buffer" in allocating_names()
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
                                "cost", "device", "random", "copies", "pure", "reshapes",
-                               "shape_args", "device_as"}
+                               "shape_args", "device_as", "linear_in"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 

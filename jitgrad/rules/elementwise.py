@@ -357,5 +357,5 @@ non_differentiable(
     np.ulong, np.bool_, np.dtype, np.finfo, np.iinfo,
     np.zeros, np.ones, np.empty, np.zeros_like, np.ones_like, np.empty_like,
     np.arange, np.eye, np.identity, np.shape, np.size, np.ndim,
-    np.argmax, np.argmin, np.argsort,
+    np.argmax, np.argmin, np.argsort, pure=True,
 )

@@ -17,6 +17,7 @@ import numpy as np
 from ..kernels import arrays as K
 from ..kernels import helpers as H
 from ..kernels import ieee
+from ..kernels import tangents as T
 from ..markers import nobacksies
 from . import results
 from .primitives import (
@@ -93,11 +94,19 @@ declare(np.concatenate, np.append, np.hstack, np.vstack, np.stack, np.diff, resh
 # helpers of generated code that read an argument only for its shape and dtype
 declare(H.unbroadcast, K.expand_along, shape_args=(1,))
 
-# --- pure: a call only computes a value (ufuncs and math by default; no out=) ---------
-
-declare(H.guard, H.pow_log, H.digamma, builtins.abs, builtins.min, builtins.max,
-        builtins.float, builtins.int, np.where, np.clip, np.round, np.float64, np.float32,
-        np.int64, pure=True)
+# --- pure: a call only computes a value (no out=); by default ufuncs, math, primitives ---
+# with a gradient rule (``grad_rule``); the rest say so (``non_differentiable(..., pure=)``)
+# helpers of generated code that only read their arguments
+declare(H.tape_get, H.broadcast_like, H.snapshot, H.pow_log, H.digamma, K.reduce_mean,
+        K.reduce_prod, K.centered, K.prod_others, K.cumsum_along, K.shaped_like,
+        K.transpose_back, K.split_like, K.scatter_add, K.mixed_dot, K.mixed_solve,
+        K.in_dtype_of, K.sort_along, K.unsort, K.flip_along, K.diag_back, K.spread,
+        K.extreme_at, K.pick, K.diff_back, T.pick_tangent, T.sort_tangent, T.trigamma,
+        T.prod_others_tangent, pure=True)
+# the arguments a helper is linear in, each on its own: zero where any one is (zero_skip)
+declare(H.unbroadcast, K.expand_along, K.dot_grad_a, K.dot_grad_b, builtins.float,
+        linear_in=(0,))
+declare(H.guard, linear_in=(0, 1))
 
 # --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
 # the reverse pass recomputes a value the adjoint needs when its recomputation costs
@@ -150,7 +159,6 @@ declare(operator.add, operator.sub, operator.neg, operator.pos, np.real,
 declare(np.add, np.subtract, np.negative, np.positive, linear=True)  # ufuncs: elementwise
 # generated code's masks, element by element (``select`` only makes its result)
 declare(H.guard, K.select, elementwise=True)
-declare(K.select, pure=True)
 declare(np.real, np.imag, np.where, np.clip, builtins.abs, builtins.pow, builtins.float,
         builtins.int, builtins.bool, builtins.round, np.float64, np.float32, np.int64,
         np.int32, np.intp, elementwise=True)

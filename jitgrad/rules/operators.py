@@ -99,4 +99,5 @@ non_differentiable(
     operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
     operator.not_, operator.and_, operator.or_, operator.xor, operator.invert,
     np.imag,  # of a real value: zero
+    pure=True,
 )

@@ -98,7 +98,10 @@ class Primitive:
     else reaches (``copies``: one holding a copy of the first argument).  ``mutates``: a
     method that changes the object it is called on (``x.sort()``, ``xs.pop()``).
     ``pure``: a call computes a value only (writes nothing it is given, draws nothing;
-    ufuncs and ``math`` by default), so it may be evaluated again elsewhere.
+    ufuncs, ``math`` and primitives given a gradient rule by default), so it may be
+    evaluated again elsewhere, or skipped; ``linear_in``: the positions of the arguments
+    it is linear in, each on its own (``unbroadcast(g, x)``: ``(0,)``), so zero where
+    any one of them is.
     ``reshapes``: the result is provably larger or smaller than an array among its
     arguments (``np.concatenate``, ``np.diff``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
@@ -132,6 +135,7 @@ class Primitive:
     copies: bool = False
     mutates: bool = False
     pure: bool = False
+    linear_in: tuple[int, ...] = ()
     reshapes: bool = False
     shape_args: tuple[int, ...] = ()
     cost: float | None = None
@@ -165,8 +169,8 @@ TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
-            "mutates", "pure", "reshapes", "shape_args", "cheap", "cost", "device",
-            "device_as", "ieee", "query", "random", "size_arg", "methods", "attrs")
+            "mutates", "pure", "linear_in", "reshapes", "shape_args", "cheap", "cost",
+            "device", "device_as", "ieee", "query", "random", "size_arg", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -348,9 +352,16 @@ def shaped_like(fn: Any) -> bool:
 
 def pure(fn: Any) -> bool:
     """Does a call of ``fn`` only compute a value (``Primitive.pure``; unrecorded ufuncs
-    and ``math`` functions do)?"""
+    and ``math`` functions do), drawing nothing (``draws``)?"""
     rec = _RECORDS.get(id(fn))
-    return rec.pure if rec is not None else _math_like(fn)
+    return (rec.pure if rec is not None else _math_like(fn)) and not draws(fn)
+
+
+def linear_in(fn: Any) -> tuple[int, ...]:
+    """The arguments ``fn`` is linear in, each on its own (``Primitive.linear_in``): its
+    result is zero where any one of them is; none for an unknown function."""
+    rec = _RECORDS.get(id(fn))
+    return () if rec is None else rec.linear_in
 
 
 def reshapes(fn: Any) -> bool:

@@ -70,6 +70,7 @@ def grad_rule(*primitives: Any, **meta: Any) -> Callable[[Callable[..., Any]], C
     rule; already-generated code is regenerated on its next call.  Keywords set facts
     of the primitives' records (``jitgrad.rules.primitives``): ``ndim_of=`` and
     ``float_result=`` or ``kind_of=`` for the result's kind, ``view=``, ``linear=``...
+    A rule maps arguments to a value: the primitive is ``pure`` unless ``pure=False``.
     """
     if not primitives:
         raise RuleError("grad_rule needs at least one primitive, e.g. @grad_rule(np.tanh)")
@@ -81,7 +82,7 @@ def grad_rule(*primitives: Any, **meta: Any) -> Callable[[Callable[..., Any]], C
         rule = Rule(impl, tuple(primitives), getattr(impl, "__name__", "rule"))
         for p in primitives:
             rec = record(p)
-            update(rec, facts)
+            update(rec, {"pure": True, **facts})
             if rec.rule not in (None, rule):  # p leaves those that shared its old rule
                 for q in rec.aliases:
                     record(q).aliases = tuple(x for x in record(q).aliases if x is not p)
@@ -95,10 +96,15 @@ def grad_rule(*primitives: Any, **meta: Any) -> Callable[[Callable[..., Any]], C
     return register
 
 
-def non_differentiable(*primitives: Any) -> None:
-    """Declare primitives whose outputs carry no gradient (``len``, ``np.zeros``...)."""
+def non_differentiable(*primitives: Any, **facts: Any) -> None:
+    """Declare primitives whose outputs carry no gradient (``len``, ``np.zeros``...), with
+    ``facts`` of their records, ``grad_rule``'s keywords (``pure=True``: a call only
+    computes a value)."""
+    facts = _facts(facts)
     for p in primitives:
-        record(p).non_differentiable = True
+        rec = record(p)
+        update(rec, facts)
+        rec.non_differentiable = True
     bump()
 
 

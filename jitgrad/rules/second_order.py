@@ -95,10 +95,11 @@ def _extreme(nd, b=None, **_):
 
 declare(K.extreme_at, result=declared(_extreme))
 
+# (``array_slots``' entries: ``store_slot``, a copy in forward mode)
 non_differentiable(H.zeros_like, H.trip_count, K.chooser_weights, K.axis_count,
-                   K.argextreme, R.revolve_split, R.snapshot_count,
-                   R.array_slots, G.rng_reserve, G.rng_store, G.rng_load,
-                   G.rng_saved)  # (its entries: ``store_slot``, a copy in forward mode)
+                   K.argextreme, R.revolve_split, R.snapshot_count, R.array_slots,
+                   G.rng_reserve, pure=True)
+non_differentiable(G.rng_store, G.rng_load, G.rng_saved)  # the generators' state: not pure
 
 # --- tangents: linear in the gradient (or array) argument ------------------------------
 

@@ -1,4 +1,5 @@
-"""AST node utilities with no dependencies on the passes: a fast structural copy.
+"""AST node utilities with no dependencies on the passes: a fast structural copy, walks,
+name queries and the copy-on-write rewriting of statement blocks (``rewrite_blocks``).
 
 ``copy.deepcopy`` of a syntax tree goes through the generic pickling protocol and
 recurses once per Python frame level per node; ``clone`` copies only what a tree
@@ -9,6 +10,7 @@ keeps transform time linear in the size of the function.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -275,3 +277,43 @@ def this_loop(body: list[ast.stmt]):
                 sub = getattr(s, f, None)
                 if sub.__class__ is list and sub:
                     yield from this_loop(sub)
+
+
+#: what a statement rewriter gives for ``s``: a statement or statements in its place, or
+#: None for ``s`` with its own blocks rewritten the same way
+Rewrite = Callable[[ast.stmt], ast.stmt | list[ast.stmt] | None]
+
+
+def rewrite_blocks(body: list[ast.stmt], fn: Rewrite,
+                   fields: tuple[str, ...] = ("body", "orelse")) -> list[ast.stmt]:
+    """``body`` with ``fn(s)`` for each statement ``s`` (``Rewrite``), copy on write: only the
+    blocks and statements that change are copied; ``body`` itself where nothing does."""
+    out: list[ast.stmt] | None = None
+    for k, s in enumerate(body):
+        new = fn(s)
+        if new is None:
+            new = with_blocks(s, lambda b: rewrite_blocks(b, fn, fields), fields)
+        if out is None:
+            if new is s:
+                continue
+            out = body[:k]
+        if isinstance(new, list):
+            out += new
+        else:
+            out.append(new)
+    return body if out is None else out
+
+
+def with_blocks(s: ast.stmt, fn: Callable[[list[ast.stmt]], list[ast.stmt]],
+                fields: tuple[str, ...] = ("body", "orelse")) -> ast.stmt:
+    """``s`` with ``fn(b)`` in place of each of its non-empty blocks ``b`` (``fields``): a
+    shallow copy of ``s`` (notes too) where some ``fn(b)`` is not ``b``, else ``s``."""
+    new = s
+    for f in fields:
+        sub = getattr(s, f, None)
+        if sub.__class__ is list and sub:
+            b = fn(sub)
+            if b is not sub:
+                new = copy.copy(s) if new is s else new
+                setattr(new, f, b)
+    return new

@@ -83,9 +83,10 @@ CHECKPOINTED: Note[tuple[str, str, bool] | None] = Note(
     "for None; k as written; whether it stands in another loop or region, as the one "
     "statement of a checkpointed region); reverse mode runs it on the binomial schedule")
 PRANGE: Note[bool] = Note(
-    "prange", False, "desugar",
+    "prange", False, "desugar (and the prange rewrite's loops over chunks)",
     "a `for` loop the user wrote over `numba.prange` (now over range): with parallel=True "
-    "its forward and reverse loops are kept parallel where iterations are independent")
+    "its forward and reverse loops are kept parallel where iterations are independent; "
+    "ask `is_prange`")
 DRAW: Note[bool] = Note(
     "draw", False, "normalize",
     "a statement that draws from (or seeds) a global random generator: dead-code "
@@ -181,7 +182,13 @@ def checkpoint(s: ast.AST) -> bool:
     return isinstance(s, Checkpoint)
 
 
+def is_prange(s: ast.AST) -> bool:
+    """Whether ``s`` is a prange loop: one the user wrote over ``numba.prange``, its sweeps'
+    loops, or a loop over chunks the prange rewrite made (each carries ``PRANGE``)."""
+    return isinstance(s, ast.For) and bool(PRANGE.get(s))
+
+
 __all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
            "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
            "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required", "carry",
-           "checkpoint"]
+           "checkpoint", "is_prange"]

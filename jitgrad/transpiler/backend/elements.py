@@ -39,7 +39,7 @@ from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..astutil import resolve
 from ..naming import fresh_in
-from ..nodes import loaded_ids, walk_stmts
+from ..nodes import loaded_ids, rewrite_blocks, walk_stmts
 from ..notes import COMMENT
 from .emit import comment
 
@@ -89,21 +89,7 @@ def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
 def _replaced(stmts: list[ast.stmt], by: dict[int, list[ast.stmt]]) -> list[ast.stmt]:
     """``stmts`` with each statement whose id ``by`` has replaced by those statements (in
     nested blocks too; copies of the blocks that change)."""
-    out: list[ast.stmt] = []
-    for s in stmts:
-        if id(s) in by:
-            out += by[id(s)]
-        elif isinstance(s, (ast.For, ast.While, ast.If)):
-            body, orelse = _replaced(s.body, by), _replaced(s.orelse, by)
-            if _same(body, s.body) and _same(orelse, s.orelse):
-                out.append(s)
-                continue
-            new = ast.copy_location(s.__class__(**{f: getattr(s, f) for f in s._fields}), s)
-            new.body, new.orelse = body, orelse
-            out.append(new)
-        else:
-            out.append(s)
-    return out
+    return rewrite_blocks(stmts, lambda s: by.get(id(s)))
 
 
 def _stable_names(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dataflow

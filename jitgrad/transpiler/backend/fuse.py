@@ -23,7 +23,7 @@ from ..analysis import dataflow
 from ..analysis.dependence import order_free
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PRANGE, PUSH, SWEEP, checkpoint
+from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -232,7 +232,7 @@ def plain_loop(s: ast.stmt) -> bool:
     holding no checkpointed region (their lowerings have sweeps of their own)."""
     return (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse
             and isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
-            and s.iter.func.id == "range" and not PRANGE.get(s) and not CHECKPOINTED.get(s)
+            and s.iter.func.id == "range" and not is_prange(s) and not CHECKPOINTED.get(s)
             and _plain_body(s.body, True))
 
 
@@ -243,7 +243,7 @@ def _plain_body(body: list[ast.stmt], own: bool) -> bool:
     for x in body:
         cls = x.__class__
         if cls is ast.Return or ((cls is ast.Break or cls is ast.Continue) and own) \
-                or checkpoint(x) or PRANGE.get(x) or CHECKPOINTED.get(x):
+                or checkpoint(x) or is_prange(x) or CHECKPOINTED.get(x):
             return False
         inner = own and cls is not ast.For and cls is not ast.While
         for f in ("body", "orelse"):

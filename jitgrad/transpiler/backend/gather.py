@@ -50,7 +50,7 @@ from ..front.inline import rename
 from ..front.purity import builtins_unshadowed, is_pure, resolve_name
 from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk
-from ..notes import COMMENT, PRANGE, carry
+from ..notes import COMMENT, carry, is_prange
 from .emit import comment as emit_comment
 
 
@@ -117,7 +117,7 @@ class _Rewrite:
         out: list[ast.stmt] = []
         for k, s in enumerate(stmts):
             if isinstance(s, ast.For):
-                par = self.parallel is not None and PRANGE.get(s)
+                par = self.parallel is not None and is_prange(s)
                 plan = _plan(s, self.env, self.parallel if par else self.fresh, self.outside,
                              stmts, sums=par)
                 if plan is not None:
@@ -198,20 +198,13 @@ def distinct_buffers(stmts: list[ast.stmt], shared: dict[str, str],
                     names |= group
                     grown = True
     binds: dict[str, list[ast.stmt]] = {}
+    # (with ``copies``, ``d += e`` is taken to update an array in place, as NumPy does)
+    binding = (ast.Assign, ast.For) if copies else (ast.Assign, ast.For, ast.AugAssign)
     for s in every:
-        # (with ``copies``, ``d += e`` is taken to update an array in place, as NumPy does)
-        targets = s.targets if isinstance(s, ast.Assign) else \
-            [s.target] if isinstance(s, ast.For) or (
-                isinstance(s, ast.AugAssign) and not copies) else ()
-        for t in targets:
-            if t.__class__ is ast.Name:
-                if names is None or t.id in names:
-                    binds.setdefault(t.id, []).append(s)
-                continue
-            for n in walk(t):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) \
-                        and (names is None or n.id in names):
-                    binds.setdefault(n.id, []).append(s)
+        if isinstance(s, binding):
+            for n in dataflow.binds(s):
+                if names is None or n in names:
+                    binds.setdefault(n, []).append(s)
     views = set(shared) | set(shared.values())
     stores: dict[str, set[str]] = {}  # workspace store -> the buffers zeroed in it
     for s in every:
@@ -328,10 +321,13 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
         return None  # each array written at the iteration's own index: a gather already
     gathered = {a for a, _, _ in p.adds}
     summed = {s.target.id for s in p.sums}
+    # (carried: a value carried from the previous iteration; sums: the gathered arrays
+    # and summed scalars only added to, read nowhere else in the iteration)
     if not _tape_reads(p) or assigned & dataflow.carried(loop) \
-            or not _reads_made_here(p, env, gathered | summed, reset_arrays) \
+            or (gathered | summed) - dataflow.sums(body) \
+            or not _reads_made_here(p, env, reset_arrays) \
             or not _resets_read_first(p, body, gathered):
-        return None  # (carried: a value carried from the previous iteration)
+        return None
     if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
             assigned | {p.index}, loop, where):
         return None
@@ -408,15 +404,13 @@ def _tape_reads(p: _Plan) -> bool:
     return all(p.cursors.values())
 
 
-def _reads_made_here(p: _Plan, env, written: set[str], reset_arrays: set[str]) -> bool:
-    """Each value read is made earlier in the iteration or not at all here, by pure code,
-    and arrays reset in the loop are read only at the own index."""
+def _reads_made_here(p: _Plan, env, reset_arrays: set[str]) -> bool:
+    """Each value is made by pure code, each cursor read only as its tape's index, and
+    arrays reset in the loop are read only at the own index."""
     for s in p.order:
         value = s.value
         for n in loaded_ids(value) | (loaded_ids(s.target.slice) if isinstance(
                 s, ast.AugAssign) and isinstance(s.target, ast.Subscript) else set()):
-            if n in written:
-                return False
             if n in p.cursors and not (isinstance(value, ast.Subscript)
                                        and _is_name(value.slice, n)):
                 return False

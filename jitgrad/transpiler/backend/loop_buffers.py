@@ -32,13 +32,12 @@ last trip's array, so such a zeroing already raises ``SHAPE_MISMATCH``).
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable
 
 from ..analysis.dataflow import Dataflow, binds, binds_in
 from ..naming import fresh_in
-from ..nodes import clone, walk_stmts
-from ..notes import PRANGE, ZEROING
+from ..nodes import clone, rewrite_blocks, walk_stmts, with_blocks
+from ..notes import ZEROING, is_prange
 
 _LOOPS = (ast.For, ast.While)
 
@@ -129,36 +128,18 @@ def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow) -> bool:
             and s.value.args[0].id not in binds_in([outer], elements=False))
 
 
-def is_prange(loop: ast.stmt) -> bool:
-    """Is ``loop`` a ``prange`` loop (marked so, or after the prange rewrite)?"""
-    it = getattr(loop, "iter", None)
-    return bool(PRANGE.get(loop)) or (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                                      and it.func.id == "prange")
-
-
 def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],
               before: dict[int, list[ast.stmt]]) -> list[ast.stmt]:
     """``block`` with the statements of ``new`` (by id) in place of theirs and those of
     ``before`` ahead of theirs, copying what holds them."""
-    out: list[ast.stmt] = []
-    changed = False
-    for s in block:
-        out += before.get(id(s), [])
+    def fn(s: ast.stmt) -> list[ast.stmt] | None:
         if id(s) in new:
-            out += new[id(s)]
-            changed = True
-            continue
-        t = s
-        for f in ("body", "orelse"):
-            sub = getattr(s, f, None)
-            if isinstance(sub, list) and sub:
-                r = _replaced(sub, new, before)
-                if r is not sub:
-                    t = copy.copy(t) if t is s else t
-                    setattr(t, f, r)
-        changed |= t is not s or id(s) in before
-        out.append(t)
-    return out if changed else block
+            return new[id(s)]
+        if id(s) not in before:
+            return None
+        return [*before[id(s)], with_blocks(s, lambda b: rewrite_blocks(b, fn))]
+
+    return rewrite_blocks(block, fn)
 
 
 __all__ = ["loop_buffers"]

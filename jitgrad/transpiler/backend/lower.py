@@ -26,7 +26,7 @@ from typing import Any
 from ..front.inline import renamed_copy
 from ..ir import Adjoint, Tangent, result_expr
 from ..naming import Namer
-from ..nodes import clone, mentions
+from ..nodes import clone, mentions, rewrite_blocks, with_blocks
 from ..notes import TAPED, ZEROING
 from . import emit, jvp_workspace
 from .jit import BUFFER
@@ -150,29 +150,13 @@ class _Accessors:
         self.tapes, self.get, self.put, self.done = tapes, get, put, done
 
     def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out = body
-        for k, s in enumerate(body):
-            new = self.stmt(s)
-            if new is not s:
-                out = out if out is not body else list(body)
-                out[k] = new
-        return out
+        return rewrite_blocks(body, self.stmt, _BLOCKS)
 
     def stmt(self, s: ast.stmt) -> ast.stmt:
         hit = self.done.get(id(s))
         if hit is not None and hit[0] is s:
             return hit[1]
-        new = s
-        if TAPED.get(s):
-            new = self.node(s)
-        else:
-            for f in ("body", "orelse", "finalbody"):
-                sub = getattr(s, f, None)
-                if sub.__class__ is list and sub:
-                    b = self.block(sub)
-                    if b is not sub:
-                        new = new if new is not s else copy.copy(s)
-                        setattr(new, f, b)
+        new = self.node(s) if TAPED.get(s) else with_blocks(s, self.block, _BLOCKS)
         self.done[id(s)] = (s, new)
         return new
 
@@ -211,6 +195,8 @@ class _Accessors:
         return new or n
 
 
+#: the blocks a statement holds that may hold tape pushes and pops
+_BLOCKS = ("body", "orelse", "finalbody")
 _NOT_A_CURSOR = (ast.Slice, ast.Subscript, ast.List, ast.Dict, ast.Set, ast.Lambda,
                  ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Starred)
 

@@ -27,7 +27,10 @@ from ..nodes import loaded_ids, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
 
 
-def _pure(s: ast.stmt, defines: set[str]) -> bool:
+def _droppable(s: ast.stmt, defines: set[str]) -> bool:
+    """May the simple statement ``s`` go where nothing live reads what it ``defines``: an
+    assignment, or a call that only fills what it defines (``xs.append(v)``)?  A statement
+    test, not a call's purity (draws are kept by ``notes.DRAW``)."""
     if isinstance(s, (ast.Assign, ast.AugAssign)):
         return True
     if isinstance(s, ast.Expr):
@@ -159,7 +162,7 @@ def _live_key(s: ast.stmt, defines: set[str]) -> bool | str | None:
     """True for a simple statement kept whatever is live (effects, breaks, random draws:
     ``notes.DRAW``), the array
     whose element it writes (kept unless that array is fresh), else None."""
-    if isinstance(s, ast.Break) or DRAW.get(s) or not _pure(s, defines):
+    if isinstance(s, ast.Break) or DRAW.get(s) or not _droppable(s, defines):
         return True
     t = s.targets[0] if isinstance(s, ast.Assign) else getattr(s, "target", None)
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):

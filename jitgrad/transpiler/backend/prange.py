@@ -60,7 +60,7 @@ from ..analysis.effects import first_draw
 from ..astutil import binop, resolve
 from ..front.desugar import assign, const, name
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
-from ..notes import DRAW, PRANGE
+from ..notes import DRAW, PRANGE, is_prange
 from . import emit
 from .gather import distinct_buffers
 from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
@@ -152,14 +152,14 @@ class Parallel:
 
     def function(self, fn: ast.FunctionDef) -> ast.FunctionDef:
         """``fn`` with its prange loops parallel where safe (a copy; ``fn`` as it was)."""
-        if not any(isinstance(s, ast.For) and PRANGE.get(s) for s in walk_stmts(fn.body)):
+        if not any(is_prange(s) for s in walk_stmts(fn.body)):
             return fn
         fn = clone(fn)
         self.distinct = distinct_buffers(fn.body, dict(getattr(self.u.ir, "shared", {})),
                                          self.env, copies=True)
         if _shadowed(self.env, "max") or _shadowed(self.env, "min"):
             return fn
-        loops = [s for s in walk_stmts(fn.body) if isinstance(s, ast.For) and PRANGE.get(s)]
+        loops = [s for s in walk_stmts(fn.body) if is_prange(s)]
         slot_branch_tapes(fn.body, loops, self.env, self._global)
         for loop in loops:
             self.slotted[id(loop)] = slot_tapes(fn.body, loop, self.env, self._global)
@@ -290,6 +290,7 @@ class Parallel:
         par = ast.For(target=name(c.half if c.reach else c.c, True), iter=ast.Call(
             func=name(self.prange), args=[count], keywords=[]),
             body=[*head, run, *tail], orelse=[])
+        PRANGE.set(par, True)  # (a prange loop for the steps after this one: ``is_prange``)
         outer = ast.For(target=name(c.phase, True), iter=ast.Call(func=name("range"), args=[
             const(2)], keywords=[]), body=[par], orelse=[]) if c.reach else par
         return par, outer
@@ -417,7 +418,7 @@ def primal_verdicts(u: Any) -> list[tuple[ast.For, Verdict]]:
     check.distinct = distinct_buffers(body, {}, u.env, copies=True)
     out: list[tuple[ast.For, Verdict]] = []
     seen: set[int] = set()
-    for loop in [s for s in walk_stmts(body) if isinstance(s, ast.For) and PRANGE.get(s)]:
+    for loop in [s for s in walk_stmts(body) if is_prange(s)]:
         block, k, outer = where(body, loop)
         if outer & seen:
             continue
@@ -465,7 +466,7 @@ def refuse_parallel_draws(u: Any) -> None:
     def visit(stmts: list[ast.stmt], in_prange: bool) -> None:
         for st in stmts:
             if isinstance(st, ast.For):
-                visit(st.body, in_prange or PRANGE.get(st))
+                visit(st.body, in_prange or is_prange(st))
             elif hasattr(st, "body"):
                 visit(st.body, in_prange)
                 visit(getattr(st, "orelse", []) or [], in_prange)
@@ -485,7 +486,7 @@ def loop_verdicts(u: Any) -> list[tuple[str, str]]:
     if not u.parallel:
         return [(loop.target.id, "runs serially (the function is not compiled with "
                  "parallel=True)") for loop in walk_stmts(u.body)
-                if isinstance(loop, ast.For) and PRANGE.get(loop)]
+                if is_prange(loop)]
     return [(loop.target.id, "iterations independent" if v.ok else v.reason)
             for loop, v in primal_verdicts(u)]
 

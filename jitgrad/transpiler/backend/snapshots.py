@@ -28,11 +28,10 @@ Before::                                  After::
 from __future__ import annotations
 
 import ast
-import copy
 
 from ..front.desugar import const, name
 from ..ir import Snapshots
-from ..nodes import clone, own_expressions, walk_stmts
+from ..nodes import clone, own_expressions, rewrite_blocks, walk_stmts
 from ..notes import PUSH
 
 
@@ -113,29 +112,22 @@ def _declares(st: ast.stmt, tapes: set[str]) -> bool:
 def _rewrite(stmts: list[ast.stmt], kept: set[str], snaps: Snapshots) -> list[ast.stmt]:
     """``stmts`` with the pushes of ``kept`` tapes into the store; compound statements
     holding one are copied (the variants share the IR's statements)."""
-    out: list[ast.stmt] = []
-    for st in stmts:
+    def push(st: ast.stmt) -> list[ast.stmt] | None:
         t = _push(st, snaps)
-        if t in kept:
-            x = clone(st.value.args[0].args[0])
-            push = ast.Expr(value=ast.Call(
-                func=ast.Attribute(value=name(t), attr="append", ctx=ast.Load()),
-                args=[ast.Call(func=name(snaps.helper), args=[
-                    name(snaps.store), name(snaps.cursor), x], keywords=[])], keywords=[]))
-            step = ast.AugAssign(target=name(snaps.cursor, True), op=ast.Add(),
-                                 value=ast.Attribute(value=clone(x), attr="size",
-                                                     ctx=ast.Load()))
-            for p in (push, step):
-                PUSH.set(p, True)
-            out += [push, step]
-            continue
-        fields = [f for f in ("body", "orelse") if getattr(st, f, None)]
-        if fields and any(_push(s, snaps) in kept for s in walk_stmts([st])):
-            st = copy.copy(st)
-            for f in fields:
-                setattr(st, f, _rewrite(getattr(st, f), kept, snaps))
-        out.append(st)
-    return out
+        if t not in kept:
+            return None
+        x = clone(st.value.args[0].args[0])
+        into = ast.Expr(value=ast.Call(
+            func=ast.Attribute(value=name(t), attr="append", ctx=ast.Load()),
+            args=[ast.Call(func=name(snaps.helper), args=[
+                name(snaps.store), name(snaps.cursor), x], keywords=[])], keywords=[]))
+        step = ast.AugAssign(target=name(snaps.cursor, True), op=ast.Add(),
+                             value=ast.Attribute(value=clone(x), attr="size", ctx=ast.Load()))
+        for p in (into, step):
+            PUSH.set(p, True)
+        return [into, step]
+
+    return rewrite_blocks(stmts, push)
 
 
 __all__ = ["keep_snapshots"]

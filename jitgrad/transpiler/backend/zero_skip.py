@@ -24,10 +24,10 @@ Preconditions, checked on the loop (``skippable``), each on the safe side:
   tape's ``.pop()`` or a snapshot restored (a call for its effect) is never skipped;
 - a term is zero where ``dv`` is by ``is_zero``: a product or quotient with such a
   factor (in the numerator), a sum or difference of two, a negation, an element of such
-  an array, the linear argument of a gradient helper; and names the loop binds only to
-  such terms, before any read;
-- it calls nothing but pure functions (primitives, ``math``/``numpy`` functions that
-  draw no random numbers, the read-only helpers): no effect is lost by skipping it.
+  an array, a call with such an argument that it is linear in (the table's
+  ``linear_in``); and names the loop binds only to such terms, before any read;
+- it calls nothing but pure functions (``front.purity.call_pure``: the primitive table's
+  ``pure`` fact): no effect is lost by skipping it.
 
 Zeros and non-finite partials: skipped, a trip adds nothing where it would have added
 ``0 * partial``: the same where the partial is finite (a ``-0.0`` sum may read ``+0.0``
@@ -39,33 +39,16 @@ zero.  A NaN or infinite ``dv`` is not zero, and runs the loop.
 from __future__ import annotations
 
 import ast
-import builtins
-import copy
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ...kernels import arrays, helpers
-from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import draws
+from ...rules.primitives import linear_in
 from ..analysis import dataflow
 from ..astutil import exposed_reads
-from ..front.inline import resolve
-from ..nodes import clone, loaded_ids, walk, walk_stmts
-from ..notes import SWEEP
+from ..front.purity import call_pure, called
+from ..nodes import clone, loaded_ids, rewrite_blocks, walk, walk_stmts, with_blocks
+from ..notes import SWEEP, is_prange
 from . import emit
-from .loop_buffers import is_prange
-
-#: calls of builtins that only compute
-_PURE_BUILTINS = frozenset({builtins.range, builtins.len, builtins.min, builtins.max,
-                            builtins.abs, builtins.float, builtins.int, builtins.bool})
-#: generated-code helpers that only read their arguments
-_PURE_HELPERS = frozenset({helpers.tape_get, helpers.unbroadcast, helpers.broadcast_like,
-                           helpers.zeros_like, helpers.trip_count, helpers.pow_log,
-                           helpers.guard, helpers.digamma, arrays.expand_along,
-                           arrays.dot_grad_a, arrays.dot_grad_b})
-#: helper -> the arguments it is linear in (zero where any one of them is)
-_LINEAR = {helpers.unbroadcast: (0,), helpers.guard: (0, 1), arrays.expand_along: (0,),
-           arrays.dot_grad_a: (0,), arrays.dot_grad_b: (0,), builtins.float: (0,)}
 
 
 def zero_guards(body: list[ast.stmt], cotangents: Collection[str], env: dict[str, Any],
@@ -121,13 +104,7 @@ def depending_on(body: list[ast.stmt], seeds: Collection[str],
 
 def _rewrite(stmts: list[ast.stmt], reverse: bool, nested: bool, g: _Guarding
              ) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    changed = False
-    for s in stmts:
-        new = _statement(s, reverse, nested, g)
-        changed |= new is not s
-        out.append(new)
-    return out if changed else stmts
+    return rewrite_blocks(stmts, lambda s: _statement(s, reverse, nested, g))
 
 
 def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.stmt:
@@ -137,18 +114,12 @@ def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.st
         return s  # (under prange: Numba's reductions of a parallel loop must stay unguarded)
     note = SWEEP.get(s)
     own = note is not None and note[1] == "reverse"
-    if isinstance(s, (ast.For, ast.While)) and nested and (reverse or own):
+    loop = isinstance(s, (ast.For, ast.While))
+    if loop and nested and (reverse or own):
         plan = g.guard(s)
         if plan is not None:
             return _guarded(s, *plan)
-    loop = isinstance(s, (ast.For, ast.While))
-    body = _rewrite(s.body, reverse or own, nested or loop, g)
-    orelse = _rewrite(s.orelse, reverse or own, nested or loop, g)
-    if body is s.body and orelse is s.orelse:
-        return s
-    new = copy.copy(s)  # (its notes too)
-    new.body, new.orelse = body, orelse
-    return new
+    return with_blocks(s, lambda b: _rewrite(b, reverse or own, nested or loop, g))
 
 
 def _guarded(loop: ast.stmt, dv: str, instead: list[ast.stmt]) -> ast.stmt:
@@ -175,7 +146,7 @@ def skip_plan(loop: ast.stmt, dv: str, live: Collection[str], env: dict[str, Any
     stmts = list(walk_stmts([loop]))
     if any(isinstance(s, (ast.Return, ast.Raise, ast.Try, ast.With)) for s in stmts):
         return None
-    if not all(_pure(c, env) for s in stmts for c in walk(s) if isinstance(c, ast.Call)):
+    if not all(call_pure(c, env) for s in stmts for c in walk(s) if isinstance(c, ast.Call)):
         return None
     zero = _zeros(loop, dv, env)
     if zero is None:
@@ -284,26 +255,9 @@ def is_zero(e: ast.expr, zero: Collection[str], env: dict[str, Any]) -> bool:
     if isinstance(e, ast.IfExp):
         return is_zero(e.body, zero, env) and is_zero(e.orelse, zero, env)
     if isinstance(e, ast.Call) and not e.keywords:
-        args = _LINEAR.get(resolve(e.func, env), ())
+        args = linear_in(called(e, env))
         return any(k < len(e.args) and is_zero(e.args[k], zero, env) for k in args)
     return False
-
-
-def _pure(c: ast.Call, env: dict[str, Any]) -> bool:
-    """Does the call only compute (no effect that skipping it would lose)?"""
-    if any(k.arg == "out" for k in c.keywords):
-        return False
-    fn = resolve(c.func, env)
-    if fn is None:
-        return False
-    try:
-        if fn in _PURE_BUILTINS or fn in _PURE_HELPERS:
-            return True
-    except TypeError:  # unhashable
-        return False
-    if getattr(fn, "__module__", None) == "math" or type(fn).__name__ == "ufunc":
-        return True
-    return (lookup(fn) is not None or is_non_differentiable(fn)) and not draws(fn)
 
 
 __all__ = ["depending_on", "is_zero", "skip_plan", "skippable", "zero_guards"]

@@ -25,12 +25,13 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ...rules.primitives import draws, method_function
+from ...rules.primitives import draws
 from ..astutil import resolve
 from ..naming import Namer
 from ..nodes import walk
 from .desugar import assign, name
 from .parse import Parsed
+from .purity import call_pure, called
 
 #: split-the-expression hint of the refusals below
 SPLIT_HINT = ("split the expression into statements: call the helper in a statement of "
@@ -59,10 +60,21 @@ def _data_names(e: ast.AST, env: dict[str, Any]) -> set[str]:
         isinstance(env.get(n.id), (types.ModuleType, type)) or callable(env.get(n.id)))}
 
 
+def _may_write(c: ast.Call, env: dict[str, Any]) -> set[str]:
+    """The names whose contents a call not known pure may write: its ``out=`` and the
+    object of a method (``xs.append(v)``).  (A function's array argument written as a
+    statement is refused: ``analysis.effects.refuse_hidden_writes``.)"""
+    f = c.func
+    args = [k.value for k in c.keywords if k.arg == "out"]
+    if isinstance(f, ast.Attribute) and resolve(f, env) is None:
+        args.append(f.value)  # a method that may change its object
+    return {a.id for a in args if isinstance(a, ast.Name)}
+
+
 def has_effects(stmts: list[ast.stmt], env: dict[str, Any]) -> bool:
     """May ``stmts`` change state their caller sees: write into an array (or list) they
-    did not make (directly, through a local bound to it, through ``out=`` or a method), or
-    draw from a random generator?"""
+    did not make (directly, through a local bound to it, or by a call not known pure:
+    ``purity.call_pure``), or draw from a random generator?"""
     written: set[str] = set()
     bound: set[str] = set()
     copies: list[tuple[str, ast.expr]] = []  # name = expression: the name may alias it
@@ -77,15 +89,10 @@ def has_effects(stmts: list[ast.stmt], env: dict[str, Any]) -> bool:
                         copies.append((m.id, n.value))
         elif isinstance(n, ast.For):
             bound |= {m.id for m in walk(n.target) if isinstance(m, ast.Name)}
-        elif isinstance(n, ast.Call):
-            if draws(resolve(n.func, env)):
+        elif isinstance(n, ast.Call) and not call_pure(n, env):
+            if draws(called(n, env)):
                 return True
-            written |= {k.value.id for k in n.keywords
-                        if k.arg == "out" and isinstance(k.value, ast.Name)}
-            f = n.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-                    and resolve(f, env) is None and method_function(f.attr) is None:
-                written.add(f.value.id)  # a method that may change its object (append)
+            written |= _may_write(n, env)
     grew = True
     while grew:  # a local bound to a caller's array writes that array
         before = len(written)

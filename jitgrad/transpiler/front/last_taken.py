@@ -35,7 +35,7 @@ from typing import Any
 from ..analysis import dataflow
 from ..naming import Namer
 from ..nodes import clone, loaded_ids
-from ..notes import CHECKPOINTED, PRANGE
+from ..notes import CHECKPOINTED, is_prange
 from .desugar import assign, const, name
 from .inline import rename
 from .purity import is_pure, resolve_name
@@ -71,7 +71,7 @@ def _block(stmts: list[ast.stmt], env, namer: Namer, bound: set[str]) -> list[as
 def _rewrite(loop: ast.For, env, namer: Namer, bound: set[str]) -> list[ast.stmt] | None:
     """The rewritten ``loop`` (a list of statements), or None where it does not apply."""
     it = loop.iter
-    if (PRANGE.get(loop) or CHECKPOINTED.get(loop) or loop.orelse
+    if (is_prange(loop) or CHECKPOINTED.get(loop) or loop.orelse
             or not isinstance(loop.target, ast.Name)
             or not (isinstance(it, ast.Call) and resolve_name(it.func, env) is range)
             or len(loop.body) != 1 or not isinstance(loop.body[0], ast.If)):

@@ -1,19 +1,21 @@
 """Which expressions only compute a value: reads, arithmetic, and calls of functions that
-neither write nor draw (NumPy ufuncs, ``math``, a few builtins and generated helpers).
+neither write nor draw (the primitive table's ``pure`` fact: NumPy ufuncs, ``math``, the
+primitives with gradient rules, the read-only helpers of generated code).
 
-Passes that evaluate an expression at another point than the user did (the gather form
-at a neighbouring index, ``last_taken`` after its loop) may do so only for these.
+``call_pure`` is the one question every pass asks of a call: the gather form and
+``last_taken`` (which evaluate an expression at another point than the user did),
+``zero_skip`` (which skips loops), ``split`` (which compiles a helper on its own) and
+``call_order`` (which orders calls with effects).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import types
 from typing import Any
 
-import numpy as np
-
-from ...rules.primitives import pure
+from ...rules.primitives import method_function, pure
 from ..astutil import resolve
 from ..nodes import walk
 
@@ -32,17 +34,31 @@ def builtins_unshadowed(env: dict[str, Any], names: tuple[str, ...]) -> bool:
                for b in names)
 
 
+def called(c: ast.Call, env: dict[str, Any]) -> Any:
+    """The function call ``c`` runs: what its name refers to (builtins included), or the
+    one an array method spells (``x.sum()``: ``np.sum``); None where unknown."""
+    fn = resolve_name(c.func, env)
+    f = c.func
+    if fn is None and isinstance(f, ast.Attribute) \
+            and not isinstance(resolve_name(f.value, env), types.ModuleType):
+        return method_function(f.attr)
+    return fn
+
+
+def call_pure(c: ast.Call, env: dict[str, Any]) -> bool:
+    """Does call ``c`` only compute a value: the table says its function is ``pure``, and
+    it passes no ``out=``?"""
+    return not any(k.arg == "out" for k in c.keywords) and pure(called(c, env))
+
+
 def is_pure(e: ast.expr, env: dict[str, Any]) -> bool:
-    """Only reads and arithmetic, and calls of functions that compute a value (the
-    primitive table's ``pure`` fact; no keyword arguments to a ufunc: ``out=`` writes)."""
+    """Only reads and arithmetic, and calls that compute a value (``call_pure``)."""
     for n in walk(e):
         if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom)):
             return False
-        if isinstance(n, ast.Call):
-            fn = resolve_name(n.func, env)
-            if fn is None or not pure(fn) or (isinstance(fn, np.ufunc) and n.keywords):
-                return False
+        if isinstance(n, ast.Call) and not call_pure(n, env):
+            return False
     return True
 
 
-__all__ = ["is_pure", "resolve_name"]
+__all__ = ["builtins_unshadowed", "call_pure", "called", "is_pure", "resolve_name"]

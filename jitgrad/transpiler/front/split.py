@@ -21,23 +21,20 @@ Before (4 calls of an ``@njit`` ``cell``)::     After::
 from __future__ import annotations
 
 import ast
-import builtins
 import types
 from collections import Counter
 from typing import Any
 
 from ...rules import Rule, is_non_differentiable, lookup
-from ...rules.primitives import Result, draws, mutating, record, version
+from ...rules.primitives import Result, record, version
 from ..backend import emit
 from ..nodes import walk
 from .parse import Parsed, parse_function, python_function
+from .purity import call_pure, called
 from .transforms import callee, primal_of
 
 #: a pure ``@njit`` helper called at this many sites or more is compiled once (not inlined)
 SPLIT_SITES = 4
-#: the builtins a split helper may call
-_BUILTINS = tuple(getattr(builtins, n) for n in ("range", "len", "min", "max", "abs", "float",
-                                                  "int", "bool"))
 
 
 #: ``prepare`` and ``gradient_code``, registered by the pipeline (which imports this module)
@@ -74,7 +71,7 @@ class SplitHelper:
         self._kinds: dict[tuple, Any] = {}
         self._rules: dict[tuple, Rule] = {}
         rec = record(self)
-        rec.result = Result("helper")
+        rec.result, rec.pure = Result("helper"), True  # (``pure_helper`` admitted it)
         rec.rule = Rule(self, (self,), self.__name__)  # (``rule_for`` gives the real one)
 
     def __call__(self, *args: Any) -> Any:
@@ -254,20 +251,18 @@ def pure_helper(py: Any) -> bool:
                                           or isinstance(n.value, ast.Name)
                                           and n.value.id in params):
             return False
-        if isinstance(n, ast.Call) and not _pure_call(n, helper):
+        if isinstance(n, ast.Call) and not _splittable_call(n, helper):
             return False
     return True
 
 
-def _pure_call(n: ast.Call, helper: Parsed) -> bool:
-    """Does call ``n`` in ``helper`` compute a value only, with a gradient rule or none?"""
-    obj = callee(n.func, helper.env)
-    if obj is None:  # a method: x.sum(), not x.fill(0.0)
-        return isinstance(n.func, ast.Attribute) and not mutating(n.func.attr)
-    mod = (getattr(obj, "__module__", None) or "").split(".")[0]
-    if mod in ("jitgrad", "numba") or draws(obj):
-        return False
-    return any(obj is b for b in _BUILTINS) or lookup(obj) is not None or is_non_differentiable(obj)
+def _splittable_call(n: ast.Call, helper: Parsed) -> bool:
+    """Does call ``n`` in ``helper`` compute a value only (``purity.call_pure``), of a
+    library function with a gradient rule or none needed (not jitgrad's or Numba's)?"""
+    fn = called(n, helper.env)
+    mod = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return call_pure(n, helper.env) and mod not in ("jitgrad", "numba") and (
+        lookup(fn) is not None or is_non_differentiable(fn))
 
 
 __all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "call_helpers", "pure_helper",

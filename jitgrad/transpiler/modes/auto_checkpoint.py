@@ -30,7 +30,7 @@ from ..backend.fuse import _last_constants as last_constants
 from ..backend.fuse import fuse_loops
 from ..front.desugar import assign, const, name
 from ..nodes import clone, walk_stmts
-from ..notes import BREAK_FLAG, CHECKPOINTED, HOISTED, PRANGE, PUSH, checkpoint
+from ..notes import BREAK_FLAG, CHECKPOINTED, HOISTED, PUSH, checkpoint, is_prange
 from .binomial import Binomial
 from .reverse_flow import ControlFlow
 from .statements import Statements
@@ -64,9 +64,9 @@ class AutoCheckpoint(Part):
         return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords
                 and isinstance(s.target, ast.Name) and not s.orelse
-                and not CHECKPOINTED.get(s) and not PRANGE.get(s) and not BREAK_FLAG.get(s)
+                and not CHECKPOINTED.get(s) and not is_prange(s) and not BREAK_FLAG.get(s)
                 and not self.has_break(s) and first_draw(s.body, self.env) is None
-                and not any(checkpoint(x) or PRANGE.get(x)
+                and not any(checkpoint(x) or is_prange(x)
                             or isinstance(x, (ast.Break, ast.Return))
                             for x in walk_stmts(s.body)))
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..analysis.analyse import Analysis
 from ..front.desugar import assign, name
 from ..nodes import walk, walk_stmts
-from ..notes import CHECKPOINTED, END, POS, PRANGE, checkpoint
+from ..notes import CHECKPOINTED, END, POS, checkpoint, is_prange
 
 
 @dataclass(frozen=True)
@@ -122,10 +122,10 @@ def _region(d: ast.stmt, defs: list[ast.stmt], steps: dict[int, Step], an: Analy
         inside = [x for x in defs if POS.get(loop) <= POS.get(x) <= END.get(loop)]
         if not all(id(x) in steps for x in inside):
             continue
-        plain = all(isinstance(x, ast.For) and not has_break(x) and not PRANGE.get(x)
+        plain = all(isinstance(x, ast.For) and not has_break(x) and not is_prange(x)
                     for x in [loop, *walk_stmts(loop.body)]
                     if isinstance(x, (ast.For, ast.While)))
-        outer_ok = not any(PRANGE.get(x) for x in loops[:k])
+        outer_ok = not any(is_prange(x) for x in loops[:k])
         return loop if plain and outer_ok else None
     return None
 

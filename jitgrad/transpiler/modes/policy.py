@@ -57,7 +57,7 @@ from ...rules.primitives import fact
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis, primitive_of
 from ..nodes import clone, walk, walk_stmts
-from ..notes import BLOCK, CHECKPOINTED, END, POS, PRANGE
+from ..notes import BLOCK, CHECKPOINTED, END, POS, is_prange
 
 #: builtins that read their arguments only
 _PURE = frozenset({"len", "range", "prange", "int", "float", "bool", "abs", "min", "max"})
@@ -163,7 +163,7 @@ class ReadPolicy:
         k = an.kind(n)
         loops = an.enclosing_loops(s)
         if k.is_array or k.ndim != 0 or not loops or any(
-                CHECKPOINTED.get(x) or PRANGE.get(x) for x in loops):
+                CHECKPOINTED.get(x) or is_prange(x) for x in loops):
             return None
         defs = an.defs.get(n, [])
         for loop in loops:  # outermost first: the fewest pushes
@@ -192,7 +192,7 @@ class ReadPolicy:
                 or a in an.views or any(b == a for b, _ in an.views.values()):
             return None
         loops = an.enclosing_loops(d)
-        if any(CHECKPOINTED.get(x) or PRANGE.get(x) for x in loops):
+        if any(CHECKPOINTED.get(x) or is_prange(x) for x in loops):
             return None
         for depth in range(len(loops) - 1, -1, -1):  # the innermost loop that writes it
             o = loops[depth]

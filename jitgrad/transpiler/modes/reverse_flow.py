@@ -19,7 +19,7 @@ from ..astutil import binop, exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename, stored_names
 from ..nodes import clone, loaded_ids, walk_stmts
-from ..notes import END, HOISTED, POS, PRANGE, PUSH, SWEEP, carry
+from ..notes import END, HOISTED, POS, PUSH, SWEEP, carry, is_prange
 from .tapes import Tapes, decision
 from .unit import Part, Unit
 
@@ -220,7 +220,7 @@ class ControlFlow(Part):
         allocation instead of a doubling per trip, which left the old and the new tape
         alive at once (heat: a peak of 1.5 times the tape).  The reserves in the body stay;
         they find the room made."""
-        if self.env.get("tape_reserve") is not helpers.tape_reserve or PRANGE.get(s) \
+        if self.env.get("tape_reserve") is not helpers.tape_reserve or is_prange(s) \
                 or self.env.get("max", max) is not max:
             return []
         inside = dataflow.binds_in([s])
