@@ -48,8 +48,13 @@ def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str]) -> None:
                     and s.target.id not in bound:
                 out.add(s.target.id)  # x += e reads x
             if isinstance(s, ast.Assign):
-                bound |= {n.id for n in walk(s.targets[0])
-                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                t = s.targets[0]
+                if t.__class__ is ast.Name:  # (the usual target, without a walk)
+                    if isinstance(t.ctx, ast.Store):
+                        bound.add(t.id)
+                else:
+                    bound |= {n.id for n in walk(t)
+                              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def walk_values(e: ast.AST):

@@ -177,18 +177,23 @@ def names_in(node: ast.AST) -> set[str]:
     names (one loop over an explicit stack, skipping fields that hold no node)."""
     out = set()
     todo = [node]
+    fields_of = _NAME_FIELDS.get
     while todo:
         n = todo.pop()
-        if isinstance(n, ast.Name):
+        cls = n.__class__
+        if cls is ast.Name:
             out.add(n.id)
             continue
-        if isinstance(n, ast.arg):
+        if cls is ast.Constant:
+            continue
+        if cls is ast.arg:
             out.add(n.arg)
         elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and hasattr(n, "name"):
             out.add(n.name)
         elif not isinstance(n, ast.AST):
             continue
-        for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+        fields = fields_of(cls)
+        for f in _name_fields(cls) if fields is None else fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
                 todo.extend(v)

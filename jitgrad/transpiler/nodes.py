@@ -79,15 +79,32 @@ def walk(node: ast.AST):
     """Every node under ``node``, in exactly ``ast.walk``'s order (breadth first), about
     twice as fast: one growing list instead of a deque of per-node generators."""
     todo = [node]
+    fields_of = _NODE_FIELDS.get
     for n in todo:
         if isinstance(n, ast.AST):
-            for f in n._fields:
+            fields = fields_of(n.__class__)
+            for f in _node_fields(n.__class__) if fields is None else fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)  # non-node items (identifiers, None keys) are skipped above
                 elif isinstance(v, ast.AST):
                     todo.append(v)
             yield n
+
+
+#: fields that hold an identifier, a flag or a constant, never a node
+_PLAIN_FIELDS = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", "module",
+                           "level", "is_async", "conversion", "simple"})
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold nodes (cached per class)."""
+    fields = _NODE_FIELDS.get(cls)
+    if fields is None:
+        fields = _NODE_FIELDS[cls] = () if cls is ast.Constant else tuple(
+            f for f in cls._fields if f not in _PLAIN_FIELDS)
+    return fields
 
 
 #: fields that never hold a ``Name``: identifiers, flags, contexts and operators
@@ -112,13 +129,16 @@ def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
     context; with ``ctx=ast.Store``, those it binds), without a generator."""
     out: set[str] = set()
     todo = list(node) if isinstance(node, list) else [node]
+    fields_of = _NAME_FIELDS.get
     while todo:
         n = todo.pop()
-        if isinstance(n, ast.Name):
+        cls = n.__class__
+        if cls is ast.Name:
             if isinstance(n.ctx, ctx):
                 out.add(n.id)
-        elif isinstance(n, ast.AST):
-            for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+        elif cls is not ast.Constant and isinstance(n, ast.AST):
+            fields = fields_of(cls)
+            for f in _name_fields(cls) if fields is None else fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
@@ -133,15 +153,18 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
     all, found with the first)."""
     count = 0
     todo = list(node) if isinstance(node, list) else [node]
+    fields_of = _NAME_FIELDS.get
     while todo:
         n = todo.pop()
-        if isinstance(n, ast.Name):
+        cls = n.__class__
+        if cls is ast.Name:
             if n.id == name:
                 count += 1
                 if count == limit:
                     return count
-        elif isinstance(n, ast.AST):
-            for f in _NAME_FIELDS.get(n.__class__) or _name_fields(n.__class__):
+        elif cls is not ast.Constant and isinstance(n, ast.AST):
+            fields = fields_of(cls)
+            for f in _name_fields(cls) if fields is None else fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
@@ -196,18 +219,40 @@ def relocate(s: ast.stmt, at: ast.AST) -> None:
         x.lineno, x.end_lineno = line, getattr(at, "end_lineno", line)
 
 
+def children(n: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(n))``, without a generator: the nodes in ``n``'s fields,
+    in their order."""
+    out: list[ast.AST] = []
+    for f in n._fields:
+        v = getattr(n, f, None)
+        if v.__class__ is list:
+            out.extend(x for x in v if isinstance(x, ast.AST))
+        elif isinstance(v, ast.AST):
+            out.append(v)
+    return out
+
+
 def own_expressions(s: ast.stmt):
     """The expression nodes of ``s`` itself (not of the statements it holds)."""
     todo: list[ast.AST] = []
-    for f, v in ast.iter_fields(s):
-        if f in ("body", "orelse"):
+    for f in s._fields:
+        if f == "body" or f == "orelse":
             continue
-        todo.extend(v if isinstance(v, list) else [v])
+        v = getattr(s, f, None)
+        if v.__class__ is list:
+            todo.extend(v)
+        else:
+            todo.append(v)
     while todo:
         n = todo.pop()
         if isinstance(n, ast.AST):
             yield n
-            todo.extend(ast.iter_child_nodes(n))
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if v.__class__ is list:
+                    todo.extend(v)  # (non-nodes among them are skipped when popped)
+                elif isinstance(v, ast.AST):
+                    todo.append(v)
 
 
 def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -324,6 +324,8 @@ class Dataflow:
         self._place(body, None)
         self._shared = dict(shared or {})
         self._root: dict[str, str] | None = None  # the alias forest, made when first asked
+        #: id of a loop -> (the loop, ``_changed_in`` it)
+        self._loops: dict[int, tuple[ast.stmt, frozenset[str] | None]] = {}
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
         for k, s in enumerate(block):
@@ -421,13 +423,25 @@ class Dataflow:
         and reads no name the loop binds, nor a buffer the loop writes (under any name)?"""
         if any(isinstance(n, ast.Call) for n in walk(e)):
             return False
+        changed = self._changed_in(loop)
+        return changed is not None and not (loaded_ids(e) & changed)
+
+    def _changed_in(self, loop: ast.stmt) -> frozenset[str] | None:
+        """The names ``loop`` binds and those sharing a buffer it writes (None: it writes
+        into an expression's value), found once per loop (the body is not rewritten while
+        this dataflow is asked: asked per stored value, a walk each time was quadratic)."""
+        hit = self._loops.get(id(loop))
+        if hit is not None and hit[0] is loop:
+            return hit[1]
         written = _written(loop.body)
-        if None in written:
-            return False
-        if self.is_array is not None:  # a scalar handed to a call (``range(n)``) has no buffer
-            written = {n for n in written if self.is_array(n) is not False}
-        touched = set().union(*(self.shares(n) for n in written))
-        return not (loaded_ids(e) & (binds_in([loop], elements=False) | touched))
+        changed = None
+        if None not in written:
+            if self.is_array is not None:  # a scalar handed to a call has no buffer
+                written = {n for n in written if self.is_array(n) is not False}
+            touched = set().union(*(self.shares(n) for n in written))
+            changed = frozenset(binds_in([loop], elements=False) | touched)
+        self._loops[id(loop)] = (loop, changed)
+        return changed
 
 
 def carried(loop: ast.stmt) -> set[str]:
@@ -443,25 +457,19 @@ def carried(loop: ast.stmt) -> set[str]:
 def _written(body: list[ast.stmt]) -> set[str | None]:
     """The arrays ``body`` may write into: element writes (None: into an expression's
     value), appends, and what it hands whole to a call."""
-    out: set[str | None] = set(_given_whole(body))
-    for s in walk_stmts(body):
-        out.update(a.base for a in accesses(s) if a.write)
-        if isinstance(s, ast.Expr):
-            out.update(binds(s, appends=True))
-    return out
-
-
-def _given_whole(body: list[ast.stmt]) -> set[str]:
-    """The names ``body`` hands whole to a call (an argument, a method's object), which may
-    write into it."""
-    out: set[str] = set()
-    for s in walk_stmts(body):
+    out: set[str | None] = set()
+    for s in walk_stmts(body):  # (one walk of each statement's expressions)
         for n in own_expressions(s):
-            if isinstance(n, ast.Call):
+            if isinstance(n, ast.Subscript):
+                if isinstance(n.ctx, ast.Store):  # (``accesses``' writes)
+                    out.add(base_name(n))
+            elif isinstance(n, ast.Call):  # the names it hands whole to a call
                 parts = [*n.args, *(k.value for k in n.keywords)]
                 if isinstance(n.func, ast.Attribute):
                     parts.append(n.func.value)
                 out |= {p.id for p in parts if isinstance(p, ast.Name)}
+        if isinstance(s, ast.Expr):
+            out.update(binds(s, appends=True))
     return out
 
 

@@ -103,6 +103,7 @@ def _text_unparser() -> Any:
     if not all(hasattr(base, a) for a in ("traverse", "visit", "fill")):
         return None
     dispatch = ast.NodeVisitor.visit
+    fast = _fast_printer(base)
 
     class TextUnparser(base):
         def __init__(self, texts: Texts):
@@ -133,12 +134,18 @@ def _text_unparser() -> Any:
                 source = self._source
                 start = len(source)
                 self._precedences = {}  # as if printed on its own: the text fits every variant
-                dispatch(self, item)
+                text = fast(item)
+                if text is None:
+                    dispatch(self, item)
+                else:
+                    self.fill(text)
                 texts[key] = (item, "".join(source[start:]))
             return None
 
     probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
-                      "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n")
+                      "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n"
+                      "    d = a.x[i, 2] - (b - c) / -(2 ** -a) ** 0.5 + np.f(a[i + 1], -1)\n"
+                      "    e = (a - b) * (c @ d) // a[b,] % ~b ** (c ** d) - (not a)\n")
     expected = ast.unparse(probe)
     for n in ast.walk(probe):  # as the passes make them: statements without locations
         if isinstance(n, ast.stmt):
@@ -149,6 +156,131 @@ def _text_unparser() -> Any:
     except Exception:
         return None
     return TextUnparser if same else None
+
+
+def _fast_printer(base: type) -> Any:
+    """``text(stmt)``: the text ``base`` (``ast.unparse``'s unparser) prints for the simple
+    statement ``stmt`` after its indentation, for the usual assignments of generated code
+    (a name or element target; names, numbers, arithmetic, element reads, attributes and
+    calls with positional arguments), found without a visitor per node; None for any
+    other statement (printed by the unparser itself).  ``_text_unparser`` checks that both
+    print the same; None where the unparser's tables are not the ones expected."""
+    try:
+        binop, binop_prec, rassoc = base.binop, base.binop_precedence, base.binop_rassoc
+        unop, unop_prec = base.unop, base.unop_precedence
+        prec = vars(inspect.getmodule(base))["_Precedence"]
+        test, atom, factor = prec.TEST, prec.ATOM, prec.FACTOR
+        ops = {getattr(ast, k): (v, binop_prec[v], v in rassoc) for k, v in binop.items()}
+        uops = {getattr(ast, k): (v, unop_prec[v]) for k, v in unop.items()}
+    except (AttributeError, KeyError, TypeError):
+        return lambda s: None
+    plain = (int, float, bool, type(None))
+
+    def expr(e: ast.AST, p: Any, out: list[str], seen: set[int]) -> bool:
+        cls = e.__class__
+        if cls is ast.Name:
+            out.append(e.id)
+            return True
+        if cls is ast.Constant:
+            v = e.value
+            if v.__class__ not in plain or e.kind is not None:
+                return False
+            text = repr(v)
+            if "inf" in text or "nan" in text:
+                return False
+            out.append(text)
+            return True
+        if cls is ast.BinOp or cls is ast.UnaryOp:
+            if id(e) in seen:  # (one node printed twice: its precedence is the unparser's)
+                return False
+            seen.add(id(e))
+        if cls is ast.BinOp:
+            op = ops.get(e.op.__class__)
+            if op is None:
+                return False
+            sym, own, right_assoc = op
+            parens = p > own
+            if parens:
+                out.append("(")
+            left, right = (own.next(), own) if right_assoc else (own, own.next())
+            if not expr(e.left, left, out, seen):
+                return False
+            out.append(f" {sym} ")
+            if not expr(e.right, right, out, seen):
+                return False
+            if parens:
+                out.append(")")
+            return True
+        if cls is ast.UnaryOp:
+            op = uops.get(e.op.__class__)
+            if op is None:
+                return False
+            sym, own = op
+            parens = p > own
+            out.append("(" + sym if parens else sym)
+            if own is not factor:
+                out.append(" ")
+            if not expr(e.operand, own, out, seen):
+                return False
+            if parens:
+                out.append(")")
+            return True
+        if cls is ast.Attribute:
+            if e.value.__class__ is ast.Constant or not expr(e.value, atom, out, seen):
+                return False
+            out.append("." + e.attr)
+            return True
+        if cls is ast.Subscript:
+            sl = e.slice
+            parts = sl.elts if sl.__class__ is ast.Tuple else None
+            if parts is not None and not parts or not expr(e.value, atom, out, seen):
+                return False
+            out.append("[")
+            for k, x in enumerate(parts if parts is not None else (sl,)):
+                if x.__class__ in (ast.Slice, ast.Starred):
+                    return False
+                if k:
+                    out.append(", ")
+                if not expr(x, test, out, seen):
+                    return False
+            out.append(",]" if parts is not None and len(parts) == 1 else "]")
+            return True
+        if cls is ast.Call:
+            if e.keywords or not expr(e.func, atom, out, seen):
+                return False
+            out.append("(")
+            for k, x in enumerate(e.args):
+                if x.__class__ is ast.Starred:
+                    return False
+                if k:
+                    out.append(", ")
+                if not expr(x, test, out, seen):
+                    return False
+            out.append(")")
+            return True
+        return False
+
+    def text(s: ast.stmt) -> str | None:
+        cls = s.__class__
+        out: list[str] = []
+        seen: set[int] = set()
+        if cls is ast.Assign:
+            if len(s.targets) != 1 or s.type_comment is not None \
+                    or s.targets[0].__class__ not in (ast.Name, ast.Subscript) \
+                    or not expr(s.targets[0], test, out, seen):
+                return None
+            out.append(" = ")
+        elif cls is ast.AugAssign:
+            op = ops.get(s.op.__class__)
+            if op is None or s.target.__class__ not in (ast.Name, ast.Subscript) \
+                    or not expr(s.target, test, out, seen):
+                return None
+            out.append(f" {op[0]}= ")
+        else:
+            return None
+        return "".join(out) if expr(s.value, test, out, seen) else None
+
+    return text
 
 
 _TEXT_UNPARSER: Any = False  # not looked for yet

@@ -22,7 +22,7 @@ import ast
 from ..analysis import dataflow
 from ..analysis.dependence import order_free
 from ..astutil import exposed_reads
-from ..nodes import loaded_ids, this_loop, walk_stmts
+from ..nodes import loaded_ids, walk_stmts
 from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
@@ -76,7 +76,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    w_f, w_r = dataflow.binds_in(fwd.body) | {i}, dataflow.binds_in(rev.body) | {i}
+    w_f = dataflow.binds_in(fwd.body) | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
@@ -86,6 +86,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                               lambda e: writes_through_call(e, tapes)).ok:
         dependent.add(key)
         return None
+    w_r = dataflow.binds_in(rev.body) | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not writes_names_only(mid, tapes):
         return None
@@ -232,10 +233,24 @@ def plain_loop(s: ast.stmt) -> bool:
     return (isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse
             and isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name)
             and s.iter.func.id == "range" and not is_prange(s) and not CHECKPOINTED.get(s)
-            and not any(isinstance(x, (ast.Break, ast.Continue, ast.Return))
-                        for x in this_loop(s.body))
-            and not any(checkpoint(x) or isinstance(x, ast.Return) or is_prange(x)
-                        or CHECKPOINTED.get(x) for x in walk_stmts(s.body)))
+            and _plain_body(s.body, True))
+
+
+def _plain_body(body: list[ast.stmt], own: bool) -> bool:
+    """``plain_loop``'s conditions on a loop's body, in one walk: no ``return``, prange
+    loop, checkpointed loop or region anywhere in it; with ``own`` (the statements of the
+    loop itself, not of loops nested in it), no ``break`` or ``continue`` either."""
+    for x in body:
+        cls = x.__class__
+        if cls is ast.Return or ((cls is ast.Break or cls is ast.Continue) and own) \
+                or checkpoint(x) or is_prange(x) or CHECKPOINTED.get(x):
+            return False
+        inner = own and cls is not ast.For and cls is not ast.While
+        for f in ("body", "orelse"):
+            sub = getattr(x, f, None)
+            if sub.__class__ is list and sub and not _plain_body(sub, inner):
+                return False
+    return True
 
 
 def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]

@@ -415,11 +415,14 @@ def _child_fields(cls: type) -> tuple[str, ...]:
 
 
 class Simplify(ast.NodeTransformer):
-    """Fold constants and drop no-op unbroadcast calls in inlined pullbacks."""
+    """Fold constants and drop no-op unbroadcast calls in inlined pullbacks; with
+    ``scalar_result``, first note on each call whether it makes a scalar
+    (``notes.SCALAR_RESULT``, in the same walk)."""
 
-    def __init__(self, scalar: set[str], unb: str):
+    def __init__(self, scalar: set[str], unb: str, scalar_result: bool | None = None):
         self.scalar = scalar
         self.unb = unb
+        self.scalar_result = scalar_result
 
     def visit(self, node):
         """What ``NodeTransformer.visit`` does with these two visitors (children first,
@@ -433,6 +436,8 @@ class Simplify(ast.NodeTransformer):
             elif isinstance(v, ast.AST):
                 setattr(node, f, self.visit(v))
         if node.__class__ is ast.Call:
+            if self.scalar_result is not None:
+                SCALAR_RESULT.set(node, self.scalar_result)
             return self._call(node)
         if node.__class__ is ast.BinOp:
             return self._binop(node)

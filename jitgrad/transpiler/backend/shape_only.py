@@ -95,19 +95,34 @@ def read_for_shape_only(stmts: list[ast.stmt], readers: tuple[str, ...]) -> set[
     ``readers`` (``shape_reading_names``: their result's dtype is their first argument's
     under Numba), through ``.shape``, ``.size``, ``.ndim``, or ``len``; every other load
     of such a name disqualifies it."""
+    return shape_only_and_loads(stmts, readers)[0]
+
+
+def shape_only_and_loads(stmts: list[ast.stmt], readers: tuple[str, ...]
+                         ) -> tuple[set[str], set[str]]:
+    """``read_for_shape_only(stmts, readers)`` and the names ``stmts`` load
+    (``nodes.loaded_ids``), in one walk."""
     nodes = list(walk(ast.Module(body=list(stmts), type_ignores=[])))
     shaped: dict[int, str] = {}
     for n in nodes:
-        if _shape_read(n, readers):
-            shaped[id(n.args[1])] = n.args[1].id
-        elif isinstance(n, ast.Attribute) and n.attr in _SHAPE_ATTRS \
-                and isinstance(n.value, ast.Name):
+        cls = n.__class__
+        if cls is ast.Call:
+            if _shape_read(n, readers):
+                shaped[id(n.args[1])] = n.args[1].id
+            elif isinstance(n.func, ast.Name) and n.func.id == "len" \
+                    and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
+                shaped[id(n.args[0])] = n.args[0].id
+        elif cls is ast.Attribute and n.attr in _SHAPE_ATTRS and isinstance(n.value, ast.Name):
             shaped[id(n.value)] = n.value.id
-        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" \
-                and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
-            shaped[id(n.args[0])] = n.args[0].id
-    other = {n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in shaped}
-    return set(shaped.values()) - other
+    other: set[str] = set()
+    loads: set[str] = set()
+    for n in nodes:
+        if n.__class__ is ast.Name:
+            if id(n) not in shaped:
+                other.add(n.id)
+            if isinstance(n.ctx, ast.Load):
+                loads.add(n.id)
+    return set(shaped.values()) - other, loads
 
 
 def stand_in(v: str, callee: str) -> ast.expr:

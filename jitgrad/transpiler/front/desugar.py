@@ -444,11 +444,17 @@ def rotations(body: list[ast.stmt], returns: list[ast.expr]) -> list[ast.stmt]:
     The three-name rotation is how stencil codes swap buffers; as a swap, the adjoint
     buffers swap too instead of two names sharing one written array.
     """
-    loads: dict[str, int] = {}
-    for n in walk(ast.Module(body=body + [ast.Expr(value=r) for r in returns],
-                                 type_ignores=[])):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            loads[n.id] = loads.get(n.id, 0) + 1
+    counted: list[dict[str, int]] = []  # the loads of each name, counted when first asked
+
+    def loads() -> dict[str, int]:
+        if not counted:
+            out: dict[str, int] = {}
+            for n in walk(ast.Module(body=body + [ast.Expr(value=r) for r in returns],
+                                     type_ignores=[])):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    out[n.id] = out.get(n.id, 0) + 1
+            counted.append(out)
+        return counted[0]
 
     def block(stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -463,7 +469,7 @@ def rotations(body: list[ast.stmt], returns: list[ast.expr]) -> list[ast.stmt]:
             if len(trio) == 3 and all(trio):
                 (t, u), (u2, v), (v2, t2) = trio
                 if u2 == u and v2 == v and t2 == t and len({t, u, v}) == 3 \
-                        and loads.get(t, 0) == 1:
+                        and loads().get(t, 0) == 1:
                     swap = ast.Assign(targets=[ast.Tuple(elts=[name(u, True), name(v, True)],
                                                          ctx=ast.Store())],
                                       value=ast.Tuple(elts=[name(v), name(u)], ctx=ast.Load()))

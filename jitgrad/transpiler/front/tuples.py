@@ -22,7 +22,7 @@ import ast
 from typing import Any
 
 from ..naming import Namer
-from ..nodes import walk
+from ..nodes import children, walk
 
 #: a tuple's structure: None for an entry that is not itself split, else
 #: ``(entries, field names)`` (the names of a namedtuple argument's fields, else None)
@@ -87,10 +87,11 @@ def _literal(shape: Shape, leaf, fields: dict[int, Any] | None = None) -> ast.ex
 
 def _parents(body: list[ast.stmt]) -> dict[int, ast.AST]:
     parent: dict[int, ast.AST] = {}
-    for s in body:
-        for n in walk(s):
-            for c in ast.iter_child_nodes(n):
-                parent[id(c)] = n
+    todo: list[ast.AST] = list(body)
+    for n in todo:  # (a growing list: every node under ``body``)
+        for c in children(n):
+            parent[id(c)] = n
+            todo.append(c)
     return parent
 
 

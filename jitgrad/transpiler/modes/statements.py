@@ -24,7 +24,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, resolve
 from ..front.split import SplitHelper
 from ..nodes import clone, relocate, walk
-from ..notes import POS, SCALAR_RESULT
+from ..notes import POS
 from .fused import ReciprocalSqrt, reciprocal_sqrt
 from .tapes import Tapes
 from .template import instantiate, template_of
@@ -362,10 +362,7 @@ class Statements(Part):
             a = inst.bound.get(p)
             if seed:
                 gexpr = rename(gexpr, seed)
-            for c in walk(gexpr):
-                if isinstance(c, ast.Call):
-                    SCALAR_RESULT.set(c, scalar_res)
-            gexpr = Simplify(scalars, self.unb).visit(gexpr)
+            gexpr = Simplify(scalars, self.unb, scalar_res).visit(gexpr)
             if isinstance(a, ast.Name) and a.id in self.an.active:
                 terms.append((a.id, gexpr))
             elif isinstance(a, (ast.Tuple, ast.List)) and any(self.is_active(e) for e in a.elts):

@@ -29,7 +29,12 @@ from ..analysis.kinds import Kind
 from ..analysis.shape_classes import ShapeClasses
 from ..astutil import binop
 from ..backend.emit import comment
-from ..backend.shape_only import read_for_shape_only, shape_reading_names, stand_in
+from ..backend.shape_only import (
+    read_for_shape_only,
+    shape_only_and_loads,
+    shape_reading_names,
+    stand_in,
+)
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
 from ..ir import Snapshots
@@ -94,11 +99,15 @@ class Tapes(Part):
         expressions) are given by the caller.  The decisions go into the code as one
         comment each way (what was stored, at the pushes; what was recomputed).
         """
-        if reads is None:
+        shaped: set[str] = set()
+        if reads is None and not compound:
+            shaped, reads = shape_only_and_loads(rev, self.shape_readers())
+        elif reads is None:
             reads = loaded_ids(ast.Module(body=rev, type_ignores=[]))
+        elif not compound:
+            shaped = read_for_shape_only(rev, self.shape_readers())
         # outputs of ``s`` a later statement's adjoint restored: they hold what s made
         made = set() if compound else self.made
-        shaped = set() if compound else read_for_shape_only(rev, self.shape_readers())
         record = self.planner.plan(s, set(reads) & self.fwd_vars, outputs, restored,
                                    compound, made, shaped)
         pops: list[ast.stmt] = []
