@@ -152,13 +152,16 @@ def reads_in(stmts: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
-def sums(stmts: list[ast.stmt], whole: bool = True) -> set[str]:
+def sums(stmts: list[ast.stmt], whole: bool = True, skip: Collection[int] = ()) -> set[str]:
     """The names ``stmts`` only add to: ``v[k] += g``, ``v[k] -= g`` (and ``v += g`` with
     ``whole``) with ``g`` and ``k`` not reading ``v``, and no other read or binding of ``v``:
-    sums over the iterations of a loop, whatever their order."""
+    sums over the iterations of a loop, whatever their order (``skip``: the ``id`` of
+    statements to pass over)."""
     added: set[str] = set()
     other: set[str] = set()
     for s in walk_stmts(stmts):
+        if id(s) in skip:
+            continue
         t = getattr(s, "target", None)
         if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)) \
                 and (whole or isinstance(t, ast.Subscript)):
