@@ -327,6 +327,7 @@ class Dataflow:
         self._place(body, None)
         self._shared = dict(shared or {})
         self._root: dict[str, str] | None = None  # the alias forest, made when first asked
+        self._members: dict[str, set[str]] | None = None  # root -> the names under it
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
         for k, s in enumerate(block):
@@ -386,8 +387,12 @@ class Dataflow:
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
         r = self._find(n)
-        every = set(self._root or ()) | set((self._root or {}).values())
-        return {n} | {m for m in every if self._find(m) == r}
+        if self._members is None:  # the forest is complete once ``_find`` has built it
+            self._members = {}
+            every = set(self._root or ()) | set((self._root or {}).values())
+            for m in every:
+                self._members.setdefault(self._find(m), set()).add(m)
+        return {n} | self._members.get(r, set())
 
     def live_after(self, s: ast.stmt) -> frozenset[str]:
         """The names a statement after ``s`` may read before binding them (a later trip of

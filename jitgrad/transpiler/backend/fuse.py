@@ -91,15 +91,16 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
     w_f, w_r = dataflow.binds_in(fwd.body) | {i}, dataflow.binds_in(rev.body) | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
-    own_f, own_r = _own_arrays(body, a, b, shared, is_array) if plain_loop(fwd) else (set(), set())
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
-            or (exposed_rev & w_f) - own_f or not writes_names_only(fwd.body, tapes | own_f) \
-            or not order_free(rev.body, fwd.body, shared,
-                              lambda e: writes_through_call(e, tapes), own_r, is_array).ok:
-        dependent.add(key)
-        return None
+            or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
+        if not _may_own(fwd.body, tapes, is_array):
+            dependent.add(key)
+            return None
+        own = True  # the arrays of an iteration's own might make it so: asked last
+    else:
+        own = False
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not writes_names_only(mid, tapes):
         return None
@@ -119,6 +120,9 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     for v in exposed_reads(stay + post) & (w_r - tapes):
         if v not in summed and not (v in ends and ends[v] == starts.get(v)):
             return None  # read after the loop: it must end as the adjoint loop left it
+    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array):
+        dependent.add(key)
+        return None
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array), tapes)
@@ -129,6 +133,34 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
+                ) -> bool:
+    """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
+    iteration of the other may see in a new order: the adjoint reads nothing the forward
+    loop binds (``read``: what it does), the forward loop writes names and tapes only,
+    the reversed loop sums into arrays; both but for the arrays each iteration makes for
+    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``)."""
+    fwd, rev = body[a], body[b]
+
+    def free(own_f: set[str], own_r: set[str]) -> bool:
+        return not read - own_f and writes_names_only(fwd.body, tapes | own_f) \
+            and order_free(rev.body, fwd.body, shared, lambda e: writes_through_call(e, tapes),
+                           own_r, is_array).ok
+
+    return free(set(), set()) or (is_array is not None
+                                  and free(*_own_arrays(body, a, b, shared, is_array)))
+
+
+def _may_own(fwd: list[ast.stmt], tapes: set[str],
+             is_array: Callable[[str], bool | None] | None) -> bool:
+    """Might arrays of an iteration's own be all that keeps two loops apart: known kinds,
+    and every array the forward loop ``fwd`` writes elements of (but tapes) bound in it?"""
+    if is_array is None:
+        return False
+    return not (dataflow.binds_in(fwd) - dataflow.binds_in(fwd, elements=False) - tapes)
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],

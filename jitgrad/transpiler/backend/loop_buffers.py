@@ -110,7 +110,8 @@ def _set(n: str, value: bool) -> ast.Assign:
 def _zeroings_in_loops(body: list[ast.stmt], np_name: str) -> bool:
     """Is any marked zeroing or ``np.empty``/``np.zeros`` inside a loop of ``body`` (before
     the dataflow is built)?"""
-    return any(_zeroing(x) or _allocation(x, np_name) is not None
+    return any(x.__class__ is ast.Assign and x.value.__class__ is ast.Call
+               and (_zeroing(x) or _allocation(x, np_name) is not None)
                for s in body if isinstance(s, _LOOPS) for x in walk_stmts(s.body))
 
 
@@ -122,7 +123,8 @@ def _candidates(body: list[ast.stmt], df: Dataflow, np_name: str
 
     def visit(block: list[ast.stmt], outer: ast.stmt | None) -> None:
         for s in block:
-            if outer is not None and (_zeroing(s) or _made(s, outer, df, np_name)) \
+            if outer is not None and s.__class__ is ast.Assign \
+                    and (_zeroing(s) or _made(s, outer, df, np_name)) \
                     and _hoistable(s, outer, df, np_name):
                 out.append((s, outer))
             if isinstance(s, _LOOPS) and is_prange(s):
@@ -148,9 +150,10 @@ def _zeroing(s: ast.stmt) -> bool:
 def _allocation(s: ast.stmt, np_name: str) -> ast.Call | None:
     """The call of ``s`` where it is ``z = np.empty(shape)`` or ``z = np.zeros(shape)``
     (float64: no keyword; ``np_name``: the name numpy goes by)."""
-    v = s.value if isinstance(s, ast.Assign) and len(s.targets) == 1 \
-        and isinstance(s.targets[0], ast.Name) else None
-    if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+    if s.__class__ is not ast.Assign or s.value.__class__ is not ast.Call:
+        return None
+    v = s.value if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) else None
+    if (v is not None and isinstance(v.func, ast.Attribute)
             and isinstance(v.func.value, ast.Name) and v.func.value.id == np_name
             and v.func.attr in ("empty", "zeros") and len(v.args) == 1 and not v.keywords):
         return v
