@@ -95,7 +95,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     # writes an array (an alias of it could see the new order)
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
-        if not _may_own(fwd.body, tapes, is_array):
+        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes, is_array):
             dependent.add(key)
             return None
         own = True  # the arrays of an iteration's own might make it so: asked last
@@ -154,13 +154,25 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
                                   and free(*_own_arrays(body, a, b, shared, is_array)))
 
 
-def _may_own(fwd: list[ast.stmt], tapes: set[str],
+def _may_own(fwd: list[ast.stmt], rev: list[ast.stmt], read: set[str], tapes: set[str],
              is_array: Callable[[str], bool | None] | None) -> bool:
-    """Might arrays of an iteration's own be all that keeps two loops apart: known kinds,
-    and every array the forward loop ``fwd`` writes elements of (but tapes) bound in it?"""
-    if is_array is None:
+    """Might arrays of an iteration's own be all that keeps two loops apart: the kinds
+    known, all the adjoint ``rev`` reads of what the forward loop ``fwd`` binds (``read``)
+    arrays, every array ``fwd`` writes elements of (but tapes) bound in it, and some loop
+    writing elements of an array it binds?"""
+    if is_array is None or any(is_array(n) is not True for n in read):
         return False
-    return not (dataflow.binds_in(fwd) - dataflow.binds_in(fwd, elements=False) - tapes)
+    own = False
+    for body in (fwd, rev):
+        bound = dataflow.binds_in(body, elements=False)
+        written = {dataflow.base_name(t) for s in walk_stmts(body)
+                   if s.__class__ in (ast.Assign, ast.AugAssign)
+                   for t in (s.targets if s.__class__ is ast.Assign else [s.target])
+                   if t.__class__ is ast.Subscript} - tapes
+        if body is fwd and written - bound:
+            return False
+        own = own or bool(written & bound)
+    return own
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
