@@ -933,6 +933,15 @@ def _scalar_cotangents(u: Unit) -> frozenset[str]:
                      if (k := u.kinds.get(n)) is not None and k.cls == "f" and k.ndim == 0)
 
 
+def _array_kinds(u: Unit) -> Callable[[str], bool | None]:
+    """Whether a name (or its adjoint) is an array, where the kinds know; else None."""
+    known = {n: k.is_array for n, k in u.kinds.items()}
+    for n, d in u.namer.adjoints().items():
+        if n in known:
+            known.setdefault(d, known[n])
+    return known.get
+
+
 def backend_context(u: Unit) -> passes.Context:
     """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
@@ -945,7 +954,7 @@ def backend_context(u: Unit) -> passes.Context:
     return passes.Context(
         u.ir, u.names, u.workspaces, unit_seed=scalar,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
-        cotangents=_scalar_cotangents(u),
+        cotangents=_scalar_cotangents(u), is_array=_array_kinds(u),
         ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         cached_calls=u.jit and not u.parallel,

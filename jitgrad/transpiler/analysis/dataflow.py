@@ -152,13 +152,16 @@ def reads_in(stmts: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
-def sums(stmts: list[ast.stmt], whole: bool = True) -> set[str]:
+def sums(stmts: list[ast.stmt], whole: bool = True, skip: Collection[int] = ()) -> set[str]:
     """The names ``stmts`` only add to: ``v[k] += g``, ``v[k] -= g`` (and ``v += g`` with
     ``whole``) with ``g`` and ``k`` not reading ``v``, and no other read or binding of ``v``:
-    sums over the iterations of a loop, whatever their order."""
+    sums over the iterations of a loop, whatever their order (``skip``: the ``id`` of
+    statements to pass over)."""
     added: set[str] = set()
     other: set[str] = set()
     for s in walk_stmts(stmts):
+        if id(s) in skip:
+            continue
         t = getattr(s, "target", None)
         if isinstance(s, ast.AugAssign) and isinstance(s.op, (ast.Add, ast.Sub)) \
                 and (whole or isinstance(t, ast.Subscript)):
@@ -326,6 +329,7 @@ class Dataflow:
         self._root: dict[str, str] | None = None  # the alias forest, made when first asked
         #: id of a loop -> (the loop, ``_changed_in`` it)
         self._loops: dict[int, tuple[ast.stmt, frozenset[str] | None]] = {}
+        self._members: dict[str, set[str]] | None = None  # root -> the names under it
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
         for k, s in enumerate(block):
@@ -385,8 +389,12 @@ class Dataflow:
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
         r = self._find(n)
-        every = set(self._root or ()) | set((self._root or {}).values())
-        return {n} | {m for m in every if self._find(m) == r}
+        if self._members is None:  # the forest is complete once ``_find`` has built it
+            self._members = {}
+            every = set(self._root or ()) | set((self._root or {}).values())
+            for m in every:
+                self._members.setdefault(self._find(m), set()).add(m)
+        return {n} | self._members.get(r, set())
 
     def live_after(self, s: ast.stmt) -> frozenset[str]:
         """The names a statement after ``s`` may read before binding them (a later trip of

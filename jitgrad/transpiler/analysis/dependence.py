@@ -34,6 +34,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ...rules.primitives import mutating, query_attrs
+from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import COMMENT
 from . import dataflow
@@ -434,25 +435,56 @@ def offset_through(e: ast.expr, i: str | None, binds: dict[str, ast.expr]) -> in
     return None
 
 
+# --- arrays an iteration makes for itself --------------------------------------------------
+
+
+def iteration_arrays(body: list[ast.stmt], flow: dataflow.Dataflow,
+                     outside: Collection[str] = ()) -> set[str]:
+    """The arrays each iteration of a loop over ``body`` makes for itself: every binding of
+    them in ``body`` is ``v = e`` with ``e`` a new value (an allocation, arithmetic) or a
+    view of another of them (``dataflow.may_alias``), none is read in an iteration before
+    it is bound there (nothing is carried), every name that may share their buffer
+    (``flow.shares``) is one of them, and none is named in ``outside``.  An iteration's
+    writes into them reach no other iteration (scalars bound so come too: harmless)."""
+    carried = dataflow.binds_in(body, elements=False) & exposed_reads(body)
+    made: dict[str, list[ast.stmt]] = {}
+    for s in walk_stmts(body):
+        for n in dataflow.binds(s):
+            made.setdefault(n, []).append(s)
+    out = {n for n, sts in made.items() if n not in carried and n not in outside
+           and all(dataflow.plain_binding(b) == n for b in sts)}
+    while True:  # drop those bound otherwise, or sharing a buffer with something else
+        keep = {n for n in out if flow.shares(n) <= out
+                and all(dataflow.may_alias(b.value, flow.modules) <= out for b in made[n])}
+        if keep == out:
+            return out
+        out = keep
+
+
 # --- order-free sums ----------------------------------------------------------------------
 
 
 def order_free(stmts: list[ast.stmt], around: list[ast.stmt], shared: dict[str, str],
-               effect: Callable[[ast.expr], bool]) -> Verdict:
+               effect: Callable[[ast.expr], bool], private: Collection[str] = (),
+               is_array: Callable[[str], bool | None] | None = None) -> Verdict:
     """Do ``stmts`` (a loop's body) bind names and write arrays only by adding to their
     elements (``dz[i, j] += g``), call nothing for its effect (``effect``: may evaluating an
     expression write into something), and neither they nor ``around`` read an element of
     those arrays or of their views (``shared``: adjoint -> the adjoint it is a view of):
-    sums whose order does not matter?"""
+    sums whose order does not matter?  ``private``: arrays each iteration makes for itself
+    (``iteration_arrays``), written and read freely; ``is_array``: the kinds, where known
+    (``v = a[i]`` binds a view of ``a``, not one of its elements, where ``v`` is an array)."""
     summed: set[str] = set()
     for s in walk_stmts(stmts):
-        why = "" if COMMENT.get(s) else _sum_or_local(s, summed, effect)
+        why = "" if COMMENT.get(s) else _sum_or_local(s, summed, effect, private)
         if why:
             return Verdict(why, s)
-    flow = dataflow.Dataflow([*around, *stmts], shared)  # the arrays summed into, their views
+    # the arrays summed into, their views
+    flow = dataflow.Dataflow([*around, *stmts], shared, is_array=is_array)
     family = set().union(*(flow.shares(n) for n in summed))
-    touched = dataflow.reads_in(stmts) | dataflow.binds_in(stmts)  # other than as a sum
-    both = family & (touched - dataflow.sums(stmts, whole=False))
+    views = {id(s) for s in walk_stmts(stmts) if _binds_view(s, is_array)}
+    touched = _names_but(stmts, views)  # other than as a sum (a view binding reads no element)
+    both = family & (touched - dataflow.sums(stmts, whole=False, skip=views))
     if both:
         return Verdict(f"'{min(both)}' is summed into and used otherwise", stmts[0])
     both = family & (dataflow.reads_in(around) | dataflow.binds_in(around))
@@ -461,19 +493,44 @@ def order_free(stmts: list[ast.stmt], around: list[ast.stmt], shared: dict[str, 
     return Verdict()
 
 
-def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bool]) -> str:
+def _binds_view(s: ast.stmt, is_array: Callable[[str], bool | None] | None) -> bool:
+    """Is ``s`` ``v = a[...]`` (a chain of subscripts of the name ``a``) with ``v`` known to
+    be an array: a view of ``a``, no element read?"""
+    v = dataflow.plain_binding(s)
+    return v is not None and is_array is not None and is_array(v) is True \
+        and isinstance(s.value, ast.Subscript) and dataflow.base_name(s.value) is not None
+
+
+def _names_but(stmts: list[ast.stmt], views: set[int]) -> set[str]:
+    """The names ``stmts`` read or bind, nested blocks included, but for the view bindings
+    (``views``: their ``id``), of which only what the index reads counts."""
+    out: set[str] = set()
+    for s in walk_stmts(stmts):
+        if id(s) in views:
+            out |= loaded_ids(s.value.slice)
+        else:
+            out |= dataflow.reads(s) | set(dataflow.binds(s, elements=True))
+    return out
+
+
+def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bool],
+                  private: Collection[str] = ()) -> str:
     """Why ``s`` is neither a binding of names, nor a sum into an element (added to
-    ``summed``), nor control flow ("" when it is one of them)."""
+    ``summed``), nor a write into a ``private`` array, nor control flow ("" when it is one
+    of them)."""
     if isinstance(s, ast.Expr):
         return f"'{ast.unparse(s)}' runs for its effect"
     if isinstance(s, ast.Assign):
-        if any(not isinstance(e, ast.Name) for t in s.targets
-               for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
+        if any(not isinstance(e, ast.Name) and dataflow.base_name(e) not in private
+               for t in s.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])):
             return "it binds something other than names"
     elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
-        if not (isinstance(s.op, _SUM) and isinstance(s.target.value, ast.Name)):
+        if dataflow.base_name(s.target) in private:
+            pass
+        elif not (isinstance(s.op, _SUM) and isinstance(s.target.value, ast.Name)):
             return f"'{ast.unparse(s.target)}' is updated other than by a sum"
-        summed.add(s.target.value.id)
+        else:
+            summed.add(s.target.value.id)
     elif not isinstance(s, (ast.AugAssign, ast.For, ast.If, ast.While, ast.Pass, ast.Break,
                             ast.Continue)):
         return f"'{type(s).__name__}' is not a sum"
@@ -483,4 +540,4 @@ def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bo
 
 
 __all__ = ["Names", "Verdict", "apart", "constants_apart", "independent", "offset_through",
-           "order_free", "own_slot", "private_arrays"]
+           "iteration_arrays", "order_free", "own_slot", "private_arrays"]

@@ -13,28 +13,40 @@ since what the value needs decides what must stay after the loop).  A forward lo
 its reversed loop are paired by ``notes.SWEEP``; everything between them moves before
 the fused loop or after it, each statement only where no read or write it makes can see
 the change of order.  Any doubt leaves the two loops as they were.
+
+An iteration may write arrays it makes for itself (``dependence.iteration_arrays``: made
+fresh in the iteration, not carried, sharing their buffer with nothing else; with the
+kinds only): the forward loop's where the adjoint writes none of them and reads them only
+for a shape (its buffer made like them), the reversed loop's where nothing outside it
+names them.  Their writes reach no other iteration in either order.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
+from ...rules.primitives import query_attrs
 from ..analysis import dataflow
-from ..analysis.dependence import order_free
+from ..analysis.dependence import iteration_arrays, order_free
 from ..astutil import exposed_reads
-from ..nodes import loaded_ids, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
+from ..naming import names_in
+from ..nodes import loaded_ids, own_expressions, walk_stmts
+from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, ZEROING, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
 
 def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | None = None,
-               dependent: set[tuple[int, int]] | None = None) -> list[ast.stmt]:
+               dependent: set[tuple[int, int]] | None = None,
+               is_array: Callable[[str], bool | None] | None = None) -> list[ast.stmt]:
     """``body`` with every pair of a forward loop and its reversed loop whose iterations
     are independent run as one loop (see the module docstring); ``tapes``: the names of the
     tapes and their cursors (pushed by an iteration, popped by its adjoint); ``shared``:
     adjoint -> the adjoint it is a view of; ``dependent``: the ``id`` pairs of loops found
-    dependent by themselves, filled and read (the variants of one function share loops).
+    dependent by themselves, filled and read (the variants of one function share loops);
+    ``is_array``: the kinds where known (None: arrays made in an iteration are not told
+    apart from the elements read out of them, and such loops stay apart).
     The statements of ``body`` are not changed, only reordered into new loops."""
     out = list(body)
     tried: set = set()
@@ -44,7 +56,7 @@ def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | N
         if pair is None:
             return out
         tried.add(pair[2])
-        fused = _fuse(out, pair[0], pair[1], tapes, shared or {}, dependent)
+        fused = _fuse(out, pair[0], pair[1], tapes, shared or {}, dependent, is_array)
         if fused is not None:
             out = fused
 
@@ -68,7 +80,8 @@ def _next_pair(body: list[ast.stmt], tried: set) -> tuple[int, int, object] | No
 
 
 def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[str, str],
-          dependent: set[tuple[int, int]]) -> list[ast.stmt] | None:
+          dependent: set[tuple[int, int]], is_array: Callable[[str], bool | None] | None = None
+          ) -> list[ast.stmt] | None:
     """``body`` with ``body[a]`` (a forward loop) and ``body[b]`` (its reversed loop) fused,
     or ``None`` where their iterations may depend on each other."""
     fwd, rev = body[a], body[b]
@@ -81,11 +94,13 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
-            or exposed_rev & w_f or not writes_names_only(fwd.body, tapes) \
-            or not order_free(rev.body, fwd.body, shared,
-                              lambda e: writes_through_call(e, tapes)).ok:
-        dependent.add(key)
-        return None
+            or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
+        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes, is_array):
+            dependent.add(key)
+            return None
+        own = True  # the arrays of an iteration's own might make it so: asked last
+    else:
+        own = False
     w_r = dataflow.binds_in(rev.body) | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not writes_names_only(mid, tapes):
@@ -106,9 +121,12 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     for v in exposed_reads(stay + post) & (w_r - tapes):
         if v not in summed and not (v in ends and ends[v] == starts.get(v)):
             return None  # read after the loop: it must end as the adjoint loop left it
+    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array):
+        dependent.add(key)
+        return None
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *rev.body], orelse=[]), fwd)
-    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent), tapes)
+    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array), tapes)
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
     pre = [x for x in pre if HOISTED.get(x) != pos]
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
@@ -116,6 +134,80 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
+                ) -> bool:
+    """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
+    iteration of the other may see in a new order: the adjoint reads nothing the forward
+    loop binds (``read``: what it does), the forward loop writes names and tapes only,
+    the reversed loop sums into arrays; both but for the arrays each iteration makes for
+    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``)."""
+    fwd, rev = body[a], body[b]
+
+    def free(own_f: set[str], own_r: set[str]) -> bool:
+        return not read - own_f and writes_names_only(fwd.body, tapes | own_f) \
+            and order_free(rev.body, fwd.body, shared, lambda e: writes_through_call(e, tapes),
+                           own_r, is_array).ok
+
+    return free(set(), set()) or (is_array is not None
+                                  and free(*_own_arrays(body, a, b, shared, is_array)))
+
+
+def _may_own(fwd: list[ast.stmt], rev: list[ast.stmt], read: set[str], tapes: set[str],
+             is_array: Callable[[str], bool | None] | None) -> bool:
+    """Might arrays of an iteration's own be all that keeps two loops apart: the kinds
+    known, all the adjoint ``rev`` reads of what the forward loop ``fwd`` binds (``read``)
+    arrays, every array ``fwd`` writes elements of (but tapes) bound in it, and some loop
+    writing elements of an array it binds?"""
+    if is_array is None or any(is_array(n) is not True for n in read):
+        return False
+    own = False
+    for body in (fwd, rev):
+        bound = dataflow.binds_in(body, elements=False)
+        written = {dataflow.base_name(t) for s in walk_stmts(body)
+                   if s.__class__ in (ast.Assign, ast.AugAssign)
+                   for t in (s.targets if s.__class__ is ast.Assign else [s.target])
+                   if t.__class__ is ast.Subscript} - tapes
+        if body is fwd and written - bound:
+            return False
+        own = own or bool(written & bound)
+    return own
+
+
+def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
+                is_array: Callable[[str], bool | None] | None) -> tuple[set[str], set[str]]:
+    """The arrays each iteration of the forward loop ``body[a]`` makes for itself that its
+    reversed loop ``body[b]`` neither writes nor reads but for their shape (the adjoint
+    buffer made like them), and those each iteration of the reversed loop makes for itself
+    that nothing outside it names (``dependence.iteration_arrays``): an iteration's
+    writes into them reach no other iteration's, in either order.  (The adjoint reads
+    the shape of its own iteration's array fused, the last iteration's apart: the same
+    wherever the unfused code is right.)  Nothing without the kinds (``is_array``)."""
+    if is_array is None:
+        return set(), set()
+    fwd, rev = body[a], body[b]
+    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    in_rev = dataflow.binds_in(rev.body) | _read_beyond_shape(rev.body)
+    outside = set().union(*(names_in(s) for k, s in enumerate(body) if k != b))
+    return (iteration_arrays(fwd.body, flow, in_rev),
+            iteration_arrays(rev.body, flow, outside))
+
+
+def _read_beyond_shape(stmts: list[ast.stmt]) -> set[str]:
+    """The names ``stmts`` read other than for a shape: a shape query (``a.shape``,
+    ``len(a)``) or the one argument of an adjoint buffer's zeroing (``notes.ZEROING``)."""
+    inside: set[int] = set()
+    for s in walk_stmts(stmts):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Attribute) and n.attr in query_attrs():
+                inside.add(id(n.value))
+            elif isinstance(n, ast.Call) and len(n.args) == 1 and (
+                    ZEROING.get(n) or isinstance(n.func, ast.Name) and n.func.id == "len"):
+                inside.add(id(n.args[0]))
+    return {n.id for s in walk_stmts(stmts) for n in own_expressions(s)
+            if isinstance(n, ast.Name) and id(n) not in inside}
 
 
 def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
@@ -275,16 +367,22 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
 
 def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
     """Name -> the constant of the last top-level statement of ``stmts`` binding it, where
-    that statement is ``v = <constant>`` (as ``ast.dump`` text): the value ``v`` holds
-    after ``stmts``.  Names whose last binding is anything else are left out."""
+    that statement is ``v = <constant>`` (as ``ast.dump`` text), or an ``if`` both of whose
+    branches end so with the same constant: the value ``v`` holds after ``stmts``.  Names
+    whose last binding is anything else are left out."""
     out: dict[str, str] = {}
     for s in stmts:
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
             out[s.targets[0].id] = ast.dump(s.value)
-        else:
-            for n in dataflow.binds_in([s]):
-                out.pop(n, None)
+            continue
+        both = {}
+        if isinstance(s, ast.If):  # the same constant left on both paths (``if``, ``else``)
+            yes, no = _last_constants(s.body), _last_constants(s.orelse)
+            both = {v: c for v, c in yes.items() if no.get(v) == c}
+        for n in dataflow.binds_in([s]):
+            out.pop(n, None)
+        out.update(both)
     return out
 
 

@@ -116,6 +116,8 @@ class Context:
     element_loops: bool = False
     #: what the generated code's names refer to
     env: dict[str, Any] = field(default_factory=dict)
+    #: whether a name is an array, from the kinds (adjoints too); None where unknown
+    is_array: Callable[[str], bool | None] | None = None
     #: loop pairs the variants share, found dependent (``fuse_loops``)
     dependent: set[tuple[int, int]] = field(default_factory=set)
     #: the text of each statement printed once (the variants share statements)
@@ -419,7 +421,7 @@ def fuse_(s: Lowering) -> None:
     ir = s.ctx.ir
     if not ir.callables:  # a hook sees the gradients in the order of the two sweeps
         tapes = dataflow.binds_in(ir.workspace)
-        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent)
+        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent, s.ctx.is_array)
 
 
 def dead_after_fuse_(s: Lowering) -> None:
@@ -620,7 +622,7 @@ def workspace_(s: Lowering) -> None:
         body = s.body
         s.body = loop_buffers(body, ir.shared,
                               lambda: set(s.params).union(*map(names_in, body), ctx.env),
-                              _scalar_or_unknown(ctx))
+                              _scalar_or_unknown(ctx), ir.np)
     s.body, dtypes = with_workspace(ir, s.body)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:
@@ -628,10 +630,12 @@ def workspace_(s: Lowering) -> None:
 
 
 def _scalar_or_unknown(ctx: Context) -> Callable[[str], bool | None]:
-    """``Dataflow``'s ``is_array``: False for the float scalars and their adjoints (which
-    share no buffer), None (unknown) for the rest."""
+    """``Dataflow``'s ``is_array``: False for the scalars and their adjoints (which share
+    no buffer), None (unknown) for the rest."""
     ndims = ctx.ndims or {}
-    return lambda n: False if ndims.get(n) == 0 or n in ctx.cotangents else None
+    kinds = ctx.is_array or (lambda n: None)
+    return lambda n: False if ndims.get(n) == 0 or n in ctx.cotangents or kinds(n) is False \
+        else None
 
 
 def parallel_(s: Lowering) -> None:
