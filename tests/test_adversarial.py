@@ -26,6 +26,7 @@ from numba import prange
 
 import jitgrad as jg
 from jitgrad.errors import TransformError
+from jitgrad.rules.primitives import declare, hides_writes
 
 
 def vec(n, seed=0, lo=0.3, hi=0.9):
@@ -134,6 +135,44 @@ def print_and_pure_calls(x, n):
 
 def test_pure_calls_for_effect_are_kept():
     check_grad(print_and_pure_calls, (vec(4), 4), jit=False)
+
+
+@numba.njit
+def _peek_first(y):
+    return y[0]
+
+
+@numba.njit
+def _fill_half(y):
+    y[:] = 0.5
+    return 0.0
+
+
+jg.non_differentiable(_peek_first)
+jg.non_differentiable(_fill_half)
+declare(_fill_half, hides_writes=True)
+
+
+def peek_statement(x):
+    y = x * 2.0
+    _peek_first(y)  # declared non-differentiable: its dropped result hides no write
+    return y[0] * y[1] + np.sum(y * x)
+
+
+def fill_statement(x):
+    y = x * 2.0
+    _fill_half(y)  # the table says it hides a write: refused
+    return np.sum(y * x)
+
+
+def test_non_differentiable_call_for_effect_is_kept(jit):
+    """The primitive table's ``hides_writes`` fact: a user's ``non_differentiable``
+    function whose result is dropped writes no array unless its record says so."""
+    assert not hides_writes(_peek_first) and not hides_writes(print)
+    assert hides_writes(_fill_half) and hides_writes(fill_in_loop)
+    check_grad(peek_statement, (vec(4),), jit=jit)
+    with pytest.raises(TransformError, match="'_fill_half\\(...\\)' may change the array 'y'"):
+        jg.grad(fill_statement, jit=jit)(vec(4))
 
 
 def test_hidden_write_doctest():

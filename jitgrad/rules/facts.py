@@ -17,6 +17,7 @@ import numpy as np
 from ..kernels import arrays as K
 from ..kernels import helpers as H
 from ..kernels import ieee
+from ..kernels import revolve as R
 from ..kernels import tangents as T
 from ..markers import nobacksies
 from . import results
@@ -107,6 +108,10 @@ declare(H.tape_get, H.broadcast_like, H.shape_stand_in, H.snapshot, H.pow_log, H
 declare(H.unbroadcast, K.expand_along, K.dot_grad_a, K.dot_grad_b, builtins.float,
         linear_in=(0,))
 declare(H.guard, linear_in=(0, 1))
+# calls made for their effect that write no array out of the reverse sweep's sight: output,
+# a shape check, and generated code's own snapshot and slot copies (analysis/effects.py)
+declare(builtins.print, H.same_shape, H.restore_into, R.store_slot, R.load_slot,
+        hides_writes=False)
 
 # --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
 # the reverse pass recomputes a value the adjoint needs when its recomputation costs

@@ -101,7 +101,10 @@ class Primitive:
     ufuncs, ``math`` and primitives given a gradient rule by default), so it may be
     evaluated again elsewhere, or skipped; ``linear_in``: the positions of the arguments
     it is linear in, each on its own (``unbroadcast(g, x)``: ``(0,)``), so zero where
-    any one of them is.
+    any one of them is.  ``hides_writes``: a call whose result is dropped may write an
+    array argument out of the reverse sweep's sight (``analysis.effects``); None, the
+    default, means unless a gradient rule or ``non_differentiable`` covers the primitive
+    (``print`` and the snapshot and slot helpers of generated code say False).
     ``reshapes``: the result is provably larger or smaller than an array among its
     arguments (``np.concatenate``, ``np.diff``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
@@ -136,6 +139,7 @@ class Primitive:
     mutates: bool = False
     pure: bool = False
     linear_in: tuple[int, ...] = ()
+    hides_writes: bool | None = None
     reshapes: bool = False
     shape_args: tuple[int, ...] = ()
     cost: float | None = None
@@ -169,8 +173,9 @@ TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
-            "mutates", "pure", "linear_in", "reshapes", "shape_args", "cheap", "cost",
-            "device", "device_as", "ieee", "query", "random", "size_arg", "methods", "attrs")
+            "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_args", "cheap",
+            "cost", "device", "device_as", "ieee", "query", "random", "size_arg", "methods",
+            "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -355,6 +360,18 @@ def pure(fn: Any) -> bool:
     and ``math`` functions do), drawing nothing (``draws``)?"""
     rec = _RECORDS.get(id(fn))
     return (rec.pure if rec is not None else _math_like(fn)) and not draws(fn)
+
+
+def hides_writes(fn: Any) -> bool:
+    """May a call of ``fn`` whose result is dropped write an array argument out of the
+    reverse sweep's sight (``Primitive.hides_writes``)?  Unknown functions may; so do
+    recorded ones that say so, or have neither a gradient rule nor ``non_differentiable``."""
+    rec = _RECORDS.get(id(fn))
+    if rec is None:
+        return True
+    if rec.hides_writes is not None:
+        return rec.hides_writes
+    return rec.rule is None and not rec.non_differentiable
 
 
 def linear_in(fn: Any) -> tuple[int, ...]:

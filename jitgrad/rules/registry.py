@@ -29,7 +29,8 @@ from .primitives import (
 #: the record fields ``grad_rule``'s keywords may set (spellings, queries, mutating methods,
 #: IEEE stand-ins and draws' sizes are the built-in table's; tangent rules have their own)
 RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs",
-                                                     "mutates", "ieee", "size_arg"))
+                                                     "mutates", "ieee", "size_arg",
+                                                     "hides_writes"))
 
 __all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable",
            "version"]

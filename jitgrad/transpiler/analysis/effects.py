@@ -8,10 +8,11 @@ the buffer out of its sight: the adjoint would read the new elements as the old 
 pass no gradient through the write, a silently wrong gradient.  Such a call is refused at
 its line when it may write an array (``refuse_hidden_writes``); a call of a primitive
 whose result is dropped (``np.sum(y)``), ``print``, and the copies of generated gradient
-code are pure.  Forward mode refuses it only where a tangent is at stake (the array, a
-name sharing its buffer or an operand of the call is active): its tangent would keep the
-old values' tangent, while a write into an inactive array changes only primal values,
-which the tangent code computes in order.
+code write none out of sight (the primitive table's ``hides_writes`` fact).  Forward mode
+refuses it only where a tangent is at stake (the array, a name sharing its buffer or an
+operand of the call is active): its tangent would keep the old values' tangent, while a
+write into an inactive array changes only primal values, which the tangent code computes
+in order.
 
 >>> import numpy as np
 >>> from jitgrad.transpiler.analysis.kinds import Kind
@@ -31,24 +32,18 @@ True
 from __future__ import annotations
 
 import ast
-import builtins
 
-from ...kernels.helpers import restore_into, same_shape
-from ...kernels.revolve import load_slot, store_slot
-from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import draws, method_function
+from ...rules.primitives import draws, hides_writes, method_function
 from ..astutil import resolve
 from ..nodes import walk
 from .kinds import list_tape_call
-
-#: calls made for their effect that write no array of the function
-_PURE_EFFECTS = (builtins.print, restore_into, store_slot, load_slot, same_shape)
 
 
 def hidden_write(s: ast.stmt, an, env: dict) -> str | None:
     """The array a call in ``s`` may write into, out of the assignments' sight: an
     ``out=`` argument of any call, or an array operand of a call whose result ``s``
-    drops (an expression statement) that is no pure primitive; else None."""
+    drops (an expression statement) whose function may hide a write (the primitive
+    table's ``hides_writes`` fact); else None."""
     v = s.value if isinstance(s, (ast.Expr, ast.Assign)) else None
     if not isinstance(v, ast.Call):
         return None
@@ -58,8 +53,7 @@ def hidden_write(s: ast.stmt, an, env: dict) -> str | None:
     if not isinstance(s, ast.Expr) or list_tape_call(v, "append", an.kinds) is not None:
         return None
     fn = resolve(v.func, env)
-    if fn is not None and (fn in _PURE_EFFECTS or lookup(fn) is not None
-                           or is_non_differentiable(fn)):
+    if fn is not None and not hides_writes(fn):
         return None
     operands = list(v.args)
     if fn is None and isinstance(v.func, ast.Attribute):  # a method: y.fill(0.5), y.sum()
