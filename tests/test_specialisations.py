@@ -56,7 +56,7 @@ def test_every_mode_in_one_cache(jit):
     d = jg.differentiate(f, wrt=0, jit=jit)
     _everything(d)
     modes = _modes(d)
-    assert sorted(set(modes)) == ["gradient code", "hvp", "jvp", "vjp"], modes
+    assert sorted(set(modes)) == ["gradient tree", "hvp", "jvp", "vjp"], modes
     assert modes.count("vjp") == 1 and modes.count("jvp") == 1 and modes.count("hvp") == 1
     (d2,) = d._specs.entries("hvp")  # hvp's: the gradient code's forward mode, its own
     assert sorted(_modes(d2)) == ["jvp", "tangent"]  # cache (an entry of d's)
@@ -79,7 +79,7 @@ def test_clear_drops_every_mode_and_recompiles_the_same(jit):
     for b, a in zip(before, after, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-13)
     assert not old & set(map(id, d._specs.entries("vjp", "jvp", "hvp")))
-    assert sorted(_modes(d)) == ["gradient code", "hvp", "jvp", "vjp"]
+    assert sorted(_modes(d)) == ["gradient tree", "hvp", "jvp", "vjp"]
 
 
 def test_release_workspaces_reaches_every_mode():
