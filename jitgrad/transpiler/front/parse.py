@@ -19,7 +19,7 @@ import beniget
 import gast
 
 from ...errors import TransformError
-from ..nodes import clone
+from ..nodes import children, clone
 from ..notes import INLINED
 
 
@@ -179,12 +179,7 @@ def _walk_all(nodes: list[ast.AST]) -> list[ast.AST]:
     while todo:
         n = todo.pop()
         out.append(n)
-        for f in n._fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                todo.extend(x for x in v if isinstance(x, ast.AST))
-            elif isinstance(v, ast.AST):
-                todo.append(v)
+        todo.extend(children(n))
     return out
 
 
