@@ -239,6 +239,17 @@ def test_long_loops_stay_within_their_budget():
     assert len(seen) >= 10 and max(seen) > 500
 
 
+def test_long_loops_couple_state_through_a_bounded_factor():
+    """State couples to state through ``math.tanh(a)``, so long bodies stay contractive:
+    ``v = 0.8 * v + 0.1 * np.tanh(v[::-1] * a + J)`` with ``a = -4.5`` (seed 120531 #1425)
+    left a palindromic ``v`` on an unstable subspace, whose adjoint overflowed in ``hvp``."""
+    src = generate(120531, 1425).original or generate(120531, 1425).source
+    assert "[::-1] * math.tanh(a) + " in src, src
+    for i in range(300):
+        src = generate(20240, i).original or generate(20240, i).source
+        assert "[::-1] * a + " not in src, src
+
+
 DRAWS = """import math
 import numpy as np
 

@@ -5,7 +5,12 @@ programs with one, random draws (``np.random.standard_normal()``...) inside the 
 
 Bodies are cheap and contractive (``J = 0.5 * J + 0.1 * math.tanh(...)``), so values stay
 bounded and the derivative of the loop's result forgets old steps: finite differences of
-5,000 steps stay meaningful.  ``T`` is capped per ``k`` so that the binomial schedule's
+5,000 steps stay meaningful.  State couples to state through ``math.tanh(a)``, never ``a``
+(unbounded): ``v = 0.8 * v + 0.1 * np.tanh(v[::-1] * a + J)`` with ``|a| > 2`` expands the
+antisymmetric part of ``v``; a palindromic ``v`` (``np.ones(4) * 0.1``) never leaves that
+unstable subspace, so ``f`` is smooth but its adjoint grows like 1.2**T and cancels only in
+exact arithmetic (reverse mode of any tool gives noise, ``hvp`` overflows to NaN).
+``T`` is capped per ``k`` so that the binomial schedule's
 recomputation stays near ``RECOMPUTE_BUDGET`` steps per reverse sweep (``k = 1`` reruns
 about ``T**2 / 2`` steps): a program costs about the same without Numba at every ``k``.
 Everything is drawn from the module's long-loop stream ``mod.lp``.
@@ -105,7 +110,7 @@ def long_loop(g, sc, draws: bool) -> LongLoop | None:
         else (lambda: "")
     for j, nm in enumerate(names):
         other = names[(j + 1) % len(names)]
-        terms = [lp.choice([_elem(xs, IV), f"a * {_elem(xs, IV)}", f"{other} * a"]),
+        terms = [lp.choice([_elem(xs, IV), f"a * {_elem(xs, IV)}", f"{other} * math.tanh(a)"]),
                  lp.choice([other, f"0.5 * {other}", "a", f"{0.1 * lp.randint(1, 9):.1f}"])]
         inner = " + ".join(terms) + (draw() if lp.random() < 0.6 else "")
         fn = lp.choice(["math.tanh", "math.sin", "np.tanh"])
@@ -117,7 +122,7 @@ def long_loop(g, sc, draws: bool) -> LongLoop | None:
             e = f"{arr}[{IV} % {m}]"
             body.append(f"{e} = 0.5 * {e} + 0.1 * math.tanh({names[0]} + a{draw()})")
         else:  # rebound each step
-            body.append(f"{arr} = 0.8 * {arr} + 0.1 * np.tanh({arr}[::-1] * a + "
+            body.append(f"{arr} = 0.8 * {arr} + 0.1 * np.tanh({arr}[::-1] * math.tanh(a) + "
                         f"{names[0]}{draw()})")
         body.append(f"{names[-1]} = {names[-1]} + 0.05 * {arr}[{IV} % {m}]")
     if lp.random() < 0.2:  # a branch on the step index (smooth in the inputs)
