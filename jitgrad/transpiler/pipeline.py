@@ -736,7 +736,7 @@ def optimize_(u: Unit) -> None:
     adjoint = merge_accumulations(list(ir.adjoint), ir.shared)
     scalars = {d for n, d in u.namer.adjoints().items()
                if n in u.kinds and not u.kinds[n].is_array}
-    both = fold_scalar_adjoints([*ir.init, *adjoint], scalars, ir.shared)
+    both = fold_scalar_adjoints([*ir.init, *adjoint], scalars, ir.shared, u.analysis.aliases)
     kept = 0  # the zeroings that stay are still the first statements
     while kept < len(both) and kept < len(ir.init) and both[kept] in ir.init:
         kept += 1

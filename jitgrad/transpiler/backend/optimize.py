@@ -17,6 +17,7 @@ Before::                                 After::
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from ...rules.primitives import mutating
@@ -607,21 +608,26 @@ def _compound_touches(s: ast.stmt, shared: dict[str, str],
 
 
 def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
-                         shared: dict[str, str] | None = None) -> list[ast.stmt]:
+                         shared: dict[str, str] | None = None,
+                         aliases: Mapping[str, Collection[str]] | None = None
+                         ) -> list[ast.stmt]:
     """``dc = 0.0; dc += a; ...; dc += b`` -> ``dc = a + b`` for scalar adjoints ``scalars``.
 
     A pending ``dc = 0.0``, assignment or accumulation sinks to the next accumulation into ``dc``
     in the same statement list when nothing between reads or writes ``dc``, writes
-    what its terms read, or may jump; sums stay a few terms deep.
+    what its terms read (or a primal array sharing its buffer: ``aliases``, the analysis'
+    groups, e.g. a view of a buffer that a checkpointed loop's reverse recomputes into),
+    or may jump; sums stay a few terms deep.
     """
-    return _fold(stmts, scalars, shared or {}, {})
+    return _fold(stmts, scalars, shared or {}, {}, aliases or {})
 
 
 Touches = tuple[bool, set[str], set[str]]
 
 
 def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
-          memo: dict[int, tuple[ast.stmt, Touches]]) -> list[ast.stmt]:
+          memo: dict[int, tuple[ast.stmt, Touches]],
+          aliases: Mapping[str, Collection[str]]) -> list[ast.stmt]:
     """``fold_scalar_adjoints`` of one block; ``memo`` keeps what each statement touches
     (``_touches``), so a loop or branch is not walked again whole: its facts are its
     header's and its folded blocks' statements'."""
@@ -633,7 +639,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if sub and compound:
-                setattr(s, f, _fold(sub, scalars, shared, memo) or [ast.Pass()])
+                setattr(s, f, _fold(sub, scalars, shared, memo, aliases) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
                 and isinstance(s.op, (ast.Add, ast.Sub)))
@@ -653,7 +659,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
         if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
             # the names the term reads, with the buffers they view
-            reads = value_loads | {view_root(n, shared) for n in value_loads}
+            reads = _term_reads(value_loads, shared, aliases)
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
                 i, how, terms, prev_reads = prev
@@ -673,10 +679,21 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
                 pending[s.targets[0].id] = (len(out), "set", [], set())
             else:
-                pending[s.targets[0].id] = (len(out), "set", [(1, v)], value_loads | {
-                    view_root(n, shared) for n in value_loads})
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)],
+                                            _term_reads(value_loads, shared, aliases))
         out.append(s)
     return [s for s in out if s is not None]
+
+
+def _term_reads(loads: set[str], shared: dict[str, str],
+                aliases: Mapping[str, Collection[str]]) -> set[str]:
+    """The names a term reads, with the adjoint buffers they view and the primal names
+    sharing their buffers (a write through any of them changes the term's value)."""
+    out = set(loads)
+    for n in loads:
+        out.add(view_root(n, shared))
+        out.update(aliases.get(n, ()))
+    return out
 
 
 def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:
