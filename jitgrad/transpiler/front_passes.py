@@ -58,6 +58,8 @@ def adopt(u: Unit) -> None:
     """The unit's namer, parameters and body from its parsed function (``parse_``, and
     ``prepare_tree`` for generated code given as its tree)."""
     tree = u.parsed.tree
+    if u.parsed.fenced_env is None:  # (``Parsed.again`` starts another unit from it)
+        u.parsed.fenced_env = dict(u.parsed.env)
     u.namer = Namer(names_in(tree), u.parsed.free)
     u.parsed.origin = u.namer.origin  # messages name the user's variables, not generated ones
     u.env = u.parsed.env

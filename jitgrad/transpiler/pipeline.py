@@ -73,6 +73,8 @@ def _without_gc(fn):
     return run
 
 
+#: run once per function: ``PREPARE`` (``front_passes.py``, parse .. webs); then per
+#: specialisation (wrt, argument kinds):
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("small_arrays", small_arrays_),
@@ -168,8 +170,8 @@ def with_nested(prep: Unit, arg_kinds: dict[str, Kind]) -> Unit:
     with expanding(prep.func):
         sites = [_inlined_code(d, entry, site_kinds(d, names, kinds, node, parsed), node,
                                parsed) for d, entry, names, node, parsed in prep.nested]
-    u = Unit(prep.func, parallel=prep.parallel, aux=prep.aux, tuples=prep.tuples, sites=sites,
-             jit=prep.jit, split=prep.split)
+    u = Unit(prep.func, prep.parsed.again(), parallel=prep.parallel, aux=prep.aux,
+             tuples=prep.tuples, sites=sites, jit=prep.jit, split=prep.split)
     for p in PREPARE:
         p.run(u)
     return u
@@ -317,7 +319,8 @@ def split_unit(prep: Unit) -> Unit:
         return prep
     if prep.split_prep is None:
         prep.split_prep = prepare(prep.func, parallel=prep.parallel, aux=prep.aux,
-                                  tuples=prep.tuples, jit=prep.jit, split=True)
+                                  tuples=prep.tuples, jit=prep.jit, split=True,
+                                  parsed=prep.parsed.again())
     return prep.split_prep
 
 

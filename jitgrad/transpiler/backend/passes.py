@@ -78,7 +78,7 @@ ACCESSORS = "tape accessors"
 
 #: what holds before the first step: the IR, zeroings made by ``np.zeros_like``
 GIVEN = frozenset({IR, ZEROINGS})
-#: what must hold after the last step (what ``pipeline.lower_`` reads)
+#: what must hold after the last step (what ``reverse_passes.lower_`` reads)
 WANTED = frozenset({LIVE, WORKSPACE, TEXT, ACCESSORS})
 
 
