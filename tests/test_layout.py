@@ -94,3 +94,20 @@ def test_node_facts_only_through_notes():
             continue
         for k, line in enumerate(path.read_text().splitlines(), 1):
             assert not attr.search(line), f"{path.relative_to(ROOT)}:{k}: {line.strip()}"
+
+
+#: the most lines a function may take, its docstring (a pass's before/after example) included
+LONGEST = 60
+
+
+def test_no_long_functions():
+    """No function (nested ones too) is over ``LONGEST`` lines: a longer one is split into
+    named parts with one job each."""
+    long = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > LONGEST:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {lines}")
+    assert not long, "functions over the limit:\n" + "\n".join(long)

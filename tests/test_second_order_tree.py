@@ -14,7 +14,7 @@ import pytest
 
 import jitgrad as jg
 from jitgrad import api
-from jitgrad.transpiler import pipeline
+from jitgrad.transpiler import front_passes
 from jitgrad.transpiler.backend import emit
 from jitgrad.transpiler.backend.as_parsed import as_parsed
 from jitgrad.transpiler.gradient_code import gradient_tree
@@ -100,7 +100,7 @@ def test_parsed_and_fenced_once(monkeypatch):
     parse is the one the passes start from), and no generated code (the gradient code's
     printed text was parsed and fenced twice before, the user's function twice too)."""
     seen = []
-    for mod in (api, pipeline):
+    for mod in (api, front_passes):
         for name in ("parse_function", "fence"):
             real = getattr(mod, name)
 

@@ -20,21 +20,10 @@ from .backend import cuda as device
 from .backend import emit
 from .backend.jit import imports
 from .front.kernel import cuda_uses, is_kernel, kernel_body
-from .pipeline import (
-    PREPARE,
-    Pass,
-    Unit,
-    analyse_,
-    kinds_,
-    optimize_,
-    parse_,
-    prepare,
-    reverse_,
-    show_analysis,
-    show_ir,
-    show_kinds,
-    transform,
-)
+from .front_passes import PREPARE, analyse_, kinds_, parse_, show_analysis, show_kinds
+from .pipeline import prepare, transform
+from .reverse_passes import optimize_, reverse_, show_ir
+from .unit import Pass, Unit
 
 
 def parse_cuda_(u: Unit) -> None:
@@ -171,7 +160,7 @@ def example_cuda(pass_name: str, source: str, args: tuple | None = None) -> str:
     exec(compile(text, fname, "exec"), ns)
     func = ns[ast.parse(text).body[0].name]
     if pass_name in [p.name for p in CUDA_PREPARE]:
-        from .pipeline import show_body
+        from .unit import show_body
 
         return show_body(prepare_cuda(func, until=pass_name)).rstrip("\n")
     prep = prepare_cuda(func)

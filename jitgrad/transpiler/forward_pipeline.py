@@ -15,22 +15,12 @@ from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
 from .backend.prange import Parallel
+from .front_passes import kinds_, prange_, show_analysis, show_kinds, show_prange, small_arrays_
 from .gradient_code import register_generate_jvp
 from .modes.forward import forward
 from .nodes import clone
-from .pipeline import (
-    Generated,
-    Pass,
-    Unit,
-    kinds_,
-    prange_,
-    show_analysis,
-    show_kinds,
-    show_prange,
-    small_arrays_,
-    transform,
-    written_args,
-)
+from .pipeline import Generated, transform, written_args
+from .unit import Pass, Unit
 
 
 def analyse_tangent_(u: Unit) -> None:

@@ -42,7 +42,6 @@ def function_def(fname: str, args: list[str], body: list[ast.stmt]) -> ast.Funct
 
 
 _MARK = "__jitgrad_comment__: "
-_MARK_LINE = re.compile(r"^(\s*)(\"\"\"|'''|['\"])" + re.escape(_MARK) + r"(.*)\2$", re.M)
 
 
 def comment(text: str) -> ast.stmt:
@@ -91,30 +90,55 @@ _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass, ast.Bre
 Texts = dict[tuple[int, int], tuple[ast.stmt, str]]
 
 
-def _text_unparser() -> Any:
-    """``ast.unparse``'s unparser, reusing the text of simple statements printed before at
-    the same indentation; None where this Python's unparser is not the one expected."""
+def _unparser_base() -> type | None:
+    """``ast.unparse``'s unparser class; None where this Python's is not the one expected."""
     base = getattr(ast, "_Unparser", None)
     if base is None:
         try:
             from _ast_unparse import Unparser as base  # Python 3.14 moved it
         except ImportError:
             return None
-    if not all(hasattr(base, a) for a in ("traverse", "visit", "fill")):
-        return None
-    dispatch = ast.NodeVisitor.visit
-    fast = _fast_printer(base)
+    needed = ("traverse", "visit", "fill", "visit_Expr", "get_raw_docstring")
+    return base if all(hasattr(base, a) for a in needed) else None
 
-    class TextUnparser(base):
-        def __init__(self, texts: Texts):
-            super().__init__()
-            self._texts = texts
+
+def _comment_unparser(base: type) -> type:
+    """``base`` printing each ``comment`` statement as the line ``# text`` (where
+    ``ast.unparse`` prints a string statement: the text as the string's ``repr`` shows it,
+    so it stays one line), and type comments without line numbers."""
+
+    class CommentUnparser(base):
+        def get_raw_docstring(self, node):
+            body = getattr(node, "body", None)
+            if body and comment_text(body[0]) is not None:
+                return None  # (a comment first in a function is printed as one)
+            return super().get_raw_docstring(node)
+
+        def visit_Expr(self, node):
+            text = comment_text(node)
+            if text is None:
+                return super().visit_Expr(node)
+            self.fill("# " + repr(text)[1:-1])
+            return None
 
         def get_type_comment(self, node):
             # the module has no type ignores: only the node's own comment (no line numbers
             # needed, so the statements need not be located first)
             comment = node.type_comment
             return None if comment is None else f" # type: {comment}"
+
+    return CommentUnparser
+
+
+def _text_unparser_class(base: type, fast: Callable[[ast.stmt], str | None]) -> type:
+    """``base``, reusing the text of simple statements printed before at the same
+    indentation (``fast`` prints the usual ones without a visitor per node)."""
+    dispatch = ast.NodeVisitor.visit
+
+    class TextUnparser(base):
+        def __init__(self, texts: Texts):
+            super().__init__()
+            self._texts = texts
 
         def traverse(self, node):
             # the unparser's own traverse (a list item by item, else dispatch), with the
@@ -142,6 +166,12 @@ def _text_unparser() -> Any:
                 texts[key] = (item, "".join(source[start:]))
             return None
 
+    return TextUnparser
+
+
+def _prints_as_unparse(cls: type) -> bool:
+    """Does the text unparser ``cls`` print a probe function as ``ast.unparse`` does (twice,
+    the second time from the texts of the first)?"""
     probe = ast.parse("def f(a, b):\n    c = -(a + b) ** 2\n    for i in range(3):\n"
                       "        c += a[i, 1:] * (b if a else c)\n    return (c, None)\n"
                       "    d = a.x[i, 2] - (b - c) / -(2 ** -a) ** 0.5 + np.f(a[i + 1], -1)\n"
@@ -152,157 +182,190 @@ def _text_unparser() -> Any:
             del n.lineno
     texts: Texts = {}
     try:
-        same = all(TextUnparser(texts).visit(probe) == expected for _ in range(2))
+        return all(cls(texts).visit(probe) == expected for _ in range(2))
     except Exception:
+        return False
+
+
+def _text_unparser() -> Any:
+    """``ast.unparse``'s unparser printing comments, reusing the text of simple statements
+    printed before at the same indentation; None where this Python's unparser is not the
+    one expected."""
+    base = _unparser_base()
+    if base is None:
         return None
-    return TextUnparser if same else None
+    cls = _text_unparser_class(_comment_unparser(base), _fast_printer(base))
+    return cls if _prints_as_unparse(cls) else None
 
 
-def _fast_printer(base: type) -> Any:
+def _fast_printer(base: type) -> Callable[[ast.stmt], str | None]:
     """``text(stmt)``: the text ``base`` (``ast.unparse``'s unparser) prints for the simple
     statement ``stmt`` after its indentation, for the usual assignments of generated code
-    (a name or element target; names, numbers, arithmetic, element reads, attributes and
-    calls with positional arguments), found without a visitor per node; None for any
-    other statement (printed by the unparser itself).  ``_text_unparser`` checks that both
-    print the same; None where the unparser's tables are not the ones expected."""
+    (``_FastPrinter``); None for any other statement (printed by the unparser itself).
+    ``_text_unparser`` checks that both print the same; it prints nothing where the
+    unparser's tables are not the ones expected."""
     try:
+        return _FastPrinter(base)
+    except (AttributeError, KeyError, TypeError):
+        return lambda s: None
+
+
+class _FastPrinter:
+    """Prints an assignment to a name or element of names, numbers, arithmetic, element
+    reads, attributes and calls with positional arguments, without a visitor per node:
+    each ``expr`` method appends the text of ``e`` at precedence ``p`` to ``out`` and says
+    whether it could (``seen``: the operator nodes printed, each once)."""
+
+    _PLAIN = (int, float, bool, type(None))
+
+    def __init__(self, base: type):
         binop, binop_prec, rassoc = base.binop, base.binop_precedence, base.binop_rassoc
         unop, unop_prec = base.unop, base.unop_precedence
         prec = vars(inspect.getmodule(base))["_Precedence"]
-        test, atom, factor = prec.TEST, prec.ATOM, prec.FACTOR
-        ops = {getattr(ast, k): (v, binop_prec[v], v in rassoc) for k, v in binop.items()}
-        uops = {getattr(ast, k): (v, unop_prec[v]) for k, v in unop.items()}
-    except (AttributeError, KeyError, TypeError):
-        return lambda s: None
-    plain = (int, float, bool, type(None))
+        self.test, self.atom, self.factor = prec.TEST, prec.ATOM, prec.FACTOR
+        self.ops = {getattr(ast, k): (v, binop_prec[v], v in rassoc) for k, v in binop.items()}
+        self.uops = {getattr(ast, k): (v, unop_prec[v]) for k, v in unop.items()}
+        self.parts = {ast.BinOp: self.binop, ast.UnaryOp: self.unop, ast.Attribute: self.attr,
+                      ast.Subscript: self.subscript, ast.Call: self.call}
 
-    def expr(e: ast.AST, p: Any, out: list[str], seen: set[int]) -> bool:
-        cls = e.__class__
-        if cls is ast.Name:
-            out.append(e.id)
-            return True
-        if cls is ast.Constant:
-            v = e.value
-            if v.__class__ not in plain or e.kind is not None:
-                return False
-            text = repr(v)
-            if "inf" in text or "nan" in text:
-                return False
-            out.append(text)
-            return True
-        if cls is ast.BinOp or cls is ast.UnaryOp:
-            if id(e) in seen:  # (one node printed twice: its precedence is the unparser's)
-                return False
-            seen.add(id(e))
-        if cls is ast.BinOp:
-            op = ops.get(e.op.__class__)
-            if op is None:
-                return False
-            sym, own, right_assoc = op
-            parens = p > own
-            if parens:
-                out.append("(")
-            left, right = (own.next(), own) if right_assoc else (own, own.next())
-            if not expr(e.left, left, out, seen):
-                return False
-            out.append(f" {sym} ")
-            if not expr(e.right, right, out, seen):
-                return False
-            if parens:
-                out.append(")")
-            return True
-        if cls is ast.UnaryOp:
-            op = uops.get(e.op.__class__)
-            if op is None:
-                return False
-            sym, own = op
-            parens = p > own
-            out.append("(" + sym if parens else sym)
-            if own is not factor:
-                out.append(" ")
-            if not expr(e.operand, own, out, seen):
-                return False
-            if parens:
-                out.append(")")
-            return True
-        if cls is ast.Attribute:
-            if e.value.__class__ is ast.Constant or not expr(e.value, atom, out, seen):
-                return False
-            out.append("." + e.attr)
-            return True
-        if cls is ast.Subscript:
-            sl = e.slice
-            parts = sl.elts if sl.__class__ is ast.Tuple else None
-            if parts is not None and not parts or not expr(e.value, atom, out, seen):
-                return False
-            out.append("[")
-            for k, x in enumerate(parts if parts is not None else (sl,)):
-                if x.__class__ in (ast.Slice, ast.Starred):
-                    return False
-                if k:
-                    out.append(", ")
-                if not expr(x, test, out, seen):
-                    return False
-            out.append(",]" if parts is not None and len(parts) == 1 else "]")
-            return True
-        if cls is ast.Call:
-            if e.keywords or not expr(e.func, atom, out, seen):
-                return False
-            out.append("(")
-            for k, x in enumerate(e.args):
-                if x.__class__ is ast.Starred:
-                    return False
-                if k:
-                    out.append(", ")
-                if not expr(x, test, out, seen):
-                    return False
-            out.append(")")
-            return True
-        return False
-
-    def text(s: ast.stmt) -> str | None:
+    def __call__(self, s: ast.stmt) -> str | None:
         cls = s.__class__
         out: list[str] = []
         seen: set[int] = set()
         if cls is ast.Assign:
             if len(s.targets) != 1 or s.type_comment is not None \
                     or s.targets[0].__class__ not in (ast.Name, ast.Subscript) \
-                    or not expr(s.targets[0], test, out, seen):
+                    or not self.expr(s.targets[0], self.test, out, seen):
                 return None
             out.append(" = ")
         elif cls is ast.AugAssign:
-            op = ops.get(s.op.__class__)
+            op = self.ops.get(s.op.__class__)
             if op is None or s.target.__class__ not in (ast.Name, ast.Subscript) \
-                    or not expr(s.target, test, out, seen):
+                    or not self.expr(s.target, self.test, out, seen):
                 return None
             out.append(f" {op[0]}= ")
         else:
             return None
-        return "".join(out) if expr(s.value, test, out, seen) else None
+        return "".join(out) if self.expr(s.value, self.test, out, seen) else None
 
-    return text
+    def expr(self, e: ast.AST, p: Any, out: list[str], seen: set[int]) -> bool:
+        cls = e.__class__
+        if cls is ast.Name:
+            out.append(e.id)
+            return True
+        if cls is ast.Constant:
+            v = e.value
+            if v.__class__ not in self._PLAIN or e.kind is not None:
+                return False
+            text = repr(v)
+            if "inf" in text or "nan" in text:
+                return False
+            out.append(text)
+            return True
+        part = self.parts.get(cls)
+        return part is not None and part(e, p, out, seen)
+
+    def binop(self, e: ast.BinOp, p: Any, out: list[str], seen: set[int]) -> bool:
+        op = self.ops.get(e.op.__class__)
+        if op is None or id(e) in seen:  # (one node printed twice: the unparser's precedence)
+            return False
+        seen.add(id(e))
+        sym, own, right_assoc = op
+        parens = p > own
+        if parens:
+            out.append("(")
+        left, right = (own.next(), own) if right_assoc else (own, own.next())
+        if not self.expr(e.left, left, out, seen):
+            return False
+        out.append(f" {sym} ")
+        if not self.expr(e.right, right, out, seen):
+            return False
+        if parens:
+            out.append(")")
+        return True
+
+    def unop(self, e: ast.UnaryOp, p: Any, out: list[str], seen: set[int]) -> bool:
+        op = self.uops.get(e.op.__class__)
+        if op is None or id(e) in seen:
+            return False
+        seen.add(id(e))
+        sym, own = op
+        parens = p > own
+        out.append("(" + sym if parens else sym)
+        if own is not self.factor:
+            out.append(" ")
+        if not self.expr(e.operand, own, out, seen):
+            return False
+        if parens:
+            out.append(")")
+        return True
+
+    def attr(self, e: ast.Attribute, p: Any, out: list[str], seen: set[int]) -> bool:
+        if e.value.__class__ is ast.Constant or not self.expr(e.value, self.atom, out, seen):
+            return False
+        out.append("." + e.attr)
+        return True
+
+    def subscript(self, e: ast.Subscript, p: Any, out: list[str], seen: set[int]) -> bool:
+        sl = e.slice
+        parts = sl.elts if sl.__class__ is ast.Tuple else None
+        if parts is not None and not parts or not self.expr(e.value, self.atom, out, seen):
+            return False
+        out.append("[")
+        if not self.items(parts if parts is not None else (sl,), out, seen, ast.Slice):
+            return False
+        out.append(",]" if parts is not None and len(parts) == 1 else "]")
+        return True
+
+    def call(self, e: ast.Call, p: Any, out: list[str], seen: set[int]) -> bool:
+        if e.keywords or not self.expr(e.func, self.atom, out, seen):
+            return False
+        out.append("(")
+        if not self.items(e.args, out, seen):
+            return False
+        out.append(")")
+        return True
+
+    def items(self, items: Any, out: list[str], seen: set[int], also: type = ast.Starred) -> bool:
+        """``items`` separated by commas (none a ``Starred`` or an ``also``)."""
+        for k, x in enumerate(items):
+            if x.__class__ is ast.Starred or x.__class__ is also:
+                return False
+            if k:
+                out.append(", ")
+            if not self.expr(x, self.test, out, seen):
+                return False
+        return True
 
 
-_TEXT_UNPARSER: Any = False  # not looked for yet
+_UNPARSERS: Any = None  # (comment unparser, text unparser): not looked for yet
+
+
+def _unparsers() -> tuple[Any, Any]:
+    """The unparser printing comments, and the one reusing texts too (None: not here)."""
+    global _UNPARSERS
+    if _UNPARSERS is None:
+        base = _unparser_base()
+        _UNPARSERS = (None if base is None else _comment_unparser(base), _text_unparser())
+    return _UNPARSERS
 
 
 def unparse(fn: ast.FunctionDef, texts: Texts | None = None) -> str:
-    """The source of the generated function ``fn``, with comment markers as comments.
+    """The source of the generated function ``fn``, its ``comment`` statements printed as
+    comments.
 
     ``texts``: kept between the functions of one specialisation, which share most simple
     statements; each is printed once per indentation, as ``ast.unparse`` prints it on
     its own (the same text as in the whole function: the passes share no expression
     nodes between statements but names and constants, whose text has no parentheses)."""
-    global _TEXT_UNPARSER
     mod = ast.Module(body=[fn], type_ignores=[])
-    if texts is not None and _TEXT_UNPARSER is False:
-        _TEXT_UNPARSER = _text_unparser()
-    if texts is not None and _TEXT_UNPARSER:
-        src = _TEXT_UNPARSER(texts).visit(mod) + "\n"
-    else:
-        locate_statements(mod)
-        src = ast.unparse(mod) + "\n"
-    return _MARK_LINE.sub(lambda m: f"{m.group(1)}# {m.group(3)}", src)
+    comments, text = _unparsers()
+    if texts is not None and text is not None:
+        return text(texts).visit(mod) + "\n"
+    if comments is not None:
+        return comments().visit(mod) + "\n"
+    locate_statements(mod)  # (no unparser to extend here: comments print as strings)
+    return ast.unparse(mod) + "\n"
 
 
 def load(src: str, fname: str, namespace: dict[str, Any], qualname: str) -> Any:

@@ -78,7 +78,7 @@ ACCESSORS = "tape accessors"
 
 #: what holds before the first step: the IR, zeroings made by ``np.zeros_like``
 GIVEN = frozenset({IR, ZEROINGS})
-#: what must hold after the last step (what ``pipeline.lower_`` reads)
+#: what must hold after the last step (what ``reverse_passes.lower_`` reads)
 WANTED = frozenset({LIVE, WORKSPACE, TEXT, ACCESSORS})
 
 
@@ -686,86 +686,64 @@ def parallel_(s: Lowering) -> None:
 
 def zero_skip_(s: Lowering) -> None:
     """A loop nested in a reversed loop whose effects are all sums of terms linear in one
-    scalar cotangent runs only where that cotangent is nonzero (``backend/zero_skip.py``):
-    here the distance loop's adjoint, for the nearest centroid only (the one whose ``dd``
-    the ``if d < best`` chain leaves nonzero); the loop over ``j`` pops a tape, and runs.
+    scalar cotangent runs only where that cotangent is nonzero (``backend/zero_skip.py``).
 
     >>> print(example("zero_skip", '''
-    ... def f(p, c):
+    ... def f(p, w, n):
     ...     s = 0.0
-    ...     for i in range(p.shape[0]):
-    ...         best = np.inf
-    ...         for j in range(c.shape[0]):
-    ...             d = 0.0
-    ...             for k in range(c.shape[1]):
-    ...                 d += (p[i, k] - c[j, k]) ** 2
-    ...             if d < best:
-    ...                 best = d
-    ...         s += best
+    ...     for i in range(n):
+    ...         d = 0.0
+    ...         for k in range(p.shape[0]):
+    ...             d += p[k] * w
+    ...         if d > s:
+    ...             s = d
     ...     return s
-    ... ''', args=(np.ones((4, 2)), np.ones((3, 2)))))
-    def f_grad_1(p, c, _dret, _ws):
+    ... ''', args=(np.ones(4), 1.0, 3)))
+    def f_grad_1(p, w, n, _dret, _ws):
         _tape_c_1 = _ws[0]
         _tape_c_1n = 0
         s = 0.0
-        _n = p.shape[0]
-        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, max(0, _n) * max(0, c.shape[0]))
-        for i in range(_n):
-            best = np.inf
-            _n2 = c.shape[0]
-            _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, _n2)
-            for j in range(_n2):
-                d = 0.0
-                _n3 = c.shape[1]
-                for k in range(_n3):
-                    _t3 = p[i, k]
-                    _t4 = c[j, k]
-                    _t2 = _t3 - _t4
-                    _t = _t2 ** 2
-                    d = d + _t
-                _c = bool(d < best)
-                # stored _c: d is rebound later
-                _tape_c_1[_tape_c_1n] = _c
-                _tape_c_1n += 1
-                if _c:
-                    best = d
-            s = s + best
-        dc = np.zeros_like(c)
+        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, n)
+        for i in range(n):
+            d = 0.0
+            _n = p.shape[0]
+            for k in range(_n):
+                _t2 = p[k]
+                _t = _t2 * w
+                d = d + _t
+            _c = bool(d > s)
+            # stored _c: d is rebound later
+            _tape_c_1[_tape_c_1n] = _c
+            _tape_c_1n += 1
+            if _c:
+                s = d
         dp = np.zeros_like(p)
-        dbest = 0.0
+        dw = 0.0
         dd = 0.0
         ds = _dret
-        for i in range(_n - 1, -1, -1):
-            # line 11: s += best
-            dbest += ds
-            _n2_1 = c.shape[0]
-            for j in range(_n2_1 - 1, -1, -1):
-                _tape_c_1n -= 1
-                _c_1 = _tape_c_1[_tape_c_1n]
-                if _c_1:
-                    # line 10: best = d
-                    dd += dbest
-                    dbest = 0.0
-                _n3_1 = c.shape[1]
-                if dd != 0.0:
-                    # skipped where dd is 0: all it adds is linear in dd
-                    for k in range(_n3_1 - 1, -1, -1):
-                        # line 8: d += (p[i, k] - c[j, k]) ** 2
-                        _dt = dd
-                        _t2 = p[i, k] - c[j, k]
-                        _dt2 = guard(_dt, _dt * 2 * _t2)
-                        _dt4 = -_dt2
-                        dc[j, k] += _dt4
-                        dp[i, k] += _dt2
-                # line 6: d = 0.0
-                dd = 0.0
-            # line 4: best = np.inf
-            dbest = 0.0
-        return (s, (dp, dc), (_tape_c_1,))
+        for i in range(n - 1, -1, -1):
+            _tape_c_1n -= 1
+            _c_1 = _tape_c_1[_tape_c_1n]
+            if _c_1:
+                # line 8: s = d
+                dd += ds
+                ds = 0.0
+            _n_1 = p.shape[0]
+            if dd != 0.0:
+                # skipped where dd is 0: all it adds is linear in dd
+                for k in range(_n_1 - 1, -1, -1):
+                    # line 6: d += p[k] * w
+                    _dt = dd
+                    _t2 = p[k]
+                    _dt2 = _dt * w
+                    dw += _dt * _t2
+                    dp[k] += _dt2
+            # line 4: d = 0.0
+            dd = 0.0
+        return (s, (dp, dw), (_tape_c_1,))
     """
-    ir = s.ctx.ir
-    if not ir.callables:
-        s.body = zero_guards(s.body, s.ctx.cotangents, s.ctx.env, ir.shared)
+    if not s.ctx.ir.callables:
+        s.body = zero_guards(s.body, s.ctx.cotangents, s.ctx.env, s.ctx.ir.shared)
 
 
 def tape_accessors_(s: Lowering) -> None:

@@ -2,7 +2,7 @@
 
 The returns are checked in the user's source (each a pair, ``aux`` of one structure), and
 a tuple ``aux`` is flattened so the passes see plain outputs (reverse mode seeds only
-the first, ``pipeline.reverse_``); the API rebuilds ``aux`` from the values.
+the first, ``reverse_passes.reverse_``); the API rebuilds ``aux`` from the values.
 
 Before::                                   After::
 

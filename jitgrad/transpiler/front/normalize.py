@@ -180,89 +180,111 @@ class Normalizer:
         return out
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
         if isinstance(s, ast.AnnAssign):
             if s.value is None:
                 return []
             s = ast.copy_location(ast.Assign(targets=[s.target], value=s.value), s)
-        if isinstance(s, ast.Assign):
-            if len(s.targets) > 1:
-                first = s.targets[0]
-                out += self.stmt(ast.copy_location(ast.Assign(targets=[first], value=s.value), s))
-                for t in s.targets[1:]:
-                    out += self.stmt(ast.copy_location(
-                        ast.Assign(targets=[t], value=clone(first)), s))
-                return out
-            out = self.assign_stmt(s.targets[0], s.value, s)
-            if out and isinstance(out[-1], ast.Assign):
-                carry(s, out[-1])  # for messages
-            return out
-        if isinstance(s, ast.AugAssign):
-            t = s.target
-            if isinstance(t, ast.Name):
-                val = ast.BinOp(left=name(t.id), op=s.op, right=s.value)
-                out = self.assign_stmt(name(t.id, True), val, s)
-                # on an array, Python's ``x += e`` writes x's buffer in place
-                AUG.set(out[-1], True)
-                return out
-            if isinstance(t, ast.Subscript):
-                base = self.subscript_base(t, out)
-                if isinstance(s.op, (ast.Add, ast.Sub)):
-                    v = self.atom(s.value, out)
-                    out.append(ast.copy_location(ast.AugAssign(
-                        target=ast.Subscript(value=base, slice=t.slice, ctx=ast.Store()),
-                        op=s.op, value=v), s))
-                    return out
-                cur = self.namer.temp()
-                out.append(ast.copy_location(assign(cur, ast.Subscript(
-                    value=name(base.id), slice=clone(t.slice), ctx=ast.Load())), s))
-                val = ast.BinOp(left=name(cur), op=s.op, right=s.value)
-                new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
-                return out + self.assign_stmt(new_t, val, s)
-            raise self.parsed.error("unsupported augmented assignment target", s)
         if checkpoint(s):
             return [Checkpoint.region(self.block(s.body) or [ast.Pass()], s)]
-        if isinstance(s, ast.If):
-            test = self.test(s.test, out)
-            out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or
-                                                [ast.Pass()], orelse=self.block(s.orelse)), s))
-            carry(s, out[-1])
-            return out
-        if isinstance(s, ast.While):
-            c = self.namer.fresh("_c")
-            pre = self.assign_expr(c, self.opaque(s.test), s)
-            body = self.block(s.body) + [clone(x) for x in pre]
-            out += pre
-            out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
-            carry(s, out[-1])
-            return out
-        if isinstance(s, ast.For):
-            it = s.iter
-            args = []
-            for a in it.args:
-                if is_atom(a):
-                    args.append(a)
-                else:
-                    n = self.namer.fresh("_n")
-                    out.append(ast.copy_location(assign(n, a), s))
-                    args.append(name(n))
-            new_iter = ast.Call(func=it.func, args=args, keywords=[])
-            out.append(ast.copy_location(ast.For(target=s.target, iter=new_iter,
-                                                 body=self.block(s.body) or [ast.Pass()],
-                                                 orelse=[]), s))
-            carry(s, out[-1])  # a checkpointed loop stays one
-            return out
-        if isinstance(s, ast.Expr):
-            if isinstance(s.value, ast.Constant):
-                return []  # docstring or bare constant
-            v = self.simple(s.value, out) if not self.is_inert(s.value) else s.value
-            out.append(ast.copy_location(ast.Expr(value=v), s))
-            return out
+        kind = self._STATEMENTS.get(s.__class__)
+        if kind is not None:
+            return getattr(self, kind)(s)
         if isinstance(s, (ast.Break, ast.Pass, ast.Continue, ast.Assert, ast.Raise)):
             return [s]
         if isinstance(s, ast.Return):
             raise self.parsed.error("internal: return survived desugaring", s)
         raise self.parsed.error(f"unsupported statement {type(s).__name__}", s)
+
+    #: the method normalizing each kind of statement (``stmt``)
+    _STATEMENTS = {ast.Assign: "assign_", ast.AugAssign: "aug_assign", ast.If: "if_",
+                   ast.While: "while_", ast.For: "for_", ast.Expr: "expr_stmt"}
+
+    def assign_(self, s: ast.Assign) -> list[ast.stmt]:
+        """``a = b = e`` as one assignment per target, each in three-address form."""
+        if len(s.targets) > 1:
+            first = s.targets[0]
+            out = self.stmt(ast.copy_location(ast.Assign(targets=[first], value=s.value), s))
+            for t in s.targets[1:]:
+                out += self.stmt(ast.copy_location(
+                    ast.Assign(targets=[t], value=clone(first)), s))
+            return out
+        out = self.assign_stmt(s.targets[0], s.value, s)
+        if out and isinstance(out[-1], ast.Assign):
+            carry(s, out[-1])  # for messages
+        return out
+
+    def aug_assign(self, s: ast.AugAssign) -> list[ast.stmt]:
+        """``x op= e`` (marked: on an array it writes in place) and ``a[i] op= e``."""
+        out: list[ast.stmt] = []
+        t = s.target
+        if isinstance(t, ast.Name):
+            val = ast.BinOp(left=name(t.id), op=s.op, right=s.value)
+            out = self.assign_stmt(name(t.id, True), val, s)
+            # on an array, Python's ``x += e`` writes x's buffer in place
+            AUG.set(out[-1], True)
+            return out
+        if not isinstance(t, ast.Subscript):
+            raise self.parsed.error("unsupported augmented assignment target", s)
+        base = self.subscript_base(t, out)
+        if isinstance(s.op, (ast.Add, ast.Sub)):
+            v = self.atom(s.value, out)
+            out.append(ast.copy_location(ast.AugAssign(
+                target=ast.Subscript(value=base, slice=t.slice, ctx=ast.Store()),
+                op=s.op, value=v), s))
+            return out
+        cur = self.namer.temp()
+        out.append(ast.copy_location(assign(cur, ast.Subscript(
+            value=name(base.id), slice=clone(t.slice), ctx=ast.Load())), s))
+        val = ast.BinOp(left=name(cur), op=s.op, right=s.value)
+        new_t = ast.Subscript(value=name(base.id), slice=t.slice, ctx=ast.Store())
+        return out + self.assign_stmt(new_t, val, s)
+
+    def if_(self, s: ast.If) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        test = self.test(s.test, out)
+        out.append(ast.copy_location(ast.If(test=test, body=self.block(s.body) or
+                                            [ast.Pass()], orelse=self.block(s.orelse)), s))
+        carry(s, out[-1])
+        return out
+
+    def while_(self, s: ast.While) -> list[ast.stmt]:
+        """The test computed into a flag before the loop and again at the end of its body."""
+        out: list[ast.stmt] = []
+        c = self.namer.fresh("_c")
+        pre = self.assign_expr(c, self.opaque(s.test), s)
+        body = self.block(s.body) + [clone(x) for x in pre]
+        out += pre
+        out.append(ast.copy_location(ast.While(test=name(c), body=body, orelse=[]), s))
+        carry(s, out[-1])
+        return out
+
+    def for_(self, s: ast.For) -> list[ast.stmt]:
+        """The ``range`` arguments as atoms, computed before the loop."""
+        out: list[ast.stmt] = []
+        it = s.iter
+        args = []
+        for a in it.args:
+            if is_atom(a):
+                args.append(a)
+            else:
+                n = self.namer.fresh("_n")
+                out.append(ast.copy_location(assign(n, a), s))
+                args.append(name(n))
+        new_iter = ast.Call(func=it.func, args=args, keywords=[])
+        out.append(ast.copy_location(ast.For(target=s.target, iter=new_iter,
+                                             body=self.block(s.body) or [ast.Pass()],
+                                             orelse=[]), s))
+        carry(s, out[-1])  # a checkpointed loop stays one
+        return out
+
+    def expr_stmt(self, s: ast.Expr) -> list[ast.stmt]:
+        """A call for its effect, on atoms; a bare constant (a docstring) dropped."""
+        if isinstance(s.value, ast.Constant):
+            return []  # docstring or bare constant
+        out: list[ast.stmt] = []
+        v = self.simple(s.value, out) if not self.is_inert(s.value) else s.value
+        out.append(ast.copy_location(ast.Expr(value=v), s))
+        return out
 
     def subscript_base(self, t: ast.Subscript, out) -> ast.Name:
         if not isinstance(t.value, ast.Name):

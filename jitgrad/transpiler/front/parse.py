@@ -9,6 +9,7 @@ globals and closure cells.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 import types
@@ -37,6 +38,15 @@ class Parsed:
     origin: dict[str, str] = field(default_factory=dict)
     #: names the function reads but does not define (``free_names``, found once)
     free: set[str] = field(default_factory=set)
+    #: ``env`` as parsing and fencing left it, before a unit's passes added to it (``again``)
+    fenced_env: dict[str, Any] | None = None
+
+    def again(self) -> Parsed:
+        """This parse for another unit of the same function (``pipeline.split_unit``,
+        ``with_nested``), not parsed or fenced again: the tree and lines shared (no pass
+        writes them), its own origins and its own copy of the namespace as fenced."""
+        env = self.env if self.fenced_env is None else self.fenced_env
+        return dataclasses.replace(self, env=dict(env), origin={})
 
     def user_name(self, name: str) -> str:
         """The name the user wrote for a (possibly renamed) variable."""

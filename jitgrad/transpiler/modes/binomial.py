@@ -158,37 +158,16 @@ class Binomial(Part):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
         at revolve's positions, one step's tape at a time (``kernels.revolve``); with
         ``each_step`` a snapshot before every step (see ``_FORWARD_EACH``)."""
-        before = self.an.replayed
-        if each_step:  # each trip replayed right before its adjoint (``Analysis.replayed``)
-            self.an.replayed = before | {id(s)}
-        try:
-            bf, br = self.block(s.body)
-        finally:
-            self.an.replayed = before
+        bf, br = self._step(s, each_step)
         if not br:
             loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf, orelse=[]), s)
             carry(s, loop)
             return [loop], []
         t = s.target.id
         rng = s.iter.args
-        start, stop, step = (const(0), rng[0], const(1)) if len(rng) == 1 else \
-            (rng[0], rng[1], rng[2] if len(rng) > 2 else const(1))
-        fresh = self.namer.fresh
-        v = {k: fresh(p) for k, p in (("N", "_steps"), ("K", "_slots"), ("POS", "_at"),
-                                       ("TOP", "_top"), ("J", "_j"), ("M", "_m"),
-                                       ("END", "_end"), ("LIVE", "_live"), ("A", "_a"))}
-        first = fresh("_start")
-        stride = fresh("_stride")
-        np_name = self.global_name("np", __import__("numpy"))
-        tc = self.global_name("trip_count", helpers.trip_count)
-        if not each_step:
-            self.tapes.slot(v["POS"], "int64")
-        v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
-                 RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
-                 COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
-                 SNAPS=name(CHECKPOINTED.get(s)[0]),
-                 TRIPS=ast.Call(func=name(tc), args=[name(first), clone(stop), name(stride)],
-                                keywords=[]))
+        start, step = (const(0), const(1)) if len(rng) == 1 else \
+            (rng[0], rng[2] if len(rng) > 2 else const(1))
+        v, first, stride = self._placeholders(s, each_step)
         index = [assign(t, binop(name(first), ast.Add(), binop(
             name(v["J"]), ast.Mult(), name(stride))))]
         slots, store, load, once_save, once_load, state = self.binomial_state(s, v["K"],
@@ -204,14 +183,7 @@ class Binomial(Part):
                   "LOAD": load, "TAPED": taped}
         self.env.setdefault("range", range)
         self.tapes.restores(dataflow.binds_in([s]) | set(state) | {t})
-        what = ", ".join(state + ["the random generators"] * bool(replay)) or "nothing"
-        line = getattr(s, "lineno", None)
-        which = "loop" if CHECKPOINTED.get(s)[1] == "auto" else "jg.checkpointed loop"
-        note = comment(f"{which} (line {line}): binomial schedule (revolve), "
-                       f"snapshots of {what}; one step's tape at a time")
-        if each_step:
-            note = comment(f"loop (line {line}): a snapshot of {what} before each step; "
-                           "each step run again with its tape where it is reversed")
+        note = _note(s, state, bool(replay), each_step)
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
                *splice(_FORWARD_EACH if each_step else _FORWARD, v, blocks),
                # room for one step's top-level pushes, once: each taped step pops its own
@@ -222,6 +194,41 @@ class Binomial(Part):
         self.last_state = (state, [x.value.args[0].id for x in load if isinstance(x, ast.Expr)
                                    and x.value.args[0].id in state])
         return fwd, rev
+
+    def _step(self, s: ast.For, each_step: bool) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """One step's forward and adjoint statements (``each_step``: each trip replayed
+        right before its adjoint, ``Analysis.replayed``)."""
+        before = self.an.replayed
+        if each_step:
+            self.an.replayed = before | {id(s)}
+        try:
+            return self.block(s.body)
+        finally:
+            self.an.replayed = before
+
+    def _placeholders(self, s: ast.For,
+                      each_step: bool) -> tuple[dict[str, str | ast.expr], str, str]:
+        """What the schedule templates' placeholders stand for (fresh names, the helpers'
+        global names, the trip count), and the names of the loop's start and stride."""
+        fresh = self.namer.fresh
+        v: dict[str, str | ast.expr] = {k: fresh(p) for k, p in (
+            ("N", "_steps"), ("K", "_slots"), ("POS", "_at"), ("TOP", "_top"), ("J", "_j"),
+            ("M", "_m"), ("END", "_end"), ("LIVE", "_live"), ("A", "_a"))}
+        first = fresh("_start")
+        stride = fresh("_stride")
+        np_name = self.global_name("np", __import__("numpy"))
+        tc = self.global_name("trip_count", helpers.trip_count)
+        if not each_step:
+            self.tapes.slot(v["POS"], "int64")
+        rng = s.iter.args
+        stop = rng[0] if len(rng) == 1 else rng[1]
+        v.update(NP=np_name, SPLIT=self.global_name("revolve_split", revolve.revolve_split),
+                 RESERVE=self.global_name("tape_reserve", helpers.tape_reserve),
+                 COUNT=self.global_name("snapshot_count", revolve.snapshot_count),
+                 SNAPS=name(CHECKPOINTED.get(s)[0]),
+                 TRIPS=ast.Call(func=name(tc), args=[name(first), clone(stop), name(stride)],
+                                keywords=[]))
+        return v, first, stride
 
     def schedule(self, s: ast.For, state: list[str], slotted: set[str],
                  bf: list[ast.stmt]) -> LoopSchedule:
@@ -484,3 +491,15 @@ def element_reads(body: list[ast.stmt]) -> set[str]:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip:
             out.add(n.id)
     return out
+
+
+def _note(s: ast.For, state: list[str], draws: bool, each_step: bool) -> ast.stmt:
+    """The comment heading a checkpointed loop's sweeps: its schedule and what it keeps."""
+    what = ", ".join(state + ["the random generators"] * draws) or "nothing"
+    line = getattr(s, "lineno", None)
+    if each_step:
+        return comment(f"loop (line {line}): a snapshot of {what} before each step; "
+                       "each step run again with its tape where it is reversed")
+    which = "loop" if CHECKPOINTED.get(s)[1] == "auto" else "jg.checkpointed loop"
+    return comment(f"{which} (line {line}): binomial schedule (revolve), "
+                   f"snapshots of {what}; one step's tape at a time")
