@@ -27,6 +27,7 @@ from jitgrad.kernels import arrays, helpers
 from jitgrad.rules.primitives import (
     Result,
     allocates_shape,
+    cached_twin,
     declare,
     fact,
     fill_value,
@@ -37,6 +38,7 @@ from jitgrad.rules.primitives import (
 from jitgrad.transpiler.analysis.analyse import copy_args
 from jitgrad.transpiler.analysis.dataflow import may_alias
 from jitgrad.transpiler.analysis.shape_classes import SCALAR, ShapeClasses, reduction_terms
+from jitgrad.transpiler.backend.cached_calls import cached_calls
 from jitgrad.transpiler.backend.zero_skip import is_zero, skippable
 from jitgrad.transpiler.front.call_order import has_effects
 from jitgrad.transpiler.front.purity import call_pure, is_pure
@@ -266,6 +268,15 @@ def test_the_read_policy_asks_the_table_not_the_spelling(src, env, stored):
 
 
 # --- spelling: ``import numpy as onp`` gets the same code ---------------------------------
+
+
+def test_cached_twins_are_table_facts():
+    """``cached_calls`` rewrites what the table gives a cached twin, however it is named."""
+    assert cached_twin(np.zeros_like) == "np_zeros_like" and cached_twin(np.zeros) is None
+    body = ast.parse("d = onp.zeros_like(x)\ne = zl(x)\nf = a @ b\ng = onp.zeros(3)").body
+    out = cached_calls(body, {"onp": onp, "zl": np.empty_like}, str)
+    assert [ast.unparse(s) for s in out] == [
+        "d = np_zeros_like(x)", "e = np_empty_like(x)", "f = np_matmul(a, b)", "g = onp.zeros(3)"]
 
 
 def spelled_np(x, a):

@@ -94,6 +94,10 @@ declare(np.sum, sums=True)
 # results that share no argument's buffer, besides fresh arrays: numbers and ranges
 declare(builtins.range, prange, builtins.len, builtins.int, builtins.float, builtins.bool,
         builtins.abs, builtins.min, builtins.max, builtins.round, fresh=True)
+# calls compiled code makes through a helper cached on disk (backend/cached_calls.py)
+declare(np.zeros_like, cached_as="np_zeros_like")
+declare(np.empty_like, cached_as="np_empty_like")
+declare(operator.matmul, cached_as="np_matmul")  # (``a @ b``)
 # generated code's in-place copies: (destination, source) arguments
 declare(H.restore_into, copies_into=(0, 1))
 declare(R.store_slot, copies_into=(0, 2))

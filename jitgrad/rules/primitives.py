@@ -113,7 +113,9 @@ class Primitive:
     a shape is (``np.zeros``: 0.0); ``fresh``: the result shares no argument's buffer
     (a number, a ``range``; fresh arrays say ``allocates``); ``copies_into``: (destination,
     source), a call copies the source argument's elements into the destination argument's
-    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``shape_args``: the positions of the
+    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``cached_as``: the helper of
+    ``kernels.helpers`` compiled generated code calls instead (only that call, cached on
+    disk: ``"np_zeros_like"``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
     ``cost``: what one scalar call costs to evaluate, in the units of
     ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
@@ -153,6 +155,7 @@ class Primitive:
     fill: float | None = None
     fresh: bool = False
     copies_into: tuple[int, int] | None = None
+    cached_as: str | None = None
     shape_args: tuple[int, ...] = ()
     cost: float | None = None
     device: bool = False
@@ -186,7 +189,7 @@ TAPE_COST = 16.0
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
-            "fresh", "copies_into", "shape_args", "cheap",
+            "fresh", "copies_into", "cached_as", "shape_args", "cheap",
             "cost", "device", "device_as", "ieee", "query", "random", "size_arg", "methods",
             "attrs")
 
@@ -447,6 +450,12 @@ def shape_args(fn: Any) -> tuple[int, ...]:
     ``(1,)``); none for an unknown function."""
     rec = _RECORDS.get(id(fn))
     return () if rec is None else rec.shape_args
+
+
+def cached_twin(fn: Any) -> str | None:
+    """The name of the cached helper compiled code calls for ``fn`` (``cached_as``), or None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.cached_as
 
 
 def device_spelling(fn: Any) -> str | None:

@@ -20,25 +20,21 @@ written here are rewritten (one positional argument, no keywords; a binary ``@``
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from ...rules.primitives import cached_twin
 from ..astutil import resolve
 from ..front.desugar import name
 from ..nodes import clone, walk
 
-#: NumPy function -> the helper (``kernels.helpers``) generated code calls instead
-HELPERS: dict[Any, str] = {np.zeros_like: "np_zeros_like", np.empty_like: "np_empty_like"}
-#: the helper ``a @ b`` becomes
-MATMUL = "np_matmul"
-
 
 def cached_calls(body: list[ast.stmt], env: dict[str, Any],
                  helper: Callable[[str], str]) -> list[ast.stmt]:
-    """``body`` with the calls of ``HELPERS`` (however NumPy is spelled) and every
-    ``a @ b`` calling the cached helpers, named in generated code by ``helper``.  The
+    """``body`` with the calls of one argument that the primitive table gives a cached
+    twin (``cached_as``: ``np.zeros_like``, however NumPy is spelled) and every ``a @ b``
+    calling the cached helpers, named in generated code by ``helper``.  The
     statements of ``body`` are not changed (the variants share them): those that change
     are copied."""
     out = []
@@ -52,10 +48,10 @@ def cached_calls(body: list[ast.stmt], env: dict[str, Any],
 def _helper_of(n: ast.AST, env: dict[str, Any]) -> str | None:
     """The helper that ``n`` becomes a call of, else None."""
     if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
-        return MATMUL
+        return cached_twin(operator.matmul)
     if isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords \
             and not isinstance(n.args[0], ast.Starred):
-        return HELPERS.get(resolve(n.func, env))
+        return cached_twin(resolve(n.func, env))
     return None
 
 
@@ -75,4 +71,4 @@ class _Rewrite(ast.NodeTransformer):
                                           keywords=[]), node)
 
 
-__all__ = ["HELPERS", "MATMUL", "cached_calls"]
+__all__ = ["cached_calls"]
