@@ -181,6 +181,11 @@ def counted_f2(a):
     return a.shape[0]
 
 
+# what a user says of functions of their own (``copies_into``, generated code's, is the
+# built-in table's only)
+jg.non_differentiable(made_of_shape_f2, shaped_as_second_f2, summed_f2, counted_f2)
+declare(copied_into_f2, hides_writes=False)
+
 OWN = {"np": np, "onp": onp, "len": len, "mk": made_of_shape_f2, "like2": shaped_as_second_f2,
        "tot": summed_f2, "cp": copied_into_f2, "cnt": counted_f2}
 
@@ -210,7 +215,7 @@ def test_a_declared_allocation_is_one_to_every_pass(forget):
                 may_alias(_call("made_of_shape_f2(a)")), fill_value(made_of_shape_f2))
 
     assert said() == (None, None, {"a"}, None)
-    declare(made_of_shape_f2, allocates=True, result=Result("alloc"), fill=2.0)
+    jg.non_differentiable(made_of_shape_f2, allocates=True, result=Result("alloc"), fill=2.0)
     assert allocates_shape(made_of_shape_f2)
     assert said() == ("a", 3, set(), 2.0)
 
@@ -235,10 +240,10 @@ def test_shape_of_sums_copies_and_numbers_follow_the_table(forget):
                 may_alias(_call("counted_f2(a)")))
 
     assert said() == (None, False, False, {"a"})
-    declare(shaped_as_second_f2, shape_of=1)
-    declare(summed_f2, sums=True)
+    jg.non_differentiable(shaped_as_second_f2, shape_of=1)
+    jg.non_differentiable(summed_f2, sums=True)
+    jg.non_differentiable(counted_f2, fresh=True)
     declare(copied_into_f2, copies_into=(0, 1))
-    declare(counted_f2, fresh=True)
     assert shape_of(shaped_as_second_f2) == 1
     shapes = _classes("z = like2(a, b)\nt = tot(b)")
     assert shapes.of("z") == "b" and shapes.of("t") == SCALAR
