@@ -4,7 +4,11 @@
 ``zero_skip`` (skipping a loop), ``split`` (a helper compiled on its own) and
 ``call_order`` (a call with effects) all agree with it, and a primitive declared
 ``pure=True`` is pure to each of them.  ``linear_in`` tells ``zero_skip`` a zero argument
-gives a zero result.
+gives a zero result.  The other facts passes ask (fresh arrays from a shape and their
+fill, the argument a result has the shape of, sums, numbers, in-place copies, writes
+through arguments, costs) are table facts too: a newly declared primitive is followed by
+every pass that asks, and how the user spells NumPy (``import numpy as onp``) does not
+change the generated code.
 """
 
 from __future__ import annotations
@@ -14,16 +18,33 @@ import builtins
 import math
 
 import numpy as np
+import numpy as onp
 import pytest
 from gradcheck import check_grad
 
 import jitgrad as jg
 from jitgrad.kernels import arrays, helpers
-from jitgrad.rules.primitives import declare, fact, linear_in, pure
+from jitgrad.rules.primitives import (
+    Result,
+    allocates_shape,
+    cached_twin,
+    declare,
+    fact,
+    fill_value,
+    linear_in,
+    pure,
+    shape_of,
+)
+from jitgrad.transpiler.analysis.analyse import copy_args
+from jitgrad.transpiler.analysis.dataflow import may_alias
+from jitgrad.transpiler.analysis.shape_classes import SCALAR, ShapeClasses, reduction_terms
+from jitgrad.transpiler.backend.cached_calls import cached_calls
 from jitgrad.transpiler.backend.zero_skip import is_zero, skippable
 from jitgrad.transpiler.front.call_order import has_effects
 from jitgrad.transpiler.front.purity import call_pure, is_pure
+from jitgrad.transpiler.front.small_arrays import _Facts
 from jitgrad.transpiler.front.split import pure_helper
+from jitgrad.transpiler.modes.policy import ReadPolicy
 
 
 def scaled(x):
@@ -133,3 +154,199 @@ def test_len_is_pure_for_last_taken(jit):
         check_grad(last_at_most, (v, a), wrt=(0, 1), jit=jit)
     src = jg.differentiate(last_at_most, wrt=(0, 1)).source(v, 0.1)
     assert "_hit" in src and "tape_put" not in src
+
+
+# --- the other facts: each declared once, followed by every pass that asks ----------------
+
+
+def made_of_shape_f2(shape):
+    """A user's allocation from a shape (the table learns it below)."""
+    return np.full(shape, 2.0)
+
+
+def shaped_as_second_f2(a, b):
+    """A fresh array of ``b``'s shape."""
+    return np.zeros_like(b)
+
+
+def summed_f2(a):
+    return float(np.sum(a))
+
+
+def copied_into_f2(dst, src):
+    dst[...] = src
+
+
+def counted_f2(a):
+    return a.shape[0]
+
+
+# what a user says of functions of their own (``copies_into``, generated code's, is the
+# built-in table's only)
+jg.non_differentiable(made_of_shape_f2, shaped_as_second_f2, summed_f2, counted_f2)
+declare(copied_into_f2, hides_writes=False)
+
+OWN = {"np": np, "onp": onp, "len": len, "mk": made_of_shape_f2, "like2": shaped_as_second_f2,
+       "tot": summed_f2, "cp": copied_into_f2, "cnt": counted_f2}
+
+
+@pytest.fixture
+def forget():
+    """Declared facts of this module's functions are undone after the test."""
+    yield
+    declare(made_of_shape_f2, allocates=False, result=Result("unknown"), fill=None)
+    declare(shaped_as_second_f2, shape_of=None)
+    declare(summed_f2, sums=False)
+    declare(copied_into_f2, copies_into=None)
+    declare(counted_f2, fresh=False)
+
+
+def _classes(src: str, env=OWN) -> ShapeClasses:
+    return ShapeClasses(ast.parse(src).body, {"a": 1, "b": 2}, env, ["a", "b"])
+
+
+def test_a_declared_allocation_is_one_to_every_pass(forget):
+    """Shape classes (the class of its shape), small arrays (a fill of a constant size)
+    and the aliasing of the dataflow (no buffer shared; it has no namespace, so it goes
+    by the function's name) all follow ``allocates`` with the ``alloc`` result and its
+    ``fill``."""
+    def said():
+        return (_classes("z = mk(a.shape)").of("z"), _Facts({}, OWN).form(_call("mk(3)")),
+                may_alias(_call("made_of_shape_f2(a)")), fill_value(made_of_shape_f2))
+
+    assert said() == (None, None, {"a"}, None)
+    jg.non_differentiable(made_of_shape_f2, allocates=True, result=Result("alloc"), fill=2.0)
+    assert allocates_shape(made_of_shape_f2)
+    assert said() == ("a", 3, set(), 2.0)
+
+
+@pytest.mark.parametrize("mod", ["np", "onp"])
+@pytest.mark.parametrize("call, cls", [
+    ("full(a.shape, 2.0)", "a"), ("full((a.shape[0],), 1.5)", "a"), ("zeros(b.shape)", "b"),
+    ("ones(len(a))", "a"), ("empty(b.shape)", "b"), ("zeros_like(b)", "b"),
+    ("full_like(a, 3.0)", "a"), ("copy(b)", "b")])
+def test_allocations_have_their_shape_class(mod, call, cls):
+    """``np.full`` (not in the old list of allocations), ``np.full_like`` and ``np.copy``
+    (not in the old list of ``_like`` calls) have the class of their shape, however NumPy
+    is spelled."""
+    assert _classes(f"z = {mod}.{call}").of("z") == cls
+
+
+def test_shape_of_sums_copies_and_numbers_follow_the_table(forget):
+    def said():
+        shapes = _classes("z = like2(a, b)\nt = tot(b)")
+        return (shapes.of("z"), reduction_terms(_call("tot(b)"), shapes, OWN) is not None,
+                copy_args(_call("cp(a, b)"), OWN) is not None,
+                may_alias(_call("counted_f2(a)")))
+
+    assert said() == (None, False, False, {"a"})
+    jg.non_differentiable(shaped_as_second_f2, shape_of=1)
+    jg.non_differentiable(summed_f2, sums=True)
+    jg.non_differentiable(counted_f2, fresh=True)
+    declare(copied_into_f2, copies_into=(0, 1))
+    assert shape_of(shaped_as_second_f2) == 1
+    shapes = _classes("z = like2(a, b)\nt = tot(b)")
+    assert shapes.of("z") == "b" and shapes.of("t") == SCALAR
+    assert [n.id for n in reduction_terms(_call("tot(b)"), shapes, OWN)] == ["b"]
+    dst, src = copy_args(_call("cp(a, b)"), OWN)
+    assert (dst.id, src.id) == ("a", "b")
+    assert said()[3] == set() and may_alias(_call("counted_f2(a, out=b)")) == {"a", "b"}
+
+
+def writer_f2(a):
+    a[0] = 1.0
+
+
+@pytest.mark.parametrize("src, env, stored", [
+    ("n = len(a)", {}, set()),
+    ("n = size(a)", {"size": len}, set()),  # (a builtin under another name)
+    ("n = len(a)", {"len": writer_f2}, {"a"}),  # (a writer under a builtin's name)
+    ("n = writer_f2(a)", {"writer_f2": writer_f2}, {"a"}),
+    ("n = np.random.shuffle(a)", {"np": np}, {"a"}),
+    ("n = onp.sum(a, out=b)", {"onp": onp}, {"a", "b"})])
+def test_the_read_policy_asks_the_table_not_the_spelling(src, env, stored):
+    """Which arrays a call may write (the tape policy's never-written test) is the table's
+    ``hides_writes`` of what the call names, not a list of builtin names: ``len`` bound to
+    a function that writes its argument writes ``a``."""
+    body = ast.parse(src).body
+    assert ReadPolicy(body, None, env)._stored_into() - {"n", "onp"} == stored
+
+
+# --- spelling: ``import numpy as onp`` gets the same code ---------------------------------
+
+
+def test_cached_twins_are_table_facts():
+    """``cached_calls`` rewrites what the table gives a cached twin, however it is named."""
+    assert cached_twin(np.zeros_like) == "np_zeros_like" and cached_twin(np.zeros) is None
+    body = ast.parse("d = onp.zeros_like(x)\ne = zl(x)\nf = a @ b\ng = onp.zeros(3)").body
+    out = cached_calls(body, {"onp": onp, "zl": np.empty_like}, str)
+    assert [ast.unparse(s) for s in out] == [
+        "d = np_zeros_like(x)", "e = np_empty_like(x)", "f = np_matmul(a, b)", "g = onp.zeros(3)"]
+
+
+def spelled_np(x, a):
+    m = x.shape[0]
+    s = 0.0
+    for t in range(len(x) - 2):
+        z = np.empty(m)
+        for j in range(m):
+            z[j] = math.sin(x[j] * (t + 1.0)) * a
+        w = np.full(x.shape, 2.0) * x + np.zeros_like(x)
+        s += np.sum(z) * (t + 2.0) + np.sum(w * x) * a
+    return s
+
+
+def spelled_onp(x, a):
+    m = x.shape[0]
+    s = 0.0
+    for t in range(len(x) - 2):
+        z = onp.empty(m)
+        for j in range(m):
+            z[j] = math.sin(x[j] * (t + 1.0)) * a
+        w = onp.full(x.shape, 2.0) * x + onp.zeros_like(x)
+        s += onp.sum(z) * (t + 2.0) + onp.sum(w * x) * a
+    return s
+
+
+def scratch_np(x, k, m):
+    total = 0.0
+    for i in range(x.shape[0]):
+        t = np.zeros(4)
+        for j in range(m):
+            t[j + 1] = math.exp(k * x[i] * (j + 1.0)) + t[j]
+        total += t[1] * t[2] + math.sin(t[3])
+    return total
+
+
+def scratch_onp(x, k, m):
+    total = 0.0
+    for i in range(x.shape[0]):
+        t = onp.zeros(4)
+        for j in range(m):
+            t[j + 1] = math.exp(k * x[i] * (j + 1.0)) + t[j]
+        total += t[1] * t[2] + math.sin(t[3])
+    return total
+
+
+def _normalised(src: str) -> str:
+    import re
+
+    return re.sub(r"# line \d+", "#", src).replace("_onp", "_np").replace("onp.", "np.")
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("pair, args", [
+    ((spelled_np, spelled_onp), (np.linspace(0.1, 1.0, 6), 0.7)),
+    ((scratch_np, scratch_onp), (np.linspace(0.1, 0.5, 4), 0.3, 3))], ids=["zeros_like", "loop"])
+def test_numpy_under_another_name_gets_the_same_code(jit, pair, args):
+    """The loop's array made once (``loop_buffers``), the cached ``zeros_like``
+    (``cached_calls``) and the rest: the same generated code for ``onp`` as for ``np``."""
+    for f in pair:
+        check_grad(f, args, wrt=(0, 1), jit=jit)
+    src = [jg.differentiate(f, wrt=(0, 1), jit=jit).source(*args) for f in pair]
+    assert _normalised(src[1]) == _normalised(src[0])
+    if jit and pair[0] is spelled_np:
+        assert "np_zeros_like(x)" in src[1]
+    if pair[0] is scratch_np:
+        loop = src[1][src[1].index("for i in range("):]
+        assert "onp.zeros(" not in loop and "onp.empty(" not in loop, src[1]

@@ -13,6 +13,7 @@ import operator
 import random
 
 import numpy as np
+from numba import prange
 
 from ..kernels import arrays as K
 from ..kernels import helpers as H
@@ -83,6 +84,24 @@ declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.o
         np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
         H.zeros_like, H.snapshot, H.shape_stand_in, allocates=True)
 declare(np.copy, np.ndarray.copy, np.array, H.snapshot, copies=True)
+# fresh arrays of an argument's shape (besides those of its kind: ``np.zeros_like``), the
+# values allocations from a shape start with, and sums of an array's elements
+declare(H.zeros_like, H.shape_stand_in, shape_of=0)
+declare(R.load_ref, shape_of=2)  # (the snapshot of a loop's state, shaped like the state)
+declare(np.zeros, fill=0.0)
+declare(np.ones, fill=1.0)
+declare(np.sum, sums=True)
+# results that share no argument's buffer, besides fresh arrays: numbers and ranges
+declare(builtins.range, prange, builtins.len, builtins.int, builtins.float, builtins.bool,
+        builtins.abs, builtins.min, builtins.max, builtins.round, fresh=True)
+# calls compiled code makes through a helper cached on disk (backend/cached_calls.py)
+declare(np.zeros_like, cached_as="np_zeros_like")
+declare(np.empty_like, cached_as="np_empty_like")
+declare(operator.matmul, cached_as="np_matmul")  # (``a @ b``)
+# generated code's in-place copies: (destination, source) arguments
+declare(H.restore_into, copies_into=(0, 1))
+declare(R.store_slot, copies_into=(0, 2))
+declare(R.load_slot, copies_into=(0, 1))
 # methods that change the array or list they are called on (their spelling is all a pass
 # sees of a method call: ``xs.pop()``, ``a.sort()``)
 declare(np.ndarray.sort, np.ndarray.fill, np.ndarray.resize, np.ndarray.put,
@@ -110,7 +129,7 @@ declare(H.unbroadcast, K.expand_along, K.dot_grad_a, K.dot_grad_b, builtins.floa
 declare(H.guard, linear_in=(0, 1))
 # calls made for their effect that write no array out of the reverse sweep's sight: output,
 # a shape check, and generated code's own snapshot and slot copies (analysis/effects.py)
-declare(builtins.print, H.same_shape, H.restore_into, R.store_slot, R.load_slot,
+declare(builtins.print, H.same_shape, H.restore_into, R.store_slot, R.load_slot, prange,
         hides_writes=False)
 
 # --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
@@ -122,7 +141,7 @@ declare(operator.add, operator.sub, operator.mul, operator.neg, operator.pos, np
         np.absolute, np.fabs, math.fabs, builtins.min, builtins.max, np.minimum, np.maximum,
         np.fmin, np.fmax, np.sign, np.copysign, math.copysign, builtins.float, np.float64,
         builtins.int, builtins.bool, np.floor, np.ceil, np.trunc, math.floor, math.ceil,
-        math.trunc, cost=1)
+        math.trunc, np.where, H.guard, K.select, cost=1)
 declare(operator.truediv, operator.floordiv, operator.mod, np.divide, np.true_divide,
         np.reciprocal, cost=4)
 declare(np.sqrt, math.sqrt, cost=6)

@@ -106,7 +106,16 @@ class Primitive:
     default, means unless a gradient rule or ``non_differentiable`` covers the primitive
     (``print`` and the snapshot and slot helpers of generated code say False).
     ``reshapes``: the result is provably larger or smaller than an array among its
-    arguments (``np.concatenate``, ``np.diff``).  ``shape_args``: the positions of the
+    arguments (``np.concatenate``, ``np.diff``).  ``shape_of``: the position of the
+    argument whose shape the result has (``np.zeros_like``: 0, by default for a fresh
+    array of the ``SAME`` kind); ``sums``: the result is the sum of its one argument's
+    elements (``np.sum``); ``fill``: the value every element of a fresh array made from
+    a shape is (``np.zeros``: 0.0); ``fresh``: the result shares no argument's buffer
+    (a number, a ``range``; fresh arrays say ``allocates``); ``copies_into``: (destination,
+    source), a call copies the source argument's elements into the destination argument's
+    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``cached_as``: the helper of
+    ``kernels.helpers`` compiled generated code calls instead (only that call, cached on
+    disk: ``"np_zeros_like"``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
     ``cost``: what one scalar call costs to evaluate, in the units of
     ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
@@ -141,6 +150,12 @@ class Primitive:
     linear_in: tuple[int, ...] = ()
     hides_writes: bool | None = None
     reshapes: bool = False
+    shape_of: int | None = None
+    sums: bool = False
+    fill: float | None = None
+    fresh: bool = False
+    copies_into: tuple[int, int] | None = None
+    cached_as: str | None = None
     shape_args: tuple[int, ...] = ()
     cost: float | None = None
     device: bool = False
@@ -173,7 +188,8 @@ TAPE_COST = 16.0
 
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
-            "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_args", "cheap",
+            "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
+            "fresh", "copies_into", "cached_as", "shape_args", "cheap",
             "cost", "device", "device_as", "ieee", "query", "random", "size_arg", "methods",
             "attrs")
 
@@ -331,6 +347,12 @@ def allocating(name: str) -> bool:
     return name in names_with("allocates")
 
 
+def fresh(name: str) -> bool:
+    """Is ``name`` the spelling of a call whose result shares no argument's buffer: a
+    fresh array (``allocates``: ``np.zeros``, ``x.copy``) or a number (``fresh``: ``len``)?"""
+    return name in names_with("allocates") or name in names_with("fresh")
+
+
 def mutating(name: str) -> bool:
     """Is ``name`` the spelling of a method that changes its object (``sort``, ``pop``)?"""
     return name in names_with("mutates")
@@ -348,11 +370,48 @@ def copies(fn: Any) -> bool:
     return rec is not None and rec.copies
 
 
+def shape_of(fn: Any) -> int | None:
+    """The position of the argument whose shape the result of ``fn`` has
+    (``Primitive.shape_of``; 0 for a fresh array of the first argument's kind,
+    ``np.zeros_like``), else None."""
+    rec = _RECORDS.get(id(fn))
+    if rec is None:
+        return None
+    if rec.shape_of is not None:
+        return rec.shape_of
+    return 0 if rec.allocates and rec.result == SAME else None
+
+
 def shaped_like(fn: Any) -> bool:
     """Is the result of ``fn`` a fresh array of its first argument's shape and dtype
     (``np.zeros_like``, ``np.copy``)?"""
+    return allocates(fn) and shape_of(fn) == 0
+
+
+def allocates_shape(fn: Any) -> bool:
+    """Is the result of ``fn`` a fresh array whose shape is its first argument
+    (``np.zeros(shape)``, ``np.full(shape, v)``: allocating, of the ``"alloc"`` kind)?"""
     rec = _RECORDS.get(id(fn))
-    return rec is not None and rec.allocates and rec.result == SAME
+    return rec is not None and rec.allocates and rec.result.how == "alloc"
+
+
+def fill_value(fn: Any) -> float | None:
+    """The value of every element of the fresh array ``fn`` makes from a shape
+    (``np.ones``: 1.0; ``allocates_shape``), None where unknown."""
+    return _RECORDS[id(fn)].fill if allocates_shape(fn) else None
+
+
+def sums(fn: Any) -> bool:
+    """Is the result of ``fn`` the sum of its one argument's elements (``np.sum``)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.sums
+
+
+def copies_into(fn: Any) -> tuple[int, int] | None:
+    """(destination, source): the positions of the arguments a call of ``fn`` copies
+    from source to destination buffer (``restore_into(dst, src)``: ``(0, 1)``), else None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.copies_into
 
 
 def pure(fn: Any) -> bool:
@@ -391,6 +450,12 @@ def shape_args(fn: Any) -> tuple[int, ...]:
     ``(1,)``); none for an unknown function."""
     rec = _RECORDS.get(id(fn))
     return () if rec is None else rec.shape_args
+
+
+def cached_twin(fn: Any) -> str | None:
+    """The name of the cached helper compiled code calls for ``fn`` (``cached_as``), or None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.cached_as
 
 
 def device_spelling(fn: Any) -> str | None:

@@ -30,7 +30,8 @@ from .primitives import (
 #: IEEE stand-ins and draws' sizes are the built-in table's; tangent rules have their own)
 RULE_FACTS = tuple(f for f in SETTABLE if f not in ("tangent", "query", "methods", "attrs",
                                                      "mutates", "ieee", "size_arg",
-                                                     "hides_writes"))
+                                                     "hides_writes", "copies_into",
+                                                     "cached_as"))
 
 __all__ = ["Rule", "grad_rule", "is_non_differentiable", "lookup", "non_differentiable",
            "version"]

@@ -21,10 +21,14 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ...kernels.helpers import restore_into
-from ...kernels.revolve import load_slot, store_slot
 from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import attribute_function, method_function, query_attrs, returns_view
+from ...rules.primitives import (
+    attribute_function,
+    copies_into,
+    method_function,
+    query_attrs,
+    returns_view,
+)
 from ..astutil import resolve
 from ..naming import is_generated
 from ..nodes import walk, walk_stmts
@@ -841,22 +845,17 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
     return []
 
 
-#: helpers the generated gradient code calls to copy an array's elements in place:
-#: (number of arguments, position of the destination, position of the source)
-_COPIES = {restore_into: (2, 0, 1), store_slot: (3, 0, 2), load_slot: (3, 0, 1)}
-
-
 def copy_args(e: ast.expr, env: dict) -> tuple[ast.Name, ast.expr] | None:
-    """``(dst, src)`` where ``e`` copies ``src``'s elements into ``dst``'s buffer (gradient
-    code: ``restore_into(dst, src)`` writes a snapshot back, ``store_slot(dst, i, src)``
-    keeps one in a checkpointed loop's slot ``i``, ``load_slot(dst, src, i)`` writes it
-    back), else None."""
+    """``(dst, src)`` where ``e`` copies ``src``'s elements into ``dst``'s buffer (the
+    table's ``copies_into``; gradient code: ``restore_into(dst, src)`` writes a snapshot
+    back, ``store_slot(dst, i, src)`` keeps one in a checkpointed loop's slot ``i``,
+    ``load_slot(dst, src, i)`` writes it back), else None."""
     if not (isinstance(e, ast.Call) and not e.keywords):
         return None
-    arity, dst, src = _COPIES.get(resolve(e.func, env), (None, 0, 0))
-    if len(e.args) != arity or not isinstance(e.args[dst], ast.Name):
+    at = copies_into(resolve(e.func, env))
+    if at is None or len(e.args) <= max(at) or not isinstance(e.args[at[0]], ast.Name):
         return None
-    return e.args[dst], e.args[src]
+    return e.args[at[0]], e.args[at[1]]
 
 
 def _sources(v: ast.expr, env: dict) -> list[str]:

@@ -36,7 +36,7 @@ import ast
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ...rules.primitives import allocating, method_function, query_attrs, returns_view
+from ...rules.primitives import allocating, fresh, method_function, query_attrs, returns_view
 from ..astutil import exposed_reads
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 
@@ -264,9 +264,6 @@ def _regrows(call: ast.Call, n: str) -> bool:
 
 #: the names generated code reaches modules by (not arrays: ``np.sin(x)`` is no method call)
 MODULES = frozenset({"np", "math", "numpy", "numba", "random"})
-#: builtins whose results never share an argument's buffer
-_SCALAR_CALLS = frozenset({"range", "prange", "len", "int", "float", "bool", "abs", "min",
-                           "max", "round"})
 
 
 def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
@@ -288,7 +285,7 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
     f = e.func
     spelled = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) \
         else ""
-    if allocating(spelled) or (isinstance(f, ast.Name) and f.id in _SCALAR_CALLS):
+    if fresh(spelled) and not any(k.arg == "out" for k in e.keywords):
         return set()
     obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
         and f.value.id not in modules else None

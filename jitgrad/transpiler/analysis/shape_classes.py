@@ -25,8 +25,7 @@ import numpy as np
 
 from ...kernels import arrays as K
 from ...kernels import helpers as H
-from ...kernels import revolve as R
-from ...rules.primitives import fact
+from ...rules.primitives import allocates_shape, fact, shape_of, sums
 from ..astutil import resolve
 from ..nodes import walk_stmts
 from . import dataflow
@@ -35,13 +34,6 @@ from . import dataflow
 SCALAR = "<scalar>"
 #: not known yet (names read before their binding, in a loop): taken as any class
 _TOP = "<top>"
-#: reductions whose single array argument is summed to a scalar
-SUMS = (np.sum,)
-#: calls whose result has the shape of their argument ``k``: (function, k)
-_LIKE = ((np.zeros_like, 0), (np.empty_like, 0), (np.ones_like, 0), (R.load_ref, 2),
-         (H.shape_stand_in, 0))
-#: allocations whose first argument is the shape of the result
-_ALLOC = (np.empty, np.zeros, np.ones)
 
 
 class ShapeClasses:
@@ -155,10 +147,10 @@ class ShapeClasses:
                 return None
             g, x = self.expr(e.args[0]), self.expr(e.args[1])
             return x if g is not None and g in (x, SCALAR, _TOP) else None
-        for f, k in _LIKE:
-            if fn is f and len(e.args) > k:
-                return self.expr(e.args[k])
-        if fn in _ALLOC and e.args:
+        like = shape_of(fn)
+        if like is not None and len(e.args) > like:
+            return self.expr(e.args[like])
+        if allocates_shape(fn) and e.args:
             return self._allocated(e.args[0])
         if fn is np.broadcast_to and len(e.args) == 2 and isinstance(e.args[1], ast.Attribute) \
                 and e.args[1].attr == "shape" and isinstance(e.args[1].value, ast.Name):
@@ -166,7 +158,7 @@ class ShapeClasses:
         return None
 
     def _allocated(self, shape: ast.expr) -> str | None:
-        """The class of ``np.empty(shape)`` (``zeros``, ``ones``): the argument ``p`` the
+        """The class of ``np.empty(shape)`` (``zeros``, ``full``...): the argument ``p`` the
         body never binds where ``shape`` is ``p.shape``, or ``p.shape[0], p.shape[1]...``
         in order (``len(p)`` for the first), each maybe through a name whose every
         binding is that expression (its value is the same wherever it is read)."""
@@ -256,7 +248,7 @@ def reduction_terms(e: ast.expr, shapes: ShapeClasses, env: dict[str, Any]
     if not isinstance(e, ast.Call) or e.keywords:
         return None
     fn = resolve(e.func, env)
-    if fn in SUMS and len(e.args) == 1:
+    if sums(fn) and len(e.args) == 1:
         c = shapes.expr(e.args[0])
         return [e.args[0]] if c not in (None, SCALAR) else None
     if fn is np.dot and len(e.args) == 2:

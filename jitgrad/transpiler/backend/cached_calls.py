@@ -20,56 +20,50 @@ written here are rewritten (one positional argument, no keywords; a binary ``@``
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from ...rules.primitives import cached_twin
 from ..astutil import resolve
 from ..front.desugar import name
 from ..nodes import clone, walk
 
-#: NumPy function -> the helper (``kernels.helpers``) generated code calls instead
-HELPERS: dict[Any, str] = {np.zeros_like: "np_zeros_like", np.empty_like: "np_empty_like"}
-#: the helper ``a @ b`` becomes
-MATMUL = "np_matmul"
 
-
-def cached_calls(body: list[ast.stmt], env: dict[str, Any], np_name: str,
+def cached_calls(body: list[ast.stmt], env: dict[str, Any],
                  helper: Callable[[str], str]) -> list[ast.stmt]:
-    """``body`` with the calls of ``HELPERS`` reached as ``np_name.f(x)`` and every
-    ``a @ b`` calling the cached helpers, named in generated code by ``helper``.  The
+    """``body`` with the calls of one argument that the primitive table gives a cached
+    twin (``cached_as``: ``np.zeros_like``, however NumPy is spelled) and every ``a @ b``
+    calling the cached helpers, named in generated code by ``helper``.  The
     statements of ``body`` are not changed (the variants share them): those that change
     are copied."""
     out = []
     for s in body:
-        if any(_helper_of(n, env, np_name) for n in walk(s)):
-            s = _Rewrite(env, np_name, helper).visit(clone(s))
+        if any(_helper_of(n, env) for n in walk(s)):
+            s = _Rewrite(env, helper).visit(clone(s))
         out.append(s)
     return out
 
 
-def _helper_of(n: ast.AST, env: dict[str, Any], np_name: str) -> str | None:
+def _helper_of(n: ast.AST, env: dict[str, Any]) -> str | None:
     """The helper that ``n`` becomes a call of, else None."""
     if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
-        return MATMUL
-    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-            and isinstance(n.func.value, ast.Name) and n.func.value.id == np_name \
-            and len(n.args) == 1 and not n.keywords \
+        return cached_twin(operator.matmul)
+    if isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords \
             and not isinstance(n.args[0], ast.Starred):
-        return HELPERS.get(resolve(n.func, env))
+        return cached_twin(resolve(n.func, env))
     return None
 
 
 class _Rewrite(ast.NodeTransformer):
     """Rewrites the nodes ``_helper_of`` names a helper for, inner ones first."""
 
-    def __init__(self, env: dict[str, Any], np_name: str, helper: Callable[[str], str]):
-        self.env, self.np_name, self.helper = env, np_name, helper
+    def __init__(self, env: dict[str, Any], helper: Callable[[str], str]):
+        self.env, self.helper = env, helper
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         node = super().generic_visit(node)
-        h = _helper_of(node, self.env, self.np_name)
+        h = _helper_of(node, self.env)
         if h is None:
             return node
         args = [node.left, node.right] if isinstance(node, ast.BinOp) else node.args
@@ -77,4 +71,4 @@ class _Rewrite(ast.NodeTransformer):
                                           keywords=[]), node)
 
 
-__all__ = ["HELPERS", "MATMUL", "cached_calls"]
+__all__ = ["cached_calls"]

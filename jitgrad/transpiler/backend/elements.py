@@ -34,7 +34,7 @@ import numpy as np
 
 from ...kernels import arrays as K
 from ...kernels import helpers as H
-from ...rules.primitives import fact
+from ...rules.primitives import cost
 from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..astutil import resolve
@@ -591,10 +591,8 @@ def _cost(e: ast.expr, ctx: _Ctx) -> float:
                                                                  ast.FloorDiv)) else \
         99.0 if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) else 1.0
     if isinstance(e, ast.Call):
-        fn = resolve(e.func, ctx.env)
-        rec = fact(fn)
-        own = 1.0 if fn in (np.where, H.guard, K.select) else \
-            rec.cost if rec is not None and rec.cost is not None else 99.0
+        own = cost(resolve(e.func, ctx.env))
+        own = 99.0 if own is None else own
     parts = elementwise_parts(e, ctx.env) or []
     return own + sum(_cost(p, ctx) for p in parts)
 

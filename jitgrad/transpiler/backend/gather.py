@@ -84,7 +84,6 @@ def _zeroed_untouched(before: list[ast.stmt], fresh: set[str], env: dict[str, An
     """The arrays of ``fresh`` that ``before`` binds once, to ``np.zeros_like(v)``, and does
     not touch after that: the first writer of such an array may write instead of add."""
     allocs = [s for s in before if _allocates(s, env) and s.targets[0].id in fresh
-              and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "zeros_like"
               and resolve_name(s.value.func, env) is np.zeros_like]
     if not allocs:
         return set()

@@ -39,8 +39,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from ..analysis.dataflow import Dataflow, binds
+from ..astutil import resolve
 from ..naming import fresh_in
 from ..nodes import clone, rewrite_blocks, walk_stmts, with_blocks
 from ..notes import ZEROING, is_prange
@@ -51,23 +55,25 @@ _LOOPS = (ast.For, ast.While)
 def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
                  taken: set[str] | Callable[[], set[str]],
                  is_array: Callable[[str], bool | None] | None = None,
-                 np_name: str = "np") -> list[ast.stmt]:
+                 env: dict[str, Any] | None = None) -> list[ast.stmt]:
     """``body`` with each in-loop zeroing or allocation whose buffer stays in its trip, of
     a shape the same in every trip, allocated once and zeroed in place (see the module
     docstring; flags: new names, not in ``taken``, or what it returns: made only where
-    needed).  The changed statements and the blocks holding them are copied (the variants
-    share statements); ``body`` itself where nothing changes."""
-    if not _zeroings_in_loops(body, np_name):
+    needed; ``env``: the code's namespace).  The changed statements and the blocks
+    holding them are copied (the variants share statements); ``body`` itself where
+    nothing changes."""
+    env = {"np": np} if env is None else env
+    if not _zeroings_in_loops(body, env):
         return body
     df = Dataflow(body, shared, is_array=is_array)
     taken = set(taken() if callable(taken) else taken)
     new: dict[int, list[ast.stmt]] = {}
     before: dict[int, list[ast.stmt]] = {}
     early: set[str] = set()  # the buffers made before their loop
-    for s, outer in _candidates(body, df, np_name):
+    for s, outer in _candidates(body, df, env):
         d = s.targets[0].id
         made = clone(s)
-        zeroed = _zeroing(s) or made.value.func.attr == "zeros"
+        zeroed = _zeroing(s) or resolve(made.value.func, env) is np.zeros
         if _zeroing(s):
             made.value.func.attr = "empty_like"
             ZEROING.set(made.value, False)
@@ -107,15 +113,15 @@ def _set(n: str, value: bool) -> ast.Assign:
     return ast.Assign(targets=[_name(n, True)], value=ast.Constant(value))
 
 
-def _zeroings_in_loops(body: list[ast.stmt], np_name: str) -> bool:
+def _zeroings_in_loops(body: list[ast.stmt], env: dict[str, Any]) -> bool:
     """Is any marked zeroing or ``np.empty``/``np.zeros`` inside a loop of ``body`` (before
     the dataflow is built)?"""
     return any(x.__class__ is ast.Assign and x.value.__class__ is ast.Call
-               and (_zeroing(x) or _allocation(x, np_name) is not None)
+               and (_zeroing(x) or _allocation(x, env) is not None)
                for s in body if isinstance(s, _LOOPS) for x in walk_stmts(s.body))
 
 
-def _candidates(body: list[ast.stmt], df: Dataflow, np_name: str
+def _candidates(body: list[ast.stmt], df: Dataflow, env: dict[str, Any]
                 ) -> list[tuple[ast.Assign, ast.stmt]]:
     """The marked zeroings and the allocations of a fixed shape inside loops (not
     ``prange``) that may be hoisted, each with its outermost loop."""
@@ -124,8 +130,8 @@ def _candidates(body: list[ast.stmt], df: Dataflow, np_name: str
     def visit(block: list[ast.stmt], outer: ast.stmt | None) -> None:
         for s in block:
             if outer is not None and s.__class__ is ast.Assign \
-                    and (_zeroing(s) or _made(s, outer, df, np_name)) \
-                    and _hoistable(s, outer, df, np_name):
+                    and (_zeroing(s) or _made(s, outer, df, env)) \
+                    and _hoistable(s, outer, df, env):
                 out.append((s, outer))
             if isinstance(s, _LOOPS) and is_prange(s):
                 continue
@@ -147,27 +153,27 @@ def _zeroing(s: ast.stmt) -> bool:
             and len(s.value.args) == 1 and isinstance(s.value.args[0], ast.Name))
 
 
-def _allocation(s: ast.stmt, np_name: str) -> ast.Call | None:
+def _allocation(s: ast.stmt, env: dict[str, Any]) -> ast.Call | None:
     """The call of ``s`` where it is ``z = np.empty(shape)`` or ``z = np.zeros(shape)``
-    (float64: no keyword; ``np_name``: the name numpy goes by)."""
+    (float64: no keyword; however ``env`` names NumPy)."""
     if s.__class__ is not ast.Assign or s.value.__class__ is not ast.Call:
         return None
     v = s.value if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) else None
     if (v is not None and isinstance(v.func, ast.Attribute)
-            and isinstance(v.func.value, ast.Name) and v.func.value.id == np_name
-            and v.func.attr in ("empty", "zeros") and len(v.args) == 1 and not v.keywords):
+            and resolve(v.func, env) in (np.empty, np.zeros) and len(v.args) == 1
+            and not v.keywords):
         return v
     return None
 
 
-def _made(s: ast.stmt, outer: ast.stmt, df: Dataflow, np_name: str) -> bool:
+def _made(s: ast.stmt, outer: ast.stmt, df: Dataflow, env: dict[str, Any]) -> bool:
     """Is ``s`` an ``_allocation`` of a shape the same in every trip of ``outer``
     (``Dataflow.invariant``)?"""
-    v = _allocation(s, np_name)
+    v = _allocation(s, env)
     return v is not None and df.invariant(outer, v.args[0])
 
 
-def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow, np_name: str) -> bool:
+def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow, env: dict[str, Any]) -> bool:
     """May ``s``'s buffer be made once before ``outer`` (see the module docstring)?"""
     d = s.targets[0].id
     sharing = df.shares(d)
@@ -184,7 +190,7 @@ def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow, np_name: str) -> bo
     # only by an allocation of a shape the same in every trip
     v = s.value.args[0].id
     made = [x for x in walk_stmts(outer.body) if v in binds(x)]
-    return not made or all(_made(x, outer, df, np_name) for x in made)
+    return not made or all(_made(x, outer, df, env) for x in made)
 
 
 def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],

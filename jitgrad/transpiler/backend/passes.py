@@ -502,7 +502,7 @@ def write_once_(s: Lowering) -> None:
     """
     ir = s.ctx.ir
     if s.ctx.once and not ir.callables:
-        s.body = write_once(s.body, ir.grads, ir.shared, ir.np)
+        s.body = write_once(s.body, ir.grads, ir.shared)
 
 
 def shape_only_(s: Lowering) -> None:
@@ -622,7 +622,7 @@ def workspace_(s: Lowering) -> None:
         body = s.body
         s.body = loop_buffers(body, ir.shared,
                               lambda: set(s.params).union(*map(names_in, body), ctx.env),
-                              _scalar_or_unknown(ctx), ir.np)
+                              _scalar_or_unknown(ctx), ctx.env)
     s.body, dtypes = with_workspace(ir, s.body)
     s.ctx.workspaces[s.variant] = dtypes
     if dtypes:
@@ -816,7 +816,7 @@ def cached_calls_(s: Lowering) -> None:
         return (_t, (dX, dW))
     """
     if s.ctx.cached_calls:
-        s.body = cached_calls(s.body, s.ctx.env, s.ctx.ir.np, s.ctx.accessor)
+        s.body = cached_calls(s.body, s.ctx.env, s.ctx.accessor)
 
 
 def unparse_(s: Lowering) -> None:

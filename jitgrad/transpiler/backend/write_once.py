@@ -45,13 +45,12 @@ from .fuse import plain_loop
 from .gather import _reversed_range, _zero_slice
 
 
-def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, str],
-               np_name: str = "np") -> list[ast.stmt]:
+def write_once(body: list[ast.stmt], grads: tuple[str, ...], shared: dict[str, str]
+               ) -> list[ast.stmt]:
     """``body`` (a variant's function body) with each gradient of ``grads`` that a loop
-    writes first in written-once form (see the module docstring); ``np_name``: the name
-    generated code reaches numpy by (unused: zeroings are found by their mark, ``ZEROING``).
-    ``body``'s statements
-    are not changed (the variants share them): what changes is copied."""
+    writes first in written-once form (see the module docstring; zeroings are found by
+    their mark, ``ZEROING``).  ``body``'s statements are not changed (the variants share
+    them): what changes is copied."""
     out = list(body)
     viewed = set(shared) | set(shared.values())
     for d in dict.fromkeys(grads):  # (in order: the generated text must not vary)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ...rules.primitives import fact
+from ...rules.primitives import fact, fill_value, sums
 from ..analysis.dataflow import (
     Dataflow,
     accesses,
@@ -53,7 +53,6 @@ from .build import assign, const, name
 #: the most elements an array may have to be kept as scalars
 MAX_SIZE = 8
 _OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
-_FILLS = {id(np.zeros): 0.0, id(np.ones): 1.0}
 
 
 class _Facts:
@@ -84,7 +83,7 @@ class _Facts:
                 elts = e.args[0].elts
                 return len(elts) if 0 < len(elts) <= MAX_SIZE and all(map(self.scalar, elts)) \
                     else None
-            if id(fn) in _FILLS and len(e.args) == 1:
+            if fill_value(fn) is not None and len(e.args) == 1:
                 a = e.args[0]
                 ok = isinstance(a, ast.Constant) and type(a.value) is int
                 return a.value if ok and 0 < a.value <= MAX_SIZE else None
@@ -120,7 +119,7 @@ def _index(sub: ast.Subscript, n: int) -> int | None:
 def _sum_of(s: ast.stmt, env: dict) -> str | None:
     """``v`` where ``s`` is ``t = np.sum(v)``."""
     v = s.value if plain_binding(s) else None
-    if isinstance(v, ast.Call) and resolve(v.func, env) is np.sum and len(v.args) == 1 \
+    if isinstance(v, ast.Call) and sums(resolve(v.func, env)) and len(v.args) == 1 \
             and not v.keywords and isinstance(v.args[0], ast.Name):
         return v.args[0].id
     return None
@@ -297,8 +296,8 @@ class _Rewriter:
         if isinstance(e, ast.UnaryOp):
             return ast.UnaryOp(op=e.op, operand=part(e.operand))
         fn = resolve(e.func, self.env)
-        if id(fn) in _FILLS:
-            return self.f64(const(_FILLS[id(fn)]))
+        if (fill := fill_value(fn)) is not None:
+            return self.f64(const(fill))
         if fn is np.array:
             x = e.args[0].elts[k]
             return self.f64(const(float(x.value)) if isinstance(x, ast.Constant) else clone(x))

@@ -53,14 +53,12 @@ from __future__ import annotations
 
 import ast
 
-from ...rules.primitives import fact
+from ...rules.primitives import hides_writes
 from ..analysis import dataflow
-from ..analysis.analyse import Analysis, primitive_of
+from ..analysis.analyse import Analysis
+from ..front.purity import called
 from ..nodes import clone, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, is_prange
-
-#: builtins that read their arguments only
-_PURE = frozenset({"len", "range", "prange", "int", "float", "bool", "abs", "min", "max"})
 
 
 class ReadPolicy:
@@ -79,7 +77,8 @@ class ReadPolicy:
 
     def _stored_into(self) -> set[str]:
         """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
-        appends, ``out=``, and whole arrays handed to a call that is not a primitive."""
+        appends, ``out=``, and whole arrays handed to a call that may write them (the table's
+        ``hides_writes``: an unknown function, ``np.random.shuffle``)."""
         if self._stores is None:
             out: set[str] = set()
             for s in walk_stmts(self.body):
@@ -93,10 +92,8 @@ class ReadPolicy:
                     given = [*n.args, *(k.value for k in n.keywords)]
                     if isinstance(n.func, ast.Attribute):
                         given.append(n.func.value)
-                    prim = primitive_of(n, self.env)
-                    known = (prim is not None and fact(prim[0]) is not None) or (
-                        isinstance(n.func, ast.Name) and n.func.id in _PURE)
-                    if not known or any(k.arg == "out" for k in n.keywords):
+                    if hides_writes(called(n, self.env)) \
+                            or any(k.arg == "out" for k in n.keywords):
                         out |= {x.id for x in given if isinstance(x, ast.Name)}
             self._stores = out
         return self._stores
