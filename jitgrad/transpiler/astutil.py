@@ -7,7 +7,7 @@ import ast
 import types
 from typing import Any
 
-from .nodes import loaded_ids, walk
+from .nodes import loaded_ids, nodes_of, walk
 
 
 def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
@@ -15,7 +15,7 @@ def binop(a: ast.expr, op: ast.operator, b: ast.expr) -> ast.expr:
 
 
 def names_of(e: ast.AST) -> list[str]:
-    return [n.id for n in walk(e) if isinstance(n, ast.Name)]
+    return [n.id for n in nodes_of(e) if isinstance(n, ast.Name)]
 
 
 def exposed_reads(stmts: list[ast.stmt]) -> set[str]:

@@ -92,6 +92,25 @@ def walk(node: ast.AST):
             yield n
 
 
+def nodes_of(node: ast.AST) -> list[ast.AST]:
+    """``list(walk(node))`` without the contexts and operators (``Load``, ``Add``...: leaves
+    without state) and an import's names, the other nodes in the same order: for walks
+    that look at none of those nodes themselves (a ``Name``'s ``ctx`` is read from the
+    ``Name``); fewer nodes and no generator: about 1.4x as fast on jitgrad's sources."""
+    out = [node]
+    fields_of = _NAME_FIELDS.get
+    for n in out:
+        cls = n.__class__
+        fields = fields_of(cls)
+        for f in _name_fields(cls) if fields is None else fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                out.extend(x for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                out.append(v)
+    return out
+
+
 #: fields that hold an identifier, a flag or a constant, never a node
 _PLAIN_FIELDS = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", "module",
                            "level", "is_async", "conversion", "simple"})

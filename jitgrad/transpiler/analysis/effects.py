@@ -35,7 +35,7 @@ import ast
 
 from ...rules.primitives import draws, hides_writes, method_function
 from ..astutil import resolve
-from ..nodes import walk
+from ..nodes import nodes_of, walk
 from .kinds import list_tape_call
 
 
@@ -95,7 +95,7 @@ def first_draw(stmts: list[ast.stmt], env: dict) -> ast.Call | None:
     (``np.random.normal(...)``, ``random.random()``: the primitive table's ``random``
     fact), else None: code that runs ``stmts`` again must replay the generator's state."""
     for s in stmts:
-        for v in walk(s):
+        for v in nodes_of(s):
             if isinstance(v, ast.Call) and draws(resolve(v.func, env)):
                 return v
     return None

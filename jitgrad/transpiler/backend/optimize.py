@@ -24,7 +24,7 @@ from ...rules.primitives import mutating
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.inline import rename
-from ..nodes import loaded_ids, replace_names, walk, walk_stmts
+from ..nodes import loaded_ids, nodes_of, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
 
 
@@ -483,13 +483,16 @@ def propagate_copies(stmts: list[ast.stmt], protected: set[str], namer) -> list[
     temporary) each assigned once: readers use ``b``."""
     counts: dict[str, int] = {}
     copies: list[ast.Assign] = []  # every ``name = name``, in ``ast.walk`` order
-    for n in walk(ast.Module(body=stmts, type_ignores=[])):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            counts[n.id] = counts.get(n.id, 0) + 1
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            counts[n.target.id] = counts.get(n.target.id, 0) + 2
-        elif (isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
-              and isinstance(n.value, ast.Name)):
+    for n in nodes_of(ast.Module(body=stmts, type_ignores=[])):
+        cls = n.__class__
+        if cls is ast.Name:
+            if n.ctx.__class__ is ast.Store:
+                counts[n.id] = counts.get(n.id, 0) + 1
+        elif cls is ast.AugAssign:
+            if n.target.__class__ is ast.Name:
+                counts[n.target.id] = counts.get(n.target.id, 0) + 2
+        elif (cls is ast.Assign and n.targets[0].__class__ is ast.Name
+              and n.value.__class__ is ast.Name):
             copies.append(n)
     mapping: dict[str, str] = {}
     for n in copies:
@@ -558,6 +561,7 @@ _SUM_MAX = 8
 
 
 _JUMPS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
+_JUMP_CLASSES = frozenset(_JUMPS)
 
 
 def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[str]]:
@@ -566,18 +570,19 @@ def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[s
     exits = False
     names: set[str] = set()
     out: set[str] = set()
-    for n in walk(s):
-        if isinstance(n, ast.Name):
+    for n in nodes_of(s):
+        cls = n.__class__
+        if cls is ast.Name:
             names.add(n.id)
-            if isinstance(n.ctx, ast.Store):
+            if n.ctx.__class__ is ast.Store:
                 out.add(n.id)
-        elif isinstance(n, ast.AugAssign):
-            if isinstance(n.target, ast.Name):
+        elif cls is ast.AugAssign:
+            if n.target.__class__ is ast.Name:
                 out.add(n.target.id)
-        elif isinstance(n, (ast.Subscript, ast.Attribute)):
-            if isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+        elif cls is ast.Subscript or cls is ast.Attribute:
+            if n.ctx.__class__ is ast.Store and n.value.__class__ is ast.Name:
                 out.add(n.value.id)
-        elif isinstance(n, _JUMPS):
+        elif cls in _JUMP_CLASSES:
             exits = True
     return exits, names, out | {view_root(n, shared) for n in out}
 

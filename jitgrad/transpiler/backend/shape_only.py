@@ -32,7 +32,7 @@ from ...rules.primitives import shape_args
 from ..analysis import dataflow
 from ..front.desugar import assign, name
 from ..naming import fresh_in, names_in
-from ..nodes import clone, loaded_ids, mentions, walk, walk_stmts
+from ..nodes import clone, loaded_ids, mentions, nodes_of, walk, walk_stmts
 from .emit import comment
 
 
@@ -102,7 +102,7 @@ def shape_only_and_loads(stmts: list[ast.stmt], readers: tuple[str, ...]
                          ) -> tuple[set[str], set[str]]:
     """``read_for_shape_only(stmts, readers)`` and the names ``stmts`` load
     (``nodes.loaded_ids``), in one walk."""
-    nodes = list(walk(ast.Module(body=list(stmts), type_ignores=[])))
+    nodes = nodes_of(ast.Module(body=list(stmts), type_ignores=[]))
     shaped: dict[int, str] = {}
     for n in nodes:
         cls = n.__class__

@@ -24,7 +24,7 @@ import ast
 from ...rules.primitives import mutating
 from ..analysis import dataflow
 from ..naming import Namer
-from ..nodes import clone, walk
+from ..nodes import clone, nodes_of, walk
 from ..notes import BREAK_FLAG, LOOP_SEQ, PRANGE, PRE
 from .build import assign, const, contains, name, not_
 from .iterables import Iterables
@@ -129,7 +129,7 @@ class _SingleExit:
 
 def _return_arity(parsed: Parsed, body: list[ast.stmt]) -> int:
     arities = set()
-    for n in walk(ast.Module(body=body, type_ignores=[])):
+    for n in nodes_of(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Return):
             arities.add(len(n.value.elts) if isinstance(n.value, ast.Tuple) else 1)
     if len(arities) > 1:
@@ -144,7 +144,7 @@ def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
     With ``keep_tail``, a body whose only return is its last statement is kept as
     is and that statement's value is returned (no extra variables).
     """
-    returns = [n for n in walk(ast.Module(body=body, type_ignores=[]))
+    returns = [n for n in nodes_of(ast.Module(body=body, type_ignores=[]))
                if isinstance(n, ast.Return)]
     if keep_tail and len(returns) == 1 and body and body[-1] is returns[0]:
         v = returns[0].value
@@ -195,7 +195,7 @@ def _names_target(n: ast.AST, name_: str) -> bool:
 
 def _writes_in_place(body: list[ast.stmt], names: set[str]) -> bool:
     """Does ``body`` write one of ``names``' arrays in place (``a[i] = ..``, ``a += ..``)?"""
-    for n in walk(ast.Module(body=body, type_ignores=[])):
+    for n in nodes_of(ast.Module(body=body, type_ignores=[])):
         target = n.target if isinstance(n, ast.AugAssign) else \
             n if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) else \
             n.func.value if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from ..nodes import walk
+from ..nodes import nodes_of
 from .parse import Parsed
 
 _HINTS: dict[type, tuple[str, str]] = {
@@ -78,7 +78,7 @@ def fence(parsed: Parsed) -> None:
         raise parsed.error("keyword-only and positional-only parameters are not supported", fn,
                            "use plain positional parameters")
     shapes = _ndindex_stars(fn)
-    for node in walk(fn):
+    for node in nodes_of(fn):
         if node is fn or id(node) in shapes:
             continue
         kind = type(node)
@@ -105,7 +105,7 @@ def fence(parsed: Parsed) -> None:
 
 def _ndindex_stars(fn: ast.FunctionDef) -> set[int]:
     """``*shape`` in ``for ... in np.ndindex(*shape)`` (``front/iterables.py`` reads it)."""
-    return {id(a) for n in walk(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
+    return {id(a) for n in nodes_of(fn) if isinstance(n, ast.For) and isinstance(n.iter, ast.Call)
             and getattr(n.iter.func, "attr", getattr(n.iter.func, "id", None)) == "ndindex"
             for a in n.iter.args if isinstance(a, ast.Starred)}
 
@@ -116,7 +116,7 @@ def fence_entry(parsed: Parsed) -> None:
     fn = parsed.tree
     if not any(isinstance(n, ast.Return) and n.value is not None
                and not (isinstance(n.value, ast.Constant) and n.value.value is None)
-               for n in walk(fn)):
+               for n in nodes_of(fn)):
         raise parsed.error(f"{fn.name} returns no value (it has no 'return' statement with "
                            "a value), so there is nothing to differentiate", fn,
                            "return the value to differentiate; a function that only writes "

@@ -25,7 +25,7 @@ from ...rules.primitives import query_attrs
 from ..analysis.analyse import view_base
 from ..astutil import resolve
 from ..naming import Namer
-from ..nodes import clone, stmts_by_depth, walk
+from ..nodes import clone, nodes_of, stmts_by_depth, walk
 from ..notes import AUG, Checkpoint, carry, checkpoint
 from .desugar import assign, name
 from .parse import Parsed
@@ -37,7 +37,7 @@ def is_atom(e: ast.expr) -> bool:
 
 def _foldable(e: ast.expr) -> bool:
     """Whether Numba may prove ``e`` constant: it reads no element and calls nothing."""
-    return not any(isinstance(n, (ast.Subscript, ast.Call)) for n in walk(e))
+    return not any(isinstance(n, (ast.Subscript, ast.Call)) for n in nodes_of(e))
 
 
 class Normalizer:
@@ -79,7 +79,7 @@ class Normalizer:
         """Arithmetic on integer constants only (kept whole)."""
         return all(not isinstance(n, (ast.Name, ast.Constant)) or
                    (isinstance(n, ast.Constant) and isinstance(n.value, int))
-                   for n in walk(e))
+                   for n in nodes_of(e))
 
     def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
         """``e`` as a name or constant, emitting a temporary if needed."""
@@ -131,7 +131,7 @@ class Normalizer:
 
     @staticmethod
     def _has_slice(idx: ast.expr) -> bool:
-        return any(isinstance(n, ast.Slice) for n in walk(idx))
+        return any(isinstance(n, ast.Slice) for n in nodes_of(idx))
 
     def assign_expr(self, target: str, e: ast.expr, where: ast.AST) -> list[ast.stmt]:
         """Statements computing ``e`` into ``target``."""

@@ -47,7 +47,7 @@ from ..analysis.dataflow import (
 from ..analysis.kinds import infer
 from ..astutil import exposed_reads, resolve
 from ..naming import Namer
-from ..nodes import clone, clone_with, relocate, walk, walk_stmts
+from ..nodes import clone, clone_with, nodes_of, relocate, walk, walk_stmts
 from .build import assign, const, name
 
 #: the most elements an array may have to be kept as scalars
@@ -167,7 +167,7 @@ def _mentions_ok(body: list[ast.stmt], small: set[str], facts: _Facts, env: dict
         if plain_binding(s) in small and facts.form(s.value) is not None \
                 or _sum_of(s, env) in small:
             continue  # a form's operands are small names or scalars
-        nodes = list(_head_nodes(s) if "body" in s._fields else walk(s))
+        nodes = list(_head_nodes(s) if "body" in s._fields else nodes_of(s))
         allowed: set[int] = set()
         for n in nodes:
             if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) \
@@ -183,7 +183,7 @@ def _head_nodes(s: ast.stmt):
     """The nodes of a compound statement's head (its test or iterable, its target)."""
     for f in ("test", "iter", "target"):
         if getattr(s, f, None) is not None:
-            yield from walk(getattr(s, f))
+            yield from nodes_of(getattr(s, f))
 
 
 def _element_write(s: ast.stmt, sub: ast.Subscript, facts: _Facts) -> bool:

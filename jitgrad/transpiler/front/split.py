@@ -28,7 +28,7 @@ from typing import Any
 from ...rules import Rule, is_non_differentiable, lookup
 from ...rules.primitives import Result, record, version
 from ..backend import emit
-from ..nodes import walk
+from ..nodes import nodes_of, walk
 from .parse import Parsed, parse_function, python_function
 from .purity import call_pure, called
 from .transforms import callee, primal_of
@@ -210,7 +210,7 @@ def split_helpers(parsed: Parsed, body: list[ast.stmt]) -> dict[Any, SplitHelper
     counts: Counter = Counter()
     found: dict[Any, Any] = {}
     unplain: set[Any] = set()  # called somewhere with keywords or another arity: inlined
-    for n in walk(ast.Module(body=body, type_ignores=[])):
+    for n in nodes_of(ast.Module(body=body, type_ignores=[])):
         if not isinstance(n, ast.Call):
             continue
         obj = callee(n.func, parsed.env)

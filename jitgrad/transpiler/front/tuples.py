@@ -22,7 +22,7 @@ import ast
 from typing import Any
 
 from ..naming import Namer
-from ..nodes import children, walk
+from ..nodes import children, nodes_of, walk
 
 #: a tuple's structure: None for an entry that is not itself split, else
 #: ``(entries, field names)`` (the names of a namedtuple argument's fields, else None)
@@ -115,14 +115,14 @@ class _Uses:
         self.reads: dict[str, list[tuple[str, Any, Any]]] = {}
         parent = _parents([*body, *returns])
         for s in body:
-            for n in walk(s):
+            for n in nodes_of(s):
                 if isinstance(n, ast.Name):
                     self._use(n, parent, s)
         for r in returns:
             if isinstance(r, ast.Name) and len(returns) == 1:
                 self.reads.setdefault(r.id, []).append(("return", None, r))
                 continue
-            for n in walk(r):
+            for n in nodes_of(r):
                 if isinstance(n, ast.Name):
                     self._use(n, parent, r)
 
@@ -369,7 +369,7 @@ def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str
     target (``(a, b), c = q``) whose value was not split.  Another tuple argument left
     whole is rebuilt from its entries (``shape = (shape_0, shape_1)``), as it was passed."""
     for s in body:
-        for n in walk(s):
+        for n in nodes_of(s):
             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple) and any(
                     isinstance(e, ast.Tuple) for e in n.targets[0].elts):
                 raise parsed.error("nested tuple targets are supported where they unpack a "

@@ -28,7 +28,7 @@ import beniget
 import gast
 
 from ..naming import Namer
-from ..nodes import walk
+from ..nodes import nodes_of, walk
 from .inline import stored_names
 from .parse import QuietChains
 
@@ -66,7 +66,7 @@ def _reused(stmts: list[ast.stmt]) -> set[str]:
 
 
 def _loop_indices(stmts: list[ast.stmt]) -> set[str]:
-    return {n.id for s in stmts for f in walk(s) if isinstance(f, ast.For)
+    return {n.id for s in stmts for f in nodes_of(s) if isinstance(f, ast.For)
             for n in walk(f.target) if isinstance(n, ast.Name)}
 
 
@@ -74,7 +74,7 @@ def _webs(body: list[ast.stmt], returns: list[ast.expr], params: list[str],
           names: set[str]) -> list[list[ast.Name]]:
     """Every web of ``names`` except each name's first, as the ``ast.Name`` nodes it
     spans (the nodes are numbered through ``col_offset``, which gast copies)."""
-    nodes = [n for s in [*body, *returns] for n in walk(s) if isinstance(n, ast.Name)]
+    nodes = [n for s in [*body, *returns] for n in nodes_of(s) if isinstance(n, ast.Name)]
     saved = [{a: getattr(n, a) for a in ("col_offset", "lineno") if hasattr(n, a)}
              for n in nodes]
     for k, n in enumerate(nodes):  # a key gast copies onto its node
