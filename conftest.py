@@ -31,9 +31,22 @@ def pytest_addoption(parser, pluginmanager) -> None:
                     help="ignored: pytest-xdist is not active")
 
 
+#: test modules whose tests are handed to the xdist workers one by one: each test compiles
+#: or starts its own (a fuzz chunk, an example script), so nothing is compiled twice, and
+#: as one unit they would end the run on one worker while the other waits
+SPREAD = {"tests/test_fuzz.py", "tests/test_examples.py"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items) -> None:
-    """Keep each page's examples on one xdist worker, in order (``--dist loadgroup``)."""
+    """Keep each page's examples on one xdist worker, in order (``--dist loadgroup``), and
+    each test module's tests too (as ``--dist loadfile``): what a module compiles (its
+    fixtures, its functions' gradients, which ``jg.grad`` shares within a process) is then
+    compiled once, not once on each worker (``SPREAD``: modules left to spread)."""
     for item in items:
         if type(item).__name__ == "SybilItem":
             item.add_marker(pytest.mark.xdist_group(str(item.path.name)))
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        if module not in SPREAD and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(module))
