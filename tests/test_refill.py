@@ -78,6 +78,38 @@ def reads_written(a, x):
     return out
 
 
+def reads_outer_scalar(a, x):
+    """The fill reads ``c``, bound in the loop around: it holds the last trip's value by the
+    time the adjoint runs, so it is not refilled (unless the adjoint restores it)."""
+    n, m = a.shape
+    t = np.empty(m)
+    out = 0.0
+    for i in range(n):
+        c = x[i % m] * 2.0
+        for r in range(2):
+            for j in range(m):
+                t[j] = a[i, j] * c + r
+            for p in range(m):
+                for q in range(m):
+                    out += t[q] * t[p] * x[p]
+    return out
+
+
+def matrix_fill(a, x):
+    """Not refilled: a 2-D scratch array (only 1-D fills are recognised)."""
+    n, m = a.shape
+    t = np.empty((2, m))
+    out = 0.0
+    for i in range(n):
+        for j in range(m):
+            t[0, j] = a[i, j] * x[j]
+            t[1, j] = a[i, j] + x[j]
+        for p in range(m):
+            for q in range(m):
+                out += t[0, q] * t[1, p] * x[p]
+    return out
+
+
 def _rng(k):
     return np.random.default_rng(k)
 
@@ -90,6 +122,9 @@ CASES = {
     "partial_fill": (partial_fill, (_rng(5).normal(size=(3, 4)), _rng(6).normal(size=4))),
     "reads_the_sum": (reads_the_sum, (_rng(7).normal(size=(3, 4)) * 0.3,
                                       _rng(8).normal(size=4))),
+    "reads_outer_scalar": (reads_outer_scalar, (_rng(11).normal(size=(3, 4)),
+                                                _rng(12).normal(size=4))),
+    "matrix_fill": (matrix_fill, (_rng(13).normal(size=(3, 4)), _rng(14).normal(size=4))),
     "reads_written": (reads_written, (_rng(9).normal(size=(3, 4)), _rng(10).normal(size=4))),
 }
 
@@ -132,7 +167,8 @@ def test_costly_fill_is_kept(case):
     assert KEPT in src and "refilled" not in src, src
 
 
-@pytest.mark.parametrize("case", ["partial_fill", "reads_the_sum", "reads_written"])
+@pytest.mark.parametrize("case", ["partial_fill", "reads_the_sum", "reads_written",
+                                  "reads_outer_scalar", "matrix_fill"])
 def test_not_refilled(case):
     """A precondition fails: the array's values are stored, not filled again."""
     src = _source(case)
