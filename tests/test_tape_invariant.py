@@ -102,6 +102,22 @@ def scratch_rows(a, x):
     return out
 
 
+def scratch_exp(a, x):
+    """As ``scratch_rows`` with ``exp`` in the fill, which costs more per element than a
+    tape: kept once per trip over ``i`` (``scratch_rows`` itself is filled again in the
+    adjoint, ``test_refill.py``)."""
+    n, m = a.shape
+    t = np.empty(m)
+    out = 0.0
+    for i in range(n):
+        for j in range(m):
+            t[j] = math.exp(a[i, j]) * x[j]
+        for p in range(m):
+            for q in range(m):
+                out += t[q] * t[p] * x[p]
+    return out
+
+
 def scratch_rewritten(a, x):
     """Not kept: the array is written again after the double loop reads it (in the same
     trip), so its elements there are stored as they are read."""
@@ -150,6 +166,8 @@ CASES = {
                                         _rng(10).normal(size=4)), (0, 1)),
     "scratch_rows": (scratch_rows, (_rng(12).normal(size=(3, 4)), _rng(13).normal(size=4)),
                      (0, 1)),
+    "scratch_exp": (scratch_exp, (_rng(18).normal(size=(3, 4)) * 0.3,
+                                  _rng(19).normal(size=4)), (0, 1)),
     "scratch_rewritten": (scratch_rewritten, (_rng(14).normal(size=(3, 4)),
                                               _rng(15).normal(size=4)), (0, 1)),
     "scratch_aliased": (scratch_aliased, (_rng(16).normal(size=(3, 4)),
@@ -250,13 +268,14 @@ KEPT = "once per trip, after the last write"
 def test_scratch_array_kept_once_per_outer_trip():
     """``t`` is stored whole once per trip over ``i`` (``m`` numbers), and its element
     reads in the double loop are read again: nothing is pushed inside it (before: two
-    elements per inner trip, ``m * m`` per outer trip)."""
-    src = _forward("scratch_rows")
+    elements per inner trip, ``m * m`` per outer trip; the fill's ``exp`` is pushed for
+    its own adjoint)."""
+    src = _forward("scratch_exp")
     assert KEPT in src
     assert re.search(r"_tape_t_\w*\.append\(", src), src
-    assert all(max(ds) <= 1 for ds in push_depths(src).values()), push_depths(src)
-    adj = jg.grad(scratch_rows, wrt=(0, 1), jit=False).source(*CASES["scratch_rows"][1],
-                                                              stage="adjoint")
+    assert all(max(ds) <= 2 for ds in push_depths(src).values()), push_depths(src)
+    adj = jg.grad(scratch_exp, wrt=(0, 1), jit=False).source(*CASES["scratch_exp"][1],
+                                                            stage="adjoint")
     assert re.search(r"^\s*t = _tape_t_\w*\.pop\(\)", adj, re.M), adj
 
 

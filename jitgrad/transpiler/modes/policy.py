@@ -47,16 +47,34 @@ element reads after that write are read again (``ReadPolicy.kept``).  Preconditi
    loop inside ``O``, and the first part writes the array only in loops (filled element by
    element, read over and over: the case worth one copy per trip; a cost rule, not a
    correctness one).
+
+Such an array is not stored at all where the first part can simply run again at the start
+of the trip's adjoint (``ReadPolicy.refill``: ``xc[j] = x[i, j] - mu[ik, j]`` over ``j``
+is cheaper to redo than a copy per trip, and needs no memory).  Preconditions:
+
+9. the first part fills every element: the array is made 1-D, ``a = np.empty(E)`` (or
+   ``zeros``), the names in ``E`` are never rebound after, and a statement of the first
+   part is ``for j in range(E)`` (the same ``E``) with ``a[j] = ...`` at the top of its body;
+10. the first part only binds scalars, writes elements of ``a``, loops over ``range`` and
+   branches; it reads no element of ``a``; its expressions are pure (``purity.is_pure``);
+11. everything else it reads holds the same value in the adjoint: arrays nothing writes
+   (``never_written``) and names bound at most once, before ``O`` (dominating it), or the
+   index of a loop around it that nothing else rebinds (the adjoint loops rebind it to the
+   trip's index);
+12. its operations cost no more per element than a tape round trip (the primitive table).
+The rerun binds fresh names only (``Tapes.keep_after``), so it changes nothing but ``a``.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ...rules.primitives import hides_writes
+from ...rules.primitives import TAPE_COST, hides_writes
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis
-from ..front.purity import called
+from ..analysis.cost import op_cost
+from ..astutil import exposed_reads
+from ..front.purity import called, is_pure
 from ..nodes import clone, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, is_prange
 
@@ -207,6 +225,115 @@ class ReadPolicy:
             return (o, last) if lo <= POS.get(d) <= POS.get(s) <= hi else None
         return None
 
+    def refill(self, a: str, o: ast.For, last: int) -> float | None:
+        """The cost per element of running ``o.body[:last + 1]`` again in the adjoint to
+        give back the array ``a`` (kept once per trip of ``o`` after ``o.body[last]``, see
+        ``kept``) instead of storing it: where it fills every element of ``a`` from values
+        the adjoint still has (the module's preconditions 9 to 12); else None."""
+        fill = o.body[:last + 1]
+        defs = [x for x in self.an.defs.get(a, []) if a in dataflow.binds(x)]
+        if len(defs) != 1 or not self._fills(a, defs[0], fill):
+            return None
+        total = 0.0
+        for s in walk_stmts(fill):
+            if isinstance(s, (ast.Assign, ast.AugAssign)):
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                if len(targets) != 1 or not self._scalar_or_element(targets[0], a):
+                    return None
+                priced = [s.value if isinstance(s, ast.Assign) else
+                          ast.BinOp(left=clone(s.target), op=s.op, right=s.value)]
+            elif isinstance(s, ast.If):
+                priced = [s.test]
+            elif dataflow.loop_index(s) is not None and not is_prange(s) \
+                    and s.iter.func.id == "range":
+                priced = []
+            else:
+                return None
+            c = self._price(priced)
+            if c is None:
+                return None
+            total += c
+        if total > TAPE_COST or not self._still_held(a, fill, o):
+            return None
+        return total
+
+    def _price(self, exprs: list[ast.expr]) -> float | None:
+        """What the operations of ``exprs`` cost (the primitive table); None where one is
+        not pure or not priced."""
+        out = 0.0
+        for e in exprs:
+            if not is_pure(e, self.env):
+                return None
+            for x in walk(e):
+                if isinstance(x, (ast.BinOp, ast.UnaryOp, ast.Call)):
+                    c, _ = op_cost(x, self.env)
+                    if c is None:
+                        return None
+                    out += c
+        return out
+
+    def _scalar_or_element(self, t: ast.expr, a: str) -> bool:
+        """Is the target ``t`` a scalar name or an element of ``a`` (precondition 10)?"""
+        if isinstance(t, ast.Name):
+            k = self.an.kind(t.id)
+            return not k.is_array and k.ndim == 0
+        return isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+            and t.value.id == a
+
+    def _fills(self, a: str, alloc: ast.stmt, fill: list[ast.stmt]) -> bool:
+        """Precondition 9: ``a = np.empty(E)`` and a loop ``for j in range(E)`` of ``fill``
+        sets ``a[j]`` at the top of its body, ``E``'s names never rebound after."""
+        v = alloc.value
+        if not (dataflow.plain_binding(alloc) == a and dict(dataflow.fresh_binds(alloc)).get(a)
+                and isinstance(v, ast.Call) and len(v.args) == 1
+                and not isinstance(v.args[0], (ast.Tuple, ast.List))
+                and self.an.kind(a).ndim == 1):
+            return False
+        size = ast.dump(v.args[0])
+        if any(self.an.may_redefine_after(m, alloc, include_self=False)
+               for m in loaded_names(v.args[0])):
+            return False
+        for s in fill:
+            if not (isinstance(s, ast.For) and isinstance(s.target, ast.Name)
+                    and dataflow.loop_index(s) is not None
+                    and isinstance(s.iter, ast.Call) and not s.iter.keywords
+                    and (len(s.iter.args) == 1 or len(s.iter.args) == 2 and isinstance(
+                        s.iter.args[0], ast.Constant) and s.iter.args[0].value == 0)
+                    and ast.dump(s.iter.args[-1]) == size):
+                continue
+            if any(isinstance(x, ast.Assign) and len(x.targets) == 1
+                   and isinstance(x.targets[0], ast.Subscript)
+                   and isinstance(x.targets[0].value, ast.Name) and x.targets[0].value.id == a
+                   and isinstance(x.targets[0].slice, ast.Name)
+                   and x.targets[0].slice.id == s.target.id for x in s.body):
+                return True
+        return False
+
+    def _still_held(self, a: str, fill: list[ast.stmt], o: ast.For) -> bool:
+        """Precondition 11: what ``fill`` reads but does not make itself holds in the
+        adjoint the value it holds in the forward trip; and it reads no element of ``a``."""
+        an = self.an
+        made = {x.id for s in fill for x in walk(s)
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        if a in {x.id for s in fill for x in walk(s)
+                 if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)} - {
+                    t.value.id for s in walk_stmts(fill) if isinstance(s, ast.Assign)
+                    for t in s.targets if isinstance(t, ast.Subscript)}:
+            return False  # (a load of ``a`` other than as the base of its writes)
+        for m in exposed_reads(fill) - {a}:
+            if m in made:
+                return False  # carried from one trip to the next
+            if an.kind(m).is_array and not self.never_written(m):
+                return False
+            if an.recomputed_index(m, fill[0]):
+                continue
+            defs = an.defs.get(m, [])
+            if len(defs) > 1 or defs and not (
+                    an.dominates(defs[0], o)
+                    and not an.may_redefine_after(m, defs[0], include_self=False)):
+                return False
+        return True
+
     def _heads(self, n: str, loop: ast.For, s: ast.stmt, defs: list[ast.stmt]
                ) -> ast.expr | None:
         """``e`` where ``n = e``, ``n``'s one definition, is at the top of ``loop``'s body,
@@ -268,6 +395,11 @@ class ReadPolicy:
                    for x in set(dataflow.binds(t, elements=True, appends=True))
                    - set(dataflow.binds(t))}
         return not (rebound & read or written & (read | touched))
+
+
+def loaded_names(e: ast.expr) -> set[str]:
+    """The names ``e`` reads."""
+    return {x.id for x in walk(e) if isinstance(x, ast.Name)}
 
 
 def compose(a: str, parts: list[ast.expr], sl: ast.expr) -> ast.Subscript:

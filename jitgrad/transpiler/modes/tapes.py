@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ...kernels import helpers, snapshots
 from ..analysis import dataflow
-from ..analysis.cost import note
+from ..analysis.cost import TAPE_COST, note
 from ..analysis.kinds import Kind
 from ..analysis.shape_classes import ShapeClasses
 from ..astutil import binop
@@ -36,7 +36,7 @@ from ..backend.shape_only import (
     stand_in,
 )
 from ..front.desugar import assign, const, name
-from ..front.inline import rename
+from ..front.inline import rename, renamed_copy
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH, TAPED
@@ -304,6 +304,16 @@ class Tapes(Part):
         after it (``Planner.kept``) pushed after it, once per trip; ``kept`` gains their
         pops, which go at the start of the trip's adjoint (``ReadPolicy.kept``)."""
         names = sorted(a for b, at, a in self.planner.kept if b == id(body) and at == k)
+        policy, loops = self.planner.policy, self.planner.an.enclosing_loops(body[k])
+        loop = loops[-1] if loops and getattr(loops[-1], "body", None) is body else None
+        refills = {a: c for a in names if policy is not None and loop is not None
+                   and (c := policy.refill(a, loop, k)) is not None}
+        for a, cost in refills.items():  # (policy.py's preconditions 9 to 12)
+            kept += [decision(f"refilled {a} at the start of each trip's adjoint, not stored:"
+                              f" what fills it costs {cost:g} <= tape {TAPE_COST:g}"),
+                     *self.rerun(body[:k + 1])]
+            self.restored_names.add(a)
+        names = [a for a in names if a not in refills]
         if not names:
             return fwd
         c = decision(f"stored {', '.join(names)} once per trip, after the last write: "
@@ -316,6 +326,15 @@ class Tapes(Part):
             kept += pop(a)
             self.restored_names.add(a)
         return [*fwd, *after]
+
+    def rerun(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """Copies of ``stmts`` (primal statements) binding fresh names instead of theirs,
+        so that running them in the adjoint changes only the arrays they write into."""
+        made = sorted({x.id for s in stmts for x in walk(s)
+                       if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)})
+        mapping: dict[str, str | ast.expr] = {
+            n: self.namer.fresh("_" + n.lstrip("_") + "_") for n in made}
+        return [renamed_copy(s, mapping) for s in stmts]
 
     def restore_before(self, s: ast.stmt, fwd: list[ast.stmt], rev: list[ast.stmt],
                        restored: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
