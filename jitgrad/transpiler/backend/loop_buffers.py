@@ -18,7 +18,8 @@ when the loop runs).  Where the first statement after the zeroing, in its block,
 the buffer (or a name that may share it) adds a whole value to it, ``dz += e``, with
 ``e`` not reading it and no ``break``, ``continue``, ``return`` or ``raise`` between,
 the zeroing goes and that statement sets it, ``dz[...] = e`` (one pass over the buffer
-less, and a copy instead of an add: GradBench ode's ``dz += dk`` per stage, -7%).
+less, and a copy instead of an add: GradBench ode's ``dz += dk`` per stage, -7%;
+the sums are the same but for the sign of a zero, ``0.0 + -0.0`` being ``0.0``).
 
 An array the loop itself makes, ``z = np.empty(shape)`` or
 ``np.zeros(shape)`` (float64), is made once the same way where its shape is the same in
