@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def test_other_sizes_and_no_trips(f, jit):
 @pytest.mark.parametrize("f", REUSED, ids=lambda f: f.__name__)
 def test_zeroing_in_loop_uses_workspace(f):
     src = jg.grad(f, wrt=0).source(_x(5), ARGS[f])
-    assert "dz[...] = 0.0" in src.split("for ", 1)[1], src
+    assert "dz[...] = " in src.split("for ", 1)[1], src  # zeroed, or set (``_first_add``)
     assert "zeros_like(z)" not in src, src  # (np.zeros_like or its cached np_zeros_like)
 
 
@@ -148,3 +149,76 @@ def test_hvp_through_kept_buffers(f):
     from gradcheck import check_hvp
 
     check_hvp(f, (_x(5), ARGS[f]), wrt=(0,))
+
+
+# --- a zeroing whose first use adds a whole array sets it instead (``_first_add``) -------
+
+
+def rk4_chain(x, n):
+    """RK4 of the linear chain ODE (GradBench ode): per-step stage arrays whose adjoints
+    are first added to whole (``dz += dk``) in each trip of the reversed loop."""
+    m = x.shape[0]
+    h = 1.0 / n
+    y = np.zeros(m)
+    for _ in range(n):
+        k1 = _chain(x, y)
+        k2 = _chain(x, y + h * k1 / 2.0)
+        k3 = _chain(x, y + h * k2 / 2.0)
+        k4 = _chain(x, y + h * k3)
+        y = y + h * (k1 + 2.0 * k2 + 2.0 * k3 + k4) / 6.0
+    return y[m - 1] + np.sum(y * x)
+
+
+def _chain(x, y):
+    z = np.empty(x.shape[0])
+    z[0] = x[0]
+    for i in range(1, x.shape[0]):
+        z[i] = x[i] * y[i - 1]
+    return z
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("f,n", [(rk4_chain, 3), (rk4_chain, 5000), (fixed_shape, 4)],
+                         ids=["rk4", "rk4_5000_steps", "broadcast_scalar"])
+def test_set_instead_of_zero_and_add(f, n, jit):
+    """Values and gradients against central differences where the adjoint's first use of a
+    buffer zeroed per trip adds a whole array to it (set instead), also over 5,000 steps."""
+    x = np.linspace(0.2, 0.9, 4)
+    check_grad(f, (x, n), wrt=0, jit=jit, rtol=1e-6, atol=1e-8)
+    src = jg.grad(f, wrt=0, jit=jit).source(x, n)
+    assert not re.search(r"dz\d*\[\.\.\.\] = 0\.0|dz\d* \+= ", src), src
+    assert re.search(r"dz\d*\[\.\.\.\] = ", src), src
+
+
+FIRST_ADDS = {
+    "first add": ("for t in range(n):\n    dz = np.zeros_like(z)\n    g = a[t]\n"
+                  "    dz += e * g\n    dx += dz\n", True),
+    "element first": ("for t in range(n):\n    dz = np.zeros_like(z)\n    dz[0] += g\n"
+                      "    dz += e\n    dx += dz\n", False),
+    "reads itself": ("for t in range(n):\n    dz = np.zeros_like(z)\n    dz += dz * e\n"
+                     "    dx += dz\n", False),
+    "jump before": ("for t in range(n):\n    dz = np.zeros_like(z)\n    if c:\n"
+                    "        break\n    dz += e\n    dx += dz\n", False),
+    "in a branch": ("for t in range(n):\n    dz = np.zeros_like(z)\n    if c:\n"
+                    "        dz += e\n    dx += dz\n", False),
+    "view first": ("for t in range(n):\n    dz = np.zeros_like(z)\n    v = dz[1:]\n"
+                   "    v[0] += g\n    dz += e\n    dx += dz\n", False),
+    "subtracts": ("for t in range(n):\n    dz = np.zeros_like(z)\n    dz -= e\n"
+                  "    dx += dz\n", False),
+}
+
+
+@pytest.mark.parametrize("case", list(FIRST_ADDS))
+def test_first_add_preconditions(case):
+    """The zeroing goes, and ``dz += e`` becomes ``dz[...] = e``, only where that add is the
+    first statement after the zeroing to name the buffer (or a name sharing it), in the
+    same block, ``e`` does not read it, and no jump lies between."""
+    src, set_instead = FIRST_ADDS[case]
+    body = ast.parse(src).body
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "zeros_like":
+            ZEROING.set(node, True)
+    text = ast.unparse(ast.fix_missing_locations(ast.Module(body=loop_buffers(body, {}, set()),
+                                                            type_ignores=[])))
+    assert ("dz[...] = 0.0" not in text) == set_instead, text
+    assert ("dz[...] = e" in text) == set_instead, text
