@@ -238,9 +238,12 @@ def _second(d: Any, args: tuple) -> Any:
     return d._specs.derived("hvp", gen, (), make)
 
 
-def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
-    """The jvp of the gradient code; a refusal names the user's line (``_blamed``)."""
+def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any, both: bool = False) -> Any:
+    """The jvp of the gradient code (``both``: ``(gradient, jvp)``, else the jvp alone); a
+    refusal names the user's line (``_blamed``)."""
     try:
+        if both:
+            return jvp_of(d2, (*primals, 1.0), tangents)
         return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
         raise _blamed(d, d2, e) from None
