@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from ...rules.primitives import query_attrs
 from ..analysis import dataflow
-from ..analysis.dependence import iteration_arrays, order_free
+from ..analysis.dependence import iteration_arrays, kept_apart_arrays, order_free
 from ..astutil import exposed_reads
 from ..naming import names_in
 from ..nodes import loaded_ids, own_expressions, walk_stmts
@@ -93,9 +93,12 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
+    apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
-        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes, is_array):
+        apart = _kept_apart(body, a, b, tapes, shared, is_array) if plain_loop(fwd) else apart
+        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart, is_array,
+                        bool(apart)):
             dependent.add(key)
             return None
         own = True  # the arrays of an iteration's own might make it so: asked last
@@ -121,7 +124,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     for v in exposed_reads(stay + post) & (w_r - tapes):
         if v not in summed and not (v in ends and ends[v] == starts.get(v)):
             return None  # read after the loop: it must end as the adjoint loop left it
-    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array):
+    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
+                               apart):
         dependent.add(key)
         return None
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
@@ -137,13 +141,14 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
 
 
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
-                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
-                ) -> bool:
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
+                apart: set[str] = frozenset()) -> bool:
     """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
     iteration of the other may see in a new order: the adjoint reads nothing the forward
     loop binds (``read``: what it does), the forward loop writes names and tapes only,
     the reversed loop sums into arrays; both but for the arrays each iteration makes for
-    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``)."""
+    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``), and the
+    forward loop but for the arrays only it names (``apart``: ``_kept_apart``)."""
     fwd, rev = body[a], body[b]
 
     def free(own_f: set[str], own_r: set[str]) -> bool:
@@ -151,29 +156,58 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
             and order_free(rev.body, fwd.body, shared, lambda e: writes_through_call(e, tapes),
                            own_r, is_array).ok
 
-    return free(set(), set()) or (is_array is not None
-                                  and free(*_own_arrays(body, a, b, shared, is_array)))
+    if is_array is None:
+        return free(set(), set())
+    own_f, own_r = _own_arrays(body, a, b, shared, is_array)
+    return free(own_f | apart, own_r)
 
 
 def _may_own(fwd: list[ast.stmt], rev: list[ast.stmt], read: set[str], tapes: set[str],
-             is_array: Callable[[str], bool | None] | None) -> bool:
+             is_array: Callable[[str], bool | None] | None, apart: bool = False) -> bool:
     """Might arrays of an iteration's own be all that keeps two loops apart: the kinds
     known, all the adjoint ``rev`` reads of what the forward loop ``fwd`` binds (``read``)
-    arrays, every array ``fwd`` writes elements of (but tapes) bound in it, and some loop
-    writing elements of an array it binds?"""
+    arrays, every array ``fwd`` writes elements of (but ``tapes``: the tapes and the arrays
+    only it names) bound in it, and some loop writing elements of an array it binds (or
+    ``apart``: arrays only the forward loop names)?"""
     if is_array is None or any(is_array(n) is not True for n in read):
         return False
-    own = False
+    own = apart
     for body in (fwd, rev):
         bound = dataflow.binds_in(body, elements=False)
-        written = {dataflow.base_name(t) for s in walk_stmts(body)
-                   if s.__class__ in (ast.Assign, ast.AugAssign)
-                   for t in (s.targets if s.__class__ is ast.Assign else [s.target])
-                   if t.__class__ is ast.Subscript} - tapes
+        written = _element_writes(body) - tapes
         if body is fwd and written - bound:
             return False
         own = own or bool(written & bound)
     return own
+
+
+def _element_writes(body: list[ast.stmt]) -> set[str | None]:
+    """The arrays ``body`` writes elements of (``a[i] = v``, ``a[i] += v``)."""
+    return {dataflow.base_name(t) for s in walk_stmts(body)
+            if s.__class__ in (ast.Assign, ast.AugAssign)
+            for t in (s.targets if s.__class__ is ast.Assign else [s.target])
+            if t.__class__ is ast.Subscript}
+
+
+def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
+                ) -> set[str]:
+    """The arrays the forward loop ``body[a]`` writes elements of that neither its reversed
+    loop ``body[b]`` nor a statement between them that would move before the fused loop
+    (``_split``) names, nor any name that may share their buffer
+    (``dependence.kept_apart_arrays``): fused, the forward iterations still write and read
+    them in their own order, and what runs after them still sees them as they left them."""
+    if is_array is None:
+        return set()
+    fwd = body[a]
+    written = {n for n in _element_writes(fwd.body) - tapes if n is not None}
+    if not written:
+        return set()
+    w_f = dataflow.binds_in(fwd.body) | {fwd.target.id}
+    hoist, _ = _split(body[a + 1:b], w_f, dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter))
+    elsewhere = set().union(*(names_in(s) for s in [*hoist, body[b]]))
+    return kept_apart_arrays(written, dataflow.Dataflow(body, shared, is_array=is_array),
+                             elsewhere)
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
