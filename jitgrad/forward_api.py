@@ -24,6 +24,7 @@ from .forward_mode import (
     _second,
     _second_jvp,
     _seeds,
+    jvp_at,
     jvp_of,
     jvp_source,
 )
@@ -93,13 +94,16 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
         cols: list[list[Any]] = [[] for _ in positions]
         value = None
         drawn = rng.capture() if d._draws() else None  # every column draws the same
+        at = None  # the jvp at these primals, checked and looked up once
         for k, i in enumerate(positions):
             for e in _units(args[i]):
                 seeds = list(zeros)
                 seeds[k] = e
+                tangents = seeds[0] if d.single else tuple(seeds)
+                at = jvp_at(d, args, tangents) if at is None else at
                 if drawn is not None:
                     rng.restore(drawn)
-                value, tan = jvp_of(d, args, seeds[0] if d.single else tuple(seeds))
+                value, tan = at(tangents)
                 cols[k].append(tan)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
