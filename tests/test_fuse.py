@@ -188,6 +188,36 @@ def scratch_through_view(x):
     return total
 
 
+def nearest_sum(p, c):
+    """Each point's nearest centre (k-means' cost): the inner loop's adjoint resets the
+    distance's adjoint at the end of every trip, so each row's adjoint leaves it at 0."""
+    cost = 0.0
+    for i in range(p.shape[0]):
+        closest = np.inf
+        for j in range(c.shape[0]):
+            dist = 0.0
+            for d in range(p.shape[1]):
+                diff = p[i, d] - c[j, d]
+                dist += diff * diff
+            if dist < closest:
+                closest = dist
+        cost += closest
+    return cost
+
+
+def inner_zero_trips(x, k):
+    """An inner loop that runs no trip for the first row: what its adjoint resets must
+    still hold the value the row started with."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        s = 0.0
+        for j in range(i):
+            t = math.sin(k * x[j]) * x[i]
+            s += t * t
+        total += s * k + x[i]
+    return total
+
+
 CASES = [
     (logsumexp_rows, lambda: (np.random.default_rng(1).standard_normal((5, 4)),), (0,), True),
     (scaled_sum, lambda: (np.linspace(-0.8, 0.9, 7), 0.7), (0, 1), True),
@@ -205,6 +235,9 @@ CASES = [
     (scratch_per_trip, lambda: (np.linspace(-0.7, 0.9, 6), 0.8), (0, 1), True),
     (scratch_carried, lambda: (np.linspace(-0.7, 0.9, 7), 0.6), (0, 1), True),
     (scratch_through_view, lambda: (np.linspace(-0.7, 0.9, 5),), (0,), None),
+    (nearest_sum, lambda: (np.random.default_rng(4).standard_normal((9, 2)),
+                           np.random.default_rng(5).standard_normal((3, 2))), (0, 1), True),
+    (inner_zero_trips, lambda: (np.linspace(-0.7, 0.9, 5), 0.6), (0, 1), None),
 ]
 
 

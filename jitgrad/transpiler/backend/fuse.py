@@ -31,7 +31,7 @@ from ..analysis import dataflow
 from ..analysis.dependence import iteration_arrays, kept_apart_arrays, order_free
 from ..astutil import exposed_reads
 from ..naming import names_in
-from ..nodes import loaded_ids, own_expressions, walk_stmts
+from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, ZEROING, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
@@ -117,12 +117,12 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
     summed = dataflow.sums(rev.body) - r_f - w_f
-    ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
+    ends, starts = _last_constants(rev.body, loops=True), _last_constants(pre + hoist)
     for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
-        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
+        if v not in summed and not _ends_as_started(v, ends, starts):
             return None
     for v in exposed_reads(stay + post) & (w_r - tapes):
-        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
+        if v not in summed and not _ends_as_started(v, ends, starts):
             return None  # read after the loop: it must end as the adjoint loop left it
     if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
                                apart):
@@ -399,25 +399,70 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     return hoist, stay
 
 
-def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
+def _last_constants(stmts: list[ast.stmt], loops: bool = False) -> dict[str, str]:
     """Name -> the constant of the last top-level statement of ``stmts`` binding it, where
     that statement is ``v = <constant>`` (as ``ast.dump`` text), or an ``if`` both of whose
     branches end so with the same constant: the value ``v`` holds after ``stmts``.  Names
-    whose last binding is anything else are left out."""
+    whose last binding is anything else are left out.  ``loops``: also a ``for`` loop
+    whose body ends so (``_loop_constants``), marked :data:`OR_START` where ``v`` may
+    instead still hold the value it had before ``stmts``."""
     out: dict[str, str] = {}
+    bound: set[str] = set()
     for s in stmts:
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
             out[s.targets[0].id] = ast.dump(s.value)
+            bound.add(s.targets[0].id)
             continue
         both = {}
         if isinstance(s, ast.If):  # the same constant left on both paths (``if``, ``else``)
-            yes, no = _last_constants(s.body), _last_constants(s.orelse)
+            yes, no = _last_constants(s.body, loops), _last_constants(s.orelse, loops)
             both = {v: c for v, c in yes.items() if no.get(v) == c}
-        for n in dataflow.binds_in([s]):
+        elif loops and isinstance(s, ast.For):
+            both = _loop_constants(s)
+        both = {v: c for v, c in ((v, _resolved(v, c, out, bound)) for v, c in both.items())
+                if c is not None}
+        binds = dataflow.binds_in([s])
+        for n in binds:
             out.pop(n, None)
+        bound |= binds
         out.update(both)
     return out
+
+
+#: marks a constant ``v`` is left with, or else the value it had before (``_last_constants``)
+OR_START = "or-start:"
+
+
+def _loop_constants(loop: ast.For) -> dict[str, str]:
+    """The names a ``for`` loop leaves holding a constant or as they were: each trip ends
+    with ``v = c`` (no ``break``, ``continue`` or ``return`` of its own, no ``else``), so
+    ``v`` is ``c`` after a trip and as before the loop after none (``OR_START + c``)."""
+    if loop.orelse or any(isinstance(n, (ast.Break, ast.Continue)) for n in this_loop(loop.body)) \
+            or any(isinstance(n, ast.Return) for n in ast.walk(loop)):
+        return {}
+    return {v: c if c.startswith(OR_START) else OR_START + c
+            for v, c in _last_constants(loop.body, True).items()}
+
+
+def _resolved(v: str, c: str, before: dict[str, str], bound: set[str]) -> str | None:
+    """What a block that leaves ``v`` as ``c`` leaves it as in the statements around: where
+    ``c`` is ``OR_START + k`` (``k``, or as before the block), ``k`` if the statements bound
+    it to ``k`` before (``before``, ``bound``), still ``OR_START + k`` if they did not bind
+    it, else nothing known (None)."""
+    if not c.startswith(OR_START):
+        return c
+    if v not in bound:
+        return c
+    k = c[len(OR_START):]
+    return before[v] if before.get(v) in (k, c) else None
+
+
+def _ends_as_started(v: str, ends: dict[str, str], starts: dict[str, str]) -> bool:
+    """Does an iteration leave ``v`` holding the constant it started with (``starts``: what
+    runs before the loop, ``ends``: what an iteration leaves, ``_last_constants``)?"""
+    s, e = starts.get(v), ends.get(v)
+    return s is not None and not s.startswith(OR_START) and e in (s, OR_START + s)
 
 
 __all__ = ["forward_pops", "fuse_loops"]
