@@ -118,6 +118,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
         return None  # ran before the adjoint loop: it must neither see it nor feed it
     summed = dataflow.sums(rev.body) - r_f - w_f
     ends, starts = _last_constants(rev.body, loops=True), _last_constants(pre + hoist)
+    # (an adjoint left as the iteration found it: no forward statement of it binds it)
+    ends = {v: c for v, c in ends.items() if not (c.startswith(OR_START) and v in w_f)}
     for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
         if v not in summed and not _ends_as_started(v, ends, starts):
             return None
