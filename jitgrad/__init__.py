@@ -10,7 +10,7 @@ from . import njit_call as _njit_call  # noqa: F401  (gradients callable from @n
 from .api import Differentiated, differentiate, grad, value_and_grad, vjp
 from .bridges import to_jax, to_torch
 from .errors import JitError, JitgradError, RuleError, TransformError
-from .forward_api import hessian, hvp, jacfwd, jacrev, jvp
+from .forward_api import grad_and_hvp, hessian, hvp, jacfwd, jacrev, jvp
 from .kernels.revolve import Schedule, schedule
 from .markers import checkpointed
 from .rules import grad_rule, non_differentiable
@@ -38,7 +38,7 @@ from .runtime import (
 
 __all__ = [
     "config", "Differentiated", "differentiate", "grad", "value_and_grad", "vjp",
-    "jvp", "jacfwd", "jacrev", "hessian", "hvp",
+    "jvp", "jacfwd", "jacrev", "hessian", "hvp", "grad_and_hvp",
     "JitError", "JitgradError", "RuleError", "TransformError", "BackpropError",
     "grad_rule", "non_differentiable",
     "Grads", "Params", "Tracked", "back", "checkpoint", "checkpointed", "data", "forward",

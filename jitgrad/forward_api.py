@@ -24,6 +24,7 @@ from .forward_mode import (
     _second,
     _second_jvp,
     _seeds,
+    jvp_at,
     jvp_of,
     jvp_source,
 )
@@ -93,13 +94,16 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
         cols: list[list[Any]] = [[] for _ in positions]
         value = None
         drawn = rng.capture() if d._draws() else None  # every column draws the same
+        at = None  # the jvp at these primals, checked and looked up once
         for k, i in enumerate(positions):
             for e in _units(args[i]):
                 seeds = list(zeros)
                 seeds[k] = e
+                tangents = seeds[0] if d.single else tuple(seeds)
+                at = jvp_at(d, args, tangents) if at is None else at
                 if drawn is not None:
                     rng.restore(drawn)
-                value, tan = jvp_of(d, args, seeds[0] if d.single else tuple(seeds))
+                value, tan = at(tangents)
                 cols[k].append(tan)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
@@ -154,17 +158,36 @@ def hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
     """The Hessian-vector product ``H @ tangents`` of a scalar ``f`` (forward-over-reverse:
     forward mode applied to the generated gradient code); the structure of ``tangents``;
     ``primals`` may leave out arguments that have defaults."""
-    d = _diff(f, wrt, jit)
+    return _second_order(_diff(f, wrt, jit), primals, tangents, kwargs, both=False)
+
+
+def grad_and_hvp(f: Callable, primals: tuple, tangents: Any, *, wrt: Any = None,
+                 jit: bool = True, **kwargs: Any) -> tuple[Any, Any]:
+    """``(gradient, H @ tangents)`` of a scalar ``f`` from one forward-over-reverse pass,
+    as ``jax.jvp(jax.grad(f), primals, tangents)``: the pass ``hvp`` runs computes the
+    gradient too, so both cost about one ``hvp`` rather than a ``grad`` plus an ``hvp``."""
+    return _second_order(_diff(f, wrt, jit), primals, tangents, kwargs, both=True)
+
+
+def _second_order(d: Any, primals: tuple, tangents: Any, kwargs: dict[str, Any],
+                  both: bool) -> Any:
+    """``H @ tangents`` (``both``: ``(gradient, H @ tangents)``) by the tangent code of
+    ``d``'s gradient code; tuple arguments in the structure of the ``wrt`` arguments."""
     primals = d.bind(_primal_tuple(d, primals, "hvp"), kwargs)
     flat = _flat(d, primals, tangents, None, "hvp")
     if flat is not None:  # tuple arguments: H @ v in the structure of the wrt arguments
-        return structured.grads_like(d, tuple(structured.tree(a) for a in primals),
-                                     hvp(flat[0], flat[1], flat[2], jit=jit))
+        trees = tuple(structured.tree(a) for a in primals)
+        out = _second_order(flat[0], flat[1], flat[2], {}, both)
+        if both:
+            return tuple(structured.grads_like(d, trees, o) for o in out)
+        return structured.grads_like(d, trees, out)
     d._check_args(primals)
     seeds = _seeds(d, primals, tangents, "hvp")  # (checked against d's wrt, not d2's)
     d2 = _second(d, primals)
-    t = _second_jvp(d, d2, primals, seeds[0] if d.single else tuple(seeds))
-    return t if d.single or isinstance(t, tuple) else (t,)
+    out = _second_jvp(d, d2, primals, seeds[0] if d.single else tuple(seeds), both)
+    outs = out if both else (out,)
+    outs = tuple(t if d.single or isinstance(t, tuple) else (t,) for t in outs)
+    return outs if both else outs[0]
 
 
 def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import linecache
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -162,6 +163,20 @@ def jvp_of(d: Any, primals: Any, tangents: Any,
     return backend.call(gen.compiled, "jvp", args)
 
 
+def jvp_at(d: Any, primals: tuple, tangents: Any) -> Callable[[Any], tuple[Any, Any]]:
+    """A function of the tangents giving ``jvp_of(d, primals, tangents)`` at these flat
+    primals (no tuple arguments): the primals' checks, kinds and code are settled once,
+    with ``tangents`` (as a Jacobian's columns need); each call checks its tangents."""
+    gen, args = _jvp_args(d, primals, tangents)
+    primals = args[:len(args) - len(d.wrt_positions)]
+    compiled = gen.compiled
+
+    def at(tangents: Any) -> tuple[Any, Any]:
+        return backend.call(compiled, "jvp", (*primals, *_seeds(d, primals, tangents)))
+
+    return at
+
+
 def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
           what: str) -> tuple | None:
     """``(flat function, primals, tangents, None)`` for primals with tuples
@@ -238,9 +253,12 @@ def _second(d: Any, args: tuple) -> Any:
     return d._specs.derived("hvp", gen, (), make)
 
 
-def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any) -> Any:
-    """The jvp of the gradient code; a refusal names the user's line (``_blamed``)."""
+def _second_jvp(d: Any, d2: Any, primals: tuple, tangents: Any, both: bool = False) -> Any:
+    """The jvp of the gradient code (``both``: ``(gradient, jvp)``, else the jvp alone); a
+    refusal names the user's line (``_blamed``)."""
     try:
+        if both:
+            return jvp_of(d2, (*primals, 1.0), tangents)
         return tangent_of(d2, (*primals, 1.0), tangents)
     except TransformError as e:
         raise _blamed(d, d2, e) from None
@@ -267,5 +285,5 @@ def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
              "alternatives")
 
 
-__all__ = ["generated_jvp", "hvp_source", "jvp_of", "jvp_source", "tangent_code",
+__all__ = ["generated_jvp", "hvp_source", "jvp_at", "jvp_of", "jvp_source", "tangent_code",
            "tangent_of"]

@@ -145,6 +145,79 @@ def rebound_in_branch(x):
     return total
 
 
+def scratch_per_trip(x, k):
+    """A scratch array made once and rewritten by every trip, read only by the forward
+    sweep (which columns are taken, as det's permutation decoding): the iterations still
+    run their adjoints one at a time; the forward trips keep their order."""
+    n = x.shape[0]
+    taken = np.zeros(n, np.int64)
+    total = 0.0
+    for i in range(n):
+        for c in range(n):
+            taken[c] = 0
+        prod = 1.0
+        for r in range(3):
+            col = (i + 2 * r) % n
+            while taken[col] == 1:
+                col = (col + 1) % n
+            taken[col] = 1
+            prod *= math.sin(k * x[col])
+        total += prod * x[i]
+    return total
+
+
+def scratch_carried(x, k):
+    """A count carried from trip to trip and read after the loop, never by the adjoint."""
+    counts = np.zeros(3)
+    total = 0.0
+    for i in range(x.shape[0]):
+        b = i % 3
+        counts[b] += 1.0
+        total += math.exp(k * x[i]) * counts[b]
+    return total + counts[0]
+
+
+def scratch_through_view(x):
+    """The scratch array is read through a view: the view's reads keep it apart."""
+    buf = np.zeros(2)
+    view = buf[0:1]
+    total = 0.0
+    for i in range(x.shape[0]):
+        buf[0] = x[i] * x[i]
+        total += math.sin(view[0]) * x[i]
+    return total
+
+
+def nearest_sum(p, c):
+    """Each point's nearest centre (k-means' cost): the inner loop's adjoint resets the
+    distance's adjoint at the end of every trip, so each row's adjoint leaves it at 0."""
+    cost = 0.0
+    for i in range(p.shape[0]):
+        closest = np.inf
+        for j in range(c.shape[0]):
+            dist = 0.0
+            for d in range(p.shape[1]):
+                diff = p[i, d] - c[j, d]
+                dist += diff * diff
+            if dist < closest:
+                closest = dist
+        cost += closest
+    return cost
+
+
+def inner_zero_trips(x, k):
+    """An inner loop that runs no trip for the first row: what its adjoint resets must
+    still hold the value the row started with."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        s = 0.0
+        for j in range(i):
+            t = math.sin(k * x[j]) * x[i]
+            s += t * t
+        total += s * k + x[i]
+    return total
+
+
 CASES = [
     (logsumexp_rows, lambda: (np.random.default_rng(1).standard_normal((5, 4)),), (0,), True),
     (scaled_sum, lambda: (np.linspace(-0.8, 0.9, 7), 0.7), (0, 1), True),
@@ -159,6 +232,12 @@ CASES = [
     (row_max_reused, lambda: (np.random.default_rng(3).standard_normal((4, 5)),), (0,), True),
     (inner_while, lambda: (np.linspace(0.3, 1.9, 6), 0.2), (0, 1), True),
     (rebound_in_branch, lambda: (np.linspace(-0.4, 0.9, 7),), (0,), True),
+    (scratch_per_trip, lambda: (np.linspace(-0.7, 0.9, 6), 0.8), (0, 1), True),
+    (scratch_carried, lambda: (np.linspace(-0.7, 0.9, 7), 0.6), (0, 1), True),
+    (scratch_through_view, lambda: (np.linspace(-0.7, 0.9, 5),), (0,), None),
+    (nearest_sum, lambda: (np.random.default_rng(4).standard_normal((9, 2)),
+                           np.random.default_rng(5).standard_normal((3, 2))), (0, 1), True),
+    (inner_zero_trips, lambda: (np.linspace(-0.7, 0.9, 5), 0.6), (0, 1), None),
 ]
 
 

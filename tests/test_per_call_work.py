@@ -101,3 +101,25 @@ def test_the_draw_analysis_runs_once_per_prepared_unit(entry, jit, monkeypatch):
     for _ in range(2):
         _check(entry, jit)
     assert len(walks) == 2
+
+
+def test_jacfwd_looks_up_its_code_once_per_call(jit, monkeypatch):
+    """A Jacobian by forward mode checks the primals and finds the jvp code once per
+    call (``forward_mode.jvp_at``), not once per column; the columns still check their
+    tangents and match central differences."""
+    from jitgrad import forward_mode
+
+    lookups = []
+    real = forward_mode.generated_jvp
+
+    def counted(d, args):
+        lookups.append(d)
+        return real(d, args)
+
+    monkeypatch.setattr(forward_mode, "generated_jvp", counted)
+    for _ in range(2):
+        _check("jacfwd", jit)
+    assert len(lookups) == 2  # one per jacfwd call, for the 4 columns of X
+    J = jg.jacfwd(spring, wrt=(0, 1), jit=jit)(X, 2.0)
+    np.testing.assert_allclose(J[0], numeric_grad(spring, (X, 2.0), 0), rtol=1e-6)
+    np.testing.assert_allclose(J[1], numeric_grad(spring, (X, 2.0), 1), rtol=1e-6)

@@ -55,13 +55,10 @@ def _fd(f: Callable, wrt: tuple[int, ...]) -> Callable[..., tuple]:
 
 
 def _kmeans_gradient(jit: bool) -> Callable[..., tuple]:
-    grad = jg.grad(kmeans.kmeans_cost, wrt=1, jit=jit)
-
     def dir_parts(points, centroids):
-        J = grad(points, centroids)
-        H = jg.hvp(kmeans.kmeans_cost, (points, centroids), np.ones_like(centroids), wrt=1,
-                   jit=jit)
-        return J, H
+        # one forward-over-reverse pass gives J and H @ ones, as JAX's jvp(grad(cost))
+        return jg.grad_and_hvp(kmeans.kmeans_cost, (points, centroids),
+                               np.ones_like(centroids), wrt=1, jit=jit)
     return dir_parts
 
 

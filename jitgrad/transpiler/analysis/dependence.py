@@ -461,6 +461,24 @@ def iteration_arrays(body: list[ast.stmt], flow: dataflow.Dataflow,
         out = keep
 
 
+def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
+                      elsewhere: Collection[str]) -> set[str]:
+    """Those of the arrays ``written`` that only what keeps its order touches: every
+    binding of them in ``flow.body`` is a new allocation (``dataflow.fresh_binds``: so every
+    name that may share their buffer is bound in the body and known to ``flow``), they are
+    arrays by the kinds, and no name that may share their buffer (``flow.shares``) is
+    named in ``elsewhere`` (the statements whose order changes)."""
+    if flow.is_array is None:
+        return set()
+    made: dict[str, list[bool]] = {}
+    for s in walk_stmts(flow.body):
+        fresh = dict(dataflow.fresh_binds(s))
+        for n in dataflow.binds(s):
+            made.setdefault(n, []).append(fresh.get(n, False))
+    return {n for n in written if made.get(n) and all(made[n]) and flow.is_array(n) is True
+            and not flow.shares(n) & set(elsewhere)}
+
+
 # --- order-free sums ----------------------------------------------------------------------
 
 

@@ -28,10 +28,10 @@ from collections.abc import Callable
 
 from ...rules.primitives import query_attrs
 from ..analysis import dataflow
-from ..analysis.dependence import iteration_arrays, order_free
+from ..analysis.dependence import iteration_arrays, kept_apart_arrays, order_free
 from ..astutil import exposed_reads
 from ..naming import names_in
-from ..nodes import loaded_ids, own_expressions, walk_stmts
+from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, ZEROING, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
@@ -93,9 +93,12 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     exposed_rev = exposed_reads(rev.body) - tapes - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
+    apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
-        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes, is_array):
+        apart = _kept_apart(body, a, b, tapes, shared, is_array) if plain_loop(fwd) else apart
+        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart, is_array,
+                        bool(apart)):
             dependent.add(key)
             return None
         own = True  # the arrays of an iteration's own might make it so: asked last
@@ -114,14 +117,17 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
     summed = dataflow.sums(rev.body) - r_f - w_f
-    ends, starts = _last_constants(rev.body), _last_constants(pre + hoist)
+    ends, starts = _last_constants(rev.body, loops=True), _last_constants(pre + hoist)
+    # (an adjoint left as the iteration found it: no forward statement of it binds it)
+    ends = {v: c for v, c in ends.items() if not (c.startswith(OR_START) and v in w_f)}
     for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
-        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
+        if v not in summed and not _ends_as_started(v, ends, starts):
             return None
     for v in exposed_reads(stay + post) & (w_r - tapes):
-        if v not in summed and not (v in ends and ends[v] == starts.get(v)):
+        if v not in summed and not _ends_as_started(v, ends, starts):
             return None  # read after the loop: it must end as the adjoint loop left it
-    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array):
+    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
+                               apart):
         dependent.add(key)
         return None
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
@@ -137,13 +143,14 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
 
 
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
-                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
-                ) -> bool:
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
+                apart: set[str] = frozenset()) -> bool:
     """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
     iteration of the other may see in a new order: the adjoint reads nothing the forward
     loop binds (``read``: what it does), the forward loop writes names and tapes only,
     the reversed loop sums into arrays; both but for the arrays each iteration makes for
-    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``)."""
+    itself (``_own_arrays``, found only where needed, with the kinds ``is_array``), and the
+    forward loop but for the arrays only it names (``apart``: ``_kept_apart``)."""
     fwd, rev = body[a], body[b]
 
     def free(own_f: set[str], own_r: set[str]) -> bool:
@@ -151,29 +158,58 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
             and order_free(rev.body, fwd.body, shared, lambda e: writes_through_call(e, tapes),
                            own_r, is_array).ok
 
-    return free(set(), set()) or (is_array is not None
-                                  and free(*_own_arrays(body, a, b, shared, is_array)))
+    if is_array is None:
+        return free(set(), set())
+    own_f, own_r = _own_arrays(body, a, b, shared, is_array)
+    return free(own_f | apart, own_r)
 
 
 def _may_own(fwd: list[ast.stmt], rev: list[ast.stmt], read: set[str], tapes: set[str],
-             is_array: Callable[[str], bool | None] | None) -> bool:
+             is_array: Callable[[str], bool | None] | None, apart: bool = False) -> bool:
     """Might arrays of an iteration's own be all that keeps two loops apart: the kinds
     known, all the adjoint ``rev`` reads of what the forward loop ``fwd`` binds (``read``)
-    arrays, every array ``fwd`` writes elements of (but tapes) bound in it, and some loop
-    writing elements of an array it binds?"""
+    arrays, every array ``fwd`` writes elements of (but ``tapes``: the tapes and the arrays
+    only it names) bound in it, and some loop writing elements of an array it binds (or
+    ``apart``: arrays only the forward loop names)?"""
     if is_array is None or any(is_array(n) is not True for n in read):
         return False
-    own = False
+    own = apart
     for body in (fwd, rev):
         bound = dataflow.binds_in(body, elements=False)
-        written = {dataflow.base_name(t) for s in walk_stmts(body)
-                   if s.__class__ in (ast.Assign, ast.AugAssign)
-                   for t in (s.targets if s.__class__ is ast.Assign else [s.target])
-                   if t.__class__ is ast.Subscript} - tapes
+        written = _element_writes(body) - tapes
         if body is fwd and written - bound:
             return False
         own = own or bool(written & bound)
     return own
+
+
+def _element_writes(body: list[ast.stmt]) -> set[str | None]:
+    """The arrays ``body`` writes elements of (``a[i] = v``, ``a[i] += v``)."""
+    return {dataflow.base_name(t) for s in walk_stmts(body)
+            if s.__class__ in (ast.Assign, ast.AugAssign)
+            for t in (s.targets if s.__class__ is ast.Assign else [s.target])
+            if t.__class__ is ast.Subscript}
+
+
+def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
+                ) -> set[str]:
+    """The arrays the forward loop ``body[a]`` writes elements of that neither its reversed
+    loop ``body[b]`` nor a statement between them that would move before the fused loop
+    (``_split``) names, nor any name that may share their buffer
+    (``dependence.kept_apart_arrays``): fused, the forward iterations still write and read
+    them in their own order, and what runs after them still sees them as they left them."""
+    if is_array is None:
+        return set()
+    fwd = body[a]
+    written = {n for n in _element_writes(fwd.body) - tapes if n is not None}
+    if not written:
+        return set()
+    w_f = dataflow.binds_in(fwd.body) | {fwd.target.id}
+    hoist, _ = _split(body[a + 1:b], w_f, dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter))
+    elsewhere = set().union(*(names_in(s) for s in [*hoist, body[b]]))
+    return kept_apart_arrays(written, dataflow.Dataflow(body, shared, is_array=is_array),
+                             elsewhere)
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
@@ -365,25 +401,70 @@ def _split(mid: list[ast.stmt], w_f: set[str], r_f: set[str]
     return hoist, stay
 
 
-def _last_constants(stmts: list[ast.stmt]) -> dict[str, str]:
+def _last_constants(stmts: list[ast.stmt], loops: bool = False) -> dict[str, str]:
     """Name -> the constant of the last top-level statement of ``stmts`` binding it, where
     that statement is ``v = <constant>`` (as ``ast.dump`` text), or an ``if`` both of whose
     branches end so with the same constant: the value ``v`` holds after ``stmts``.  Names
-    whose last binding is anything else are left out."""
+    whose last binding is anything else are left out.  ``loops``: also a ``for`` loop
+    whose body ends so (``_loop_constants``), marked :data:`OR_START` where ``v`` may
+    instead still hold the value it had before ``stmts``."""
     out: dict[str, str] = {}
+    bound: set[str] = set()
     for s in stmts:
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant)):
             out[s.targets[0].id] = ast.dump(s.value)
+            bound.add(s.targets[0].id)
             continue
         both = {}
         if isinstance(s, ast.If):  # the same constant left on both paths (``if``, ``else``)
-            yes, no = _last_constants(s.body), _last_constants(s.orelse)
+            yes, no = _last_constants(s.body, loops), _last_constants(s.orelse, loops)
             both = {v: c for v, c in yes.items() if no.get(v) == c}
-        for n in dataflow.binds_in([s]):
+        elif loops and isinstance(s, ast.For):
+            both = _loop_constants(s)
+        both = {v: c for v, c in ((v, _resolved(v, c, out, bound)) for v, c in both.items())
+                if c is not None}
+        binds = dataflow.binds_in([s])
+        for n in binds:
             out.pop(n, None)
+        bound |= binds
         out.update(both)
     return out
+
+
+#: marks a constant ``v`` is left with, or else the value it had before (``_last_constants``)
+OR_START = "or-start:"
+
+
+def _loop_constants(loop: ast.For) -> dict[str, str]:
+    """The names a ``for`` loop leaves holding a constant or as they were: each trip ends
+    with ``v = c`` (no ``break``, ``continue`` or ``return`` of its own, no ``else``), so
+    ``v`` is ``c`` after a trip and as before the loop after none (``OR_START + c``)."""
+    if loop.orelse or any(isinstance(n, (ast.Break, ast.Continue)) for n in this_loop(loop.body)) \
+            or any(isinstance(n, ast.Return) for n in ast.walk(loop)):
+        return {}
+    return {v: c if c.startswith(OR_START) else OR_START + c
+            for v, c in _last_constants(loop.body, True).items()}
+
+
+def _resolved(v: str, c: str, before: dict[str, str], bound: set[str]) -> str | None:
+    """What a block that leaves ``v`` as ``c`` leaves it as in the statements around: where
+    ``c`` is ``OR_START + k`` (``k``, or as before the block), ``k`` if the statements bound
+    it to ``k`` before (``before``, ``bound``), still ``OR_START + k`` if they did not bind
+    it, else nothing known (None)."""
+    if not c.startswith(OR_START):
+        return c
+    if v not in bound:
+        return c
+    k = c[len(OR_START):]
+    return before[v] if before.get(v) in (k, c) else None
+
+
+def _ends_as_started(v: str, ends: dict[str, str], starts: dict[str, str]) -> bool:
+    """Does an iteration leave ``v`` holding the constant it started with (``starts``: what
+    runs before the loop, ``ends``: what an iteration leaves, ``_last_constants``)?"""
+    s, e = starts.get(v), ends.get(v)
+    return s is not None and not s.startswith(OR_START) and e in (s, OR_START + s)
 
 
 __all__ = ["forward_pops", "fuse_loops"]
