@@ -261,7 +261,17 @@ class Statements(Part):
         return fn.rule_for(tuple(self.an.kind(a.id) if isinstance(a, ast.Name)
                                  else of_value(ast.literal_eval(a)) for a in args),
                            tuple(isinstance(a, ast.Name) and a.id in self.an.active
-                                 for a in args))
+                                 for a in args),
+                           tuple(self.adjoint_buffer(a) for a in args))
+
+    def adjoint_buffer(self, a: ast.expr) -> bool:
+        """Is ``a`` an active array name whose adjoint is a buffer of its shape (a
+        ``buffer`` mode, not a view): a pullback may add into it in place."""
+        if not (isinstance(a, ast.Name) and a.id in self.an.active):
+            return False
+        k = self.an.kind(a.id)
+        return (k.is_array and k.ndim is not None and self.an.modes.get(a.id) == "buffer"
+                and a.id not in self.an.views)
 
     def note_callables(self, fn, inst) -> None:
         """Functions a hook will call in compiled code (the API compiles them with Numba),
@@ -326,8 +336,11 @@ class Statements(Part):
         rule = self.rule_of(fn, args)
         operands = operand_names(args)
         stashed = tgt in operands
-        # the pullback reads the target's adjoint itself, unless that is stashed first
-        tpl, inst = self.instance(rule, args, kw, s, None if stashed else self.adj(tgt))
+        # the pullback reads the target's adjoint itself, unless that is stashed first;
+        # a split helper's may add into its arguments' adjoint buffers (passed after them)
+        bufs = [name(self.adj(args[i].id)) for i in fn.accumulated(rule)] \
+            if isinstance(fn, SplitHelper) else []
+        tpl, inst = self.instance(rule, args + bufs, kw, s, None if stashed else self.adj(tgt))
         self.note_callables(fn, inst)
         rev: list[ast.stmt] = []
         fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
