@@ -38,7 +38,9 @@ def _rng_args(case: str):
 #: case -> the name of the helper's compiled gradient in the code, None where inlined
 SPLIT = {"scalar4": "sq_vjp", "unrolled": "cell_vjp", "looped": "cell_vjp",
          "looped_unrolled": "cell_vjp", "with_ints": "bump_vjp", "scalar3": None,
-         "impure": None, "in_expressions": "sq_vjp", "checkpointed": "cell_vjp"}
+         "impure": None, "in_expressions": "sq_vjp", "checkpointed": "cell_vjp",
+         "all_accumulated": "feats_vjp", "shared_twice": "mix_vjp",
+         "rebound_weights": "cell_vjp", "scalar_weight": "scaled_vjp"}
 
 
 @pytest.mark.parametrize("jit", [False, True])

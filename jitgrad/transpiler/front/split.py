@@ -71,6 +71,7 @@ class SplitHelper:
         self._kinds: dict[tuple, Any] = {}
         self._rules: dict[tuple, Rule] = {}
         self._acc: dict[int, tuple[int, ...]] = {}
+        self._vjps: dict[tuple, tuple[Any, tuple[int, ...]]] = {}
         rec = record(self)
         rec.result, rec.pure = Result("helper"), True  # (``pure_helper`` admitted it)
         rec.rule = Rule(self, (self,), self.__name__)  # (``rule_for`` gives the real one)
@@ -104,11 +105,8 @@ class SplitHelper:
         cached per kinds (and version of the rules: a rule registered later makes it
         again).  ``accumulated(rule)``: the arguments whose adjoint it adds into."""
         key = (kinds, active, acc, version())
-        if key not in self._rules:  # one made for fewer buffers serves (one compile)
-            fewer = [r for (k, a, b, v), r in self._rules.items()
-                     if (k, a, v) == (kinds, active, key[3])
-                     and all(x <= y for x, y in zip(b, acc, strict=False))]
-            self._rules[key] = fewer[0] if fewer else self._make_rule(kinds, active, acc)
+        if key not in self._rules:
+            self._rules[key] = self._make_rule(kinds, active, acc)
         return self._rules[key]
 
     def accumulated(self, rule: Rule) -> tuple[int, ...]:
@@ -125,26 +123,22 @@ class SplitHelper:
                 or out.cls not in _CLASSES or out.ndim is None:
             raise SplitRefused(f"{self.py.__name__}: kinds {kinds} -> {out}")
         name = self.py.__name__
-        space = {name: self.dispatcher}
-        grads = ["None"] * len(ps)
-        back, done = "", ()
+        space = {name: self.dispatcher, "np": _np()}
+        back, grads, bufs = "", ["None"] * len(ps), ()
         if wrt and out.cls == "f":
-            want = [i for i in wrt if i < len(acc) and acc[i] and kinds[i].ndim]
-            space[f"{name}_vjp"], done = self.vjp(kinds, out, wrt, want)
-            call = f"{name}_vjp({', '.join([*ps, 'dy', '1.0', *(f'_a{i}' for i in done)])})"
-            rest = [i for i in wrt if i not in done]
-            back = f"        _g = {call}\n" if rest else f"        {call}\n"
-            for j, i in enumerate(rest):
-                grads[i] = f"_g[{j}]" if len(rest) > 1 else "_g"
-        params = [*ps, *(f"_a{i}" for i in done)]
-        src = (f"def {name}_rule({', '.join(params)}):\n"
+            key = (kinds, active, version())
+            if key not in self._vjps:  # one per kinds, whichever buffers the caller has
+                self._vjps[key] = self.vjp(kinds, out, wrt, [i for i in wrt if kinds[i].ndim])
+            space[f"{name}_vjp"], done = self._vjps[key]
+            back, bufs = _pullback(f"{name}_vjp", ps, wrt, done, acc, grads)
+        src = (f"def {name}_rule({', '.join([*ps, *(f'_a{i}' for i in bufs)])}):\n"
                f"    _y = {name}({', '.join(ps)})\n"
                f"    def back(dy):\n{back}"
                f"        return ({', '.join(grads)},)\n"
                f"    return _y, back\n")
         impl = emit.load(src, f"{name}_rule", space, f"{name}.split_rule")
         rule = Rule(impl, (self,), f"{name} (compiled once: called at {SPLIT_SITES}+ sites)")
-        self._acc[id(rule)] = done
+        self._acc[id(rule)] = bufs
         return rule
 
     def vjp(self, kinds: tuple, out: Any, wrt: list[int], acc: list[int] = ()
@@ -172,6 +166,30 @@ class SplitHelper:
         fn, done = accumulating(fn, [wrt.index(i) for i in acc]) if acc else (fn, ())
         fn.split_vjp = True
         return fn, tuple(acc[k] for k in range(len(acc)) if wrt.index(acc[k]) in done)
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def _pullback(vjp: str, ps: list[str], wrt: list[int], done: tuple[int, ...],
+              acc: tuple[bool, ...], grads: list[str]) -> tuple[str, tuple[int, ...]]:
+    """The pullback's body calling ``vjp`` (which adds the gradients of ``done`` into
+    arrays passed after ``dy``): the caller's adjoint buffer where it has one (``acc``),
+    else a zeroed array (``_z<i>``), returned; ``grads`` filled in.  Also the arguments
+    whose buffer it takes (``_a<i>``)."""
+    bufs = tuple(i for i in done if i < len(acc) and acc[i])
+    zeros = "".join(f"        _z{i} = np.zeros_like(_p{i})\n" for i in done if i not in bufs)
+    into = [f"_a{i}" if i in bufs else f"_z{i}" for i in done]
+    call = f"{vjp}({', '.join([*ps, 'dy', '1.0', *into])})"
+    rest = [i for i in wrt if i not in done]
+    for j, i in enumerate(rest):
+        grads[i] = f"_g[{j}]" if len(rest) > 1 else "_g"
+    for i in done:
+        grads[i] = "None" if i in bufs else f"_z{i}"
+    return zeros + (f"        _g = {call}\n" if rest else f"        {call}\n"), bufs
 
 
 def accumulating(fn: Any, which: list[int]) -> tuple[Any, tuple[int, ...]]:
