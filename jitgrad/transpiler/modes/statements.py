@@ -55,6 +55,9 @@ class Statements(Part):
         self.callables: set[str] = set()
         #: the split helpers and their gradients the code calls (``front/split.py``)
         self.compiled: set[str] = set()
+        #: arrays a split pullback zeroes for a gradient of its own (read nowhere else):
+        #: an adjoint takes one without a copy
+        self.owned: set[str] = set()
         self.unb = tapes.unb  # the generated module's name of ``unbroadcast``
 
     def simple(self, s: ast.stmt, restored: set[str]):
@@ -80,7 +83,8 @@ class Statements(Part):
             self.touched.add(d)
             if sign < 0:
                 expr = ast.UnaryOp(op=ast.USub(), operand=expr)
-            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)):
+            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)) and not (
+                    isinstance(expr, ast.Name) and expr.id in self.owned):
                 if k.ndim is None:
                     snap = self.global_name("snapshot", helpers.snapshot)
                     expr = ast.Call(func=name(snap), args=[expr], keywords=[])
@@ -275,11 +279,16 @@ class Statements(Part):
 
     def note_callables(self, fn, inst) -> None:
         """Functions a hook will call in compiled code (the API compiles them with Numba),
-        and a split helper's and its gradient's (``front/split.py``)."""
+        and a split helper's and its gradient's (``front/split.py``), and the arrays its
+        pullback zeroes for gradients of its own (``owned``)."""
         if isinstance(fn, SplitHelper):
             code = ast.Module(body=inst.forward + inst.back, type_ignores=[])
             self.compiled |= {n.func.id for n in walk(code)
                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            self.owned |= {x.targets[0].id for x in inst.back if isinstance(x, ast.Assign)
+                           and isinstance(x.value, ast.Call)
+                           and isinstance(x.value.func, ast.Attribute)
+                           and x.value.func.attr == "zeros_like"}
         if fn is hook:
             f = inst.bound.get("fn")
             if isinstance(f, ast.Name):
