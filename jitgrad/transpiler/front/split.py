@@ -9,7 +9,9 @@ checkpoints, ``prange`` or nested gradients) and which returns one value, stays 
 of a ``SplitHelper`` stand-in whose gradient rule is made per argument kinds
 (``SplitHelper.rule_for``): forward, the user's own helper; pullback, one call of
 ``<helper>_vjp``, jitgrad's own gradient of ``sum(helper(...) * dy)`` w.r.t. the
-helper's float arguments, compiled once as its own function.  Only reverse mode splits
+helper's float arguments, compiled once as its own function, that adds into adjoint
+arrays passed to it (the caller's buffers, or zeroed arrays) instead of returning them
+where its code only adds into them (``accumulating``).  Only reverse mode splits
 (``pipeline.generate``); forward mode, ``hvp`` and nested gradients inline as before.
 
 Before (4 calls of an ``@njit`` ``cell``)::     After::
@@ -387,5 +389,6 @@ def _splittable_call(n: ast.Call, helper: Parsed) -> bool:
         lookup(fn) is not None or is_non_differentiable(fn))
 
 
-__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "call_helpers", "pure_helper",
+__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "accumulating", "call_helpers",
+           "pure_helper",
            "register_makers", "run_as_python", "split_helpers", "split_sources", "standin"]
