@@ -113,3 +113,58 @@ def checkpointed(h0, xs, W, U):
         h = cell(h, xs[4 * t + 2], W, U)
         h = cell(h, xs[4 * t + 3], W, U)
     return np.sum(h * h)
+
+
+@njit
+def feats(x, W, U):
+    return np.tanh(W @ x + U[:, :2] @ x)
+
+
+@njit
+def mix(h, A, B):
+    return np.sin(A @ h) * np.cos(B @ h)
+
+
+@njit
+def scaled(h, x, W, a):
+    return np.tanh(a * (W @ x) + h)
+
+
+def all_accumulated(h0, xs, W, U):
+    """Only the weights carry gradients (``xs`` rows are constants here): the helper's
+    gradient adds into ``dW`` and ``dU`` and returns nothing."""
+    s = np.sum(feats(xs[0] * 1.0, W, U) * h0)
+    s = s + np.sum(feats(xs[1] * 1.0, W, U))
+    s = s * np.sum(feats(xs[2] * 1.0, W, U))
+    return s + np.sum(feats(xs[3] * 1.0, W, U) ** 2)
+
+
+def shared_twice(h0, xs, W, U):
+    """The same array passed as two arguments: both gradients add into its adjoint."""
+    h = mix(h0, U, U)
+    h = mix(h, U, U) + mix(h, U, U.T)
+    h = mix(h, U, U)
+    return np.sum(h * h) + np.sum(W * xs[0])
+
+
+def rebound_weights(h0, xs, W, U):
+    """The weights rebound between calls (their adjoint is zeroed at each binding)."""
+    h = cell(h0, xs[0], W, U)
+    W = W * 0.9 + 0.1
+    h = cell(h, xs[1], W, U)
+    U = U * W[:, :1]
+    h = cell(h, xs[2], W, U)
+    W = W - 0.05 * h[:, None]
+    h = cell(h, xs[3], W, U)
+    return np.sum(h * h) + np.sum(W * U[:, :2])
+
+
+def scalar_weight(h0, xs, W, U):
+    """A scalar argument and a column slice of an argument: their gradients are returned
+    (nothing to add into), the whole ``W``'s added into ``dW``."""
+    a = np.sum(U) * 0.1
+    h = scaled(h0, xs[0], W, a)
+    h = scaled(h, xs[1], W, a * a)
+    h = scaled(h, xs[2], U[:, :2], a)
+    h = scaled(h, xs[3], W, 0.5)
+    return np.sum(h * h)

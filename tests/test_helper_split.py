@@ -38,7 +38,9 @@ def _rng_args(case: str):
 #: case -> the name of the helper's compiled gradient in the code, None where inlined
 SPLIT = {"scalar4": "sq_vjp", "unrolled": "cell_vjp", "looped": "cell_vjp",
          "looped_unrolled": "cell_vjp", "with_ints": "bump_vjp", "scalar3": None,
-         "impure": None, "in_expressions": "sq_vjp", "checkpointed": "cell_vjp"}
+         "impure": None, "in_expressions": "sq_vjp", "checkpointed": "cell_vjp",
+         "all_accumulated": "feats_vjp", "shared_twice": "mix_vjp",
+         "rebound_weights": "cell_vjp", "scalar_weight": "scaled_vjp"}
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -55,6 +57,22 @@ def test_split_gradient(case, jit):
     else:
         assert f"{helper}(" in src  # called in the gradient...
         assert f"def {helper}(" in src  # ...and printed after it
+
+
+def test_split_gradient_adds_into_buffers():
+    """The helper's gradient adds into the caller's adjoint buffers (whole array
+    arguments: ``dW``, ``dU``) and into zeroed arrays for the rest (a local ``h``, a row
+    ``xs[k]``); it returns only what cannot be added into (a scalar argument's)."""
+    args, wrt = _rng_args("unrolled")
+    src = jg.grad(sc.unrolled, wrt=wrt, jit=False).source(*args)
+    calls = [x for x in src.splitlines() if "cell_vjp(" in x and "def " not in x]
+    assert len(calls) == 4 and all(x.endswith(", dW, dU)") for x in calls)
+    assert "def cell_vjp(h, x, W, U, _dy, _dret, dh, dx, dW, dU):" in src
+    assert "_g[" not in src and ".copy()" not in src
+    assert src.count("np.zeros_like(W)") == 1  # the caller's; the gradient's own went
+    src = jg.grad(sc.scalar_weight, wrt=wrt, jit=False).source(*args)
+    assert "scaled_vjp(h_2, _t7, W, 0.5, dh_3, 1.0, _z01, _z11, dW)" in src
+    assert "    return da\n" in src  # the scalar's gradient, returned
 
 
 def test_split_equals_inlined(monkeypatch):

@@ -96,7 +96,7 @@ class Namer:
     def global_name(self, env: dict, name: str, obj: object) -> str:
         """The module-level name generated code reaches ``obj`` by in ``env``: ``name``
         itself where free or already ``obj`` (and no local of the generated function), else
-        a fresh ``_name``."""
+        the fresh ``_name`` it was given before, or a new one (one name, one compile)."""
         if name in env and env[name] is obj and not self.is_local(name):
             self.reserve([name])  # no later fresh name may take it
             self.free.add(name)
@@ -106,6 +106,9 @@ class Namer:
             self.reserve([name])
             self.free.add(name)
             return name
+        for k in sorted(self.free):  # given a fresh name before: the same one again
+            if env.get(k) is obj and k.startswith("_") and name.lstrip("_") in k:
+                return k
         alt = self.fresh("_" + name.lstrip("_"))
         env[alt] = obj
         self.free.add(alt)

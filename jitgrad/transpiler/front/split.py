@@ -9,7 +9,9 @@ checkpoints, ``prange`` or nested gradients) and which returns one value, stays 
 of a ``SplitHelper`` stand-in whose gradient rule is made per argument kinds
 (``SplitHelper.rule_for``): forward, the user's own helper; pullback, one call of
 ``<helper>_vjp``, jitgrad's own gradient of ``sum(helper(...) * dy)`` w.r.t. the
-helper's float arguments, compiled once as its own function.  Only reverse mode splits
+helper's float arguments, compiled once as its own function, that adds into adjoint
+arrays passed to it (the caller's buffers, or zeroed arrays) instead of returning them
+where its code only adds into them (``accumulating``).  Only reverse mode splits
 (``pipeline.generate``); forward mode, ``hvp`` and nested gradients inline as before.
 
 Before (4 calls of an ``@njit`` ``cell``)::     After::
@@ -70,6 +72,8 @@ class SplitHelper:
         self.params = list(py.__code__.co_varnames[:py.__code__.co_argcount])
         self._kinds: dict[tuple, Any] = {}
         self._rules: dict[tuple, Rule] = {}
+        self._acc: dict[int, tuple[int, ...]] = {}
+        self._vjps: dict[tuple, tuple[Any, tuple[int, ...]]] = {}
         rec = record(self)
         rec.result, rec.pure = Result("helper"), True  # (``pure_helper`` admitted it)
         rec.rule = Rule(self, (self,), self.__name__)  # (``rule_for`` gives the real one)
@@ -94,17 +98,25 @@ class SplitHelper:
                                   else UNKNOWN)
         return self._kinds[kinds]
 
-    def rule_for(self, kinds: tuple, active: tuple[bool, ...]) -> Rule:
+    def rule_for(self, kinds: tuple, active: tuple[bool, ...],
+                 acc: tuple[bool, ...] = ()) -> Rule:
         """The gradient rule of a call with arguments of ``kinds`` (``active``: those that
-        carry a gradient): forward, the helper; pullback, one call of its gradient
-        (``vjp``) w.r.t. the active float arguments, made and cached per kinds (and
-        version of the rules: a rule registered later makes it again)."""
-        key = (kinds, active, version())
+        carry a gradient; ``acc``: those whose adjoint the caller holds in an array of the
+        argument's shape, which the pullback may add into): forward, the helper; pullback,
+        one call of its gradient (``vjp``) w.r.t. the active float arguments, made and
+        cached per kinds (and version of the rules: a rule registered later makes it
+        again).  ``accumulated(rule)``: the arguments whose adjoint it adds into."""
+        key = (kinds, active, acc, version())
         if key not in self._rules:
-            self._rules[key] = self._make_rule(kinds, active)
+            self._rules[key] = self._make_rule(kinds, active, acc)
         return self._rules[key]
 
-    def _make_rule(self, kinds: tuple, active: tuple[bool, ...]) -> Rule:
+    def accumulated(self, rule: Rule) -> tuple[int, ...]:
+        """The arguments whose adjoint buffer ``rule``'s pullback adds into: the caller
+        passes them after the arguments (``_a<i>``), and gets no gradient for them."""
+        return self._acc.get(id(rule), ())
+
+    def _make_rule(self, kinds: tuple, active: tuple[bool, ...], acc: tuple[bool, ...]) -> Rule:
         ps = [f"_p{i}" for i in range(len(self.params))]
         wrt = [i for i, k in enumerate(kinds) if k.cls == "f" and active[i]]
         out = self.result_kind(kinds)
@@ -113,25 +125,30 @@ class SplitHelper:
                 or out.cls not in _CLASSES or out.ndim is None:
             raise SplitRefused(f"{self.py.__name__}: kinds {kinds} -> {out}")
         name = self.py.__name__
-        space = {name: self.dispatcher}
-        grads = ["None"] * len(ps)
-        back = ""
+        space = {name: self.dispatcher, "np": _np()}
+        back, grads, bufs = "", ["None"] * len(ps), ()
         if wrt and out.cls == "f":
-            space[f"{name}_vjp"] = self.vjp(kinds, out, wrt)
-            back = f"        _g = {name}_vjp({', '.join(ps)}, dy, 1.0)\n"
-            for j, i in enumerate(wrt):
-                grads[i] = f"_g[{j}]" if len(wrt) > 1 else "_g"
-        src = (f"def {name}_rule({', '.join(ps)}):\n"
+            key = (kinds, active, version())
+            if key not in self._vjps:  # one per kinds, whichever buffers the caller has
+                self._vjps[key] = self.vjp(kinds, out, wrt, [i for i in wrt if kinds[i].ndim])
+            space[f"{name}_vjp"], done = self._vjps[key]
+            back, bufs = _pullback(f"{name}_vjp", ps, wrt, done, acc, grads)
+        src = (f"def {name}_rule({', '.join([*ps, *(f'_a{i}' for i in bufs)])}):\n"
                f"    _y = {name}({', '.join(ps)})\n"
                f"    def back(dy):\n{back}"
                f"        return ({', '.join(grads)},)\n"
                f"    return _y, back\n")
         impl = emit.load(src, f"{name}_rule", space, f"{name}.split_rule")
-        return Rule(impl, (self,), f"{name} (compiled once: called at {SPLIT_SITES}+ sites)")
+        rule = Rule(impl, (self,), f"{name} (compiled once: called at {SPLIT_SITES}+ sites)")
+        self._acc[id(rule)] = bufs
+        return rule
 
-    def vjp(self, kinds: tuple, out: Any, wrt: list[int]) -> Any:
+    def vjp(self, kinds: tuple, out: Any, wrt: list[int], acc: list[int] = ()
+            ) -> tuple[Any, tuple[int, ...]]:
         """jitgrad's gradient of ``sum(helper(*args) * dy)`` w.r.t. the arguments ``wrt``,
-        as a function of ``(*args, dy, 1.0)`` (marked ``split_vjp`` for the backend)."""
+        as a function of ``(*args, dy, 1.0, *adjoints)`` (marked ``split_vjp`` for the
+        backend), and the arguments of ``acc`` whose gradient it adds into the adjoint
+        passed for them (``accumulating``) instead of returning it."""
         import numpy as np
 
         from .nested import make_differentiated
@@ -148,8 +165,115 @@ class SplitHelper:
             fn = _MAKERS["gradient_code"](d, gen)
         except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
             raise SplitRefused(str(e)) from None
+        fn, done = accumulating(fn, [wrt.index(i) for i in acc]) if acc else (fn, ())
         fn.split_vjp = True
-        return fn
+        return fn, tuple(acc[k] for k in range(len(acc)) if wrt.index(acc[k]) in done)
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def _pullback(vjp: str, ps: list[str], wrt: list[int], done: tuple[int, ...],
+              acc: tuple[bool, ...], grads: list[str]) -> tuple[str, tuple[int, ...]]:
+    """The pullback's body calling ``vjp`` (which adds the gradients of ``done`` into
+    arrays passed after ``dy``): the caller's adjoint buffer where it has one (``acc``),
+    else a zeroed array (``_z<i>``), returned; ``grads`` filled in.  Also the arguments
+    whose buffer it takes (``_a<i>``)."""
+    bufs = tuple(i for i in done if i < len(acc) and acc[i])
+    zeros = "".join(f"        _z{i} = np.zeros_like(_p{i})\n" for i in done if i not in bufs)
+    into = [f"_a{i}" if i in bufs else f"_z{i}" for i in done]
+    call = f"{vjp}({', '.join([*ps, 'dy', '1.0', *into])})"
+    rest = [i for i in wrt if i not in done]
+    for j, i in enumerate(rest):
+        grads[i] = f"_g[{j}]" if len(rest) > 1 else "_g"
+    for i in done:
+        grads[i] = "None" if i in bufs else f"_z{i}"
+    return zeros + (f"        _g = {call}\n" if rest else f"        {call}\n"), bufs
+
+
+def accumulating(fn: Any, which: list[int]) -> tuple[Any, tuple[int, ...]]:
+    """``fn`` (a gradient returning ``(g0, g1, ...)``) made to add the gradients at
+    positions ``which`` into arrays passed after its parameters, and return the others;
+    and the positions done.  A position is done where its gradient is an adjoint ``dA``
+    made by one top-level ``dA = np.zeros_like(..)`` before any other mention, then only
+    added into (``dA += e``, ``dA[i] += e``, ``e`` not reading it), returned once: the
+    zeroing goes and ``dA`` becomes a parameter."""
+    import inspect
+
+    fdef = ast.parse(inspect.getsource(fn)).body[0]
+    ret = fdef.body[-1]
+    if not isinstance(ret, ast.Return) or ret.value is None:
+        return fn, ()
+    elts = list(ret.value.elts) if isinstance(ret.value, ast.Tuple) else [ret.value]
+    done = [j for j in which if j < len(elts) and _only_added(fdef.body[:-1], elts[j], elts)]
+    if not done:
+        return fn, ()
+    ids = [elts[j].id for j in done]
+    fdef.body = [s for s in fdef.body[:-1] if not any(_zeroing(s, d) for d in ids)]
+    left = [e for j, e in enumerate(elts) if j not in done]
+    value = (ast.Tuple(elts=left, ctx=ast.Load()) if len(left) > 1 else left[0] if left
+             else ast.Constant(value=None))
+    fdef.body.append(ast.Return(value=value))
+    fdef.args.args += [ast.arg(arg=i) for i in ids]
+    src = ast.unparse(ast.fix_missing_locations(fdef)) + "\n"
+    return emit.load(src, fn.__name__, dict(fn.__globals__), f"{fn.__name__}.acc"), tuple(done)
+
+
+def _only_added(body: list[ast.stmt], g: ast.expr, elts: list[ast.expr]) -> bool:
+    """Is ``g`` an adjoint made by one top-level ``g = np.zeros_like(..)`` (first) and
+    then only added into, mentioned once among the returned ``elts``?"""
+    if not isinstance(g, ast.Name) or sum(isinstance(e, ast.Name) and e.id == g.id
+                                          for e in elts) != 1:
+        return False
+    d = g.id
+    made = [k for k, s in enumerate(body) if d in _mentions(s)]
+    if not made or not _zeroing(body[made[0]], d):
+        return False
+    for s in body[made[0] + 1:]:
+        for n in walk(s):
+            if not isinstance(n, ast.stmt) or d not in _mentions(n):
+                continue
+            if isinstance(n, ast.AugAssign) and _adds_into(n, d):
+                continue
+            if not isinstance(n, ast.AugAssign) and d not in _own_mentions(n):
+                continue  # (a compound statement: its inner statements are checked)
+            return False
+    return True
+
+
+def _zeroing(s: ast.stmt, d: str) -> bool:
+    """Is ``s`` ``d = np.zeros_like(x)`` (``d`` not read)?"""
+    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and s.targets[0].id == d
+            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+            and s.value.func.attr == "zeros_like" and d not in _mentions(s.value))
+
+
+def _adds_into(s: ast.AugAssign, d: str) -> bool:
+    """Is ``s`` ``d += e`` / ``d -= e`` / ``d[i] += e`` with ``d`` only as the target?"""
+    t = s.target
+    base = t.value if isinstance(t, ast.Subscript) else t
+    return (isinstance(s.op, (ast.Add, ast.Sub)) and isinstance(base, ast.Name)
+            and base.id == d and d not in _mentions(s.value)
+            and (not isinstance(t, ast.Subscript) or d not in _mentions(t.slice)))
+
+
+def _mentions(n: ast.AST) -> set[str]:
+    """The names ``n`` mentions anywhere."""
+    return {x.id for x in walk(n) if isinstance(x, ast.Name)}
+
+
+def _own_mentions(s: ast.stmt) -> set[str]:
+    """The names statement ``s`` mentions outside its inner statements."""
+    out: set[str] = set()
+    for _f, v in ast.iter_fields(s):
+        for x in v if isinstance(v, list) else [v]:
+            if isinstance(x, ast.AST) and not isinstance(x, ast.stmt):
+                out |= _mentions(x)
+    return out
 
 
 _STANDINS: dict[int, SplitHelper] = {}
@@ -265,5 +389,6 @@ def _splittable_call(n: ast.Call, helper: Parsed) -> bool:
         lookup(fn) is not None or is_non_differentiable(fn))
 
 
-__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "call_helpers", "pure_helper",
+__all__ = ["SPLIT_SITES", "SplitHelper", "SplitRefused", "accumulating", "call_helpers",
+           "pure_helper",
            "register_makers", "run_as_python", "split_helpers", "split_sources", "standin"]

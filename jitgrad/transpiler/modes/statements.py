@@ -55,6 +55,9 @@ class Statements(Part):
         self.callables: set[str] = set()
         #: the split helpers and their gradients the code calls (``front/split.py``)
         self.compiled: set[str] = set()
+        #: arrays a split pullback zeroes for a gradient of its own (read nowhere else):
+        #: an adjoint takes one without a copy
+        self.owned: set[str] = set()
         self.unb = tapes.unb  # the generated module's name of ``unbroadcast``
 
     def simple(self, s: ast.stmt, restored: set[str]):
@@ -80,7 +83,8 @@ class Statements(Part):
             self.touched.add(d)
             if sign < 0:
                 expr = ast.UnaryOp(op=ast.USub(), operand=expr)
-            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)):
+            elif k.is_array and isinstance(expr, (ast.Name, ast.Subscript)) and not (
+                    isinstance(expr, ast.Name) and expr.id in self.owned):
                 if k.ndim is None:
                     snap = self.global_name("snapshot", helpers.snapshot)
                     expr = ast.Call(func=name(snap), args=[expr], keywords=[])
@@ -261,15 +265,30 @@ class Statements(Part):
         return fn.rule_for(tuple(self.an.kind(a.id) if isinstance(a, ast.Name)
                                  else of_value(ast.literal_eval(a)) for a in args),
                            tuple(isinstance(a, ast.Name) and a.id in self.an.active
-                                 for a in args))
+                                 for a in args),
+                           tuple(self.adjoint_buffer(a) for a in args))
+
+    def adjoint_buffer(self, a: ast.expr) -> bool:
+        """Is ``a`` an active array name whose adjoint is a buffer of its shape (a
+        ``buffer`` mode, not a view): a pullback may add into it in place."""
+        if not (isinstance(a, ast.Name) and a.id in self.an.active):
+            return False
+        k = self.an.kind(a.id)
+        return (k.is_array and k.ndim is not None and self.an.modes.get(a.id) == "buffer"
+                and a.id not in self.an.views)
 
     def note_callables(self, fn, inst) -> None:
         """Functions a hook will call in compiled code (the API compiles them with Numba),
-        and a split helper's and its gradient's (``front/split.py``)."""
+        and a split helper's and its gradient's (``front/split.py``), and the arrays its
+        pullback zeroes for gradients of its own (``owned``)."""
         if isinstance(fn, SplitHelper):
             code = ast.Module(body=inst.forward + inst.back, type_ignores=[])
             self.compiled |= {n.func.id for n in walk(code)
                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            self.owned |= {x.targets[0].id for x in inst.back if isinstance(x, ast.Assign)
+                           and isinstance(x.value, ast.Call)
+                           and isinstance(x.value.func, ast.Attribute)
+                           and x.value.func.attr == "zeros_like"}
         if fn is hook:
             f = inst.bound.get("fn")
             if isinstance(f, ast.Name):
@@ -326,8 +345,11 @@ class Statements(Part):
         rule = self.rule_of(fn, args)
         operands = operand_names(args)
         stashed = tgt in operands
-        # the pullback reads the target's adjoint itself, unless that is stashed first
-        tpl, inst = self.instance(rule, args, kw, s, None if stashed else self.adj(tgt))
+        # the pullback reads the target's adjoint itself, unless that is stashed first;
+        # a split helper's may add into its arguments' adjoint buffers (passed after them)
+        bufs = [name(self.adj(args[i].id)) for i in fn.accumulated(rule)] \
+            if isinstance(fn, SplitHelper) else []
+        tpl, inst = self.instance(rule, args + bufs, kw, s, None if stashed else self.adj(tgt))
         self.note_callables(fn, inst)
         rev: list[ast.stmt] = []
         fwd = self.forward_of(s, tgt, v, fn, tpl, inst, operands)
