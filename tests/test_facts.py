@@ -36,7 +36,7 @@ from jitgrad.rules.primitives import (
     shape_of,
 )
 from jitgrad.transpiler.analysis.analyse import copy_args
-from jitgrad.transpiler.analysis.dataflow import may_alias
+from jitgrad.transpiler.analysis.dataflow import Dataflow, may_alias
 from jitgrad.transpiler.analysis.shape_classes import SCALAR, ShapeClasses, reduction_terms
 from jitgrad.transpiler.backend.cached_calls import cached_calls
 from jitgrad.transpiler.backend.zero_skip import is_zero, skippable
@@ -207,17 +207,25 @@ def _classes(src: str, env=OWN) -> ShapeClasses:
 
 def test_a_declared_allocation_is_one_to_every_pass(forget):
     """Shape classes (the class of its shape), small arrays (a fill of a constant size)
-    and the aliasing of the dataflow (no buffer shared; it has no namespace, so it goes
-    by the function's name) all follow ``allocates`` with the ``alloc`` result and its
-    ``fill``."""
+    and the aliasing of the dataflow (no buffer shared: under another name ``mk`` where
+    it has the namespace, else by the function's name) all follow ``allocates`` with the
+    ``alloc`` result and its ``fill``."""
     def said():
         return (_classes("z = mk(a.shape)").of("z"), _Facts({}, OWN).form(_call("mk(3)")),
-                may_alias(_call("made_of_shape_f2(a)")), fill_value(made_of_shape_f2))
+                may_alias(_call("made_of_shape_f2(a)")), may_alias(_call("mk(a)"), env=OWN),
+                fill_value(made_of_shape_f2))
 
-    assert said() == (None, None, {"a"}, None)
+    assert said() == (None, None, {"a"}, {"a"}, None)
     jg.non_differentiable(made_of_shape_f2, allocates=True, result=Result("alloc"), fill=2.0)
     assert allocates_shape(made_of_shape_f2)
-    assert said() == ("a", 3, set(), 2.0)
+    assert said() == ("a", 3, set(), set(), 2.0)
+    # without the namespace ``mk`` is an unknown call; a Dataflow given it joins nothing
+    assert may_alias(_call("mk(a)")) == {"a"}
+    body = ast.parse("z = mk(a)\nw = mk(a, out=b)").body
+    flow = Dataflow(body, env=OWN)
+    assert flow.shares("z") == {"z"} and flow.shares("w") == {"w", "a", "b"}
+    # a function spelled like an allocation but bound to another is what it names
+    assert may_alias(_call("zeros(a)"), env={"zeros": shaped_as_second_f2}) == {"a"}
 
 
 @pytest.mark.parametrize("mod", ["np", "onp"])

@@ -353,6 +353,13 @@ def fresh(name: str) -> bool:
     return name in names_with("allocates") or name in names_with("fresh")
 
 
+def fresh_result(fn: Any) -> bool:
+    """Does the result of ``fn`` share no argument's buffer: a fresh array (``allocates``)
+    or a number (``fresh``)?  ``fresh`` for code that can tell what a call names."""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and (rec.allocates or rec.fresh)
+
+
 def mutating(name: str) -> bool:
     """Is ``name`` the spelling of a method that changes its object (``sort``, ``pop``)?"""
     return name in names_with("mutates")

@@ -155,7 +155,7 @@ def optimize_(u: Unit) -> None:
     scalars = {d for n, d in u.namer.adjoints().items()
                if n in u.kinds and not u.kinds[n].is_array}
     stmts = [*ir.init, *adjoint]
-    flow = Dataflow([*ir.forward, *stmts], ir.shared, is_array=_array_kinds(u))
+    flow = Dataflow([*ir.forward, *stmts], ir.shared, is_array=_array_kinds(u), env=u.env)
     both = fold_scalar_adjoints(stmts, scalars, flow)
     kept = 0  # the zeroings that stay are still the first statements
     while kept < len(both) and kept < len(ir.init) and both[kept] in ir.init:
