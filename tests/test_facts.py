@@ -17,6 +17,7 @@ import ast
 import builtins
 import math
 
+import numba
 import numpy as np
 import numpy as onp
 import pytest
@@ -32,6 +33,7 @@ from jitgrad.rules.primitives import (
     fact,
     fill_value,
     linear_in,
+    on_scalars,
     pure,
     shape_of,
 )
@@ -358,3 +360,59 @@ def test_numpy_under_another_name_gets_the_same_code(jit, pair, args):
     if pair[0] is scratch_np:
         loop = src[1][src[1].index("for i in range("):]
         assert "onp.zeros(" not in loop and "onp.empty(" not in loop, src[1]
+
+
+# --- on_scalars: elements.py fuses what compiled code may call on an array's elements ------
+
+
+@numba.njit
+def soft_f3(x):
+    """``x / (1 + x * x)``: elementwise, compiled for scalars as for arrays."""
+    return x / (1.0 + x * x)
+
+
+@numba.njit
+def soft_sign_f3(x):
+    """The same function, declared without ``on_scalars``."""
+    return x / (1.0 + x * x)
+
+
+def _soft_rule(soft):
+    """The gradient rule of ``soft`` (its value the call itself, kept in generated code)."""
+    def rule(x):
+        def back(dy):
+            q = 1.0 + x * x
+            return (dy * (1.0 - x * x) / (q * q),)
+        return soft(x), back
+    return rule
+
+
+jg.grad_rule(soft_f3, elementwise=True, pure=True, on_scalars=True)(_soft_rule(soft_f3))
+jg.grad_rule(soft_sign_f3, elementwise=True, pure=True)(_soft_rule(soft_sign_f3))
+
+
+def soft_chain(x, a):
+    return np.sum(soft_f3(a * x + 0.5) * np.cos(x))
+
+
+def soft_sign_chain(x, a):
+    return np.sum(soft_sign_f3(a * x + 0.5) * np.cos(x))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_primitive_called_on_scalars_is_fused(jit):
+    """A new primitive declared ``on_scalars`` joins an element loop under ``jit=True``,
+    called on each element (one without the fact is called on the array, the loop split
+    around it); values and gradients against central differences."""
+    import re
+
+    args = (np.linspace(-1.0, 1.2, 7), 0.7)
+    for f in (soft_chain, soft_sign_chain):
+        check_grad(f, args, wrt=(0, 1), jit=jit)
+    on = jg.differentiate(soft_chain, wrt=(0, 1), jit=jit).source(*args)
+    off = jg.differentiate(soft_sign_chain, wrt=(0, 1), jit=jit).source(*args)
+    on_element = r"soft\(_\w+_e\)"  # (the element loops' scalars end in _e)
+    assert bool(re.search(on_element, on)) == jit and "soft(_t4)" in off, (on, off)
+    assert not re.search(on_element, off) and ("one loop over the elements" in on) == jit
+    assert on_scalars(soft_f3) and not on_scalars(soft_sign_f3) and on_scalars(np.where) \
+        and on_scalars(math.exp) and not on_scalars(len)
