@@ -17,6 +17,7 @@ import ast
 import builtins
 import math
 
+import numba
 import numpy as np
 import numpy as onp
 import pytest
@@ -32,11 +33,12 @@ from jitgrad.rules.primitives import (
     fact,
     fill_value,
     linear_in,
+    on_scalars,
     pure,
     shape_of,
 )
 from jitgrad.transpiler.analysis.analyse import copy_args
-from jitgrad.transpiler.analysis.dataflow import may_alias
+from jitgrad.transpiler.analysis.dataflow import Dataflow, may_alias
 from jitgrad.transpiler.analysis.shape_classes import SCALAR, ShapeClasses, reduction_terms
 from jitgrad.transpiler.backend.cached_calls import cached_calls
 from jitgrad.transpiler.backend.zero_skip import is_zero, skippable
@@ -207,17 +209,25 @@ def _classes(src: str, env=OWN) -> ShapeClasses:
 
 def test_a_declared_allocation_is_one_to_every_pass(forget):
     """Shape classes (the class of its shape), small arrays (a fill of a constant size)
-    and the aliasing of the dataflow (no buffer shared; it has no namespace, so it goes
-    by the function's name) all follow ``allocates`` with the ``alloc`` result and its
-    ``fill``."""
+    and the aliasing of the dataflow (no buffer shared: under another name ``mk`` where
+    it has the namespace, else by the function's name) all follow ``allocates`` with the
+    ``alloc`` result and its ``fill``."""
     def said():
         return (_classes("z = mk(a.shape)").of("z"), _Facts({}, OWN).form(_call("mk(3)")),
-                may_alias(_call("made_of_shape_f2(a)")), fill_value(made_of_shape_f2))
+                may_alias(_call("made_of_shape_f2(a)")), may_alias(_call("mk(a)"), env=OWN),
+                fill_value(made_of_shape_f2))
 
-    assert said() == (None, None, {"a"}, None)
+    assert said() == (None, None, {"a"}, {"a"}, None)
     jg.non_differentiable(made_of_shape_f2, allocates=True, result=Result("alloc"), fill=2.0)
     assert allocates_shape(made_of_shape_f2)
-    assert said() == ("a", 3, set(), 2.0)
+    assert said() == ("a", 3, set(), set(), 2.0)
+    # without the namespace ``mk`` is an unknown call; a Dataflow given it joins nothing
+    assert may_alias(_call("mk(a)")) == {"a"}
+    body = ast.parse("z = mk(a)\nw = mk(a, out=b)").body
+    flow = Dataflow(body, env=OWN)
+    assert flow.shares("z") == {"z"} and flow.shares("w") == {"w", "a", "b"}
+    # a function spelled like an allocation but bound to another is what it names
+    assert may_alias(_call("zeros(a)"), env={"zeros": shaped_as_second_f2}) == {"a"}
 
 
 @pytest.mark.parametrize("mod", ["np", "onp"])
@@ -350,3 +360,59 @@ def test_numpy_under_another_name_gets_the_same_code(jit, pair, args):
     if pair[0] is scratch_np:
         loop = src[1][src[1].index("for i in range("):]
         assert "onp.zeros(" not in loop and "onp.empty(" not in loop, src[1]
+
+
+# --- on_scalars: elements.py fuses what compiled code may call on an array's elements ------
+
+
+@numba.njit
+def soft_f3(x):
+    """``x / (1 + x * x)``: elementwise, compiled for scalars as for arrays."""
+    return x / (1.0 + x * x)
+
+
+@numba.njit
+def soft_sign_f3(x):
+    """The same function, declared without ``on_scalars``."""
+    return x / (1.0 + x * x)
+
+
+def _soft_rule(soft):
+    """The gradient rule of ``soft`` (its value the call itself, kept in generated code)."""
+    def rule(x):
+        def back(dy):
+            q = 1.0 + x * x
+            return (dy * (1.0 - x * x) / (q * q),)
+        return soft(x), back
+    return rule
+
+
+jg.grad_rule(soft_f3, elementwise=True, pure=True, on_scalars=True)(_soft_rule(soft_f3))
+jg.grad_rule(soft_sign_f3, elementwise=True, pure=True)(_soft_rule(soft_sign_f3))
+
+
+def soft_chain(x, a):
+    return np.sum(soft_f3(a * x + 0.5) * np.cos(x))
+
+
+def soft_sign_chain(x, a):
+    return np.sum(soft_sign_f3(a * x + 0.5) * np.cos(x))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_a_primitive_called_on_scalars_is_fused(jit):
+    """A new primitive declared ``on_scalars`` joins an element loop under ``jit=True``,
+    called on each element (one without the fact is called on the array, the loop split
+    around it); values and gradients against central differences."""
+    import re
+
+    args = (np.linspace(-1.0, 1.2, 7), 0.7)
+    for f in (soft_chain, soft_sign_chain):
+        check_grad(f, args, wrt=(0, 1), jit=jit)
+    on = jg.differentiate(soft_chain, wrt=(0, 1), jit=jit).source(*args)
+    off = jg.differentiate(soft_sign_chain, wrt=(0, 1), jit=jit).source(*args)
+    on_element = r"soft\(_\w+_e\)"  # (the element loops' scalars end in _e)
+    assert bool(re.search(on_element, on)) == jit and "soft(_t4)" in off, (on, off)
+    assert not re.search(on_element, off) and ("one loop over the elements" in on) == jit
+    assert on_scalars(soft_f3) and not on_scalars(soft_sign_f3) and on_scalars(np.where) \
+        and on_scalars(math.exp) and not on_scalars(len)

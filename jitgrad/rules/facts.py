@@ -94,6 +94,9 @@ declare(np.sum, sums=True)
 # results that share no argument's buffer, besides fresh arrays: numbers and ranges
 declare(builtins.range, prange, builtins.len, builtins.int, builtins.float, builtins.bool,
         builtins.abs, builtins.min, builtins.max, builtins.round, fresh=True)
+# called on scalars as on arrays by compiled code (besides ufuncs and ``math``: elements.py;
+# ``np.where`` becomes a conditional expression there)
+declare(H.guard, K.select, np.where, builtins.abs, on_scalars=True)
 # calls compiled code makes through a helper cached on disk (backend/cached_calls.py)
 declare(np.zeros_like, cached_as="np_zeros_like")
 declare(np.empty_like, cached_as="np_empty_like")

@@ -113,9 +113,11 @@ class Primitive:
     a shape is (``np.zeros``: 0.0); ``fresh``: the result shares no argument's buffer
     (a number, a ``range``; fresh arrays say ``allocates``); ``copies_into``: (destination,
     source), a call copies the source argument's elements into the destination argument's
-    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``cached_as``: the helper of
-    ``kernels.helpers`` compiled generated code calls instead (only that call, cached on
-    disk: ``"np_zeros_like"``).  ``shape_args``: the positions of the
+    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``on_scalars``: compiled code may
+    call it on scalars as on arrays, element by element (``backend/elements.py``; ufuncs
+    and ``math`` by default, ``np.where``, ``abs``, generated code's masks).  ``cached_as``:
+    the helper of ``kernels.helpers`` compiled generated code calls instead (only that
+    call, cached on disk: ``"np_zeros_like"``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
     ``cost``: what one scalar call costs to evaluate, in the units of
     ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
@@ -155,6 +157,7 @@ class Primitive:
     fill: float | None = None
     fresh: bool = False
     copies_into: tuple[int, int] | None = None
+    on_scalars: bool = False
     cached_as: str | None = None
     shape_args: tuple[int, ...] = ()
     cost: float | None = None
@@ -189,7 +192,7 @@ TAPE_COST = 16.0
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
-            "fresh", "copies_into", "cached_as", "shape_args", "cheap",
+            "fresh", "copies_into", "on_scalars", "cached_as", "shape_args", "cheap",
             "cost", "device", "device_as", "ieee", "query", "random", "size_arg", "methods",
             "attrs")
 
@@ -207,14 +210,14 @@ def record(fn: Any) -> Primitive:
     """The record of ``fn``, created with the defaults if it has none yet.
 
     A ufunc or ``math`` function defaults to an elementwise, broadcasting, pure primitive
-    (``math``'s scalar functions are allowed on the device); anything else starts with
-    nothing known.
+    called on scalars as on arrays (``math``'s scalar functions are allowed on the
+    device); anything else starts with nothing known.
     """
     rec = _RECORDS.get(id(fn))
     if rec is None:
         ew = _math_like(fn)
         rec = Primitive(fn, elementwise=ew, result=BROADCAST if ew else UNKNOWN, pure=ew,
-                        device=getattr(fn, "__module__", None) == "math")
+                        on_scalars=ew, device=getattr(fn, "__module__", None) == "math")
         _RECORDS[id(fn)] = rec
     return rec
 
@@ -353,6 +356,13 @@ def fresh(name: str) -> bool:
     return name in names_with("allocates") or name in names_with("fresh")
 
 
+def fresh_result(fn: Any) -> bool:
+    """Does the result of ``fn`` share no argument's buffer: a fresh array (``allocates``)
+    or a number (``fresh``)?  ``fresh`` for code that can tell what a call names."""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and (rec.allocates or rec.fresh)
+
+
 def mutating(name: str) -> bool:
     """Is ``name`` the spelling of a method that changes its object (``sort``, ``pop``)?"""
     return name in names_with("mutates")
@@ -450,6 +460,13 @@ def shape_args(fn: Any) -> tuple[int, ...]:
     ``(1,)``); none for an unknown function."""
     rec = _RECORDS.get(id(fn))
     return () if rec is None else rec.shape_args
+
+
+def on_scalars(fn: Any) -> bool:
+    """Does compiled code call ``fn`` on scalars as on arrays (``Primitive.on_scalars``;
+    unrecorded ufuncs and ``math`` functions do)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec.on_scalars if rec is not None else _math_like(fn)
 
 
 def cached_twin(fn: Any) -> str | None:

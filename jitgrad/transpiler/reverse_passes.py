@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels import helpers
+from .analysis.dataflow import Dataflow
 from .backend import emit, lower, passes
 from .backend.gather import gather_form
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
@@ -153,7 +154,9 @@ def optimize_(u: Unit) -> None:
     adjoint = merge_accumulations(list(ir.adjoint), ir.shared)
     scalars = {d for n, d in u.namer.adjoints().items()
                if n in u.kinds and not u.kinds[n].is_array}
-    both = fold_scalar_adjoints([*ir.init, *adjoint], scalars, ir.shared, u.analysis.aliases)
+    stmts = [*ir.init, *adjoint]
+    flow = Dataflow([*ir.forward, *stmts], ir.shared, is_array=_array_kinds(u), env=u.env)
+    both = fold_scalar_adjoints(stmts, scalars, flow)
     kept = 0  # the zeroings that stay are still the first statements
     while kept < len(both) and kept < len(ir.init) and both[kept] in ir.init:
         kept += 1

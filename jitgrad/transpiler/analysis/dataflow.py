@@ -35,9 +35,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from ...rules.primitives import allocating, fresh, method_function, query_attrs, returns_view
-from ..astutil import exposed_reads
+from ...rules.primitives import (
+    allocating,
+    fresh,
+    fresh_result,
+    method_function,
+    query_attrs,
+    returns_view,
+)
+from ..astutil import exposed_reads, resolve
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 
 #: (loop variable, constant offset) of one index component; (None, c) is the constant c
@@ -266,33 +274,39 @@ def _regrows(call: ast.Call, n: str) -> bool:
 MODULES = frozenset({"np", "math", "numpy", "numba", "random"})
 
 
-def may_alias(e: ast.expr, modules: Collection[str] = MODULES) -> set[str]:
+def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
+              env: dict[str, Any] | None = None) -> set[str]:
     """The names whose buffer the value of ``e`` may share (a name, an element or a slice,
     a view or an unknown call of them); none for arithmetic and fresh allocations
-    (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``)."""
+    (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``; ``env``:
+    the namespace, where known, by which a call is what it names, ``mk = np.zeros`` too,
+    else what it is spelled)."""
     if isinstance(e, ast.Name):
         return {e.id}
     if isinstance(e, (ast.Subscript, ast.Starred)):
-        return may_alias(e.value, modules)
+        return may_alias(e.value, modules, env)
     if isinstance(e, ast.Attribute):
-        return set() if e.attr in query_attrs() else may_alias(e.value, modules)
+        return set() if e.attr in query_attrs() else may_alias(e.value, modules, env)
     if isinstance(e, (ast.Tuple, ast.List)):
-        return set().union(*(may_alias(x, modules) for x in e.elts))
+        return set().union(*(may_alias(x, modules, env) for x in e.elts))
     if isinstance(e, ast.IfExp):
-        return may_alias(e.body, modules) | may_alias(e.orelse, modules)
+        return may_alias(e.body, modules, env) | may_alias(e.orelse, modules, env)
     if not isinstance(e, ast.Call):
         return set()  # arithmetic, comparisons, constants: a new value
     f = e.func
     spelled = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) \
         else ""
-    if fresh(spelled) and not any(k.arg == "out" for k in e.keywords):
+    fn = resolve(f, env) if env is not None else None
+    if (fresh_result(fn) if fn is not None else fresh(spelled)) \
+            and not any(k.arg == "out" for k in e.keywords):
         return set()
     obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
         and f.value.id not in modules else None
-    fn = method_function(spelled)
+    fn = fn if fn is not None else method_function(spelled)
     if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
-        return {obj} if obj else may_alias(e.args[0], modules) if e.args else set()
-    out = set().union(*(may_alias(x, modules) for x in [*e.args, *(k.value for k in e.keywords)]))
+        return {obj} if obj else may_alias(e.args[0], modules, env) if e.args else set()
+    out = set().union(*(may_alias(x, modules, env)
+                        for x in [*e.args, *(k.value for k in e.keywords)]))
     return out | ({obj} if obj else set())
 
 
@@ -312,13 +326,16 @@ class Dataflow:
     Names the body never binds (parameters) are distinct buffers unless ``shared`` joins
     them: generated code writes no argument (the prologue copies those it writes).
     ``is_array``: the kinds, where known (False: a scalar, which shares no buffer; without
-    them ``a[i] = t`` may store the array ``t`` in a list ``a``)."""
+    them ``a[i] = t`` may store the array ``t`` in a list ``a``); ``env``: the namespace,
+    where known (``may_alias``: a call is what it names, not what it is spelled)."""
 
     def __init__(self, body: list[ast.stmt], shared: dict[str, str] | None = None,
                  modules: Collection[str] = MODULES,
-                 is_array: Callable[[str], bool | None] | None = None) -> None:
+                 is_array: Callable[[str], bool | None] | None = None,
+                 env: dict[str, Any] | None = None) -> None:
         self.body = body
         self.modules = modules
+        self.env = env
         self.is_array = is_array
         self._at: dict[int, tuple[list[ast.stmt], int, ast.stmt | None]] = {}
         self._place(body, None)
@@ -374,7 +391,7 @@ class Dataflow:
             names: list[str] = []
             _target_names(t, True, names)
             for n in names:
-                for m in may_alias(v, self.modules):
+                for m in may_alias(v, self.modules, self.env):
                     if self.is_array is None or (self.is_array(n) is not False
                                                  and self.is_array(m) is not False):
                         self._union(n, m)

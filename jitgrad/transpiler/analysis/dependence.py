@@ -96,7 +96,7 @@ class Names:
         by ``flow.shares``; a call of ``random`` draws, so its order is the iterations')."""
         return Names(flow.live_after(loop), flow.is_array or (lambda n: None), flow.shares,
                      lambda e: isinstance(e, (ast.Call, ast.BinOp)) and not
-                     dataflow.may_alias(e, flow.modules), _draws_or_writes)
+                     dataflow.may_alias(e, flow.modules, flow.env), _draws_or_writes)
 
 
 def _draws_or_writes(call: ast.Call) -> bool:
@@ -455,7 +455,8 @@ def iteration_arrays(body: list[ast.stmt], flow: dataflow.Dataflow,
            and all(dataflow.plain_binding(b) == n for b in sts)}
     while True:  # drop those bound otherwise, or sharing a buffer with something else
         keep = {n for n in out if flow.shares(n) <= out
-                and all(dataflow.may_alias(b.value, flow.modules) <= out for b in made[n])}
+                and all(dataflow.may_alias(b.value, flow.modules, flow.env) <= out
+                        for b in made[n])}
         if keep == out:
             return out
         out = keep

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...kernels import arrays as K
 from ...kernels import helpers as H
-from ...rules.primitives import cost
+from ...rules.primitives import cost, on_scalars
 from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses, elementwise_parts, reduction_terms
 from ..astutil import resolve
@@ -330,16 +330,9 @@ def _elementwise(e: ast.expr, ctx: _Ctx, sums: list[ast.Call], in_sum: bool = Fa
     if passed is not None:
         return _elementwise(passed, ctx, sums, in_sum)
     parts = elementwise_parts(e, ctx.env)
-    if isinstance(e, ast.Call) and not _on_scalars(resolve(e.func, ctx.env)):
+    if isinstance(e, ast.Call) and not on_scalars(resolve(e.func, ctx.env)):
         return False
     return parts is not None and all(_elementwise(p, ctx, sums, in_sum) for p in parts)
-
-
-def _on_scalars(fn: Any) -> bool:
-    """Does compiled code call ``fn`` on scalars as on arrays (a ufunc, ``math``, the masks
-    of generated code; ``np.where`` becomes a conditional expression)?"""
-    return isinstance(fn, np.ufunc) or getattr(fn, "__module__", None) == "math" \
-        or fn in (H.guard, K.select, np.where, abs)
 
 
 def _passed(e: ast.expr, ctx: _Ctx) -> ast.expr | None:

@@ -72,7 +72,7 @@ def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
     env = {"np": np} if env is None else env
     if not _zeroings_in_loops(body, env):
         return body
-    df = Dataflow(body, shared, is_array=is_array)
+    df = Dataflow(body, shared, is_array=is_array, env=env)
     taken = set(taken() if callable(taken) else taken)
     new: dict[int, list[ast.stmt]] = {}
     before: dict[int, list[ast.stmt]] = {}

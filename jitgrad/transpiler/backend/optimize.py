@@ -17,7 +17,7 @@ Before::                                 After::
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...rules.primitives import mutating
@@ -560,91 +560,87 @@ def prune_unused(rev: list[ast.stmt], namer) -> list[ast.stmt]:
 _SUM_MAX = 8
 
 
+#: (may jump, names mentioned, names bound, arrays written into): see ``_touches``
+Touches = tuple[bool, set[str], set[str], set[str]]
+
 _JUMPS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
 _JUMP_CLASSES = frozenset(_JUMPS)
 
 
-def _touches(s: ast.stmt, shared: dict[str, str]) -> tuple[bool, set[str], set[str]]:
+def _touches(s: ast.stmt) -> Touches:
     """In one walk: does ``s`` contain a jump (its successors may not run), every name it
-    mentions, and the names (with the buffers they view) it may write anywhere inside."""
+    mentions, the names it may bind anywhere inside and the arrays it may write elements
+    of (or add to in place, ``v += e``)."""
     exits = False
     names: set[str] = set()
-    out: set[str] = set()
+    bound: set[str] = set()
+    into: set[str] = set()
     for n in nodes_of(s):
         cls = n.__class__
         if cls is ast.Name:
             names.add(n.id)
             if n.ctx.__class__ is ast.Store:
-                out.add(n.id)
+                bound.add(n.id)
         elif cls is ast.AugAssign:
             if n.target.__class__ is ast.Name:
-                out.add(n.target.id)
+                into.add(n.target.id)
         elif cls is ast.Subscript or cls is ast.Attribute:
-            if n.ctx.__class__ is ast.Store and n.value.__class__ is ast.Name:
-                out.add(n.value.id)
+            if n.ctx.__class__ is ast.Store and (b := dataflow.base_name(n)) is not None:
+                into.add(b)
         elif cls in _JUMP_CLASSES:
             exits = True
-    return exits, names, out | {view_root(n, shared) for n in out}
+    return exits, names, bound, into
 
 
-def _compound_touches(s: ast.stmt, shared: dict[str, str],
-                      memo: dict[int, tuple[ast.stmt, Touches]]) -> Touches:
-    """``_touches(s, shared)`` of a loop or branch whose blocks are folded: the union of
-    its header's and of each statement's of its blocks (from ``memo`` where there)."""
-    exits = False
-    names: set[str] = set()
-    written: set[str] = set()
+def _compound_touches(s: ast.stmt, memo: dict[int, tuple[ast.stmt, Touches]]) -> Touches:
+    """``_touches(s)`` of a loop or branch whose blocks are folded: the union of its
+    header's and of each statement's of its blocks (from ``memo`` where there)."""
     parts: list[Touches] = []
     for f in s._fields:
         v = getattr(s, f, None)
         if f in ("body", "orelse"):
             for x in v or ():
                 hit = memo.get(id(x))
-                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x, shared))
+                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x))
         elif isinstance(v, ast.AST):
-            parts.append(_touches(v, shared))
+            parts.append(_touches(v))
         elif isinstance(v, list):
-            parts.extend(_touches(x, shared) for x in v if isinstance(x, ast.AST))
-    for e, n, w in parts:
-        exits = exits or e
-        names |= n
-        written |= w
-    return exits, names, written
+            parts.extend(_touches(x) for x in v if isinstance(x, ast.AST))
+    return (any(p[0] for p in parts), set().union(*(p[1] for p in parts)),
+            set().union(*(p[2] for p in parts)), set().union(*(p[3] for p in parts)))
 
 
 def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
-                         shared: dict[str, str] | None = None,
-                         aliases: Mapping[str, Collection[str]] | None = None
-                         ) -> list[ast.stmt]:
+                         flow: dataflow.Dataflow | None = None) -> list[ast.stmt]:
     """``dc = 0.0; dc += a; ...; dc += b`` -> ``dc = a + b`` for scalar adjoints ``scalars``.
 
     A pending ``dc = 0.0``, assignment or accumulation sinks to the next accumulation into ``dc``
     in the same statement list when nothing between reads or writes ``dc``, writes
-    what its terms read (or a primal array sharing its buffer: ``aliases``, the analysis'
-    groups, e.g. a view of a buffer that a checkpointed loop's reverse recomputes into),
-    or may jump; sums stay a few terms deep.
+    what its terms read or a name sharing its buffer (``flow.shares``: adjoint views, and
+    e.g. a view of a buffer that a checkpointed loop's reverse recomputes into; without
+    ``flow``, the names alone), or may jump; sums stay a few terms deep.
     """
-    return _fold(stmts, scalars, shared or {}, {}, aliases or {})
+    if flow is None:
+        return _fold(stmts, scalars, {}, lambda n: {n})
+    flow.shares("")  # (the groups of the body as it is, before the fold rewrites it)
+    return _fold(stmts, scalars, {}, flow.shares)
 
 
-Touches = tuple[bool, set[str], set[str]]
-
-
-def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
-          memo: dict[int, tuple[ast.stmt, Touches]],
-          aliases: Mapping[str, Collection[str]]) -> list[ast.stmt]:
+def _fold(stmts: list[ast.stmt], scalars: set[str], memo: dict[int, tuple[ast.stmt, Touches]],
+          shares: Callable[[str], set[str]]) -> list[ast.stmt]:
     """``fold_scalar_adjoints`` of one block; ``memo`` keeps what each statement touches
     (``_touches``), so a loop or branch is not walked again whole: its facts are its
     header's and its folded blocks' statements'."""
     out: list[ast.stmt | None] = []
-    # adjoint -> (index in out, "set" or "add", [(sign, term)], roots the terms read)
-    pending: dict[str, tuple[int, str, list, set[str]]] = {}
+    # adjoint -> (index in out, "set" or "add", [(sign, term)], names the terms read, and
+    # the names sharing their buffers)
+    pending: dict[str, tuple[int, str, list, set[str], set[str]]] = {}
     for s in stmts:
         compound = isinstance(s, (ast.If, ast.For, ast.While))
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if sub and compound:
-                setattr(s, f, _fold(sub, scalars, shared, memo, aliases) or [ast.Pass()])
+                setattr(s, f, _fold(sub, scalars, memo, shares) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
                 and isinstance(s.op, (ast.Add, ast.Sub)))
@@ -652,29 +648,29 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
             value_loads = loaded_ids(s.value)
             fold = t.id not in value_loads
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        touched = _compound_touches(s, shared, memo) if compound else _touches(s, shared)
+        touched = _compound_touches(s, memo) if compound else _touches(s)
         memo[id(s)] = (s, touched)
-        exits, names, written = touched
+        exits, names, bound, into = touched
         if exits or (isinstance(s, ast.Expr) and not COMMENT.get(s) and not CHECK.get(s)):
             pending.clear()
         else:
             for d in [d for d, p in pending.items()
-                      if (d in names and not (fold and d == t.id)) or p[3] & written]:
+                      if (d in names and not (fold and d == t.id)) or p[3] & bound or p[4] & into]:
                 del pending[d]
         if fold:
             d, sign = t.id, 1 if isinstance(s.op, ast.Add) else -1
-            # the names the term reads, with the buffers they view
-            reads = _term_reads(value_loads, shared, aliases)
+            buffers = set().union(*map(shares, value_loads))
             prev = pending.pop(d, None)
             if prev is not None and len(prev[2]) < _SUM_MAX:
-                i, how, terms, prev_reads = prev
+                i, how, terms, prev_loads, prev_buffers = prev
                 out[i] = None
                 terms = terms + [(sign, s.value)]
                 new = _scalar_sum(d, how, terms)
-                pending[d] = (len(out), how, terms, prev_reads | reads)
+                pending[d] = (len(out), how, terms, prev_loads | value_loads,
+                              prev_buffers | buffers)
             else:
                 new = s
-                pending[d] = (len(out), "add", [(sign, s.value)], reads)
+                pending[d] = (len(out), "add", [(sign, s.value)], value_loads, buffers)
             out.append(ast.copy_location(new, s))
             continue
         if (isinstance(s, ast.Assign) and len(s.targets) == 1
@@ -682,23 +678,12 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], shared: dict[str, str],
                 and s.targets[0].id not in (value_loads := loaded_ids(s.value))):
             v = s.value
             if isinstance(v, ast.Constant) and v.value == 0.0 and not isinstance(v.value, bool):
-                pending[s.targets[0].id] = (len(out), "set", [], set())
+                pending[s.targets[0].id] = (len(out), "set", [], set(), set())
             else:
-                pending[s.targets[0].id] = (len(out), "set", [(1, v)],
-                                            _term_reads(value_loads, shared, aliases))
+                pending[s.targets[0].id] = (len(out), "set", [(1, v)], value_loads,
+                                            set().union(*map(shares, value_loads)))
         out.append(s)
     return [s for s in out if s is not None]
-
-
-def _term_reads(loads: set[str], shared: dict[str, str],
-                aliases: Mapping[str, Collection[str]]) -> set[str]:
-    """The names a term reads, with the adjoint buffers they view and the primal names
-    sharing their buffers (a write through any of them changes the term's value)."""
-    out = set(loads)
-    for n in loads:
-        out.add(view_root(n, shared))
-        out.update(aliases.get(n, ()))
-    return out
 
 
 def _scalar_sum(d: str, how: str, terms: list) -> ast.stmt:

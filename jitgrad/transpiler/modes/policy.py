@@ -85,7 +85,7 @@ class ReadPolicy:
     def __init__(self, body: list[ast.stmt], an: Analysis, env: dict) -> None:
         self.an = an
         self.env = env
-        self.flow = dataflow.Dataflow(body)
+        self.flow = dataflow.Dataflow(body, env=env)
         self.body = body
         self._memo: dict[str, bool] = {}
         self._stores: set[str] | None = None
@@ -165,7 +165,8 @@ class ReadPolicy:
         if self._typed is None:
             kinds = self.an.kinds
             self._typed = dataflow.Dataflow(
-                self.body, is_array=lambda n: self.an.kind(n).is_array if n in kinds else None)
+                self.body, is_array=lambda n: self.an.kind(n).is_array if n in kinds else None,
+                env=self.env)
         return self._typed
 
     def hoisted(self, n: str, s: ast.stmt) -> tuple[ast.For, ast.expr | None] | None:
