@@ -79,6 +79,21 @@ def _next_pair(body: list[ast.stmt], tried: set) -> tuple[int, int, object] | No
     return None
 
 
+def _adjoints_restart(rev: list[ast.stmt], before: list[ast.stmt], after: list[ast.stmt],
+                      exposed_rev: set[str], w_f: set[str], w_r: set[str], r_f: set[str],
+                      tapes: set[str]) -> bool:
+    """Does every adjoint the reversed loop carries from one iteration to the next, or
+    leaves to the statements ``after`` it, only sum or end each iteration as it started?"""
+    summed = dataflow.sums(rev) - r_f - w_f
+    ends, starts = _last_constants(rev, loops=True), _last_constants(before)
+    # (an adjoint left as the iteration found it: no forward statement of it binds it)
+    ends = {v: c for v, c in ends.items() if not (c.startswith(OR_START) and v in w_f)}
+    # carried from one iteration to the next; read after the loop (it must end as the
+    # adjoint loop left it)
+    loose = (exposed_rev & w_r) | (exposed_reads(after) & (w_r - tapes))
+    return all(v in summed or _ends_as_started(v, ends, starts) for v in loose)
+
+
 def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[str, str],
           dependent: set[tuple[int, int]], is_array: Callable[[str], bool | None] | None = None
           ) -> list[ast.stmt] | None:
@@ -116,16 +131,9 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     r_stay = dataflow.reads_in(stay)
     if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
         return None  # ran before the adjoint loop: it must neither see it nor feed it
-    summed = dataflow.sums(rev.body) - r_f - w_f
-    ends, starts = _last_constants(rev.body, loops=True), _last_constants(pre + hoist)
-    # (an adjoint left as the iteration found it: no forward statement of it binds it)
-    ends = {v: c for v, c in ends.items() if not (c.startswith(OR_START) and v in w_f)}
-    for v in exposed_rev & w_r:  # an adjoint carried from one iteration to the next
-        if v not in summed and not _ends_as_started(v, ends, starts):
-            return None
-    for v in exposed_reads(stay + post) & (w_r - tapes):
-        if v not in summed and not _ends_as_started(v, ends, starts):
-            return None  # read after the loop: it must end as the adjoint loop left it
+    if not _adjoints_restart(rev.body, pre + hoist, stay + post, exposed_rev, w_f, w_r, r_f,
+                             tapes):
+        return None
     if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
                                apart):
         dependent.add(key)
