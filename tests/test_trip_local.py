@@ -168,3 +168,75 @@ def test_gradient_and_whether_fused(f, make, fused, jit):
     src = jg.differentiate(f, wrt=(0, 1), jit=jit).source(*args)
     if fused is not None:
         assert (FUSED in src) == fused, src
+
+
+# --- the dependence layer's answers, on loop bodies ---------------------------------------
+
+from jitgrad.transpiler.analysis import dataflow, dependence  # noqa: E402
+
+
+def _loop_body(src: str) -> tuple[list, str]:
+    """The body of the one loop over ``i`` in ``src`` (after ``a = np.empty(n)``), and the
+    ``ast.dump`` of ``a``'s length as ``full_sizes`` finds it."""
+    import ast
+    import textwrap
+    body = ast.parse(textwrap.dedent(src)).body
+    sizes = dependence.full_sizes(dataflow.Dataflow(body))
+    loop = next(s for s in body if isinstance(s, ast.For))
+    return loop.body, sizes.get("a")
+
+
+OVERWRITTEN = [
+    ("for j in range(n):\n        a[j] = x[i, j]\n    t = a[0]", True),
+    ("for j in range(0, n):\n        a[j] = x[i, j]\n    t = a[0]", True),
+    ("for j in range(n - 1, -1, -1):\n        a[j] = x[i, j]\n    t = a[0]", True),
+    ("a[:] = x[i]\n    t = a[0]", True),
+    ("a[...] = 0.5\n    t = a[0]", True),
+    ("for c in range(3):\n        for j in range(n):\n            a[j] = x[i, j]\n"
+     "        t = a[c]", True),
+    ("t = a[0]\n    for j in range(n):\n        a[j] = x[i, j]", False),  # read first
+    ("for j in range(1, n):\n        a[j] = x[i, j]\n    t = a[0]", False),  # partial
+    ("for j in range(m):\n        a[j] = x[i, j]\n    t = a[0]", False),  # other length
+    ("for j in range(n):\n        if x[i, j] > 0:\n            a[j] = 1.0\n    t = a[0]",
+     False),  # conditional
+    ("for j in range(n):\n        a[j] = x[i, j]\n        if j > 2:\n            break\n"
+     "    t = a[0]", False),  # early exit
+    ("for j in range(n):\n        a[j] = a[j - 1] + 1.0\n    t = a[0]", False),
+    ("a[:] = a * 2.0\n    t = a[0]", False),
+    ("a = x[i]\n    t = a[0]", False),  # bound again
+]
+
+
+@pytest.mark.parametrize("trip, expected", OVERWRITTEN)
+def test_overwritten(trip, expected):
+    body, size = _loop_body(f"n, m = x.shape\na = np.empty(n)\nfor i in range(m):\n"
+                            f"    {trip}\n")
+    assert size is not None or not expected  # (``a`` bound twice: no one length)
+    assert dependence.overwritten("a", body, size) is expected
+
+
+RESET = [
+    ("for j in range(n - 1, -1, -1):\n        t = a[j]\n        a[j] = 0.0", True),
+    ("a[i % n] += 1.0\n    for j in range(n):\n        a[j] = 0.0", True),
+    ("a[i % n] += 1.0\n    a[...] = 0.0", True),
+    ("for c in range(3):\n        a[c % n] += 1.0\n        for j in range(n):\n"
+     "            a[j] = 0.0", True),  # each inner trip leaves it zero, nothing before
+    ("a[0] += 1.0\n    for c in range(i):\n        for j in range(n):\n"
+     "            a[j] = 0.0", False),  # the inner loop may make no trip
+    ("for j in range(n):\n        a[j] = 0.0\n    a[0] += 1.0", False),  # written after
+    ("a[i % n] += 1.0\n    for j in range(1, n):\n        a[j] = 0.0", False),  # partial
+    ("a[i % n] += 1.0\n    for j in range(n):\n        a[j] = 1.0", False),  # not zero
+]
+
+
+@pytest.mark.parametrize("trip, expected", RESET)
+def test_reset(trip, expected):
+    body, size = _loop_body(f"n, m = x.shape\na = np.zeros(n)\nfor i in range(m):\n"
+                            f"    {trip}\n")
+    assert dependence.reset("a", body, size) is expected
+
+
+def test_full_sizes_need_one_length():
+    """A length whose name is bound again (or in a loop) gives no size."""
+    _, size = _loop_body("n = 3\nn = 4\na = np.empty(n)\nfor i in range(n):\n    a[0] = 1.0\n")
+    assert size is None
