@@ -241,8 +241,10 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
     names under no name that may share their buffer (``Dataflow.shares``), nor ``mid``
     under another name (those writes then only move before it: statements writing
     arrays must not stay after it, see ``_fuse``)."""
-    if writes_names_only(mid, tapes) or is_array is None:
+    if writes_names_only(mid, tapes):
         return True
+    if is_array is None:
+        return False
     written = {n for n in _element_writes(mid) - tapes if n is not None}
     if not writes_names_only(mid, tapes | written):
         return False
