@@ -10,7 +10,9 @@ runs an independent loop in parallel (``backend/prange.py``), ``Dataflow``-based
 callers build their ``Names`` with ``Names.of``; ``order_free`` tells the loop fusion
 whether a loop only sums into arrays nothing else reads (``backend/fuse.py``); element
 indices are compared here only (``apart``, ``constants_apart``, ``own_slot``; and for the
-CUDA lowering, ``private_arrays``: the arrays each thread reads only at its own index).
+CUDA lowering, ``private_arrays``: the arrays each thread reads only at its own index);
+``overwritten`` and ``reset`` tell which arrays made outside a loop carry nothing between
+its trips (every trip sets them in full before reading them, or leaves them zero).
 
 An iteration may run at once with the others when it writes only its own elements of
 any array (``a[i]``, ``a[i, j]``, ``t[c + i]``), every name it binds is iteration-local
@@ -442,7 +444,8 @@ def iteration_arrays(body: list[ast.stmt], flow: dataflow.Dataflow,
                      outside: Collection[str] = ()) -> set[str]:
     """The arrays each iteration of a loop over ``body`` makes for itself: every binding of
     them in ``body`` is ``v = e`` with ``e`` a new value (an allocation, arithmetic) or a
-    view of another of them (``dataflow.may_alias``), none is read in an iteration before
+    view of another of them (``dataflow.may_alias``), or ``v op= e`` (in place: the buffer
+    stays ``v``'s; or a new value), none is read in an iteration before
     it is bound there (nothing is carried), every name that may share their buffer
     (``flow.shares``) is one of them, and none is named in ``outside``.  An iteration's
     writes into them reach no other iteration (scalars bound so come too: harmless)."""
@@ -452,14 +455,20 @@ def iteration_arrays(body: list[ast.stmt], flow: dataflow.Dataflow,
         for n in dataflow.binds(s):
             made.setdefault(n, []).append(s)
     out = {n for n, sts in made.items() if n not in carried and n not in outside
-           and all(dataflow.plain_binding(b) == n for b in sts)}
+           and all(dataflow.plain_binding(b) == n or _updates(b, n) for b in sts)}
     while True:  # drop those bound otherwise, or sharing a buffer with something else
         keep = {n for n in out if flow.shares(n) <= out
-                and all(dataflow.may_alias(b.value, flow.modules, flow.env) <= out
+                and all(_updates(b, n) or dataflow.may_alias(b.value, flow.modules, flow.env)
+                        <= out
                         for b in made[n])}
         if keep == out:
             return out
         out = keep
+
+
+def _updates(s: ast.stmt, n: str) -> bool:
+    """Is ``s`` ``n op= e`` (the name ``n``)?"""
+    return isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) and s.target.id == n
 
 
 def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
@@ -478,6 +487,173 @@ def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
             made.setdefault(n, []).append(fresh.get(n, False))
     return {n for n in written if made.get(n) and all(made[n]) and flow.is_array(n) is True
             and not flow.shares(n) & set(elsewhere)}
+
+
+# --- arrays every trip sets in full ------------------------------------------------------
+#
+# An array made once outside a loop carries nothing from one trip to the next where every
+# trip writes all of it before reading any of it (``overwritten``: a scratch array, gmm's
+# centred point ``xc``), or where it holds zeros when the loop starts and every trip leaves
+# it all zero again (``reset``: an adjoint buffer zeroed as each trip's adjoint ends).
+# "All of it": ``a[...] = e`` or ``a[:] = e``, or ``for j in range(E)`` (also
+# ``range(0, E)``, ``range(E - 1, -1, -1)``) with ``a[j] = e`` among the top-level
+# statements of its body, where ``a`` was made ``np.empty(E)``/``np.zeros(E)`` (or like an
+# array so made) and the names of ``E`` are bound once (``full_sizes``).  Such a write
+# loop has no ``break``/``continue``; a loop nested in the trip counts as reading nothing
+# stale where the same holds for its own trips.  Callers add what the loop's order
+# needs beside it: nothing else names the array but for its shape, no name shares it.
+
+
+def full_sizes(flow: dataflow.Dataflow) -> dict[str, str]:
+    """Array -> the ``ast.dump`` of its length ``E``, for the 1-D arrays bound once in
+    ``flow.body``, to ``np.empty(E)``/``np.zeros(E)`` or ``np.*_like(b)`` of such a ``b``,
+    the names of ``E`` bound once and nowhere in a loop (one length all along)."""
+    binds: dict[str, list[ast.stmt]] = {}
+    in_loops: set[str] = set()
+    for s in walk_stmts(flow.body):
+        for n in dataflow.binds(s):
+            binds.setdefault(n, []).append(s)
+        if isinstance(s, (ast.For, ast.While)):
+            in_loops |= dataflow.binds_in(s.body, elements=False)
+    out: dict[str, str] = {}
+    for _ in range(3):  # (``*_like`` of ``*_like``)
+        for n, sts in binds.items():
+            v = sts[0].value if len(sts) == 1 and dataflow.plain_binding(sts[0]) == n \
+                and n not in in_loops else None
+            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                    and len(v.args) == 1 and not v.keywords
+                    and isinstance(v.func.value, ast.Name) and v.func.value.id == "np"):
+                continue
+            e = v.args[0]
+            if v.func.attr in ("empty", "zeros") and not isinstance(e, (ast.Tuple, ast.List)) \
+                    and all(len(binds.get(m, ())) <= 1 and m not in in_loops
+                            for m in loaded_ids(e)):
+                out[n] = ast.dump(e)
+            elif v.func.attr in ("empty_like", "zeros_like") and isinstance(e, ast.Name) \
+                    and e.id in out:
+                out[n] = out[e.id]
+    return out
+
+
+def overwritten(a: str, body: list[ast.stmt], size: str | None) -> bool:
+    """Does every trip of a loop over ``body`` write all of the array ``a`` (of length
+    ``size``, ``full_sizes``; None: only whole assignments count) before it reads any
+    element of it (see above)?  ``a`` is bound in no trip."""
+    if a in dataflow.binds_in(body, elements=False):
+        return False
+    for s in body:
+        if _full_write(s, a, size, overwrite=True):
+            return True
+        if not _names(s, a):
+            continue
+        if not (_nested_loop(s) and overwritten(a, s.body, size)):
+            return False
+    return True
+
+
+def reset(a: str, body: list[ast.stmt], size: str | None) -> bool:
+    """Does every trip of a loop over ``body`` that finds the array ``a`` all zero leave it
+    all zero: the last top-level statement writing it sets all of it to 0.0, or is a loop
+    whose trips do so and no statement before it writes ``a`` (see above)?"""
+    if a in dataflow.binds_in(body, elements=False):
+        return False
+    writers = [k for k, s in enumerate(body) if a in dataflow.binds_in([s])]
+    if not writers:
+        return True
+    last = body[writers[-1]]
+    if _full_write(last, a, size, overwrite=False):
+        return True
+    return len(writers) == 1 and _nested_loop(last) and reset(a, last.body, size)
+
+
+def _nested_loop(s: ast.stmt) -> bool:
+    """A ``for`` over ``range`` without ``else``, ``break`` or ``continue`` of its own, and
+    not ``prange``."""
+    return isinstance(s, ast.For) and not s.orelse and dataflow.loop_index(s) is not None \
+        and isinstance(s.iter.func, ast.Name) and s.iter.func.id == "range" \
+        and not any(isinstance(x, (ast.Break, ast.Continue)) for x in this_loop(s.body))
+
+
+def _full_write(s: ast.stmt, a: str, size: str | None, overwrite: bool) -> bool:
+    """Is ``s`` a write of every element of ``a``: ``a[...] = e``/``a[:] = e``, or a loop
+    over ``range(E)`` (``size``) setting ``a[j]`` at its top level?  ``overwrite``: and
+    nothing else in it names ``a``; else: it sets 0.0 and writes ``a`` nowhere else (it
+    may read it)."""
+    if isinstance(s, ast.Assign) and len(s.targets) == 1 and _whole(s.targets[0], a):
+        return _sets(s, overwrite) and a not in loaded_ids(s.value)
+    if not (_nested_loop(s) and size is not None and _covers(s, size)):
+        return False
+    j = s.target.id
+    hits = [x for x in s.body if isinstance(x, ast.Assign) and len(x.targets) == 1
+            and isinstance(x.targets[0], ast.Subscript) and isinstance(x.targets[0].value,
+                                                                       ast.Name)
+            and x.targets[0].value.id == a and isinstance(x.targets[0].slice, ast.Name)
+            and x.targets[0].slice.id == j and _sets(x, overwrite)]
+    if not hits or j in dataflow.binds_in(s.body, elements=False):
+        return False
+    if overwrite:  # nothing else in the loop names ``a`` (a read would see a stale element)
+        return all(x is hits[0] or not _names(x, a) for x in s.body) \
+            and a not in loaded_ids(hits[0].value)
+    return all(x is hits[0] or a not in dataflow.binds_in([x]) for x in s.body)
+
+
+def _whole(t: ast.expr, a: str) -> bool:
+    """Is ``t`` ``a[...]`` or ``a[:]``?"""
+    if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == a):
+        return False
+    sl = t.slice
+    return (isinstance(sl, ast.Constant) and sl.value is Ellipsis) or (
+        isinstance(sl, ast.Slice) and sl.lower is None and sl.upper is None and sl.step is None)
+
+
+def _sets(s: ast.Assign, overwrite: bool) -> bool:
+    """Any value where ``overwrite``, else 0.0 (a float zero constant)."""
+    v = s.value
+    return overwrite or (isinstance(v, ast.Constant) and type(v.value) in (float, int)
+                         and not isinstance(v.value, bool) and v.value == 0)
+
+
+def _covers(loop: ast.For, size: str) -> bool:
+    """Is ``loop`` over ``range(E)``, ``range(0, E)`` or ``range(E - 1, -1, -1)`` with
+    ``E`` the ``ast.dump`` ``size``?"""
+    args = loop.iter.args
+    if loop.iter.keywords:
+        return False
+    if len(args) == 1 or (len(args) == 2 and _const(args[0], 0)):
+        return ast.dump(args[-1]) == size
+    return len(args) == 3 and _const(args[1], -1) and _const(args[2], -1) \
+        and isinstance(args[0], ast.BinOp) and isinstance(args[0].op, ast.Sub) \
+        and _const(args[0].right, 1) and ast.dump(args[0].left) == size
+
+
+def _const(e: ast.expr, k: int) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        return _const(e.operand, -k)
+    return isinstance(e, ast.Constant) and type(e.value) is int and e.value == k
+
+
+def _names(s: ast.stmt, a: str) -> bool:
+    """Does ``s`` (nested blocks included) name ``a`` other than for a shape?"""
+    return a in beyond_shape([s])
+
+
+def beyond_shape(stmts: list[ast.stmt]) -> set[str]:
+    """The names ``stmts`` use other than by a shape query (``a.shape``, ``len(a)``,
+    ``np.zeros_like(a)``, ``np.empty_like(a)``), nested blocks included."""
+    inside: set[int] = set()
+    out: set[str] = set()
+    for s in walk_stmts(stmts):
+        for n in own_expressions(s):
+            if isinstance(n, ast.Attribute) and n.attr in query_attrs():
+                inside.add(id(n.value))
+            elif isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords and (
+                    isinstance(n.func, ast.Name) and n.func.id == "len"
+                    or isinstance(n.func, ast.Attribute)
+                    and n.func.attr in ("zeros_like", "empty_like")):
+                inside.add(id(n.args[0]))
+        out |= {n.id for n in own_expressions(s) if isinstance(n, ast.Name)
+                and id(n) not in inside}
+    return out
 
 
 # --- order-free sums ----------------------------------------------------------------------
@@ -558,5 +734,6 @@ def _sum_or_local(s: ast.stmt, summed: set[str], effect: Callable[[ast.expr], bo
     return ""
 
 
-__all__ = ["Names", "Verdict", "apart", "constants_apart", "independent", "offset_through",
-           "iteration_arrays", "order_free", "own_slot", "private_arrays"]
+__all__ = ["Names", "Verdict", "apart", "beyond_shape", "constants_apart", "full_sizes",
+           "independent", "iteration_arrays", "offset_through", "order_free", "overwritten",
+           "own_slot", "private_arrays", "reset"]

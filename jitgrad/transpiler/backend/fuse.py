@@ -19,6 +19,15 @@ fresh in the iteration, not carried, sharing their buffer with nothing else; wit
 kinds only): the forward loop's where the adjoint writes none of them and reads them only
 for a shape (its buffer made like them), the reversed loop's where nothing outside it
 names them.  Their writes reach no other iteration in either order.
+
+So may arrays made once before the loops that carry nothing from trip to trip
+(``_trip_local``, on ``dependence.overwritten`` and ``dependence.reset``): a scratch array
+every forward trip writes in full before reading it (and every adjoint trip too, where it
+reads it: refilled, ``ReadPolicy.refill``), or an adjoint buffer made zero that every
+adjoint trip leaves zero; nothing else names them but for their shape.  GradBench gmm's
+per-point loop fuses so (``xc``, ``main_term`` and their adjoints): its tape holds one
+point.  Statements between the loops that write arrays the forward loop does not name
+move before the fused loop (``_mid_movable``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,15 @@ from collections.abc import Callable
 
 from ...rules.primitives import query_attrs
 from ..analysis import dataflow
-from ..analysis.dependence import iteration_arrays, kept_apart_arrays, order_free
+from ..analysis.dependence import (
+    beyond_shape,
+    full_sizes,
+    iteration_arrays,
+    kept_apart_arrays,
+    order_free,
+    overwritten,
+    reset,
+)
 from ..astutil import exposed_reads
 from ..naming import names_in
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
@@ -104,29 +121,32 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    w_f = dataflow.binds_in(fwd.body) | {i}
-    exposed_rev = exposed_reads(rev.body) - tapes - {i}
+    local = _trip_local(body, a, b, shared, is_array)
+    w_f = dataflow.binds_in(fwd.body) - local | {i}
+    exposed_rev = exposed_reads(rev.body) - tapes - local - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
     apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
         apart = _kept_apart(body, a, b, tapes, shared, is_array) if plain_loop(fwd) else apart
-        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart, is_array,
-                        bool(apart)):
+        if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart | local,
+                        is_array, bool(apart or local)):
             dependent.add(key)
             return None
         own = True  # the arrays of an iteration's own might make it so: asked last
     else:
         own = False
-    w_r = dataflow.binds_in(rev.body) | {i}  # (after the tests above: most loops fail them)
+    w_r = dataflow.binds_in(rev.body) - local | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
-    if not writes_names_only(mid, tapes):
+    if not _mid_movable(body, mid, fwd, tapes, shared, is_array):
         return None
-    r_f = dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter)
+    r_f = dataflow.reads_in(fwd.body) - local | loaded_ids(fwd.iter)
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
         return None  # the next iteration would read what the adjoint left
     hoist, stay = _split(mid, w_f, r_f)
+    if not writes_names_only(stay, tapes):
+        return None  # (an array written after the fused loop, not before the adjoint's)
     w_stay = dataflow.binds_in(stay)
     r_stay = dataflow.reads_in(stay)
     if w_stay & (dataflow.reads_in(rev.body) | w_r) or r_stay & (w_r - tapes):
@@ -135,7 +155,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                              tapes):
         return None
     if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
-                               apart):
+                               apart, local):
         dependent.add(key)
         return None
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
@@ -152,13 +172,14 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
 
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
-                apart: set[str] = frozenset()) -> bool:
+                apart: set[str] = frozenset(), local: set[str] = frozenset()) -> bool:
     """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
     iteration of the other may see in a new order: the adjoint reads nothing the forward
     loop binds (``read``: what it does), the forward loop writes names and tapes only,
     the reversed loop sums into arrays; both but for the arrays each iteration makes for
     itself (``_own_arrays``, found only where needed, with the kinds ``is_array``), and the
-    forward loop but for the arrays only it names (``apart``: ``_kept_apart``)."""
+    forward loop but for the arrays only it names (``apart``: ``_kept_apart``), both but
+    for the arrays every trip sets in full (``local``: ``_trip_local``)."""
     fwd, rev = body[a], body[b]
 
     def free(own_f: set[str], own_r: set[str]) -> bool:
@@ -169,7 +190,7 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
     if is_array is None:
         return free(set(), set())
     own_f, own_r = _own_arrays(body, a, b, shared, is_array)
-    return free(own_f | apart, own_r)
+    return free(own_f | apart | local, own_r | local)
 
 
 def _may_own(fwd: list[ast.stmt], rev: list[ast.stmt], read: set[str], tapes: set[str],
@@ -220,6 +241,85 @@ def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
                              elsewhere)
 
 
+def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes: set[str],
+                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None
+                 ) -> bool:
+    """May the statements ``mid`` between the two loops move (``_split``): they write names
+    and tapes only, or, with the kinds, also elements of arrays the forward loop ``fwd``
+    names under no name that may share their buffer (``Dataflow.shares``), nor ``mid``
+    under another name (those writes then only move before it: statements writing
+    arrays must not stay after it, see ``_fuse``)."""
+    if writes_names_only(mid, tapes):
+        return True
+    if is_array is None:
+        return False
+    written = {n for n in _element_writes(mid) - tapes if n is not None}
+    if not writes_names_only(mid, tapes | written):
+        return False
+    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    family = set().union(*(flow.shares(n) for n in written))
+    # (nor under another name in ``mid``: ``_split`` tells the order apart by names)
+    return not family & names_in(fwd) \
+        and not (family - written) & set().union(*(names_in(s) for s in mid))
+
+
+def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
+                is_array: Callable[[str], bool | None] | None) -> set[str]:
+    """The arrays made once before the forward loop ``body[a]`` that carry nothing from one
+    trip of it, or of its reversed loop ``body[b]``, to the next: bound once in ``body``,
+    before ``body[a]``, to a new array no other name shares (``Dataflow.shares``), named by
+    no other statement of ``body`` but for its shape, and either every forward trip sets it
+    in full before reading it (``dependence.overwritten``) and so does every reversed trip
+    that reads more than its shape; or the forward loop uses only its shape, it is made
+    zero (``np.zeros``, ``np.zeros_like``) and every reversed trip leaves it zero
+    (``dependence.reset``).  Fused, each iteration still finds it as it would apart: set
+    by itself, or zero.  Nothing without the kinds, or where a loop is not plain."""
+    if is_array is None or not (plain_loop(body[a]) and plain_loop(body[b])):
+        return set()
+    fwd, rev = body[a], body[b]
+    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    sizes = full_sizes(flow)
+    made: dict[str, list[int]] = {}
+    for k, s in enumerate(body):
+        for n in dataflow.binds_in([s], elements=False):
+            made.setdefault(n, []).append(k)
+    out: set[str] = set()
+    for n, at in made.items():
+        if len(at) != 1 or at[0] >= b or is_array(n) is not True \
+                or not dict(dataflow.fresh_binds(body[at[0]])).get(n) \
+                or dataflow.plain_binding(body[at[0]]) != n \
+                or not all(m == n or _new_values(m, body, is_array) for m in flow.shares(n)):
+            continue
+        if any(n in beyond_shape([s]) for k, s in enumerate(body) if k not in (a, b, at[0])):
+            continue
+        size = sizes.get(n)
+        in_f, in_r = n in beyond_shape(fwd.body), n in beyond_shape(rev.body)
+        if in_f and at[0] < a and overwritten(n, fwd.body, size) \
+                and (not in_r or overwritten(n, rev.body, size)) \
+                or not in_f and _zeros(body[at[0]]) and reset(n, rev.body, size):
+            out.add(n)
+    return out
+
+
+def _new_values(m: str, body: list[ast.stmt], is_array: Callable[[str], bool | None]
+                ) -> bool:
+    """Is ``m`` no array, or bound only to new values (``m = e``, ``e`` sharing no buffer:
+    ``dataflow.may_alias``), so storing it into an element shares nothing (a scalar the
+    adjoint makes without a kind: a refill's ``_t2_1 = _t3_1 - _t4_1``)?"""
+    if is_array(m) is False:
+        return True
+    sts = [s for s in walk_stmts(body) if m in dataflow.binds(s)]
+    return bool(sts) and all(dataflow.plain_binding(s) == m and not dataflow.may_alias(s.value)
+                             for s in sts)
+
+
+def _zeros(s: ast.Assign) -> bool:
+    """Is ``s`` ``v = np.zeros(...)`` or ``v = np.zeros_like(...)``?"""
+    f = s.value.func if isinstance(s.value, ast.Call) else None
+    return isinstance(f, ast.Attribute) and f.attr in ("zeros", "zeros_like") \
+        and isinstance(f.value, ast.Name) and f.value.id == "np"
+
+
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
                 is_array: Callable[[str], bool | None] | None) -> tuple[set[str], set[str]]:
     """The arrays each iteration of the forward loop ``body[a]`` makes for itself that its
@@ -233,13 +333,13 @@ def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
         return set(), set()
     fwd, rev = body[a], body[b]
     flow = dataflow.Dataflow(body, shared, is_array=is_array)
-    in_rev = dataflow.binds_in(rev.body) | _read_beyond_shape(rev.body)
+    in_rev = dataflow.binds_in(rev.body) | _readbeyond_shape(rev.body)
     outside = set().union(*(names_in(s) for k, s in enumerate(body) if k != b))
     return (iteration_arrays(fwd.body, flow, in_rev),
             iteration_arrays(rev.body, flow, outside))
 
 
-def _read_beyond_shape(stmts: list[ast.stmt]) -> set[str]:
+def _readbeyond_shape(stmts: list[ast.stmt]) -> set[str]:
     """The names ``stmts`` read other than for a shape: a shape query (``a.shape``,
     ``len(a)``) or the one argument of an adjoint buffer's zeroing (``notes.ZEROING``)."""
     inside: set[int] = set()
