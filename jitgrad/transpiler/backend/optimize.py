@@ -17,13 +17,18 @@ Before::                                 After::
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from ...rules.primitives import mutating
+import numpy as np
+
+from ...rules.primitives import copies_into, hides_writes, mutating
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.inline import rename
+from ..front.purity import call_pure, called, resolve_name
 from ..nodes import loaded_ids, nodes_of, replace_names, walk, walk_stmts
 from ..notes import CHECK, COMMENT, DECISION, DRAW, SCALAR_RESULT
 
@@ -567,10 +572,11 @@ _JUMPS = (ast.Break, ast.Continue, ast.Return, ast.Raise)
 _JUMP_CLASSES = frozenset(_JUMPS)
 
 
-def _touches(s: ast.stmt) -> Touches:
+def _touches(s: ast.stmt, env: dict[str, Any] | None = None) -> Touches:
     """In one walk: does ``s`` contain a jump (its successors may not run), every name it
     mentions, the names it may bind anywhere inside and the arrays it may write elements
-    of (or add to in place, ``v += e``)."""
+    of (or add to in place, ``v += e``, or hand to a call that may write them:
+    ``call_writes``; ``env``: the namespace its calls resolve in)."""
     exits = False
     names: set[str] = set()
     bound: set[str] = set()
@@ -587,13 +593,55 @@ def _touches(s: ast.stmt) -> Touches:
         elif cls is ast.Subscript or cls is ast.Attribute:
             if n.ctx.__class__ is ast.Store and (b := dataflow.base_name(n)) is not None:
                 into.add(b)
+        elif cls is ast.Call:
+            if (changed := _list_changed(n)) is not None:
+                bound.add(changed)  # (a list changed: like a name bound again)
+            else:
+                into |= call_writes(n, env or {})
         elif cls in _JUMP_CLASSES:
             exits = True
     return exits, names, bound, into
 
 
-def _compound_touches(s: ast.stmt, memo: dict[int, tuple[ast.stmt, Touches]]) -> Touches:
-    """``_touches(s)`` of a loop or branch whose blocks are folded: the union of its
+def _list_changed(c: ast.Call) -> str | None:
+    """The list a method call changes (``xs.pop()``, ``tape.append(v)``: a ``mutates``
+    method that arrays lack, so its object is no array and the arrays in it keep their
+    elements), else None."""
+    f = c.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and mutating(f.attr) \
+            and not hasattr(np.ndarray, f.attr):
+        return f.value.id
+    return None
+
+
+def call_writes(c: ast.Call, env: dict[str, Any]) -> set[str]:
+    """The arrays call ``c`` may write into, by the primitive table: an ``out=``, the
+    destination of an in-place copy (``copies_into``: ``restore_into(dst, src)``), the
+    object of a method that changes it (``mutates``), nothing for a ``call_pure`` call or
+    one that writes nothing it is given (``hides_writes`` False: a gradient rule's
+    primitive, ``print``); else every name it is handed whole, its method's object too."""
+    out = {b for k in c.keywords if k.arg == "out"
+           and (b := dataflow.base_name(k.value)) is not None}
+    fn = called(c, env)
+    at = copies_into(fn)
+    if at is not None and len(c.args) > at[0] and not c.keywords \
+            and (b := dataflow.base_name(c.args[at[0]])) is not None:
+        return out | {b}
+    f = c.func
+    method = isinstance(f, ast.Attribute) and not isinstance(resolve_name(f.value, env),
+                                                             types.ModuleType)
+    if method and mutating(f.attr):
+        b = dataflow.base_name(f.value)
+        return out | ({b} if b is not None else set())
+    if at is None and (call_pure(c, env) or (fn is not None and not hides_writes(fn))):
+        return out
+    parts = [*c.args, *(k.value for k in c.keywords)] + ([f.value] if method else [])
+    return out | {b for p in parts if (b := dataflow.base_name(p)) is not None}
+
+
+def _compound_touches(s: ast.stmt, memo: dict[int, tuple[ast.stmt, Touches]],
+                      env: dict[str, Any] | None = None) -> Touches:
+    """``_touches(s, env)`` of a loop or branch whose blocks are folded: the union of its
     header's and of each statement's of its blocks (from ``memo`` where there)."""
     parts: list[Touches] = []
     for f in s._fields:
@@ -601,11 +649,11 @@ def _compound_touches(s: ast.stmt, memo: dict[int, tuple[ast.stmt, Touches]]) ->
         if f in ("body", "orelse"):
             for x in v or ():
                 hit = memo.get(id(x))
-                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x))
+                parts.append(hit[1] if hit is not None and hit[0] is x else _touches(x, env))
         elif isinstance(v, ast.AST):
-            parts.append(_touches(v))
+            parts.append(_touches(v, env))
         elif isinstance(v, list):
-            parts.extend(_touches(x) for x in v if isinstance(x, ast.AST))
+            parts.extend(_touches(x, env) for x in v if isinstance(x, ast.AST))
     return (any(p[0] for p in parts), set().union(*(p[1] for p in parts)),
             set().union(*(p[2] for p in parts)), set().union(*(p[3] for p in parts)))
 
@@ -618,16 +666,18 @@ def fold_scalar_adjoints(stmts: list[ast.stmt], scalars: set[str],
     in the same statement list when nothing between reads or writes ``dc``, writes
     what its terms read or a name sharing its buffer (``flow.shares``: adjoint views, and
     e.g. a view of a buffer that a checkpointed loop's reverse recomputes into; without
-    ``flow``, the names alone), or may jump; sums stay a few terms deep.
+    ``flow``, the names alone) by assignment or through a call (``call_writes``, its
+    callee resolved in ``flow.env``: ``restore_into(dst, snap)`` in a loop), or may jump;
+    sums stay a few terms deep.
     """
     if flow is None:
-        return _fold(stmts, scalars, {}, lambda n: {n})
+        return _fold(stmts, scalars, {}, lambda n: {n}, {})
     flow.shares("")  # (the groups of the body as it is, before the fold rewrites it)
-    return _fold(stmts, scalars, {}, flow.shares)
+    return _fold(stmts, scalars, {}, flow.shares, flow.env or {})
 
 
 def _fold(stmts: list[ast.stmt], scalars: set[str], memo: dict[int, tuple[ast.stmt, Touches]],
-          shares: Callable[[str], set[str]]) -> list[ast.stmt]:
+          shares: Callable[[str], set[str]], env: dict[str, Any]) -> list[ast.stmt]:
     """``fold_scalar_adjoints`` of one block; ``memo`` keeps what each statement touches
     (``_touches``), so a loop or branch is not walked again whole: its facts are its
     header's and its folded blocks' statements'."""
@@ -640,7 +690,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], memo: dict[int, tuple[ast.st
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if sub and compound:
-                setattr(s, f, _fold(sub, scalars, memo, shares) or [ast.Pass()])
+                setattr(s, f, _fold(sub, scalars, memo, shares, env) or [ast.Pass()])
         t = getattr(s, "target", None)
         fold = (isinstance(s, ast.AugAssign) and isinstance(t, ast.Name) and t.id in scalars
                 and isinstance(s.op, (ast.Add, ast.Sub)))
@@ -648,7 +698,7 @@ def _fold(stmts: list[ast.stmt], scalars: set[str], memo: dict[int, tuple[ast.st
             value_loads = loaded_ids(s.value)
             fold = t.id not in value_loads
         # what ``s`` reads or writes keeps the pending statements it touches where they are
-        touched = _compound_touches(s, memo) if compound else _touches(s)
+        touched = _compound_touches(s, memo, env) if compound else _touches(s, env)
         memo[id(s)] = (s, touched)
         exits, names, bound, into = touched
         if exits or (isinstance(s, ast.Expr) and not COMMENT.get(s) and not CHECK.get(s)):
