@@ -158,16 +158,28 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                                apart, local):
         dependent.add(key)
         return None
-    loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
-                                     body=[*fwd.body, *rev.body], orelse=[]), fwd)
-    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array), tapes)
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
+    loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
+                                     body=[*fwd.body, *_in_adjoint(rev.body, pos)],
+                                     orelse=[]), fwd)
+    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array), tapes)
     pre = [x for x in pre if HOISTED.get(x) != pos]
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _in_adjoint(stmts: list[ast.stmt], pos: object) -> list[ast.stmt]:
+    """``stmts`` (the reversed loop's body), each compound statement with no sweep note of
+    its own marked as lying in the adjoint sweep (``SWEEP`` ``(("fused", pos), "adjoint")``,
+    a key no pair has; true of it in every variant): the fused loop is no reversed loop,
+    and ``zero_skip`` guards only loops of the adjoint sweep."""
+    for s in stmts:
+        if isinstance(s, (ast.For, ast.While, ast.If)) and SWEEP.get(s) is None:
+            SWEEP.set(s, (("fused", pos), "adjoint"))
+    return stmts
 
 
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],

@@ -113,7 +113,7 @@ def _statement(s: ast.stmt, reverse: bool, nested: bool, g: _Guarding) -> ast.st
     if not isinstance(s, (ast.For, ast.While, ast.If)) or is_prange(s):
         return s  # (under prange: Numba's reductions of a parallel loop must stay unguarded)
     note = SWEEP.get(s)
-    own = note is not None and note[1] == "reverse"
+    own = note is not None and note[1] in ("reverse", "adjoint")  # ("adjoint": fused)
     loop = isinstance(s, (ast.For, ast.While))
     if loop and nested and (reverse or own):
         plan = g.guard(s)
