@@ -289,23 +289,31 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     if is_array is None or not (plain_loop(body[a]) and plain_loop(body[b])):
         return set()
     fwd, rev = body[a], body[b]
-    flow = dataflow.Dataflow(body, shared, is_array=is_array)
-    sizes = full_sizes(flow)
     made: dict[str, list[int]] = {}
     for k, s in enumerate(body):
         for n in dataflow.binds_in([s], elements=False):
             made.setdefault(n, []).append(k)
+    made = {n: at for n, at in made.items()  # (the cheap tests first: most names fail them)
+            if len(at) == 1 and at[0] < b and is_array(n) is True
+            and dict(dataflow.fresh_binds(body[at[0]])).get(n)
+            and dataflow.plain_binding(body[at[0]]) == n}
+    if not made:
+        return set()
+    for k, s in enumerate(body):  # named elsewhere but for its shape: not trip-local
+        if k not in (a, b):
+            used = beyond_shape([s])
+            made = {n: at for n, at in made.items() if at[0] == k or n not in used}
+            if not made:
+                return set()
+    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    sizes = full_sizes(flow)
+    used_f, used_r = beyond_shape(fwd.body), beyond_shape(rev.body)
     out: set[str] = set()
     for n, at in made.items():
-        if len(at) != 1 or at[0] >= b or is_array(n) is not True \
-                or not dict(dataflow.fresh_binds(body[at[0]])).get(n) \
-                or dataflow.plain_binding(body[at[0]]) != n \
-                or not all(m == n or _new_values(m, body, is_array) for m in flow.shares(n)):
-            continue
-        if any(n in beyond_shape([s]) for k, s in enumerate(body) if k not in (a, b, at[0])):
+        if not all(m == n or _new_values(m, body, is_array) for m in flow.shares(n)):
             continue
         size = sizes.get(n)
-        in_f, in_r = n in beyond_shape(fwd.body), n in beyond_shape(rev.body)
+        in_f, in_r = n in used_f, n in used_r
         if in_f and at[0] < a and overwritten(n, fwd.body, size) \
                 and (not in_r or overwritten(n, rev.body, size)) \
                 or not in_f and _zeros(body[at[0]]) and reset(n, rev.body, size):
