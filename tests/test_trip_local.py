@@ -181,7 +181,7 @@ def _loop_body(src: str) -> tuple[list, str]:
     import ast
     import textwrap
     body = ast.parse(textwrap.dedent(src)).body
-    sizes = dependence.full_sizes(dataflow.Dataflow(body))
+    sizes = dependence.full_sizes(dataflow.Dataflow(body, env={"np": np}))
     loop = next(s for s in body if isinstance(s, ast.For))
     return loop.body, sizes.get("a")
 
@@ -240,3 +240,17 @@ def test_full_sizes_need_one_length():
     """A length whose name is bound again (or in a loop) gives no size."""
     _, size = _loop_body("n = 3\nn = 4\na = np.empty(n)\nfor i in range(n):\n    a[0] = 1.0\n")
     assert size is None
+
+
+def test_full_sizes_go_by_what_the_callee_is():
+    """``full_sizes`` finds an allocation by the primitive table through the namespace, not
+    by its spelling: NumPy under another name counts, a user's ``zeros`` does not, and
+    without a namespace nothing does."""
+    import ast
+
+    src = "a = onp.zeros(n)\nb = onp.empty_like(a)\nc = zeros(n)\n"
+    body = ast.parse(src).body
+    n = ast.dump(ast.Name(id="n", ctx=ast.Load()))
+    sizes = dependence.full_sizes(dataflow.Dataflow(body, env={"onp": np, "zeros": len}))
+    assert sizes == {"a": n, "b": n}
+    assert dependence.full_sizes(dataflow.Dataflow(body)) == {}

@@ -35,8 +35,8 @@ import ast
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from ...rules.primitives import mutating, query_attrs
-from ..astutil import exposed_reads
+from ...rules.primitives import allocates_shape, fresh_result, mutating, query_attrs, shape_of
+from ..astutil import exposed_reads, resolve
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import COMMENT
 from . import dataflow
@@ -506,8 +506,10 @@ def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
 
 def full_sizes(flow: dataflow.Dataflow) -> dict[str, str]:
     """Array -> the ``ast.dump`` of its length ``E``, for the 1-D arrays bound once in
-    ``flow.body``, to ``np.empty(E)``/``np.zeros(E)`` or ``np.*_like(b)`` of such a ``b``,
-    the names of ``E`` bound once and nowhere in a loop (one length all along)."""
+    ``flow.body``, to ``np.empty(E)``/``np.zeros(E)`` (the table's ``allocates_shape``) or
+    ``np.*_like(b)`` of such a ``b`` (``shape_of`` 0), the callee found through
+    ``flow.env`` (none without it), the names of ``E`` bound once and nowhere in a loop
+    (one length all along)."""
     binds: dict[str, list[ast.stmt]] = {}
     in_loops: set[str] = set()
     for s in walk_stmts(flow.body):
@@ -520,16 +522,15 @@ def full_sizes(flow: dataflow.Dataflow) -> dict[str, str]:
         for n, sts in binds.items():
             v = sts[0].value if len(sts) == 1 and dataflow.plain_binding(sts[0]) == n \
                 and n not in in_loops else None
-            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
-                    and len(v.args) == 1 and not v.keywords
-                    and isinstance(v.func.value, ast.Name) and v.func.value.id == "np"):
+            if not (isinstance(v, ast.Call) and len(v.args) == 1 and not v.keywords
+                    and flow.env is not None):
                 continue
-            e = v.args[0]
-            if v.func.attr in ("empty", "zeros") and not isinstance(e, (ast.Tuple, ast.List)) \
+            e, fn = v.args[0], resolve(v.func, flow.env)
+            if allocates_shape(fn) and not isinstance(e, (ast.Tuple, ast.List)) \
                     and all(len(binds.get(m, ())) <= 1 and m not in in_loops
                             for m in loaded_ids(e)):
                 out[n] = ast.dump(e)
-            elif v.func.attr in ("empty_like", "zeros_like") and isinstance(e, ast.Name) \
+            elif fresh_result(fn) and shape_of(fn) == 0 and isinstance(e, ast.Name) \
                     and e.id in out:
                 out[n] = out[e.id]
     return out

@@ -34,8 +34,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
 
-from ...rules.primitives import query_attrs
+import numpy as np
+
+from ...rules.primitives import fill_value, query_attrs
 from ..analysis import dataflow
 from ..analysis.dependence import (
     beyond_shape,
@@ -46,7 +49,7 @@ from ..analysis.dependence import (
     overwritten,
     reset,
 )
-from ..astutil import exposed_reads
+from ..astutil import exposed_reads, resolve
 from ..naming import names_in
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
 from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, ZEROING, checkpoint, is_prange
@@ -56,7 +59,8 @@ from .optimize import writes_names_only, writes_through_call
 
 def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | None = None,
                dependent: set[tuple[int, int]] | None = None,
-               is_array: Callable[[str], bool | None] | None = None) -> list[ast.stmt]:
+               is_array: Callable[[str], bool | None] | None = None,
+               env: dict[str, Any] | None = None) -> list[ast.stmt]:
     """``body`` with every pair of a forward loop and its reversed loop whose iterations
     are independent run as one loop (see the module docstring); ``tapes``: the names of the
     tapes and their cursors (pushed by an iteration, popped by its adjoint); ``shared``:
@@ -64,6 +68,8 @@ def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | N
     dependent by themselves, filled and read (the variants of one function share loops);
     ``is_array``: the kinds where known (None: arrays made in an iteration are not told
     apart from the elements read out of them, and such loops stay apart).
+    ``env``: the namespace, through which the allocations of arrays every trip sets in
+    full are found (``_trip_local``; None: no such array).
     The statements of ``body`` are not changed, only reordered into new loops."""
     out = list(body)
     tried: set = set()
@@ -73,7 +79,7 @@ def fuse_loops(body: list[ast.stmt], tapes: set[str], shared: dict[str, str] | N
         if pair is None:
             return out
         tried.add(pair[2])
-        fused = _fuse(out, pair[0], pair[1], tapes, shared or {}, dependent, is_array)
+        fused = _fuse(out, pair[0], pair[1], tapes, shared or {}, dependent, is_array, env)
         if fused is not None:
             out = fused
 
@@ -112,8 +118,8 @@ def _adjoints_restart(rev: list[ast.stmt], before: list[ast.stmt], after: list[a
 
 
 def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[str, str],
-          dependent: set[tuple[int, int]], is_array: Callable[[str], bool | None] | None = None
-          ) -> list[ast.stmt] | None:
+          dependent: set[tuple[int, int]], is_array: Callable[[str], bool | None] | None = None,
+          env: dict[str, Any] | None = None) -> list[ast.stmt] | None:
     """``body`` with ``body[a]`` (a forward loop) and ``body[b]`` (its reversed loop) fused,
     or ``None`` where their iterations may depend on each other."""
     fwd, rev = body[a], body[b]
@@ -121,7 +127,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    local = _trip_local(body, a, b, shared, is_array)
+    local = _trip_local(body, a, b, shared, is_array, env)
     w_f = dataflow.binds_in(fwd.body) - local | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - local - {i}
     # the adjoint of an iteration would read another's value; or something that moves
@@ -162,7 +168,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *_in_adjoint(rev.body, pos)],
                                      orelse=[]), fwd)
-    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array), tapes)
+    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array, env),
+                             tapes)
     pre = [x for x in pre if HOISTED.get(x) != pos]
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
@@ -276,7 +283,8 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
 
 
 def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
-                is_array: Callable[[str], bool | None] | None) -> set[str]:
+                is_array: Callable[[str], bool | None] | None,
+                env: dict[str, Any] | None) -> set[str]:
     """The arrays made once before the forward loop ``body[a]`` that carry nothing from one
     trip of it, or of its reversed loop ``body[b]``, to the next: bound once in ``body``,
     before ``body[a]``, to a new array no other name shares (``Dataflow.shares``), named by
@@ -285,7 +293,8 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     that reads more than its shape; or the forward loop uses only its shape, it is made
     zero (``np.zeros``, ``np.zeros_like``) and every reversed trip leaves it zero
     (``dependence.reset``).  Fused, each iteration still finds it as it would apart: set
-    by itself, or zero.  Nothing without the kinds, or where a loop is not plain."""
+    by itself, or zero.  Nothing without the kinds or the namespace ``env``, or where a
+    loop is not plain."""
     if is_array is None or not (plain_loop(body[a]) and plain_loop(body[b])):
         return set()
     fwd, rev = body[a], body[b]
@@ -305,7 +314,7 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
             made = {n: at for n, at in made.items() if at[0] == k or n not in used}
             if not made:
                 return set()
-    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
     sizes = full_sizes(flow)
     used_f, used_r = beyond_shape(fwd.body), beyond_shape(rev.body)
     out: set[str] = set()
@@ -316,7 +325,7 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
         in_f, in_r = n in used_f, n in used_r
         if in_f and at[0] < a and overwritten(n, fwd.body, size) \
                 and (not in_r or overwritten(n, rev.body, size)) \
-                or not in_f and _zeros(body[at[0]]) and reset(n, rev.body, size):
+                or not in_f and _zeros(body[at[0]], env) and reset(n, rev.body, size):
             out.add(n)
     return out
 
@@ -333,11 +342,13 @@ def _new_values(m: str, body: list[ast.stmt], is_array: Callable[[str], bool | N
                              for s in sts)
 
 
-def _zeros(s: ast.Assign) -> bool:
-    """Is ``s`` ``v = np.zeros(...)`` or ``v = np.zeros_like(...)``?"""
-    f = s.value.func if isinstance(s.value, ast.Call) else None
-    return isinstance(f, ast.Attribute) and f.attr in ("zeros", "zeros_like") \
-        and isinstance(f.value, ast.Name) and f.value.id == "np"
+def _zeros(s: ast.Assign, env: dict[str, Any] | None) -> bool:
+    """Is ``s`` ``v = np.zeros(...)`` (an allocation the table fills with 0.0) or
+    ``v = np.zeros_like(...)``, the callee found through the namespace ``env``?"""
+    if env is None or not isinstance(s.value, ast.Call):
+        return False
+    fn = resolve(s.value.func, env)
+    return fn is np.zeros_like or fill_value(fn) == 0.0
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],

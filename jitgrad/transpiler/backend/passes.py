@@ -421,7 +421,8 @@ def fuse_(s: Lowering) -> None:
     ir = s.ctx.ir
     if not ir.callables:  # a hook sees the gradients in the order of the two sweeps
         tapes = dataflow.binds_in(ir.workspace)
-        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent, s.ctx.is_array)
+        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent, s.ctx.is_array,
+                            s.ctx.env)
 
 
 def dead_after_fuse_(s: Lowering) -> None:
