@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+import types
 
 import numba
 import numpy as np
@@ -45,7 +46,7 @@ from jitgrad.transpiler.backend.zero_skip import is_zero, skippable
 from jitgrad.transpiler.front.call_order import has_effects
 from jitgrad.transpiler.front.purity import call_pure, is_pure
 from jitgrad.transpiler.front.small_arrays import _Facts
-from jitgrad.transpiler.front.split import pure_helper
+from jitgrad.transpiler.front.split import accumulating, pure_helper
 from jitgrad.transpiler.modes.policy import ReadPolicy
 
 
@@ -416,3 +417,32 @@ def test_a_primitive_called_on_scalars_is_fused(jit):
     assert not re.search(on_element, off) and ("one loop over the elements" in on) == jit
     assert on_scalars(soft_f3) and not on_scalars(soft_sign_f3) and on_scalars(np.where) \
         and on_scalars(math.exp) and not on_scalars(len)
+
+
+def _grad_onp(x, dy):
+    dx = onp.zeros_like(x)
+    dx += dy * x
+    return (dx,)
+
+
+_mine = types.ModuleType("mine")
+_mine.zeros_like = np.ones_like  # (spelled like a zeroing, but is none)
+
+
+def _grad_ones(x, dy):
+    dx = _mine.zeros_like(x)
+    dx += dy * x
+    return (dx,)
+
+
+def test_split_adds_into_a_zeroing_the_table_knows():
+    """A split helper's gradient adds into the caller's buffer where its own was a
+    zeroing the table knows (``fills_with`` 0.0, shaped like its argument), however
+    numpy is spelled; a ``zeros_like`` that fills ones is no zeroing."""
+    x = np.arange(3.0)
+    acc, done = accumulating(_grad_onp, [0])
+    buf = np.ones(3)
+    assert done == (0,)
+    acc(x, 2.0, buf)
+    assert np.allclose(buf, 1.0 + 2.0 * x)
+    assert accumulating(_grad_ones, [0]) == (_grad_ones, ())

@@ -110,10 +110,11 @@ class Primitive:
     argument whose shape the result has (``np.zeros_like``: 0, by default for a fresh
     array of the ``SAME`` kind); ``sums``: the result is the sum of its one argument's
     elements (``np.sum``); ``fill``: the value every element of a fresh array made from
-    a shape is (``np.zeros``: 0.0); ``fresh``: the result shares no argument's buffer
-    (a number, a ``range``; fresh arrays say ``allocates``); ``copies_into``: (destination,
-    source), a call copies the source argument's elements into the destination argument's
-    buffer (``restore_into(dst, src)``: ``(0, 1)``).  ``on_scalars``: compiled code may
+    a shape or like an argument is (``np.zeros``, ``np.zeros_like``: 0.0); ``fresh``: the
+    result shares no argument's buffer (a number, a ``range``; fresh arrays say
+    ``allocates``); ``copies_into``: (destination, source), a call copies the source
+    argument's elements into the destination argument's buffer (``restore_into(dst,
+    src)``: ``(0, 1)``).  ``on_scalars``: compiled code may
     call it on scalars as on arrays, element by element (``backend/elements.py``; ufuncs
     and ``math`` by default, ``np.where``, ``abs``, generated code's masks).  ``cached_as``:
     the helper of ``kernels.helpers`` compiled generated code calls instead (only that
@@ -409,6 +410,24 @@ def fill_value(fn: Any) -> float | None:
     """The value of every element of the fresh array ``fn`` makes from a shape
     (``np.ones``: 1.0; ``allocates_shape``), None where unknown."""
     return _RECORDS[id(fn)].fill if allocates_shape(fn) else None
+
+
+def reads_shape_of(fn: Any, k: int) -> bool:
+    """Does a call of ``fn`` read its argument ``k`` only for its shape and dtype: a query
+    (``len``, ``np.shape``), a fresh array of that argument's shape that copies nothing
+    (``np.zeros_like``, ``np.empty_like``: ``shape_of``), or one of ``shape_args``?"""
+    rec = _RECORDS.get(id(fn))
+    if rec is None:
+        return False
+    return (rec.query and k == 0 or k in rec.shape_args
+            or rec.allocates and not rec.copies and shape_of(fn) == k)
+
+
+def fills_with(fn: Any) -> float | None:
+    """The value every element of the fresh array ``fn`` makes is (``np.zeros``,
+    ``np.zeros_like``: 0.0; ``Primitive.fill``), None where unknown."""
+    rec = _RECORDS.get(id(fn))
+    return rec.fill if rec is not None and rec.allocates else None
 
 
 def sums(fn: Any) -> bool:

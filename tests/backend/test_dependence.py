@@ -3,15 +3,20 @@ loops: each verdict with its reason and the statement behind it, and the facts t
 act on (sums, resets, collisions); element indices compared in one place (``apart``)."""
 
 import ast
+import random
 import textwrap
+import types
 
+import numpy as np
 import pytest
 
+from jitgrad.transpiler import notes
 from jitgrad.transpiler.analysis import dataflow as df
 from jitgrad.transpiler.analysis.dependence import (
     Names,
     Verdict,
     apart,
+    beyond_shape,
     constants_apart,
     independent,
     order_free,
@@ -215,3 +220,43 @@ def test_order_free_sums():
     # a view of the array summed into (the adjoint-view map)
     v = order_free(body("dx[i] += g\nq = dv[0]"), [], {"dv": "dx"}, never)
     assert v.reason == "'dv' is summed into and used otherwise"
+
+
+# --- facts from the primitive table, not the spelling ------------------------------------
+
+_MINE = types.ModuleType("mine")
+_MINE.zeros_like = lambda a: a + 1.0  # (a user's function that reads the values)
+_MINE.random = lambda: 0.5  # (pure)
+
+
+def test_shape_queries_are_table_facts():
+    """``np.zeros_like(a)`` reads only ``a``'s shape however numpy is spelled; a user's
+    ``mine.zeros_like(c)`` reads ``c``; without the namespace a call is a use, but for
+    ``len`` and the zeroings the reverse pass marks (``notes.ZEROING``)."""
+    b = body("""
+        z = onp.zeros_like(a)
+        n = len(b) + x.shape[0]
+        w = mine.zeros_like(c)
+        e = onp.empty_like(d)
+        """)
+    env = {"onp": np, "mine": _MINE, "len": len}
+    assert beyond_shape(b, env) & {"a", "b", "c", "d", "x"} == {"c"}
+    assert beyond_shape(b) & {"a", "b", "c", "d", "x"} == {"a", "c", "d"}
+    marked = body("dz = np.zeros_like(a)")
+    notes.ZEROING.set(marked[0].value, True)
+    assert "a" not in beyond_shape(marked)
+
+
+def test_a_draw_is_a_table_fact():
+    """A loop calling a function the table says draws runs in order, however the module
+    is spelled; one that calls a pure function spelled ``random.random`` does not."""
+    src = """
+        for i in range(n):
+            y[i] = {}.random() * x[i]
+        """
+    for spelled, env, ok in [("rnd", {"rnd": random}, False),
+                             ("random", {"random": _MINE}, True)]:
+        b = body(src.format(spelled))
+        flow = df.Dataflow(b, is_array=lambda n: n != "n", env={**env, "range": range})
+        loop = b[0]
+        assert independent(loop, Names.of(flow, loop)).ok is ok, spelled

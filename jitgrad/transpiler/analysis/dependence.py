@@ -34,11 +34,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import Any
 
-from ...rules.primitives import allocates_shape, fresh_result, mutating, query_attrs, shape_of
+from ...rules.primitives import (
+    allocates_shape,
+    draws,
+    fresh_result,
+    mutating,
+    query_attrs,
+    reads_shape_of,
+    shape_of,
+)
 from ..astutil import exposed_reads, resolve
 from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
-from ..notes import COMMENT
+from ..notes import COMMENT, ZEROING
 from . import dataflow
 
 
@@ -95,17 +104,24 @@ class Names:
     @staticmethod
     def of(flow: dataflow.Dataflow, loop: ast.stmt) -> Names:
         """The names around ``loop`` as the body's ``Dataflow`` knows them (buffers shared
-        by ``flow.shares``; a call of ``random`` draws, so its order is the iterations')."""
+        by ``flow.shares``; a call that draws runs in the iterations' order)."""
         return Names(flow.live_after(loop), flow.is_array or (lambda n: None), flow.shares,
                      lambda e: isinstance(e, (ast.Call, ast.BinOp)) and not
-                     dataflow.may_alias(e, flow.modules, flow.env), _draws_or_writes)
+                     dataflow.may_alias(e, flow.modules, flow.env),
+                     lambda c: _draws_or_writes(c, flow.env))
 
 
-def _draws_or_writes(call: ast.Call) -> bool:
-    """A method of an object that is no name (``np.random.rand()``) or ``random.f()``."""
+def _draws_or_writes(call: ast.Call, env: dict[str, Any] | None) -> bool:
+    """A method of an object that is no name (``np.random.rand()``), or a function the
+    primitive table says draws (``primitives.draws``: ``random.random``, however the
+    module is spelled), found through ``env``; without ``env``, ``random.f()`` (the name
+    generated code reaches the module by, ``dataflow.MODULES``)."""
     f = call.func
-    return isinstance(f, ast.Attribute) and (not isinstance(f.value, ast.Name)
-                                             or f.value.id == "random")
+    if not isinstance(f, ast.Attribute):
+        return False
+    if not isinstance(f.value, ast.Name):
+        return True
+    return f.value.id == "random" if env is None else draws(resolve(f, env))
 
 
 # --- the loop ------------------------------------------------------------------------------
@@ -536,18 +552,19 @@ def full_sizes(flow: dataflow.Dataflow) -> dict[str, str]:
     return out
 
 
-def overwritten(a: str, body: list[ast.stmt], size: str | None) -> bool:
+def overwritten(a: str, body: list[ast.stmt], size: str | None,
+                env: dict[str, Any] | None = None) -> bool:
     """Does every trip of a loop over ``body`` write all of the array ``a`` (of length
     ``size``, ``full_sizes``; None: only whole assignments count) before it reads any
-    element of it (see above)?  ``a`` is bound in no trip."""
+    element of it (see above)?  ``a`` is bound in no trip; ``env``: see ``beyond_shape``."""
     if a in dataflow.binds_in(body, elements=False):
         return False
     for s in body:
-        if _full_write(s, a, size, overwrite=True):
+        if _full_write(s, a, size, overwrite=True, env=env):
             return True
-        if not _names(s, a):
+        if not _names(s, a, env):
             continue
-        if not (_nested_loop(s) and overwritten(a, s.body, size)):
+        if not (_nested_loop(s) and overwritten(a, s.body, size, env)):
             return False
     return True
 
@@ -575,7 +592,8 @@ def _nested_loop(s: ast.stmt) -> bool:
         and not any(isinstance(x, (ast.Break, ast.Continue)) for x in this_loop(s.body))
 
 
-def _full_write(s: ast.stmt, a: str, size: str | None, overwrite: bool) -> bool:
+def _full_write(s: ast.stmt, a: str, size: str | None, overwrite: bool,
+                env: dict[str, Any] | None = None) -> bool:
     """Is ``s`` a write of every element of ``a``: ``a[...] = e``/``a[:] = e``, or a loop
     over ``range(E)`` (``size``) setting ``a[j]`` at its top level?  ``overwrite``: and
     nothing else in it names ``a``; else: it sets 0.0 and writes ``a`` nowhere else (it
@@ -593,7 +611,7 @@ def _full_write(s: ast.stmt, a: str, size: str | None, overwrite: bool) -> bool:
     if not hits or j in dataflow.binds_in(s.body, elements=False):
         return False
     if overwrite:  # nothing else in the loop names ``a`` (a read would see a stale element)
-        return all(x is hits[0] or not _names(x, a) for x in s.body) \
+        return all(x is hits[0] or not _names(x, a, env) for x in s.body) \
             and a not in loaded_ids(hits[0].value)
     return all(x is hits[0] or a not in dataflow.binds_in([x]) for x in s.body)
 
@@ -633,28 +651,38 @@ def _const(e: ast.expr, k: int) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) is int and e.value == k
 
 
-def _names(s: ast.stmt, a: str) -> bool:
+def _names(s: ast.stmt, a: str, env: dict[str, Any] | None) -> bool:
     """Does ``s`` (nested blocks included) name ``a`` other than for a shape?"""
-    return a in beyond_shape([s])
+    return a in beyond_shape([s], env)
 
 
-def beyond_shape(stmts: list[ast.stmt]) -> set[str]:
-    """The names ``stmts`` use other than by a shape query (``a.shape``, ``len(a)``,
-    ``np.zeros_like(a)``, ``np.empty_like(a)``), nested blocks included."""
+def beyond_shape(stmts: list[ast.stmt], env: dict[str, Any] | None = None) -> set[str]:
+    """The names ``stmts`` use other than by a shape query, nested blocks included.  A
+    shape query: an attribute the table calls a query (``a.shape``), the zeroing of an
+    adjoint buffer the reverse pass marked (``notes.ZEROING``), ``len(a)`` (a builtin the
+    code cannot shadow, ``versions.GENERATED_BUILTINS``), or, found through the namespace
+    ``env``, a call of one argument the primitive table says it reads only for its shape
+    (``reads_shape_of``: ``np.zeros_like(a)``, ``np.empty_like(a)`` however numpy is
+    spelled).  Without ``env`` a user's call counts as a use."""
     inside: set[int] = set()
     out: set[str] = set()
     for s in walk_stmts(stmts):
         for n in own_expressions(s):
             if isinstance(n, ast.Attribute) and n.attr in query_attrs():
                 inside.add(id(n.value))
-            elif isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords and (
-                    isinstance(n.func, ast.Name) and n.func.id == "len"
-                    or isinstance(n.func, ast.Attribute)
-                    and n.func.attr in ("zeros_like", "empty_like")):
+            elif isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords \
+                    and _shape_call(n, env):
                 inside.add(id(n.args[0]))
         out |= {n.id for n in own_expressions(s) if isinstance(n, ast.Name)
                 and id(n) not in inside}
     return out
+
+
+def _shape_call(n: ast.Call, env: dict[str, Any] | None) -> bool:
+    """Does the call ``n`` read its first argument only for its shape (``beyond_shape``)?"""
+    if ZEROING.get(n) or isinstance(n.func, ast.Name) and n.func.id == "len":
+        return True
+    return env is not None and reads_shape_of(resolve(n.func, env), 0)
 
 
 # --- order-free sums ----------------------------------------------------------------------

@@ -28,7 +28,8 @@ from collections import Counter
 from typing import Any
 
 from ...rules import Rule, is_non_differentiable, lookup
-from ...rules.primitives import Result, record, version
+from ...rules.primitives import Result, fills_with, record, shape_of, version
+from ..astutil import resolve
 from ..backend import emit
 from ..nodes import nodes_of, walk
 from .parse import Parsed, parse_function, python_function
@@ -208,11 +209,13 @@ def accumulating(fn: Any, which: list[int]) -> tuple[Any, tuple[int, ...]]:
     if not isinstance(ret, ast.Return) or ret.value is None:
         return fn, ()
     elts = list(ret.value.elts) if isinstance(ret.value, ast.Tuple) else [ret.value]
-    done = [j for j in which if j < len(elts) and _only_added(fdef.body[:-1], elts[j], elts)]
+    env = fn.__globals__
+    done = [j for j in which
+            if j < len(elts) and _only_added(fdef.body[:-1], elts[j], elts, env)]
     if not done:
         return fn, ()
     ids = [elts[j].id for j in done]
-    fdef.body = [s for s in fdef.body[:-1] if not any(_zeroing(s, d) for d in ids)]
+    fdef.body = [s for s in fdef.body[:-1] if not any(_zeroing(s, d, env) for d in ids)]
     left = [e for j, e in enumerate(elts) if j not in done]
     value = (ast.Tuple(elts=left, ctx=ast.Load()) if len(left) > 1 else left[0] if left
              else ast.Constant(value=None))
@@ -222,7 +225,8 @@ def accumulating(fn: Any, which: list[int]) -> tuple[Any, tuple[int, ...]]:
     return emit.load(src, fn.__name__, dict(fn.__globals__), f"{fn.__name__}.acc"), tuple(done)
 
 
-def _only_added(body: list[ast.stmt], g: ast.expr, elts: list[ast.expr]) -> bool:
+def _only_added(body: list[ast.stmt], g: ast.expr, elts: list[ast.expr],
+                env: dict[str, Any]) -> bool:
     """Is ``g`` an adjoint made by one top-level ``g = np.zeros_like(..)`` (first) and
     then only added into, mentioned once among the returned ``elts``?"""
     if not isinstance(g, ast.Name) or sum(isinstance(e, ast.Name) and e.id == g.id
@@ -230,7 +234,7 @@ def _only_added(body: list[ast.stmt], g: ast.expr, elts: list[ast.expr]) -> bool
         return False
     d = g.id
     made = [k for k, s in enumerate(body) if d in _mentions(s)]
-    if not made or not _zeroing(body[made[0]], d):
+    if not made or not _zeroing(body[made[0]], d, env):
         return False
     for s in body[made[0] + 1:]:
         for n in walk(s):
@@ -244,12 +248,16 @@ def _only_added(body: list[ast.stmt], g: ast.expr, elts: list[ast.expr]) -> bool
     return True
 
 
-def _zeroing(s: ast.stmt, d: str) -> bool:
-    """Is ``s`` ``d = np.zeros_like(x)`` (``d`` not read)?"""
-    return (isinstance(s, ast.Assign) and len(s.targets) == 1
+def _zeroing(s: ast.stmt, d: str, env: dict[str, Any]) -> bool:
+    """Is ``s`` ``d = np.zeros_like(x)`` (``d`` not read): a call the primitive table says
+    makes an array of zeros shaped like its one argument, found through ``env``?"""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and s.targets[0].id == d
-            and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
-            and s.value.func.attr == "zeros_like" and d not in _mentions(s.value))
+            and isinstance(s.value, ast.Call) and len(s.value.args) == 1
+            and not s.value.keywords and d not in _mentions(s.value)):
+        return False
+    fn = resolve(s.value.func, env)
+    return fills_with(fn) == 0.0 and shape_of(fn) == 0
 
 
 def _adds_into(s: ast.AugAssign, d: str) -> bool:
