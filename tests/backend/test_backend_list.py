@@ -124,3 +124,24 @@ def test_source_of_each_step():
     assert "ds = 1.0" in shown["unit_seed"] and "ds = _dret" in shown["dead_code"]
     for text in shown.values():
         ast.parse(text)
+
+
+def test_each_step_shown_by_the_command_line(capsys):
+    """``jitgrad show FILE:FUNC --stage NAME`` prints each step's function (in-process)."""
+    from jitgrad import cli
+
+    target = f"{Path(__file__).resolve()}:total"
+    for n in NAMES:
+        assert cli.main(["show", target, "--no-jit", "--no-color", "--wrt", "x,k",
+                         "--stage", n, "--args", "np.ones(3), 0.5"]) == 0, n
+        out = capsys.readouterr().out
+        assert f"stage {n}" in out and "def total_grad" in out, n
+
+
+def test_each_step_tested_on_its_own():
+    """Every step of the list is run alone on hand-written IR in ``test_backend_steps.py``
+    (``irtext.after(NAME, ...)``) and has a before/after example (``tests/test_passes.py``)."""
+    text = (Path(__file__).parent / "test_backend_steps.py").read_text()
+    for p in BACKEND:
+        assert f'after("{p.name}"' in text, f"no test runs the step {p.name!r} on its own"
+        assert ">>> print(example(" in p.doc, f"the step {p.name!r} has no example"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
 from irtext import adjoint, after, code, context, lowering
 
 from jitgrad.transpiler import notes
@@ -234,6 +235,91 @@ def test_shape_stand_in():
 def test_no_stand_in_for_what_is_not_a_float_array():
     ctx = context(SHAPE, arrays=frozenset({"X", "W", "b"}))
     assert "t_like" not in after("shape_only", lowering(ctx))
+
+
+# --- element loops, zero cotangents skipped ----------------------------------------------
+
+ELEMENTS = adjoint("""
+    t = np.exp(c * x)
+    y = np.sum(t * t)
+""", "dx = np.zeros_like(x)", """
+    dt = _dret * (t + t)
+    dx += dt * t * c
+""", params=("x", "c"), grads=("dx",))
+NDIMS = {"x": 1, "c": 0, "t": 1, "y": 0, "dx": 1, "dt": 1, "_dret": 0}
+
+
+def test_elements_one_loop_per_chain():
+    """The forward chain keeps ``t`` (the adjoint reads it) and sums ``y`` in its loop;
+    the adjoint's chain makes no array for ``dt``."""
+    ctx = context(ELEMENTS, ndims=NDIMS, env={"np": np})
+    assert after("elements", lowering(ctx)) == code("""
+        def f_grad(x, c, _dret):
+            # one loop over the elements of x (arrays kept: t; no arrays for: none)
+            t = np.empty_like(x)
+            y_sum = 0.0
+            for _k in range(x.shape[0]):
+                t_e = np.exp(c * x[_k])
+                y_sum += t_e * t_e
+                t[_k] = t_e
+            y = y_sum
+            dx = np.zeros_like(x)
+            # one loop over the elements of x (arrays kept: none; no arrays for: dt)
+            for _k2 in range(x.shape[0]):
+                dt_e = _dret * (t[_k2] + t[_k2])
+                dx[_k2] += dt_e * t[_k2] * c
+            return (y, dx)
+    """)
+    assert ctx.element_loops
+
+
+def test_no_element_loops_without_the_dimensions():
+    """``jit=False`` (or second order's input): no ``ndims``, the body stays."""
+    ctx = context(ELEMENTS, env={"np": np})
+    s = lowering(ctx)
+    kept = s.body
+    after("elements", s)
+    assert s.body is kept and not ctx.element_loops
+
+
+SKIP = """
+    for i in range(n - 1, -1, -1):
+        for k in range(p.shape[0] - 1, -1, -1):
+            dw += dd * p[k]
+            dp[k] += {}
+        dd = 0.0
+    return (None, (dp, dw))
+"""
+
+
+def _reversed(s):
+    SWEEP.set(s.body[0], (1, "reverse"))
+    return s
+
+
+def test_zero_skip_guards_a_loop_linear_in_one_cotangent():
+    ctx = context(adjoint(params=("p", "w", "n"), grads=("dp", "dw")),
+                  cotangents=frozenset({"dd", "dw"}), env={"np": np})
+    assert after("zero_skip", _reversed(lowering(ctx, SKIP.format("dd * w")))) == code("""
+        def f_grad(p, w, n, _dret):
+            for i in range(n - 1, -1, -1):
+                if dd != 0.0:
+                    # skipped where dd is 0: all it adds is linear in dd
+                    for k in range(p.shape[0] - 1, -1, -1):
+                        dw += dd * p[k]
+                        dp[k] += dd * w
+                dd = 0.0
+            return (None, (dp, dw))
+    """)
+
+
+def test_no_zero_skip_outside_the_adjoint_or_where_not_linear():
+    """A loop nested in no reversed loop stays; so does one adding ``dd + w`` (not zero
+    where ``dd`` is)."""
+    ctx = context(adjoint(params=("p", "w", "n"), grads=("dp", "dw")),
+                  cotangents=frozenset({"dd", "dw"}), env={"np": np})
+    assert "if dd" not in after("zero_skip", lowering(ctx, SKIP.format("dd * w")))
+    assert "if dd" not in after("zero_skip", _reversed(lowering(ctx, SKIP.format("dd + w"))))
 
 
 # --- cached calls ------------------------------------------------------------------------
