@@ -485,13 +485,15 @@ class Differentiated:
         if example_args and tupled(self.bind(example_args)):
             f, fargs = STRUCTURED["flat"](self, self.bind(example_args))[:2]  # (structured.py)
             return f.source(*fargs, stage=stage, mode=mode)
-        if example_args:
-            gen = self._generated(self.bind(example_args))
-        elif self._last is not None:
+        args = self.bind(example_args) if example_args else None
+        if args is None and self._last is not None:
             gen = self._last
         else:
-            gen = self._generated(tuple(guess_args(self._prep(), self.params)))
+            args = args if args is not None else tuple(guess_args(self._prep(), self.params))
+            gen = self._generated(args)
         u = gen.unit
+        # (made for float64 arguments: with element loops and cached calls under jit=True)
+        float64 = all_float64(args) if args is not None else gen.float64 or u.jit
         if stage in ("forward", "adjoint", "all"):
             helpers = split_sources(u.ir.compiled, u.env) \
                 if stage == "all" and u.ir is not None else ""
@@ -501,7 +503,7 @@ class Differentiated:
                 return show_body(self._prep())
             return stage_source(self.func, stage, u.wrt, u.arg_kinds,
                                 parallel=emit.is_parallel(self.options), tuples=self._tuples,
-                                jit=bool(self.jit) and gen.float64)
+                                jit=bool(self.jit) and float64)
 
     def _shape(self, grads: Any) -> Any:
         if self.single:

@@ -397,7 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="which code to print: all (default: the compiled gradient "
                            "function), forward, adjoint, normalized, or the output of one "
                            f"pass ({', '.join(p.name for p in PASSES)}) or of one step of "
-                           f"lower ({', '.join(BACKEND)})")
+                           f"lower ({', '.join(BACKEND)}), or backend: every step of "
+                           "lower in turn and what it changed")
     show.add_argument("--mode", default="vjp", choices=("vjp", "jvp", "hvp"),
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
                            "forward-mode tangent code (stages all, kinds, analyse, forward); "

@@ -93,7 +93,8 @@ BACKEND: dict[str, passes.BackendPass] = {p.name: p for p in passes.BACKEND}
 _BEFORE_LOWER = SPECIALISE[[p.run for p in SPECIALISE].index(lower_) - 1].name
 
 #: ``stage=`` names: every pass and backend step, plus the sweeps of the lowered code
-STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), *BACKEND)
+STAGES = ("normalized", "forward", "adjoint", "all", *(p.name for p in PASSES), *BACKEND,
+          "backend")
 
 
 # --- running them -----------------------------------------------------------------------
@@ -230,11 +231,11 @@ def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
         u = transform(prepare(func, parallel=parallel, tuples=tuples, jit=jit), wrt,
                       arg_kinds, auto_checkpoint=auto, elements=jit)
         return u.sources["grad" if name == "all" else name]
-    if name in BACKEND:
+    if name in BACKEND or name == "backend":
         return _backend_stage(transform(prepare(func, parallel=parallel, tuples=tuples,
                                                 jit=jit), wrt, arg_kinds, until=_BEFORE_LOWER,
                                         auto_checkpoint=auto, elements=jit),
-                              BACKEND[name])
+                              BACKEND.get(name))
     p = next((p for p in PASSES if p.name == name), None)
     if p is None:
         raise ValueError(f"stage must be one of {', '.join(STAGES)}")
@@ -244,8 +245,11 @@ def stage(func: Any, name: str, wrt: list[str], arg_kinds: dict[str, Kind],
     return p.show(u).rstrip("\n") + "\n"
 
 
-def _backend_stage(u: Unit, step: passes.BackendPass) -> str:
-    """The variant ``step.shows`` after backend ``step``, from ``u`` as ``lower`` gets it."""
+def _backend_stage(u: Unit, step: passes.BackendPass | None) -> str:
+    """The variant ``step.shows`` after backend ``step``, from ``u`` as ``lower`` gets it;
+    None: every step in turn and what it changed (``passes.changes``)."""
+    if step is None:
+        return passes.changes(backend_context(u))
     s = passes.run(passes.start(backend_context(u), step.shows), until=step.name)
     return step.show(s).rstrip("\n") + "\n"
 

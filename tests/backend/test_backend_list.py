@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import sys
 import types
 from pathlib import Path
@@ -145,3 +146,37 @@ def test_each_step_tested_on_its_own():
     for p in BACKEND:
         assert f'after("{p.name}"' in text, f"no test runs the step {p.name!r} on its own"
         assert ">>> print(example(" in p.doc, f"the step {p.name!r} has no example"
+
+
+def test_last_step_is_the_compiled_source_under_jit():
+    """Under ``jit=True`` with float64 arguments the steps run as when the function is
+    compiled (``cached_calls`` included) even where no element loop is made: the last
+    step's function is the compiled one."""
+    d = jg.differentiate(total, wrt=(0, 1), jit=True)
+    args = (np.linspace(0.1, 0.5, 4), 0.3)
+    assert "np_empty_like(x)" in d.source(*args)
+    assert d.source(*args, stage="unparse") == d.source(*args)
+    assert "np_empty_like(x)" in d.source(stage="cached_calls")  # (the last specialisation)
+
+
+def test_backend_stage_walks_every_step():
+    """``stage="backend"``: each step in turn, what it changed in the variant it shows."""
+    d = jg.differentiate(total, wrt=(0, 1), jit=False)
+    text = d.source(np.linspace(0.1, 0.5, 4), 0.3, stage="backend")
+    heads = [line for line in text.splitlines() if line.startswith("=== ")]
+    assert [h.split()[1] for h in heads if "before" not in h] == NAMES
+    assert "=== grad before fuse ===" in heads
+    assert "-    ds = _dret\n+    ds = 1.0" in text  # (unit_seed, in grad_only)
+    assert "+    dx = np.empty_like(x)" in text  # (write_once)
+    parts = re.split(r"^=== (.+) ===\n", text, flags=re.M)[1:]
+    changed = {head.split()[0] for head, body in zip(parts[::2], parts[1::2], strict=True)
+               if "before" not in head and body != "(no change)\n"}
+    assert changed == {"dead_code", "unit_seed", "fuse", "dead_after_fuse", "write_once"}
+
+
+def test_the_docs_table_lists_the_steps_in_order():
+    """docs/how-it-works.md's table of the backend has one row per step, in the list's
+    order (its listing and worked example are checked as the docs are run)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "how-it-works.md").read_text()
+    rows = re.findall(r"^\| \*\*(\w+)\*\* \|", page, flags=re.M)
+    assert rows == NAMES

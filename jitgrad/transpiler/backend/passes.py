@@ -290,6 +290,41 @@ def lower_variants(ctx: Context) -> dict[str, Lowering]:
     return {v: run(start(ctx, v)) for v in VARIANTS}
 
 
+def changes(ctx: Context) -> str:
+    """Every step in turn on one specialisation (``jitgrad show --stage backend``): the
+    step's name and the variant it ``shows``, then what it changed there, as the lines of
+    a diff of that variant before and after it (``-`` removed, ``+`` added), or ``(no
+    change)``.  The first step's function is printed whole, and so is the function
+    before a step that shows another variant than the step before it."""
+    shown: dict[str, list[str]] = {}
+    for v in VARIANTS:  # (both variants through the list, in ``lower_variants``' order)
+        s, shown[v] = start(ctx, v), []
+        for p in BACKEND:
+            run(s, steps=[p])
+            shown[v].append(p.show(s).rstrip("\n"))
+    out: list[str] = []
+    for k, p in enumerate(BACKEND):
+        now = shown[p.shows][k]
+        if k == 0:
+            out += [f"=== {p.name} ({p.shows}) ===", now]
+            continue
+        before = shown[p.shows][k - 1]
+        if p.shows != BACKEND[k - 1].shows:
+            out += [f"=== {p.shows} before {p.name} ===", before]
+        out.append(f"=== {p.name} ({p.shows}) ===")
+        out += _diff(before, now) or ["(no change)"]
+    return "\n".join(out) + "\n"
+
+
+def _diff(before: str, now: str) -> list[str]:
+    """The changed lines of ``now`` against ``before`` with one line of context, each
+    hunk headed by ``@@`` and the line numbers (``difflib.unified_diff``)."""
+    import difflib
+
+    lines = difflib.unified_diff(before.splitlines(), now.splitlines(), n=1, lineterm="")
+    return [line for line in lines if not line.startswith(("---", "+++"))]
+
+
 def sweep_text(ctx: Context, fn: ast.FunctionDef) -> str:
     """The text of a one-sweep function (``lower.PARTS``): the text steps and the tree
     steps marked ``sweeps`` only."""
@@ -861,5 +896,5 @@ BACKEND: list[BackendPass] = check([
 ])
 
 
-__all__ = ["BACKEND", "BackendPass", "Context", "Lowering", "OrderError", "check",
+__all__ = ["BACKEND", "BackendPass", "Context", "Lowering", "OrderError", "changes", "check",
            "global_names", "listing", "lower_variants", "run", "start", "step", "sweep_text"]
