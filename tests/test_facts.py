@@ -446,3 +446,17 @@ def test_split_adds_into_a_zeroing_the_table_knows():
     acc(x, 2.0, buf)
     assert np.allclose(buf, 1.0 + 2.0 * x)
     assert accumulating(_grad_ones, [0]) == (_grad_ones, ())
+
+
+def test_gather_copies_and_zeroings_are_table_facts():
+    """A fresh copy is the table's ``copies`` of the function or array method called (a
+    module's ``copy()`` is none); a zeroing is ``zeros_shaped_like``, however spelled."""
+    from jitgrad.transpiler.backend.gather import _copies, _zeroed_untouched
+
+    env = {"onp": onp, "mine": _mine}
+    _mine.copy = lambda: np.ones(2)
+    one = lambda src: ast.parse(src).body[0]  # noqa: E731
+    assert _copies(one("t = x.copy()"), env) and _copies(one("t = onp.copy(x)"), env)
+    assert not _copies(one("t = mine.copy()"), env)
+    before = [one("a = onp.zeros_like(x)"), one("b = mine.zeros_like(x)")]
+    assert _zeroed_untouched(before, {"a", "b"}, env) == {"a"}

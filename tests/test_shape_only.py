@@ -139,3 +139,15 @@ def test_hvp_through_stand_ins(jit):
     fd = (d.grad(args[0], args[1] + eps * v, args[2])
           - d.grad(args[0], args[1] - eps * v, args[2])) / (2 * eps)
     np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_shape_reads_are_the_tables_queries():
+    """What reads an array only for its shape is the table's queries (``.dtype`` too: the
+    stand-in keeps it), ``len`` and the second argument of ``unbroadcast``."""
+    import ast
+
+    from jitgrad.transpiler.backend.shape_only import read_for_shape_only
+
+    body = ast.parse("n = a.dtype\nm = b.shape[0] + len(c) + d.size\n"
+                     "g = unbroadcast(h, e)\nk = f.shape[0] * f[0]").body
+    assert read_for_shape_only(body, ("unbroadcast",)) == {"a", "b", "c", "d", "e"}

@@ -430,6 +430,12 @@ def fills_with(fn: Any) -> float | None:
     return rec.fill if rec is not None and rec.allocates else None
 
 
+def zeros_shaped_like(fn: Any) -> bool:
+    """Is the result of ``fn`` a fresh array of zeros shaped like its first argument
+    (``np.zeros_like``: ``fills_with`` 0.0 and ``shape_of`` 0)?"""
+    return fills_with(fn) == 0.0 and shape_of(fn) == 0
+
+
 def sums(fn: Any) -> bool:
     """Is the result of ``fn`` the sum of its one argument's elements (``np.sum``)?"""
     rec = _RECORDS.get(id(fn))

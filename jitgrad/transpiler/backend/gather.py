@@ -39,15 +39,13 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ...kernels import helpers
-from ...rules.primitives import allocates, copies
+from ...rules.primitives import allocates, copies, zeros_shaped_like
 from ..analysis import dataflow
 from ..astutil import exposed_reads
 from ..front.desugar import assign, const, name
 from ..front.inline import rename
-from ..front.purity import builtins_unshadowed, is_pure, resolve_name
+from ..front.purity import builtins_unshadowed, called, is_pure, resolve_name
 from ..naming import Namer, names_in
 from ..nodes import clone, loaded_ids, stmts_by_depth, walk, with_blocks
 from ..notes import COMMENT, carry, is_prange
@@ -81,10 +79,11 @@ def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, An
 
 def _zeroed_untouched(before: list[ast.stmt], fresh: set[str], env: dict[str, Any]
                       ) -> set[str]:
-    """The arrays of ``fresh`` that ``before`` binds once, to ``np.zeros_like(v)``, and does
-    not touch after that: the first writer of such an array may write instead of add."""
+    """The arrays of ``fresh`` that ``before`` binds once, to ``np.zeros_like(v)`` (the
+    table's ``zeros_shaped_like``), and does not touch after that: the first writer of such
+    an array may write instead of add."""
     allocs = [s for s in before if _allocates(s, env) and s.targets[0].id in fresh
-              and resolve_name(s.value.func, env) is np.zeros_like]
+              and zeros_shaped_like(resolve_name(s.value.func, env))]
     if not allocs:
         return set()
     mentions: dict[str, int] = {}  # name -> how many statements of ``before`` name it
@@ -250,12 +249,12 @@ def _ws_zeros(s: ast.stmt, env: dict[str, Any]) -> bool:
 
 
 def _copies(s: ast.stmt, env: dict[str, Any]) -> bool:
-    """``t = x.copy()`` or ``t = np.copy(x)`` (a fresh copy: the table's ``copies``)."""
+    """``t = x.copy()`` or ``t = np.copy(x)`` (a fresh copy: the table's ``copies`` of the
+    function or array method called, ``purity.called``)."""
     v = getattr(s, "value", None)
     return (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(v, ast.Call)
-            and ((isinstance(v.func, ast.Attribute) and v.func.attr == "copy" and not v.args)
-                 or copies(resolve_name(v.func, env))))
+            and copies(called(v, env)))
 
 
 def _fresh(fn: Any) -> bool:

@@ -28,7 +28,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ...rules.primitives import shape_args
+from ...rules.primitives import query_attrs, shape_args
 from ..analysis import dataflow
 from ..front.desugar import assign, name
 from ..naming import fresh_in, names_in
@@ -86,15 +86,12 @@ def shape_reading_names(env: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(n for n, v in env.items() if 1 in shape_args(v)))
 
 
-#: attributes of an array that depend only on its shape
-_SHAPE_ATTRS = frozenset({"shape", "size", "ndim"})
-
-
 def read_for_shape_only(stmts: list[ast.stmt], readers: tuple[str, ...]) -> set[str]:
     """The names ``stmts`` load only for their shape: as the second argument of one of
     ``readers`` (``shape_reading_names``: their result's dtype is their first argument's
-    under Numba), through ``.shape``, ``.size``, ``.ndim``, or ``len``; every other load
-    of such a name disqualifies it."""
+    under Numba), through an attribute the primitive table calls a query (``.shape``,
+    ``.size``, ``.ndim``, ``.dtype``: the stand-in keeps them), or ``len``; every other
+    load of such a name disqualifies it."""
     return shape_only_and_loads(stmts, readers)[0]
 
 
@@ -103,6 +100,7 @@ def shape_only_and_loads(stmts: list[ast.stmt], readers: tuple[str, ...]
     """``read_for_shape_only(stmts, readers)`` and the names ``stmts`` load
     (``nodes.loaded_ids``), in one walk."""
     nodes = nodes_of(ast.Module(body=list(stmts), type_ignores=[]))
+    queries = query_attrs()
     shaped: dict[int, str] = {}
     for n in nodes:
         cls = n.__class__
@@ -112,7 +110,7 @@ def shape_only_and_loads(stmts: list[ast.stmt], readers: tuple[str, ...]
             elif isinstance(n.func, ast.Name) and n.func.id == "len" \
                     and len(n.args) == 1 and isinstance(n.args[0], ast.Name):
                 shaped[id(n.args[0])] = n.args[0].id
-        elif cls is ast.Attribute and n.attr in _SHAPE_ATTRS and isinstance(n.value, ast.Name):
+        elif cls is ast.Attribute and n.attr in queries and isinstance(n.value, ast.Name):
             shaped[id(n.value)] = n.value.id
     other: set[str] = set()
     loads: set[str] = set()

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from ...rules import Rule, is_non_differentiable, lookup
-from ...rules.primitives import Result, fills_with, record, shape_of, version
+from ...rules.primitives import Result, record, version, zeros_shaped_like
 from ..astutil import resolve
 from ..backend import emit
 from ..nodes import nodes_of, walk
@@ -256,8 +256,7 @@ def _zeroing(s: ast.stmt, d: str, env: dict[str, Any]) -> bool:
             and isinstance(s.value, ast.Call) and len(s.value.args) == 1
             and not s.value.keywords and d not in _mentions(s.value)):
         return False
-    fn = resolve(s.value.func, env)
-    return fills_with(fn) == 0.0 and shape_of(fn) == 0
+    return zeros_shaped_like(resolve(s.value.func, env))
 
 
 def _adds_into(s: ast.AugAssign, d: str) -> bool:
