@@ -14,7 +14,7 @@ from ...errors import RuleError
 from ...kernels import helpers
 from ...markers import hook, nobacksies
 from ...rules import is_non_differentiable, lookup
-from ...rules.primitives import is_library
+from ...rules.primitives import is_library, zeros_shaped_like
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis, is_permutation, operand_names, primitive_of
 from ..analysis.kinds import of_value
@@ -287,8 +287,7 @@ class Statements(Part):
                               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
             self.owned |= {x.targets[0].id for x in inst.back if isinstance(x, ast.Assign)
                            and isinstance(x.value, ast.Call)
-                           and isinstance(x.value.func, ast.Attribute)
-                           and x.value.func.attr == "zeros_like"}
+                           and zeros_shaped_like(resolve(x.value.func, self.env))}
         if fn is hook:
             f = inst.bound.get("fn")
             if isinstance(f, ast.Name):
