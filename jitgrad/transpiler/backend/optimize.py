@@ -534,8 +534,7 @@ def drop_self_identity(rev: list[ast.stmt], g: str, d: str) -> list[ast.stmt]:
     if len(adds) != 1:
         return rev
     middle = rev[2:adds[0]] + rev[adds[0] + 1:]
-    writes = {n.id for x in middle for n in walk(x)
-              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    writes = dataflow.binds_in(middle, elements=False)
     if d in writes or g in writes:
         return rev
     return [rename(x, {g: d}) for x in middle]

@@ -330,8 +330,7 @@ class Tapes(Part):
     def rerun(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         """Copies of ``stmts`` (primal statements) binding fresh names instead of theirs,
         so that running them in the adjoint changes only the arrays they write into."""
-        made = sorted({x.id for s in stmts for x in walk(s)
-                       if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)})
+        made = sorted(dataflow.binds_in(stmts, elements=False))
         mapping: dict[str, str | ast.expr] = {
             n: self.namer.fresh("_" + n.lstrip("_") + "_") for n in made}
         return [renamed_copy(s, mapping) for s in stmts]
