@@ -30,6 +30,7 @@ from typing import Any
 from ...rules import Rule, is_non_differentiable, lookup
 from ...rules.primitives import Result, record, version
 from ..backend import emit
+from ..backend.view_updates import function_views
 from ..nodes import nodes_of, walk
 from .parse import Parsed, parse_function, python_function
 from .purity import call_pure, called
@@ -166,6 +167,7 @@ class SplitHelper:
         except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
             raise SplitRefused(str(e)) from None
         fn, done = accumulating(fn, [wrt.index(i) for i in acc]) if acc else (fn, ())
+        fn = function_views(fn, gen.unit)  # (``db[2] += g``: Numba compiles less)
         fn.split_vjp = True
         return fn, tuple(acc[k] for k in range(len(acc)) if wrt.index(acc[k]) in done)
 
