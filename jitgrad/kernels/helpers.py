@@ -16,7 +16,7 @@ from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
-           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul", "copy_into"]
+           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul"]
 
 
 def _is_array(t) -> bool:
@@ -196,18 +196,6 @@ def _ol_np_empty_like(x):
 @cached_overload(np_matmul)
 def _ol_np_matmul(a, b):
     return np_matmul
-
-
-def copy_into(dst, src):
-    """``dst[...] = src``: an array assignment into the view ``dst``, whose shape-mismatch
-    message Numba compiles once per machine here, not in every process
-    (``backend/view_updates.py``)."""
-    dst[...] = src
-
-
-@cached_overload(copy_into)
-def _ol_copy_into(dst, src):
-    return copy_into
 
 
 # --- zeros_like: the zero adjoint of a value --------------------------------

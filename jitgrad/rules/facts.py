@@ -103,7 +103,6 @@ declare(np.empty_like, cached_as="np_empty_like")
 declare(operator.matmul, cached_as="np_matmul")  # (``a @ b``)
 # generated code's in-place copies: (destination, source) arguments
 declare(H.restore_into, copies_into=(0, 1))
-declare(H.copy_into, copies_into=(0, 1))  # (``backend/view_updates.py``)
 declare(R.store_slot, copies_into=(0, 2))
 declare(R.load_slot, copies_into=(0, 1))
 # methods that change the array or list they are called on (their spelling is all a pass

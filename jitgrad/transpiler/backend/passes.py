@@ -859,8 +859,7 @@ def view_updates_(s: Lowering) -> None:
         return (_t, (db, dx))
     """
     if s.ctx.cached_calls and s.ctx.ndims is not None:
-        s.body = view_updates(s.body, s.ctx.ndims, s.params,
-                              lambda: s.ctx.accessor("copy_into"))
+        s.body = view_updates(s.body, s.ctx.ndims, s.params)
 
 
 def unparse_(s: Lowering) -> None:

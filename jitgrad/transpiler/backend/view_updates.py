@@ -8,18 +8,19 @@ compile of ``str(int)``, string concatenation and ``repr`` that costs a process 
 assignment whose target is a view (basic indexing that leaves at least one dimension)
 updates the view instead::
 
-    db[2] += _dt22                  _v = db[2]
-                                    _v += _dt22
+    db[2] += _dt22                  _view = db[2]
+                                    _view += _dt22
 
 The same values: NumPy and Numba both add into the view in place; the assignment back
-wrote the view onto itself.  An array assignment into a view (``dW[i] = _dt4``, as
-``write_once`` makes them; the value a name of an array) calls ``copy_into(dW[i], _dt4)``,
-a helper cached on disk that makes that assignment (``kernels.helpers``): its message is
-compiled once per machine.  Only where the dimensions say the target is a view: the
+wrote the view onto itself.  Only where the dimensions say the target is a view: the
 array's dimension is known (``Context.ndims``), every index is a slice or an integer
 scalar (a constant, a scalar name, arithmetic of those), and fewer indices are integers
 than the array has dimensions.  An element (``dx[i] += g``), an index array (a copy,
-not a view), ``...``, ``None`` or an unknown dimension keep their statement.
+not a view), ``...``, ``None`` or an unknown dimension keep their statement.  So does
+a plain array assignment into a view (``dW[i] = _dt4``, as ``write_once`` makes them):
+calling a helper cached on disk that makes it (its message compiled once per machine)
+cut a row loop's first call by 63% but cost about 90 ns per assignment at run time (a
+call, and ``dst[...] = src`` is slower than the assignment it replaces).
 
 A split helper's gradient (``front/split.py``), which is compiled on its own and does
 not pass through the backend's steps, is rewritten the same way (``function_views``);
@@ -32,7 +33,6 @@ import ast
 import copy
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..front.build import assign, name
@@ -40,12 +40,10 @@ from ..naming import fresh_in, names_in
 from . import emit
 
 
-def view_updates(body: list[ast.stmt], ndims: dict[str, int], params: list[str],
-                 copy_into: Callable[[], str] | None = None) -> list[ast.stmt]:
-    """``body`` with each augmented assignment into a view made an update of the view and,
-    where ``copy_into`` is given (it names the helper), each array assignment into a view
-    a call of it (module docstring).  Statements that change are copied (the variants
-    share them)."""
+def view_updates(body: list[ast.stmt], ndims: dict[str, int],
+                 params: list[str]) -> list[ast.stmt]:
+    """``body`` with each augmented assignment into a view made an update of the view
+    (module docstring).  Statements that change are copied (the variants share them)."""
     taken: set[str] | None = None
 
     def fresh() -> str:
@@ -54,7 +52,7 @@ def view_updates(body: list[ast.stmt], ndims: dict[str, int], params: list[str],
             taken = set(params).union(*(names_in(s) for s in body))
         return fresh_in("_view", taken)
 
-    return _rewrite(body, _Rules(ndims, fresh, copy_into))
+    return _rewrite(body, ndims, fresh)
 
 
 def function_views(fn: Any, u: Any) -> Any:
@@ -71,47 +69,33 @@ def function_views(fn: Any, u: Any) -> Any:
     return emit.load(src, fn.__name__, dict(fn.__globals__), f"{fn.__name__}.views")
 
 
-@dataclass
-class _Rules:
-    """What the rewrite needs: the names' dimensions, a maker of fresh names, the namer of
-    the ``copy_into`` helper (None: array assignments stay)."""
-
-    ndims: dict[str, int]
-    fresh: Callable[[], str]
-    copy_into: Callable[[], str] | None
-
-
-def _rewrite(body: list[ast.stmt], r: _Rules) -> list[ast.stmt]:
+def _rewrite(body: list[ast.stmt], ndims: dict[str, int],
+             fresh: Callable[[], str]) -> list[ast.stmt]:
     """``body`` rewritten, nested blocks too; ``body`` itself when nothing changes."""
     out: list[ast.stmt] = []
     changed = False
     for s in body:
-        new = _statement(s, r)
+        new = _statement(s, ndims, fresh)
         changed |= new is not s
         out += new if isinstance(new, list) else [new]
     return out if changed else body
 
 
-def _statement(s: ast.stmt, r: _Rules) -> ast.stmt | list[ast.stmt]:
-    """``s`` rewritten: two statements for an update of a view, a call of ``copy_into``
-    for an array assignment into one, a copy of a block whose body changes, else ``s``."""
-    if isinstance(s, ast.AugAssign) and _is_view(s.target, r.ndims):
-        v = r.fresh()
+def _statement(s: ast.stmt, ndims: dict[str, int],
+               fresh: Callable[[], str]) -> ast.stmt | list[ast.stmt]:
+    """``s`` rewritten: two statements for an update of a view, a copy of a block whose
+    body changes, else ``s`` itself."""
+    if isinstance(s, ast.AugAssign) and _is_view(s.target, ndims):
+        v = fresh()
         read = ast.copy_location(assign(v, ast.Subscript(
             value=s.target.value, slice=s.target.slice, ctx=ast.Load())), s)
         return [read, ast.copy_location(ast.AugAssign(target=name(v, store=True), op=s.op,
                                                       value=s.value), s)]
-    if r.copy_into and isinstance(s, ast.Assign) and len(s.targets) == 1 \
-            and _is_view(t := s.targets[0], r.ndims) \
-            and isinstance(s.value, ast.Name) and r.ndims.get(s.value.id, 0) > 0:
-        view = ast.Subscript(value=t.value, slice=t.slice, ctx=ast.Load())
-        return ast.copy_location(ast.Expr(value=ast.Call(
-            func=name(r.copy_into()), args=[view, s.value], keywords=[])), s)
     new = s
     for fld in ("body", "orelse", "finalbody"):
         sub = getattr(s, fld, None)
         if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-            done = _rewrite(sub, r)
+            done = _rewrite(sub, ndims, fresh)
             if done is not sub:
                 new = copy.copy(new) if new is s else new
                 setattr(new, fld, done)
