@@ -1,8 +1,9 @@
 """Augmented assignments into views of arrays in compiled gradient code
 (``backend/view_updates.py``): ``dA[i, :, 1] += g`` is ``_view = dA[i, :, 1]; _view += g``
 under ``jit=True`` (Numba compiles no shape-mismatch message per process); elements,
-index arrays, plain assignments and ``jit=False`` keep their statements.  Values and every gradient element against central differences in both
-modes; a split helper's gradient (``front/split.py``) is rewritten too."""
+index arrays, plain assignments and ``jit=False`` keep their statements.  Values and
+every gradient element against central differences in both modes; a split helper's
+gradient (``front/split.py``) is rewritten too."""
 
 from __future__ import annotations
 
