@@ -39,6 +39,7 @@ from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, wit
 from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
 from .shape_only import shape_stand_ins
+from .view_updates import view_updates
 from .write_once import write_once
 from .zero_skip import zero_guards
 
@@ -71,6 +72,8 @@ PARALLEL = "prange parallel"
 ZERO_SKIPS = "zero cotangents skipped"
 #: NumPy calls Numba would compile in every process call helpers cached on disk
 CACHED_CALLS = "cached numpy calls"
+#: augmented assignments into views of arrays update the view (``jit=True``)
+VIEW_UPDATES = "view updates"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -855,6 +858,45 @@ def cached_calls_(s: Lowering) -> None:
         s.body = cached_calls(s.body, s.ctx.env, s.ctx.accessor)
 
 
+def view_updates_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), ``db[2] += g`` into a view of an array
+    is ``_view = db[2]`` then ``_view += g``: Numba does not compile the error message of
+    an array assignment (``backend/view_updates.py``, about 1.5 CPU s a process).
+
+    >>> print(example("view_updates", '''
+    ... def f(b, x):
+    ...     return np.sum(np.tanh(b[0] * x) + b[1])
+    ... ''', args=(np.ones((2, 3)), np.ones(3)), jit=True))
+    def f_grad_1(b, x, _dret):
+        _t5 = b[0]
+        _t4 = _t5 * x
+        _t3 = np.tanh(_t4)
+        _t6 = b[1]
+        # _t6: only its shape is read later
+        _t6_like = shape_stand_in(_t6)
+        _t2 = _t3 + _t6
+        # _t2: only its shape is read later
+        _t2_like = shape_stand_in(_t2)
+        _t = np.sum(_t2)
+        db = np_zeros_like(b)
+        dx = np_zeros_like(x)
+        # line 2: return np.sum(np.tanh(b[0] * x) + b[1])
+        _dt2 = expand_along(_dret, _t2_like, None)
+        _dt3 = unbroadcast(_dt2, _t3)
+        _dt6 = unbroadcast(_dt2, _t6_like)
+        _dt4 = _dt3 * (1.0 - _t3 * _t3)
+        _dt5 = unbroadcast(_dt4 * x, _t5)
+        dx += unbroadcast(_dt4 * _t5, x)
+        _view = db[1]
+        _view += _dt6
+        _view2 = db[0]
+        _view2 += _dt5
+        return (_t, (db, dx))
+    """
+    if s.ctx.cached_calls and s.ctx.ndims is not None:
+        s.body = view_updates(s.body, s.ctx.ndims, s.params)
+
+
 def unparse_(s: Lowering) -> None:
     """The function printed (``emit.unparse``: comment markers become comments).
 
@@ -892,6 +934,7 @@ BACKEND: list[BackendPass] = check([
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
+    step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
 

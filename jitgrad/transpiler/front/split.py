@@ -31,6 +31,7 @@ from ...rules import Rule, is_non_differentiable, lookup
 from ...rules.primitives import Result, record, version, zeros_shaped_like
 from ..astutil import resolve
 from ..backend import emit
+from ..backend.view_updates import function_views
 from ..nodes import nodes_of, walk
 from .parse import Parsed, parse_function, python_function
 from .purity import call_pure, called
@@ -167,6 +168,7 @@ class SplitHelper:
         except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
             raise SplitRefused(str(e)) from None
         fn, done = accumulating(fn, [wrt.index(i) for i in acc]) if acc else (fn, ())
+        fn = function_views(fn, gen.unit)  # (``db[2] += g``: Numba compiles less)
         fn.split_vjp = True
         return fn, tuple(acc[k] for k in range(len(acc)) if wrt.index(acc[k]) in done)
 

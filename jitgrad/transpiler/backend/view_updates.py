@@ -1,0 +1,134 @@
+"""Augmented assignments into a view of an array, as an update of the view (``jit=True``).
+
+Numba compiles ``db[2] += g`` (``db`` 2-d, ``g`` 1-d) as a read of the row, an in-place
+addition into it, then an array assignment of the row to itself; the assignment's
+shape-mismatch error (``raise_with_shape_context``: an f-string of two shapes) is a
+compile of ``str(int)``, string concatenation and ``repr`` that costs a process about
+1.5 CPU s, more than the rest of a small gradient.  Under ``jit=True`` an augmented
+assignment whose target is a view (basic indexing that leaves at least one dimension)
+updates the view instead::
+
+    db[2] += _dt22                  _view = db[2]
+                                    _view += _dt22
+
+The same values: NumPy and Numba both add into the view in place; the assignment back
+wrote the view onto itself.  Only where the dimensions say the target is a view: the
+array's dimension is known (``Context.ndims``), every index is a slice or an integer
+scalar (a constant, a scalar name, arithmetic of those), and fewer indices are integers
+than the array has dimensions.  An element (``dx[i] += g``), an index array (a copy,
+not a view), ``...``, ``None`` or an unknown dimension keep their statement.  So does
+a plain array assignment into a view (``dW[i] = _dt4``, as ``write_once`` makes them):
+calling a helper cached on disk that makes it (its message compiled once per machine)
+cut a row loop's first call by 63% but cost about 90 ns per assignment at run time (a
+call, and ``dst[...] = src`` is slower than the assignment it replaces).
+
+A split helper's gradient (``front/split.py``), which is compiled on its own and does
+not pass through the backend's steps, is rewritten the same way (``function_views``);
+being Python as well, it runs so under ``jit=False`` too, with the same values.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..front.build import assign, name
+from ..naming import fresh_in, names_in
+from . import emit
+
+
+def view_updates(body: list[ast.stmt], ndims: dict[str, int],
+                 params: list[str]) -> list[ast.stmt]:
+    """``body`` with each augmented assignment into a view made an update of the view
+    (module docstring).  Statements that change are copied (the variants share them)."""
+    taken: set[str] | None = None
+
+    def fresh() -> str:
+        nonlocal taken
+        if taken is None:
+            taken = set(params).union(*(names_in(s) for s in body))
+        return fresh_in("_view", taken)
+
+    return _rewrite(body, ndims, fresh)
+
+
+def function_views(fn: Any, u: Any) -> Any:
+    """The generated function ``fn`` of unit ``u`` (its names' dimensions from ``u``'s
+    kinds) with ``view_updates`` applied, loaded again; ``fn`` where nothing changes."""
+    from ..reverse_passes import _float_ndims
+
+    fdef = ast.parse(inspect.getsource(fn)).body[0]
+    body = view_updates(fdef.body, _float_ndims(u, False), [a.arg for a in fdef.args.args])
+    if body is fdef.body:
+        return fn
+    fdef.body = body
+    src = ast.unparse(ast.fix_missing_locations(fdef)) + "\n"
+    return emit.load(src, fn.__name__, dict(fn.__globals__), f"{fn.__name__}.views")
+
+
+def _rewrite(body: list[ast.stmt], ndims: dict[str, int],
+             fresh: Callable[[], str]) -> list[ast.stmt]:
+    """``body`` rewritten, nested blocks too; ``body`` itself when nothing changes."""
+    out: list[ast.stmt] = []
+    changed = False
+    for s in body:
+        new = _statement(s, ndims, fresh)
+        changed |= new is not s
+        out += new if isinstance(new, list) else [new]
+    return out if changed else body
+
+
+def _statement(s: ast.stmt, ndims: dict[str, int],
+               fresh: Callable[[], str]) -> ast.stmt | list[ast.stmt]:
+    """``s`` rewritten: two statements for an update of a view, a copy of a block whose
+    body changes, else ``s`` itself."""
+    if isinstance(s, ast.AugAssign) and _is_view(s.target, ndims):
+        v = fresh()
+        read = ast.copy_location(assign(v, ast.Subscript(
+            value=s.target.value, slice=s.target.slice, ctx=ast.Load())), s)
+        return [read, ast.copy_location(ast.AugAssign(target=name(v, store=True), op=s.op,
+                                                      value=s.value), s)]
+    new = s
+    for fld in ("body", "orelse", "finalbody"):
+        sub = getattr(s, fld, None)
+        if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+            done = _rewrite(sub, ndims, fresh)
+            if done is not sub:
+                new = copy.copy(new) if new is s else new
+                setattr(new, fld, done)
+    return new
+
+
+def _is_view(t: ast.expr, ndims: dict[str, int]) -> bool:
+    """Is ``t`` a basic-indexing subscript of an array of known dimension that leaves at
+    least one dimension (a view, not an element or a copy)?"""
+    if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)):
+        return False
+    d = ndims.get(t.value.id)
+    if not d:
+        return False
+    idx = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+    if not all(isinstance(e, ast.Slice) or _int_scalar(e, ndims) for e in idx):
+        return False
+    return sum(not isinstance(e, ast.Slice) for e in idx) < d and len(idx) <= d
+
+
+def _int_scalar(e: ast.expr, ndims: dict[str, int]) -> bool:
+    """Is ``e`` an integer scalar: an int constant, a name of dimension 0, or ``+ - * //
+    %`` and unary minus of those?"""
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.Name):
+        return ndims.get(e.id) == 0
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return _int_scalar(e.operand, ndims)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult,
+                                                      ast.FloorDiv, ast.Mod)):
+        return _int_scalar(e.left, ndims) and _int_scalar(e.right, ndims)
+    return False
+
+
+__all__ = ["function_views", "view_updates"]
