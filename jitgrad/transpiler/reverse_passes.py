@@ -334,19 +334,6 @@ def all_float64(args: Any) -> bool:
     return not isinstance(dt, np.dtype) or dt.kind != "f" or dt == np.float64
 
 
-def _float_ndims(u: Unit, scalar: bool) -> dict[str, int]:
-    """The dimensions of the float names, scalar names and adjoints (``elements``)."""
-    out = {n: k.ndim for n, k in u.kinds.items()
-           if k.ndim is not None and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
-    for n, d in u.namer.adjoints().items():
-        k = u.kinds.get(n)
-        if k is not None and k.cls == "f" and k.ndim is not None:
-            out.setdefault(d, k.ndim)
-    if scalar:
-        out[u.ir.seed] = 0
-    return out
-
-
 def _scalar_cotangents(u: Unit) -> frozenset[str]:
     """The adjoints of float scalars (``backend/zero_skip.py`` guards loops on them)."""
     return frozenset(d for n, d in u.namer.adjoints().items()
@@ -375,7 +362,7 @@ def backend_context(u: Unit) -> passes.Context:
         u.ir, u.names, u.workspaces, unit_seed=scalar,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
         cotangents=_scalar_cotangents(u), is_array=_array_kinds(u),
-        ndims=_float_ndims(u, scalar) if _fuses_elements(u) else None, env=u.env,
+        ndims=u.float_ndims(scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         cached_calls=u.jit and not u.parallel,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))

@@ -83,6 +83,19 @@ class Unit:
     def name(self) -> str:
         return self.parsed.tree.name
 
+    def float_ndims(self, scalar: bool) -> dict[str, int]:
+        """The dimensions of the float names, scalar names and adjoints (``elements``,
+        ``view_updates``); ``scalar``: the seed too, a scalar."""
+        out = {n: k.ndim for n, k in self.kinds.items()
+               if k.ndim is not None and (k.cls == "f" or (k.cls in "ib" and k.ndim == 0))}
+        for n, d in self.namer.adjoints().items():
+            k = self.kinds.get(n)
+            if k is not None and k.cls == "f" and k.ndim is not None:
+                out.setdefault(d, k.ndim)
+        if scalar:
+            out[self.ir.seed] = 0
+        return out
+
     def specialise(self, wrt: list[str], arg_kinds: dict[str, Kind]) -> Unit:
         """A copy of a prepared unit for one specialisation (the cached one stays as is)."""
         to = self.renamed

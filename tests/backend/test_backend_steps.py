@@ -362,6 +362,44 @@ def test_cached_calls():
     assert "np_matmul" not in after("cached_calls", off)
 
 
+# --- view updates ------------------------------------------------------------------------
+
+VIEWS = adjoint("""
+    y = np.sum(b[0] * x)
+""", "db = np.zeros_like(b)", """
+    db[0] += g
+    db[0, 1] += h
+    db[:, 1] += g
+    db[idx] += g
+    dx[1:] += g
+""", params=("b", "x", "g", "h", "idx"), grads=("db",))
+
+
+def test_view_updates_update_views_only():
+    """A row and a strided column of ``db`` (2-d) and a slice of ``dx`` (1-d) are views:
+    each augmented assignment becomes an update of a named view; an element
+    (``db[0, 1]``), an index array (``db[idx]``: a copy) stay; without ``cached_calls``
+    (``jit=False`` or ``parallel=True``) nothing changes."""
+    ndims = {"b": 2, "db": 2, "x": 1, "dx": 1, "g": 1, "h": 0, "idx": 1}
+    s = lowering(context(VIEWS, cached_calls=True, ndims=ndims))
+    assert after("view_updates", s) == code("""
+        def f_grad(b, x, g, h, idx, _dret):
+            y = np.sum(b[0] * x)
+            db = np.zeros_like(b)
+            _view = db[0]
+            _view += g
+            db[0, 1] += h
+            _view2 = db[:, 1]
+            _view2 += g
+            db[idx] += g
+            _view3 = dx[1:]
+            _view3 += g
+            return (y, db)
+    """)
+    off = lowering(context(VIEWS, ndims=ndims))
+    assert "_view" not in after("view_updates", off)
+
+
 # --- workspace ---------------------------------------------------------------------------
 
 TAPED = adjoint("""

@@ -55,13 +55,12 @@ def view_updates(body: list[ast.stmt], ndims: dict[str, int],
     return _rewrite(body, ndims, fresh)
 
 
-def function_views(fn: Any, u: Any) -> Any:
-    """The generated function ``fn`` of unit ``u`` (its names' dimensions from ``u``'s
-    kinds) with ``view_updates`` applied, loaded again; ``fn`` where nothing changes."""
-    from ..reverse_passes import _float_ndims
-
+def function_views(fn: Any, ndims: dict[str, int]) -> Any:
+    """The generated function ``fn`` (its names' dimensions ``ndims``, as
+    ``Unit.float_ndims`` gives them) with ``view_updates`` applied, loaded again; ``fn``
+    where nothing changes."""
     fdef = ast.parse(inspect.getsource(fn)).body[0]
-    body = view_updates(fdef.body, _float_ndims(u, False), [a.arg for a in fdef.args.args])
+    body = view_updates(fdef.body, ndims, [a.arg for a in fdef.args.args])
     if body is fdef.body:
         return fn
     fdef.body = body

@@ -168,7 +168,7 @@ class SplitHelper:
         except Exception as e:  # noqa: BLE001 - inlined, the error (if any) names the user's line
             raise SplitRefused(str(e)) from None
         fn, done = accumulating(fn, [wrt.index(i) for i in acc]) if acc else (fn, ())
-        fn = function_views(fn, gen.unit)  # (``db[2] += g``: Numba compiles less)
+        fn = function_views(fn, gen.unit.float_ndims(False))  # ``db[2] += g``: compiles less
         fn.split_vjp = True
         return fn, tuple(acc[k] for k in range(len(acc)) if wrt.index(acc[k]) in done)
 
