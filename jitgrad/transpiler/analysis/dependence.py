@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...rules.primitives import allocates_shape, fresh_result, mutating, query_attrs, shape_of
 from ..astutil import exposed_reads, resolve
@@ -662,21 +663,23 @@ def beyond_shape(stmts: list[ast.stmt]) -> set[str]:
 
 def order_free(stmts: list[ast.stmt], around: list[ast.stmt], shared: dict[str, str],
                effect: Callable[[ast.expr], bool], private: Collection[str] = (),
-               is_array: Callable[[str], bool | None] | None = None) -> Verdict:
+               is_array: Callable[[str], bool | None] | None = None,
+               env: dict[str, Any] | None = None) -> Verdict:
     """Do ``stmts`` (a loop's body) bind names and write arrays only by adding to their
     elements (``dz[i, j] += g``), call nothing for its effect (``effect``: may evaluating an
     expression write into something), and neither they nor ``around`` read an element of
     those arrays or of their views (``shared``: adjoint -> the adjoint it is a view of):
     sums whose order does not matter?  ``private``: arrays each iteration makes for itself
     (``iteration_arrays``), written and read freely; ``is_array``: the kinds, where known
-    (``v = a[i]`` binds a view of ``a``, not one of its elements, where ``v`` is an array)."""
+    (``v = a[i]`` binds a view of ``a``, not one of its elements, where ``v`` is an array);
+    ``env``: the namespace, where known (``Dataflow``)."""
     summed: set[str] = set()
     for s in walk_stmts(stmts):
         why = "" if COMMENT.get(s) else _sum_or_local(s, summed, effect, private)
         if why:
             return Verdict(why, s)
     # the arrays summed into, their views
-    flow = dataflow.Dataflow([*around, *stmts], shared, is_array=is_array)
+    flow = dataflow.Dataflow([*around, *stmts], shared, is_array=is_array, env=env)
     family = set().union(*(flow.shares(n) for n in summed))
     views = {id(s) for s in walk_stmts(stmts) if _binds_view(s, is_array)}
     touched = _names_but(stmts, views)  # other than as a sum (a view binding reads no element)
