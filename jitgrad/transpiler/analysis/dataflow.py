@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from ...rules.primitives import (
@@ -282,7 +283,7 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
     a view or an unknown call of them); none for arithmetic and fresh allocations
     (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``; ``env``:
     the namespace, where known, by which a call is what it names, ``mk = np.zeros`` too,
-    else what it is spelled)."""
+    else what it is spelled, and a module is one under any name: ``onp.reshape(x, n)``)."""
     if isinstance(e, ast.Name):
         return {e.id}
     if isinstance(e, (ast.Subscript, ast.Starred)):
@@ -303,7 +304,8 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
             and not any(k.arg == "out" for k in e.keywords):
         return set()
     obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-        and f.value.id not in modules else None
+        and f.value.id not in modules and not (
+            env is not None and isinstance(env.get(f.value.id), ModuleType)) else None
     fn = fn if fn is not None else method_function(spelled)
     if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
         return {obj} if obj else may_alias(e.args[0], modules, env) if e.args else set()
