@@ -674,30 +674,32 @@ def _refuse_updated_views(views: list[tuple[str, str, ast.Assign]], an: Analysis
 def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
                         facts: tuple[set[int], frozenset]) -> bool:
     """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
-    ``t`` (or, for a write through another name than ``base``, of ``base``) that would see
-    it?  ``assumed``:
+    ``t`` (or, for a write through another name than ``base``, of ``base``, and where ``t``
+    is read, of any other name sharing the buffer but the writer: the array ``base`` is a
+    view of, which a view of ``t`` written reaches only through ``t``) that would see it?
     ``facts``: for ``regions.disjoint_regions``."""
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
     def same(name: str, x: ast.stmt) -> bool:
         return _may_name_the_same(name, s, x, an)
 
-    writes = [(n, w) for n in an.aliases(t) for w in an.inplace.get(n, [])
-              if n not in (t, base) or same(n, w)]
-    t_uses = [u for u in an.uses.get(t, []) if same(t, u)]
-    base_uses = [u for u in an.uses.get(base, []) if same(base, u)]
+    group = an.aliases(t) | {base}
+    writes = [(n, w) for n in group - {base} for w in an.inplace.get(n, [])
+              if n != t or same(n, w)] + [(base, w) for w in an.inplace.get(base, [])
+                                           if same(base, w)]
+    uses = {m: [u for u in an.uses.get(m, []) if same(m, u)] for m in group}
     for n, w in writes:
         # a write through the base itself changes what 't' reads only where the regions
         # overlap, and only matters to a later read of 't' (one adjoint for each name, as
         # for a copy, is exact otherwise); a write through 't' or another alias reaches
-        # the base's later reads through the shared adjoint
+        # the later reads of the others (the base, what it views) through the shared adjoint
         if n == base and disjoint_regions(s, w, base, an.kinds, an.defs, *facts):
             continue
-        live = {t} if n == base else {t, base}
+        live = {t} if n == base else group - {n} | {t} if uses[t] else {t, base}
         if live & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in t_uses + ([] if n == base else base_uses):
+        for u in (x for m in live for x in uses[m]):
             if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
