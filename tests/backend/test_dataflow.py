@@ -128,6 +128,14 @@ def test_fresh_binds():
     assert df.fresh_binds(one("t = tape_reserve(t, n, 4)")) == (("t", True),)
     assert df.fresh_binds(one("u, v = np.zeros(3), np.zeros(3)")) == (("u", False), ("v", False))
     assert df.fresh_binds(one("d += 1")) == ()
+    # with the namespace, a call is what it names, whatever it is spelled
+    env = {"np": np, "zl": np.zeros_like, "onp": np, "sin": np.sin}
+    assert df.fresh_binds(one("d = zl(x)")) == (("d", False),)
+    assert df.fresh_binds(one("d = zl(x)"), env) == (("d", True),)
+    assert df.fresh_binds(one("d = onp.empty(3)"), env) == (("d", True),)
+    assert df.fresh_binds(one("d = sin(x)"), env) == (("d", False),)
+    assert df.fresh_binds(one("d = x.copy()"), env) == (("d", True),)
+    assert df.fresh_binds(one("t = tape_reserve(t, n, 4)"), env) == (("t", True),)
 
 
 LOOP = """

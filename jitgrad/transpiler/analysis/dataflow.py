@@ -14,11 +14,14 @@ Per statement (plain functions, syntax only):
 - ``fresh_binds``: each name it binds, with whether to a newly allocated array.
 
 Per body (``Dataflow``, computed once): where each statement sits, the names that may
-share a buffer (the adjoint-view map and the assignments that may alias), liveness
-after a statement, and per loop: the names carried from one iteration to the next,
-whether the iterations are independent for a set of names, the first writer of an
-array and whether an expression is invariant (whether its iterations are independent is
-``dependence.independent``'s question, asked with these facts).  Every answer errs on
+share a buffer (the adjoint-view map and the assignments that may alias), the names that
+hold one array's buffer exactly (``moves``: views and swaps) and, given the names written
+in place, the groups sharing a written buffer (``written_buffers``: the front analysis's
+alias groups, ``Analysis.aliases``), liveness after a statement, and per loop: the
+names carried from one iteration to the next, whether the iterations are independent
+for a set of names, the first writer of an array and whether an expression is invariant
+(whether its iterations are independent is ``dependence.independent``'s question, asked
+with these facts).  Every answer errs on
 the safe side: an index it cannot read is not affine, names it cannot tell apart share.
 
 Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
@@ -39,6 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from ...rules.primitives import (
+    allocates,
     allocating,
     fresh,
     fresh_result,
@@ -247,17 +251,22 @@ def accesses(s: ast.stmt, loop_vars: Collection[str] = ()) -> list[Access]:
     return out
 
 
-def fresh_binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
+def fresh_binds(s: ast.stmt, env: dict[str, Any] | None = None
+                ) -> tuple[tuple[str, bool], ...]:
     """The names an assignment binds, each with whether to a newly allocated array (or the
     array itself grown: ``buf = tape_reserve(buf, used, more)`` binds ``buf`` to ``buf`` or
-    to a new array, so it stays as fresh as its other bindings make it)."""
+    to a new array, so it stays as fresh as its other bindings make it); ``env``: the
+    namespace, where known, by which a call is what it names (``zl = np.zeros_like``), else
+    what it is spelled (``np.zeros``, ``x.copy``)."""
     if not isinstance(s, ast.Assign):
         return ()
     out = []
     v = s.value
+    fn = resolve(v.func, env) if env is not None and isinstance(v, ast.Call) else None
     for t in s.targets:
         new = isinstance(t, ast.Name) and isinstance(v, ast.Call) and (
-            (isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+            (allocates(fn) if fn is not None else
+             isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
             or _regrows(v, t.id))
         names: list[str] = []
         _target_names(t, False, names)

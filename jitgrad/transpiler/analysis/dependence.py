@@ -483,7 +483,7 @@ def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
         return set()
     made: dict[str, list[bool]] = {}
     for s in walk_stmts(flow.body):
-        fresh = dict(dataflow.fresh_binds(s))
+        fresh = dict(dataflow.fresh_binds(s, flow.env))
         for n in dataflow.binds(s):
             made.setdefault(n, []).append(fresh.get(n, False))
     return {n for n in written if made.get(n) and all(made[n]) and flow.is_array(n) is True

@@ -307,7 +307,7 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
             made.setdefault(n, []).append(k)
     made = {n: at for n, at in made.items()  # (the cheap tests first: most names fail them)
             if len(at) == 1 and at[0] < b and is_array(n) is True
-            and dict(dataflow.fresh_binds(body[at[0]])).get(n)
+            and dict(dataflow.fresh_binds(body[at[0]], env)).get(n)
             and dataflow.plain_binding(body[at[0]]) == n}
     if not made:
         return set()

@@ -202,7 +202,7 @@ class ReadPolicy:
         an = self.an
         defs = [x for x in an.defs.get(a, []) if a in dataflow.binds(x)]  # not a[i] = v
         if not (an.kind(a).is_array and len(defs) == 1
-                and dict(dataflow.fresh_binds(defs[0])).get(a)):
+                and dict(dataflow.fresh_binds(defs[0], self.env)).get(a)):
             return None
         if self.typed().shares(a) != {a} or a in an.views \
                 or any(b == a for b, _ in an.views.values()):
@@ -285,7 +285,8 @@ class ReadPolicy:
         """Precondition 9: ``a = np.empty(E)`` and a loop ``for j in range(E)`` of ``fill``
         sets ``a[j]`` at the top of its body, ``E``'s names never rebound after."""
         v = alloc.value
-        if not (dataflow.plain_binding(alloc) == a and dict(dataflow.fresh_binds(alloc)).get(a)
+        if not (dataflow.plain_binding(alloc) == a
+                and dict(dataflow.fresh_binds(alloc, self.env)).get(a)
                 and isinstance(v, ast.Call) and len(v.args) == 1
                 and not isinstance(v.args[0], (ast.Tuple, ast.List))
                 and self.an.kind(a).ndim == 1):
