@@ -673,10 +673,11 @@ def _refuse_updated_views(views: list[tuple[str, str, ast.Assign]], an: Analysis
 
 def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
                         facts: tuple[set[int], frozenset]) -> bool:
-    """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
-    ``t`` (or, for a write through another name than ``base``, of ``base``, and where ``t``
-    is read, of any other name sharing the buffer but the writer: the array ``base`` is a
-    view of, which a view of ``t`` written reaches only through ``t``) that would see it?
+    """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use
+    that would see it: of ``t``; for a write through another name than ``base``, of
+    ``base``, and where ``t`` is read, of any name sharing the buffer but the writer (a
+    view of ``t`` written reaches the array ``base`` views only through ``t``'s adjoint:
+    ``t = p[0:3]; q = t; w = q[0:2]; w[0] = ...`` changes ``p``)?
     ``facts``: for ``regions.disjoint_regions``."""
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
