@@ -402,6 +402,29 @@ def adjoint_read_between_contributions(x, a):
     return 0.5 * a + w * w
 
 
+
+def view_moved_then_viewed_and_written(x, a):
+    # a view moved to another name (t -> q), then a view of q written: the write reaches
+    # p, read later, only through q's and t's adjoints (once a silently wrong gradient)
+    p = x * 1.0
+    t = p[0:3]
+    q = t
+    w = q[0:2]
+    w[0] = w[0] * a
+    return np.sum(p * a)
+
+
+def view_swapped_then_viewed_and_written(x, a):
+    # the same through a swap: q takes the view t of p
+    p = x * 1.0
+    q = x * 2.0
+    t = p[0:3]
+    t, q = q, t
+    w = q[0:2]
+    w[0] = w[0] * a
+    return np.sum(p * a) + np.sum(t * x)
+
+
 X = np.array([0.5, -0.3, 0.8, 0.2])
 
 CASES = [
@@ -457,6 +480,8 @@ CASES = [
     (alias_of_argument, lambda: (X.copy(),), 0),
     (shared_then_updated, lambda: (X.copy(),), 0),
     (chain_of_copies_updated, lambda: (X.copy(), 0.7), (0, 1)),
+    (view_moved_then_viewed_and_written, lambda: (X.copy(), 0.7), (0, 1)),
+    (view_swapped_then_viewed_and_written, lambda: (X.copy(), 0.7), (0, 1)),
 ]
 
 # --- refused, with the user's line ----------------------------------------------------

@@ -363,6 +363,95 @@ def test_numpy_under_another_name_gets_the_same_code(jit, pair, args):
         assert "onp.zeros(" not in loop and "onp.empty(" not in loop, src[1]
 
 
+#: ``np.zeros_like`` under another name (the namespace says what it is, not the spelling)
+ZEROS_LIKE = onp.zeros_like
+
+
+def fused_np(x, y, a):
+    n = x.shape[0]
+    z = np.exp(y)
+    w = np.cos(x)
+    t = np.zeros_like(x)
+    for i in range(n):
+        u = z[i] * a
+        w[i] = u * u
+        t[i] = w[i] * x[i]
+    s = 0.0
+    for i in range(n):
+        s += t[i] * math.sin(z[i])
+    return s + np.sum(np.reshape(w, (n,)) * y)
+
+
+def fused_onp(x, y, a):
+    n = x.shape[0]
+    z = onp.exp(y)
+    w = onp.cos(x)
+    t = ZEROS_LIKE(x)
+    for i in range(n):
+        u = z[i] * a
+        w[i] = u * u
+        t[i] = w[i] * x[i]
+    s = 0.0
+    for i in range(n):
+        s += t[i] * math.sin(z[i])
+    return s + onp.sum(onp.reshape(w, (n,)) * y)
+
+
+@numba.njit(parallel=True)
+def parallel_np(x, y, a):
+    n = x.shape[0]
+    z = np.exp(y)
+    out = np.zeros(n)
+    for i in numba.prange(n):
+        out[i] = a * z[i] * math.sin(x[i])
+    return np.sum(out * np.reshape(y, (n,)))
+
+
+@numba.njit(parallel=True)
+def parallel_onp(x, y, a):
+    n = x.shape[0]
+    z = onp.exp(y)
+    out = onp.zeros(n)
+    for i in numba.prange(n):
+        out[i] = a * z[i] * math.sin(x[i])
+    return onp.sum(out * onp.reshape(y, (n,)))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("pair, step", [((fused_np, fused_onp), "are independent"),
+                                        ((parallel_np, parallel_onp), "in prange(")],
+                         ids=["fuse", "prange"])
+def test_numpy_under_another_name_through_fuse_and_prange(jit, pair, step):
+    """A loop pair fused (``fuse``) and a prange loop kept parallel (``prange``): the same
+    generated code for ``onp`` (and ``np.zeros_like`` bound to another name) as for
+    ``np``, and the gradients right."""
+    args = (np.linspace(0.1, 1.0, 5), np.linspace(0.3, 0.8, 5), 0.7)
+    for f in pair:
+        check_grad(f, args, wrt=(0, 1, 2), jit=jit)
+    src = [jg.differentiate(f, wrt=(0, 1, 2), jit=jit).source(*args) for f in pair]
+    assert step in src[1], src[1]
+    assert _normalised(src[1]).replace("ZEROS_LIKE(", "np.zeros_like(") == _normalised(src[0])
+
+
+def test_fuse_asks_the_namespace_not_the_spelling():
+    """Whether the statements between a forward loop and its reversed loop may move
+    (``fuse._mid_movable``: they write an array the loop names under no name sharing its
+    buffer) is the same for ``onp.cos(x)`` as for ``np.cos(x)``: by the spelling alone,
+    every ``onp.f(...)`` would share a buffer with a name ``onp``, so with each other."""
+    from jitgrad.transpiler.backend.fuse import _mid_movable
+
+    arrays = {"x", "y", "z", "q", "dz"}
+
+    def is_array(n: str) -> bool | None:
+        return True if n in arrays else False if n in ("s", "ds", "n", "i") else None
+
+    for mod in ("np", "onp"):
+        b = ast.parse(f"z = {mod}.exp(y)\nq = {mod}.cos(x)\nfor i in range(n):\n"
+                      "    s = s + z[i]\nq[0] = 1.0\nfor i in range(n - 1, -1, -1):\n"
+                      "    dz[i] += ds").body
+        assert _mid_movable(b, [b[3]], b[2], set(), {}, is_array, {"np": np, "onp": onp}), mod
+
+
 # --- on_scalars: elements.py fuses what compiled code may call on an array's elements ------
 
 

@@ -173,7 +173,7 @@ def _zero_guards(d: Any, u: Any, body: list[ast.stmt]) -> list[ast.stmt]:
     only zeros, tangents included, where it is zero (kmeans: ``ddist``)."""
     ir = u.ir
     wrt = [d.params[i] for i in d.wrt_positions]
-    varied = depending_on(body, wrt, ir.shared)
+    varied = depending_on(body, wrt, ir.shared, u.env)
     scalars = frozenset(a for n, a in u.namer.adjoints().items() if a not in varied
                         and (k := u.kinds.get(n)) is not None and k.cls == "f"
                         and k.ndim == 0)

@@ -5,6 +5,7 @@ independence (a wrong independence answer would silently break a gradient)."""
 import ast
 import textwrap
 
+import numpy as np
 import pytest
 
 from jitgrad.transpiler.analysis import dataflow as df
@@ -127,6 +128,14 @@ def test_fresh_binds():
     assert df.fresh_binds(one("t = tape_reserve(t, n, 4)")) == (("t", True),)
     assert df.fresh_binds(one("u, v = np.zeros(3), np.zeros(3)")) == (("u", False), ("v", False))
     assert df.fresh_binds(one("d += 1")) == ()
+    # with the namespace, a call is what it names, whatever it is spelled
+    env = {"np": np, "zl": np.zeros_like, "onp": np, "sin": np.sin}
+    assert df.fresh_binds(one("d = zl(x)")) == (("d", False),)
+    assert df.fresh_binds(one("d = zl(x)"), env) == (("d", True),)
+    assert df.fresh_binds(one("d = onp.empty(3)"), env) == (("d", True),)
+    assert df.fresh_binds(one("d = sin(x)"), env) == (("d", False),)
+    assert df.fresh_binds(one("d = x.copy()"), env) == (("d", True),)
+    assert df.fresh_binds(one("t = tape_reserve(t, n, 4)"), env) == (("t", True),)
 
 
 LOOP = """
@@ -235,6 +244,75 @@ def test_shares_follows_views_and_the_adjoint_map():
     assert flow.shares("u") == {"L", "u"}
     assert flow.shares("w") == {"t", "w"}
     assert flow.shares("a") == {"a"}
+
+
+def test_view_base_and_moves():
+    """``view_base``: the array a value is, or a view of (slices, an element, ``.T``, a
+    view-returning call under any spelling of NumPy), none for a new array; ``moves``: the
+    plain assignments binding an array to one, and the pairs of a swap."""
+    env = {"np": np, "onp": np}
+    for src, base in [("a", "a"), ("a[0]", "a"), ("a[1:, i]", "a"), ("a.T", "a"),
+                      ("a.real", "a"), ("np.reshape(a, n)", "a"), ("onp.reshape(a, n)", "a"),
+                      ("a.reshape(n)", "a"), ("np.transpose(a)", "a"), ("a.ravel()", "a"),
+                      ("a * 2.0", None), ("np.sin(a)", None), ("a.copy()", None),
+                      ("a.shape", None), ("f(a)", None)]:
+        assert df.view_base(ast.parse(src, mode="eval").body, env) == base, src
+    b = body("""
+        r = a[0]
+        s = r[1]
+        b = a
+        u, v = v, u
+        t = np.sin(a)
+        """)
+    flow = df.Dataflow(b, is_array=lambda n: n != "s", env=env)
+    assert [(t, base, swap) for t, base, _, swap in flow.moves()] == [
+        ("r", "a", False), ("b", "a", False), ("u", "v", True), ("v", "u", True)]
+
+
+def test_written_buffers_group_views_of_written_buffers_only():
+    """A view and its base share a group only where their buffer is written (a row written
+    makes its matrix written; a read-only view stays alone); a swap's names always do; a
+    write spreads through swaps and views alike, in either order."""
+    b = body("""
+        r = a[0]
+        r[1] = k
+        c = x[1:3]
+        t = m.T
+        p, q = q, p
+        w = q[0:2]
+        w[0] = k
+        """)
+    flow = df.Dataflow(b, is_array=lambda n: n != "k", env={"np": np})
+    written, groups = flow.written_buffers({"r", "w"})
+    assert written == {"a", "r", "w", "q", "p"}
+    assert groups.of("a") == {"a", "r"}
+    assert groups.of("c") == {"c"} and groups.of("x") == {"x"}
+    assert groups.of("t") == {"t"}
+    assert groups.of("p") == {"p", "q", "w"}
+    assert groups.of("zz") == {"zz"}
+    _, groups = flow.written_buffers({"m"})
+    assert groups.of("t") == {"t", "m"} and groups.of("p") == {"p", "q"}
+
+
+def test_groups():
+    g = df.Groups([("a", "b"), ("c", "d"), ("b", "d"), ("e", "e")])
+    assert g.of("a") == g.of("d") == {"a", "b", "c", "d"}
+    assert g.of("e") == {"e"} and g.of("z") == {"z"}
+
+
+def test_module_under_another_name_with_the_namespace():
+    """With the namespace, ``onp.reshape(x, n)`` is a view of ``x`` as ``np.reshape`` is,
+    and ``onp.sin(x)`` shares nothing with a name ``onp``; a function bound to another name
+    (``zl = np.zeros_like``) is what it names: a new array."""
+    env = {"np": np, "onp": np, "zl": np.zeros_like}
+    for src, want in [("onp.reshape(x, 3)", {"x"}), ("onp.transpose(x)", {"x"}),
+                      ("onp.sin(x)", df.may_alias(ast.parse("np.sin(x)", mode="eval").body)),
+                      ("zl(x)", set())]:
+        assert df.may_alias(ast.parse(src, mode="eval").body, env=env) == want, src
+    b = body("v = onp.reshape(d, n)\nw = onp.cos(e)\nz = zl(d)")
+    flow = df.Dataflow(b, env=env)
+    assert flow.shares("v") == {"v", "d"} and flow.shares("w") == {"w", "e"}
+    assert flow.shares("z") == {"z"}
 
 
 def test_first_writer_and_invariance():

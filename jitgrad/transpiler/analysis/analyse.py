@@ -27,7 +27,6 @@ from ...rules.primitives import (
     copies_into,
     method_function,
     query_attrs,
-    returns_view,
 )
 from ..astutil import resolve
 from ..naming import is_generated
@@ -35,7 +34,7 @@ from ..nodes import walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from . import dataflow
 from .effects import refuse_hidden_writes
-from .kinds import LIST, UNKNOWN, Kind, list_tape_call
+from .kinds import UNKNOWN, Kind, list_tape_call
 from .list_hint import list_refusal
 from .regions import asserted_distinct, disjoint_regions
 from .shapes import refuse_loop_shape_changes
@@ -96,7 +95,8 @@ class Analysis:
     modes: dict[str, str]
     defs: dict[str, list[ast.stmt]] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
-    aliases: dict[str, set[str]] = field(default_factory=dict)
+    #: the groups of names sharing a buffer written in place (``aliases``)
+    sharing: dataflow.Groups = field(default_factory=dataflow.Groups)
     uses: dict[str, list[ast.stmt]] = field(default_factory=dict)
     returned: set[str] = field(default_factory=set)
     loops_of: dict[int, list[ast.stmt]] = field(default_factory=dict)
@@ -137,9 +137,14 @@ class Analysis:
             elif isinstance(v, dict):
                 setattr(self, f.name, MappingProxyType(v))
 
+    def aliases(self, n: str) -> frozenset[str]:
+        """``n`` and the names that may share its buffer where that buffer is written in
+        place (``Dataflow.written_buffers``: swaps, views and their bases)."""
+        return self.sharing.of(n)
+
     def shared_writes(self, n: str) -> list[ast.stmt]:
         """In-place writes through the other names that share ``n``'s buffer."""
-        return [d for m in self.aliases.get(n, ()) if m != n for d in self.inplace.get(m, ())]
+        return [d for m in self.aliases(n) if m != n for d in self.inplace.get(m, ())]
 
     def kind(self, n: str) -> Kind:
         return self.kinds.get(n, UNKNOWN)
@@ -322,15 +327,15 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     _check_kinds(stmts, an, env, parsed)
     _defs_and_uses(body, stmts, an, env)
     an.returned = {r.id for r in returns if isinstance(r, ast.Name)}
-    _swapped(stmts, an)
-    varied = _activity(stmts, an, env, wrt, returns)
+    flow = dataflow.Dataflow(body, is_array=lambda n: an.kind(n).is_array, env=env)
+    varied = _activity(stmts, an, env, wrt, returns, flow)
     for s in stmts:
         for n in dataflow.binds(s, elements=True):
             if n in an.active and an.kind(n).cls == "c":
                 raise parsed.error(f"'{parsed.user_name(n)}' is complex; jitgrad differentiates "
                                    "real (float) values only", s,
                                    "split the value into real and imaginary float parts")
-    _check_views(stmts, an, varied, env, parsed, args,
+    _check_views(flow, an, varied, env, parsed, args,
                  ({id(x) for x in body}, asserted_distinct(body)))
     _check_aliases_and_containers(stmts, an, varied, set(args), parsed)
     _modes(body, an, args, returns)
@@ -339,7 +344,8 @@ def analyse(body: list[ast.stmt], env: dict, kinds: dict[str, Kind], args: list[
     if not tangents:  # a tangent follows its value's shape; an adjoint buffer has one
         refuse_loop_shape_changes(body, an, env, parsed)
     refuse_hidden_writes(stmts, an, env, parsed, tangents)
-    _args_written(stmts, an, args, env)
+    written = an.written | an.aug_written  # (through any name sharing their buffer)
+    an.args_written = {a for a in args if an.kind(a).is_array and an.aliases(a) & written}
     an.freeze()
     return an
 
@@ -378,36 +384,15 @@ def _defs_and_uses(body: list[ast.stmt], stmts: list[ast.stmt], an: Analysis,
                     an.uses.setdefault(n.id, []).append(s)
 
 
-def _swapped(stmts: list[ast.stmt], an: Analysis) -> None:
-    """Names swapped with a written array are written too (they share its buffer)."""
-    perms = [[e.id for e in s.targets[0].elts + s.value.elts] for s in stmts
-             if is_permutation(s)]
-    for p in perms:
-        group = set(p)
-        for n in p:
-            group |= an.aliases.get(n, set())
-        for n in group:
-            an.aliases[n] = group
-    grown = True
-    while grown:
-        grown = False
-        for p in perms:
-            if set(p) & an.written and not set(p) <= an.written:
-                an.written |= set(p)
-                grown = True
-
-
 def _activity(stmts: list[ast.stmt], an: Analysis, env: dict, wrt: list[str],
-              returns: list[ast.expr]) -> set[str]:
+              returns: list[ast.expr], flow: dataflow.Dataflow) -> set[str]:
     """Set ``an.active``: the differentiable names that depend on ``wrt`` (varied, which
     is returned) and that the outputs depend on (useful)."""
     def diff(n: str) -> bool:
         return an.kind(n).differentiable
 
     # a view and its base are one buffer: what flows into either flows into both
-    view_stmts = {id(s) for s in stmts if isinstance(s, ast.Assign)
-                  and isinstance(s.targets[0], ast.Name) and an.kind(s.targets[0].id).is_array
-                  and view_base(s.value, env) is not None}
+    view_stmts = {id(s): base for _, base, s, swap in flow.moves() if not swap}
     flows = [f for s in stmts for f in _flows(s, env, view_stmts, an.kinds)]
     forward: dict[str, list[str]] = {}
     for tgt, srcs in flows:
@@ -477,32 +462,6 @@ def _settle_views(body: list[ast.stmt], an: Analysis, env: dict, parsed,
 def _writes_in_place(d: ast.stmt) -> bool:
     t = d.targets[0] if isinstance(d, ast.Assign) else getattr(d, "target", None)
     return isinstance(t, ast.Subscript)
-
-
-def _args_written(stmts, an: Analysis, args: list[str], env: dict) -> None:
-    """Arguments whose buffer the generated code may write: it works on copies of those."""
-    group: dict[str, set[str]] = {}
-
-    def join(a: str, b: str) -> None:
-        g = group.get(a, {a}) | group.get(b, {b})
-        for n in g:
-            group[n] = g
-
-    written = an.written | an.aug_written
-    for s in stmts:
-        if not (isinstance(s, ast.Assign) and an.kind(dataflow.binds(s, elements=True)[0]).is_array
-                if dataflow.binds(s, elements=True) else False):
-            continue
-        t, v = s.targets[0], s.value
-        if isinstance(t, ast.Name):
-            base = v.id if isinstance(v, ast.Name) else view_base(v, env)
-            if base is not None:
-                join(t.id, base)
-        elif is_permutation(s):
-            for a, b in zip(t.elts, v.elts, strict=True):
-                join(a.id, b.id)
-    an.args_written = {a for a in args if an.kind(a).is_array
-                       and group.get(a, {a}) & written}
 
 
 def _block_local(body: list[ast.stmt], an: Analysis, args: list[str]) -> None:
@@ -596,8 +555,7 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                     "separate variables or in an array")
             raise parsed.error("lists and tuples of differentiated values are not supported",
                                s, "keep the values in separate variables or in an array")
-        group = {t, *an.aliases.get(t, ()), *(an.aliases.get(v.id, ()) if isinstance(
-            v, ast.Name) else ())}
+        group = an.aliases(t) | (an.aliases(v.id) if isinstance(v, ast.Name) else set())
         if isinstance(v, ast.Name) and v.id != t and an.kind(v.id).is_array \
                 and an.modes.get(t) != "view" and t not in an.views \
                 and (an.used_after(v.id, s) or v.id in args) \
@@ -617,43 +575,23 @@ def _check_aliases_and_containers(stmts, an: Analysis, varied: set[str], args: s
                 f"copy it: '{ut} = {uv}.copy()' (or swap with '{ut}, {uv} = {uv}, {ut}')")
 
 
-def view_base(v: ast.expr, env: dict) -> str | None:
-    """The array ``v`` may share a buffer with (a name itself, slices, ``.T``, reshape,
-    ravel...), else None."""
-    if isinstance(v, ast.Name):
-        return v.id
-    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
-        return None if KIND.get(v.value) == LIST else v.value.id  # a list's entry: no view
-    if isinstance(v, ast.Attribute) and v.attr in ("T", "real", "imag") \
-            and isinstance(v.value, ast.Name):
-        return v.value.id
-    if isinstance(v, ast.Call):
-        prim = primitive_of(v, env)
-        if prim is not None and returns_view(prim[0]) and prim[1] \
-                and isinstance(prim[1][0], ast.Name):
-            return prim[1][0].id
-    return None
-
-
-def _check_views(stmts, an: Analysis, varied: set[str], env: dict, parsed,
-                 args: list[str], facts: tuple[set[int], frozenset]) -> None:
-    """Group views with their bases; refuse what the adjoints could not follow (``facts``:
-    the top-level statements' ids, and the index pairs asserted distinct there)."""
-    before = None
-    while before != (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()}):
-        before = (set(an.written), {k: frozenset(v) for k, v in an.aliases.items()})
-        _group_views(stmts, an, env, parsed)
+def _check_views(flow: dataflow.Dataflow, an: Analysis, varied: set[str], env: dict,
+                 parsed, args: list[str], facts: tuple[set[int], frozenset]) -> None:
+    """Group views with their bases (``flow``'s written buffers); refuse what the adjoints
+    could not follow (``facts``: the top-level statements' ids, and the index pairs
+    asserted distinct there)."""
+    views = [(t, base, s) for t, base, s, swap in flow.moves() if not swap]
+    _refuse_updated_views(views, an, parsed)
+    # one buffer: a view sees the base's writes and the base the view's; tape copies of
+    # either, never recompute from them
+    an.written, an.sharing = flow.written_buffers(an.written)
     # a view whose buffer is written while the view is still used needs an adjoint that
     # is the same view of the base's adjoint: a write zeroes what both see
-    for s in stmts:
-        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
-            continue
-        t = s.targets[0].id
-        base = view_base(s.value, env) if an.kind(t).is_array else None
-        if base is None or not ({t, base} & (an.active | varied)):
+    for t, base, s in views:
+        if not ({t, base} & (an.active | varied)):
             continue
         if isinstance(s.value, ast.Name) and not any(
-                an.used_after(m, s) or m in args for m in an.aliases.get(base, {base}) - {t}):
+                an.used_after(m, s) or m in args for m in an.aliases(base) - {t}):
             continue  # a move (nothing else reaches the buffer again): one adjoint suffices
         if t in an.inplace or _written_while_live(t, base, s, an, facts):
             an.views[t] = (base, s)  # settled (kept or refused) once modes are known
@@ -671,7 +609,7 @@ def _read_only_view(t: str, base: str, s: ast.Assign, an: Analysis, env: dict,
     argument or bound once and not after ``s``, and the index still holds its value
     where the reverse sweep enters that block (``_index_holds``, as ``_settle_views``)."""
     v = s.value
-    names = an.aliases.get(t, {t}) | an.aliases.get(base, {base}) | {t, base}
+    names = an.aliases(t) | an.aliases(base)
     if not {t, base} <= an.active or any(
             n in an.inplace or n in an.aug_written or n in an.written for n in names):
         return False
@@ -708,15 +646,12 @@ def _index_holds(base: str, s: ast.Assign, an: Analysis, env: dict) -> bool:
                or not an.may_redefine_after(m, s, include_self=False) for m in names)
 
 
-def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
-    """One pass: a view of a written buffer is written too, and shares its alias group."""
-    for s in stmts:
-        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
-            continue
-        t, v = s.targets[0].id, s.value
-        base = view_base(v, env) if an.kind(t).is_array else None
-        if base is None:
-            continue
+def _refuse_updated_views(views: list[tuple[str, str, ast.Assign]], an: Analysis,
+                          parsed) -> None:
+    """Refuse a view updated with ``op=``, or whose base is while the view is still used
+    (Python rebinds the name: the other no longer sees the values)."""
+    for t, base, s in views:
+        v = s.value
         if t in an.aug_written:
             ut, ub = parsed.user_name(t), parsed.user_name(base)
             raise parsed.error(
@@ -734,47 +669,38 @@ def _group_views(stmts, an: Analysis, env: dict, parsed) -> None:
                         "seen through views", s,
                         f"take a copy ('{ut} = {parsed.user_source(v)}.copy()') or write "
                         f"'{ub} = {ub} op ...' to make a new array")
-        if {base, t} & an.written:
-            # one buffer: the view sees the base's writes and the base the view's; tape
-            # copies of either, never recompute from them
-            an.written |= {t, base}
-            group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
-            for n in group:
-                an.aliases[n] = group
-        if t in an.inplace:
-            an.written |= {t, base}
-            group = an.aliases.get(base, {base}) | an.aliases.get(t, {t}) | {t, base}
-            for n in group:
-                an.aliases[n] = group
 
 
 def _written_while_live(t: str, base: str, s: ast.stmt, an: Analysis,
                         facts: tuple[set[int], frozenset]) -> bool:
-    """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use of
-    ``t`` (or, for a write through another name than ``base``, of ``base``) that would see
-    it?  ``assumed``:
+    """Can a write into the buffer run between ``t = <view of base>`` (``s``) and a use
+    that would see it: of ``t``; for a write through another name than ``base``, of
+    ``base``, and where ``t`` is read, of any name sharing the buffer but the writer (a
+    view of ``t`` written reaches the array ``base`` views only through ``t``'s adjoint:
+    ``t = p[0:3]; q = t; w = q[0:2]; w[0] = ...`` changes ``p``)?
     ``facts``: for ``regions.disjoint_regions``."""
     loops_s = {id(x) for x in an.enclosing_loops(s)}
 
     def same(name: str, x: ast.stmt) -> bool:
         return _may_name_the_same(name, s, x, an)
 
-    writes = [(n, w) for n in an.aliases.get(t, {t}) for w in an.inplace.get(n, [])
-              if n not in (t, base) or same(n, w)]
-    t_uses = [u for u in an.uses.get(t, []) if same(t, u)]
-    base_uses = [u for u in an.uses.get(base, []) if same(base, u)]
+    group = an.aliases(t) | {base}
+    writes = [(n, w) for n in group - {base} for w in an.inplace.get(n, [])
+              if n != t or same(n, w)] + [(base, w) for w in an.inplace.get(base, [])
+                                           if same(base, w)]
+    uses = {m: [u for u in an.uses.get(m, []) if same(m, u)] for m in group}
     for n, w in writes:
         # a write through the base itself changes what 't' reads only where the regions
         # overlap, and only matters to a later read of 't' (one adjoint for each name, as
         # for a copy, is exact otherwise); a write through 't' or another alias reaches
-        # the base's later reads through the shared adjoint
+        # the later reads of the others (the base, what it views) through the shared adjoint
         if n == base and disjoint_regions(s, w, base, an.kinds, an.defs, *facts):
             continue
-        live = {t} if n == base else {t, base}
+        live = {t} if n == base else group - {n} | {t} if uses[t] else {t, base}
         if live & an.returned and POS.get(w) > END.get(s):
             return True
         loops_w = {id(x) for x in an.enclosing_loops(w)}
-        for u in t_uses + ([] if n == base else base_uses):
+        for u in (x for m in live for x in uses[m]):
             if END.get(s) < POS.get(w) < POS.get(u):
                 return True
             if (loops_w & {id(x) for x in an.enclosing_loops(u)}) - loops_s:
@@ -818,7 +744,7 @@ def _reachable(start: set[str], edges: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
+def _flows(s: ast.stmt, env: dict, view_stmts: Mapping[int, str] = MappingProxyType({}),
            kinds: Mapping[str, Kind] = MappingProxyType({})):
     """(target, differentiable sources) pairs of one statement (``kinds``: where the list
     tapes are found: ``X.append(v)`` flows from ``v`` into ``X``, ``v = X.pop()`` back)."""
@@ -832,7 +758,7 @@ def _flows(s: ast.stmt, env: dict, view_stmts: set[int] = frozenset(),
         if isinstance(t, ast.Name) and list_tape_call(v, "pop", kinds):
             return [(t.id, [v.func.value.id])]
         if id(s) in view_stmts:
-            return [(t.id, [view_base(v, env)]), (view_base(v, env), [t.id])]
+            return [(t.id, [view_stmts[id(s)]]), (view_stmts[id(s)], [t.id])]
         if is_permutation(s):
             return [(a.id, [b.id]) for a, b in zip(t.elts, v.elts, strict=True)]
         if isinstance(t, ast.Name):

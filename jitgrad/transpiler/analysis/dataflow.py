@@ -14,11 +14,14 @@ Per statement (plain functions, syntax only):
 - ``fresh_binds``: each name it binds, with whether to a newly allocated array.
 
 Per body (``Dataflow``, computed once): where each statement sits, the names that may
-share a buffer (the adjoint-view map and the assignments that may alias), liveness
-after a statement, and per loop: the names carried from one iteration to the next,
-whether the iterations are independent for a set of names, the first writer of an
-array and whether an expression is invariant (whether its iterations are independent is
-``dependence.independent``'s question, asked with these facts).  Every answer errs on
+share a buffer (the adjoint-view map and the assignments that may alias), the names that
+hold one array's buffer exactly (``moves``: views and swaps) and, given the names written
+in place, the groups sharing a written buffer (``written_buffers``: the front analysis's
+alias groups, ``Analysis.aliases``), liveness after a statement, and per loop: the
+names carried from one iteration to the next, whether the iterations are independent
+for a set of names, the first writer of an array and whether an expression is invariant
+(whether its iterations are independent is ``dependence.independent``'s question, asked
+with these facts).  Every answer errs on
 the safe side: an index it cannot read is not affine, names it cannot tell apart share.
 
 Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
@@ -35,9 +38,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from ...rules.primitives import (
+    allocates,
     allocating,
     fresh,
     fresh_result,
@@ -47,6 +52,8 @@ from ...rules.primitives import (
 )
 from ..astutil import exposed_reads, resolve
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from ..notes import KIND
+from .kinds import LIST
 
 #: (loop variable, constant offset) of one index component; (None, c) is the constant c
 Affine = tuple[str | None, int]
@@ -244,17 +251,22 @@ def accesses(s: ast.stmt, loop_vars: Collection[str] = ()) -> list[Access]:
     return out
 
 
-def fresh_binds(s: ast.stmt) -> tuple[tuple[str, bool], ...]:
+def fresh_binds(s: ast.stmt, env: dict[str, Any] | None = None
+                ) -> tuple[tuple[str, bool], ...]:
     """The names an assignment binds, each with whether to a newly allocated array (or the
     array itself grown: ``buf = tape_reserve(buf, used, more)`` binds ``buf`` to ``buf`` or
-    to a new array, so it stays as fresh as its other bindings make it)."""
+    to a new array, so it stays as fresh as its other bindings make it); ``env``: the
+    namespace, where known, by which a call is what it names (``zl = np.zeros_like``), else
+    what it is spelled (``np.zeros``, ``x.copy``)."""
     if not isinstance(s, ast.Assign):
         return ()
     out = []
     v = s.value
+    fn = resolve(v.func, env) if env is not None and isinstance(v, ast.Call) else None
     for t in s.targets:
         new = isinstance(t, ast.Name) and isinstance(v, ast.Call) and (
-            (isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
+            (allocates(fn) if fn is not None else
+             isinstance(v.func, ast.Attribute) and allocating(v.func.attr))
             or _regrows(v, t.id))
         names: list[str] = []
         _target_names(t, False, names)
@@ -280,7 +292,7 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
     a view or an unknown call of them); none for arithmetic and fresh allocations
     (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``; ``env``:
     the namespace, where known, by which a call is what it names, ``mk = np.zeros`` too,
-    else what it is spelled)."""
+    else what it is spelled, and a module is one under any name: ``onp.reshape(x, n)``)."""
     if isinstance(e, ast.Name):
         return {e.id}
     if isinstance(e, (ast.Subscript, ast.Starred)):
@@ -301,13 +313,59 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
             and not any(k.arg == "out" for k in e.keywords):
         return set()
     obj = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-        and f.value.id not in modules else None
+        and f.value.id not in modules and not (
+            env is not None and isinstance(env.get(f.value.id), ModuleType)) else None
     fn = fn if fn is not None else method_function(spelled)
     if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
         return {obj} if obj else may_alias(e.args[0], modules, env) if e.args else set()
     out = set().union(*(may_alias(x, modules, env)
                         for x in [*e.args, *(k.value for k in e.keywords)]))
     return out | ({obj} if obj else set())
+
+
+def view_base(v: ast.expr, env: dict[str, Any] | None) -> str | None:
+    """The array whose buffer the value ``v`` is, or a view of: a name itself, an element
+    or slice of it (not a list's entry), ``.T``, ``.real``, ``.imag``, a call the table
+    says returns a view of its first operand (``reshape``, ``ravel``...); else None."""
+    if isinstance(v, ast.Name):
+        return v.id
+    if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name):
+        return None if KIND.get(v.value) == LIST else v.value.id
+    if isinstance(v, ast.Attribute) and v.attr in ("T", "real", "imag") \
+            and isinstance(v.value, ast.Name):
+        return v.value.id
+    if isinstance(v, ast.Call):
+        fn, args = resolve(v.func, env or {}), list(v.args)
+        if fn is None and isinstance(v.func, ast.Attribute):
+            fn, args = method_function(v.func.attr), [v.func.value, *args]
+        if fn is not None and returns_view(fn) and args and isinstance(args[0], ast.Name):
+            return args[0].id
+    return None
+
+
+class Groups:
+    """Names joined into groups (a union-find, complete once made): ``of(n)`` is ``n`` and
+    every name joined with it, directly or through others."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
+        self._root: dict[str, str] = {}
+        for a, b in pairs:
+            ra, rb = self._find(a), self._find(b)
+            if ra != rb:
+                self._root[ra] = rb
+        members: dict[str, set[str]] = {}
+        for m in set(self._root) | set(self._root.values()):
+            members.setdefault(self._find(m), set()).add(m)
+        self._members = {r: frozenset(ms) for r, ms in members.items()}
+
+    def _find(self, n: str) -> str:
+        while self._root.get(n, n) != n:
+            n = self._root[n]
+        return n
+
+    def of(self, n: str) -> frozenset[str]:
+        """``n`` and the names joined with it."""
+        return self._members.get(self._find(n), frozenset()) | {n}
 
 
 def loop_index(loop: ast.stmt) -> str | None:
@@ -340,10 +398,10 @@ class Dataflow:
         self._at: dict[int, tuple[list[ast.stmt], int, ast.stmt | None]] = {}
         self._place(body, None)
         self._shared = dict(shared or {})
-        self._root: dict[str, str] | None = None  # the alias forest, made when first asked
+        self._groups: Groups | None = None  # the alias forest, made when first asked
+        self._moves: list[tuple[str, str, ast.Assign, bool]] | None = None
         #: id of a loop -> (the loop, ``_changed_in`` it)
         self._loops: dict[int, tuple[ast.stmt, frozenset[str] | None]] = {}
-        self._members: dict[str, set[str]] | None = None  # root -> the names under it
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
         for k, s in enumerate(block):
@@ -353,24 +411,17 @@ class Dataflow:
                 if isinstance(sub, list):
                     self._place(sub, s)
 
-    def _find(self, n: str) -> str:
-        if self._root is None:
-            self._root = {}
-            for a, b in self._shared.items():
-                self._union(a, b)
+    def _sharing(self) -> Groups:
+        """The alias forest: ``shared``'s pairs and those the statements make (``_alias``)."""
+        if self._groups is None:
+            pairs = list(self._shared.items())
             for s in walk_stmts(self.body):
-                self._alias(s)
-        while self._root.get(n, n) != n:
-            n = self._root[n]
-        return n
+                pairs += self._alias(s)
+            self._groups = Groups(pairs)
+        return self._groups
 
-    def _union(self, a: str, b: str) -> None:
-        ra, rb = self._find(a), self._find(b)
-        if ra != rb:
-            self._root[ra] = rb
-
-    def _alias(self, s: ast.stmt) -> None:
-        """Join the names ``s`` binds with those whose buffer the bound value may share."""
+    def _alias(self, s: ast.stmt) -> list[tuple[str, str]]:
+        """The names ``s`` binds, each with a name whose buffer the bound value may share."""
         if isinstance(s, ast.Assign):
             pairs = [(t, s.value) for t in s.targets]
         elif isinstance(s, (ast.For, ast.AsyncFor)):
@@ -380,7 +431,8 @@ class Dataflow:
         elif isinstance(s, ast.Expr) and binds(s, appends=True):
             pairs = [(s.value.func.value, s.value.args[0])] if s.value.args else []
         else:
-            return
+            return []
+        out = []
         for t, v in pairs:
             if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)) \
                     and len(t.elts) == len(v.elts):
@@ -394,7 +446,42 @@ class Dataflow:
                 for m in may_alias(v, self.modules, self.env):
                     if self.is_array is None or (self.is_array(n) is not False
                                                  and self.is_array(m) is not False):
-                        self._union(n, m)
+                        out.append((n, m))
+        return out
+
+    def moves(self) -> list[tuple[str, str, ast.Assign, bool]]:
+        """The plain assignments by which two names hold one array's buffer exactly, in
+        order: ``(t, base, s, False)`` for ``t = base`` or a view of it (``view_base``),
+        ``t`` an array (``is_array``, where known); ``(a, b, s, True)`` for each target
+        ``a`` of a swap ``a, b = b, a`` (names only) and the name ``b`` it takes."""
+        if self._moves is None:
+            self._moves = []
+            for s in walk_stmts(self.body):
+                if not isinstance(s, ast.Assign):
+                    continue
+                t, v = s.targets[0], s.value
+                if isinstance(t, ast.Name):
+                    base = view_base(v, self.env)
+                    if base is not None and (self.is_array is None
+                                             or self.is_array(t.id) is not False):
+                        self._moves.append((t.id, base, s, False))
+                elif isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple) \
+                        and len(t.elts) == len(v.elts) \
+                        and all(isinstance(e, ast.Name) for e in t.elts + v.elts):
+                    self._moves += [(a.id, b.id, s, True)
+                                    for a, b in zip(t.elts, v.elts, strict=True)]
+        return self._moves
+
+    def written_buffers(self, written: Collection[str]) -> tuple[set[str], Groups]:
+        """``written`` grown to every name that may hold a written buffer, and the groups
+        of names sharing one: the names ``moves`` joins to a written name, directly or
+        through others.  A view and its base share a group only where that buffer is
+        written (of one nothing writes, neither name's rebinding changes the other's
+        values); the names of a swap always do."""
+        moves = self.moves()
+        every = Groups((a, b) for a, b, _, _ in moves)
+        out = {m for n in written for m in every.of(n)}
+        return out, Groups((a, b) for a, b, _, swap in moves if swap or a in out)
 
     def alone(self, n: str, names: Collection[str]) -> bool:
         """Does no other name of ``names`` share ``n``'s buffer?"""
@@ -402,13 +489,7 @@ class Dataflow:
 
     def shares(self, n: str) -> set[str]:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
-        r = self._find(n)
-        if self._members is None:  # the forest is complete once ``_find`` has built it
-            self._members = {}
-            every = set(self._root or ()) | set((self._root or {}).values())
-            for m in every:
-                self._members.setdefault(self._find(m), set()).add(m)
-        return {n} | self._members.get(r, set())
+        return set(self._sharing().of(n))
 
     def live_after(self, s: ast.stmt) -> frozenset[str]:
         """The names a statement after ``s`` may read before binding them (a later trip of
@@ -519,7 +600,7 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
                for s in walk_stmts(body) for n in own_expressions(s))
 
 
-__all__ = ["Access", "Affine", "Dataflow", "Index", "accesses", "affine", "base_name",
-           "binds", "binds_in", "carried", "elements_read_only", "fresh_binds", "index_of",
-           "loop_index",
-           "may_alias", "must_binds", "offset", "reads", "reads_in", "sums"]
+__all__ = ["Access", "Affine", "Dataflow", "Groups", "Index", "accesses", "affine",
+           "base_name", "binds", "binds_in", "carried", "elements_read_only", "fresh_binds",
+           "index_of", "loop_index", "may_alias", "must_binds", "offset", "reads", "reads_in",
+           "sums", "view_base"]

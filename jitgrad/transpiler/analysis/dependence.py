@@ -498,7 +498,7 @@ def kept_apart_arrays(written: Collection[str], flow: dataflow.Dataflow,
         return set()
     made: dict[str, list[bool]] = {}
     for s in walk_stmts(flow.body):
-        fresh = dict(dataflow.fresh_binds(s))
+        fresh = dict(dataflow.fresh_binds(s, flow.env))
         for n in dataflow.binds(s):
             made.setdefault(n, []).append(fresh.get(n, False))
     return {n for n in written if made.get(n) and all(made[n]) and flow.is_array(n) is True
@@ -690,21 +690,23 @@ def _shape_call(n: ast.Call, env: dict[str, Any] | None) -> bool:
 
 def order_free(stmts: list[ast.stmt], around: list[ast.stmt], shared: dict[str, str],
                effect: Callable[[ast.expr], bool], private: Collection[str] = (),
-               is_array: Callable[[str], bool | None] | None = None) -> Verdict:
+               is_array: Callable[[str], bool | None] | None = None,
+               env: dict[str, Any] | None = None) -> Verdict:
     """Do ``stmts`` (a loop's body) bind names and write arrays only by adding to their
     elements (``dz[i, j] += g``), call nothing for its effect (``effect``: may evaluating an
     expression write into something), and neither they nor ``around`` read an element of
     those arrays or of their views (``shared``: adjoint -> the adjoint it is a view of):
     sums whose order does not matter?  ``private``: arrays each iteration makes for itself
     (``iteration_arrays``), written and read freely; ``is_array``: the kinds, where known
-    (``v = a[i]`` binds a view of ``a``, not one of its elements, where ``v`` is an array)."""
+    (``v = a[i]`` binds a view of ``a``, not one of its elements, where ``v`` is an array);
+    ``env``: the namespace, where known (``Dataflow``)."""
     summed: set[str] = set()
     for s in walk_stmts(stmts):
         why = "" if COMMENT.get(s) else _sum_or_local(s, summed, effect, private)
         if why:
             return Verdict(why, s)
     # the arrays summed into, their views
-    flow = dataflow.Dataflow([*around, *stmts], shared, is_array=is_array)
+    flow = dataflow.Dataflow([*around, *stmts], shared, is_array=is_array, env=env)
     family = set().union(*(flow.shares(n) for n in summed))
     views = {id(s) for s in walk_stmts(stmts) if _binds_view(s, is_array)}
     touched = _names_but(stmts, views)  # other than as a sum (a view binding reads no element)

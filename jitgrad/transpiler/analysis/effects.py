@@ -77,8 +77,8 @@ def refuse_hidden_writes(stmts: list[ast.stmt], an, env: dict, parsed,
         if n is None:
             continue
         if tangents and not any(k.arg == "out" for k in s.value.keywords) and not (
-                {n, *an.aliases.get(n, ())} | {m.id for m in walk(s.value)
-                                                 if isinstance(m, ast.Name)}) & an.active:
+                an.aliases(n) | {m.id for m in walk(s.value) if isinstance(m, ast.Name)}) \
+                & an.active:
             continue
         un = parsed.user_name(n)
         call = parsed.user_source(s.value.func)

@@ -54,7 +54,7 @@ def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any
     the elements (see the module docstring); ``taken``: the names in use (new ones are
     added); ``shared``: adjoint -> the adjoint it is a view of.  The statements of
     ``body`` are not changed: the blocks that change are copied."""
-    flow = dataflow.Dataflow(body, shared)
+    flow = dataflow.Dataflow(body, shared, env=env)
     stable = _stable_names(body, shapes, flow)
     first = _Ctx(shapes, env, np_name, set(taken), flow, stable)
     fused = _block(body, first)
@@ -70,14 +70,14 @@ def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
     """What is live after each chain in ``fused`` (the body with every chain fused).  Where
     every chain checks the same shapes, they all run fused or all as written: a checked
     chain's arrays are live only where fused chains read them."""
-    flow = dataflow.Dataflow(fused, shared)
+    flow = dataflow.Dataflow(fused, shared, env=first.env)
     live = {k: flow.live_after(s) for k, s in first.last.items()}
     if len({c for c in first.checks.values() if c}) != 1:
         return live
     ran = {id(i): f for i, f in first.guards.values()}
-    fast = dataflow.Dataflow(_replaced(fused, ran), shared)
+    fast = dataflow.Dataflow(_replaced(fused, ran), shared, env=first.env)
     slow = dataflow.Dataflow(_replaced(fused, {id(i): i.orelse for i, _ in
-                                               first.guards.values()}), shared)
+                                               first.guards.values()}), shared, env=first.env)
     for k in first.last:
         if k in first.guards:
             live[k] = fast.live_after(first.guards[k][1][-1])

@@ -134,8 +134,9 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     # writes an array (an alias of it could see the new order)
     apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
-            or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None):
-        apart = _kept_apart(body, a, b, tapes, shared, is_array) if plain_loop(fwd) else apart
+            or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None, env):
+        apart = _kept_apart(body, a, b, tapes, shared, is_array, env) if plain_loop(fwd) \
+            else apart
         if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart | local,
                         is_array, bool(apart or local)):
             dependent.add(key)
@@ -145,7 +146,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
         own = False
     w_r = dataflow.binds_in(rev.body) - local | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
-    if not _mid_movable(body, mid, fwd, tapes, shared, is_array):
+    if not _mid_movable(body, mid, fwd, tapes, shared, is_array, env):
         return None
     r_f = dataflow.reads_in(fwd.body) - local | loaded_ids(fwd.iter)
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
@@ -160,7 +161,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if not _adjoints_restart(rev.body, pre + hoist, stay + post, exposed_rev, w_f, w_r, r_f,
                              tapes):
         return None
-    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array,
+    if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array, env,
                                apart, local):
         dependent.add(key)
         return None
@@ -191,24 +192,26 @@ def _in_adjoint(stmts: list[ast.stmt], pos: object) -> list[ast.stmt]:
 
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
-                apart: set[str] = frozenset(), local: set[str] = frozenset()) -> bool:
+                env: dict[str, Any] | None, apart: set[str] = frozenset(),
+                local: set[str] = frozenset()) -> bool:
     """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
     iteration of the other may see in a new order: the adjoint reads nothing the forward
     loop binds (``read``: what it does), the forward loop writes names and tapes only,
     the reversed loop sums into arrays; both but for the arrays each iteration makes for
     itself (``_own_arrays``, found only where needed, with the kinds ``is_array``), and the
     forward loop but for the arrays only it names (``apart``: ``_kept_apart``), both but
-    for the arrays every trip sets in full (``local``: ``_trip_local``)."""
+    for the arrays every trip sets in full (``local``: ``_trip_local``); ``env``: the
+    namespace."""
     fwd, rev = body[a], body[b]
 
     def free(own_f: set[str], own_r: set[str]) -> bool:
         return not read - own_f and writes_names_only(fwd.body, tapes | own_f) \
             and order_free(rev.body, fwd.body, shared, lambda e: writes_through_call(e, tapes),
-                           own_r, is_array).ok
+                           own_r, is_array, env).ok
 
     if is_array is None:
         return free(set(), set())
-    own_f, own_r = _own_arrays(body, a, b, shared, is_array)
+    own_f, own_r = _own_arrays(body, a, b, shared, is_array, env)
     return free(own_f | apart | local, own_r | local)
 
 
@@ -240,8 +243,8 @@ def _element_writes(body: list[ast.stmt]) -> set[str | None]:
 
 
 def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
-                shared: dict[str, str], is_array: Callable[[str], bool | None] | None
-                ) -> set[str]:
+                shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
+                env: dict[str, Any] | None) -> set[str]:
     """The arrays the forward loop ``body[a]`` writes elements of that neither its reversed
     loop ``body[b]`` nor a statement between them that would move before the fused loop
     (``_split``) names, nor any name that may share their buffer
@@ -256,13 +259,13 @@ def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
     w_f = dataflow.binds_in(fwd.body) | {fwd.target.id}
     hoist, _ = _split(body[a + 1:b], w_f, dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter))
     elsewhere = set().union(*(names_in(s) for s in [*hoist, body[b]]))
-    return kept_apart_arrays(written, dataflow.Dataflow(body, shared, is_array=is_array),
-                             elsewhere)
+    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
+    return kept_apart_arrays(written, flow, elsewhere)
 
 
 def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes: set[str],
-                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None
-                 ) -> bool:
+                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
+                 env: dict[str, Any] | None) -> bool:
     """May the statements ``mid`` between the two loops move (``_split``): they write names
     and tapes only, or, with the kinds, also elements of arrays the forward loop ``fwd``
     names under no name that may share their buffer (``Dataflow.shares``), nor ``mid``
@@ -275,7 +278,7 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
     written = {n for n in _element_writes(mid) - tapes if n is not None}
     if not writes_names_only(mid, tapes | written):
         return False
-    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
     family = set().union(*(flow.shares(n) for n in written))
     # (nor under another name in ``mid``: ``_split`` tells the order apart by names)
     return not family & names_in(fwd) \
@@ -304,7 +307,7 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
             made.setdefault(n, []).append(k)
     made = {n: at for n, at in made.items()  # (the cheap tests first: most names fail them)
             if len(at) == 1 and at[0] < b and is_array(n) is True
-            and dict(dataflow.fresh_binds(body[at[0]])).get(n)
+            and dict(dataflow.fresh_binds(body[at[0]], env)).get(n)
             and dataflow.plain_binding(body[at[0]]) == n}
     if not made:
         return set()
@@ -352,7 +355,8 @@ def _zeros(s: ast.Assign, env: dict[str, Any] | None) -> bool:
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
-                is_array: Callable[[str], bool | None] | None) -> tuple[set[str], set[str]]:
+                is_array: Callable[[str], bool | None] | None, env: dict[str, Any] | None
+                ) -> tuple[set[str], set[str]]:
     """The arrays each iteration of the forward loop ``body[a]`` makes for itself that its
     reversed loop ``body[b]`` neither writes nor reads but for their shape (the adjoint
     buffer made like them), and those each iteration of the reversed loop makes for itself
@@ -363,7 +367,7 @@ def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     if is_array is None:
         return set(), set()
     fwd, rev = body[a], body[b]
-    flow = dataflow.Dataflow(body, shared, is_array=is_array)
+    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
     in_rev = dataflow.binds_in(rev.body) | _readbeyond_shape(rev.body)
     outside = set().union(*(names_in(s) for k, s in enumerate(body) if k != b))
     return (iteration_arrays(fwd.body, flow, in_rev),

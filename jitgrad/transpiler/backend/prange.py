@@ -66,6 +66,11 @@ from .gather import distinct_buffers
 from .slots import bounds, minus, plus, slot_branch_tapes, slot_tapes, trip_count, where
 
 
+def _alone(n: str) -> frozenset[str]:
+    """No analysis: each name its own buffer."""
+    return frozenset({n})
+
+
 class Parallel:
     """The rewrite of one specialisation's variants (see the module docstring)."""
 
@@ -76,7 +81,7 @@ class Parallel:
         self.derived = {**u.namer.adjoints(), **u.namer.tangents()}
         self.primal_of = {d: p for p, d in self.derived.items()}
         self.tapes = {t for t, _ in getattr(u.ir, "reused", ())}
-        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.aliases = u.analysis.aliases if u.analysis is not None else _alone
         self.callables = set(getattr(u.ir, "callables", ()))
         self.prange = self._prange_name()
         #: loop id -> the tapes it writes at slots of its own by construction (_slot_inner)
@@ -110,11 +115,11 @@ class Parallel:
         buffers swapped each step are never the same array)."""
         p = self.primal_of.get(a)
         if p is None:
-            out = set(self.aliases.get(a, ()))
+            out = set(self.aliases(a))
         else:
             mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
                 self.u.namer.tangents()
-            out = {mine[q] for q in self.aliases.get(p, ()) if q in mine}
+            out = {mine[q] for q in self.aliases(p) if q in mine}
         if a in self.distinct:
             out -= self.distinct
         return out | {a}
@@ -140,7 +145,7 @@ class Parallel:
                         and _is_zero(s.value)
             return False
 
-        after = dataflow.Dataflow(body).live_after(loop)
+        after = dataflow.Dataflow(body, env=self.env).live_after(loop)
         return Names(after, self.is_array, self.group, self.fresh, self.effect, zero_before,
                      local_arrays=self.local_arrays,
                      slotted=frozenset(self.slotted.get(id(loop), ())))
@@ -183,7 +188,7 @@ class Parallel:
                 continue
             lo, hi = lo_hi
             args = [hi] if isinstance(lo, ast.Constant) and lo.value == 0 else [lo, hi]
-            after = dataflow.Dataflow(fn.body).live_after(loop)
+            after = dataflow.Dataflow(fn.body, env=self.env).live_after(loop)
             loop.iter = ast.Call(func=name(self.prange), args=args, keywords=[])
             loop.body = [assign(z, const(0.0)) for z in verdict.zeroed] + loop.body
             block[k + 1:k + 1] = [assign(z, const(0.0)) for z in verdict.zeroed if z in after]
@@ -217,7 +222,7 @@ class Parallel:
         par, outer = self._chunk_loops(c, run)
         new = [self._chunk_note(i, c, verdict), *pre, outer, *c.adding()]
         block[k:k + 1] = new
-        after = dataflow.Dataflow(body).live_after(par)
+        after = dataflow.Dataflow(body, env=self.env).live_after(par)
         # (the chunk's iterations i are no other chunk's: i tells chunks apart like _c; the
         # arrays added into directly are another phase's where chunks meet)
         names = self.names(body, par, *((outer.body, 0) if reach else (block, k + 1 + len(
@@ -500,7 +505,7 @@ class _PrimalCheck(Parallel):
         self.derived = {}
         self.primal_of = {}
         self.tapes = set()
-        self.aliases = u.analysis.aliases if u.analysis is not None else {}
+        self.aliases = u.analysis.aliases if u.analysis is not None else _alone
         self.callables = set()
         self.slotted = {}
 

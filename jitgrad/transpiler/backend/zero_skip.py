@@ -58,7 +58,7 @@ def zero_guards(body: list[ast.stmt], cotangents: Collection[str], env: dict[str
     to one are copied, the rest shared; ``body`` itself where none is."""
     if not cotangents:
         return body
-    flow = dataflow.Dataflow(body, shared)
+    flow = dataflow.Dataflow(body, shared, env=env)
     return _rewrite(body, False, False, _Guarding(flow, frozenset(cotangents), env))
 
 
@@ -79,12 +79,14 @@ class _Guarding:
 
 
 def depending_on(body: list[ast.stmt], seeds: Collection[str],
-                 shared: dict[str, str] | None = None) -> set[str]:
+                 shared: dict[str, str] | None = None,
+                 env: dict[str, Any] | None = None) -> set[str]:
     """The names of ``body`` whose values may depend on ``seeds`` through data (not through
     branch tests: forward mode's activity), buffers shared included (syntax only, flow
     insensitive: on the safe side).  What forward mode over gradient code (``jg.hvp``) may
-    give a tangent; a cotangent outside it keeps a zero tangent, and its guard holds."""
-    flow = dataflow.Dataflow(body, shared)
+    give a tangent; a cotangent outside it keeps a zero tangent, and its guard holds
+    (``env``: the namespace, where known: ``Dataflow``)."""
+    flow = dataflow.Dataflow(body, shared, env=env)
     stmts = list(walk_stmts(body))
     out = set(seeds)
     while True:

@@ -320,8 +320,8 @@ class _Loops:
         # a copy is that array when the body writes no array in place (through any name:
         # after ``v, h = h, v`` a write to v is a write to the iterated array)
         tmp = self.namer.fresh("_seq")
-        written = _writes_in_place(s.body, dataflow.Dataflow(self.root).shares(seq.id)) \
-            if rebound else True
+        sharing = dataflow.Dataflow(self.root, env=self.env).shares(seq.id) if rebound else set()
+        written = _writes_in_place(s.body, sharing) if rebound else True
         pre = assign(tmp, seq if written else ast.Call(func=ast.Attribute(
             value=seq, attr="copy", ctx=ast.Load()), args=[], keywords=[]))
         LOOP_SEQ.set(pre, True)  # refusals name the loop, not the hidden copy

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...rules import is_non_differentiable
 from ...rules.primitives import query_attrs
-from ..analysis.analyse import view_base
+from ..analysis.dataflow import view_base
 from ..astutil import resolve
 from ..naming import Namer
 from ..nodes import clone, nodes_of, stmts_by_depth, walk

@@ -200,7 +200,8 @@ def small_names(body: list[ast.stmt], returns: list[ast.expr], params: list[str]
     fixed = set(params) | {n.id for r in returns for n in walk(r) if isinstance(n, ast.Name)}
     bindings, other = _bindings(body, fixed)
     facts = _Facts(kinds, env)
-    flow = Dataflow(body, is_array=lambda n: kinds[n].is_array if n in kinds else None)
+    flow = Dataflow(body, is_array=lambda n: kinds[n].is_array if n in kinds else None,
+                    env=env)
     cands = {v for v in bindings if v not in other and facts.vector(v)}
     while True:
         _find_sizes(cands, bindings, facts)
@@ -339,13 +340,14 @@ class _Rewriter:
 _UNROLLED = 256
 
 
-def _short_loops(body: list[ast.stmt], namer: Namer) -> dict[int, tuple[str, int, set[str]]]:
+def _short_loops(body: list[ast.stmt], namer: Namer, env: dict
+                 ) -> dict[int, tuple[str, int, set[str]]]:
     """The loops ``for k in range(c)`` (or ``range(0, c)``) with a constant ``c <= MAX_SIZE``
     that unrolling may copy ``c`` times with ``k`` a constant: nothing leaves their body,
     it does not bind ``k``, nothing reads ``k`` after them.  By ``id``: ``(k, c, temps)``,
     ``temps`` the temporaries each copy may bind under names of its own (bound in the
     body before any read there, not read after the loop)."""
-    flow = Dataflow(body)
+    flow = Dataflow(body, env=env)
     out = {}
     for s in walk_stmts(body):
         k = loop_index(s)
@@ -392,7 +394,7 @@ def scalarise(body: list[ast.stmt], returns: list[ast.expr], params: list[str], 
     """``body`` with its small arrays kept as scalars (see the module's docstring).  Short
     loops over a constant range (``for k in range(3): f[k] = ...``) are unrolled where that
     makes an array they index small."""
-    loops = _short_loops(body, namer)
+    loops = _short_loops(body, namer, env)
     if loops:
         trial = _unroll(body, loops, lambda s: True, None)
         found = small_names(trial, returns, params, kinds, env)

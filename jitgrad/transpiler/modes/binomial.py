@@ -328,7 +328,7 @@ class _State:
 
     def group(self, n: str) -> set[str]:
         """``n`` and the names sharing its buffer."""
-        return set(self.an.aliases.get(n, {n})) | {n}
+        return set(self.an.aliases(n))
 
     def changed_after(self, n: str) -> tuple[bool, bool]:
         """(rebound after the loop, its buffer written after it)."""

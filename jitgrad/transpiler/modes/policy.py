@@ -122,7 +122,7 @@ class ReadPolicy:
         hit = self._memo.get(a)
         if hit is None:
             an = self.an
-            group = self.flow.shares(a) | set(an.aliases.get(a, {a})) | {a}
+            group = self.flow.shares(a)  # (``an.aliases(a)`` among them: views and swaps)
             hit = not (group & (set(an.written) | set(an.aug_written) | set(an.args_written)
                                 | set(an.inplace) | self._stored_into()))
             self._memo[a] = hit
@@ -202,10 +202,10 @@ class ReadPolicy:
         an = self.an
         defs = [x for x in an.defs.get(a, []) if a in dataflow.binds(x)]  # not a[i] = v
         if not (an.kind(a).is_array and len(defs) == 1
-                and dict(dataflow.fresh_binds(defs[0])).get(a)):
+                and dict(dataflow.fresh_binds(defs[0], self.env)).get(a)):
             return None
-        if self.typed().shares(a) != {a} or set(an.aliases.get(a, {a})) != {a} \
-                or a in an.views or any(b == a for b, _ in an.views.values()):
+        if self.typed().shares(a) != {a} or a in an.views \
+                or any(b == a for b, _ in an.views.values()):
             return None
         loops = an.enclosing_loops(d)
         if any(CHECKPOINTED.get(x) or is_prange(x) for x in loops):
@@ -285,7 +285,8 @@ class ReadPolicy:
         """Precondition 9: ``a = np.empty(E)`` and a loop ``for j in range(E)`` of ``fill``
         sets ``a[j]`` at the top of its body, ``E``'s names never rebound after."""
         v = alloc.value
-        if not (dataflow.plain_binding(alloc) == a and dict(dataflow.fresh_binds(alloc)).get(a)
+        if not (dataflow.plain_binding(alloc) == a
+                and dict(dataflow.fresh_binds(alloc, self.env)).get(a)
                 and isinstance(v, ast.Call) and len(v.args) == 1
                 and not isinstance(v.args[0], (ast.Tuple, ast.List))
                 and self.an.kind(a).ndim == 1):
@@ -389,7 +390,7 @@ class ReadPolicy:
                 or any(isinstance(x, (ast.Call, ast.NamedExpr)) for x in walk(d1.value)):
             return False
         read = {x.id for x in walk(d1.value) if isinstance(x, ast.Name)}
-        touched = set().union(*(self.flow.shares(r) | set(self.an.aliases.get(r, {r}))
+        touched = set().union(*(self.flow.shares(r)
                                 for r in read))
         rebound = dataflow.binds_in(b1[k1:k2], elements=False)
         written = {x for t in walk_stmts(b1[k1:k2])

@@ -486,7 +486,7 @@ class _Again:
     def read(self, v: ast.Subscript) -> ast.expr | None:
         """An element read again: its array unwritten since, its index available."""
         base = v.value.id
-        group = self.an.aliases.get(base, {base})
+        group = self.an.aliases(base)
         if any(self.an.may_redefine_after(b, self.d, include_self=False) for b in group):
             policy = self.planner.policy
             view = policy.unwritten_view(base, self.d, self.s) if policy else None

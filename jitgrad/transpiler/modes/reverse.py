@@ -101,7 +101,7 @@ class Reverser:
             # what a later statement restored of this one's outputs: the values it made
             self.tapes.made = restored & set(dataflow.binds(s, elements=True))
             restored -= {m for n in dataflow.binds_in([s])
-                         for m in an.aliases.get(n, {n}) | {n}}
+                         for m in an.aliases(n)}
             f, r = self.stmt(s, restored)
             f, r = self.tapes.restore_before(s, f, r, restored)
             f = self.tapes.keep_after(stmts, k, f, kept)
