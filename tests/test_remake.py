@@ -4,12 +4,12 @@ the next (``y = y + ...`` at the end of the body) keeps it once per trip by refe
 the arrays the first part of each trip makes afresh from it (the stages of a Runge-Kutta
 step) are made again at the start of the trip's adjoint rather than taped element by
 element.  Where a precondition fails they are taped as before.  Every case is checked
-against central differences, compiled and not, and its tapes balanced.
+against central differences, compiled and not, its tapes balanced, and through ``hvp``.
 """
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, check_hvp
 from test_pass_decisions import assert_tapes_balanced, sweeps
 
 import jitgrad as jg
@@ -117,6 +117,34 @@ def read_after_rebind(x, s):
     return out
 
 
+def squared_step(x, s):
+    """The stage ``y1`` is remade, and the rebinding's adjoint reads it (``y1 * y1``)."""
+    n = x.shape[0]
+    y = x * 1.0
+    out = 0.0
+    for _ in range(s):
+        k = np.empty(n)
+        for i in range(n):
+            k[i] = y[i] * y[(i + 1) % n]
+        y1 = y + 0.1 * k
+        for i in range(n):
+            out += y1[i] * y1[i]
+        y = y1 * y1 - 0.5
+    return out + np.sum(y)
+
+
+def reads_old_state(x, s):
+    """Carried, and the rebinding's adjoint reads the trip's old ``y`` (``y * y``)."""
+    n = x.shape[0]
+    y = x * 1.0
+    out = 0.0
+    for _ in range(s):
+        for i in range(n):
+            out += y[i] * y[(i + 1) % n]
+        y = y * y - 0.5 * x
+    return out + np.sum(y)
+
+
 def _rng(k):
     return np.random.default_rng(k)
 
@@ -129,6 +157,8 @@ CASES = {
     "costly": (costly, (_rng(6).normal(size=5) * 0.3, _rng(7).normal(size=5) * 0.3, 3),
                (0, 1)),
     "carried_only": (carried_only, (_rng(8).normal(size=5), 3), (0,)),
+    "squared_step": (squared_step, (_rng(10).normal(size=5) * 0.5, 3), (0,)),
+    "reads_old_state": (reads_old_state, (_rng(11).normal(size=5) * 0.5, 3), (0,)),
     "read_after_rebind": (read_after_rebind, (_rng(9).normal(size=5), 3), (0,)),
 }
 
@@ -145,13 +175,33 @@ def test_gradients(case, jit):
     check_grad(f, args, wrt=wrt, jit=jit)
 
 
+@pytest.mark.parametrize("case", ["rk4", "rk2", "carried_only"])
+def test_hvp(case):
+    """Forward over the reverse code: the rerun is differentiated like the forward sweep."""
+    f, args, wrt = CASES[case]
+    check_hvp(f, args, wrt)
+
+
+@pytest.mark.parametrize("case", ["rk4", "rk2"])
+def test_auto_checkpoint(case, monkeypatch):
+    """With automatic checkpointing on for any tape (``checkpoint_bytes`` 0), the gradient
+    is the same (the loop tapes no element now: it is remade, not checkpointed)."""
+    f, args, wrt = CASES[case]
+    want = jg.differentiate(f, wrt=wrt, jit=False).value_and_grad(*args)[1]
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", 0)
+    d = jg.differentiate(f, wrt=wrt, jit=False, auto_checkpoint=True)
+    got = d.value_and_grad(*args)[1]
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_tapes_balanced(case):
     f, args, wrt = CASES[case]
     assert_tapes_balanced(sweeps(f, *args, wrt=wrt))
 
 
-@pytest.mark.parametrize("case", ["rk4", "rk2"])
+@pytest.mark.parametrize("case", ["rk4", "rk2", "squared_step"])
 def test_stages_remade(case):
     """The stages are made again from the step's state: nothing taped per element."""
     src = _source(case)
@@ -171,8 +221,9 @@ def test_costly_not_remade():
     assert REMADE not in src, src
 
 
-def test_carried_kept_once_per_trip():
-    src = _source("carried_only")
+@pytest.mark.parametrize("case", ["carried_only", "reads_old_state"])
+def test_carried_kept_once_per_trip(case):
+    src = _source(case)
     assert CARRIED in src and "tape_put" not in src, src
 
 
