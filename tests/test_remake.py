@@ -159,6 +159,42 @@ def reads_old_state(x, s):
     return out + np.sum(y)
 
 
+def nested(x, s):
+    """The step loop inside another loop that rebinds ``y`` after it."""
+    n = x.shape[0]
+    y = x * 1.0
+    out = 0.0
+    for _ in range(2):
+        for _ in range(s):
+            k = np.empty(n)
+            for i in range(n):
+                k[i] = y[i] * y[(i + 1) % n]
+            y1 = y + 0.1 * k
+            for i in range(n):
+                out += y1[i] * y[i]
+            y = y1 * 0.9 + 0.05 * x
+        out += y[0] * y[1]
+        y = y * 0.5 + x
+    return out + np.sum(y * y)
+
+
+def step_index(x, s):
+    """The part rerun reads a scalar made in the trip from the step's index."""
+    n = x.shape[0]
+    y = x * 1.0
+    out = 0.0
+    for t in range(s):
+        c = t * 0.1
+        k = np.empty(n)
+        for i in range(n):
+            k[i] = y[i] * c + x[i]
+        y1 = y + k
+        for i in range(n):
+            out += y1[i] * y1[i]
+        y = 0.5 * y1
+    return out
+
+
 def _rng(k):
     return np.random.default_rng(k)
 
@@ -172,6 +208,8 @@ CASES = {
                (0, 1)),
     "cheap": (cheap, (_rng(6).normal(size=5) * 0.3, _rng(7).normal(size=5) * 0.3, 3),
               (0, 1)),
+    "nested": (nested, (_rng(12).normal(size=5) * 0.4, 3), (0,)),
+    "step_index": (step_index, (_rng(13).normal(size=5) * 0.4, 3), (0,)),
     "carried_only": (carried_only, (_rng(8).normal(size=5), 3), (0,)),
     "squared_step": (squared_step, (_rng(10).normal(size=5) * 0.5, 3), (0,)),
     "reads_old_state": (reads_old_state, (_rng(11).normal(size=5) * 0.5, 3), (0,)),
@@ -191,7 +229,7 @@ def test_gradients(case, jit):
     check_grad(f, args, wrt=wrt, jit=jit)
 
 
-@pytest.mark.parametrize("case", ["rk4", "rk2", "carried_only"])
+@pytest.mark.parametrize("case", ["rk4", "rk2", "carried_only", "nested"])
 def test_hvp(case):
     """Forward over the reverse code: the rerun is differentiated like the forward sweep."""
     f, args, wrt = CASES[case]
@@ -217,7 +255,8 @@ def test_tapes_balanced(case):
     assert_tapes_balanced(sweeps(f, *args, wrt=wrt))
 
 
-@pytest.mark.parametrize("case", ["rk4", "rk2", "squared_step", "cheap"])
+@pytest.mark.parametrize("case", ["rk4", "rk2", "squared_step", "cheap", "nested",
+                                  "step_index"])
 def test_stages_remade(case):
     """The stages are made again from the step's state: nothing taped per element."""
     src = _source(case)
