@@ -46,9 +46,14 @@ class ShapeClasses:
         self.env = env
         self.ndims = ndims
         self.values: dict[str, list[ast.expr | None]] = {}
+        #: list -> the values appended to it (a list tape: ``t.pop()`` is one of them)
+        self.pushed: dict[str, list[ast.expr]] = {}
         for s in walk_stmts(body):
             for n, v in _bound_values(s):
                 self.values.setdefault(n, []).append(v)
+            t, v = _appended(s)
+            if t is not None:
+                self.pushed.setdefault(t, []).append(v)
         self.params = set(params)
         self.fixed = {p for p in params if p not in self.values}
         self._same: dict[str, str] = {}
@@ -139,6 +144,10 @@ class ShapeClasses:
         return SCALAR if all(self.expr(i) == SCALAR for i in idx) else None
 
     def _call(self, e: ast.Call) -> str | None:
+        popped = self._popped(e)
+        if popped is not None:  # one class for every value pushed (not broadcast: combine)
+            got = {self.root(c) for c in {self.expr(v) for v in popped} - {_TOP}}
+            return _TOP if not got else got.pop() if len(got) == 1 else None
         fn = resolve(e.func, self.env)
         if reduction_terms(e, self, self.env) is not None:
             return SCALAR
@@ -156,6 +165,19 @@ class ShapeClasses:
                 and e.args[1].attr == "shape" and isinstance(e.args[1].value, ast.Name):
             return self.of(e.args[1].value.id)
         return None
+
+    def _popped(self, e: ast.Call) -> list[ast.expr] | None:
+        """The values appended to ``t`` where ``e`` is ``t.pop()`` of a list ``t`` bound
+        only to ``[]`` and otherwise only appended to (its pop is one of them)."""
+        f = e.func
+        if not (isinstance(f, ast.Attribute) and f.attr == "pop" and not e.args
+                and not e.keywords and isinstance(f.value, ast.Name)):
+            return None
+        t = f.value.id
+        if t not in self.pushed or not all(isinstance(v, ast.List) and not v.elts
+                                           for v in self.values.get(t, [None])):
+            return None
+        return self.pushed[t]
 
     def _allocated(self, shape: ast.expr) -> str | None:
         """The class of ``np.empty(shape)`` (``zeros``, ``full``...): the argument ``p`` the
@@ -273,6 +295,16 @@ def _bound_values(s: ast.stmt) -> list[tuple[str, ast.expr | None]]:
     if isinstance(s, (ast.For, ast.AsyncFor)) and dataflow.loop_index(s):
         return [(s.target.id, ast.Constant(value=0))]
     return [(n, None) for n in dataflow.binds(s)]
+
+
+def _appended(s: ast.stmt) -> tuple[str | None, ast.expr | None]:
+    """``(t, v)`` where ``s`` is ``t.append(v)``."""
+    c = s.value if isinstance(s, ast.Expr) else None
+    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) \
+            and c.func.attr == "append" and isinstance(c.func.value, ast.Name) \
+            and len(c.args) == 1 and not c.keywords:
+        return c.func.value.id, c.args[0]
+    return None, None
 
 
 def _opaque(e: ast.expr) -> ast.expr | None:

@@ -63,11 +63,47 @@ is cheaper to redo than a copy per trip, and needs no memory).  Preconditions:
    trip's index);
 12. its operations cost no more per element than a tape round trip (the primitive table).
 The rerun binds fresh names only (``Tapes.keep_after``), so it changes nothing but ``a``.
+
+An array a loop ``O`` carries from one trip to the next (read in the body, rebound at its
+end: ``y = y + h * dy``) is stored once per trip, by reference, at the trip's start and
+given back at the start of the trip's adjoint, where the body's reads of it are read
+again (``ReadPolicy.carried_at``).  Preconditions:
+
+13. ``O`` is a ``for`` over ``range`` in no checkpointed or ``prange`` loop, nothing in its
+    body leaves it; the planner refuses functions with checkpointed regions;
+14. in ``O`` the array is bound once, by a statement ``O.body[r]`` of the body's top level
+    to a new array (an allocation or whole-array arithmetic), a binding before ``O``
+    dominates it, nothing writes its buffer (``untouched``) or shares it, and no
+    statement after ``O.body[r]`` in the body names it (the adjoint of the trip then
+    wants only the value the trip started with, which its reference still holds);
+15. the read is before ``O.body[r]``, in a loop inside ``O`` (read element by element:
+    one reference per trip costs less than a tape per element; a cost rule).
+
+Arrays the first part of ``O``'s body makes afresh each trip (the stages of a Runge-Kutta
+step, ``y1 = y + h * k1 / 2.0``) are not stored at all where the first part can run again
+at the start of the trip's adjoint, from what the adjoint still has, rebinding them under
+their own names (``ReadPolicy.remake``; one rerun per trip for all of them).  Preconditions:
+
+16. each array so remade has one definition, ``O.body[k]``, binding it to a new array; no
+    buffer is shared with it or written into; an element of it is read in a loop after
+    ``O.body[k]`` (what would be taped element by element); ``O`` is as in 13;
+17. the part rerun, ``O.body[:last + 1]`` (``last``: the last such array's definition),
+    binds scalars and arrays, writes elements only of arrays it allocates itself, loops
+    over ``range`` with no loop inside a loop, branches, is pure, and reads no name
+    before binding it (no value carried from the trip before);
+18. everything else it reads holds in the adjoint the value it held in the forward trip:
+    as in 11, or an array carried by ``O`` and bound after ``O.body[last]`` (13 and 14:
+    given back first, at the start of the trip's adjoint);
+19. its operations cost, per element, no more than the tapes of the arrays remade
+    (``TAPE_COST`` each; the primitive table).
+The rerun binds fresh names except for the arrays remade, each of which has that one
+definition: in the trip's adjoint they then hold what the forward trip gave them.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from ...rules.primitives import TAPE_COST, hides_writes
 from ..analysis import dataflow
@@ -92,6 +128,9 @@ class ReadPolicy:
         self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
         self._typed: dataflow.Dataflow | None = None
         self._jumps: dict[int, bool] = {}
+        self._carry: dict[tuple[int, str], int | None] = {}
+        self._untouched: dict[str, bool] = {}
+        self._remakes: dict[int, Remake | None] = {}
 
     def _stored_into(self) -> set[str]:
         """Names whose buffer a statement writes into: element writes, ``op=`` on arrays,
@@ -126,6 +165,18 @@ class ReadPolicy:
             hit = not (group & (set(an.written) | set(an.aug_written) | set(an.args_written)
                                 | set(an.inplace) | self._stored_into()))
             self._memo[a] = hit
+        return hit
+
+    def untouched(self, a: str) -> bool:
+        """``never_written`` with the kinds: a scalar read from an array (``t = x[0]``)
+        shares no buffer with it, so writing ``t`` into another array writes none of ``a``."""
+        hit = self._untouched.get(a)
+        if hit is None:
+            an = self.an
+            group = self.typed().shares(a) | an.aliases(a)
+            hit = self._untouched[a] = not (group & (
+                set(an.written) | set(an.aug_written) | set(an.args_written)
+                | set(an.inplace) | self._stored_into()))
         return hit
 
     def unwritten_view(self, base: str, d: ast.stmt, s: ast.stmt) -> tuple[str, list] | None:
@@ -196,6 +247,13 @@ class ReadPolicy:
         return None
 
     def kept(self, a: str, d: ast.stmt, s: ast.stmt) -> tuple[ast.For, int] | None:
+        """``(O, k)`` where the array ``a``, read by ``d`` for the adjoint of ``s``, is given
+        back at the start of each trip's adjoint of the loop ``O`` and ``d`` read again:
+        stored after ``O.body[k]`` (preconditions 6 to 8), stored at the trip's start
+        (``k`` = -1, 13 to 15) or remade by rerunning ``O.body[:k + 1]`` (16 to 19)."""
+        return self._written_first(a, d, s) or self._carried(a, d) or self._remade(a, d, s)
+
+    def _written_first(self, a: str, d: ast.stmt, s: ast.stmt) -> tuple[ast.For, int] | None:
         """``(O, k)`` where the array ``a``, read by ``d`` for the adjoint of ``s``, can be
         stored once per trip of the loop ``O`` after ``O.body[k]`` (its last write there)
         and ``d`` read again (the module's preconditions 6 to 8); else None."""
@@ -314,7 +372,6 @@ class ReadPolicy:
     def _still_held(self, a: str, fill: list[ast.stmt], o: ast.For) -> bool:
         """Precondition 11: what ``fill`` reads but does not make itself holds in the
         adjoint the value it holds in the forward trip; and it reads no element of ``a``."""
-        an = self.an
         made = {x.id for s in fill for x in walk(s)
                 if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
         if a in {x.id for s in fill for x in walk(s)
@@ -322,19 +379,171 @@ class ReadPolicy:
                     t.value.id for s in walk_stmts(fill) if isinstance(s, ast.Assign)
                     for t in s.targets if isinstance(t, ast.Subscript)}:
             return False  # (a load of ``a`` other than as the base of its writes)
-        for m in exposed_reads(fill) - {a}:
-            if m in made:
-                return False  # carried from one trip to the next
-            if an.kind(m).is_array and not self.never_written(m):
-                return False
-            if an.recomputed_index(m, fill[0]):
+        return all(m not in made and self._held(m, o, fill[0])
+                   for m in exposed_reads(fill) - {a})  # (made: carried between trips)
+
+    def _held(self, m: str, o: ast.For, first: ast.stmt, typed: bool = False) -> bool:
+        """Does ``m``, read by a rerun of part of ``o``'s body starting at ``first``, hold
+        in the trip's adjoint the value it held in the forward trip (precondition 11)?
+        ``typed``: judge whether an array is written with the kinds (``untouched``)."""
+        an = self.an
+        if an.kind(m).is_array and not (self.untouched(m) if typed else self.never_written(m)):
+            return False
+        if an.recomputed_index(m, first):
+            return True
+        defs = an.defs.get(m, [])
+        return not (len(defs) > 1 or defs and not (
+            an.dominates(defs[0], o)
+            and not an.may_redefine_after(m, defs[0], include_self=False)))
+
+    def _trip_loop(self, o: ast.stmt) -> bool:
+        """Precondition 13: ``o`` is a ``for`` over ``range``, in no checkpointed or
+        ``prange`` loop, and nothing in its body leaves it."""
+        return isinstance(o, ast.For) and dataflow.loop_index(o) is not None \
+            and o.iter.func.id == "range" and not self._jumps_in(o) and not any(
+                CHECKPOINTED.get(x) or is_prange(x) for x in [*self.an.enclosing_loops(o), o])
+
+    def _alone_new(self, a: str, st: ast.stmt) -> bool:
+        """``st`` binds the array ``a`` to a new array (an allocation, whole-array
+        arithmetic), and no other name, alias group or view shares its buffer."""
+        an = self.an
+        fresh = dict(dataflow.fresh_binds(st, self.env)).get(a) or (
+            dataflow.plain_binding(st) == a and isinstance(st.value, (ast.BinOp, ast.UnaryOp)))
+        return bool(fresh) and an.kind(a).is_array and self.untouched(a) \
+            and self.typed().shares(a) == {a} and an.aliases(a) == {a} \
+            and a not in an.views and not any(b == a for b, _ in an.views.values())
+
+    def carried_at(self, a: str, o: ast.stmt) -> int | None:
+        """``r`` where ``o`` carries the array ``a`` from one trip to the next, rebinding it
+        at ``o.body[r]`` (the module's preconditions 13 and 14); else None."""
+        key = (id(o), a)
+        if key not in self._carry:
+            self._carry[key] = self._carry_index(a, o)
+        return self._carry[key]
+
+    def _carry_index(self, a: str, o: ast.stmt) -> int | None:
+        an = self.an
+        if not self._trip_loop(o):
+            return None
+        lo, hi = POS.get(o), END.get(o)
+        defs = an.defs.get(a, [])
+        inside = [x for x in defs if lo <= POS.get(x) <= hi]
+        if len(inside) != 1 or BLOCK.get(inside[0]) != id(o.body) \
+                or not self._alone_new(a, inside[0]) \
+                or not any(an.dominates(x, o) for x in defs if x is not inside[0]):
+            return None
+        r = next(k for k, x in enumerate(o.body) if x is inside[0])
+        if any(isinstance(x, ast.Name) and x.id == a for st in o.body[r + 1:] for x in walk(st)):
+            return None
+        return r
+
+    def _carried(self, a: str, d: ast.stmt) -> tuple[ast.For, int] | None:
+        """``(O, -1)`` where ``O`` carries ``a`` and ``d`` reads it element by element in a
+        loop inside ``O`` before ``O`` rebinds it (precondition 15)."""
+        loops = self.an.enclosing_loops(d)
+        for depth in range(len(loops) - 2, -1, -1):  # a loop inside O holds the read
+            o = loops[depth]
+            r = self.carried_at(a, o)
+            if r is not None:
+                return (o, -1) if POS.get(d) < POS.get(o.body[r]) else None
+        return None
+
+    def _remade(self, a: str, d: ast.stmt, s: ast.stmt) -> tuple[ast.For, int] | None:
+        """``(O, k)`` where ``a``, made by ``O.body[k]``, is remade at the start of each
+        trip's adjoint (``remake``) and ``d`` and ``s`` come after ``O.body[k]`` in ``O``."""
+        defs = self.an.defs.get(a, [])
+        loops = self.an.enclosing_loops(defs[0]) if len(defs) == 1 else []
+        if not loops or BLOCK.get(defs[0]) != id(loops[-1].body):
+            return None
+        o = loops[-1]
+        rm = self.remake(o)
+        if rm is None or a not in rm.arrays:
+            return None
+        k = next(j for j, x in enumerate(o.body) if x is defs[0])
+        ok = POS.get(o.body[k + 1]) <= POS.get(d) <= POS.get(s) <= END.get(o)
+        return (o, k) if ok else None
+
+    def remake(self, o: ast.stmt) -> Remake | None:
+        """What rerunning the first part of ``o``'s body at the start of each trip's adjoint
+        gives back (the module's preconditions 16 to 19); None where it does not hold."""
+        if id(o) not in self._remakes:
+            self._remakes[id(o)] = self._plan_remake(o) if self._trip_loop(o) else None
+        return self._remakes[id(o)]
+
+    def _plan_remake(self, o: ast.For) -> Remake | None:
+        arrays: dict[str, int] = {}
+        for k, st in enumerate(o.body):  # precondition 16
+            a = dataflow.plain_binding(st)
+            if a and len(self.an.defs.get(a, [])) == 1 and self._alone_new(a, st) \
+                    and _read_in_loops(a, o.body[k + 1:]):
+                arrays[a] = k
+        if not arrays:
+            return None
+        last = max(arrays.values())
+        fill = o.body[:last + 1]
+        made = {x.id for st in fill for x in walk(st)
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        if not self._rerunnable(fill, made) or exposed_reads(fill) & made:
+            return None
+        carried = []
+        for m in sorted(exposed_reads(fill)):  # precondition 18
+            if self._held(m, o, fill[0], typed=True):
                 continue
-            defs = an.defs.get(m, [])
-            if len(defs) > 1 or defs and not (
-                    an.dominates(defs[0], o)
-                    and not an.may_redefine_after(m, defs[0], include_self=False)):
+            r = self.carried_at(m, o)
+            if r is None or r <= last:
+                return None
+            carried.append(m)
+        cost = self._rerun_cost(fill)
+        if cost is None or cost > TAPE_COST * len(arrays):
+            return None  # precondition 19
+        return Remake(last, frozenset(arrays), tuple(carried), cost)
+
+    def _rerunnable(self, fill: list[ast.stmt], made: set[str]) -> bool:
+        """Precondition 17's statements: scalar and array bindings, element writes of arrays
+        ``fill`` allocates, ``range`` loops with no loop inside, branches."""
+        allocated = {a for st in walk_stmts(fill)
+                     for a, new in dataflow.fresh_binds(st, self.env)
+                     if new}
+        for st in walk_stmts(fill):
+            if isinstance(st, ast.For):
+                if not (dataflow.loop_index(st) is not None and st.iter.func.id == "range"
+                        and not any(isinstance(x, (ast.For, ast.While))
+                                    for x in walk_stmts(st.body))):
+                    return False
+            elif isinstance(st, ast.Assign) and len(st.targets) == 1:
+                t = st.targets[0]
+                if not (isinstance(t, ast.Name) or isinstance(t, ast.Subscript)
+                        and isinstance(t.value, ast.Name) and t.value.id in allocated
+                        and t.value.id in made):
+                    return False
+            elif isinstance(st, ast.AugAssign):
+                k = self.an.kind(st.target.id) if isinstance(st.target, ast.Name) else None
+                if k is None or k.is_array or k.ndim != 0:
+                    return False
+            elif not isinstance(st, ast.If):
                 return False
         return True
+
+    def _rerun_cost(self, fill: list[ast.stmt]) -> float | None:
+        """What ``fill`` costs per element (its allocations nothing); None where an
+        expression is not pure or not priced."""
+        total = 0.0
+        for st in walk_stmts(fill):
+            if isinstance(st, ast.Assign) and any(
+                    new for _, new in dataflow.fresh_binds(st, self.env)):
+                c = 0.0 if is_pure(st.value, self.env) else None
+            elif isinstance(st, ast.Assign):
+                c = self._price([st.value])
+            elif isinstance(st, ast.AugAssign):
+                c = self._price([ast.BinOp(left=clone(st.target), op=st.op, right=st.value)])
+            elif isinstance(st, ast.If):
+                c = self._price([st.test])
+            else:
+                c = self._price(list(st.iter.args))
+            if c is None:
+                return None
+            total += c
+        return total
 
     def _heads(self, n: str, loop: ast.For, s: ast.stmt, defs: list[ast.stmt]
                ) -> ast.expr | None:
@@ -399,6 +608,26 @@ class ReadPolicy:
         return not (rebound & read or written & (read | touched))
 
 
+@dataclass(frozen=True)
+class Remake:
+    """What rerunning ``O.body[:last + 1]`` at the start of each trip's adjoint gives back
+    (``ReadPolicy.remake``): ``arrays`` under their own names, from the arrays ``carried``
+    (given back first), at ``cost`` per element."""
+
+    last: int
+    arrays: frozenset[str]
+    carried: tuple[str, ...]
+    cost: float
+
+
+def _read_in_loops(a: str, stmts: list[ast.stmt]) -> bool:
+    """Is an element of ``a`` read in a loop of ``stmts``?"""
+    return any(isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name)
+               and x.value.id == a and isinstance(x.ctx, ast.Load)
+               for st in walk_stmts(stmts) if isinstance(st, ast.For)
+               for b in st.body for x in walk(b))
+
+
 def loaded_names(e: ast.expr) -> set[str]:
     """The names ``e`` reads."""
     return {x.id for x in walk(e) if isinstance(x, ast.Name)}
@@ -413,4 +642,4 @@ def compose(a: str, parts: list[ast.expr], sl: ast.expr) -> ast.Subscript:
                          ctx=ast.Load())
 
 
-__all__ = ["ReadPolicy", "compose"]
+__all__ = ["ReadPolicy", "Remake", "compose"]

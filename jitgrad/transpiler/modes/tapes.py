@@ -40,6 +40,7 @@ from ..front.inline import rename, renamed_copy
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
 from ..notes import CHECK, DECISION, PUSH, TAPED
+from .policy import Remake
 from .recompute import Capture, Captures, Planner
 from .unit import Part, Unit
 
@@ -306,6 +307,10 @@ class Tapes(Part):
         names = sorted(a for b, at, a in self.planner.kept if b == id(body) and at == k)
         policy, loops = self.planner.policy, self.planner.an.enclosing_loops(body[k])
         loop = loops[-1] if loops and getattr(loops[-1], "body", None) is body else None
+        remake = policy.remake(loop) if policy is not None and loop is not None else None
+        if k == 0 and loop is not None:  # (the last call for this body)
+            fwd = self.trip_start(body, fwd, kept, remake)
+        names = [a for a in names if remake is None or a not in remake.arrays]
         refills = {a: c for a in names if policy is not None and loop is not None
                    and (c := policy.refill(a, loop, k)) is not None}
         for a, cost in refills.items():  # (policy.py's preconditions 9 to 12)
@@ -327,10 +332,49 @@ class Tapes(Part):
             self.restored_names.add(a)
         return [*fwd, *after]
 
-    def rerun(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
-        """Copies of ``stmts`` (primal statements) binding fresh names instead of theirs,
-        so that running them in the adjoint changes only the arrays they write into."""
-        made = sorted(dataflow.binds_in(stmts, elements=False))
+    def trip_start(self, body: list[ast.stmt], fwd: list[ast.stmt], kept: list[ast.stmt],
+                   remake: Remake | None) -> list[ast.stmt]:
+        """``fwd`` (of ``body[0]``) with the arrays the loop carries pushed before it, once
+        per trip; ``kept`` starts with their pops, then the rerun that remakes the arrays
+        the planner reads again from it (``ReadPolicy.carried_at``, ``remake``)."""
+        entries = {(at, a) for b, at, a in self.planner.kept if b == id(body)}
+        rerun = remake is not None and any(a in remake.arrays for _, a in entries)
+        carried = sorted({a for at, a in entries if at == -1}
+                         | (set(remake.carried) if rerun else set()))
+        pushes: list[ast.stmt] = []
+        pops: list[ast.stmt] = []
+        if carried:
+            c = decision(f"stored {', '.join(carried)} once per trip, at its start: the loop "
+                         "rebinds it afterwards, the trip reads only this value")
+            PUSH.set(c, True)
+            pushes.append(c)
+            for a in carried:
+                push, pop = self.new_tape(self.namer.tape(a), a, body[0])
+                pushes += push
+                pops += pop(a)
+                self.restored_names.add(a)
+        if rerun:
+            made = sorted(remake.arrays)
+            # a loop of one trip: Numba then compiles the rerun's temporaries as its own
+            # (inline in the adjoint's trip, ode's gradient ran 1.4x slower, bounds checked)
+            once = ast.For(target=ast.Name(id=self.namer.fresh("_once"), ctx=ast.Store()),
+                           iter=ast.Call(func=name("range"), args=[const(1)], keywords=[]),
+                           body=self.rerun(body[:remake.last + 1], keep=remake.arrays),
+                           orelse=[])
+            pops += [decision(f"remade {', '.join(made)} at the start of each trip's adjoint, "
+                              f"not stored: rerunning what makes them costs {remake.cost:g} "
+                              f"<= {len(made)} tapes {TAPE_COST * len(made):g} (in a loop of "
+                              "one trip, which Numba compiles apart)"), once]
+            self.restored_names.update(made)
+        kept[:0] = pops
+        return [*pushes, *fwd]
+
+    def rerun(self, stmts: list[ast.stmt], keep: frozenset[str] = frozenset()
+              ) -> list[ast.stmt]:
+        """Copies of ``stmts`` (primal statements) binding fresh names instead of theirs
+        (but for ``keep``), so that running them in the adjoint changes only the arrays they
+        write into (and ``keep``)."""
+        made = sorted(set(dataflow.binds_in(stmts, elements=False)) - keep)
         mapping: dict[str, str | ast.expr] = {
             n: self.namer.fresh("_" + n.lstrip("_") + "_") for n in made}
         return [renamed_copy(s, mapping) for s in stmts]
