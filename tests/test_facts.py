@@ -231,6 +231,39 @@ def test_a_declared_allocation_is_one_to_every_pass(forget):
     assert may_alias(_call("zeros(a)"), env={"zeros": shaped_as_second_f2}) == {"a"}
 
 
+def made_empty_f2(shape):
+    """A user's allocation from a shape whose elements are not set (declared below)."""
+    return np.empty(shape)
+
+
+def test_uninitialised_allocations_are_a_table_fact():
+    """``np.empty`` and ``np.empty_like`` are ``uninitialised`` (one fact each, in their
+    records), and ``loop_buffers`` makes once the in-loop allocations from a shape that the
+    table says are uninitialised or zero, however they are named: a function declared
+    so joins them, ``np.ones`` does not."""
+    from jitgrad.rules.primitives import uninitialised
+    from jitgrad.transpiler.backend.loop_buffers import _allocation
+
+    assert uninitialised(np.empty) and uninitialised(np.empty_like)
+    assert not any(uninitialised(f) for f in (np.zeros, np.zeros_like, np.copy, len))
+    own = types.ModuleType("own")
+    own.mk = made_empty_f2
+    env = {"onp": onp, "own": own}
+
+    def made(src: str) -> bool:
+        return _allocation(ast.parse(src).body[0], env) is not None
+
+    assert made("z = onp.empty(3)") and made("z = onp.zeros(n)")
+    assert not made("z = onp.ones(3)") and not made("z = onp.empty(3, dtype=onp.int64)")
+    assert not made("z = own.mk(3)")
+    try:
+        jg.non_differentiable(made_empty_f2, allocates=True, result=Result("alloc"),
+                              uninitialised=True)
+        assert uninitialised(made_empty_f2) and made("z = own.mk(3)")
+    finally:
+        declare(made_empty_f2, allocates=False, result=Result("unknown"), uninitialised=False)
+
+
 @pytest.mark.parametrize("mod", ["np", "onp"])
 @pytest.mark.parametrize("call, cls", [
     ("full(a.shape, 2.0)", "a"), ("full((a.shape[0],), 1.5)", "a"), ("zeros(b.shape)", "b"),
@@ -433,6 +466,37 @@ def test_numpy_under_another_name_through_fuse_and_prange(jit, pair, step):
     assert _normalised(src[1]).replace("ZEROS_LIKE(", "np.zeros_like(") == _normalised(src[0])
 
 
+def counted_np(x):
+    a = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        a[i] = i * 2.0
+    return np.sum(x * x) + a[1]
+
+
+def counted_onp(x):
+    a = ZEROS_LIKE(x)
+    for i in range(x.shape[0]):
+        a[i] = i * 2.0
+    return onp.sum(x * x) + a[1]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_dead_code_finds_fresh_arrays_through_the_namespace(jit):
+    """The gradient-only code drops the loop filling an array only the value reads: the
+    array is fresh (``dataflow.fresh_binds`` through the namespace), so writes into it
+    reach nothing else, however ``np.zeros_like`` is named."""
+    x = np.linspace(0.1, 1.0, 5)
+    src = []
+    for f in (counted_np, counted_onp):
+        check_grad(f, (x,), wrt=0, jit=jit)
+        d = jg.differentiate(f, jit=jit)
+        d(x)
+        src.append(d._generated((x,)).unit.sources["grad_only"].replace("counted_onp",
+                                                                        "counted_np"))
+    assert "for i in" not in src[1], src[1]
+    assert _normalised(src[1]) == _normalised(src[0])
+
+
 def test_fuse_asks_the_namespace_not_the_spelling():
     """Whether the statements between a forward loop and its reversed loop may move
     (``fuse._mid_movable``: they write an array the loop names under no name sharing its
@@ -450,6 +514,60 @@ def test_fuse_asks_the_namespace_not_the_spelling():
                       "    s = s + z[i]\nq[0] = 1.0\nfor i in range(n - 1, -1, -1):\n"
                       "    dz[i] += ds").body
         assert _mid_movable(b, [b[3]], b[2], set(), {}, is_array, {"np": np, "onp": onp}), mod
+
+
+def test_fuse_zeros_are_the_tables_fill():
+    """A scratch array made zero (``fuse._zeros``, for ``dependence.reset``) is a call the
+    table fills with 0.0, through the namespace: ``np.zeros``, ``np.zeros_like`` under
+    any name; a ``zeros_like`` that fills ones is none."""
+    from jitgrad.transpiler.backend.fuse import _zeros
+
+    env = {"onp": onp, "zl": onp.zeros_like, "mine": _mine}
+    one = lambda src: ast.parse(src).body[0]  # noqa: E731
+    assert _zeros(one("a = zl(x)"), env) and _zeros(one("a = onp.zeros(3)"), env)
+    assert not any(_zeros(one(src), env) for src in (
+        "a = mine.zeros_like(x)", "a = onp.empty(3)", "a = onp.ones_like(x)", "a = x * 0.0"))
+    assert not _zeros(one("a = zl(x)"), None)
+
+
+def test_prange_fresh_values_are_table_facts():
+    """The prange check's new arrays (private to an iteration) are the calls the table
+    says allocate, through the namespace or an array method (``x.copy()`` is ``np.copy``):
+    a module's own ``copy()`` is none, whatever it is spelled like."""
+    from jitgrad.transpiler.backend.prange import Parallel
+
+    mod = types.ModuleType("shared_store")
+    mod.copy = lambda: _SHARED  # (hands out one array to every caller)
+    env = {"onp": onp, "mod": mod, "cp": np.copy}
+    check = types.SimpleNamespace(env=env)
+
+    def fresh(src: str) -> bool:
+        return Parallel.fresh(check, ast.parse(src, mode="eval").body)
+
+    assert all(fresh(e) for e in ("x.copy()", "onp.copy(x)", "cp(x)", "onp.zeros(3)",
+                                  "x * 2.0"))
+    assert not any(fresh(e) for e in ("mod.copy()", "x[0]", "onp.reshape(x, 3)", "x"))
+
+
+_SHARED = np.zeros(3)
+
+
+def test_shape_queries_are_the_tables_query_attributes():
+    """``recompute.shape_query``: ``len(x)``, an attribute the table calls a query
+    (``query_attrs``: ``x.size``, ``x.shape``, ``x.dtype``) or an entry of one
+    (``x.shape[0]``); ``x.T`` is a view, ``x.real`` a value."""
+    from jitgrad.rules.primitives import query_attrs
+    from jitgrad.transpiler.modes.recompute import shape_operands, shape_query
+
+    def q(src: str) -> bool:
+        return shape_query(ast.parse(src, mode="eval").body)
+
+    assert {"shape", "size", "ndim", "dtype"} <= query_attrs()
+    assert all(q(e) for e in ("len(x)", "x.size", "x.ndim", "x.shape[1]", "x.shape",
+                              "x.dtype"))
+    assert not any(q(e) for e in ("x.T", "x.real", "x[0]", "x.shape[i]", "f(x).size"))
+    assert shape_operands(ast.parse("len(x) + y.shape[0] * z.size - w", mode="eval").body) \
+        == {"x", "y", "z"}
 
 
 # --- on_scalars: elements.py fuses what compiled code may call on an array's elements ------

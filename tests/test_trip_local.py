@@ -9,8 +9,10 @@ central differences, compiled and not.
 """
 
 import math
+import re
 
 import numpy as np
+import numpy as onp
 import pytest
 from gradcheck import check_grad
 
@@ -142,6 +144,37 @@ def other_length(x, w):
     return total
 
 
+def shape_after(x, w):
+    """Fused: after the loop ``t`` is named only for its shape, ``np.ones_like(t)`` (the
+    table's ``reads_shape_of``, found through the namespace: ``dependence.beyond_shape``)."""
+    n, m = x.shape
+    t = np.empty(m)
+    total = 0.0
+    for i in range(n):
+        for j in range(m):
+            t[j] = x[i, j] * w[j] - 0.5
+        for p in range(m):
+            total += t[p] * t[(p + 1) % m] * w[p]
+    return total + np.sum(np.ones_like(t) * w)
+
+
+#: ``np.ones_like`` under another name: the namespace says what it is, not the spelling
+ONES_LIKE = onp.ones_like
+
+
+def shape_after_onp(x, w):
+    """``shape_after`` with NumPy imported as ``onp`` and ``ones_like`` bound to a name."""
+    n, m = x.shape
+    t = onp.empty(m)
+    total = 0.0
+    for i in range(n):
+        for j in range(m):
+            t[j] = x[i, j] * w[j] - 0.5
+        for p in range(m):
+            total += t[p] * t[(p + 1) % m] * w[p]
+    return total + onp.sum(ONES_LIKE(t) * w)
+
+
 def _args(n=4, m=3):
     rng = np.random.default_rng(7)
     return rng.uniform(-1.0, 1.0, (n, m)), rng.uniform(0.3, 1.2, m)
@@ -157,6 +190,8 @@ CASES = [
     (read_before_write, _args, False),
     (read_after, _args, False),
     (other_length, _args, False),
+    (shape_after, _args, True),
+    (shape_after_onp, _args, True),
 ]
 
 
@@ -168,6 +203,19 @@ def test_gradient_and_whether_fused(f, make, fused, jit):
     src = jg.differentiate(f, wrt=(0, 1), jit=jit).source(*args)
     if fused is not None:
         assert (FUSED in src) == fused, src
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_shape_reads_go_by_the_namespace(jit):
+    """A shape-only read of the scratch array spelled ``onp.ones_like`` or a name bound to it
+    gives the same generated code as ``np.ones_like``."""
+    args = _args()
+    src = [jg.differentiate(f, wrt=(0, 1), jit=jit).source(*args)
+           for f in (shape_after, shape_after_onp)]
+    assert FUSED in src[0]
+    norm = src[1].replace("onp.", "np.").replace("ONES_LIKE(", "np.ones_like(").replace(
+        "shape_after_onp", "shape_after")
+    assert re.sub(r"# line \d+", "#", norm) == re.sub(r"# line \d+", "#", src[0])
 
 
 # --- the dependence layer's answers, on loop bodies ---------------------------------------

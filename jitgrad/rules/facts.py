@@ -90,6 +90,7 @@ declare(H.zeros_like, H.shape_stand_in, shape_of=0)
 declare(R.load_ref, shape_of=2)  # (the snapshot of a loop's state, shaped like the state)
 declare(np.zeros, np.zeros_like, fill=0.0)
 declare(np.ones, fill=1.0)
+declare(np.empty, np.empty_like, uninitialised=True)  # (their elements: what memory held)
 declare(np.sum, sums=True)
 # results that share no argument's buffer, besides fresh arrays: numbers and ranges
 declare(builtins.range, prange, builtins.len, builtins.int, builtins.float, builtins.bool,

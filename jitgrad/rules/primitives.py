@@ -110,7 +110,9 @@ class Primitive:
     argument whose shape the result has (``np.zeros_like``: 0, by default for a fresh
     array of the ``SAME`` kind); ``sums``: the result is the sum of its one argument's
     elements (``np.sum``); ``fill``: the value every element of a fresh array made from
-    a shape or like an argument is (``np.zeros``, ``np.zeros_like``: 0.0); ``fresh``: the
+    a shape or like an argument is (``np.zeros``, ``np.zeros_like``: 0.0);
+    ``uninitialised``: a fresh array whose elements are whatever its memory held
+    (``np.empty``, ``np.empty_like``: read before written, garbage); ``fresh``: the
     result shares no argument's buffer (a number, a ``range``; fresh arrays say
     ``allocates``); ``copies_into``: (destination, source), a call copies the source
     argument's elements into the destination argument's buffer (``restore_into(dst,
@@ -156,6 +158,7 @@ class Primitive:
     shape_of: int | None = None
     sums: bool = False
     fill: float | None = None
+    uninitialised: bool = False
     fresh: bool = False
     copies_into: tuple[int, int] | None = None
     on_scalars: bool = False
@@ -193,9 +196,9 @@ TAPE_COST = 16.0
 #: the record fields that ``declare`` (and ``grad_rule``'s keywords) may set
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
-            "fresh", "copies_into", "on_scalars", "cached_as", "shape_args", "cheap",
-            "cost", "device", "device_as", "ieee", "query", "random", "size_arg", "methods",
-            "attrs")
+            "uninitialised", "fresh", "copies_into", "on_scalars", "cached_as", "shape_args",
+            "cheap", "cost", "device", "device_as", "ieee", "query", "random", "size_arg",
+            "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -428,6 +431,13 @@ def fills_with(fn: Any) -> float | None:
     ``np.zeros_like``: 0.0; ``Primitive.fill``), None where unknown."""
     rec = _RECORDS.get(id(fn))
     return rec.fill if rec is not None and rec.allocates else None
+
+
+def uninitialised(fn: Any) -> bool:
+    """Is the result of ``fn`` a fresh array whose elements are not set (``np.empty``,
+    ``np.empty_like``: ``Primitive.uninitialised``)?"""
+    rec = _RECORDS.get(id(fn))
+    return rec is not None and rec.allocates and rec.uninitialised
 
 
 def zeros_shaped_like(fn: Any) -> bool:

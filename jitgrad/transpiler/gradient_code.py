@@ -60,7 +60,7 @@ def _function(d: Any, gen: Any, value: bool,
     grads = [ast.Name(id=g, ctx=ast.Load()) for g in ir.grads]
     out = ast.Tuple(elts=[clone(ir.results[0]), *grads], ctx=ast.Load()) if value \
         else result_expr(grads)
-    body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared)
+    body = dead_code(clone(ir.body()) + [ast.Return(value=out)], ir.shared, env=u.env)
     if tangents:
         body = _zero_guards(d, u, body)
     return u.namer.fresh(f"{u.name}_g_"), [*ir.params, ir.seed], body
@@ -195,7 +195,8 @@ def _tangent_function(d: Any, gen: Any, value: bool, seed: str | None) -> Any:
     ir = u.ir
     outs = [*(ir.results if value else ()), *ir.tangents]
     pre = [] if seed is None else [assign(seed, const(1.0))]
-    body = dead_code(pre + clone(ir.body()) + [ast.Return(value=result_expr(clone(outs)))])
+    body = dead_code(pre + clone(ir.body()) + [ast.Return(value=result_expr(clone(outs)))],
+                     env=u.env)
     fname = u.namer.fresh(f"{u.name}_t_")
     params = [p for p in ir.params if p != seed]
     src = emit.unparse(emit.function_def(fname, [*params, *ir.seeds], body))

@@ -41,6 +41,22 @@ def test_dead_code_per_variant():
     """)
 
 
+def test_dead_code_knows_a_fresh_array_by_the_namespace():
+    """An element write into an array nothing reads goes where the array is fresh: a call
+    the table says allocates, found through the namespace (``zl = np.zeros_like``), not by
+    its spelling; a user's ``zl`` keeps it.  The facts memo answers per namespace."""
+    from jitgrad.transpiler.backend.optimize import dead_code
+
+    body = ast.parse("a = zl(x)\na[0] = 1.0\ny = x * 2.0\nreturn y").body
+    kept = lambda out: [ast.unparse(s) for s in out]  # noqa: E731
+    memo: dict = {}
+    assert kept(dead_code(body, memo=memo, env={"zl": np.zeros_like})) == [
+        "y = x * 2.0", "return y"]
+    assert kept(dead_code(body, memo=memo, env={"zl": lambda x: x})) == [
+        "a = zl(x)", "a[0] = 1.0", "y = x * 2.0", "return y"]
+    assert kept(dead_code(body, memo=memo)) == kept(body)  # (by spelling: a user's call)
+
+
 def test_unit_seed_only_in_the_gradient_only_variant():
     ctx = context(SPLIT, unit_seed=True)
     body = """

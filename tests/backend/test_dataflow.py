@@ -371,3 +371,19 @@ def test_sums():
     assert df.sums(b) == {"s", "d", "q"}
     assert df.sums(b, whole=False) == {"d", "q"}  # s is a whole name
     assert df.carried(b[0]) == {"s", "g", "k"}
+
+
+def test_view_root_follows_the_adjoint_view_map():
+    """``view_root``: the adjoint a view (of a view ...) is of, by the adjoint-view map; the
+    accumulation merging of the backend asks it (a write into ``dv2`` is one into ``dz``)."""
+    from jitgrad.transpiler.backend.optimize import merge_accumulations
+
+    shared = {"dv": "dz", "dv2": "dv", "dw": "dq"}
+    assert [df.view_root(n, shared) for n in ("dv2", "dv", "dz", "dw", "x")] == [
+        "dz", "dz", "dz", "dq", "x"]
+    body = ast.parse("dz[0] += a\nt = dv2[1]\ndz[0] += b").body
+    # (``t`` reads the array the pending ``dz[0] += a`` writes: it stays before the read)
+    assert [ast.unparse(s) for s in merge_accumulations(body, shared)] == [
+        "dz[0] += a", "t = dv2[1]", "dz[0] += b"]
+    assert [ast.unparse(s) for s in merge_accumulations(body, {})] == [
+        "t = dv2[1]", "dz[0] += a + b"]

@@ -36,7 +36,7 @@ Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -343,6 +343,14 @@ def view_base(v: ast.expr, env: dict[str, Any] | None) -> str | None:
     return None
 
 
+def view_root(n: str, shared: Mapping[str, str]) -> str:
+    """The adjoint that ``n`` is a view of (of a view of ...), following the adjoint-view
+    map ``shared`` (adjoint -> the adjoint it is a view of); ``n`` itself if none."""
+    while n in shared:
+        n = shared[n]
+    return n
+
+
 class Groups:
     """Names joined into groups (a union-find, complete once made): ``of(n)`` is ``n`` and
     every name joined with it, directly or through others."""
@@ -603,4 +611,4 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 __all__ = ["Access", "Affine", "Dataflow", "Groups", "Index", "accesses", "affine",
            "base_name", "binds", "binds_in", "carried", "elements_read_only", "fresh_binds",
            "index_of", "loop_index", "may_alias", "must_binds", "offset", "reads", "reads_in",
-           "sums", "view_base"]
+           "sums", "view_base", "view_root"]

@@ -36,9 +36,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from ...rules.primitives import fill_value, query_attrs
+from ...rules.primitives import fills_with
 from ..analysis import dataflow
 from ..analysis.dependence import (
     beyond_shape,
@@ -51,8 +49,8 @@ from ..analysis.dependence import (
 )
 from ..astutil import exposed_reads, resolve
 from ..naming import names_in
-from ..nodes import loaded_ids, own_expressions, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, ZEROING, checkpoint, is_prange
+from ..nodes import loaded_ids, this_loop, walk_stmts
+from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -313,21 +311,21 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
         return set()
     for k, s in enumerate(body):  # named elsewhere but for its shape: not trip-local
         if k not in (a, b):
-            used = beyond_shape([s])
+            used = beyond_shape([s], env)
             made = {n: at for n, at in made.items() if at[0] == k or n not in used}
             if not made:
                 return set()
     flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
     sizes = full_sizes(flow)
-    used_f, used_r = beyond_shape(fwd.body), beyond_shape(rev.body)
+    used_f, used_r = beyond_shape(fwd.body, env), beyond_shape(rev.body, env)
     out: set[str] = set()
     for n, at in made.items():
         if not all(m == n or _new_values(m, body, is_array) for m in flow.shares(n)):
             continue
         size = sizes.get(n)
         in_f, in_r = n in used_f, n in used_r
-        if in_f and at[0] < a and overwritten(n, fwd.body, size) \
-                and (not in_r or overwritten(n, rev.body, size)) \
+        if in_f and at[0] < a and overwritten(n, fwd.body, size, env) \
+                and (not in_r or overwritten(n, rev.body, size, env)) \
                 or not in_f and _zeros(body[at[0]], env) and reset(n, rev.body, size):
             out.add(n)
     return out
@@ -346,12 +344,11 @@ def _new_values(m: str, body: list[ast.stmt], is_array: Callable[[str], bool | N
 
 
 def _zeros(s: ast.Assign, env: dict[str, Any] | None) -> bool:
-    """Is ``s`` ``v = np.zeros(...)`` (an allocation the table fills with 0.0) or
-    ``v = np.zeros_like(...)``, the callee found through the namespace ``env``?"""
+    """Is ``s`` ``v = f(...)`` with ``f`` a fresh array the table fills with 0.0
+    (``fills_with``: ``np.zeros``, ``np.zeros_like``), found through the namespace ``env``?"""
     if env is None or not isinstance(s.value, ast.Call):
         return False
-    fn = resolve(s.value.func, env)
-    return fn is np.zeros_like or fill_value(fn) == 0.0
+    return fills_with(resolve(s.value.func, env)) == 0.0
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
@@ -368,25 +365,10 @@ def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
         return set(), set()
     fwd, rev = body[a], body[b]
     flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
-    in_rev = dataflow.binds_in(rev.body) | _readbeyond_shape(rev.body)
+    in_rev = dataflow.binds_in(rev.body) | beyond_shape(rev.body, env)
     outside = set().union(*(names_in(s) for k, s in enumerate(body) if k != b))
     return (iteration_arrays(fwd.body, flow, in_rev),
             iteration_arrays(rev.body, flow, outside))
-
-
-def _readbeyond_shape(stmts: list[ast.stmt]) -> set[str]:
-    """The names ``stmts`` read other than for a shape: a shape query (``a.shape``,
-    ``len(a)``) or the one argument of an adjoint buffer's zeroing (``notes.ZEROING``)."""
-    inside: set[int] = set()
-    for s in walk_stmts(stmts):
-        for n in own_expressions(s):
-            if isinstance(n, ast.Attribute) and n.attr in query_attrs():
-                inside.add(id(n.value))
-            elif isinstance(n, ast.Call) and len(n.args) == 1 and (
-                    ZEROING.get(n) or isinstance(n.func, ast.Name) and n.func.id == "len"):
-                inside.add(id(n.args[0]))
-    return {n.id for s in walk_stmts(stmts) for n in own_expressions(s)
-            if isinstance(n, ast.Name) and id(n) not in inside}
 
 
 def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:

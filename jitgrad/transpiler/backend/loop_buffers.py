@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from ...rules.primitives import allocates_shape, fills_with, uninitialised
 from ..analysis.dataflow import Dataflow, binds
 from ..astutil import resolve
 from ..naming import fresh_in, names_in
@@ -80,7 +81,7 @@ def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
     for s, outer, block in _candidates(body, df, env):
         d = s.targets[0].id
         made = clone(s)
-        zeroed = _zeroing(s) or resolve(made.value.func, env) is np.zeros
+        zeroed = _zeroing(s) or fills_with(resolve(made.value.func, env)) == 0.0
         if _zeroing(s):
             made.value.func.attr = "empty_like"
             ZEROING.set(made.value, False)
@@ -189,15 +190,16 @@ def _zeroing(s: ast.stmt) -> bool:
 
 def _allocation(s: ast.stmt, env: dict[str, Any]) -> ast.Call | None:
     """The call of ``s`` where it is ``z = np.empty(shape)`` or ``z = np.zeros(shape)``
-    (float64: no keyword; however ``env`` names NumPy)."""
+    (float64: no keyword; a fresh array made from a shape, ``allocates_shape``, that the
+    table leaves ``uninitialised`` or fills with 0.0, the callee found through ``env``)."""
     if s.__class__ is not ast.Assign or s.value.__class__ is not ast.Call:
         return None
     v = s.value if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) else None
-    if (v is not None and isinstance(v.func, ast.Attribute)
-            and resolve(v.func, env) in (np.empty, np.zeros) and len(v.args) == 1
-            and not v.keywords):
-        return v
-    return None
+    if v is None or not isinstance(v.func, ast.Attribute) or len(v.args) != 1 or v.keywords:
+        return None
+    fn = resolve(v.func, env)
+    return v if allocates_shape(fn) and (uninitialised(fn) or fills_with(fn) == 0.0) \
+        else None
 
 
 def _made(s: ast.stmt, outer: ast.stmt, df: Dataflow, env: dict[str, Any]) -> bool:

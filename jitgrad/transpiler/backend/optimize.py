@@ -26,6 +26,7 @@ import numpy as np
 
 from ...rules.primitives import copies_into, hides_writes, mutating
 from ..analysis import dataflow
+from ..analysis.dataflow import view_root
 from ..astutil import exposed_reads
 from ..front.inline import rename
 from ..front.purity import call_pure, called, resolve_name
@@ -59,31 +60,34 @@ def _fresh_arrays(stmts: list[ast.stmt], facts: list) -> set[str]:
 
 #: per simple statement, kept between ``dead_code`` runs on the same statements:
 #: id -> [the statement, what it defines, what it needs (None until needed), what it binds
-#: (``dataflow.fresh_binds``), ``_live_key``]
+#: (``dataflow.fresh_binds``), ``_live_key``, the namespace its calls were resolved in]
 Facts = dict[int, list]
 _COMPOUND = (ast.For, ast.While, ast.If)
 
 
 def dead_code(body: list[ast.stmt], shared: dict[str, str] | None = None,
-              memo: Facts | None = None) -> list[ast.stmt]:
+              memo: Facts | None = None, env: dict[str, Any] | None = None
+              ) -> list[ast.stmt]:
     """Remove statements whose results nothing live reads (the final return is live).
 
     ``body`` is not changed: the result shares its kept simple statements and holds
     copies of the compound ones whose blocks lost statements.  ``memo``: the facts of
     each simple statement, shared by the runs over the variants of one function (a
-    statement must not change between them).
+    statement must not change between them); ``env``: the code's namespace, where known
+    (a call is what it names: ``dataflow.fresh_binds``).
 
     Element writes stay unless their array is freshly allocated: another name may
     share the array.  A loop or ``if`` stays when any statement under it does.
     Liveness is propagated once along a worklist (each statement and name at most once).
     """
     roots = set().union(*(loaded_ids(s) for s in body if isinstance(s, ast.Return)))
-    return dead_code_variants(body, [roots], shared, memo)[0]
+    return dead_code_variants(body, [roots], shared, memo, env)[0]
 
 
 def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
                        shared: dict[str, str] | None = None,
-                       memo: Facts | None = None) -> list[list[ast.stmt]]:
+                       memo: Facts | None = None, env: dict[str, Any] | None = None
+                       ) -> list[list[ast.stmt]]:
     """``dead_code`` of ``body`` once per set of names live at its end (each set holding
     the one before it: a variant returns more than the one before), in one propagation:
     the statements that the first set needs, then those the second one adds, ...
@@ -93,7 +97,7 @@ def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
     shared = shared or {}
     memo = {} if memo is None else memo
     every = _preorder(body)
-    facts = [None if isinstance(s, _COMPOUND) else _facts(s, memo) for s in every]
+    facts = [None if isinstance(s, _COMPOUND) else _facts(s, memo, env) for s in every]
     fresh = _fresh_arrays(every, facts)
     live: set[str] = set()
     keep: set[int] = set()
@@ -130,7 +134,7 @@ def dead_code_variants(body: list[ast.stmt], roots: list[set[str]],
                 if isinstance(s, _COMPOUND):
                     needs = dataflow.reads(s)
                 else:
-                    fs = _facts(s, memo)
+                    fs = _facts(s, memo, env)
                     needs = fs[2]
                     if needs is None:
                         needs = fs[2] = dataflow.reads(s)
@@ -153,14 +157,16 @@ def _has_blocks(s: ast.stmt) -> bool:
     return has
 
 
-def _facts(s: ast.stmt, memo: Facts) -> list:
-    """The facts of a simple statement (see ``Facts``), kept in ``memo`` (the statement
-    itself is kept too, so an id is never reused meanwhile)."""
+def _facts(s: ast.stmt, memo: Facts, env: dict[str, Any] | None) -> list:
+    """The facts of a simple statement (see ``Facts``) in the namespace ``env``, kept in
+    ``memo`` (the statement and ``env`` are kept too, so an id is never reused meanwhile
+    and facts found in one namespace never answer for another)."""
     hit = memo.get(id(s))
-    if hit is not None and hit[0] is s:
+    if hit is not None and hit[0] is s and hit[5] is env:
         return hit
     defines = set(dataflow.binds(s, elements=True, appends=True))
-    hit = memo[id(s)] = [s, defines, None, dataflow.fresh_binds(s), _live_key(s, defines)]
+    hit = memo[id(s)] = [s, defines, None, dataflow.fresh_binds(s, env),
+                         _live_key(s, defines), env]
     return hit
 
 
@@ -336,13 +342,6 @@ def _popped(s: ast.stmt) -> set[str]:
     return {n.value.func.value.id for n in walk_stmts([s]) if isinstance(n, ast.Assign)
             and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
             and n.value.func.attr == "pop" and isinstance(n.value.func.value, ast.Name)}
-
-
-def view_root(n: str, shared: dict[str, str]) -> str:
-    """The adjoint that ``n`` is (a view of a view of ...) a view of; ``n`` itself if none."""
-    while n in shared:
-        n = shared[n]
-    return n
 
 
 @dataclass

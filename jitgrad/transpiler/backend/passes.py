@@ -144,7 +144,7 @@ class Context:
         if self._live is None:
             order = ("grad_only", "grad")
             roots = [loaded_ids(self.returns(v)) for v in order]
-            bodies = dead_code_variants(self.ir.body(), roots, self.ir.shared)
+            bodies = dead_code_variants(self.ir.body(), roots, self.ir.shared, env=self.env)
             self._live = dict(zip(order, bodies, strict=True))
         return self._live
 
@@ -498,7 +498,7 @@ def dead_after_fuse_(s: Lowering) -> None:
         return (total, (dx, dk))
     """
     if LIVE in s.stale:
-        s.body = dead_code(s.body, s.ctx.ir.shared)
+        s.body = dead_code(s.body, s.ctx.ir.shared, env=s.ctx.env)
 
 
 def write_once_(s: Lowering) -> None:

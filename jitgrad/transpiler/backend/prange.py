@@ -57,8 +57,9 @@ from ...rules.primitives import allocates
 from ..analysis import dataflow
 from ..analysis.dependence import Names, Verdict, independent
 from ..analysis.effects import first_draw
-from ..astutil import binop, resolve
+from ..astutil import binop
 from ..front.desugar import assign, const, name
+from ..front.purity import called
 from ..nodes import clone, own_expressions, replace_names, walk_stmts
 from ..notes import DRAW, PRANGE, is_prange
 from . import emit
@@ -127,11 +128,8 @@ class Parallel:
     def fresh(self, e: ast.expr) -> bool:
         if isinstance(e, ast.BinOp):
             return True
-        if not isinstance(e, ast.Call):
-            return False
-        if isinstance(e.func, ast.Attribute) and e.func.attr == "copy" and not e.args:
-            return True
-        return allocates(resolve(e.func, self.env))
+        # a call the table says allocates, through ``env`` or an array method (``x.copy()``)
+        return isinstance(e, ast.Call) and allocates(called(e, self.env))
 
     def effect(self, call: ast.Call) -> bool:
         return isinstance(call.func, ast.Name) and call.func.id in self.callables

@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...rules.primitives import draws
+from ...rules.primitives import draws, query_attrs
 from ...rules.registry import lookup
 from ..analysis import dataflow
 from ..analysis.analyse import Analysis, primitive_of
@@ -607,16 +607,15 @@ def rule_reads_result(fn) -> bool:
 
 
 def shape_query(v: ast.expr) -> bool:
-    """``len(x)``, ``x.shape[k]``, ``x.size``: integers that depend only on a shape."""
+    """``len(x)``, ``x.shape[k]``, ``x.size``: values that depend only on a shape (an
+    attribute the table calls a query, ``query_attrs``, or an entry of one)."""
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "len" \
             and len(v.args) == 1 and isinstance(v.args[0], ast.Name):
         return True
-    if isinstance(v, ast.Attribute) and v.attr in ("size", "ndim") \
-            and isinstance(v.value, ast.Name):
-        return True
-    return (isinstance(v, ast.Subscript) and isinstance(v.value, ast.Attribute)
-            and v.value.attr == "shape" and isinstance(v.value.value, ast.Name)
-            and isinstance(v.slice, ast.Constant))
+    if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant):
+        v = v.value
+    return isinstance(v, ast.Attribute) and v.attr in query_attrs() \
+        and isinstance(v.value, ast.Name)
 
 
 def shape_operands(v: ast.expr) -> set[str]:
