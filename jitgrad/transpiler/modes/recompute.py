@@ -362,8 +362,9 @@ class Planner:
         reaches ``s`` (it dominates ``s`` in the same loop iteration), and only when every
         operand provably holds, in the adjoint of ``s``, the value it had at that
         definition: element reads of arrays that are never written again, integer
-        arithmetic, and operators and scalar calls the primitive table prices, of values
-        that are themselves available or recomputed.  With ``steps``, each intermediate
+        arithmetic, plain scalar copies (cost 0, ``_Again.copy``), and operators and scalar
+        calls the primitive table prices, of values that are themselves available or
+        recomputed.  With ``steps``, each intermediate
         value with an operation is restored under its own name (``Plan.steps``: computed
         once, and later statements of the block reuse it); else it is inlined.
         """
@@ -422,6 +423,8 @@ class _Again:
         self.n, self.s, self.d, self.restored = n, s, d, restored
         self.plan, self.depth, self.steps, self.done = plan, depth, steps, done
         self.changed_by_d = set(dataflow.binds(d, elements=True))
+        #: how much deeper ``d``'s operands are in the chain (a plain copy adds no link)
+        self.link = 0 if isinstance(d.value, ast.Name) else 1
 
     def why(self, text: str) -> None:
         """Say why not (the first reason found is kept)."""
@@ -430,7 +433,7 @@ class _Again:
     def deeper(self, m: str, steps: bool) -> ast.expr | None:
         """``m`` just before ``d``, one level down the walk."""
         return self.planner._again(m, self.s, self.restored, False, self.d, self.plan,
-                                   self.depth + 1, steps, self.done)
+                                   self.depth + self.link, steps, self.done)
 
     def unchanged(self, m: str) -> bool:
         """Does ``m`` hold, in the adjoint of ``s``, the value it had at ``d``?"""
@@ -452,7 +455,20 @@ class _Again:
         if self.an.kind(n).is_array:
             self.why(f"{n} is an array")
             return None
+        if isinstance(v, ast.Name):
+            return self.copy(v)
         return self.op(v)
+
+    def copy(self, v: ast.Name) -> ast.expr | None:
+        """The plain scalar copy ``n = m`` again, at cost 0: ``m`` itself where the adjoint
+        of ``s`` still has it as ``d`` saw it (``available``: unchanged since, or restored
+        to that value with nothing rebinding it between ``d`` and ``s``), else ``m``'s own
+        recomputation from its one reaching definition (``operand``); None (stored) where
+        neither holds, as for ``t = m; m = m * 2; ... t``.  Preconditions, checked by the
+        caller ``value``: ``d`` is ``n``'s only, plain definition and reaches ``s`` in the
+        same trip (``_reaching``), ``n`` is no array (a copy of an array name is an alias
+        of it, not a value) and ``m`` is not ``n``."""
+        return self.operand(v)
 
     def index_arith(self, v: ast.expr) -> ast.expr | None:
         """Integer arithmetic again: free (hoisted by the compiler), never taped, when its
