@@ -667,3 +667,33 @@ def test_gather_copies_and_zeroings_are_table_facts():
     assert not _copies(one("t = mine.copy()"), env)
     before = [one("a = onp.zeros_like(x)"), one("b = mine.zeros_like(x)")]
     assert _zeroed_untouched(before, {"a", "b"}, env) == {"a"}
+
+
+def _my_empty(shape, dtype):
+    """A user allocation declared like ``np.empty``: uninitialised, made from a shape."""
+    return np.empty(shape, dtype)
+
+
+jg.non_differentiable(_my_empty, allocates=True, uninitialised=True, result=Result("alloc"))
+
+
+def test_tape_declarations_and_tangent_zeroings_are_table_facts():
+    """Forward mode's tape families start at an uninitialised allocation from a shape
+    (``uninitialised`` and ``allocates_shape``: ``np.empty(0, dt)`` or a primitive declared
+    so) and their tangents at a zeroing (``zeros_shaped_like``), however spelled; the
+    helper ``zeros_like`` generated code calls answers the zeroing query too."""
+    from jitgrad.rules.primitives import fills_with, uninitialised, zeros_shaped_like
+    from jitgrad.transpiler.backend.jvp_workspace import _scan
+
+    assert uninitialised(onp.empty) and allocates_shape(onp.empty)
+    assert uninitialised(_my_empty) and allocates_shape(_my_empty)
+    assert not allocates_shape(np.empty_like) and not uninitialised(np.zeros)
+    assert zeros_shaped_like(helpers.zeros_like) and fills_with(helpers.zeros_like) == 0.0
+    assert not zeros_shaped_like(np.ones_like) and not zeros_shaped_like(np.zeros)
+    env = {"onp": onp, "mine": _my_empty, "np": np}
+    for alloc, zeros in [("onp.empty", "onp.zeros_like"), ("mine", "np.zeros_like")]:
+        body = ast.parse(f"t = {alloc}(0, onp.float64)\nt_dot = {zeros}(t)\n").body
+        families, _ = _scan(body, env)
+        assert [(f.root, f.dtype) for f in families] == [("t", "float64"), ("t_dot", "float64")]
+    body = ast.parse("t = np.ones(0, np.float64)\nt_dot = np.ones_like(t)\n").body
+    assert _scan(body, env) == ([], {})

@@ -189,7 +189,7 @@ def test_grad_rule_keywords_set_record_fields():
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
                                "cost", "device", "random", "copies", "pure", "reshapes",
                                "shape_args", "device_as", "linear_in", "shape_of", "sums",
-                               "fill", "fresh", "on_scalars"}
+                               "fill", "uninitialised", "fresh", "on_scalars"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
-from ...rules.primitives import device_spelling, fact, records, version
+from ...rules.primitives import (
+    allocates_shape,
+    device_spelling,
+    fact,
+    records,
+    uninitialised,
+    version,
+    zeros_shaped_like,
+)
 from ..analysis.dependence import private_arrays
 from ..astutil import resolve
 from ..nodes import clone, own_expressions, walk_stmts
@@ -279,7 +287,8 @@ class _Rewriter:
         """``t = ...`` where the device differs from the CPU (None: it does not)."""
         v = s.value
         fn = resolve(v.func, self.env) if isinstance(v, ast.Call) else None
-        if fn is np.empty and t not in self.tapes:  # a typed tape's declaration
+        if uninitialised(fn) and allocates_shape(fn) and t not in self.tapes:
+            # a typed tape's declaration (``np.empty(0, dtype)``)
             return self._declare_tape(t, v)
         if fn is helpers.tape_reserve:
             if HOISTED.get(s) is not None:
@@ -303,7 +312,7 @@ class _Rewriter:
                 and v.func.value.id == t and t in self.params:
             return []  # a copy of a written argument: the host passes a copy
         if self.kernel and t in self.array_adjoints and (
-                _is_seed(v, self.u.namer.seed) or fn in (np.zeros_like, helpers.zeros_like)):
+                _is_seed(v, self.u.namer.seed) or zeros_shaped_like(fn)):
             return []  # a gradient buffer or seed: a kernel parameter, set by the host
         return None
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels import helpers
+from ...rules.primitives import allocates_shape, uninitialised, zeros_shaped_like
 from ..analysis import dataflow
 from ..astutil import resolve
 from ..naming import Namer
@@ -86,14 +87,14 @@ def _scan(body: list[ast.stmt], env: dict[str, Any]
         t, fn, a = st.targets[0].id, resolve(st.value.func, env), st.value.args
         if t in of:
             continue
-        if fn is np.empty and len(a) == 2 and isinstance(a[0], ast.Constant) \
-                and a[0].value == 0:
+        if uninitialised(fn) and allocates_shape(fn) and len(a) == 2 \
+                and isinstance(a[0], ast.Constant) and a[0].value == 0:
             dt = resolve(a[1], env)
             if isinstance(dt, type) and issubclass(dt, np.generic):
                 f = _Family(k, np.dtype(dt).name, t, {t}, t)
                 families.append(f)
                 of[t] = f
-        elif fn is np.zeros_like and len(a) == 1 and isinstance(a[0], ast.Name) \
+        elif zeros_shaped_like(fn) and len(a) == 1 and isinstance(a[0], ast.Name) \
                 and a[0].id in of:
             src = of[a[0].id]
             if a[0].id == src.current == src.root:
@@ -135,7 +136,7 @@ def _kept(f: _Family, body: list[ast.stmt], env: dict[str, Any]) -> bool:
             return False
     for st in body:  # tangent declarations and kept zeroings read a member: allowed
         if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) \
-                and resolve(st.value.func, env) is np.zeros_like:
+                and zeros_shaped_like(resolve(st.value.func, env)):
             allowed.update(id(a) for a in st.value.args if isinstance(a, ast.Name))
     for n in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in f.members \
