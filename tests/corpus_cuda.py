@@ -6,12 +6,15 @@ simulator against central finite differences; ``tests/test_cuda.py`` reads their
 generated source and compiles it to PTX.
 """
 
+import ast
 import math
 
 import numpy as np
+import numpy as onp
 from numba import cuda
 
 import jitgrad as jg
+from jitgrad.rules.primitives import FLOAT
 
 # --- kernels ----------------------------------------------------------------------------
 
@@ -275,6 +278,34 @@ def helped(a, b):
     return _smooth(a * b, a - b) * a
 
 
+@jg.differentiate(wrt=(0, 1), target="cuda")
+def spelled(a, b):
+    """NumPy spellings device code writes as expressions (the table's ``device_rewrite``),
+    reached through another name of numpy."""
+    return onp.square(a - b) + onp.reciprocal(a * a + 1.0) * onp.sign(b) * onp.sign(a)
+
+
+def step(x):
+    """A user primitive with no gradient that device code writes as an expression."""
+    return 1.0 if x > 0.0 else 0.0
+
+
+def _step_on_device(args: list[ast.expr], names: dict[str, str]) -> ast.expr:
+    return ast.IfExp(test=ast.Compare(left=args[0], ops=[ast.Gt()],
+                                      comparators=[ast.Constant(value=0.0)]),
+                     body=ast.Constant(value=1.0), orelse=ast.Constant(value=0.0))
+
+
+jg.non_differentiable(step, device=True, result=FLOAT, device_rewrite=_step_on_device)
+
+
+@jg.differentiate(wrt=(0, 1), target="cuda")
+def stepped(a, b):
+    return step(a) * b * b + a
+
+
 DEVICE_CASES = [("mixed", mixed, (0.4, -0.7)), ("looped", looped, (0.3, 0.8)),
                 ("looped_neg", looped, (-0.5, 0.6)), ("helped", helped, (0.7, 0.2)),
-                ("helped_other_branch", helped, (-0.6, 0.9))]
+                ("helped_other_branch", helped, (-0.6, 0.9)),
+                ("spelled", spelled, (0.4, -0.7)), ("spelled_neg", spelled, (-0.3, 0.5)),
+                ("stepped", stepped, (0.4, -0.7)), ("stepped_off", stepped, (-0.4, 0.7))]

@@ -279,3 +279,19 @@ def test_ptx_in_the_simulator_says_why_not():
     r = _run_simulated(["-c", code])
     assert r.returncode == 0, r.stdout + r.stderr
     assert "JitError: ptx() needs Numba's CUDA compiler" in r.stdout, r.stdout
+
+
+def test_device_rewrites_are_table_facts():
+    """NumPy's spellings device code has no function for are written as the table's
+    ``device_rewrite`` expressions, however numpy is spelled, and a user primitive
+    declared with one is written so too (``stepped``: ``non_differentiable(step, ...)``)."""
+    from jitgrad.rules.primitives import device_rewrite
+
+    assert all(device_rewrite(f) is not None
+               for f in (np.float32, np.square, np.reciprocal, np.sign, C.step))
+    assert device_rewrite(np.sin) is None and device_rewrite(abs) is None
+    src = C.spelled.source(0.4, -0.7)
+    assert "_t3 * _t3" in src and " = 1.0 / _t" in src
+    assert "(1.0 if b > 0.0 else -1.0 if b < 0.0 else b * 0.0)" in src
+    src = C.stepped.source(0.4, -0.7)
+    assert "(1.0 if a > 0.0 else 0.0)" in src and "step(" not in src.split("#")[0]

@@ -188,8 +188,9 @@ def test_grad_rule_keywords_set_record_fields():
     assert "fresh_buffer" in allocating_names()
     assert set(RULE_FACTS) == {"linear", "elementwise", "result", "view", "allocates", "cheap",
                                "cost", "device", "random", "copies", "pure", "reshapes",
-                               "shape_args", "device_as", "linear_in", "shape_of", "sums",
-                               "fill", "uninitialised", "fresh", "on_scalars"}
+                               "shape_args", "device_as", "device_rewrite", "linear_in",
+                               "shape_of", "sums", "fill", "uninitialised", "fresh",
+                               "on_scalars"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 

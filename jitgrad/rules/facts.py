@@ -203,8 +203,8 @@ for fn in (builtins.abs, builtins.float, builtins.int, builtins.bool, builtins.r
            builtins.min, builtins.max, builtins.len, builtins.range):
     declare(fn, device=True, device_as=fn.__name__)  # (generated device code calls these)
 # NumPy's scalar math: the CUDA lowering spells each as ``math``'s or a builtin
-# (``device_as``; ``backend/cuda.py`` writes the rest as expressions); ufuncs default to
-# host-only
+# (``device_as``; the rest as expressions: ``device_rewrite``, declared beside the CUDA
+# lowering in ``backend/device_rewrites.py``); ufuncs default to host-only
 for fn, spelled in [
         (np.sin, "sin"), (np.cos, "cos"), (np.tan, "tan"), (np.arcsin, "asin"),
         (np.arccos, "acos"), (np.arctan, "atan"), (np.arctan2, "atan2"), (np.sinh, "sinh"),

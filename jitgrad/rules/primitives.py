@@ -127,7 +127,9 @@ class Primitive:
     recomputed in the adjoint); ``cheap`` (a settable spelling of it): recomputing a
     scalar call costs no more than taping it;
     ``device``: allowed in CUDA device code, ``device_as`` how device code spells it
-    (``"math.sin"`` for ``np.sin``, ``"abs"`` for ``np.abs``); ``ieee``: the plain-Python
+    (``"math.sin"`` for ``np.sin``, ``"abs"`` for ``np.abs``), ``device_rewrite`` how
+    it writes one that is no renamed call: ``(args, names) -> ast.expr`` (``np.square``:
+    ``x * x``; ``backend/device_rewrites.py``); ``ieee``: the plain-Python
     stand-in of a ``math`` function that gives inf/nan where ``math`` raises (generated
     code run with ``jit=False``); ``query``: depends only on its argument's
     shape or type.  ``random``: it draws from (or seeds) a global random generator, so
@@ -167,6 +169,7 @@ class Primitive:
     cost: float | None = None
     device: bool = False
     device_as: str | None = None
+    device_rewrite: Callable[..., Any] | None = None
     ieee: Callable[..., Any] | None = None
     query: bool = False
     random: bool = False
@@ -197,8 +200,8 @@ TAPE_COST = 16.0
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
             "uninitialised", "fresh", "copies_into", "on_scalars", "cached_as", "shape_args",
-            "cheap", "cost", "device", "device_as", "ieee", "query", "random", "size_arg",
-            "methods", "attrs")
+            "cheap", "cost", "device", "device_as", "device_rewrite", "ieee", "query", "random",
+            "size_arg", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -514,6 +517,14 @@ def device_spelling(fn: Any) -> str | None:
     """How device code spells ``fn`` (``"math.sin"``, ``"abs"``), None where as written."""
     rec = _RECORDS.get(id(fn))
     return None if rec is None else rec.device_as
+
+
+def device_rewrite(fn: Any) -> Callable[..., Any] | None:
+    """How device code writes a call of ``fn`` that is no renamed call: a function of the
+    call's arguments and device code's module names to an expression
+    (``Primitive.device_rewrite``; ``np.square``: ``x * x``), else None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.device_rewrite
 
 
 def ieee_twin(fn: Any) -> Any:

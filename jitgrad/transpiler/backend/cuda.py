@@ -30,6 +30,7 @@ import numpy as np
 from ...kernels import helpers
 from ...rules.primitives import (
     allocates_shape,
+    device_rewrite,
     device_spelling,
     fact,
     records,
@@ -41,6 +42,7 @@ from ..analysis.dependence import private_arrays
 from ..astutil import resolve
 from ..nodes import clone, own_expressions, walk_stmts
 from ..notes import HOISTED
+from . import device_rewrites as _device_rewrites  # noqa: F401  (declares the facts)
 from . import emit, lower
 from .optimize import dead_code
 
@@ -567,19 +569,9 @@ class _Spellings(ast.NodeTransformer):
             return _call(_attr(m, spelled[len("math."):]), args)
         if spelled is not None and spelled != getattr(fn, "__name__", None):
             return _call(ast.Name(id=spelled, ctx=ast.Load()), args)
-        if fn is np.float32:
-            return _call(_attr(rw.names["numba"], "float32"), args)
-        if fn is np.square:
-            return ast.BinOp(left=args[0], op=ast.Mult(), right=clone(args[0]))
-        if fn is np.reciprocal:
-            return ast.BinOp(left=ast.Constant(value=1.0), op=ast.Div(), right=args[0])
-        if fn is np.sign:
-            x = args[0]
-            return ast.IfExp(test=_cmp(x, ast.Gt(), 0.0), body=ast.Constant(value=1.0),
-                             orelse=ast.IfExp(test=_cmp(clone(x), ast.Lt(), 0.0),
-                                              body=ast.Constant(value=-1.0),
-                                              orelse=ast.BinOp(left=clone(x), op=ast.Mult(),
-                                                               right=ast.Constant(value=0.0))))
+        rewrite = device_rewrite(fn)
+        if rewrite is not None:
+            return rewrite(args, rw.names)
         if fn is helpers.guard:  # g where dy != 0, else 0
             return ast.IfExp(test=_cmp(args[0], ast.NotEq(), 0.0), body=args[1],
                              orelse=ast.Constant(value=0.0))
