@@ -701,3 +701,25 @@ def test_tape_declarations_and_tangent_zeroings_are_table_facts():
         assert [(f.root, f.dtype) for f in families] == [("t", "float64"), ("t_dot", "float64")]
     body = ast.parse("t = np.ones(0, np.float64)\nt_dot = np.ones_like(t)\n").body
     assert _scan(body, env) == ([], {})
+
+
+def _inverse_norm_onp(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        u = x[i] * x[i] + c
+        s += 2.0 / onp.sqrt(u)
+    return s
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_reciprocal_sqrt_is_the_tables_power(jit):
+    """``t = c / f(u)`` takes the fused derivative where the table says ``f(x)`` is
+    ``x ** 0.5`` (``power``), however numpy is spelled."""
+    from jitgrad.rules.primitives import power
+
+    assert power(np.sqrt) == power(onp.sqrt) == power(math.sqrt) == 0.5
+    assert power(np.exp) is None and power(print) is None
+    x = np.linspace(0.2, 1.4, 6)
+    check_grad(_inverse_norm_onp, (x, 0.3), (0, 1), jit)
+    src = jg.differentiate(_inverse_norm_onp, wrt=(0, 1)).source(x, 0.3, stage="adjoint")
+    assert "guard(_dt4, -1.0 * _dt4 / (_t5 * u))" in src, src  # (-0.5 * 2.0, folded)

@@ -190,7 +190,7 @@ def test_grad_rule_keywords_set_record_fields():
                                "cost", "device", "random", "copies", "pure", "reshapes",
                                "shape_args", "device_as", "device_rewrite", "linear_in",
                                "shape_of", "sums", "fill", "uninitialised", "fresh",
-                               "on_scalars"}
+                               "on_scalars", "power"}
     assert set(RULE_FACTS) < set(SETTABLE)
 
 

@@ -149,6 +149,7 @@ declare(operator.add, operator.sub, operator.mul, operator.neg, operator.pos, np
 declare(operator.truediv, operator.floordiv, operator.mod, np.divide, np.true_divide,
         np.reciprocal, cost=4)
 declare(np.sqrt, math.sqrt, cost=6)
+declare(np.sqrt, math.sqrt, power=0.5)  # (u ** 0.5: modes/fused.py's 1 / sqrt(u))
 declare(np.hypot, math.hypot, cost=10)
 declare(np.exp, math.exp, np.expm1, math.expm1, np.exp2, np.log, math.log, np.log2,
         math.log2, np.log10, math.log10, np.log1p, math.log1p, np.sin, math.sin, np.cos,

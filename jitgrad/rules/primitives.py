@@ -122,6 +122,8 @@ class Primitive:
     the helper of ``kernels.helpers`` compiled generated code calls instead (only that
     call, cached on disk: ``"np_zeros_like"``).  ``shape_args``: the positions of the
     arguments it reads only for their shape and dtype (``unbroadcast(g, x)``: ``(1,)``).
+    ``power``: a call ``fn(x)`` is ``x ** power`` (``np.sqrt``, ``math.sqrt``: 0.5), for
+    the chains whose derivative one formula gives (``modes/fused.py``).
     ``cost``: what one scalar call costs to evaluate, in the units of
     ``TAPE_COST`` (an add 1, a division 4, ``sqrt`` 6, ``exp`` 20; None: unknown, never
     recomputed in the adjoint); ``cheap`` (a settable spelling of it): recomputing a
@@ -166,6 +168,7 @@ class Primitive:
     on_scalars: bool = False
     cached_as: str | None = None
     shape_args: tuple[int, ...] = ()
+    power: float | None = None
     cost: float | None = None
     device: bool = False
     device_as: str | None = None
@@ -200,8 +203,8 @@ TAPE_COST = 16.0
 SETTABLE = ("tangent", "linear", "elementwise", "result", "view", "allocates", "copies",
             "mutates", "pure", "linear_in", "hides_writes", "reshapes", "shape_of", "sums", "fill",
             "uninitialised", "fresh", "copies_into", "on_scalars", "cached_as", "shape_args",
-            "cheap", "cost", "device", "device_as", "device_rewrite", "ieee", "query", "random",
-            "size_arg", "methods", "attrs")
+            "power", "cheap", "cost", "device", "device_as", "device_rewrite", "ieee", "query",
+            "random", "size_arg", "methods", "attrs")
 
 _RECORDS: dict[int, Primitive] = {}
 _version = 0
@@ -447,6 +450,13 @@ def zeros_shaped_like(fn: Any) -> bool:
     """Is the result of ``fn`` a fresh array of zeros shaped like its first argument
     (``np.zeros_like``: ``fills_with`` 0.0 and ``shape_of`` 0)?"""
     return fills_with(fn) == 0.0 and shape_of(fn) == 0
+
+
+def power(fn: Any) -> float | None:
+    """The exponent ``p`` where a call ``fn(x)`` is ``x ** p`` (``np.sqrt``: 0.5;
+    ``Primitive.power``), else None."""
+    rec = _RECORDS.get(id(fn))
+    return None if rec is None else rec.power
 
 
 def sums(fn: Any) -> bool:

@@ -1,6 +1,7 @@
 """Chains of primitives whose derivative one formula gives cheaper than the chain rule.
 
-``t = c / r`` of ``r = sqrt(u)`` (the inverse distance of particle codes): the chain rule
+``t = c / r`` of ``r = sqrt(u)`` (a primitive whose ``power`` is 0.5: ``np.sqrt``,
+``math.sqrt``; the inverse distance of particle codes): the chain rule
 through ``r`` costs two divisions (``dr = -dt c / r^2``, then ``du = dr / (2 r)``); the
 derivative of ``c u^-1/2`` is one, ``-0.5 c / (r u)``.  Forward and reverse mode both ask
 ``reciprocal_sqrt`` whether a statement is such a chain.
@@ -9,11 +10,9 @@ derivative of ``c u^-1/2`` is one, ``-0.5 c / (r u)``.  Forward and reverse mode
 from __future__ import annotations
 
 import ast
-import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from ...rules.primitives import power
 from ..analysis.analyse import Analysis
 from ..astutil import resolve
 from ..notes import BLOCK, POS
@@ -46,8 +45,7 @@ def reciprocal_sqrt(s: ast.Assign, tgt: str, an: Analysis, env: dict) -> Recipro
                               and len(rdef[0].value.args) == 1
                               and not rdef[0].value.keywords
                               and isinstance(rdef[0].value.args[0], ast.Name)
-                              and any(resolve(rdef[0].value.func, env) is f
-                                      for f in (np.sqrt, math.sqrt))):
+                              and power(resolve(rdef[0].value.func, env)) == 0.5):
         return None
     u = rdef[0].value.args[0].id
     udef = an.defs.get(u, [])
