@@ -285,10 +285,12 @@ def test_device_rewrites_are_table_facts():
     """NumPy's spellings device code has no function for are written as the table's
     ``device_rewrite`` expressions, however numpy is spelled, and a user primitive
     declared with one is written so too (``stepped``: ``non_differentiable(step, ...)``)."""
+    from jitgrad.kernels import helpers
     from jitgrad.rules.primitives import device_rewrite
 
     assert all(device_rewrite(f) is not None
-               for f in (np.float32, np.square, np.reciprocal, np.sign, C.step))
+               for f in (np.float32, np.square, np.reciprocal, np.sign, C.step, helpers.guard,
+                         helpers.pow_log, helpers.unbroadcast, helpers.zeros_like))
     assert device_rewrite(np.sin) is None and device_rewrite(abs) is None
     src = C.spelled.source(0.4, -0.7)
     assert "_t3 * _t3" in src and " = 1.0 / _t" in src

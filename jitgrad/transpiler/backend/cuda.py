@@ -572,17 +572,6 @@ class _Spellings(ast.NodeTransformer):
         rewrite = device_rewrite(fn)
         if rewrite is not None:
             return rewrite(args, rw.names)
-        if fn is helpers.guard:  # g where dy != 0, else 0
-            return ast.IfExp(test=_cmp(args[0], ast.NotEq(), 0.0), body=args[1],
-                             orelse=ast.Constant(value=0.0))
-        if fn is helpers.pow_log:  # log(a) where a > 0, else 0
-            return ast.IfExp(test=_cmp(args[0], ast.Gt(), 0.0),
-                             body=_call(_attr(m, "log"), [clone(args[0])]),
-                             orelse=ast.Constant(value=0.0))
-        if fn is helpers.unbroadcast:
-            return args[0]  # scalars only on the device
-        if fn is helpers.zeros_like:
-            return ast.Constant(value=0.0)
         if fn is helpers.trip_count:
             a, b, c = args
             up = ast.BinOp(left=ast.BinOp(left=ast.BinOp(left=b, op=ast.Sub(), right=a),
