@@ -100,6 +100,25 @@ def _next_pair(body: list[ast.stmt], tried: set) -> tuple[int, int, object] | No
     return None
 
 
+#: a body's dataflow, built when first asked (``_body_flow``)
+FlowOf = Callable[[], dataflow.Dataflow]
+
+
+def _body_flow(body: list[ast.stmt], shared: dict[str, str],
+               is_array: Callable[[str], bool | None] | None,
+               env: dict[str, Any] | None) -> FlowOf:
+    """The dataflow of ``body``, built when first asked and then kept: the tests of one
+    ``_fuse`` ask it of the same body, which none of them changes."""
+    made: list[dataflow.Dataflow] = []
+
+    def flow() -> dataflow.Dataflow:
+        if not made:
+            made.append(dataflow.Dataflow(body, shared, is_array=is_array, env=env))
+        return made[0]
+
+    return flow
+
+
 def _adjoints_restart(rev: list[ast.stmt], before: list[ast.stmt], after: list[ast.stmt],
                       exposed_rev: set[str], w_f: set[str], w_r: set[str], r_f: set[str],
                       tapes: set[str]) -> bool:
@@ -125,7 +144,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     if key in dependent:
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
-    local = _trip_local(body, a, b, shared, is_array, env)
+    flow = _body_flow(body, shared, is_array, env)
+    local = _trip_local(body, a, b, shared, is_array, env, flow)
     w_f = dataflow.binds_in(fwd.body) - local | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - local - {i}
     # the adjoint of an iteration would read another's value; or something that moves
@@ -133,8 +153,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None, env):
-        apart = _kept_apart(body, a, b, tapes, shared, is_array, env) if plain_loop(fwd) \
-            else apart
+        apart = _kept_apart(body, a, b, tapes, shared, is_array, env, flow) \
+            if plain_loop(fwd) else apart
         if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart | local,
                         is_array, bool(apart or local)):
             dependent.add(key)
@@ -144,7 +164,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
         own = False
     w_r = dataflow.binds_in(rev.body) - local | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
-    if not _mid_movable(body, mid, fwd, tapes, shared, is_array, env):
+    if not _mid_movable(body, mid, fwd, tapes, shared, is_array, env, flow):
         return None
     r_f = dataflow.reads_in(fwd.body) - local | loaded_ids(fwd.iter)
     if (w_r - tapes - {i}) & exposed_reads(fwd.body):
@@ -160,7 +180,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                              tapes):
         return None
     if own and not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, is_array, env,
-                               apart, local):
+                               apart, local, flow):
         dependent.add(key)
         return None
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
@@ -191,7 +211,7 @@ def _in_adjoint(stmts: list[ast.stmt], pos: object) -> list[ast.stmt]:
 def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set[str],
                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
                 env: dict[str, Any] | None, apart: set[str] = frozenset(),
-                local: set[str] = frozenset()) -> bool:
+                local: set[str] = frozenset(), flow: FlowOf | None = None) -> bool:
     """Do the forward loop ``body[a]`` and its reversed loop ``body[b]`` touch nothing an
     iteration of the other may see in a new order: the adjoint reads nothing the forward
     loop binds (``read``: what it does), the forward loop writes names and tapes only,
@@ -199,7 +219,7 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
     itself (``_own_arrays``, found only where needed, with the kinds ``is_array``), and the
     forward loop but for the arrays only it names (``apart``: ``_kept_apart``), both but
     for the arrays every trip sets in full (``local``: ``_trip_local``); ``env``: the
-    namespace."""
+    namespace; ``flow``: the body's dataflow, where ``_fuse`` keeps one (``_body_flow``)."""
     fwd, rev = body[a], body[b]
 
     def free(own_f: set[str], own_r: set[str]) -> bool:
@@ -209,7 +229,7 @@ def _order_free(body: list[ast.stmt], a: int, b: int, read: set[str], tapes: set
 
     if is_array is None:
         return free(set(), set())
-    own_f, own_r = _own_arrays(body, a, b, shared, is_array, env)
+    own_f, own_r = _own_arrays(body, a, b, shared, is_array, env, flow)
     return free(own_f | apart | local, own_r | local)
 
 
@@ -242,7 +262,7 @@ def _element_writes(body: list[ast.stmt]) -> set[str | None]:
 
 def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
-                env: dict[str, Any] | None) -> set[str]:
+                env: dict[str, Any] | None, flow: FlowOf | None = None) -> set[str]:
     """The arrays the forward loop ``body[a]`` writes elements of that neither its reversed
     loop ``body[b]`` nor a statement between them that would move before the fused loop
     (``_split``) names, nor any name that may share their buffer
@@ -257,13 +277,13 @@ def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
     w_f = dataflow.binds_in(fwd.body) | {fwd.target.id}
     hoist, _ = _split(body[a + 1:b], w_f, dataflow.reads_in(fwd.body) | loaded_ids(fwd.iter))
     elsewhere = set().union(*(names_in(s) for s in [*hoist, body[b]]))
-    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
-    return kept_apart_arrays(written, flow, elsewhere)
+    flow = flow or _body_flow(body, shared, is_array, env)
+    return kept_apart_arrays(written, flow(), elsewhere)
 
 
 def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes: set[str],
                  shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
-                 env: dict[str, Any] | None) -> bool:
+                 env: dict[str, Any] | None, flow: FlowOf | None = None) -> bool:
     """May the statements ``mid`` between the two loops move (``_split``): they write names
     and tapes only, or, with the kinds, also elements of arrays the forward loop ``fwd``
     names under no name that may share their buffer (``Dataflow.shares``), nor ``mid``
@@ -276,8 +296,8 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
     written = {n for n in _element_writes(mid) - tapes if n is not None}
     if not writes_names_only(mid, tapes | written):
         return False
-    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
-    family = set().union(*(flow.shares(n) for n in written))
+    shares = (flow or _body_flow(body, shared, is_array, env))().shares
+    family = set().union(*(shares(n) for n in written))
     # (nor under another name in ``mid``: ``_split`` tells the order apart by names)
     return not family & names_in(fwd) \
         and not (family - written) & set().union(*(names_in(s) for s in mid))
@@ -285,7 +305,7 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
 
 def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
                 is_array: Callable[[str], bool | None] | None,
-                env: dict[str, Any] | None) -> set[str]:
+                env: dict[str, Any] | None, flow: FlowOf | None = None) -> set[str]:
     """The arrays made once before the forward loop ``body[a]`` that carry nothing from one
     trip of it, or of its reversed loop ``body[b]``, to the next: bound once in ``body``,
     before ``body[a]``, to a new array no other name shares (``Dataflow.shares``), named by
@@ -315,12 +335,12 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
             made = {n: at for n, at in made.items() if at[0] == k or n not in used}
             if not made:
                 return set()
-    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
-    sizes = full_sizes(flow)
+    df = (flow or _body_flow(body, shared, is_array, env))()
+    sizes = full_sizes(df)
     used_f, used_r = beyond_shape(fwd.body, env), beyond_shape(rev.body, env)
     out: set[str] = set()
     for n, at in made.items():
-        if not all(m == n or _new_values(m, body, is_array) for m in flow.shares(n)):
+        if not all(m == n or _new_values(m, body, is_array) for m in df.shares(n)):
             continue
         size = sizes.get(n)
         in_f, in_r = n in used_f, n in used_r
@@ -352,8 +372,8 @@ def _zeros(s: ast.Assign, env: dict[str, Any] | None) -> bool:
 
 
 def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
-                is_array: Callable[[str], bool | None] | None, env: dict[str, Any] | None
-                ) -> tuple[set[str], set[str]]:
+                is_array: Callable[[str], bool | None] | None, env: dict[str, Any] | None,
+                flow: FlowOf | None = None) -> tuple[set[str], set[str]]:
     """The arrays each iteration of the forward loop ``body[a]`` makes for itself that its
     reversed loop ``body[b]`` neither writes nor reads but for their shape (the adjoint
     buffer made like them), and those each iteration of the reversed loop makes for itself
@@ -364,11 +384,11 @@ def _own_arrays(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     if is_array is None:
         return set(), set()
     fwd, rev = body[a], body[b]
-    flow = dataflow.Dataflow(body, shared, is_array=is_array, env=env)
+    df = (flow or _body_flow(body, shared, is_array, env))()
     in_rev = dataflow.binds_in(rev.body) | beyond_shape(rev.body, env)
     outside = set().union(*(names_in(s) for k, s in enumerate(body) if k != b))
-    return (iteration_arrays(fwd.body, flow, in_rev),
-            iteration_arrays(rev.body, flow, outside))
+    return (iteration_arrays(fwd.body, df, in_rev),
+            iteration_arrays(rev.body, df, outside))
 
 
 def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
