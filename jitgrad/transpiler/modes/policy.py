@@ -372,8 +372,7 @@ class ReadPolicy:
     def _still_held(self, a: str, fill: list[ast.stmt], o: ast.For) -> bool:
         """Precondition 11: what ``fill`` reads but does not make itself holds in the
         adjoint the value it holds in the forward trip; and it reads no element of ``a``."""
-        made = {x.id for s in fill for x in walk(s)
-                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        made = dataflow.binds_in(fill, elements=False)
         if a in {x.id for s in fill for x in walk(s)
                  if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)} - {
                     t.value.id for s in walk_stmts(fill) if isinstance(s, ast.Assign)
@@ -481,8 +480,7 @@ class ReadPolicy:
             return None
         last = max(arrays.values())
         fill = o.body[:last + 1]
-        made = {x.id for st in fill for x in walk(st)
-                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+        made = dataflow.binds_in(fill, elements=False)
         if not self._rerunnable(fill, made) or exposed_reads(fill) & made:
             return None
         carried = []
