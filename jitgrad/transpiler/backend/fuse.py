@@ -153,8 +153,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     apart: set[str] = set()
     if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
             or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None, env):
-        apart = _kept_apart(body, a, b, tapes, shared, is_array, env, flow) \
-            if plain_loop(fwd) else apart
+        apart = _kept_apart(body, a, b, tapes, shared, is_array, env, flow)
         if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart | local,
                         is_array, bool(apart or local)):
             dependent.add(key)
@@ -267,8 +266,9 @@ def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
     loop ``body[b]`` nor a statement between them that would move before the fused loop
     (``_split``) names, nor any name that may share their buffer
     (``dependence.kept_apart_arrays``): fused, the forward iterations still write and read
-    them in their own order, and what runs after them still sees them as they left them."""
-    if is_array is None:
+    them in their own order, and what runs after them still sees them as they left them.
+    Nothing without the kinds or where the forward loop is not plain."""
+    if is_array is None or not plain_loop(body[a]):
         return set()
     fwd = body[a]
     written = {n for n in _element_writes(fwd.body) - tapes if n is not None}
