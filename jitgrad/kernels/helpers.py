@@ -16,7 +16,8 @@ from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
-           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul"]
+           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul", "add_outer",
+           "add_outers"]
 
 
 def _is_array(t) -> bool:
@@ -266,6 +267,60 @@ def _ol_restore_into(dst, src):
     def impl(dst, src):
         for i in np.ndindex(dst.shape):
             dst[i] = src[i]
+    return impl
+
+
+# --- add_outer: a matrix adjoint's outer product, added in place -----------
+
+def add_outer(acc, u, v):
+    """``acc += np.outer(u, v)`` without the matrix of the product (``backend/
+    outer_updates.py``): ``acc[i, j] += u[i] * v[j]``; shapes that differ raise."""
+    if np.shape(acc) != (np.size(u), np.size(v)):
+        raise ValueError(SHAPE_MISMATCH)
+    acc += np.outer(u, v)
+
+
+@cached_overload(add_outer)
+def _ol_add_outer(acc, u, v):
+    def impl(acc, u, v):
+        m, n = acc.shape
+        if u.shape[0] != m or v.shape[0] != n:
+            raise ValueError(SHAPE_MISMATCH)
+        if acc.strides[0] >= acc.strides[1]:  # rows of acc are contiguous: j inner
+            for i in range(m):
+                ui = u[i]
+                for j in range(n):
+                    acc[i, j] += ui * v[j]
+        else:
+            for j in range(n):
+                vj = v[j]
+                for i in range(m):
+                    acc[i, j] += u[i] * vj
+    return impl
+
+
+def add_outers(acc, u1, v1, u2, v2):
+    """``acc += np.outer(u1, v1) + np.outer(u2, v2)``, one pass over ``acc``."""
+    add_outer(acc, u1, v1)
+    add_outer(acc, u2, v2)
+
+
+@cached_overload(add_outers)
+def _ol_add_outers(acc, u1, v1, u2, v2):
+    def impl(acc, u1, v1, u2, v2):
+        m, n = acc.shape
+        if u1.shape[0] != m or v1.shape[0] != n or u2.shape[0] != m or v2.shape[0] != n:
+            raise ValueError(SHAPE_MISMATCH)
+        if acc.strides[0] >= acc.strides[1]:
+            for i in range(m):
+                a, b = u1[i], u2[i]
+                for j in range(n):
+                    acc[i, j] += a * v1[j] + b * v2[j]
+        else:
+            for j in range(n):
+                a, b = v1[j], v2[j]
+                for i in range(m):
+                    acc[i, j] += u1[i] * a + u2[i] * b
     return impl
 
 
