@@ -275,52 +275,68 @@ def _ol_restore_into(dst, src):
 def add_outer(acc, u, v):
     """``acc += np.outer(u, v)`` without the matrix of the product (``backend/
     outer_updates.py``): ``acc[i, j] += u[i] * v[j]``; shapes that differ raise."""
-    if np.shape(acc) != (np.size(u), np.size(v)):
+    add_outers(acc, u, v, u[:0], v[:0])
+
+
+def add_outers(acc, u1, v1, u2, v2):
+    """``acc += np.outer(u1, v1) + np.outer(u2, v2)``, one pass over ``acc`` (``u2`` and
+    ``v2`` may be empty: no second product)."""
+    if np.shape(acc) != (np.size(u1), np.size(v1)) or np.size(u2) and np.shape(acc) != (
+            np.size(u2), np.size(v2)):
         raise ValueError(SHAPE_MISMATCH)
-    acc += np.outer(u, v)
+    acc += np.outer(u1, v1)
+    if np.size(u2):
+        acc += np.outer(u2, v2)
+
+
+@njit_cached
+def _span(a):
+    """The first and one-past-last byte addresses ``a``'s elements may occupy."""
+    lo = hi = a.ctypes.data
+    for k in range(a.ndim):
+        reach = (a.shape[k] - 1) * a.strides[k]
+        if a.shape[k] == 0:
+            return lo, lo
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi + a.itemsize
+
+
+@njit_cached
+def _apart(acc, x):
+    """``x``, or a copy of it where its memory may overlap ``acc``'s (the update writes
+    ``acc`` while it reads ``x``)."""
+    a0, a1 = _span(acc)
+    x0, x1 = _span(x)
+    return x.copy() if x0 < a1 and a0 < x1 else x
 
 
 @cached_overload(add_outer)
 def _ol_add_outer(acc, u, v):
     def impl(acc, u, v):
-        m, n = acc.shape
-        if u.shape[0] != m or v.shape[0] != n:
-            raise ValueError(SHAPE_MISMATCH)
-        if acc.strides[0] >= acc.strides[1]:  # rows of acc are contiguous: j inner
-            for i in range(m):
-                ui = u[i]
-                for j in range(n):
-                    acc[i, j] += ui * v[j]
-        else:
-            for j in range(n):
-                vj = v[j]
-                for i in range(m):
-                    acc[i, j] += u[i] * vj
+        add_outers(acc, u, v, u[:0], v[:0])
     return impl
-
-
-def add_outers(acc, u1, v1, u2, v2):
-    """``acc += np.outer(u1, v1) + np.outer(u2, v2)``, one pass over ``acc``."""
-    add_outer(acc, u1, v1)
-    add_outer(acc, u2, v2)
 
 
 @cached_overload(add_outers)
 def _ol_add_outers(acc, u1, v1, u2, v2):
     def impl(acc, u1, v1, u2, v2):
         m, n = acc.shape
-        if u1.shape[0] != m or v1.shape[0] != n or u2.shape[0] != m or v2.shape[0] != n:
+        two = u2.shape[0] != 0
+        if u1.shape[0] != m or v1.shape[0] != n or two and (
+                u2.shape[0] != m or v2.shape[0] != n):
             raise ValueError(SHAPE_MISMATCH)
-        if acc.strides[0] >= acc.strides[1]:
-            for i in range(m):
-                a, b = u1[i], u2[i]
-                for j in range(n):
-                    acc[i, j] += a * v1[j] + b * v2[j]
-        else:
-            for j in range(n):
-                a, b = v1[j], v2[j]
-                for i in range(m):
-                    acc[i, j] += u1[i] * a + u2[i] * b
+        u1, v1, u2, v2 = _apart(acc, u1), _apart(acc, v1), _apart(acc, u2), _apart(acc, v2)
+        rows = acc.strides[0] >= acc.strides[1]  # rows of acc contiguous: j inner
+        for i in range(m if rows else n):
+            for j in range(n if rows else m):
+                r, c = (i, j) if rows else (j, i)
+                t = u1[r] * v1[c]
+                if two:
+                    t += u2[r] * v2[c]
+                acc[r, c] += t
     return impl
 
 

@@ -471,26 +471,32 @@ def test_outer_updates_add_in_place():
 
 def test_add_outer_kernels():
     """``add_outer``/``add_outers`` add outer products into a C or F (transposed) matrix in
-    place, compiled and not; a factor of the wrong length raises."""
+    place, compiled and not; a factor of the wrong length raises; factors that are views
+    of the matrix are read as they were (the compiled kernel copies them first)."""
     import numba
     import pytest
 
     from jitgrad.kernels.helpers import add_outer, add_outers
     rng = np.random.default_rng(1)
     u1, u2, v1, v2 = rng.normal(size=4), rng.normal(size=4), rng.normal(size=3), rng.normal(size=3)
-    want = np.outer(u1, v1) + np.outer(u2, v2) + 1.0
+    want = 2 * np.outer(u1, v1) + np.outer(u2, v2) + 1.0
 
     @numba.njit
     def both(acc, u1, v1, u2, v2):
         add_outer(acc, u1, v1)
         add_outers(acc, u1, v1, u2, v2)
 
-    for fn in (both, both.py_func):
+    for fn, one in ((both, numba.njit(lambda a, u, v: add_outer(a, u, v))),
+                    (both.py_func, add_outer)):
         for acc in (np.ones((4, 3)), np.ones((3, 4)).T):
             fn(acc, u1, v1, u2, v2)
-            assert np.allclose(acc, want + np.outer(u1, v1), rtol=1e-14, atol=1e-14)
+            assert np.allclose(acc, want, rtol=1e-14, atol=1e-14)
         with pytest.raises(ValueError):
             fn(np.ones((4, 3)), u1, u2, u2, v2)
+        acc = np.arange(9.0).reshape(3, 3)
+        seen = acc + np.outer(acc[:, 0], acc[1])
+        one(acc, acc[:, 0], acc[1])
+        assert np.array_equal(acc, seen)
 
 
 # --- workspace ---------------------------------------------------------------------------

@@ -26,7 +26,9 @@ Preconditions, each checked (names' dimensions from
 
 1. the outer-product case: the matrix operand is 2-d, the other operand and the
    cotangent 1-d; the buffer is a name of dimension 2;
-2. the buffer shares no buffer with either factor (the kernel reads them while it writes);
+2. the kernel reads the factors while it writes the buffer: it copies a factor whose
+   memory may overlap the buffer's first (compared at run time, as the analysis of the
+   generated code's workspace tuples cannot tell them apart);
 3. (the transposed form) ``t = dot_grad_a(...)`` (or ``dot_grad_b``) is ``t``'s only
    binding and ``buf += transpose_back(t, None)`` its only read, later in the same block;
    every statement between them names neither ``buf`` nor a name that may share its buffer,
@@ -115,11 +117,9 @@ class _Scope:
         return None
 
     def update(self, buf: str, u: ast.expr, v: ast.expr, at: ast.stmt) -> ast.stmt | None:
-        """``add_outer(buf, u, v)`` placed as ``at``, where ``buf`` is a matrix sharing no
-        buffer with ``u`` or ``v`` (preconditions 1 and 2); else None."""
+        """``add_outer(buf, u, v)`` placed as ``at``, where ``buf`` is a matrix
+        (precondition 1); else None."""
         if self.ndims.get(buf) != 2:
-            return None
-        if self.flow.shares(buf) & {u.id, v.id}:
             return None
         call = ast.Call(func=ast.Name(id=self.kernel, ctx=ast.Load()),
                         args=[ast.Name(id=buf, ctx=ast.Load()), u, v], keywords=[])
