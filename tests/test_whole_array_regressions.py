@@ -1,8 +1,10 @@
 """Whole-array regressions by gradient descent (Numba's examples, ``benchmarks/
 whole_array.py``): the adjoint of ``np.dot(X, w)`` and ``np.dot(X.T, r)`` adds its outer
-products into ``dX`` in place (``backend/outer_updates.py``), one pass per step.  Values
-and every gradient element against central differences in both ``jit`` modes, and what
-the compiled code makes."""
+products into ``dX`` in place (``backend/outer_updates.py``), one pass per step, and an
+array the step makes afresh from arguments only (``-Y``) is stored once per loop, not
+per step (``ReadPolicy.hoisted``, precondition 20).  Values and every gradient element
+against central differences in both ``jit`` modes, and what the generated code makes
+and stores."""
 
 from __future__ import annotations
 
@@ -83,3 +85,27 @@ def test_buffer_read_between_keeps_the_transposed_update():
     src = jg.differentiate(shrinking_X, wrt=(0, 1, 2), jit=True).source(*_data(seed=2), 2)
     loop = src[src.index("range(steps - 1, -1, -1)"):]
     assert "transpose_back" in loop, src
+
+
+def invariant_in_place(Y, X, w, steps):
+    """``t`` is made from arguments only, but written in place: a new value every step."""
+    for i in range(steps):
+        t = -Y
+        t[0] = w[0] * i
+        w = w - 0.01 * np.dot(t * np.tanh(np.dot(X, w)), X)
+    return np.sum(w * w)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_invariant_array_stored_once(jit):
+    """``_t9 = -Y`` heads the step and reads arguments only: pushed once before the loop
+    and popped once before its adjoint; an array written in place after it is made
+    (``t[0] = ...``) is stored every step; both against central differences."""
+    args = (np.sign(_data()[0]), *_data()[1:], 3)
+    src = jg.differentiate(logistic_regression, wrt=(1, 2), jit=jit).source(*args)
+    assert "stored _t9 once per loop over _i, not per trip" in src, src
+    fwd = src[src.index("for _i in range(steps):"):src.index("range(steps - 1, -1, -1)")]
+    assert "_t9 = -Y" in fwd and "_tape_t9_1.append" not in fwd
+    check_grad(invariant_in_place, (*_data(seed=3), 3), wrt=(0, 1, 2), jit=jit)
+    src = jg.differentiate(invariant_in_place, wrt=(0, 1, 2), jit=jit).source(*_data(), 3)
+    assert "once per loop" not in src, src
