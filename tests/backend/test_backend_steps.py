@@ -432,6 +432,9 @@ OUTERS = adjoint("""
     r = h * 2.0
     dA += dot_grad_b(g, r, A)
     dB += dot_grad_a(g, B, C)
+    dB += dot_grad_b(h, h, B)
+    restore_into(h, g)
+    dB += dot_grad_b(h, h, B)
 """, params=("X", "w", "g", "h", "r", "A", "B", "C"), grads=("dX",))
 
 
@@ -440,11 +443,13 @@ def test_outer_updates_add_in_place():
     and ``dA += dot_grad_b(g, r, A)`` ``add_outer(dA, r, g)``; the transposed product's
     ``_dt3`` is added where it was made, factors swapped, and the two updates of ``dX``
     are one pass (``add_outers``); ``_dt4``'s is not moved (``dX`` is read between), the
-    updates of ``dA`` stay two (``r`` is rebound between), a matrix-matrix product
-    (``dB``) stays, and nothing changes without the dimensions or ``cached_calls``."""
+    updates of ``dA`` stay two (``r`` is rebound between), as do those of ``dB`` (``h``
+    copied into between: ``restore_into``), a matrix-matrix product stays, and nothing
+    changes without the dimensions or ``cached_calls``."""
     from jitgrad.kernels.arrays import dot_grad_a, dot_grad_b, transpose_back
+    from jitgrad.kernels.helpers import restore_into
     env = {"np": np, "dot_grad_a": dot_grad_a, "dot_grad_b": dot_grad_b,
-           "transpose_back": transpose_back}
+           "transpose_back": transpose_back, "restore_into": restore_into}
     ndims = {"X": 2, "dX": 2, "w": 1, "dw": 1, "g": 1, "h": 1, "r": 1, "_t3": 2,
              "_dt3": 2, "_dt4": 2, "A": 2, "dA": 2, "B": 2, "C": 2, "dB": 2, "s": 0}
     s = lowering(context(OUTERS, cached_calls=True, ndims=ndims, env=env))
@@ -461,6 +466,9 @@ def test_outer_updates_add_in_place():
             r = h * 2.0
             add_outer(dA, r, g)
             dB += dot_grad_a(g, B, C)
+            add_outer(dB, h, h)
+            restore_into(h, g)
+            add_outer(dB, h, h)
             return (y, dX)
     """)
     off = lowering(context(OUTERS, ndims=ndims, env=env))

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from ...kernels.arrays import dot_grad_a, dot_grad_b, transpose_back
-from ...rules.primitives import hides_writes
+from ...rules.primitives import copies_into, hides_writes
 from ..analysis import dataflow
 from ..analysis.dataflow import Dataflow
 from ..astutil import resolve
@@ -221,14 +221,26 @@ def _unchanged(between: list[ast.stmt], operands: list[ast.expr], sc: _Scope) ->
             if _names(s.value.args[0]) & sharing:
                 return False
             continue
-        for n in dataflow.own_expressions(s):
-            if isinstance(n, ast.Call) and hides_writes(called(n, sc.env)):
-                given = [*n.args, *(k.value for k in n.keywords)]
-                if isinstance(n.func, ast.Attribute) and hasattr(np.ndarray, n.func.attr):
-                    given.append(n.func.value)  # (a list's ``pop``: no array's method)
-                if any(_names(x) & sharing for x in given):
-                    return False
+        if any(_names(x) & sharing for n in dataflow.own_expressions(s)
+               if isinstance(n, ast.Call) for x in _written_by(n, sc.env)):
+            return False
     return True
+
+
+def _written_by(n: ast.Call, env: dict[str, Any]) -> list[ast.expr]:
+    """The arguments the call ``n`` may write into: the destination of an in-place copy
+    (``copies_into``: ``restore_into(dst, src)``), every argument (and an array method's
+    array) of a call that may write out of sight (``hides_writes``), else none."""
+    fn = called(n, env)
+    into = copies_into(fn)
+    if into is not None:
+        return n.args[into[0]:into[0] + 1]
+    if not hides_writes(fn):
+        return []
+    given = [*n.args, *(k.value for k in n.keywords)]
+    if isinstance(n.func, ast.Attribute) and hasattr(np.ndarray, n.func.attr):
+        given.append(n.func.value)  # (a list's ``pop``: no array's method)
+    return given
 
 
 def _transpose_update(s: ast.stmt, sc: _Scope) -> tuple[str | None, str]:
