@@ -16,7 +16,8 @@ from .cached import cached_overload, njit_cached
 
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
-           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul"]
+           "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul", "add_outer",
+           "add_outers"]
 
 
 def _is_array(t) -> bool:
@@ -266,6 +267,76 @@ def _ol_restore_into(dst, src):
     def impl(dst, src):
         for i in np.ndindex(dst.shape):
             dst[i] = src[i]
+    return impl
+
+
+# --- add_outer: a matrix adjoint's outer product, added in place -----------
+
+def add_outer(acc, u, v):
+    """``acc += np.outer(u, v)`` without the matrix of the product (``backend/
+    outer_updates.py``): ``acc[i, j] += u[i] * v[j]``; shapes that differ raise."""
+    add_outers(acc, u, v, u[:0], v[:0])
+
+
+def add_outers(acc, u1, v1, u2, v2):
+    """``acc += np.outer(u1, v1) + np.outer(u2, v2)``, one pass over ``acc`` (``u2`` and
+    ``v2`` may be empty: no second product)."""
+    if np.shape(acc) != (np.size(u1), np.size(v1)) or np.size(u2) and np.shape(acc) != (
+            np.size(u2), np.size(v2)):
+        raise ValueError(SHAPE_MISMATCH)
+    acc += np.outer(u1, v1)
+    if np.size(u2):
+        acc += np.outer(u2, v2)
+
+
+@njit_cached
+def _span(a):
+    """The first and one-past-last byte addresses ``a``'s elements may occupy."""
+    lo = hi = a.ctypes.data
+    for k in range(a.ndim):
+        reach = (a.shape[k] - 1) * a.strides[k]
+        if a.shape[k] == 0:
+            return lo, lo
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    return lo, hi + a.itemsize
+
+
+@njit_cached
+def _apart(acc, x):
+    """``x``, or a copy of it where its memory may overlap ``acc``'s (the update writes
+    ``acc`` while it reads ``x``)."""
+    a0, a1 = _span(acc)
+    x0, x1 = _span(x)
+    return x.copy() if x0 < a1 and a0 < x1 else x
+
+
+@cached_overload(add_outer)
+def _ol_add_outer(acc, u, v):
+    def impl(acc, u, v):
+        add_outers(acc, u, v, u[:0], v[:0])
+    return impl
+
+
+@cached_overload(add_outers)
+def _ol_add_outers(acc, u1, v1, u2, v2):
+    def impl(acc, u1, v1, u2, v2):
+        m, n = acc.shape
+        two = u2.shape[0] != 0
+        if u1.shape[0] != m or v1.shape[0] != n or two and (
+                u2.shape[0] != m or v2.shape[0] != n):
+            raise ValueError(SHAPE_MISMATCH)
+        u1, v1, u2, v2 = _apart(acc, u1), _apart(acc, v1), _apart(acc, u2), _apart(acc, v2)
+        rows = acc.strides[0] >= acc.strides[1]  # rows of acc contiguous: j inner
+        for i in range(m if rows else n):
+            for j in range(n if rows else m):
+                r, c = (i, j) if rows else (j, i)
+                t = u1[r] * v1[c]
+                if two:
+                    t += u2[r] * v2[c]
+                acc[r, c] += t
     return impl
 
 

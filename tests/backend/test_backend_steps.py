@@ -416,6 +416,97 @@ def test_view_updates_update_views_only():
     assert "_view" not in after("view_updates", off)
 
 
+# --- outer updates -----------------------------------------------------------------------
+
+OUTERS = adjoint("""
+    y = np.sum(np.dot(X, w))
+""", "dX = np.zeros_like(X)", """
+    dX += dot_grad_a(g, X, w)
+    _dt3 = dot_grad_a(h, _t3, r)
+    dw += dot_grad_b(g, X, w)
+    dX += transpose_back(_dt3, None)
+    _dt4 = dot_grad_b(h, r, _t3)
+    s = np.sum(dX)
+    dX += transpose_back(_dt4, None)
+    dA += dot_grad_b(g, r, A)
+    r = h * 2.0
+    dA += dot_grad_b(g, r, A)
+    dB += dot_grad_a(g, B, C)
+    dB += dot_grad_b(h, h, B)
+    restore_into(h, g)
+    dB += dot_grad_b(h, h, B)
+""", params=("X", "w", "g", "h", "r", "A", "B", "C"), grads=("dX",))
+
+
+def test_outer_updates_add_in_place():
+    """``dX += dot_grad_a(g, X, w)`` (X 2-d, w and g 1-d) becomes ``add_outer(dX, g, w)``
+    and ``dA += dot_grad_b(g, r, A)`` ``add_outer(dA, r, g)``; the transposed product's
+    ``_dt3`` is added where it was made, factors swapped, and the two updates of ``dX``
+    are one pass (``add_outers``); ``_dt4``'s is not moved (``dX`` is read between), the
+    updates of ``dA`` stay two (``r`` is rebound between), as do those of ``dB`` (``h``
+    copied into between: ``restore_into``), a matrix-matrix product stays, and nothing
+    changes without the dimensions or ``cached_calls``."""
+    from jitgrad.kernels.arrays import dot_grad_a, dot_grad_b, transpose_back
+    from jitgrad.kernels.helpers import restore_into
+    env = {"np": np, "dot_grad_a": dot_grad_a, "dot_grad_b": dot_grad_b,
+           "transpose_back": transpose_back, "restore_into": restore_into}
+    ndims = {"X": 2, "dX": 2, "w": 1, "dw": 1, "g": 1, "h": 1, "r": 1, "_t3": 2,
+             "_dt3": 2, "_dt4": 2, "A": 2, "dA": 2, "B": 2, "C": 2, "dB": 2, "s": 0}
+    s = lowering(context(OUTERS, cached_calls=True, ndims=ndims, env=env))
+    assert after("outer_updates", s) == code("""
+        def f_grad(X, w, g, h, r, A, B, C, _dret):
+            y = np.sum(np.dot(X, w))
+            dX = np.zeros_like(X)
+            add_outers(dX, g, w, r, h)
+            dw += dot_grad_b(g, X, w)
+            _dt4 = dot_grad_b(h, r, _t3)
+            s = np.sum(dX)
+            dX += transpose_back(_dt4, None)
+            add_outer(dA, r, g)
+            r = h * 2.0
+            add_outer(dA, r, g)
+            dB += dot_grad_a(g, B, C)
+            add_outer(dB, h, h)
+            restore_into(h, g)
+            add_outer(dB, h, h)
+            return (y, dX)
+    """)
+    off = lowering(context(OUTERS, ndims=ndims, env=env))
+    assert "add_outer" not in after("outer_updates", off)
+    flat = lowering(context(OUTERS, cached_calls=True, env=env))
+    assert "add_outer" not in after("outer_updates", flat)
+
+
+def test_add_outer_kernels():
+    """``add_outer``/``add_outers`` add outer products into a C or F (transposed) matrix in
+    place, compiled and not; a factor of the wrong length raises; factors that are views
+    of the matrix are read as they were (the compiled kernel copies them first)."""
+    import numba
+    import pytest
+
+    from jitgrad.kernels.helpers import add_outer, add_outers
+    rng = np.random.default_rng(1)
+    u1, u2, v1, v2 = rng.normal(size=4), rng.normal(size=4), rng.normal(size=3), rng.normal(size=3)
+    want = 2 * np.outer(u1, v1) + np.outer(u2, v2) + 1.0
+
+    @numba.njit
+    def both(acc, u1, v1, u2, v2):
+        add_outer(acc, u1, v1)
+        add_outers(acc, u1, v1, u2, v2)
+
+    for fn, one in ((both, numba.njit(lambda a, u, v: add_outer(a, u, v))),
+                    (both.py_func, add_outer)):
+        for acc in (np.ones((4, 3)), np.ones((3, 4)).T):
+            fn(acc, u1, v1, u2, v2)
+            assert np.allclose(acc, want, rtol=1e-14, atol=1e-14)
+        with pytest.raises(ValueError):
+            fn(np.ones((4, 3)), u1, u2, u2, v2)
+        acc = np.arange(9.0).reshape(3, 3)
+        seen = acc + np.outer(acc[:, 0], acc[1])
+        one(acc, acc[:, 0], acc[1])
+        assert np.array_equal(acc, seen)
+
+
 # --- workspace ---------------------------------------------------------------------------
 
 TAPED = adjoint("""

@@ -38,6 +38,7 @@ from .loop_buffers import loop_buffers
 from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, with_workspace
 from .lower import _without_dead_loops as without_dead_loops
 from .optimize import dead_code, dead_code_variants
+from .outer_updates import outer_updates
 from .shape_only import shape_stand_ins
 from .view_updates import view_updates
 from .write_once import write_once
@@ -74,6 +75,8 @@ ZERO_SKIPS = "zero cotangents skipped"
 CACHED_CALLS = "cached numpy calls"
 #: augmented assignments into views of arrays update the view (``jit=True``)
 VIEW_UPDATES = "view updates"
+#: outer products of a matrix product's adjoint are added into their buffer in place
+OUTER_UPDATES = "outer updates"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -897,6 +900,44 @@ def view_updates_(s: Lowering) -> None:
         s.body = view_updates(s.body, s.ctx.ndims, s.params)
 
 
+def outer_updates_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), a matrix product's adjoint adds its
+    outer product into the gradient buffer in place, ``add_outer(dX, g, w)``, instead of
+    making the matrix and adding it (``backend/outer_updates.py``).
+
+    >>> print(example("outer_updates", '''
+    ... def f(X, w):
+    ...     return np.sum(np.tanh(np.dot(X, w)))
+    ... ''', args=(np.ones((3, 2)), np.ones(2)), jit=True))
+    def f_grad_1(X, w, _dret):
+        _t3 = np.dot(X, w)
+        # one loop over the elements of _t3 (arrays kept: _t2; no arrays for: none)
+        _t2 = np.empty_like(_t3)
+        _t_sum = 0.0
+        for _k in range(_t3.shape[0]):
+            _t2_e = np.tanh(_t3[_k])
+            _t_sum += _t2_e
+            _t2[_k] = _t2_e
+        _t = _t_sum
+        dX = np.zeros_like(X)
+        dw = np.zeros_like(w)
+        # line 2: return np.sum(np.tanh(np.dot(X, w)))
+        # one loop over the elements of _t2 (arrays kept: _dt3; no arrays for: _dt2)
+        _dt3 = np.empty_like(_t2)
+        for _k2 in range(_t2.shape[0]):
+            _dt2_e = _dret
+            _dt3_e = _dt2_e * (1.0 - _t2[_k2] * _t2[_k2])
+            _dt3[_k2] = _dt3_e
+        add_outer(dX, _dt3, w)
+        dw += dot_grad_b(_dt3, X, w)
+        return (_t, (dX, dw))
+    """
+    if s.ctx.cached_calls and s.ctx.ndims is not None:
+        flow = dataflow.Dataflow(s.body, shared=s.ctx.ir.shared, is_array=s.ctx.is_array,
+                                 env=s.ctx.env)
+        s.body = outer_updates(s.body, s.ctx.ndims, s.ctx.env, flow, s.ctx.accessor)
+
+
 def unparse_(s: Lowering) -> None:
     """The function printed (``emit.unparse``: comment markers become comments).
 
@@ -933,6 +974,7 @@ BACKEND: list[BackendPass] = check([
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
+    step("outer_updates", outer_updates_, [ACCESSORS], [OUTER_UPDATES]),
     step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
     step("unparse", unparse_, [], [TEXT], on_text=True),

@@ -98,6 +98,15 @@ their own names (``ReadPolicy.remake``; one rerun per trip for all of them).  Pr
     (``TAPE_COST`` each; the primitive table).
 The rerun binds fresh names except for the arrays remade, each of which has that one
 definition: in the trip's adjoint they then hold what the forward trip gave them.
+
+An array stored for the adjoint is stored once per run of a loop it is invariant in, as a
+scalar is (preconditions 4 and 5: ``_t9 = -Y`` at the top of a gradient-descent step is
+pushed once, by reference, before the loop, not every step), where besides:
+
+20. its one definition binds it to a new array (an allocation, whole-array arithmetic:
+    ``_alone_new``), nothing writes into its buffer and no other name, alias group or view
+    shares it: the one array pushed then holds, in every trip's adjoint, the value each
+    trip's own array held (the adjoint reads it, never writes it).
 """
 
 from __future__ import annotations
@@ -221,18 +230,20 @@ class ReadPolicy:
         return self._typed
 
     def hoisted(self, n: str, s: ast.stmt) -> tuple[ast.For, ast.expr | None] | None:
-        """Where the scalar ``n``, stored for the adjoint of ``s``, can be stored once per
-        run of a loop ``L`` around ``s`` instead of once per trip (the module's
-        preconditions 4 and 5): ``(L, None)`` where ``L`` does not bind ``n`` (``n`` is
+        """Where the scalar (or array) ``n``, stored for the adjoint of ``s``, can be stored
+        once per run of a loop ``L`` around ``s`` instead of once per trip (the module's
+        preconditions 4, 5 and 20): ``(L, None)`` where ``L`` does not bind ``n`` (``n`` is
         pushed before ``L``), ``(L, e)`` where ``n = e`` heads ``L``'s body with ``e``
         invariant there (``e`` is pushed); the outermost such loop; else None."""
         an = self.an
         k = an.kind(n)
         loops = an.enclosing_loops(s)
-        if k.is_array or k.ndim != 0 or not loops or any(
+        if not (k.is_array or k.ndim == 0) or not loops or any(
                 CHECKPOINTED.get(x) or is_prange(x) for x in loops):
             return None
         defs = an.defs.get(n, [])
+        if k.is_array and not (len(defs) == 1 and self._alone_new(n, defs[0])):
+            return None  # precondition 20
         for loop in loops:  # outermost first: the fewest pushes
             if dataflow.loop_index(loop) is None:
                 continue
