@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -216,16 +216,28 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
 
 
 def walk_stmts(body: list[ast.stmt]):
-    """Every statement of ``body`` and of the blocks nested in it, in source order (a
-    nested generator only for a block that holds statements: most hold none)."""
-    for s in body:
-        yield s
-        sub = getattr(s, "body", None)
-        if sub.__class__ is list and sub:
-            yield from walk_stmts(sub)
-        sub = getattr(s, "orelse", None)
-        if sub.__class__ is list and sub:
-            yield from walk_stmts(sub)
+    """Every statement of ``body`` and of the blocks nested in it, in source order; one
+    generator with a stack of the blocks being walked (nested generators resumed each
+    other once per statement and level).  A statement's ``body`` is read once it has
+    been yielded, its ``orelse`` once its ``body`` has been walked."""
+    stack: list[tuple[Iterator[ast.stmt], ast.stmt | None]] = [(iter(body), None)]
+    while stack:
+        it, owner = stack[-1]
+        for s in it:
+            yield s
+            sub = getattr(s, "body", None)
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), s))  # (its orelse is read when the body is done)
+                break
+            sub = getattr(s, "orelse", None)
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), None))
+                break
+        else:
+            stack.pop()
+            sub = getattr(owner, "orelse", None) if owner is not None else None
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), None))
 
 
 def relocate(s: ast.stmt, at: ast.AST) -> None:
