@@ -105,7 +105,7 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
         for f in _name_fields(cls) if fields is None else fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
-                out.extend(x for x in v if isinstance(x, ast.AST))
+                out += [x for x in v if isinstance(x, ast.AST)]
             elif isinstance(v, ast.AST):
                 out.append(v)
     return out
@@ -153,15 +153,19 @@ def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
         n = todo.pop()
         cls = n.__class__
         if cls is ast.Name:
-            if isinstance(n.ctx, ctx):
+            if n.ctx.__class__ is ctx:  # (the contexts are leaf classes)
                 out.add(n.id)
-        elif cls is not ast.Constant and isinstance(n, ast.AST):
-            fields = fields_of(cls)
-            for f in _name_fields(cls) if fields is None else fields:
+        elif cls is not ast.Constant:
+            fields = fields_of(cls)  # (known only for node classes: others are checked)
+            if fields is None:
+                if not isinstance(n, ast.AST):
+                    continue
+                fields = _name_fields(cls)
+            for f in fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
-                elif isinstance(v, ast.AST):
+                elif v is not None:
                     todo.append(v)
     return out
 
@@ -181,13 +185,17 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
                 count += 1
                 if count == limit:
                     return count
-        elif cls is not ast.Constant and isinstance(n, ast.AST):
-            fields = fields_of(cls)
-            for f in _name_fields(cls) if fields is None else fields:
+        elif cls is not ast.Constant:
+            fields = fields_of(cls)  # (known only for node classes: others are checked)
+            if fields is None:
+                if not isinstance(n, ast.AST):
+                    continue
+                fields = _name_fields(cls)
+            for f in fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
-                elif isinstance(v, ast.AST):
+                elif v is not None:
                     todo.append(v)
     return count
 
@@ -257,7 +265,7 @@ def children(n: ast.AST) -> list[ast.AST]:
     for f in n._fields:
         v = getattr(n, f, None)
         if v.__class__ is list:
-            out.extend(x for x in v if isinstance(x, ast.AST))
+            out += [x for x in v if isinstance(x, ast.AST)]
         elif isinstance(v, ast.AST):
             out.append(v)
     return out
