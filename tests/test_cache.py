@@ -58,8 +58,9 @@ t = time.perf_counter()
 dx, dk = energy.grad(x, 2.0)
 seconds = time.perf_counter() - t
 info = energy.cache_info()
+sweeps = [energy.source(x, 2.0, stage=s) for s in ("forward", "adjoint")]
 print(json.dumps({{"dx": dx.tolist(), "dk": dk, "seconds": seconds, "transforms": len(calls),
-                  **info}}))
+                  "sweeps": sweeps, **info}}))
 '''
 
 
@@ -102,6 +103,10 @@ def test_second_process_loads_from_disk(tmp_path):
     assert (second["hits"], second["misses"], second["transforms"]) == (1, 0, 0)
     assert (second["numba_hits"], second["numba_misses"]) == (1, 0)
     assert second["seconds"] < first["seconds"]
+    # the one-sweep sources (written when first read) are kept with the rest
+    assert second["sweeps"] == first["sweeps"]
+    assert [s.split("(")[0] for s in first["sweeps"]] == ["def energy_forward",
+                                                          "def energy_adjoint"]
     for res in (first, second):
         res["folder"] = tmp_path
         _check_fd(res, 2.0)

@@ -191,16 +191,18 @@ def names_in(node: ast.AST) -> set[str]:
             continue
         if cls is ast.arg:
             out.add(n.arg)
-        elif isinstance(n, (ast.FunctionDef, ast.Lambda)) and hasattr(n, "name"):
+        elif (cls is ast.FunctionDef or cls is ast.Lambda) and hasattr(n, "name"):
             out.add(n.name)
-        elif not isinstance(n, ast.AST):
-            continue
-        fields = fields_of(cls)
-        for f in _name_fields(cls) if fields is None else fields:
+        fields = fields_of(cls)  # (known only for node classes: others are checked)
+        if fields is None:
+            if not isinstance(n, ast.AST):
+                continue
+            fields = _name_fields(cls)
+        for f in fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
                 todo.extend(v)
-            elif isinstance(v, ast.AST):
+            elif v is not None:
                 todo.append(v)
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -105,7 +105,7 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
         for f in _name_fields(cls) if fields is None else fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
-                out.extend(x for x in v if isinstance(x, ast.AST))
+                out += [x for x in v if isinstance(x, ast.AST)]
             elif isinstance(v, ast.AST):
                 out.append(v)
     return out
@@ -153,15 +153,19 @@ def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
         n = todo.pop()
         cls = n.__class__
         if cls is ast.Name:
-            if isinstance(n.ctx, ctx):
+            if n.ctx.__class__ is ctx:  # (the contexts are leaf classes)
                 out.add(n.id)
-        elif cls is not ast.Constant and isinstance(n, ast.AST):
-            fields = fields_of(cls)
-            for f in _name_fields(cls) if fields is None else fields:
+        elif cls is not ast.Constant:
+            fields = fields_of(cls)  # (known only for node classes: others are checked)
+            if fields is None:
+                if not isinstance(n, ast.AST):
+                    continue
+                fields = _name_fields(cls)
+            for f in fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
-                elif isinstance(v, ast.AST):
+                elif v is not None:
                     todo.append(v)
     return out
 
@@ -181,13 +185,17 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
                 count += 1
                 if count == limit:
                     return count
-        elif cls is not ast.Constant and isinstance(n, ast.AST):
-            fields = fields_of(cls)
-            for f in _name_fields(cls) if fields is None else fields:
+        elif cls is not ast.Constant:
+            fields = fields_of(cls)  # (known only for node classes: others are checked)
+            if fields is None:
+                if not isinstance(n, ast.AST):
+                    continue
+                fields = _name_fields(cls)
+            for f in fields:
                 v = getattr(n, f, None)
                 if v.__class__ is list:
                     todo.extend(v)
-                elif isinstance(v, ast.AST):
+                elif v is not None:
                     todo.append(v)
     return count
 
@@ -216,16 +224,28 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
 
 
 def walk_stmts(body: list[ast.stmt]):
-    """Every statement of ``body`` and of the blocks nested in it, in source order (a
-    nested generator only for a block that holds statements: most hold none)."""
-    for s in body:
-        yield s
-        sub = getattr(s, "body", None)
-        if sub.__class__ is list and sub:
-            yield from walk_stmts(sub)
-        sub = getattr(s, "orelse", None)
-        if sub.__class__ is list and sub:
-            yield from walk_stmts(sub)
+    """Every statement of ``body`` and of the blocks nested in it, in source order; one
+    generator with a stack of the blocks being walked (nested generators resumed each
+    other once per statement and level).  A statement's ``body`` is read once it has
+    been yielded, its ``orelse`` once its ``body`` has been walked."""
+    stack: list[tuple[Iterator[ast.stmt], ast.stmt | None]] = [(iter(body), None)]
+    while stack:
+        it, owner = stack[-1]
+        for s in it:
+            yield s
+            sub = getattr(s, "body", None)
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), s))  # (its orelse is read when the body is done)
+                break
+            sub = getattr(s, "orelse", None)
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), None))
+                break
+        else:
+            stack.pop()
+            sub = getattr(owner, "orelse", None) if owner is not None else None
+            if sub.__class__ is list and sub:
+                stack.append((iter(sub), None))
 
 
 def relocate(s: ast.stmt, at: ast.AST) -> None:
@@ -245,7 +265,7 @@ def children(n: ast.AST) -> list[ast.AST]:
     for f in n._fields:
         v = getattr(n, f, None)
         if v.__class__ is list:
-            out.extend(x for x in v if isinstance(x, ast.AST))
+            out += [x for x in v if isinstance(x, ast.AST)]
         elif isinstance(v, ast.AST):
             out.append(v)
     return out

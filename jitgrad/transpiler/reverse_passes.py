@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -292,8 +293,13 @@ def lower_(u: Unit) -> None:
         u.sources[v] = s.text
     u.reads = passes.global_names(ctx, lowered.values())
     u.element_loops = ctx.element_loops
-    for part in lower.PARTS:
-        u.sources[part] = passes.sweep_text(ctx, lower.lower(u.ir, part, f"{u.name}_{part}"))
+    for part in lower.PARTS:  # (for reading only: written when first asked for)
+        u.sources.later[part] = functools.partial(_sweep_text, ctx, part, f"{u.name}_{part}")
+
+
+def _sweep_text(ctx: passes.Context, part: str, fname: str) -> str:
+    """The source of the one-sweep function ``part`` (``lower.PARTS``) of ``ctx``'s IR."""
+    return passes.sweep_text(ctx, lower.lower(ctx.ir, part, fname))
 
 
 def _fuses_elements(u: Unit) -> bool:

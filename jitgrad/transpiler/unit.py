@@ -20,6 +20,28 @@ from .nodes import clone
 from .notes import checkpoint
 
 
+class Sources(dict):
+    """Variant -> generated source; the sources in ``later`` (the one-sweep functions, for
+    reading only) are written when first read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.later: dict[str, Callable[[], str]] = {}
+
+    def __missing__(self, variant: str) -> str:
+        make = self.later.pop(variant, None)
+        if make is None:
+            raise KeyError(variant)
+        self[variant] = text = make()
+        return text
+
+    def written(self) -> dict[str, str]:
+        """Every source, those still to write written now (what the disk cache keeps)."""
+        for v in list(self.later):
+            self[v]  # noqa: B018 (written by ``__missing__``)
+        return dict(self)
+
+
 @dataclass
 class Unit:
     """The function being transformed and everything the passes have learnt about it."""
@@ -38,8 +60,9 @@ class Unit:
     kinds: dict[str, Kind] = field(default_factory=dict)
     analysis: Analysis | None = None
     ir: Adjoint | None = None
-    #: lowered source per variant, and the generated function name of each
-    sources: dict[str, str] = field(default_factory=dict)
+    #: lowered source per variant (some written when first read), and the generated
+    #: function name of each
+    sources: dict[str, str] = field(default_factory=Sources)
     names: dict[str, str] = field(default_factory=dict)
     #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
     reads: set[str] | None = None

@@ -30,7 +30,7 @@ from ...rules.primitives import (
 )
 from ..astutil import resolve
 from ..naming import is_generated
-from ..nodes import walk, walk_stmts
+from ..nodes import nodes_of, walk, walk_stmts
 from ..notes import AUG, BLOCK, END, KIND, LOOP_SEQ, PARAM_OF, POS, checkpoint
 from . import dataflow
 from .effects import refuse_hidden_writes
@@ -379,7 +379,7 @@ def _defs_and_uses(body: list[ast.stmt], stmts: list[ast.stmt], an: Analysis,
         else:
             parts = [s]
         for p in parts:
-            for n in walk(p):
+            for n in nodes_of(p):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     an.uses.setdefault(n.id, []).append(s)
 
@@ -818,10 +818,10 @@ def _modes(body: list[ast.stmt], an: Analysis, args: list[str], returns) -> None
                 if isinstance(s.value, ast.Subscript) and isinstance(s.value.value, ast.Name):
                     buffer.add(s.value.value.id)
                 if is_permutation(s) or isinstance(s, ast.AugAssign):
-                    for n in walk(s):
+                    for n in nodes_of(s):
                         if isinstance(n, ast.Name):
                             buffer.add(n.id)
-                for n in walk(s.value):
+                for n in nodes_of(s.value):
                     if isinstance(n, ast.Name):
                         uses.setdefault(n.id, []).append((bid, i))
                 if isinstance(t, ast.Name):

@@ -46,6 +46,7 @@ from ...rules.primitives import LIBRARY_ROOTS
 from ..front.numba_kernels import kernel_function
 from ..front.split import run_as_python, split_sources
 from ..pipeline import Generated, Unit
+from ..unit import Sources
 from .jit import Compiled, imports
 from .lower import VARIANTS
 
@@ -484,7 +485,7 @@ class Store:
             return None
         self.stats["hits"] += 1
         meta = mod.__jitgrad__
-        unit = Unit(self.func, sources=dict(meta["sources"]), names=dict(meta["names"]),
+        unit = Unit(self.func, sources=Sources(meta["sources"]), names=dict(meta["names"]),
                     wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
         return Generated(unit, list(meta["return_kinds"]),
                          compile_module(mod, self.jit, self.options),
@@ -496,7 +497,7 @@ class Store:
         u = gen.unit
         where = self._where(u.wrt, u.arg_kinds, gen.float64)
         if where is not None:
-            meta = {"format": FORMAT, "names": u.names, "sources": u.sources,
+            meta = {"format": FORMAT, "names": u.names, "sources": u.sources.written(),
                     "return_kinds": gen.return_kinds,
                     "callables": sorted(u.ir.callables | u.ir.compiled),
                     "workspaces": u.workspaces, "written": sorted(gen.written)}

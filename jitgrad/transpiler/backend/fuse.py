@@ -145,22 +145,22 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
         return None
     i = fwd.target.id if isinstance(fwd, ast.For) and isinstance(fwd.target, ast.Name) else ""
     flow = _body_flow(body, shared, is_array, env)
-    local = _trip_local(body, a, b, shared, is_array, env, flow)
+    fwd_plain = plain_loop(fwd)  # (each a walk of the loop: asked once here)
+    plain = fwd_plain and plain_loop(rev)
+    local = _trip_local(body, a, b, shared, is_array, env, flow, plain)
     w_f = dataflow.binds_in(fwd.body) - local | {i}
     exposed_rev = exposed_reads(rev.body) - tapes - local - {i}
     # the adjoint of an iteration would read another's value; or something that moves
     # writes an array (an alias of it could see the new order)
     apart: set[str] = set()
-    if not (plain_loop(fwd) and plain_loop(rev) and fwd.target.id == rev.target.id) \
-            or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None, env):
-        apart = _kept_apart(body, a, b, tapes, shared, is_array, env, flow)
+    own = not (plain and fwd.target.id == rev.target.id) \
+        or not _order_free(body, a, b, exposed_rev & w_f, tapes, shared, None, env)
+    if own:  # the arrays of an iteration's own might make it so: asked last
+        apart = _kept_apart(body, a, b, tapes, shared, is_array, env, flow, fwd_plain)
         if not _may_own(fwd.body, rev.body, exposed_rev & w_f, tapes | apart | local,
                         is_array, bool(apart or local)):
             dependent.add(key)
             return None
-        own = True  # the arrays of an iteration's own might make it so: asked last
-    else:
-        own = False
     w_r = dataflow.binds_in(rev.body) - local | {i}  # (after the tests above: most loops fail them)
     pre, mid, post = body[:a], body[a + 1:b], body[b + 1:]
     if not _mid_movable(body, mid, fwd, tapes, shared, is_array, env, flow):
@@ -261,14 +261,16 @@ def _element_writes(body: list[ast.stmt]) -> set[str | None]:
 
 def _kept_apart(body: list[ast.stmt], a: int, b: int, tapes: set[str],
                 shared: dict[str, str], is_array: Callable[[str], bool | None] | None,
-                env: dict[str, Any] | None, flow: FlowOf | None = None) -> set[str]:
+                env: dict[str, Any] | None, flow: FlowOf | None = None,
+                plain: bool | None = None) -> set[str]:
     """The arrays the forward loop ``body[a]`` writes elements of that neither its reversed
     loop ``body[b]`` nor a statement between them that would move before the fused loop
     (``_split``) names, nor any name that may share their buffer
     (``dependence.kept_apart_arrays``): fused, the forward iterations still write and read
     them in their own order, and what runs after them still sees them as they left them.
-    Nothing without the kinds or where the forward loop is not plain."""
-    if is_array is None or not plain_loop(body[a]):
+    Nothing without the kinds or where the forward loop is not plain (``plain``: whether
+    it is, where the caller knows)."""
+    if is_array is None or not (plain_loop(body[a]) if plain is None else plain):
         return set()
     fwd = body[a]
     written = {n for n in _element_writes(fwd.body) - tapes if n is not None}
@@ -305,7 +307,8 @@ def _mid_movable(body: list[ast.stmt], mid: list[ast.stmt], fwd: ast.stmt, tapes
 
 def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
                 is_array: Callable[[str], bool | None] | None,
-                env: dict[str, Any] | None, flow: FlowOf | None = None) -> set[str]:
+                env: dict[str, Any] | None, flow: FlowOf | None = None,
+                plain: bool | None = None) -> set[str]:
     """The arrays made once before the forward loop ``body[a]`` that carry nothing from one
     trip of it, or of its reversed loop ``body[b]``, to the next: bound once in ``body``,
     before ``body[a]``, to a new array no other name shares (``Dataflow.shares``), named by
@@ -315,8 +318,10 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     zero (``np.zeros``, ``np.zeros_like``) and every reversed trip leaves it zero
     (``dependence.reset``).  Fused, each iteration still finds it as it would apart: set
     by itself, or zero.  Nothing without the kinds or the namespace ``env``, or where a
-    loop is not plain."""
-    if is_array is None or not (plain_loop(body[a]) and plain_loop(body[b])):
+    loop is not plain (``plain``: whether both are, where the caller knows)."""
+    if plain is None:
+        plain = plain_loop(body[a]) and plain_loop(body[b])
+    if is_array is None or not plain:
         return set()
     fwd, rev = body[a], body[b]
     made: dict[str, list[int]] = {}
@@ -330,7 +335,7 @@ def _trip_local(body: list[ast.stmt], a: int, b: int, shared: dict[str, str],
     if not made:
         return set()
     for k, s in enumerate(body):  # named elsewhere but for its shape: not trip-local
-        if k not in (a, b):
+        if k not in (a, b) and not made.keys().isdisjoint(names_in(s)):
             used = beyond_shape([s], env)
             made = {n: at for n, at in made.items() if at[0] == k or n not in used}
             if not made:

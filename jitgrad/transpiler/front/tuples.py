@@ -324,6 +324,8 @@ def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], name
     the new body and returned values.  ``tuples``: the tuple arguments (``flatten_params``),
     whose entries are the parameters themselves."""
     tuples = tuples or {}
+    if not tuples and not _any_tuple(body):
+        return body, returns  # (no tuple is made: none to split)
     fixed = {p: v[0] for p, v in tuples.items()}
     for _ in range(_ROUNDS):
         shapes = _candidates(_Uses(body, returns, params), fixed)
@@ -343,6 +345,11 @@ def split(body: list[ast.stmt], returns: list[ast.expr], params: list[str], name
         for s in body:
             ast.fix_missing_locations(s)
     return body, returns
+
+
+def _any_tuple(body: list[ast.stmt]) -> bool:
+    """Does ``body`` hold a tuple display (without one, no local tuple is made)?"""
+    return any(n.__class__ is ast.Tuple for s in body for n in nodes_of(s))
 
 
 def _as_list(s: ast.stmt | list[ast.stmt]) -> list[ast.stmt]:
@@ -375,6 +382,8 @@ def refuse_whole(body: list[ast.stmt], returns: list[ast.expr], params: list[str
                 raise parsed.error("nested tuple targets are supported where they unpack a "
                                    "tuple jitgrad splits into its entries, not here", n,
                                    "unpack in two steps")
+    if not tuples:
+        return
     uses = _Uses(body, returns, params)
     for p, (shape, _, wrt) in tuples.items():
         if p not in uses.assigns and p not in uses.reads:

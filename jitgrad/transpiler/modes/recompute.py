@@ -28,7 +28,7 @@ from ..analysis.analyse import Analysis, primitive_of
 from ..analysis.cost import READ_COST, TAPE_COST, Decision, Plan, decide, op_cost
 from ..astutil import resolve
 from ..front.desugar import name
-from ..nodes import clone, replace_names, walk, walk_stmts
+from ..nodes import clone, nodes_of, replace_names, walk, walk_stmts
 from ..notes import BLOCK, CHECKPOINTED, END, POS, checkpoint
 from .counters import Counters
 from .policy import ReadPolicy, compose
@@ -444,7 +444,7 @@ class _Again:
     def value(self) -> ast.expr | None:
         """The expression giving ``n`` again, or None (``plan.why``)."""
         n, v = self.n, self.d.value
-        for m in walk(v):
+        for m in nodes_of(v):
             if isinstance(m, ast.Name) and m.id in self.changed_by_d:
                 self.why(f"{n} reads its own old value")
                 return None
