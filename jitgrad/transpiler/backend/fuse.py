@@ -50,7 +50,7 @@ from ..analysis.dependence import (
 from ..astutil import exposed_reads, resolve
 from ..naming import names_in
 from ..nodes import loaded_ids, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
+from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, TRIP_ROOM, checkpoint, is_prange
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -188,12 +188,33 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                                      orelse=[]), fwd)
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array, env),
                              tapes)
-    pre = [x for x in pre if HOISTED.get(x) != pos]
+    pre = _room_of_one_trip(pre, pos)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _room_of_one_trip(pre: list[ast.stmt], pos: object) -> list[ast.stmt]:
+    """``pre`` with the reservations made for all the trips of the loop at ``pos`` (being
+    fused) asking for one iteration's room: those for an inner loop's dropped (``HOISTED``,
+    the inner reserve finds it), those of one entry per trip for one entry."""
+    return [_one_trip_room(x) if TRIP_ROOM.get(x) == pos else x
+            for x in pre if HOISTED.get(x) != pos]
+
+
+def _one_trip_room(x: ast.Assign) -> ast.Assign:
+    """A copy of the reservation ``tape = tape_reserve(tape, cur, trips)`` (``TRIP_ROOM``:
+    one entry per trip of the loop being fused) asking for one entry: each fused
+    iteration pops what it pushed, so the cursor never passes where it began plus one
+    (the tape 31843 entries long for GradBench ba's observations is one long).  A copy:
+    the variants of a function share statements, and an unfused one needs the room."""
+    call = x.value
+    new = ast.copy_location(ast.Assign(targets=x.targets, value=ast.Call(
+        func=call.func, args=[*call.args[:2], ast.Constant(value=1)], keywords=[])), x)
+    PUSH.set(new, True)
+    return new
 
 
 def _in_adjoint(stmts: list[ast.stmt], pos: object) -> list[ast.stmt]:
