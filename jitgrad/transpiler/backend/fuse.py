@@ -33,6 +33,7 @@ move before the fused loop (``_mid_movable``).
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,16 @@ from ..analysis.dependence import (
 from ..astutil import exposed_reads, resolve
 from ..naming import names_in
 from ..nodes import loaded_ids, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, TRIP_ROOM, checkpoint, is_prange
+from ..notes import (
+    CHECKPOINTED,
+    HOISTED,
+    PUSH,
+    SWEEP,
+    TAPED,
+    TRIP_ROOM,
+    checkpoint,
+    is_prange,
+)
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -188,7 +198,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
                                      orelse=[]), fwd)
     loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array, env),
                              tapes)
-    pre = _room_of_one_trip(pre, pos)
+    pre = _room_of_one_trip(pre, pos, loop.body)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
@@ -196,20 +206,39 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     return [*pre, *hoist, note, loop, *stay, *post]
 
 
-def _room_of_one_trip(pre: list[ast.stmt], pos: object) -> list[ast.stmt]:
-    """``pre`` with the reservations made for all the trips of the loop at ``pos`` (being
-    fused) asking for one iteration's room: those for an inner loop's dropped (``HOISTED``,
-    the inner reserve finds it), those of one entry per trip for one entry."""
-    return [_one_trip_room(x) if TRIP_ROOM.get(x) == pos else x
+def _room_of_one_trip(pre: list[ast.stmt], pos: object, body: list[ast.stmt]
+                      ) -> list[ast.stmt]:
+    """``pre`` with the reservations made for all the trips of the loop at ``pos``, fused
+    into a loop of ``body``, asking for one iteration's room: those for an inner loop's
+    dropped (``HOISTED``, the inner reserve finds it), those of one entry per trip
+    (``TRIP_ROOM``) for one entry where ``body`` pushes the tape at most once on any path
+    (``_pushes``): each fused iteration pops what it pushed (its adjoint runs right after
+    it), so the cursor never passes where it began plus one."""
+    return [_one_trip_room(x) if TRIP_ROOM.get(x) == pos
+            and _pushes(body, x.targets[0].id) <= 1 else x
             for x in pre if HOISTED.get(x) != pos]
 
 
+def _pushes(body: list[ast.stmt], tape: str) -> float:
+    """The most pushes onto ``tape`` (``tape[cur] = v``, ``TAPED``) one pass through
+    ``body`` makes: a branch's the larger arm's, a loop's that pushes it unbounded."""
+    n = 0.0
+    for s in body:
+        if isinstance(s, ast.If):
+            n += max(_pushes(s.body, tape), _pushes(s.orelse, tape))
+        elif isinstance(s, (ast.For, ast.While)):
+            n += math.inf if _pushes(s.body, tape) else 0.0
+        elif TAPED.get(s) and isinstance(s, ast.Assign) \
+                and isinstance(s.targets[0], ast.Subscript) \
+                and dataflow.base_name(s.targets[0]) == tape:
+            n += 1.0
+    return n
+
+
 def _one_trip_room(x: ast.Assign) -> ast.Assign:
-    """A copy of the reservation ``tape = tape_reserve(tape, cur, trips)`` (``TRIP_ROOM``:
-    one entry per trip of the loop being fused) asking for one entry: each fused
-    iteration pops what it pushed, so the cursor never passes where it began plus one
-    (the tape 31843 entries long for GradBench ba's observations is one long).  A copy:
-    the variants of a function share statements, and an unfused one needs the room."""
+    """A copy of the reservation ``tape = tape_reserve(tape, cur, trips)`` asking for one
+    entry (the tape 31843 entries long for GradBench ba's observations is one long).  A
+    copy: the variants of a function share statements, and an unfused one needs the room."""
     call = x.value
     new = ast.copy_location(ast.Assign(targets=x.targets, value=ast.Call(
         func=call.func, args=[*call.args[:2], ast.Constant(value=1)], keywords=[])), x)
