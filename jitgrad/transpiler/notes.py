@@ -128,6 +128,11 @@ HOISTED: Note[int | None] = Note(
     "a tape reservation made before a loop for all its trips of an inner loop's: the "
     "loop's position; fusing the loop drops it (an iteration's room is enough), and the "
     "CUDA lowering, which sizes tapes from the reservations in the body, ignores it")
+TRIP_ROOM: Note[int | None] = Note(
+    "trip_room", None, "reverse (loops)",
+    "a tape reservation before a loop of one entry per trip, for the tape that loop's body "
+    "pushes once a trip: the loop's position; fusing the loop asks for one entry instead "
+    "(each fused iteration pops what it pushed, so the cursor is back where it began)")
 SWEEP: Note[tuple[int, str] | None] = Note(
     "sweep", None, "reverse (loops)",
     "a loop of the forward sweep or its reversed loop in the adjoint sweep: (the user's "
@@ -154,7 +159,8 @@ DECISION: Note[bool] = Note(
     "after the source-line comment it may follow")
 
 NOTES = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, PRE, BREAK_FLAG, CHECKPOINTED, PRANGE, DRAW,
-         AUG, KIND, POS, END, BLOCK, PUSH, TAPED, SCALAR_RESULT, HOISTED, SWEEP, CHECK, ZEROING,
+         AUG, KIND, POS, END, BLOCK, PUSH, TAPED, SCALAR_RESULT, HOISTED, TRIP_ROOM, SWEEP,
+         CHECK, ZEROING,
          COMMENT, SOURCE_LINE, DECISION)
 
 #: notes a statement rewritten into another keeps (what messages need to name the user's code,

@@ -33,6 +33,8 @@ move before the fused loop (``_mid_movable``).
 from __future__ import annotations
 
 import ast
+import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +52,16 @@ from ..analysis.dependence import (
 from ..astutil import exposed_reads, resolve
 from ..naming import names_in
 from ..nodes import loaded_ids, this_loop, walk_stmts
-from ..notes import CHECKPOINTED, HOISTED, PUSH, SWEEP, checkpoint, is_prange
+from ..notes import (
+    CHECKPOINTED,
+    HOISTED,
+    PUSH,
+    SWEEP,
+    TAPED,
+    TRIP_ROOM,
+    checkpoint,
+    is_prange,
+)
 from .emit import comment
 from .optimize import writes_names_only, writes_through_call
 
@@ -186,14 +197,54 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *_in_adjoint(rev.body, pos)],
                                      orelse=[]), fwd)
-    loop.body = forward_pops(fuse_loops(loop.body, tapes, shared, dependent, is_array, env),
-                             tapes)
-    pre = [x for x in pre if HOISTED.get(x) != pos]
+    loop.body = forward_branch_pops(forward_pops(
+        fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes)
+    pre = _room_of_one_trip(pre, pos, loop.body)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _room_of_one_trip(pre: list[ast.stmt], pos: object, body: list[ast.stmt]
+                      ) -> list[ast.stmt]:
+    """``pre`` with the reservations made for all the trips of the loop at ``pos``, fused
+    into a loop of ``body``, asking for one iteration's room: those for an inner loop's
+    dropped (``HOISTED``, the inner reserve finds it), those of one entry per trip
+    (``TRIP_ROOM``) for one entry where ``body`` pushes the tape at most once on any path
+    (``_pushes``): each fused iteration pops what it pushed (its adjoint runs right after
+    it), so the cursor never passes where it began plus one."""
+    return [_one_trip_room(x) if TRIP_ROOM.get(x) == pos
+            and _pushes(body, x.targets[0].id) <= 1 else x
+            for x in pre if HOISTED.get(x) != pos]
+
+
+def _pushes(body: list[ast.stmt], tape: str) -> float:
+    """The most pushes onto ``tape`` (``tape[cur] = v``, ``TAPED``) one pass through
+    ``body`` makes: a branch's the larger arm's, a loop's that pushes it unbounded."""
+    n = 0.0
+    for s in body:
+        if isinstance(s, ast.If):
+            n += max(_pushes(s.body, tape), _pushes(s.orelse, tape))
+        elif isinstance(s, (ast.For, ast.While)):
+            n += math.inf if _pushes(s.body, tape) else 0.0
+        elif TAPED.get(s) and isinstance(s, ast.Assign) \
+                and isinstance(s.targets[0], ast.Subscript) \
+                and dataflow.base_name(s.targets[0]) == tape:
+            n += 1.0
+    return n
+
+
+def _one_trip_room(x: ast.Assign) -> ast.Assign:
+    """A copy of the reservation ``tape = tape_reserve(tape, cur, trips)`` asking for one
+    entry (the tape 31843 entries long for GradBench ba's observations is one long).  A
+    copy: the variants of a function share statements, and an unfused one needs the room."""
+    call = x.value
+    new = ast.copy_location(ast.Assign(targets=x.targets, value=ast.Call(
+        func=call.func, args=[*call.args[:2], ast.Constant(value=1)], keywords=[])), x)
+    PUSH.set(new, True)
+    return new
 
 
 def _in_adjoint(stmts: list[ast.stmt], pos: object) -> list[ast.stmt]:
@@ -427,6 +478,98 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
             continue
         out = out[:k] + between + _passed_on(w, v, out[pop + 1]) + out[pop + 2:]
     return out
+
+
+#: where a statement sits: the blocks from the top list down, each with the place in it of
+#: the statement holding the next (the last: the statement's own place)
+Chain = list[tuple[list[ast.stmt], int]]
+
+
+def forward_branch_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
+    """``stmts`` (a fused iteration) without a push of ``v`` onto a typed tape in a branch
+    and its pop into ``w`` in a later branch (or at the top level; ``forward_pops`` takes
+    both at the top level): ``w = v`` in place of the pop.  GradBench ba's values made in
+    ``if sqtheta != 0`` and read by that branch's adjoint were taped so, 38 tapes.
+
+    Preconditions, each checked: the tape is pushed by one statement and popped by one,
+    neither in a loop (``_site``; nothing else names it or its cursor: ``_named``), so each
+    iteration pushes it at most once; a fused iteration pops what it pushed (``_fuse``), so
+    the pop runs only after the push in the same iteration; and no statement from the push
+    to the pop binds ``v`` (``_between``), so ``v`` still holds the value pushed."""
+    out = stmts
+    for tape in sorted(tapes & set(_named(stmts))):
+        push, pop = _site(out, tape, _push), _site(out, tape, _pop_at)
+        if push is None or pop is None or push[0][1] >= pop[0][1]:
+            continue
+        block, k = push[-1]
+        tape_, cur, v = _push(block, k, tapes)
+        pblock, m = pop[-1]
+        w = pblock[m + 1].targets[0].id
+        if _named(out).get(tape) != 2 or _named(out).get(cur) != 4 \
+                or v in dataflow.binds_in(_between(out, push, pop)):
+            continue
+        out = _edited(_edited(out, pop, _passed_on(w, v, pblock[m + 1])), push, [])
+    return out
+
+
+def _edited(stmts: list[ast.stmt], chain: Chain, new: list[ast.stmt]) -> list[ast.stmt]:
+    """``stmts`` with the two statements at the end of ``chain`` replaced by ``new``, each
+    branch on the way copied (the variants of a function share statements: one that does
+    not fuse this loop keeps its tape)."""
+    k = chain[0][1]
+    out = list(stmts)
+    if len(chain) == 1:
+        out[k:k + 2] = new
+        return out or [ast.Pass()]
+    branch = copy.copy(out[k])
+    arm = "body" if chain[1][0] is out[k].body else "orelse"
+    setattr(branch, arm, _edited(getattr(out[k], arm), chain[1:], new))
+    out[k] = branch
+    return out
+
+
+def _named(stmts: list[ast.stmt]) -> dict[str, int]:
+    """How many simple statements of ``stmts`` (nested ones included) name each name."""
+    out: dict[str, int] = {}
+    for s in walk_stmts(stmts):
+        if not isinstance(s, (ast.If, ast.For, ast.While)):
+            for n in names_in(s):
+                out[n] = out.get(n, 0) + 1
+    return out
+
+
+def _site(stmts: list[ast.stmt], tape: str, found: Callable) -> Chain | None:
+    """Where ``found(block, k, ...)`` holds of ``tape``'s push (``_push``) or pop
+    (``_pop_at``) in ``stmts`` or a branch in it, never a loop; None where it is not."""
+    for k, s in enumerate(stmts):
+        hit = found(stmts, k, {tape}) if k + 1 < len(stmts) else None
+        if hit is not None:
+            return [(stmts, k)]
+        if isinstance(s, ast.If):
+            for b in (s.body, s.orelse):
+                inner = _site(b, tape, found)
+                if inner is not None:
+                    return [(stmts, k), *inner]
+    return None
+
+
+def _pop_at(stmts: list[ast.stmt], k: int, tapes: set[str]) -> bool | None:
+    """True where ``stmts[k:k + 2]`` is ``cur -= 1; w = tape[cur]`` of the one tape in
+    ``tapes`` (its cursor read off the pop); else None."""
+    t = stmts[k + 1]
+    if not (isinstance(t, ast.Assign) and isinstance(t.value, ast.Subscript)
+            and isinstance(t.value.value, ast.Name) and t.value.value.id in tapes
+            and isinstance(t.value.slice, ast.Name)):
+        return None
+    return True if _pop(stmts, k, (t.value.value.id, t.value.slice.id, "")) == k else None
+
+
+def _between(stmts: list[ast.stmt], push: Chain, pop: Chain) -> list[ast.stmt]:
+    """The statements that may run from the push at ``push`` to the pop at ``pop`` (both
+    in branches of ``stmts`` or at its top level, the push's top-level statement first)."""
+    out = [x for block, k in push[1:] for x in block[k + 1:]]
+    out += stmts[push[0][1] + 1:pop[0][1]]
+    return out + [x for block, k in pop[1:] for x in block[:k]]
 
 
 def _forward_list(out: list[ast.stmt], k: int, push: tuple[str, str], uses: dict[str, int]

@@ -50,12 +50,12 @@ def always_returns(stmts: list[ast.stmt]) -> bool:
 
 
 class _SingleExit:
-    def __init__(self, parsed: Parsed, namer: Namer, arity: int):
+    def __init__(self, parsed: Parsed, namer: Namer, arity: int, base: str = "_ret"):
         self.parsed = parsed
         self.namer = namer
         self.flag: str | None = None
         self.arity = arity
-        self.rets = [namer.fresh("_ret") for _ in range(arity)]
+        self.rets = [namer.fresh(base) for _ in range(arity)]
 
     def ret_assign(self, node: ast.Return) -> list[ast.stmt]:
         v = node.value
@@ -138,11 +138,14 @@ def _return_arity(parsed: Parsed, body: list[ast.stmt]) -> int:
 
 
 def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
-                keep_tail: bool = True) -> tuple[list[ast.stmt], list[ast.expr]]:
+                keep_tail: bool = True, base: str = "_ret",
+                made: list[str] | None = None) -> tuple[list[ast.stmt], list[ast.expr]]:
     """Rewrite ``body`` so it has no return; give back the returned expressions.
 
     With ``keep_tail``, a body whose only return is its last statement is kept as
-    is and that statement's value is returned (no extra variables).
+    is and that statement's value is returned (no extra variables).  The variables the
+    returns assign are named after ``base`` (``_ret``, an inlined helper's ``_name``), and
+    appended to ``made`` where given.
     """
     returns = [n for n in nodes_of(ast.Module(body=body, type_ignores=[]))
                if isinstance(n, ast.Return)]
@@ -152,7 +155,9 @@ def single_exit(parsed: Parsed, body: list[ast.stmt], namer: Namer,
         return body[:-1], vals
     if not returns:
         return body, [const(None)]
-    se = _SingleExit(parsed, namer, _return_arity(parsed, body))
+    se = _SingleExit(parsed, namer, _return_arity(parsed, body), base)
+    if made is not None:
+        made += se.rets
     se.flag = namer.fresh("_returned") if contains(body, (ast.For, ast.While)) else None
     new = se.block(body, False)
     if se.flag is not None:

@@ -6,11 +6,24 @@ plain name argument becomes that name, so a helper that fills an array the calle
 passed in writes the caller's array; keywords and defaults are put in place first
 (``call_args.py``).  Recursion is refused (``recursion.py``: a tail call's hint is its loop).
 
+A helper with one return, at its end, leaves its returned expression in the call's place.
+One with several binds its result where it returns: to the caller's own target where the
+call is the whole right side of ``u = ...`` (or ``u, v = ...``) and the inlined code names
+no target (``_binds_directly``), else to a variable named after the helper, one per call
+site (``_sgn``, ``_sgn2``), so that no value is a copy of another.
+
 Before::                               After::
 
-    def sq(a):                             a1 = x + 1.0
-        return a * a                       _ret = a1 * a1
-    y = sq(x + 1.0) * 2                    y = _ret * 2
+    def sgn(a, b):                         a1 = x + 1.0
+        if a > 0.0:                        if a1 > 0.0:
+            return a * b                       u = a1 * k
+        return -a * b                      else:
+                                               u = -a1 * k
+    u = sgn(x + 1.0, k)                    if u > 0.0:
+    y = 2.0 * sgn(u, k)                        _sgn = u * k
+                                           else:
+                                               _sgn = -u * k
+                                           y = 2.0 * _sgn
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from ...markers import checkpoint, checkpointed
 from ...rules import is_non_differentiable, lookup
 from ...rules.primitives import library_module
 from ..astutil import resolve
-from ..naming import Namer
+from ..naming import Namer, names_in
 from ..nodes import (
     _STATELESS,
     clone,
@@ -41,7 +54,7 @@ from ..nodes import (
 from ..notes import AUG, CHECKPOINTED, INLINED, PARAM_OF, Checkpoint
 from .call_args import call_arguments
 from .call_order import SPLIT_HINT, Ordered
-from .desugar import assign, const, name, single_exit
+from .desugar import always_returns, assign, const, name, single_exit
 from .fence import fence
 from .nested import ENTRIES, binds, inner_call, probe, refuse_unsupported, written_gradient
 from .numba_kernels import kernel_call
@@ -191,6 +204,9 @@ class Inliner:
         #: loops and checkpointed regions around the statements being inlined (a
         #: checkpointed loop in one is a region of its own)
         self.depth = 0
+        #: per call that is the whole right side of an assignment to names (``u, v =
+        #: project(...)``), by ``id``: those names (``_bound_names``)
+        self.bound: dict[int, list[str]] = {}
 
     def run(self, body: list[ast.stmt], parsed: Parsed) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -206,10 +222,14 @@ class Inliner:
                     setattr(s, field, self.run(value, parsed))
             self.depth -= inner
             pre: list[ast.stmt] = []
+            names = _bound_names(s)
+            if names:
+                self.bound[id(s.value)] = names
             for field in ("value", "test", "iter"):
                 v = getattr(s, field, None)
                 if isinstance(v, ast.expr):
                     setattr(s, field, self.expr(v, parsed, pre, s))
+            self.bound.pop(id(getattr(s, "value", None)), None)
             if isinstance(s, ast.While) and pre:
                 raise parsed.error("helper calls in a while condition are not supported", s,
                                    "compute the condition in a variable before the loop and "
@@ -217,6 +237,8 @@ class Inliner:
             out += pre
             if isinstance(s, ast.Expr) and isinstance(s.value, (ast.Name, ast.Tuple)):
                 continue  # a helper called for its side effects
+            if names and _names_of(s.targets[0]) == names == _names_of(s.value):
+                continue  # ``u = u``: the helper's returns bound ``u`` itself
             out.append(s)
         return out
 
@@ -408,18 +430,13 @@ class Inliner:
             alias = self.namer.global_name(self.env, free, helper.env[free])
             if alias != free:  # (another object, or a local, has that name here)
                 mapping[free] = alias
-        self.stack.append(fn)
-        try:
-            body, rets = single_exit(helper, body, self.namer, keep_tail=True)
-            body = self.run(body + [ast.Return(value=ast.Tuple(elts=rets, ctx=ast.Load()))],
-                            helper)
-            rets = list(body.pop().value.elts)
-        except TransformError as e:  # at the helper's own line: say where it was called
-            raise e.via(site) from None
-        finally:
-            self.stack.pop()
+        body, rets, made = self.one_exit(fn, helper, body, site)
         body = [rename(s, mapping) for s in body]
         rets = [rename(r, mapping) for r in rets]
+        names = self.bound.pop(id(node), None)
+        if _binds_directly(names, made, body, rets):
+            body = [rename(s, dict(zip(made, names, strict=True))) for s in body]
+            rets = [name(t) for t in names]
         for s in walk(ast.Module(body=body + [ast.Expr(value=r) for r in rets],
                                  type_ignores=[])):
             if hasattr(s, "lineno"):
@@ -429,6 +446,63 @@ class Inliner:
         if len(rets) == 1:
             return rets[0]
         return ast.Tuple(elts=rets, ctx=ast.Load())
+
+
+    def one_exit(self, fn, helper: Parsed, body: list[ast.stmt], site: str
+                 ) -> tuple[list[ast.stmt], list[ast.expr], list[str]]:
+        """The helper's ``body`` with one exit and its own helper calls inlined, its
+        returned expressions, and the variables its returns bind (``_name``; none listed
+        where a path may end without a return: no target is then bound in their place)."""
+        made: list[str] = []
+        everywhere = always_returns(body)
+        self.stack.append(fn)
+        try:
+            body, rets = single_exit(helper, body, self.namer, keep_tail=True,
+                                     base=f"_{fn.__name__}", made=made)
+            body = self.run(body + [ast.Return(value=ast.Tuple(elts=rets, ctx=ast.Load()))],
+                            helper)
+            rets = list(body.pop().value.elts)
+        except TransformError as e:  # at the helper's own line: say where it was called
+            raise e.via(site) from None
+        finally:
+            self.stack.pop()
+        return body, rets, made if everywhere else []
+
+
+def _bound_names(s: ast.stmt) -> list[str] | None:
+    """The names ``s`` binds where it is ``n = call(...)`` or ``a, b = call(...)`` (distinct
+    plain names); else None."""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.value, ast.Call)):
+        return None
+    out = _names_of(s.targets[0])
+    return out if out and len(set(out)) == len(out) else None
+
+
+def _names_of(e: ast.expr) -> list[str] | None:
+    """``[n]`` of a name, the names of a tuple of names; else None."""
+    if isinstance(e, ast.Name):
+        return [e.id]
+    if isinstance(e, ast.Tuple) and all(isinstance(x, ast.Name) for x in e.elts):
+        return [x.id for x in e.elts]
+    return None
+
+
+def _binds_directly(names: list[str] | None, made: list[str], body: list[ast.stmt],
+                    rets: list[ast.expr]) -> bool:
+    """Can an inlined helper's returns bind the caller's target ``names`` themselves instead
+    of the variables ``made`` for them (``u = sgn(a, k)``: ``u = a * k`` in each branch,
+    no ``_sgn`` copied into ``u``)?  Where the returns bound variables (``made``), one per
+    target, on every path (``Inliner.one_exit``: the target is bound wherever the copy
+    bound it), and the inlined body and returned expressions name none of the targets:
+    nothing reads or writes a target before the copy would have bound it.  The parameter
+    bindings run before the body and bind fresh names only: they may read a target
+    (``s = h(s + x[i])``)."""
+    if not names or len(made) != len(names) or [getattr(r, "id", None) for r in rets] != made:
+        return False
+    used = names_in(ast.Module(body=[*body, *(ast.Expr(value=r) for r in rets)],
+                               type_ignores=[]))
+    return not set(names) & used
 
 
 #: the operator of an augmented assignment, as written

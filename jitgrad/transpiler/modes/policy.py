@@ -23,8 +23,10 @@ and popped before ``L``'s adjoint, which rebinds nothing in between.  Preconditi
 
 4. ``L`` is a ``for`` over ``range``, in no checkpointed or ``prange`` loop (the planner
    also refuses functions with checkpointed regions), and ``s`` reads the value in ``L``;
-5. either nothing in ``L`` binds the name and a definition of it dominates ``L`` (its
-   value at ``L``'s entry is the one every trip reads), or its one definition
+5. either nothing in ``L`` binds the name and it is bound on every path to ``L`` (a
+   definition dominates ``L``, or a statement that does binds it on every path through
+   it, ``dataflow.must_binds``: both branches of an ``if``; its value at ``L``'s entry is
+   the one every trip reads), or its one definition
    ``n = e`` is at the top of ``L``'s body, dominates ``s``, no ``break``, ``continue``,
    ``return`` or ``raise`` is in ``L``'s body, and ``e`` is invariant in ``L``
    (``Dataflow.invariant``: no call, no name ``L`` binds, no buffer ``L`` writes under
@@ -135,6 +137,7 @@ class ReadPolicy:
         self._memo: dict[str, bool] = {}
         self._stores: set[str] | None = None
         self._at: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._owner: dict[int, ast.stmt] = {}
         self._typed: dataflow.Dataflow | None = None
         self._jumps: dict[int, bool] = {}
         self._carry: dict[tuple[int, str], int | None] = {}
@@ -252,7 +255,7 @@ class ReadPolicy:
                 if e is not None:
                     return loop, e
                 continue
-            if any(an.dominates(d, loop) for d in defs) \
+            if (any(an.dominates(d, loop) for d in defs) or self._bound_on_entry(n, loop)) \
                     and self.typed().invariant(loop, ast.Name(id=n, ctx=ast.Load())):
                 return loop, None
         return None
@@ -577,6 +580,8 @@ class ReadPolicy:
         return hit
 
     def _place(self) -> dict[int, tuple[list[ast.stmt], int]]:
+        """Each statement's block and place in it (and ``_owner``: each nested block's
+        statement)."""
         if self._at is None:
             self._at = {}
             stack = [self.body]
@@ -584,9 +589,25 @@ class ReadPolicy:
                 block = stack.pop()
                 for k, x in enumerate(block):
                     self._at[id(x)] = (block, k)
-                    stack += [b for b in (getattr(x, "body", None), getattr(x, "orelse", None))
-                              if isinstance(b, list)]
+                    for b in (getattr(x, "body", None), getattr(x, "orelse", None)):
+                        if isinstance(b, list):
+                            self._owner[id(b)] = x
+                            stack.append(b)
         return self._at
+
+    def _bound_on_entry(self, n: str, loop: ast.stmt) -> bool:
+        """Precondition 5's definition before ``loop`` where none dominates it alone: a
+        statement before ``loop`` in its block, or in a block around it, binds ``n`` on
+        every path through it (``dataflow.must_binds``: ``u`` bound in both branches of an
+        ``if``, as an inlined helper's returns bind its caller's target)."""
+        at = self._place()
+        x: ast.stmt | None = loop
+        while x is not None and id(x) in at:
+            block, k = at[id(x)]
+            if any(n in dataflow.must_binds(y) for y in block[:k]):
+                return True
+            x = self._owner.get(id(block))
+        return False
 
     def same_value(self, n1: str, n2: str, s: ast.stmt) -> bool:
         """Does ``n2`` hold the value ``n1`` holds where ``s`` reads both: each has one

@@ -39,7 +39,7 @@ from ..front.desugar import assign, const, name
 from ..front.inline import rename, renamed_copy
 from ..ir import Snapshots
 from ..nodes import clone, loaded_ids, walk
-from ..notes import CHECK, DECISION, PUSH, TAPED
+from ..notes import CHECK, DECISION, POS, PUSH, TAPED, TRIP_ROOM
 from .policy import Remake
 from .recompute import Capture, Captures, Planner
 from .unit import Part, Unit
@@ -480,6 +480,7 @@ class Tapes(Part):
                               keywords=[])) for t, c in entries]
         for x in out:
             PUSH.set(x, True)
+            TRIP_ROOM.set(x, POS.get(loop))
         return out
 
     def trips(self, start, stop, step) -> ast.expr:
