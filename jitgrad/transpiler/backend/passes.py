@@ -30,6 +30,7 @@ from ..ir import Adjoint
 from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
 from . import emit
+from .bounds import bounds_checks
 from .cached_calls import cached_calls
 from .elements import fuse_elements
 from .fuse import fuse_loops
@@ -74,6 +75,8 @@ ZERO_SKIPS = "zero cotangents skipped"
 CACHED_CALLS = "cached numpy calls"
 #: augmented assignments into views of arrays update the view (``jit=True``)
 VIEW_UPDATES = "view updates"
+#: every array index is checked explicitly, once per loop where it can (``jit=True``)
+BOUNDS = "bounds checked"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -108,6 +111,11 @@ class Context:
     cotangents: frozenset[str] = frozenset()
     #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None
     parallel: Callable[[], Any] | None = None
+    #: the kinds of the names, adjoints too (None where unknown), for the bounds step; None:
+    #: Numba checks every index (``jit=False``, ``parallel=True``)
+    kinds: Callable[[str], Any] | None = None
+    #: a variant's indices are all checked explicitly: compiled with ``boundscheck=False``
+    bounds: dict[str, bool] = field(default_factory=dict)
     #: the name generated code calls a helper of ``kernels.helpers`` by
     accessor: Callable[[str], str] = str
     #: compiled by Numba on the CPU, not ``parallel=True``: ``cached_calls`` rewrites
@@ -897,6 +905,57 @@ def view_updates_(s: Lowering) -> None:
         s.body = view_updates(s.body, s.ctx.ndims, s.params)
 
 
+def bounds_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), every array index is checked
+    explicitly: once before the outermost loop it is affine in, else before its statement;
+    the function is then compiled without Numba's per-access check (``backend/bounds.py``;
+    where one index cannot be checked so, Numba checks them all, as a comment says).
+
+    >>> print(example("bounds", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     for i in range(1, x.shape[0]):
+    ...         s += c * x[i - 1] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5), jit=True))
+    def f_grad_1(x, c, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        s = 0.0
+        _n = x.shape[0]
+        dc = 0.0
+        dx = np_zeros_like(x)
+        ds = _dret
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
+        # x[i - 1], x[i], dx[i], dx[i - 1] checked once before the loop over i, not per element
+        if _n - 1 > 0 and _n - 1 >= x.shape[0]:
+            raise IndexError('x[i - 1], x[i] out of range (line 4, loop over i)')
+        if _n - 1 > 0 and _n - 1 >= dx.shape[0]:
+            raise IndexError('dx[i], dx[i - 1] out of range (line 4, loop over i)')
+        for i in range(1, _n):
+            _t3 = x[i - 1]
+            _t2 = c * _t3
+            _t4 = x[i]
+            _t = _t2 * _t4
+            s = s + _t
+            # line 4: s += c * x[i - 1] * x[i]
+            _dt = ds
+            _t2 = c * x[i - 1]
+            _t4 = x[i]
+            _dt2 = _dt * _t4
+            _dt4 = _dt * _t2
+            _t3 = x[i - 1]
+            dc += _dt2 * _t3
+            _dt3 = _dt2 * c
+            dx[i] += _dt4
+            dx[i - 1] += _dt3
+        return (s, (dx, dc))
+    """
+    if s.ctx.kinds is not None and not s.ctx.ir.callables:
+        tuples = frozenset({s.ctx.ir.ws})
+        s.body, s.ctx.bounds[s.variant] = bounds_checks(s.body, s.ctx.kinds, tuples,
+                                                         s.ctx.once)
+
+
 def unparse_(s: Lowering) -> None:
     """The function printed (``emit.unparse``: comment markers become comments).
 
@@ -935,6 +994,7 @@ BACKEND: list[BackendPass] = check([
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
+    step("bounds", bounds_, [ACCESSORS, VIEW_UPDATES], [BOUNDS]),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
 

@@ -1,0 +1,447 @@
+"""Index bounds proved by explicit checks, once per loop, so Numba compiles without its
+per-access check (``jit=True``).
+
+Numba's ``boundscheck=True`` tests every element access; an out-of-range index raises
+``IndexError`` instead of reading or writing past an array, at a cost of up to a fifth of
+a stencil's time and of a deep loop nest's compile.  This step proves every integer
+subscript of an array in the generated function instead.  Numba's semantics: an index
+``e`` into a dimension of size ``s`` is in range when ``-s <= e < s`` (negative indices
+wrap); slices clamp and need nothing.  Where an index is affine in the variables of the
+enclosing ``range`` loops (constant integer coefficients, constant steps), its other
+terms and the loops' bounds are bound outside the outermost of those loops, the array's
+name is not bound inside it, and every trip of each loop runs the statement (it is
+directly in their bodies: no ``if`` in between, no ``break``), one check before that
+loop tests the least and the greatest value the index takes, when every loop runs at
+least once (then the primal reaches both)::
+
+    for i in range(1, _n):          # u[i - 1], u[i + 1], v[i] checked once before the loop over i
+        v[i] = u[i - 1] + u[i + 1]  if _n - 1 > 0 and (_n >= u.shape[0]):
+                                        raise IndexError('u[i - 1], u[i + 1] (line 3) ...')
+                                    if _n - 1 > 0 and (_n - 1 >= v.shape[0]): ...
+                                    for i in range(1, _n): ...
+
+Any other index of integer scalars (``x[i * i]``, an index read in an ``if``, one whose
+array is bound again in the loop) is checked right before its statement.  A subscript
+that cannot be checked so (an index array or an element used as an index, an array of
+unknown rank, a subscript of an expression, an index in a ``while`` test) leaves the
+whole function as it was, compiled with Numba's checks, and says why in a comment.  A
+proved function starts with the comment ``MARK``, by which ``emit.njit`` compiles it
+with ``boundscheck=False`` (the user's own ``boundscheck=`` wins).  Subscripts of tuples
+and lists need nothing: Numba checks those always.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.dataflow import binds, binds_in, loop_index, plain_binding
+from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from . import emit
+
+#: the first line of a function whose every index is checked explicitly
+MARK = "every index is checked explicitly (below): compiled with boundscheck=False"
+#: the comment that starts a function left to Numba's checks
+UNPROVED = "bounds: Numba checks each index"
+
+#: the comment before the adjoint of a user's line
+_LINE = re.compile(r"line (\d+): ")
+#: an index term's key (its text) -> (coefficient, the term's node)
+Terms = dict[str, tuple[int, ast.expr]]
+
+
+@dataclass(frozen=True)
+class Lin:
+    """An integer expression as ``const + sum(coef * term)``: terms are names or pure
+    integer expressions (``n // 2``, ``x.shape[0]``), keyed by their text."""
+
+    terms: tuple[tuple[str, int, ast.expr], ...] = ()
+    const: int = 0
+
+    def plus(self, other: Lin, sign: int = 1) -> Lin:
+        acc: dict[str, list[Any]] = {k: [c, n] for k, c, n in self.terms}
+        for k, c, n in other.terms:
+            acc.setdefault(k, [0, n])[0] += sign * c
+        return Lin(tuple((k, c, n) for k, (c, n) in acc.items() if c),
+                   self.const + sign * other.const)
+
+    def times(self, c: int) -> Lin:
+        return Lin(tuple((k, c * t, n) for k, t, n in self.terms if c * t), c * self.const)
+
+    def names(self) -> set[str]:
+        return set().union(*(loaded_ids(n) for _, _, n in self.terms))
+
+    def key(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted((k, c) for k, c, _ in self.terms))
+
+    def text(self) -> str:
+        out = ""
+        for k, c, n in self.terms:
+            k = k if isinstance(n, (ast.Name, ast.Subscript, ast.Call)) else f"({k})"
+            mag = k if abs(c) == 1 else f"{abs(c)} * {k}"
+            out += (f"-{mag}" if c < 0 else mag) if not out else \
+                f" {'-' if c < 0 else '+'} {mag}"
+        if not out:
+            return str(self.const)
+        return out + (f" {'-' if self.const < 0 else '+'} {abs(self.const)}" if self.const
+                      else "")
+
+
+@dataclass
+class _Loop:
+    """An enclosing ``range`` loop whose trips a check may stand for (``ok``)."""
+
+    node: ast.For
+    var: str
+    ok: bool
+    first: Lin = field(default_factory=Lin)
+    last: Lin = field(default_factory=Lin)
+    nonempty: str = ""
+    names: set[str] = field(default_factory=set)
+    #: the step is positive: ``first <= last``
+    up: bool = True
+
+
+@dataclass
+class _Check:
+    """One array dimension's range, checked before ``at`` when ``guards`` hold."""
+
+    at: ast.stmt
+    guards: tuple[str, ...]
+    loops: tuple[str, ...]
+    array: str
+    dim: int
+    lo: Lin
+    hi: Lin
+    what: str
+    line: int | None
+
+
+class Unproved(Exception):
+    """A subscript the step cannot check: the function keeps Numba's checks."""
+
+
+class _Prover:
+    """The checks of one function body (``bounds_checks``)."""
+
+    def __init__(self, kinds: Callable[[str], Any], plain: frozenset[str],
+                 ranges: bool) -> None:
+        self.kinds = kinds
+        self.plain = plain  # names whose subscripts Numba checks itself (tuples)
+        self.ranges = ranges  # ``range`` and ``len`` are the builtins
+        self.checks: list[_Check] = []
+        self.line = 0  # the user's line of the last ``# line N:`` comment
+        self._bound: dict[int, set[str]] = {}
+
+    def bound(self, loop: ast.stmt) -> set[str]:
+        """The names ``loop`` binds, its index and nested blocks included (once per loop)."""
+        hit = self._bound.get(id(loop))
+        if hit is None:
+            hit = self._bound[id(loop)] = binds_in([loop], elements=False)
+        return hit
+
+    def block(self, body: list[ast.stmt], chain: list[_Loop], ints: frozenset[str]) -> None:
+        for s in body:
+            m = _LINE.match(emit.comment_text(s) or "")
+            if m:  # the user's line the statements after it differentiate
+                self.line = int(m.group(1))
+            self.statement(s, chain, ints)
+            var = loop_index(s) if self.ranges else None
+            if var is not None and s.iter.func.id == "range":
+                inner = ints | {var}
+                loop = self.loop(s, var, inner)
+                self.block(s.body, [*chain, loop] if loop.ok else [], inner)
+                continue
+            for f in ("body", "orelse"):
+                sub = getattr(s, f, None)
+                if isinstance(sub, list) and sub:
+                    self.block(sub, [], ints)
+
+    def loop(self, s: ast.For, var: str, ints: frozenset[str]) -> _Loop:
+        """The range of ``s``'s index (``ok``: each trip runs the whole body, the index is
+        not bound in it, the bounds and a constant step are integer expressions)."""
+        args = s.iter.args
+        if s.iter.keywords or not 1 <= len(args) <= 3 or _breaks(s.body) \
+                or var in binds_in(s.body, elements=False):
+            return _Loop(s, var, False)
+        lins = [linear(a, ints - {var}, self.kinds, self.ranges) for a in args]
+        step = lins[2] if len(lins) == 3 else Lin(const=1)
+        if any(x is None for x in lins) or step is None or step.terms or not step.const:
+            return _Loop(s, var, False)
+        lo, hi = (Lin(), lins[0]) if len(lins) == 1 else (lins[0], lins[1])
+        k = step.const
+        if abs(k) == 1:
+            last = hi.plus(Lin(const=k), -1)
+        else:  # lo + k * ((hi - lo - 1) // k), for k < 0 ((lo - hi - 1) // -k)
+            gap = (hi.plus(lo, -1) if k > 0 else lo.plus(hi, -1)).plus(Lin(const=1), -1)
+            t = ast.parse(f"({gap.text()}) // {abs(k)}", mode="eval").body
+            last = lo.plus(Lin(((ast.unparse(t), k, t),)))
+        size = hi.plus(lo, -1) if k > 0 else lo.plus(hi, -1)
+        return _Loop(s, var, True, lo, last, f"{size.text()} > 0", lo.names() | hi.names(),
+                     k > 0)
+
+    def statement(self, s: ast.stmt, chain: list[_Loop], ints: frozenset[str]) -> None:
+        subs = [n for n in own_expressions(s) if isinstance(n, ast.Subscript)]
+        if subs and isinstance(s, ast.While):
+            raise Unproved(f"{ast.unparse(subs[0])} in a while test")
+        bound_here = set(binds(s))
+        for sub in subs:
+            if isinstance(sub.ctx, ast.Store) and loaded_ids(sub.slice) & bound_here:
+                raise Unproved(f"{ast.unparse(sub)}: its statement binds its index")
+            self.subscript(sub, s, chain, ints)
+
+    def subscript(self, sub: ast.Subscript, s: ast.stmt, chain: list[_Loop],
+                  ints: frozenset[str]) -> None:
+        v = sub.value
+        if isinstance(v, ast.Attribute) and v.attr in ("shape", "strides") \
+                and isinstance(v.value, ast.Name):
+            return  # a tuple
+        what = ast.unparse(sub)
+        if not isinstance(v, ast.Name):
+            raise Unproved(f"{what} subscripts an expression")
+        k = self.kinds(v.id)
+        if v.id in self.plain or (k is not None and k.cls in "tl" and k.ndim == 0):
+            return
+        if k is None or not k.ndim:
+            raise Unproved(f"{what}: {v.id} is no array of known rank")
+        parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+        if len(parts) > k.ndim:
+            raise Unproved(f"{what} has more indices than {v.id} has dimensions")
+        for dim, p in enumerate(parts):
+            if isinstance(p, ast.Slice):
+                continue
+            e = linear(p, ints, self.kinds, self.ranges)
+            if e is None:
+                raise Unproved(f"{what}: {ast.unparse(p)} is not an integer expression")
+            self.checks.append(self.place(e, v.id, dim, s, chain, what))
+
+    def place(self, e: Lin, array: str, dim: int, s: ast.stmt, chain: list[_Loop],
+              what: str) -> _Check:
+        """The check of ``e`` before the outermost loop of ``chain`` it may stand before,
+        else before ``s``."""
+        for h, top in enumerate(chain):
+            done = self.hoisted(e, array, chain[h:])
+            if done is not None:
+                lo, hi = done
+                loops = tuple(c.var for c in chain[h:])
+                return _Check(top.node, tuple(c.nonempty for c in chain[h:]), loops,
+                              array, dim, lo, hi, what, getattr(s, "lineno", 0) or self.line)
+        return _Check(s, (), (), array, dim, e, e, what, getattr(s, "lineno", 0) or self.line)
+
+    def hoisted(self, e: Lin, array: str, loops: list[_Loop]) -> tuple[Lin, Lin] | None:
+        """The least and greatest value of ``e`` over ``loops`` (outermost first), where a
+        check before the first may stand for them all; else None."""
+        bound = self.bound(loops[0].node)
+        if array in bound or any(c.names & bound for c in loops[1:]):
+            return None
+        at = {c.var: c for c in loops}  # (an index is bound by one loop of a chain)
+        lo = hi = Lin(const=e.const)
+        for k, c, n in e.terms:
+            if isinstance(n, ast.Name) and n.id in at:
+                loop = at[n.id]
+                small, large = (loop.first, loop.last) if (c > 0) == loop.up \
+                    else (loop.last, loop.first)
+                lo, hi = lo.plus(small.times(c)), hi.plus(large.times(c))
+            elif loaded_ids(n) & bound:
+                return None
+            else:
+                lo, hi = lo.plus(Lin(((k, c, n),))), hi.plus(Lin(((k, c, n),)))
+        return lo, hi
+
+
+def linear(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
+           lens: bool) -> Lin | None:
+    """``e`` as a ``Lin`` where it is an expression of integer scalars (``ints``, names
+    whose kind is an integer scalar, int constants, ``a.shape[k]``, ``len(a)``); else
+    None."""
+    if isinstance(e, ast.Constant):
+        return Lin(const=e.value) if type(e.value) is int else None
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        inner = linear(e.operand, ints, kinds, lens)
+        return None if inner is None else inner.times(-1 if isinstance(e.op, ast.USub) else 1)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
+        a, b = linear(e.left, ints, kinds, lens), linear(e.right, ints, kinds, lens)
+        if a is None or b is None:
+            return None
+        if isinstance(e.op, ast.Mult):
+            if a.terms and b.terms:
+                return _term(e)
+            return a.times(b.const) if not b.terms else b.times(a.const)
+        return a.plus(b, -1 if isinstance(e.op, ast.Sub) else 1)
+    return _term(e) if _integer(e, ints, kinds, lens) else None
+
+
+def _term(e: ast.expr) -> Lin:
+    return Lin(((ast.unparse(e), 1, e),))
+
+
+def _integer(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
+             lens: bool) -> bool:
+    """Is ``e`` a pure integer scalar expression (``linear``'s terms)?"""
+    if isinstance(e, ast.Name):
+        k = kinds(e.id)
+        return e.id in ints or (k is not None and k.cls == "i" and k.ndim == 0)
+    if isinstance(e, ast.Constant):
+        return type(e.value) is int
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return _integer(e.operand, ints, kinds, lens)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult,
+                                                      ast.FloorDiv, ast.Mod)):
+        return _integer(e.left, ints, kinds, lens) and _integer(e.right, ints, kinds, lens)
+    if isinstance(e, ast.Subscript):  # a.shape[k]
+        v = e.value
+        return isinstance(v, ast.Attribute) and v.attr == "shape" \
+            and isinstance(v.value, ast.Name) and isinstance(e.slice, ast.Constant) \
+            and type(e.slice.value) is int
+    if isinstance(e, ast.Call) and lens and isinstance(e.func, ast.Name) and not e.keywords:
+        if e.func.id == "len":  # len(a)
+            return len(e.args) == 1 and isinstance(e.args[0], ast.Name)
+        return e.func.id == "max" and len(e.args) > 1 \
+            and all(_integer(a, ints, kinds, lens) for a in e.args)
+    return False
+
+
+def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
+                  lens: bool) -> frozenset[str]:
+    """The names every binding of which in ``body`` is an integer expression (``n_1 = n -
+    1``, ``k += 1``) or a ``range`` loop's index, though their kinds are not known (names
+    the reverse pass made): the greatest such set."""
+    values: dict[str, list[ast.expr | None]] = {}
+    for s in walk_stmts(body):
+        names = binds(s)
+        if isinstance(s, ast.For) and loop_index(s) is not None:
+            values.setdefault(names[0], [])
+        elif isinstance(s, ast.Assign) and plain_binding(s) is not None:
+            values.setdefault(names[0], []).append(s.value)
+        elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+                and isinstance(s.op, (ast.Add, ast.Sub, ast.Mult)):
+            values.setdefault(names[0], []).append(s.value)
+        else:
+            for n in names:
+                values.setdefault(n, []).append(None)
+    ints = {n for n, vs in values.items() if None not in vs}
+    while True:
+        now = frozenset(ints)
+        ints = {n for n in now if all(_integer(v, now, kinds, lens) for v in values[n])}
+        if ints == now:
+            return now
+
+
+def _breaks(body: list[ast.stmt]) -> bool:
+    """Does a ``break`` of this loop sit in ``body`` (not in a nested loop's)?"""
+    for s in body:
+        if isinstance(s, ast.Break):
+            return True
+        if isinstance(s, (ast.For, ast.While)):
+            if s.orelse and _breaks(s.orelse):
+                return True
+            continue
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt) and _breaks(sub):
+                return True
+    return False
+
+
+def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any],
+                  plain: frozenset[str] = frozenset(), ranges: bool = True
+                  ) -> tuple[list[ast.stmt], bool]:
+    """``body`` with every array subscript checked explicitly, first the comment ``MARK``,
+    and True; or ``body`` after a comment saying which subscript Numba must check, and
+    False.  ``kinds``: a name's kind (None: unknown); ``plain``: names of tuples;
+    ``ranges``: ``range`` and ``len`` are the builtins (else no check leaves a loop).
+    Statements that change are copied (the variants share them)."""
+    p = _Prover(kinds, plain, ranges)
+    try:
+        p.block(body, [], integer_names(body, kinds, ranges))
+    except Unproved as why:
+        return [emit.comment(f"{UNPROVED}: {why}"), *body], False
+    plan: dict[int, list[_Check]] = {}
+    for c in p.checks:
+        plan.setdefault(id(c.at), []).append(c)
+    return [emit.comment(MARK), *_insert(body, plan)], True
+
+
+def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]]) -> list[ast.stmt]:
+    """``body`` with the planned checks before their statements, nested blocks too."""
+    out: list[ast.stmt] = []
+    for s in body:
+        if id(s) in plan:
+            out += _written(plan[id(s)], s)
+        new = s
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                done = _insert(sub, plan)
+                if done != sub:
+                    new = copy.copy(new) if new is s else new
+                    setattr(new, f, done)
+        out.append(new)
+    return out
+
+
+def _written(checks: list[_Check], at: ast.stmt) -> list[ast.stmt]:
+    """The statements of ``checks`` (all before ``at``): one ``if`` per array, the
+    bounds of its subscripts merged (the least low end, the greatest high end of each
+    form), and a comment where they stand for the trips of a loop."""
+    groups: dict[tuple[tuple[str, ...], str], list[_Check]] = {}
+    for c in checks:
+        groups.setdefault((c.guards, c.array), []).append(c)
+    out: list[ast.stmt] = []
+    hoisted = [c for c in checks if c.loops]
+    if hoisted:
+        whats = ", ".join(dict.fromkeys(c.what for c in hoisted))
+        out.append(emit.comment(f"{whats} checked once before the loop over "
+                                f"{hoisted[0].loops[0]}, not per element"))
+    for (guards, _), cs in groups.items():
+        conds = _conditions(cs)
+        if not conds:
+            continue
+        test = " or ".join(conds)
+        if guards:
+            test = " and ".join(guards) + f" and ({test})"
+        whats = list(dict.fromkeys(c.what for c in cs))
+        lines = sorted({c.line for c in cs if c.line})
+        where = [f"line {lines[0]}"] if lines else []
+        where += [f"loop over {cs[0].loops[0]}"] if cs[0].loops else []
+        msg = f"{', '.join(whats[:3])}{', ...' if len(whats) > 3 else ''} out of range"
+        msg += f" ({', '.join(where)})" if where else ""
+        stmt = ast.parse(f"if {test}:\n    raise IndexError({msg!r})").body[0]
+        out.append(ast.copy_location(stmt, at))
+        for n in walk(stmt):
+            if isinstance(n, (ast.expr, ast.stmt)):
+                ast.copy_location(n, at)
+    return out
+
+
+def _conditions(cs: list[_Check]) -> list[str]:
+    """The tests that some index of ``cs`` is out of range: per dimension, the least low
+    end and the greatest high end of each form of bound."""
+    out: list[str] = []
+    for dim in sorted({c.dim for c in cs}):
+        size = f"{cs[0].array}.shape[{dim}]"
+        los: dict[Any, Lin] = {}
+        his: dict[Any, Lin] = {}
+        for c in cs:
+            if c.dim != dim:
+                continue
+            if c.lo.key() not in los or c.lo.const < los[c.lo.key()].const:
+                los[c.lo.key()] = c.lo
+            if c.hi.key() not in his or c.hi.const > his[c.hi.key()].const:
+                his[c.hi.key()] = c.hi
+        out += [f"{lo.text()} < -{size}" for lo in los.values() if lo.terms or lo.const < 0]
+        out += [f"{hi.text()} >= {size}" for hi in his.values() if hi.terms or hi.const >= 0]
+    return out
+
+
+def proved(src: str) -> bool:
+    """Does the generated function ``src`` check every index itself (starts with ``MARK``)?"""
+    lines = src.lstrip("\n").splitlines()
+    return len(lines) > 1 and lines[1].strip() == f"# {MARK}"
+
+
+__all__ = ["MARK", "Lin", "bounds_checks", "linear", "proved"]
