@@ -480,6 +480,22 @@ def test_bounds_left_to_numba_where_one_index_is_not_proved():
     assert "# bounds: Numba checks each index: x[k[i]]: k[i] is not an integer" in text
     assert "IndexError" not in text and s.ctx.bounds == {"grad": False}
 
+
+def test_bounds_not_hoisted_out_of_a_condition():
+    """A subscript evaluated only on one side of ``if``/``else``, ``and`` or a chained
+    comparison might be out of range where it is not evaluated: never checked ahead."""
+    kinds = _kinds({"x": 1, "y": 1, "n": 0})
+    for line in ("y[i] = x[i + 1] if i < n - 1 else 0.0", "c = i < n - 1 and x[i + 1] > 0.0",
+                 "c = 0.0 < y[i] < x[i + 1]"):
+        ir = adjoint(f"""
+            for i in range(n):
+                {line}
+        """, "", "", params=("x", "y", "n"), results=("y",), grads=())
+        s = lowering(context(ir, kinds=kinds, once=True))
+        text = after("bounds", s)
+        assert "not read once each time its statement runs" in text, text
+        assert "IndexError" not in text and s.ctx.bounds == {"grad": False}
+
 # --- workspace ---------------------------------------------------------------------------
 
 TAPED = adjoint("""

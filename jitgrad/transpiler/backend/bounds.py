@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.dataflow import binds, binds_in, loop_index, plain_binding
+from ..analysis.kinds import Kind
+from ..astutil import resolve
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 from . import emit
 
@@ -186,12 +188,15 @@ class _Prover:
 
     def statement(self, s: ast.stmt, chain: list[_Loop], ints: frozenset[str]) -> None:
         subs = [n for n in own_expressions(s) if isinstance(n, ast.Subscript)]
-        if subs and isinstance(s, ast.While):
-            raise Unproved(f"{ast.unparse(subs[0])} in a while test")
+        if not subs:
+            return
+        if isinstance(s, (ast.While, ast.For)) and not loop_index(s) or _sometimes(s):
+            raise Unproved(f"{ast.unparse(subs[0])}: not read once each time its statement runs")
         bound_here = set(binds(s))
         for sub in subs:
-            if isinstance(sub.ctx, ast.Store) and loaded_ids(sub.slice) & bound_here:
-                raise Unproved(f"{ast.unparse(sub)}: its statement binds its index")
+            if isinstance(sub.ctx, ast.Store) and (
+                    loaded_ids(sub) & bound_here or isinstance(s, ast.For)):
+                raise Unproved(f"{ast.unparse(sub)}: its statement binds its array or index")
             self.subscript(sub, s, chain, ints)
 
     def subscript(self, sub: ast.Subscript, s: ast.stmt, chain: list[_Loop],
@@ -208,10 +213,7 @@ class _Prover:
             return
         if k is None or not k.ndim:
             raise Unproved(f"{what}: {v.id} is no array of known rank")
-        parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
-        if len(parts) > k.ndim:
-            raise Unproved(f"{what} has more indices than {v.id} has dimensions")
-        for dim, p in enumerate(parts):
+        for dim, p in _dimensions(sub, k.ndim):
             if isinstance(p, ast.Slice):
                 continue
             e = linear(p, ints, self.kinds, self.ranges)
@@ -251,6 +253,33 @@ class _Prover:
             else:
                 lo, hi = lo.plus(Lin(((k, c, n),))), hi.plus(Lin(((k, c, n),)))
         return lo, hi
+
+
+def _sometimes(s: ast.stmt) -> bool:
+    """Does a subscript of ``s`` sit where it is evaluated only sometimes: a branch of
+    ``a if c else b``, an operand after the first of ``and``/``or`` or of a chained
+    comparison?"""
+    for n in own_expressions(s):
+        parts = [n.body, n.orelse] if isinstance(n, ast.IfExp) else \
+            n.values[1:] if isinstance(n, ast.BoolOp) else \
+            n.comparators[1:] if isinstance(n, ast.Compare) else []
+        if any(isinstance(m, ast.Subscript) for p in parts for m in walk(p)):
+            return True
+    return False
+
+
+def _dimensions(sub: ast.Subscript, ndim: int) -> list[tuple[int, ast.expr]]:
+    """The dimension each part of ``sub``'s index stands for; ``Unproved`` where there are
+    more than ``ndim``, a ``None``, or a ``...`` beside an integer index."""
+    parts = sub.slice.elts if isinstance(sub.slice, ast.Tuple) else [sub.slice]
+    dots = [k for k, p in enumerate(parts) if isinstance(p, ast.Constant) and p.value is ...]
+    if len(parts) - len(dots) > ndim or len(dots) > 1 or any(
+            isinstance(p, ast.Starred) or (isinstance(p, ast.Constant) and p.value is None)
+            for p in parts):
+        raise Unproved(f"{ast.unparse(sub)}: an index of more parts than dimensions")
+    if dots and not all(isinstance(p, ast.Slice) or k in dots for k, p in enumerate(parts)):
+        raise Unproved(f"{ast.unparse(sub)}: an integer index beside ...")
+    return [(k, p) for k, p in enumerate(parts) if k not in dots]
 
 
 def linear(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
@@ -305,6 +334,68 @@ def _integer(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
     return False
 
 
+def with_made_arrays(body: list[ast.stmt], kinds: Callable[[str], Any],
+                     env: dict[str, Any], ints: frozenset[str]) -> Callable[[str], Any]:
+    """``kinds``, and for a name it does not know (one a backend step made: an element
+    loop's ``y_out``, a seed's copy ``_g``) an array's kind where each binding is another
+    name's array of that rank, an array like one (``np_empty_like(x)``, ``x.copy()``) or
+    a new one (``np.empty(n)`` of an integer ``n``, ``np.zeros((n, m))``)."""
+    values: dict[str, list[ast.expr | None]] = {}
+    for s in walk_stmts(body):
+        for n in binds(s):
+            if kinds(n) is None:
+                values.setdefault(n, []).append(s.value if plain_binding(s) else None)
+    made: dict[str, Any] = {}
+
+    def kind(n: str) -> Any:
+        return kinds(n) or made.get(n)
+
+    def like(v: ast.expr | None) -> Any:
+        if isinstance(v, ast.Name):
+            return kind(v.id)
+        if not isinstance(v, ast.Call) or v.keywords:
+            return None
+        f = v.func
+        if isinstance(f, ast.Attribute) and f.attr == "copy" and not v.args \
+                and isinstance(f.value, ast.Name):  # x.copy() of an array x
+            base = kind(f.value.id)
+            return base if base is not None and base.ndim else None
+        fn = resolve(f, env)
+        if v.args and any(fn is g for g in _NEW()):
+            shape = v.args[0]
+            rank = len(shape.elts) if isinstance(shape, ast.Tuple) else \
+                1 if _integer(shape, ints, kinds, False) else 0
+            return Kind("f", rank) if rank else None
+        if len(v.args) != 1 or not isinstance(v.args[0], ast.Name):
+            return None
+        base = kind(v.args[0].id)
+        return base if base is not None and base.ndim and fn is not None \
+            and any(fn is g for g in _LIKE()) else None
+
+    for _ in range(3):  # (chains of copies of made arrays)
+        for n, vs in values.items():
+            ks = {like(v) for v in vs}
+            if len(ks) == 1 and None not in ks and next(iter(ks)).ndim:
+                made[n] = next(iter(ks))
+    return kind
+
+
+def _NEW() -> tuple[Any, ...]:
+    """The functions that make an array of a shape (their first argument)."""
+    import numpy as np
+
+    return (np.empty, np.zeros, np.ones, np.full)
+
+
+def _LIKE() -> tuple[Any, ...]:
+    """The functions that make an array of their argument's shape."""
+    import numpy as np
+
+    from ...kernels import helpers
+    return (np.empty_like, np.zeros_like, np.ones_like, np.copy, helpers.np_empty_like,
+            helpers.np_zeros_like)
+
+
 def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
                   lens: bool) -> frozenset[str]:
     """The names every binding of which in ``body`` is an integer expression (``n_1 = n -
@@ -323,7 +414,8 @@ def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
         else:
             for n in names:
                 values.setdefault(n, []).append(None)
-    ints = {n for n, vs in values.items() if None not in vs}
+    ints = {n for n, vs in values.items() if None not in vs
+            and ((k := kinds(n)) is None or (k.cls == "i" and k.ndim == 0))}
     while True:
         now = frozenset(ints)
         ints = {n for n in now if all(_integer(v, now, kinds, lens) for v in values[n])}
@@ -348,16 +440,19 @@ def _breaks(body: list[ast.stmt]) -> bool:
 
 
 def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any],
-                  plain: frozenset[str] = frozenset(), ranges: bool = True
-                  ) -> tuple[list[ast.stmt], bool]:
+                  plain: frozenset[str] = frozenset(), ranges: bool = True,
+                  env: dict[str, Any] | None = None) -> tuple[list[ast.stmt], bool]:
     """``body`` with every array subscript checked explicitly, first the comment ``MARK``,
     and True; or ``body`` after a comment saying which subscript Numba must check, and
     False.  ``kinds``: a name's kind (None: unknown); ``plain``: names of tuples;
-    ``ranges``: ``range`` and ``len`` are the builtins (else no check leaves a loop).
+    ``ranges``: ``range``, ``len`` and ``max`` are the builtins (else no check leaves a
+    loop); ``env``: what the code's names refer to (``with_made_arrays``).
     Statements that change are copied (the variants share them)."""
+    ints = integer_names(body, kinds, ranges)
+    kinds = with_made_arrays(body, kinds, env or {}, ints)
     p = _Prover(kinds, plain, ranges)
     try:
-        p.block(body, [], integer_names(body, kinds, ranges))
+        p.block(body, [], ints)
     except Unproved as why:
         return [emit.comment(f"{UNPROVED}: {why}"), *body], False
     plan: dict[int, list[_Check]] = {}

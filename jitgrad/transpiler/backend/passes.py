@@ -953,7 +953,7 @@ def bounds_(s: Lowering) -> None:
     if s.ctx.kinds is not None and not s.ctx.ir.callables:
         tuples = frozenset({s.ctx.ir.ws})
         s.body, s.ctx.bounds[s.variant] = bounds_checks(s.body, s.ctx.kinds, tuples,
-                                                         s.ctx.once)
+                                                         s.ctx.once, s.ctx.env)
 
 
 def unparse_(s: Lowering) -> None:
