@@ -437,30 +437,29 @@ def _kinds(ndims: dict[str, int]):
 def test_bounds_checks_once_per_loop():
     """``x[i - 1]``, ``x[i + 1, t]`` and ``y[i]`` are affine in the loops over ``t`` and
     ``i`` (the second reversed): one check before the outer loop, over both loops' ranges,
-    when both run; ``y[i // 2]`` in an ``if`` is checked before its statement; the
-    constant ``x[-1, k]`` at the top level, with no low end for ``k``'s dimension kept
-    symbolic.  Without kinds (``jit=False``, ``parallel=True``) nothing changes."""
+    when both run, one ``if`` for all arrays; ``y[i // 2]`` in an ``if`` is checked
+    before its statement; the constant ``x[-1, k]`` at the top level, with no low end
+    for ``k``'s dimension kept symbolic.  Without kinds (``jit=False``,
+    ``parallel=True``) nothing changes."""
     kinds = _kinds({"x": 2, "y": 1, "n": 0, "m": 0, "k": 0})
     s = lowering(context(BOUNDS, kinds=kinds, once=True))
     assert after("bounds", s) == code("""
-        def f_grad(x, y, n, m, k, _dret):
-            # every index is checked explicitly (below): compiled with boundscheck=False
-            # x[i + 1, t], x[i - 1], y[i] checked once before the loop over t, not per element
-            if m > 0 and n - 1 > 0 and (n >= x.shape[0] or m - 1 >= x.shape[1]):
-                raise IndexError('x[i + 1, t], x[i - 1] out of range (line 3, loop over t)')
-            if m > 0 and n - 1 > 0 and (n - 1 >= y.shape[0]):
-                raise IndexError('y[i] out of range (line 3, loop over t)')
-            for t in range(m):
-                for i in range(n - 1, 0, -1):
-                    y[i] = x[i - 1] + x[i + 1, t]
-                    if i > 2:
-                        if i // 2 < -y.shape[0] or i // 2 >= y.shape[0]:
-                            raise IndexError('y[i // 2] out of range (line 5)')
-                        y[i // 2] = 0.0
-            if -1 < -x.shape[0] or k < -x.shape[1] or k >= x.shape[1]:
-                raise IndexError('x[-1, k] out of range (line 6)')
-            z = x[-1, k]
-            return (z, ())
+    def f_grad(x, y, n, m, k, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        # x[i + 1, t], x[i - 1], y[i] checked once before the loop over t
+        if m > 0 and n - 1 > 0 and (n >= x.shape[0] or m - 1 >= x.shape[1] or n - 1 >= y.shape[0]):
+            raise IndexError('x[i + 1, t], x[i - 1], y[i] out of range (line 3, loop over t)')
+        for t in range(m):
+            for i in range(n - 1, 0, -1):
+                y[i] = x[i - 1] + x[i + 1, t]
+                if i > 2:
+                    if i // 2 < -y.shape[0] or i // 2 >= y.shape[0]:
+                        raise IndexError('y[i // 2] out of range (line 5)')
+                    y[i // 2] = 0.0
+        if -1 < -x.shape[0] or k < -x.shape[1] or k >= x.shape[1]:
+            raise IndexError('x[-1, k] out of range (line 6)')
+        z = x[-1, k]
+        return (z, ())
     """)
     assert s.ctx.bounds == {"grad": True}
     off = lowering(context(BOUNDS, once=True))

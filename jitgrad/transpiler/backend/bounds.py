@@ -37,11 +37,14 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..analysis.dataflow import binds, binds_in, loop_index, plain_binding
 from ..analysis.kinds import Kind
+from ..analysis.shape_classes import ShapeClasses
 from ..astutil import resolve
+from ..naming import names_in
 from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
 from . import emit
 
@@ -93,6 +96,22 @@ class Lin:
                       else "")
 
 
+@dataclass(frozen=True)
+class Scope:
+    """What the names of an index are: ``kinds``; ``ints``, names known to be integers
+    besides those the kinds say are; ``calls``, the names of pure integer functions
+    (``len`` of an array, ``max``, ``trip_count``); ``consts``, names only ever bound to
+    one constant."""
+
+    kinds: Callable[[str], Any]
+    ints: frozenset[str] = frozenset()
+    calls: frozenset[str] = frozenset()
+    consts: dict[str, int] = field(default_factory=dict)
+
+    def having(self, ints: frozenset[str]) -> Scope:
+        return Scope(self.kinds, ints, self.calls, self.consts)
+
+
 @dataclass
 class _Loop:
     """An enclosing ``range`` loop whose trips a check may stand for (``ok``)."""
@@ -102,6 +121,7 @@ class _Loop:
     ok: bool
     first: Lin = field(default_factory=Lin)
     last: Lin = field(default_factory=Lin)
+    #: the test that it runs at least once ("": always)
     nonempty: str = ""
     names: set[str] = field(default_factory=set)
     #: the step is positive: ``first <= last``
@@ -130,13 +150,15 @@ class Unproved(Exception):
 class _Prover:
     """The checks of one function body (``bounds_checks``)."""
 
-    def __init__(self, kinds: Callable[[str], Any], plain: frozenset[str],
-                 ranges: bool) -> None:
-        self.kinds = kinds
+    def __init__(self, scope: Scope, plain: frozenset[str], ranges: bool) -> None:
+        self.scope = scope
+        self.kinds = scope.kinds
         self.plain = plain  # names whose subscripts Numba checks itself (tuples)
         self.ranges = ranges  # ``range`` and ``len`` are the builtins
         self.checks: list[_Check] = []
         self.line = 0  # the user's line of the last ``# line N:`` comment
+        #: names bound once per trip of an enclosing loop to an affine form (``alias``)
+        self.aliases: dict[str, Lin] = {}
         self._bound: dict[int, set[str]] = {}
 
     def bound(self, loop: ast.stmt) -> set[str]:
@@ -147,11 +169,14 @@ class _Prover:
         return hit
 
     def block(self, body: list[ast.stmt], chain: list[_Loop], ints: frozenset[str]) -> None:
+        made: list[str] = []
         for s in body:
             m = _LINE.match(emit.comment_text(s) or "")
             if m:  # the user's line the statements after it differentiate
                 self.line = int(m.group(1))
             self.statement(s, chain, ints)
+            if chain and self.alias(s, chain, ints):
+                made.append(s.targets[0].id)
             var = loop_index(s) if self.ranges else None
             if var is not None and s.iter.func.id == "range":
                 inner = ints | {var}
@@ -162,6 +187,34 @@ class _Prover:
                 sub = getattr(s, f, None)
                 if isinstance(sub, list) and sub:
                     self.block(sub, [], ints)
+        for n in made:
+            del self.aliases[n]
+
+    def alias(self, s: ast.stmt, chain: list[_Loop], ints: frozenset[str]) -> bool:
+        """Note ``v = e`` (``_i_next = i + 1``) directly in the innermost loop of ``chain``,
+        ``e`` affine, where the loop binds ``v`` to ``e`` only (a recomputation in the
+        adjoint) and none of ``e``'s names but the indices of ``chain``: ``v`` equals
+        ``e`` in the rest of the trip."""
+        v = plain_binding(s)
+        e = None if v is None else linear(s.value, self.scope.having(ints))
+        loop = chain[-1].node
+        if e is None or v in self.aliases or not all(
+                plain_binding(x) == v and _same(linear(x.value, self.scope.having(ints)), e)
+                for x in walk_stmts(loop.body) if v in binds(x)):
+            return False
+        own = {c.var for c in chain}
+        if (e.names() - own) & self.bound(loop):
+            return False
+        self.aliases[v] = e
+        return True
+
+    def substituted(self, e: Lin) -> Lin:
+        """``e`` with the names ``alias`` noted replaced by what they equal."""
+        out = Lin(const=e.const)
+        for k, c, n in e.terms:
+            a = self.aliases.get(n.id) if isinstance(n, ast.Name) else None
+            out = out.plus(a.times(c) if a is not None else Lin(((k, c, n),)))
+        return out
 
     def loop(self, s: ast.For, var: str, ints: frozenset[str]) -> _Loop:
         """The range of ``s``'s index (``ok``: each trip runs the whole body, the index is
@@ -170,7 +223,7 @@ class _Prover:
         if s.iter.keywords or not 1 <= len(args) <= 3 or _breaks(s.body) \
                 or var in binds_in(s.body, elements=False):
             return _Loop(s, var, False)
-        lins = [linear(a, ints - {var}, self.kinds, self.ranges) for a in args]
+        lins = [linear(a, self.scope.having(ints - {var})) for a in args]
         step = lins[2] if len(lins) == 3 else Lin(const=1)
         if any(x is None for x in lins) or step is None or step.terms or not step.const:
             return _Loop(s, var, False)
@@ -183,8 +236,9 @@ class _Prover:
             t = ast.parse(f"({gap.text()}) // {abs(k)}", mode="eval").body
             last = lo.plus(Lin(((ast.unparse(t), k, t),)))
         size = hi.plus(lo, -1) if k > 0 else lo.plus(hi, -1)
-        return _Loop(s, var, True, lo, last, f"{size.text()} > 0", lo.names() | hi.names(),
-                     k > 0)
+        runs = "" if not size.terms and size.const > 0 else f"{size.text()} > 0"
+        return _Loop(s, var, size.terms != () or size.const > 0, lo, last, runs,
+                     lo.names() | hi.names(), k > 0)
 
     def statement(self, s: ast.stmt, chain: list[_Loop], ints: frozenset[str]) -> None:
         subs = [n for n in own_expressions(s) if isinstance(n, ast.Subscript)]
@@ -216,7 +270,7 @@ class _Prover:
         for dim, p in _dimensions(sub, k.ndim):
             if isinstance(p, ast.Slice):
                 continue
-            e = linear(p, ints, self.kinds, self.ranges)
+            e = linear(p, self.scope.having(ints))
             if e is None:
                 raise Unproved(f"{what}: {ast.unparse(p)} is not an integer expression")
             self.checks.append(self.place(e, v.id, dim, s, chain, what))
@@ -225,14 +279,18 @@ class _Prover:
               what: str) -> _Check:
         """The check of ``e`` before the outermost loop of ``chain`` it may stand before,
         else before ``s``."""
+        plain = e
+        e = self.substituted(e)
         for h, top in enumerate(chain):
             done = self.hoisted(e, array, chain[h:])
             if done is not None:
                 lo, hi = done
                 loops = tuple(c.var for c in chain[h:])
-                return _Check(top.node, tuple(c.nonempty for c in chain[h:]), loops,
+                return _Check(top.node, tuple(c.nonempty for c in chain[h:] if c.nonempty),
+                              loops,
                               array, dim, lo, hi, what, getattr(s, "lineno", 0) or self.line)
-        return _Check(s, (), (), array, dim, e, e, what, getattr(s, "lineno", 0) or self.line)
+        return _Check(s, (), (), array, dim, plain, plain, what,
+                      getattr(s, "lineno", 0) or self.line)
 
     def hoisted(self, e: Lin, array: str, loops: list[_Loop]) -> tuple[Lin, Lin] | None:
         """The least and greatest value of ``e`` over ``loops`` (outermost first), where a
@@ -268,6 +326,10 @@ def _sometimes(s: ast.stmt) -> bool:
     return False
 
 
+def _same(a: Lin | None, b: Lin) -> bool:
+    return a is not None and a.key() == b.key() and a.const == b.const
+
+
 def _dimensions(sub: ast.Subscript, ndim: int) -> list[tuple[int, ast.expr]]:
     """The dimension each part of ``sub``'s index stands for; ``Unproved`` where there are
     more than ``ndim``, a ``None``, or a ``...`` beside an integer index."""
@@ -282,18 +344,18 @@ def _dimensions(sub: ast.Subscript, ndim: int) -> list[tuple[int, ast.expr]]:
     return [(k, p) for k, p in enumerate(parts) if k not in dots]
 
 
-def linear(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
-           lens: bool) -> Lin | None:
-    """``e`` as a ``Lin`` where it is an expression of integer scalars (``ints``, names
-    whose kind is an integer scalar, int constants, ``a.shape[k]``, ``len(a)``); else
-    None."""
+def linear(e: ast.expr, sc: Scope) -> Lin | None:
+    """``e`` as a ``Lin`` where it is an expression of integer scalars (``Scope``: names,
+    int constants, ``a.shape[k]``, calls of pure integer functions); else None."""
     if isinstance(e, ast.Constant):
         return Lin(const=e.value) if type(e.value) is int else None
+    if isinstance(e, ast.Name) and e.id in sc.consts:
+        return Lin(const=sc.consts[e.id])
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        inner = linear(e.operand, ints, kinds, lens)
+        inner = linear(e.operand, sc)
         return None if inner is None else inner.times(-1 if isinstance(e.op, ast.USub) else 1)
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
-        a, b = linear(e.left, ints, kinds, lens), linear(e.right, ints, kinds, lens)
+        a, b = linear(e.left, sc), linear(e.right, sc)
         if a is None or b is None:
             return None
         if isinstance(e.op, ast.Mult):
@@ -301,41 +363,40 @@ def linear(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
                 return _term(e)
             return a.times(b.const) if not b.terms else b.times(a.const)
         return a.plus(b, -1 if isinstance(e.op, ast.Sub) else 1)
-    return _term(e) if _integer(e, ints, kinds, lens) else None
+    return _term(e) if _integer(e, sc) else None
 
 
 def _term(e: ast.expr) -> Lin:
     return Lin(((ast.unparse(e), 1, e),))
 
 
-def _integer(e: ast.expr, ints: frozenset[str], kinds: Callable[[str], Any],
-             lens: bool) -> bool:
+def _integer(e: ast.expr, sc: Scope) -> bool:
     """Is ``e`` a pure integer scalar expression (``linear``'s terms)?"""
     if isinstance(e, ast.Name):
-        k = kinds(e.id)
-        return e.id in ints or (k is not None and k.cls == "i" and k.ndim == 0)
+        k = sc.kinds(e.id)
+        return e.id in sc.ints or (k is not None and k.cls == "i" and k.ndim == 0)
     if isinstance(e, ast.Constant):
         return type(e.value) is int
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        return _integer(e.operand, ints, kinds, lens)
+        return _integer(e.operand, sc)
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult,
                                                       ast.FloorDiv, ast.Mod)):
-        return _integer(e.left, ints, kinds, lens) and _integer(e.right, ints, kinds, lens)
+        return _integer(e.left, sc) and _integer(e.right, sc)
     if isinstance(e, ast.Subscript):  # a.shape[k]
         v = e.value
         return isinstance(v, ast.Attribute) and v.attr == "shape" \
             and isinstance(v.value, ast.Name) and isinstance(e.slice, ast.Constant) \
             and type(e.slice.value) is int
-    if isinstance(e, ast.Call) and lens and isinstance(e.func, ast.Name) and not e.keywords:
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in sc.calls \
+            and not e.keywords and e.args:
         if e.func.id == "len":  # len(a)
             return len(e.args) == 1 and isinstance(e.args[0], ast.Name)
-        return e.func.id == "max" and len(e.args) > 1 \
-            and all(_integer(a, ints, kinds, lens) for a in e.args)
+        return all(_integer(a, sc) for a in e.args)
     return False
 
 
 def with_made_arrays(body: list[ast.stmt], kinds: Callable[[str], Any],
-                     env: dict[str, Any], ints: frozenset[str]) -> Callable[[str], Any]:
+                     env: dict[str, Any], sc: Scope) -> Callable[[str], Any]:
     """``kinds``, and for a name it does not know (one a backend step made: an element
     loop's ``y_out``, a seed's copy ``_g``) an array's kind where each binding is another
     name's array of that rank, an array like one (``np_empty_like(x)``, ``x.copy()``) or
@@ -364,7 +425,7 @@ def with_made_arrays(body: list[ast.stmt], kinds: Callable[[str], Any],
         if v.args and any(fn is g for g in _NEW()):
             shape = v.args[0]
             rank = len(shape.elts) if isinstance(shape, ast.Tuple) else \
-                1 if _integer(shape, ints, kinds, False) else 0
+                1 if _integer(shape, sc) else 0
             return Kind("f", rank) if rank else None
         if len(v.args) != 1 or not isinstance(v.args[0], ast.Name):
             return None
@@ -378,6 +439,11 @@ def with_made_arrays(body: list[ast.stmt], kinds: Callable[[str], Any],
             if len(ks) == 1 and None not in ks and next(iter(ks)).ndim:
                 made[n] = next(iter(ks))
     return kind
+
+
+def _trip_count() -> Any:
+    from ...kernels.helpers import trip_count
+    return trip_count
 
 
 def _NEW() -> tuple[Any, ...]:
@@ -397,11 +463,13 @@ def _LIKE() -> tuple[Any, ...]:
 
 
 def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
-                  lens: bool) -> frozenset[str]:
+                  calls: frozenset[str]) -> tuple[frozenset[str], dict[str, int]]:
     """The names every binding of which in ``body`` is an integer expression (``n_1 = n -
     1``, ``k += 1``) or a ``range`` loop's index, though their kinds are not known (names
-    the reverse pass made): the greatest such set."""
+    the reverse pass made): the greatest such set; and those bound to one constant only
+    (``_n5 = -1``, a step), with its value."""
     values: dict[str, list[ast.expr | None]] = {}
+    stepped: set[str] = set()  # (``k += 1``: no constant)
     for s in walk_stmts(body):
         names = binds(s)
         if isinstance(s, ast.For) and loop_index(s) is not None:
@@ -411,6 +479,7 @@ def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
                 and isinstance(s.op, (ast.Add, ast.Sub, ast.Mult)):
             values.setdefault(names[0], []).append(s.value)
+            stepped.add(names[0])
         else:
             for n in names:
                 values.setdefault(n, []).append(None)
@@ -418,9 +487,16 @@ def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
             and ((k := kinds(n)) is None or (k.cls == "i" and k.ndim == 0))}
     while True:
         now = frozenset(ints)
-        ints = {n for n in now if all(_integer(v, now, kinds, lens) for v in values[n])}
+        ints = {n for n in now if all(_integer(v, Scope(kinds, now, calls)) for v in values[n])}
         if ints == now:
-            return now
+            break
+    consts: dict[str, int] = {}
+    for n in now - stepped:
+        lins = [linear(v, Scope(kinds)) for v in values[n] if v is not None]
+        if values[n] and len(lins) == len(values[n]) and all(
+                x is not None and not x.terms and x.const == lins[0].const for x in lins):
+            consts[n] = lins[0].const
+    return now, consts
 
 
 def _breaks(body: list[ast.stmt]) -> bool:
@@ -439,18 +515,23 @@ def _breaks(body: list[ast.stmt]) -> bool:
     return False
 
 
-def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any],
+def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: list[str],
                   plain: frozenset[str] = frozenset(), ranges: bool = True,
                   env: dict[str, Any] | None = None) -> tuple[list[ast.stmt], bool]:
     """``body`` with every array subscript checked explicitly, first the comment ``MARK``,
     and True; or ``body`` after a comment saying which subscript Numba must check, and
-    False.  ``kinds``: a name's kind (None: unknown); ``plain``: names of tuples;
+    False.  ``kinds``: a name's kind (None: unknown); ``params``: the function's
+    parameters; ``plain``: names of tuples;
     ``ranges``: ``range``, ``len`` and ``max`` are the builtins (else no check leaves a
     loop); ``env``: what the code's names refer to (``with_made_arrays``).
     Statements that change are copied (the variants share them)."""
-    ints = integer_names(body, kinds, ranges)
-    kinds = with_made_arrays(body, kinds, env or {}, ints)
-    p = _Prover(kinds, plain, ranges)
+    env = env or {}
+    calls = frozenset(n for n in env if env[n] is _trip_count()) | (
+        frozenset({"len", "max"}) if ranges else frozenset())
+    ints, consts = integer_names(body, kinds, calls)
+    consts = {n: c for n, c in consts.items() if n not in params}
+    kinds = with_made_arrays(body, kinds, env, Scope(kinds, ints, calls))
+    p = _Prover(Scope(kinds, ints, calls, consts), plain, ranges)
     try:
         p.block(body, [], ints)
     except Unproved as why:
@@ -458,20 +539,64 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any],
     plan: dict[int, list[_Check]] = {}
     for c in p.checks:
         plan.setdefault(id(c.at), []).append(c)
-    return [emit.comment(MARK), *_insert(body, plan)], True
+    shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
+    top = {n for n in map(plain_binding, body) if n and len(shapes.values.get(n, ())) == 1}
+    extent = partial(_extent, shapes, calls, top)
+    return [emit.comment(MARK), *_insert(body, plan, extent)], True
 
 
-def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]]) -> list[ast.stmt]:
+def _ndims(body: list[ast.stmt], params: list[str], kinds: Callable[[str], Any]
+           ) -> dict[str, int]:
+    """The number of dimensions of each name of ``body`` whose kind says it."""
+    names = set(params).union(*(names_in(s) for s in body))
+    return {n: k.ndim for n in names if (k := kinds(n)) is not None and k.ndim is not None}
+
+
+def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.expr,
+            array: str, dim: int, depth: int = 0) -> bool:
+    """Is ``t`` always ``array.shape[dim]``: that itself, ``b.shape[dim]`` (``len(b)``) of
+    an array ``b`` of ``array``'s shape class, rooted in a parameter the body never binds
+    or a name bound once, at the top level (``top``), and assumed equal to no other; or a
+    name bound only to such?"""
+    if isinstance(t, ast.Subscript) and ast.unparse(t) == f"{array}.shape[{dim}]":
+        return True  # (read at the same time as the index)
+    c = shapes.of(array)
+    if c is None or shapes.checks(c) or c not in shapes.fixed and c not in top:
+        return False
+    if isinstance(t, ast.Name) and t.id in shapes.values and t.id not in shapes.params:
+        vals = shapes.values[t.id]
+        return depth < 3 and all(v is not None and _extent(shapes, calls, top, v, array,
+                                                            dim, depth + 1) for v in vals)
+    if isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id == "len" \
+            and "len" in calls and dim == 0 and len(t.args) == 1:
+        t = ast.Subscript(value=ast.Attribute(value=t.args[0], attr="shape"),
+                          slice=ast.Constant(value=0))
+    if not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
+            and t.value.attr == "shape" and isinstance(t.value.value, ast.Name)
+            and isinstance(t.slice, ast.Constant) and t.slice.value == dim):
+        return False
+    return shapes.of(t.value.value.id) == c
+
+
+def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]],
+            extent: Callable[..., bool]) -> list[ast.stmt]:
     """``body`` with the planned checks before their statements, nested blocks too."""
     out: list[ast.stmt] = []
+    seen: dict[str, set[str]] = {}  # a check made in this block -> the names it reads
     for s in body:
-        if id(s) in plan:
-            out += _written(plan[id(s)], s)
+        for c in _written(plan.get(id(s), []), s, extent):
+            text = ast.unparse(c)
+            if text not in seen:  # (not again while nothing it reads is bound again)
+                out.append(c)
+                if isinstance(c, ast.If):
+                    seen[text] = loaded_ids(c.test)
+        bound = binds_in([s], elements=False)
+        seen = {t: ns for t, ns in seen.items() if not ns & bound}
         new = s
         for f in ("body", "orelse"):
             sub = getattr(s, f, None)
             if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-                done = _insert(sub, plan)
+                done = _insert(sub, plan, extent)
                 if done != sub:
                     new = copy.copy(new) if new is s else new
                     setattr(new, f, done)
@@ -479,21 +604,23 @@ def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]]) -> list[ast.stm
     return out
 
 
-def _written(checks: list[_Check], at: ast.stmt) -> list[ast.stmt]:
-    """The statements of ``checks`` (all before ``at``): one ``if`` per array, the
-    bounds of its subscripts merged (the least low end, the greatest high end of each
-    form), and a comment where they stand for the trips of a loop."""
-    groups: dict[tuple[tuple[str, ...], str], list[_Check]] = {}
+def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
+             ) -> list[ast.stmt]:
+    """The statements of ``checks`` (all before ``at``): one ``if`` (each costs Numba
+    compile time), the bounds of each array's subscripts merged (the least low end, the
+    greatest high end of each form), and a comment where they stand for a loop's trips;
+    nothing where every bound is in range by the shapes (``extent``)."""
+    groups: dict[tuple[str, ...], list[_Check]] = {}
     for c in checks:
-        groups.setdefault((c.guards, c.array), []).append(c)
+        groups.setdefault(c.guards, []).append(c)
     out: list[ast.stmt] = []
-    hoisted = [c for c in checks if c.loops]
-    if hoisted:
-        whats = ", ".join(dict.fromkeys(c.what for c in hoisted))
-        out.append(emit.comment(f"{whats} checked once before the loop over "
-                                f"{hoisted[0].loops[0]}, not per element"))
-    for (guards, _), cs in groups.items():
-        conds = _conditions(cs)
+    for guards, cs in groups.items():
+        conds = [x for a in dict.fromkeys(c.array for c in cs)
+                 for x in _conditions([c for c in cs if c.array == a], extent)]
+        if cs[0].loops:
+            whats = ", ".join(dict.fromkeys(c.what for c in cs))
+            out.append(emit.comment(f"{whats} checked once before the loop over "
+                                    f"{cs[0].loops[0]}{'' if conds else ' (by the shapes)'}"))
         if not conds:
             continue
         test = " or ".join(conds)
@@ -513,9 +640,10 @@ def _written(checks: list[_Check], at: ast.stmt) -> list[ast.stmt]:
     return out
 
 
-def _conditions(cs: list[_Check]) -> list[str]:
-    """The tests that some index of ``cs`` is out of range: per dimension, the least low
-    end and the greatest high end of each form of bound."""
+def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
+    """The tests that some index of ``cs`` (of one array) is out of range: per dimension,
+    the least low end and the greatest high end of each form of bound, but a high end
+    ``n - c`` (``c >= 1``) where ``n`` is the dimension's extent (``extent``)."""
     out: list[str] = []
     for dim in sorted({c.dim for c in cs}):
         size = f"{cs[0].array}.shape[{dim}]"
@@ -529,7 +657,10 @@ def _conditions(cs: list[_Check]) -> list[str]:
             if c.hi.key() not in his or c.hi.const > his[c.hi.key()].const:
                 his[c.hi.key()] = c.hi
         out += [f"{lo.text()} < -{size}" for lo in los.values() if lo.terms or lo.const < 0]
-        out += [f"{hi.text()} >= {size}" for hi in his.values() if hi.terms or hi.const >= 0]
+        out += [f"{hi.text()} >= {size}" for hi in his.values()
+                if (hi.terms or hi.const >= 0) and not (
+                    len(hi.terms) == 1 and hi.terms[0][1] == 1 and hi.const < 0
+                    and extent(hi.terms[0][2], cs[0].array, dim))]
     return out
 
 
