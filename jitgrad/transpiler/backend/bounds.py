@@ -3,31 +3,38 @@ per-access check (``jit=True``).
 
 Numba's ``boundscheck=True`` tests every element access; an out-of-range index raises
 ``IndexError`` instead of reading or writing past an array, at a cost of up to a fifth of
-a stencil's time and of a deep loop nest's compile.  This step proves every integer
-subscript of an array in the generated function instead.  Numba's semantics: an index
-``e`` into a dimension of size ``s`` is in range when ``-s <= e < s`` (negative indices
-wrap); slices clamp and need nothing.  Where an index is affine in the variables of the
-enclosing ``range`` loops (constant integer coefficients, constant steps), its other
-terms and the loops' bounds are bound outside the outermost of those loops, the array's
-name is not bound inside it, and every trip of each loop runs the statement (it is
-directly in their bodies: no ``if`` in between, no ``break``), one check before that
-loop tests the least and the greatest value the index takes, when every loop runs at
-least once (then the primal reaches both)::
+a stencil's time.  This step checks every integer subscript of an array in the generated
+function itself.  Numba's semantics: an index ``e`` into a dimension of size ``s`` is in
+range when ``-s <= e < s`` (negative indices wrap); slices clamp and need nothing.  Where
+an index is affine in the indices of the enclosing ``range`` loops (constant integer
+coefficients and steps; a name the loop binds to such a form, ``_i_next = i + 1``,
+counts as the form), its other terms and the inner loops' bounds are not bound in the
+outermost of those loops, nor is the array's name, and every trip of each loop runs the
+statement (it is directly in their bodies: no ``if`` in between, no ``break``, not on
+one side of ``and``/``or``/``if``-``else``), one check before that loop tests the least
+and the greatest value the index takes, when every loop runs at least once (then the
+primal reaches both)::
 
     for i in range(1, _n):          # u[i - 1], u[i + 1], v[i] checked once before the loop over i
-        v[i] = u[i - 1] + u[i + 1]  if _n - 1 > 0 and (_n >= u.shape[0]):
-                                        raise IndexError('u[i - 1], u[i + 1] (line 3) ...')
-                                    if _n - 1 > 0 and (_n - 1 >= v.shape[0]): ...
+        v[i] = u[i - 1] + u[i + 1]  if _n - 1 > 0 and (_n >= u.shape[0] or _n - 1 >= v.shape[0]):
+                                        raise IndexError('u[i - 1], ... out of range (line 3, ...)')
                                     for i in range(1, _n): ...
 
 Any other index of integer scalars (``x[i * i]``, an index read in an ``if``, one whose
-array is bound again in the loop) is checked right before its statement.  A subscript
-that cannot be checked so (an index array or an element used as an index, an array of
-unknown rank, a subscript of an expression, an index in a ``while`` test) leaves the
-whole function as it was, compiled with Numba's checks, and says why in a comment.  A
-proved function starts with the comment ``MARK``, by which ``emit.njit`` compiles it
-with ``boundscheck=False`` (the user's own ``boundscheck=`` wins).  Subscripts of tuples
-and lists need nothing: Numba checks those always.
+array is bound again in the loop) is checked right before its statement.  Each check
+costs Numba compile time (about 25 ms a process for an ``if`` that raises), so the
+checks before one statement are one ``if``, a check made again in a block while nothing
+it reads is bound again goes, and a high end ``n - 1`` where ``n`` is the extent of the
+array's dimension by the shape classes (``analysis/shape_classes.py``: ``_n =
+x.shape[0]`` over ``dx = np.zeros_like(x)``, a parameter's or a top-level array's
+class, assumed equal to no other) needs no test.  A subscript that cannot be checked so
+(an index array or an element used as an index, an array of unknown rank, a subscript
+of an expression, an index in a ``while`` test) leaves the whole function as it was,
+compiled with Numba's checks, and a comment says why.  A proved function starts with
+the comment ``MARK``, by which ``emit.njit`` compiles it with ``boundscheck=False`` (the
+user's own ``boundscheck=`` wins).  Subscripts of tuples and lists need nothing: Numba
+checks those always.  No later step may add a subscript (``cached_calls`` rewrites
+calls only).
 """
 
 from __future__ import annotations
@@ -541,7 +548,8 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
         plan.setdefault(id(c.at), []).append(c)
     shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     top = {n for n in map(plain_binding, body) if n and len(shapes.values.get(n, ())) == 1}
-    extent = partial(_extent, shapes, calls, top)
+    extent = partial(_below_extent, partial(_extent, shapes, calls, top),
+                     _definitions(shapes, p.scope, params))
     return [emit.comment(MARK), *_insert(body, plan, extent)], True
 
 
@@ -550,6 +558,34 @@ def _ndims(body: list[ast.stmt], params: list[str], kinds: Callable[[str], Any]
     """The number of dimensions of each name of ``body`` whose kind says it."""
     names = set(params).union(*(names_in(s) for s in body))
     return {n: k.ndim for n in names if (k := kinds(n)) is not None and k.ndim is not None}
+
+
+def _definitions(shapes: ShapeClasses, sc: Scope, params: list[str]) -> dict[str, Lin]:
+    """The names (not parameters) every binding of which is one affine form (``_n = len(x)
+    - 1``), with it."""
+    out: dict[str, Lin] = {}
+    for n, vals in shapes.values.items():
+        lins = [None if v is None else linear(v, sc) for v in vals]
+        if n not in params and lins and all(_same(x, lins[0]) for x in lins):
+            out[n] = lins[0]
+    return out
+
+
+def _below_extent(extent: Callable[..., bool], defs: dict[str, Lin], hi: Lin, array: str,
+                  dim: int) -> bool:
+    """Is ``hi`` at most the extent of ``array``'s dimension ``dim`` less one: ``n + c``
+    (``c <= -1``) with ``n`` the extent (``extent``), names bound only to one affine form
+    read as that form (their value is that form of extents, which never change)?"""
+    for _ in range(3):
+        if len(hi.terms) == 1 and hi.terms[0][1] == 1 and hi.const <= -1 \
+                and extent(hi.terms[0][2], array, dim):
+            return True
+        names = [(k, c, n) for k, c, n in hi.terms if isinstance(n, ast.Name) and n.id in defs]
+        if not names:
+            return False
+        for k, c, n in names:
+            hi = hi.plus(Lin(((k, c, n),)), -1).plus(defs[n.id].times(c))
+    return False
 
 
 def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.expr,
@@ -643,7 +679,7 @@ def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
 def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
     """The tests that some index of ``cs`` (of one array) is out of range: per dimension,
     the least low end and the greatest high end of each form of bound, but a high end
-    ``n - c`` (``c >= 1``) where ``n`` is the dimension's extent (``extent``)."""
+    below the dimension's extent by the shapes (``extent``)."""
     out: list[str] = []
     for dim in sorted({c.dim for c in cs}):
         size = f"{cs[0].array}.shape[{dim}]"
@@ -658,9 +694,7 @@ def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
                 his[c.hi.key()] = c.hi
         out += [f"{lo.text()} < -{size}" for lo in los.values() if lo.terms or lo.const < 0]
         out += [f"{hi.text()} >= {size}" for hi in his.values()
-                if (hi.terms or hi.const >= 0) and not (
-                    len(hi.terms) == 1 and hi.terms[0][1] == 1 and hi.const < 0
-                    and extent(hi.terms[0][2], cs[0].array, dim))]
+                if (hi.terms or hi.const >= 0) and not extent(hi, cs[0].array, dim)]
     return out
 
 
