@@ -60,6 +60,8 @@ MARK = "every index is checked explicitly (below): compiled with boundscheck=Fal
 #: the comment that starts a function left to Numba's checks
 UNPROVED = "bounds: Numba checks each index"
 
+#: statements that run straight on to the next (a local check may stand before them)
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Pass)
 #: the comment before the adjoint of a user's line
 _LINE = re.compile(r"line (\d+): ")
 #: an index term's key (its text) -> (coefficient, the term's node)
@@ -164,6 +166,7 @@ class _Prover:
         self.ranges = ranges  # ``range`` and ``len`` are the builtins
         self.checks: list[_Check] = []
         self.line = 0  # the user's line of the last ``# line N:`` comment
+        self.run: list[ast.stmt] = []  # (``block``: the statements ``earliest`` may pass)
         #: names bound once per trip of an enclosing loop to an affine form (``alias``)
         self.aliases: dict[str, Lin] = {}
         self._bound: dict[int, set[str]] = {}
@@ -177,11 +180,14 @@ class _Prover:
 
     def block(self, body: list[ast.stmt], chain: list[_Loop], ints: frozenset[str]) -> None:
         made: list[str] = []
+        run: list[ast.stmt] = []  # the simple statements just before this one
         for s in body:
             m = _LINE.match(emit.comment_text(s) or "")
             if m:  # the user's line the statements after it differentiate
                 self.line = int(m.group(1))
+            self.run = run
             self.statement(s, chain, ints)
+            run = [*run, s] if isinstance(s, _SIMPLE) else []
             if chain and self.alias(s, chain, ints):
                 made.append(s.targets[0].id)
             var = loop_index(s) if self.ranges else None
@@ -296,8 +302,19 @@ class _Prover:
                 return _Check(top.node, tuple(c.nonempty for c in chain[h:] if c.nonempty),
                               loops,
                               array, dim, lo, hi, what, getattr(s, "lineno", 0) or self.line)
-        return _Check(s, (), (), array, dim, plain, plain, what,
-                      getattr(s, "lineno", 0) or self.line)
+        return _Check(self.earliest(s, {array} | plain.names()), (), (), array, dim, plain,
+                      plain, what, getattr(s, "lineno", 0) or self.line)
+
+    def earliest(self, s: ast.stmt, reads: set[str]) -> ast.stmt:
+        """The first of the simple statements running straight into ``s`` (``run``) after
+        which none binds a name of ``reads``: a check of ``s`` may stand before it (one
+        ``if`` for the checks of a straight run: ``xo[0]``, ``xo[1]``, ``xo[2]``)."""
+        at = s
+        for p in reversed(self.run):
+            if set(binds(p)) & reads:
+                break
+            at = p
+        return at
 
     def hoisted(self, e: Lin, array: str, loops: list[_Loop]) -> tuple[Lin, Lin] | None:
         """The least and greatest value of ``e`` over ``loops`` (outermost first), where a
