@@ -487,17 +487,31 @@ def _LIKE() -> tuple[Any, ...]:
 
 
 def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
-                  calls: frozenset[str]) -> tuple[frozenset[str], dict[str, int]]:
+                  calls: frozenset[str], env: dict[str, Any]
+                  ) -> tuple[frozenset[str], dict[str, int]]:
     """The names every binding of which in ``body`` is an integer expression (``n_1 = n -
-    1``, ``k += 1``) or a ``range`` loop's index, though their kinds are not known (names
-    the reverse pass made): the greatest such set; and those bound to one constant only
-    (``_n5 = -1``, a step), with its value."""
+    1``, ``k += 1``, ``n_1 = tape_get(t, k)`` of a tape only integers are put on) or a
+    ``range`` loop's index, though their kinds are not known (names the reverse pass
+    made): the greatest such set; and those bound to one constant only (``_n5 = -1``, a
+    step), with its value."""
+    from ...kernels.helpers import tape_get, tape_put
+
+    puts: dict[str, list[ast.expr | None]] = {}
+    for s in walk_stmts(body):
+        c = s.value if isinstance(s, ast.Expr) else None
+        if isinstance(c, ast.Call) and len(c.args) == 3 and isinstance(c.args[0], ast.Name) \
+                and resolve(c.func, env) is tape_put:
+            puts.setdefault(c.args[0].id, []).append(c.args[2])
     values: dict[str, list[ast.expr | None]] = {}
     stepped: set[str] = set()  # (``k += 1``: no constant)
     for s in walk_stmts(body):
         names = binds(s)
+        v = s.value if isinstance(s, ast.Assign) else None
         if isinstance(s, ast.For) and loop_index(s) is not None:
             values.setdefault(names[0], [])
+        elif isinstance(v, ast.Call) and plain_binding(s) and len(v.args) == 2 \
+                and isinstance(v.args[0], ast.Name) and resolve(v.func, env) is tape_get:
+            values.setdefault(names[0], []).extend(puts.get(v.args[0].id) or [None])
         elif isinstance(s, ast.Assign) and plain_binding(s) is not None:
             values.setdefault(names[0], []).append(s.value)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
@@ -552,7 +566,7 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     env = env or {}
     calls = frozenset(n for n in env if env[n] is _trip_count()) | (
         frozenset({"len", "max"}) if ranges else frozenset())
-    ints, consts = integer_names(body, kinds, calls)
+    ints, consts = integer_names(body, kinds, calls, env)
     consts = {n: c for n, c in consts.items() if n not in params}
     kinds = with_made_arrays(body, kinds, env, Scope(kinds, ints, calls))
     p = _Prover(Scope(kinds, ints, calls, consts), plain, ranges)
