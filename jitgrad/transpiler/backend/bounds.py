@@ -150,6 +150,8 @@ class _Check:
     hi: Lin
     what: str
     line: int | None
+    #: the loops the check stands in (their indices are in their ranges there)
+    around: tuple[_Loop, ...] = ()
 
 
 class Unproved(Exception):
@@ -167,6 +169,7 @@ class _Prover:
         self.checks: list[_Check] = []
         self.line = 0  # the user's line of the last ``# line N:`` comment
         self.run: list[ast.stmt] = []  # (``block``: the statements ``earliest`` may pass)
+        self.around: list[_Loop] = []  # the enclosing loops whose index keeps its range
         #: names bound once per trip of an enclosing loop to an affine form (``alias``)
         self.aliases: dict[str, Lin] = {}
         self._bound: dict[int, set[str]] = {}
@@ -194,7 +197,9 @@ class _Prover:
             if var is not None and s.iter.func.id == "range":
                 inner = ints | {var}
                 loop = self.loop(s, var, inner)
+                self.around += [loop] if loop.ok else []
                 self.block(s.body, [*chain, loop] if loop.ok else [], inner)
+                self.around = [x for x in self.around if x is not loop]
                 continue
             for f in ("body", "orelse"):
                 sub = getattr(s, f, None)
@@ -300,10 +305,11 @@ class _Prover:
                 lo, hi = done
                 loops = tuple(c.var for c in chain[h:])
                 return _Check(top.node, tuple(c.nonempty for c in chain[h:] if c.nonempty),
-                              loops,
-                              array, dim, lo, hi, what, getattr(s, "lineno", 0) or self.line)
+                              loops, array, dim, lo, hi, what,
+                              getattr(s, "lineno", 0) or self.line,
+                              tuple(x for x in self.around if x not in chain[h:]))
         return _Check(self.earliest(s, {array} | plain.names()), (), (), array, dim, plain,
-                      plain, what, getattr(s, "lineno", 0) or self.line)
+                      plain, what, getattr(s, "lineno", 0) or self.line, tuple(self.around))
 
     def earliest(self, s: ast.stmt, reads: set[str]) -> ast.stmt:
         """The first of the simple statements running straight into ``s`` (``run``) after
@@ -607,7 +613,7 @@ def _below_extent(extent: Callable[..., bool], defs: dict[str, Lin], hi: Lin, ar
     """Is ``hi`` at most the extent of ``array``'s dimension ``dim`` less one: ``n + c``
     (``c <= -1``) with ``n`` the extent (``extent``), names bound only to one affine form
     read as that form (their value is that form of extents, which never change)?"""
-    for _ in range(3):
+    for _ in range(8):
         if len(hi.terms) == 1 and hi.terms[0][1] == 1 and hi.const <= -1 \
                 and extent(hi.terms[0][2], array, dim):
             return True
@@ -719,14 +725,34 @@ def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
         for c in cs:
             if c.dim != dim:
                 continue
-            if c.lo.key() not in los or c.lo.const < los[c.lo.key()].const:
+            low = _ranged(c.lo, c.around, True)  # (by the ranges of the enclosing loops)
+            if (low.terms or low.const < 0) and (
+                    c.lo.key() not in los or c.lo.const < los[c.lo.key()].const):
                 los[c.lo.key()] = c.lo
-            if c.hi.key() not in his or c.hi.const > his[c.hi.key()].const:
+            if not extent(_ranged(c.hi, c.around, False), c.array, dim) and (
+                    c.hi.key() not in his or c.hi.const > his[c.hi.key()].const):
                 his[c.hi.key()] = c.hi
         out += [f"{lo.text()} < -{size}" for lo in los.values() if lo.terms or lo.const < 0]
         out += [f"{hi.text()} >= {size}" for hi in his.values()
                 if (hi.terms or hi.const >= 0) and not extent(hi, cs[0].array, dim)]
     return out
+
+
+def _ranged(e: Lin, around: tuple[_Loop, ...], low: bool) -> Lin:
+    """A bound of ``e`` (the least where ``low``, else the greatest) over the ranges of
+    the indices of the loops ``around`` (outermost first; an inner loop's bounds may read
+    an outer index), which hold where a check in their bodies runs."""
+    for loop in reversed(around):
+        out = Lin(const=e.const)
+        for k, c, n in e.terms:
+            if isinstance(n, ast.Name) and n.id == loop.var:
+                small, large = (loop.first, loop.last) if (c > 0) == loop.up \
+                    else (loop.last, loop.first)
+                out = out.plus((small if low else large).times(c))
+            else:
+                out = out.plus(Lin(((k, c, n),)))
+        e = out
+    return e
 
 
 def proved(src: str) -> bool:
