@@ -77,6 +77,15 @@ def offsets(x):
     return s
 
 
+def rows(a, w):
+    s = 0.0
+    for i in range(a.shape[0]):
+        r = a[i]
+        for j in range(w.shape[0]):
+            s += r[j] * w[j]
+    return s
+
+
 def branchy(x, n):
     s = 0.0
     for i in range(n):
@@ -95,11 +104,13 @@ CASES = [
     (strided, (R.normal(size=11), 10), 0, (R.normal(size=9), 10)),
     (swapped, (R.normal(size=7), 0.1, 3), (0, 1), None),
     (offsets, (R.normal(size=7),), 0, None),
+    (rows, (R.normal(size=(3, 4)), R.normal(size=4)), (0, 1),
+     (R.normal(size=(3, 2)), R.normal(size=4))),
     (branchy, (R.normal(size=6), 9), 0, None),
 ]
 #: no index of these is checked per trip of an innermost loop (but in a stencil's few
 #: edge trips, ``_e``, after ``gather``)
-HOISTED = ("stencil", "reversed_2d", "triangle", "strided", "swapped", "offsets")
+HOISTED = ("stencil", "reversed_2d", "triangle", "strided", "swapped", "offsets", "rows")
 
 
 @pytest.mark.parametrize("jit", [True, False])

@@ -170,6 +170,9 @@ class _Prover:
         self.line = 0  # the user's line of the last ``# line N:`` comment
         self.run: list[ast.stmt] = []  # (``block``: the statements ``earliest`` may pass)
         self.around: list[_Loop] = []  # the enclosing loops whose index keeps its range
+        #: names only ever bound to ``a[i]`` of a parameter ``a`` never bound (its rows) ->
+        #: (``a``, the number of integer indices): their extents are ``a``'s after those
+        self.rows: dict[str, tuple[str, int]] = {}
         #: names bound once per trip of an enclosing loop to an affine form (``alias``)
         self.aliases: dict[str, Lin] = {}
         self._bound: dict[int, set[str]] = {}
@@ -291,7 +294,8 @@ class _Prover:
             e = linear(p, self.scope.having(ints))
             if e is None:
                 raise Unproved(f"{what}: {ast.unparse(p)} is not an integer expression")
-            self.checks.append(self.place(e, v.id, dim, s, chain, what))
+            base, shift = self.rows.get(v.id, (v.id, 0))  # (a row: its base's extents)
+            self.checks.append(self.place(e, base, dim + shift, s, chain, what))
 
     def place(self, e: Lin, array: str, dim: int, s: ast.stmt, chain: list[_Loop],
               what: str) -> _Check:
@@ -576,6 +580,8 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     consts = {n: c for n, c in consts.items() if n not in params}
     kinds = with_made_arrays(body, kinds, env, Scope(kinds, ints, calls))
     p = _Prover(Scope(kinds, ints, calls, consts), plain, ranges)
+    shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
+    p.rows = _rows(shapes, p.scope)
     try:
         p.block(body, [], ints)
     except Unproved as why:
@@ -583,11 +589,31 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     plan: dict[int, list[_Check]] = {}
     for c in p.checks:
         plan.setdefault(id(c.at), []).append(c)
-    shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     top = {n for n in map(plain_binding, body) if n and len(shapes.values.get(n, ())) == 1}
     extent = partial(_below_extent, partial(_extent, shapes, calls, top),
                      _definitions(shapes, p.scope, params))
     return [emit.comment(MARK), *_insert(body, plan, extent)], True
+
+
+def _rows(shapes: ShapeClasses, sc: Scope) -> dict[str, tuple[str, int]]:
+    """The names every binding of which is ``a[i]`` (``a[i, j]``...: integer indices, fewer
+    than ``a`` has dimensions, the same number each time) of a parameter ``a`` the body
+    never binds: name -> (``a``, the number of indices)."""
+    out: dict[str, tuple[str, int]] = {}
+    for n, vals in shapes.values.items():
+        got = set()
+        for v in vals:
+            parts = v.slice.elts if isinstance(v, ast.Subscript) and isinstance(
+                v.slice, ast.Tuple) else [v.slice] if isinstance(v, ast.Subscript) else []
+            a = v.value.id if parts and isinstance(v.value, ast.Name) else None
+            k = sc.kinds(a) if a in shapes.fixed else None
+            ok = k is not None and k.ndim and len(parts) < k.ndim and all(
+                linear(x, sc.having(frozenset())) is not None or _integer(x, sc)
+                for x in parts)
+            got.add((a, len(parts)) if ok else None)
+        if len(got) == 1 and None not in got and n not in shapes.params:
+            out[n] = got.pop()
+    return out
 
 
 def _ndims(body: list[ast.stmt], params: list[str], kinds: Callable[[str], Any]
