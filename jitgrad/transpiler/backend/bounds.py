@@ -683,10 +683,14 @@ def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]],
     out: list[ast.stmt] = []
     seen: dict[str, set[str]] = {}  # a check made in this block -> the names it reads
     for s in body:
+        at = len(out)  # (before the comments that lead to ``s``: they stay on it)
+        while at and emit.comment_text(out[at - 1]) is not None:
+            at -= 1
         for c in _written(plan.get(id(s), []), s, extent):
             text = ast.unparse(c)
             if text not in seen:  # (not again while nothing it reads is bound again)
-                out.append(c)
+                out.insert(at, c)
+                at += 1
                 if isinstance(c, ast.If):
                     seen[text] = loaded_ids(c.test)
         bound = binds_in([s], elements=False)

@@ -887,8 +887,8 @@ def bounds_(s: Lowering) -> None:
         dc = 0.0
         dx = np.zeros_like(x)
         ds = _dret
-        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
         # x[i - 1], x[i], dx[i], dx[i - 1] checked once before the loop over i (by the shapes)
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
         for i in range(1, _n):
             _t3 = x[i - 1]
             _t2 = c * _t3
