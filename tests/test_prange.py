@@ -205,7 +205,9 @@ def test_default_options_without_dispatcher():
     d.grad(X, 0.6)
     opts = d._last.compiled.jitted["grad"].targetoptions
     assert "fastmath" not in opts and "parallel" not in opts
-    assert opts.get("error_model") == "numpy" and opts.get("boundscheck") is True
+    assert opts.get("error_model") == "numpy"
+    # every index of the gradient is checked by the code itself (backend/bounds.py)
+    assert opts.get("boundscheck") is False and "boundscheck=False" in d.source(X, 0.6)
 
 
 def test_jvp_compiled_with_user_options():

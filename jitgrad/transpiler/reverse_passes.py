@@ -348,7 +348,13 @@ def _scalar_cotangents(u: Unit) -> frozenset[str]:
 
 def _array_kinds(u: Unit) -> Callable[[str], bool | None]:
     """Whether a name (or its adjoint) is an array, where the kinds know; else None."""
-    known = {n: k.is_array for n, k in u.kinds.items()}
+    kind = _kinds(u)
+    return lambda n: None if (k := kind(n)) is None else k.is_array
+
+
+def _kinds(u: Unit) -> Callable[[str], Any]:
+    """A name's kind, an adjoint's its primal's (``backend/bounds.py``); None where unknown."""
+    known = dict(u.kinds)
     for n, d in u.namer.adjoints().items():
         if n in known:
             known.setdefault(d, known[n])
@@ -371,5 +377,6 @@ def backend_context(u: Unit) -> passes.Context:
         ndims=u.float_ndims(scalar) if _fuses_elements(u) else None, env=u.env,
         parallel=(lambda: Parallel(u)) if u.parallel else None,
         cached_calls=u.jit and not u.parallel,
+        kinds=_kinds(u) if u.jit and not u.parallel else None,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))
 

@@ -507,6 +507,87 @@ def test_add_outer_kernels():
         assert np.array_equal(acc, seen)
 
 
+
+
+
+# --- bounds ------------------------------------------------------------------------------
+
+BOUNDS = adjoint("""
+    for t in range(m):
+        for i in range(n - 1, 0, -1):
+            y[i] = x[i - 1] + x[i + 1, t]
+            if i > 2:
+                y[i // 2] = 0.0
+    z = x[-1, k]
+""", "", "", params=("x", "y", "n", "m", "k"), results=("z",), grads=())
+
+
+def _kinds(ndims: dict[str, int]):
+    from jitgrad.transpiler.analysis.kinds import Kind
+    return lambda n: Kind("f" if ndims[n] else "i", ndims[n]) if n in ndims else None
+
+
+def test_bounds_checks_once_per_loop():
+    """``x[i - 1]``, ``x[i + 1, t]`` and ``y[i]`` are affine in the loops over ``t`` and
+    ``i`` (the second reversed): one check before the outer loop, over both loops' ranges,
+    when both run, one ``if`` for all arrays; ``y[i // 2]`` in an ``if`` is checked
+    before its statement; the constant ``x[-1, k]`` at the top level, with no low end
+    for ``k``'s dimension kept symbolic.  Without kinds (``jit=False``,
+    ``parallel=True``) nothing changes."""
+    kinds = _kinds({"x": 2, "y": 1, "n": 0, "m": 0, "k": 0})
+    s = lowering(context(BOUNDS, kinds=kinds, once=True))
+    assert after("bounds", s) == code("""
+    def f_grad(x, y, n, m, k, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        # x[i + 1, t], x[i - 1], y[i] checked once before the loop over t
+        if m > 0 and n - 1 > 0 and (n >= x.shape[0] or m - 1 >= x.shape[1] or n - 1 >= y.shape[0]):
+            raise IndexError('x[i + 1, t], x[i - 1], y[i] out of range (line 3, loop over t)')
+        for t in range(m):
+            for i in range(n - 1, 0, -1):
+                y[i] = x[i - 1] + x[i + 1, t]
+                if i > 2:
+                    if i // 2 < -y.shape[0] or i // 2 >= y.shape[0]:
+                        raise IndexError('y[i // 2] out of range (line 5)')
+                    y[i // 2] = 0.0
+        if -1 < -x.shape[0] or k < -x.shape[1] or k >= x.shape[1]:
+            raise IndexError('x[-1, k] out of range (line 6)')
+        z = x[-1, k]
+        return (z, ())
+    """)
+    assert s.ctx.bounds == {"grad": True}
+    off = lowering(context(BOUNDS, once=True))
+    assert "IndexError" not in after("bounds", off)
+
+
+def test_bounds_left_to_numba_where_one_index_is_not_proved():
+    """An element used as an index (``x[k[i]]``) is not checked: the function is left as
+    it was, Numba checks every index, and a comment says why."""
+    ir = adjoint("""
+        for i in range(n):
+            y[i] = x[k[i]]
+    """, "", "", params=("x", "y", "k", "n"), results=("y",), grads=())
+    kinds = _kinds({"x": 1, "y": 1, "k": 1, "n": 0})
+    s = lowering(context(ir, kinds=kinds, once=True))
+    text = after("bounds", s)
+    assert "# bounds: Numba checks each index: x[k[i]]: k[i] is not an integer" in text
+    assert "IndexError" not in text and s.ctx.bounds == {"grad": False}
+
+
+def test_bounds_not_hoisted_out_of_a_condition():
+    """A subscript evaluated only on one side of ``if``/``else``, ``and`` or a chained
+    comparison might be out of range where it is not evaluated: never checked ahead."""
+    kinds = _kinds({"x": 1, "y": 1, "n": 0})
+    for line in ("y[i] = x[i + 1] if i < n - 1 else 0.0", "c = i < n - 1 and x[i + 1] > 0.0",
+                 "c = 0.0 < y[i] < x[i + 1]"):
+        ir = adjoint(f"""
+            for i in range(n):
+                {line}
+        """, "", "", params=("x", "y", "n"), results=("y",), grads=())
+        s = lowering(context(ir, kinds=kinds, once=True))
+        text = after("bounds", s)
+        assert "not read once each time its statement runs" in text, text
+        assert "IndexError" not in text and s.ctx.bounds == {"grad": False}
+
 # --- workspace ---------------------------------------------------------------------------
 
 TAPED = adjoint("""

@@ -47,6 +47,7 @@ from ..front.numba_kernels import kernel_function
 from ..front.split import run_as_python, split_sources
 from ..pipeline import Generated, Unit
 from ..unit import Sources
+from .bounds import proved
 from .jit import Compiled, imports
 from .lower import VARIANTS
 
@@ -420,7 +421,8 @@ def compile_module(mod: types.ModuleType, jit: bool,
         for c in out.callables:
             if inspect.isfunction(ns.get(c)):  # (a split helper's gradient: cached too)
                 ns[c] = emit.njit(ns[c], cache=getattr(ns[c], "split_vjp", False))
-        out.jitted = {v: _tolerant(emit.njit(f, cache=True, options=options))
+        out.jitted = {v: _tolerant(emit.njit(f, cache=True, options=options,
+                                             checked=proved(meta["sources"][v])))
                       for v, f in fns.items()}
     else:
         emit.ieee_namespace(ns)

@@ -433,15 +433,17 @@ def is_parallel(options: dict[str, Any] | None) -> bool:
     return bool(p)
 
 
-def njit(fn: Any, cache: bool = False, options: dict[str, Any] | None = None) -> Any:
+def njit(fn: Any, cache: bool = False, options: dict[str, Any] | None = None,
+         checked: bool = False) -> Any:
     """Compile generated code: NumPy's error model, so ``x / 0.0`` is inf, not an exception,
     and bounds checks, so arguments of mismatched shapes raise IndexError (as without jit)
-    instead of the adjoint writing past the end of an array.  ``cache``: Numba's on-disk
-    cache (for functions loaded from a file, see ``cache.py``).  ``options``: the user's
-    own (``user_options``), which take precedence (``fastmath``, ``parallel``...)."""
+    instead of the adjoint writing past the end of an array: Numba's, unless ``checked``
+    (the code checks every index itself, ``backend/bounds.py``).  ``cache``: Numba's
+    on-disk cache (for functions loaded from a file, see ``cache.py``).  ``options``: the
+    user's own (``user_options``), which take precedence (``fastmath``, ``boundscheck``...)."""
     import numba
 
-    opts: dict[str, Any] = {"error_model": "numpy", "boundscheck": True}
+    opts: dict[str, Any] = {"error_model": "numpy", "boundscheck": not checked}
     opts.update(options or {})
     if "parallel" in opts and not uses_prange(fn):
         # every prange loop of this variant runs serially (the reason is a comment in it):

@@ -31,6 +31,7 @@ import numpy as np
 from ... import report
 from ..front.split import run_as_python
 from . import emit
+from .bounds import proved
 
 
 @dataclass
@@ -186,7 +187,8 @@ def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
         for c in callables:  # functions hooks call run compiled too
             if inspect.isfunction(namespace.get(c)):
                 namespace[c] = emit.njit(namespace[c])
-        out.jitted = {v: emit.njit(f, options=options) for v, f in fns.items()}
+        out.jitted = {v: emit.njit(f, options=options, checked=proved(sources[v]))
+                      for v, f in fns.items()}
     else:
         emit.ieee_namespace(namespace)
         run_as_python(namespace, callables)

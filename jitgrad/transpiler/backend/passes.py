@@ -30,6 +30,7 @@ from ..ir import Adjoint
 from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
 from . import emit
+from .bounds import bounds_checks
 from .cached_calls import cached_calls
 from .elements import fuse_elements
 from .fuse import fuse_loops
@@ -77,6 +78,8 @@ CACHED_CALLS = "cached numpy calls"
 VIEW_UPDATES = "view updates"
 #: outer products of a matrix product's adjoint are added into their buffer in place
 OUTER_UPDATES = "outer updates"
+#: every array index is checked explicitly, once per loop where it can (``jit=True``)
+BOUNDS = "bounds checked"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: a typed tape's elements are read and written through the unchecked helpers
@@ -111,6 +114,11 @@ class Context:
     cotangents: frozenset[str] = frozenset()
     #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None
     parallel: Callable[[], Any] | None = None
+    #: the kinds of the names, adjoints too (None where unknown), for the bounds step; None:
+    #: Numba checks every index (``jit=False``, ``parallel=True``)
+    kinds: Callable[[str], Any] | None = None
+    #: a variant's indices are all checked explicitly: compiled with ``boundscheck=False``
+    bounds: dict[str, bool] = field(default_factory=dict)
     #: the name generated code calls a helper of ``kernels.helpers`` by
     accessor: Callable[[str], str] = str
     #: compiled by Numba on the CPU, not ``parallel=True``: ``cached_calls`` rewrites
@@ -823,44 +831,6 @@ def tape_accessors_(s: Lowering) -> None:
                              s.ctx.unchecked)
 
 
-def cached_calls_(s: Lowering) -> None:
-    """Under ``jit=True`` (not ``parallel=True``), ``np.zeros_like(x)``,
-    ``np.empty_like(x)`` and ``a @ b`` call helpers whose machine code Numba keeps on
-    disk (``backend/cached_calls.py``): not compiled again in every process.
-
-    >>> print(example("cached_calls", '''
-    ... def f(X, W):
-    ...     return np.sum(np.tanh(X @ W))
-    ... ''', args=(np.ones((2, 3)), np.ones((3, 2))), jit=True))
-    def f_grad_1(X, W, _dret):
-        _t3 = np_matmul(X, W)
-        # one loop over the elements of _t3 (arrays kept: _t2; no arrays for: none)
-        _t2 = np_empty_like(_t3)
-        _t_sum = 0.0
-        for _k in range(_t3.shape[0]):
-            for _k2 in range(_t3.shape[1]):
-                _t2_e = np.tanh(_t3[_k, _k2])
-                _t_sum += _t2_e
-                _t2[_k, _k2] = _t2_e
-        _t = _t_sum
-        dW = np_zeros_like(W)
-        dX = np_zeros_like(X)
-        # line 2: return np.sum(np.tanh(X @ W))
-        # one loop over the elements of _t2 (arrays kept: _dt3; no arrays for: _dt2)
-        _dt3 = np_empty_like(_t2)
-        for _k3 in range(_t2.shape[0]):
-            for _k22 in range(_t2.shape[1]):
-                _dt2_e = _dret
-                _dt3_e = _dt2_e * (1.0 - _t2[_k3, _k22] * _t2[_k3, _k22])
-                _dt3[_k3, _k22] = _dt3_e
-        dX += dot_grad_a(_dt3, X, W)
-        dW += dot_grad_b(_dt3, X, W)
-        return (_t, (dX, dW))
-    """
-    if s.ctx.cached_calls:
-        s.body = cached_calls(s.body, s.ctx.env, s.ctx.accessor)
-
-
 def view_updates_(s: Lowering) -> None:
     """Under ``jit=True`` (not ``parallel=True``), ``db[2] += g`` into a view of an array
     is ``_view = db[2]`` then ``_view += g``: Numba does not compile the error message of
@@ -881,8 +851,8 @@ def view_updates_(s: Lowering) -> None:
         # _t2: only its shape is read later
         _t2_like = shape_stand_in(_t2)
         _t = np.sum(_t2)
-        db = np_zeros_like(b)
-        dx = np_zeros_like(x)
+        db = np.zeros_like(b)
+        dx = np.zeros_like(x)
         # line 2: return np.sum(np.tanh(b[0] * x) + b[1])
         _dt2 = expand_along(_dret, _t2_like, None)
         _dt3 = unbroadcast(_dt2, _t3)
@@ -936,6 +906,92 @@ def outer_updates_(s: Lowering) -> None:
         flow = dataflow.Dataflow(s.body, shared=s.ctx.ir.shared, is_array=s.ctx.is_array,
                                  env=s.ctx.env)
         s.body = outer_updates(s.body, s.ctx.ndims, s.ctx.env, flow, s.ctx.accessor)
+def bounds_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), every array index is checked
+    explicitly: once before the outermost loop it is affine in, else before its statement;
+    the function is then compiled without Numba's per-access check (``backend/bounds.py``;
+    where one index cannot be checked so, Numba checks them all, as a comment says).
+
+    >>> print(example("bounds", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     for i in range(1, x.shape[0]):
+    ...         s += c * x[i - 1] * x[i]
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5), jit=True))
+    def f_grad_1(x, c, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        s = 0.0
+        _n = x.shape[0]
+        dc = 0.0
+        dx = np.zeros_like(x)
+        ds = _dret
+        # x[i - 1], x[i], dx[i], dx[i - 1] checked once before the loop over i (by the shapes)
+        # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
+        for i in range(1, _n):
+            _t3 = x[i - 1]
+            _t2 = c * _t3
+            _t4 = x[i]
+            _t = _t2 * _t4
+            s = s + _t
+            # line 4: s += c * x[i - 1] * x[i]
+            _dt = ds
+            _t2 = c * x[i - 1]
+            _t4 = x[i]
+            _dt2 = _dt * _t4
+            _dt4 = _dt * _t2
+            _t3 = x[i - 1]
+            dc += _dt2 * _t3
+            _dt3 = _dt2 * c
+            dx[i] += _dt4
+            dx[i - 1] += _dt3
+        return (s, (dx, dc))
+    """
+    if s.ctx.kinds is not None and not s.ctx.ir.callables:
+        tuples = frozenset({s.ctx.ir.ws})
+        s.body, s.ctx.bounds[s.variant] = bounds_checks(s.body, s.ctx.kinds, s.params,
+                                                         tuples, s.ctx.once, s.ctx.env)
+
+
+def cached_calls_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), ``np.zeros_like(x)``,
+    ``np.empty_like(x)`` and ``a @ b`` call helpers whose machine code Numba keeps on
+    disk (``backend/cached_calls.py``): not compiled again in every process.
+
+    >>> print(example("cached_calls", '''
+    ... def f(X, W):
+    ...     return np.sum(np.tanh(X @ W))
+    ... ''', args=(np.ones((2, 3)), np.ones((3, 2))), jit=True))
+    def f_grad_1(X, W, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        _t3 = np_matmul(X, W)
+        # one loop over the elements of _t3 (arrays kept: _t2; no arrays for: none)
+        _t2 = np_empty_like(_t3)
+        _t_sum = 0.0
+        # _t3[_k, _k2], _t2[_k, _k2] checked once before the loop over _k (by the shapes)
+        for _k in range(_t3.shape[0]):
+            for _k2 in range(_t3.shape[1]):
+                _t2_e = np.tanh(_t3[_k, _k2])
+                _t_sum += _t2_e
+                _t2[_k, _k2] = _t2_e
+        _t = _t_sum
+        dW = np_zeros_like(W)
+        dX = np_zeros_like(X)
+        # line 2: return np.sum(np.tanh(X @ W))
+        # one loop over the elements of _t2 (arrays kept: _dt3; no arrays for: _dt2)
+        _dt3 = np_empty_like(_t2)
+        # _t2[_k3, _k22], _dt3[_k3, _k22] checked once before the loop over _k3 (by the shapes)
+        for _k3 in range(_t2.shape[0]):
+            for _k22 in range(_t2.shape[1]):
+                _dt2_e = _dret
+                _dt3_e = _dt2_e * (1.0 - _t2[_k3, _k22] * _t2[_k3, _k22])
+                _dt3[_k3, _k22] = _dt3_e
+        dX += dot_grad_a(_dt3, X, W)
+        dW += dot_grad_b(_dt3, X, W)
+        return (_t, (dX, dW))
+    """
+    if s.ctx.cached_calls:
+        s.body = cached_calls(s.body, s.ctx.env, s.ctx.accessor)
 
 
 def unparse_(s: Lowering) -> None:
@@ -975,8 +1031,9 @@ BACKEND: list[BackendPass] = check([
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("outer_updates", outer_updates_, [ACCESSORS], [OUTER_UPDATES]),
-    step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
+    step("bounds", bounds_, [ACCESSORS, VIEW_UPDATES], [BOUNDS]),
+    step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
 
