@@ -446,7 +446,7 @@ def fuse_(s: Lowering) -> None:
         _tape_t_1n = 0
         total = 0.0
         _n = x.shape[0]
-        _tape_t_1 = tape_reserve(_tape_t_1, _tape_t_1n, _n)
+        _tape_t_1 = tape_reserve(_tape_t_1, _tape_t_1n, 1)
         dk = 0.0
         dx = np.zeros_like(x)
         dtotal = _dret
