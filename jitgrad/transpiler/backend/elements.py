@@ -56,13 +56,29 @@ def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any
     ``body`` are not changed: the blocks that change are copied."""
     flow = dataflow.Dataflow(body, shared, env=env)
     stable = _stable_names(body, shapes, flow)
-    first = _Ctx(shapes, env, np_name, set(taken), flow, stable)
+    parents = _parents(body)
+    strict, shapes = shapes, ShapeClasses(body, shapes.ndims, env, sorted(shapes.params),
+                                          loose=True)
+    first = _Ctx(shapes, env, np_name, set(taken), flow, stable, parents=parents,
+                 strict=strict)
     fused = _block(body, first)
     if not first.last:
         return body
     # again, each chain keeping only what the chains after it read once fused themselves
-    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared))
+    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared),
+               parents=parents, strict=strict)
     return _block(body, ctx)
+
+
+def _parents(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
+    """name -> the node directly holding each of its reads in ``body``."""
+    out: dict[str, list[ast.AST]] = {}
+    for s in body:
+        for node in ast.walk(s):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                    out.setdefault(child.id, []).append(node)
+    return out
 
 
 def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
@@ -116,6 +132,8 @@ def _stable_names(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dat
 
 @dataclass
 class _Ctx:
+    #: loose classes (any two arrays an operation combines are one): what chains are made
+    #: of; ``strict``: the classes proven, whose representatives a chain compares
     shapes: ShapeClasses
     env: dict[str, Any]
     np_name: str
@@ -133,6 +151,11 @@ class _Ctx:
     checks: dict[int, tuple] = field(default_factory=dict)
     #: statements computing values again at an element, for the statement being written
     pending: list[ast.stmt] = field(default_factory=list)
+    #: name -> the node holding each of its reads (``_only_pushed``)
+    parents: dict[str, list[ast.AST]] = field(default_factory=dict)
+    #: list -> is it read only by its pushes and pops (``_only_pushed``)
+    tapes: dict[str, bool] = field(default_factory=dict)
+    strict: ShapeClasses | None = None
 
     def live_after(self, g: _Group) -> frozenset[str]:
         if self.live is not None and id(g.stmts[0]) in self.live:
@@ -227,11 +250,17 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
     if kind is None:
         return False
     reads, binds = dataflow.reads_in([s]), set(dataflow.binds(s))
+    tape = _tape_of(s, ctx)
+    if tape is not None:
+        kind = "scalar"
+        binds.add(tape)  # (a push or a pop changes the list: their order is kept)
     if kind == "scalar":
         if not g.loop:
             return False
-        # (an element read moves past the loop: of any array sharing the buffer it reads)
-        reads = set().union(*(ctx.flow.shares(n) for n in reads))
+        # (an element read moves past the loop: of any array sharing the buffer it reads;
+        # a push or pop reads no element)
+        if tape is None:
+            reads = set().union(*(ctx.flow.shares(n) for n in reads))
         later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
         if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
             g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
@@ -257,7 +286,8 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         if n not in g.made and n not in g.first_read:
             g.first_read.append(n)
     for e in ast.walk(s):
-        if _passed(e, ctx) is not None and isinstance(e.args[1], ast.Name):
+        if _passed(e, ctx) is not None and isinstance(e.args[1], ast.Name) \
+                and e.args[1].id not in g.made:
             g.shaped.append(e.args[1].id)
     if kind == "elem":
         t = _target(s)
@@ -286,7 +316,10 @@ def _loop_reads(s: ast.stmt, kind: str, ctx: _Ctx) -> set[str]:
 
 def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
     """"elem" (an array made elementwise), "reduce" (a scalar from sums of elements),
-    "scalar" (scalars only), or None (it cannot join a chain)."""
+    "scalar" (scalars only, or a list tape's push or pop), or None (it cannot join a
+    chain)."""
+    if _tape_of(s, ctx) is not None:
+        return "scalar"
     if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
         value = s.value
     elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
@@ -311,6 +344,48 @@ def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
     whole = ast.BinOp(left=ast.Name(id=_target(s), ctx=ast.Load()), op=s.op, right=value) \
         if isinstance(s, ast.AugAssign) else value
     return "elem" if ctx.shapes.expr(whole) == t else None
+
+
+def _tape_of(s: ast.stmt, ctx: _Ctx) -> str | None:
+    """The list ``t`` where ``s`` is ``t.append(v)`` (``v`` a name or
+    ``shape_stand_in(name)``) or ``x = t.pop()``, of a list tape: bound only to ``[]``,
+    otherwise only appended to and popped.  Such a statement moves before or after a
+    chain's loop like a scalar statement (its list counts as bound by it, so pushes and
+    pops of one list keep their order): a push after the loop pushes the array the
+    loop made (then kept as an array), a pop before it binds what the loop reads."""
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        c, arg = s.value, (s.value.args or [None])[0]
+        if not (isinstance(c.func, ast.Attribute) and c.func.attr == "append"
+                and len(c.args) == 1 and not c.keywords):
+            return None
+        if isinstance(arg, ast.Call) and resolve(arg.func, ctx.env) is H.shape_stand_in \
+                and len(arg.args) == 1 and not arg.keywords:
+            arg = arg.args[0]
+        if not isinstance(arg, ast.Name):
+            return None
+    elif isinstance(s, ast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call) \
+            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "pop" \
+            and not s.value.args and not s.value.keywords:
+        c = s.value
+    else:
+        return None
+    t = c.func.value
+    if not isinstance(t, ast.Name) or t.id not in ctx.shapes.pushed:
+        return None
+    vals = ctx.shapes.values.get(t.id, [None])
+    if not all(isinstance(v, ast.List) and not v.elts for v in vals):
+        return None
+    return t.id if _only_pushed(t.id, ctx) else None
+
+
+def _only_pushed(t: str, ctx: _Ctx) -> bool:
+    """Is list ``t`` read nowhere but as ``t.append(...)`` and ``t.pop()``?"""
+    if t not in ctx.tapes:
+        ctx.tapes[t] = all(
+            isinstance(p, ast.Attribute) and p.attr in ("append", "pop")
+            for p in ctx.parents.get(t, [None]))
+    return ctx.tapes[t]
 
 
 def _elementwise(e: ast.expr, ctx: _Ctx, sums: list[ast.Call], in_sum: bool = False) -> bool:
@@ -388,11 +463,13 @@ def _target(s: ast.stmt) -> str:
 def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     """The statements running chain ``g`` (None: a precondition fails)."""
     ndim = ctx.shapes.ndim(g.cls)
-    ref = g.cls if g.cls in ctx.shapes.params else next(
-        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
-    if not ndim or ref is None or not _apart(g, ctx):
+    checked = _checked(g, ndim, ctx)
+    if not ndim or checked is None or not _apart(g, ctx):
         return None
-    live = ctx.live_after(g) | g.post_reads
+    checks, ref = checked
+    stand_ins = {id(s): n for s in g.post if (n := _stand_in_of(s, ctx)) in g.made}
+    live = ctx.live_after(g) | dataflow.reads_in(s for s in g.post if id(s) not in stand_ins)
+    live |= {n for n in stand_ins.values() if n in live}
     idx = [ctx.fresh("_k" if d == 0 else f"_k{d + 1}") for d in range(ndim)]
     elem: dict[str, str] = {}  # array made in the loop -> its element's name
     outs: dict[str, str] = {}  # array kept after the loop -> the array it is written into
@@ -412,7 +489,7 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
             ctx.pending.clear()
         else:
             sums[id(s)] = _sum_stmt(s, g, elem, idx, inits, inner, ctx)
-    post = [sums.get(id(s), s) for s in g.post]
+    post = [sums.get(id(s)) or _stand_in_push(s, stand_ins, live, ref, ctx) for s in g.post]
     for n, o in outs.items():
         inner.append(_assign_to(ast.Subscript(value=_name(o), slice=_index(idx),
                                               ctx=ast.Store()), _name(elem[n])))
@@ -422,11 +499,12 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     note = comment(f"one loop over the elements of {ref} (arrays kept: {kept}; "
                    f"no arrays for: {gone})")
     after = [_assign(n, _name(o)) for n, o in outs.items() if o != n]
-    fused = [*g.pre, note, *alloc, *inits, loop, *after, *post]
+    # (a comparison reading what a pop before the loop binds: the pops go before it)
+    hoist = {n for p in checks for n in p} & g.pre_binds
+    fused = [*([] if hoist else g.pre), note, *alloc, *inits, loop, *after, *post]
     for s in fused:
         ast.copy_location(s, g.stmts[0])
         ast.fix_missing_locations(s)
-    checks = ctx.shapes.checks(g.cls)
     if not checks:
         ctx.last[id(g.stmts[0])] = fused[-1]
         ctx.checks[id(g.stmts[0])] = ()
@@ -437,13 +515,61 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
         left=_attr(checks[0][0], "shape"), ops=[ast.Eq()],
         comparators=[_attr(checks[0][1], "shape")])
     shapes = ", ".join(sorted({n for p in checks for n in p}))
-    guard = ast.If(test=test, body=fused, orelse=list(g.stmts))
+    pre = {id(s) for s in g.pre} if hoist else set()
+    guard = ast.If(test=test, body=fused, orelse=[s for s in g.stmts if id(s) not in pre])
     ast.copy_location(guard, g.stmts[0])
     ast.fix_missing_locations(guard)
     ctx.last[id(g.stmts[0])] = guard
     ctx.guards[id(g.stmts[0])] = (guard, fused)
     ctx.checks[id(g.stmts[0])] = tuple(checks)
-    return [comment(f"where {shapes} have one shape (else as written, broadcasting)"), guard]
+    note = comment(f"where {shapes} have one shape (else as written, broadcasting)")
+    return [*(g.pre if hoist else []), note, guard]
+
+
+def _checked(g: _Group, ndim: int | None, ctx: _Ctx
+             ) -> tuple[list[tuple[str, str]], str] | None:
+    """(the pairs of arrays whose shapes chain ``g`` compares, the array its loop goes
+    over); None where an array it reads before making it has no proven (strict) class.
+    The loose classes joined what an operation combines; the loop is sound where the
+    arrays it reads have one shape: those of one strict class have, one of each strict
+    class is compared with the others (and the arguments a strict class assumed one)."""
+    reads = [*g.first_read, *(n for n in g.shaped if n not in g.made)]
+    reps: dict[str, str] = {}
+    for n in reads:
+        c = ctx.strict.root(ctx.strict.of(n))
+        if c in (None, SCALAR) or ctx.strict.ndim(c) != ndim:
+            return None
+        reps.setdefault(c, n)
+    ref = g.cls if g.cls in ctx.shapes.params and g.cls in reps else next(
+        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
+    if ref is None:
+        return None
+    checks: list[tuple[str, str]] = []
+    for c in reps:
+        checks += [p for p in ctx.strict.checks(c) if p not in checks]
+    first, *rest = reps.values()
+    return checks + [(first, n) for n in rest], ref
+
+
+def _stand_in_of(s: ast.stmt, ctx: _Ctx) -> str | None:
+    """``n`` where ``s`` pushes ``shape_stand_in(n)`` on a list tape."""
+    if _tape_of(s, ctx) is None or not isinstance(s, ast.Expr):
+        return None
+    arg = s.value.args[0]
+    return arg.args[0].id if isinstance(arg, ast.Call) else None
+
+
+def _stand_in_push(s: ast.stmt, stand_ins: dict[int, str], live: frozenset[str] | set[str],
+                   ref: str, ctx: _Ctx) -> ast.stmt:
+    """``s``, or where it pushes a stand-in of an array the loop makes but keeps not, the
+    push of a stand-in of ``ref`` (of that array's shape and dtype: ``empty_like(ref)``)."""
+    n = stand_ins.get(id(s))
+    if n is None or n in live:
+        return s
+    call = s.value.args[0]
+    new = ast.Call(func=call.func, args=[_name(ref)], keywords=[])
+    push = ast.Call(func=s.value.func, args=[new], keywords=[])
+    return ast.copy_location(ast.Expr(value=push), s)
 
 
 def _apart(g: _Group, ctx: _Ctx) -> bool:
@@ -560,12 +686,13 @@ def _recomputable(n: str, ctx: _Ctx) -> ast.expr | None:
     reading it (XLA's rematerialisation): ``n`` bound once by an elementwise statement of
     its class whose own operation is cheap, from names holding one value (``stable``)."""
     vals = ctx.shapes.values.get(n)
-    if n not in ctx.stable or not vals or len(vals) != 1 or vals[0] is None:
+    if n not in ctx.stable or ctx.strict.of(n) in (None, SCALAR) or not vals \
+            or len(vals) != 1 or vals[0] is None:
         return None
     e = vals[0]
     sums: list[ast.Call] = []
     if isinstance(e, (ast.Name, ast.Constant)) or not _elementwise(e, ctx, sums) or sums \
-            or ctx.shapes.expr(e) != ctx.shapes.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
+            or ctx.strict.expr(e) != ctx.strict.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
         return None
     if not all(m in ctx.stable or ctx.shapes.of(m) == SCALAR and m in ctx.env
                for m in loaded_ids(e)):
