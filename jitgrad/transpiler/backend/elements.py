@@ -221,6 +221,8 @@ class _Group:
     pre_binds: set[str] = field(default_factory=set)
     post_reads: set[str] = field(default_factory=set)
     post_binds: set[str] = field(default_factory=set)
+    #: what the statements after the loop read, less the arrays pushed as stand-ins only
+    post_needs: set[str] = field(default_factory=set)
 
     def worth(self) -> bool:
         return sum(k != "comment" for _, k in self.loop) >= MIN_STATEMENTS
@@ -250,6 +252,7 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
     if kind is None:
         return False
     reads, binds = dataflow.reads_in([s]), set(dataflow.binds(s))
+    needs = reads - {_stand_in_of(s, ctx)}  # (the arrays it reads, after the loop)
     tape = _tape_of(s, ctx)
     if tape is not None:
         kind = "scalar"
@@ -261,19 +264,7 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         # a push or pop reads no element)
         if tape is None:
             reads = set().union(*(ctx.flow.shares(n) for n in reads))
-        later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
-        if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
-            g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
-            g.pre_reads |= reads
-            g.pre_binds |= binds
-        elif not (binds & (g.loop_reads | g.pre_reads)):
-            g.post.append(s)
-            g.post_reads |= reads
-            g.post_binds |= binds
-        else:
-            return False
-        g.binds |= binds
-        return True
+        return _moved(g, s, reads, binds, needs)
     c = _class_of(s, kind, ctx)
     looped = _loop_reads(s, kind, ctx)
     if c is None or (g.cls is not None and c != g.cls) or looped & g.post_binds \
@@ -299,8 +290,29 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         g.post.append(s)  # (its sums are the loop's; what it makes of them comes after)
         g.post_binds |= binds
         g.post_reads |= reads - looped
+        g.post_needs |= reads - looped
     g.loop.append((s, kind))
     g.loop_reads |= looped
+    g.binds |= binds
+    return True
+
+
+def _moved(g: _Group, s: ast.stmt, reads: set[str], binds: set[str], needs: set[str]
+           ) -> bool:
+    """Add statement ``s`` (of no array element: scalars, a push or a pop) before the loop
+    or after it, where it can go."""
+    later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
+    if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
+        g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
+        g.pre_reads |= reads
+        g.pre_binds |= binds
+    elif not (binds & (g.loop_reads | g.pre_reads)):
+        g.post.append(s)
+        g.post_reads |= reads
+        g.post_needs |= needs
+        g.post_binds |= binds
+    else:
+        return False
     g.binds |= binds
     return True
 
@@ -467,9 +479,7 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     if not ndim or checked is None or not _apart(g, ctx):
         return None
     checks, ref = checked
-    stand_ins = {id(s): n for s in g.post if (n := _stand_in_of(s, ctx)) in g.made}
-    live = ctx.live_after(g) | dataflow.reads_in(s for s in g.post if id(s) not in stand_ins)
-    live |= {n for n in stand_ins.values() if n in live}
+    live = ctx.live_after(g) | g.post_needs
     idx = [ctx.fresh("_k" if d == 0 else f"_k{d + 1}") for d in range(ndim)]
     elem: dict[str, str] = {}  # array made in the loop -> its element's name
     outs: dict[str, str] = {}  # array kept after the loop -> the array it is written into
@@ -489,7 +499,7 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
             ctx.pending.clear()
         else:
             sums[id(s)] = _sum_stmt(s, g, elem, idx, inits, inner, ctx)
-    post = [sums.get(id(s)) or _stand_in_push(s, stand_ins, live, ref, ctx) for s in g.post]
+    post = [sums.get(id(s)) or _stand_in_push(s, g.made - live, ref, ctx) for s in g.post]
     for n, o in outs.items():
         inner.append(_assign_to(ast.Subscript(value=_name(o), slice=_index(idx),
                                               ctx=ast.Store()), _name(elem[n])))
@@ -509,13 +519,20 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
         ctx.last[id(g.stmts[0])] = fused[-1]
         ctx.checks[id(g.stmts[0])] = ()
         return fused
+    return _guarded(g, fused, checks, g.pre if hoist else [], ctx)
+
+
+def _guarded(g: _Group, fused: list[ast.stmt], checks: list[tuple[str, str]],
+             hoisted: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:
+    """``if`` the arrays of each pair of ``checks`` have one shape: ``fused``, else the
+    chain's statements as written; ``hoisted`` (statements of the chain) go before."""
     test = ast.BoolOp(op=ast.And(), values=[ast.Compare(
         left=_attr(a, "shape"), ops=[ast.Eq()], comparators=[_attr(b, "shape")])
         for a, b in checks]) if len(checks) > 1 else ast.Compare(
         left=_attr(checks[0][0], "shape"), ops=[ast.Eq()],
         comparators=[_attr(checks[0][1], "shape")])
     shapes = ", ".join(sorted({n for p in checks for n in p}))
-    pre = {id(s) for s in g.pre} if hoist else set()
+    pre = {id(s) for s in hoisted}
     guard = ast.If(test=test, body=fused, orelse=[s for s in g.stmts if id(s) not in pre])
     ast.copy_location(guard, g.stmts[0])
     ast.fix_missing_locations(guard)
@@ -523,21 +540,24 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     ctx.guards[id(g.stmts[0])] = (guard, fused)
     ctx.checks[id(g.stmts[0])] = tuple(checks)
     note = comment(f"where {shapes} have one shape (else as written, broadcasting)")
-    return [*(g.pre if hoist else []), note, guard]
+    return [*hoisted, note, guard]
 
 
 def _checked(g: _Group, ndim: int | None, ctx: _Ctx
              ) -> tuple[list[tuple[str, str]], str] | None:
     """(the pairs of arrays whose shapes chain ``g`` compares, the array its loop goes
-    over); None where an array it reads before making it has no proven (strict) class.
+    over); None where the number of dimensions of an array it reads is not the loop's.
     The loose classes joined what an operation combines; the loop is sound where the
-    arrays it reads have one shape: those of one strict class have, one of each strict
-    class is compared with the others (and the arguments a strict class assumed one)."""
+    arrays it reads (made before it) have one shape: those of one strict class have, one
+    of each strict class is compared with the others, and each array of no strict class
+    itself (and the arguments a strict class assumed one)."""
     reads = [*g.first_read, *(n for n in g.shaped if n not in g.made)]
     reps: dict[str, str] = {}
     for n in reads:
         c = ctx.strict.root(ctx.strict.of(n))
-        if c in (None, SCALAR) or ctx.strict.ndim(c) != ndim:
+        if c is None and ctx.strict.ndims.get(n) == ndim:
+            c = n  # (of no proven class: its own shape is compared)
+        if c in (None, SCALAR) or ctx.strict.ndims.get(c) != ndim:
             return None
         reps.setdefault(c, n)
     ref = g.cls if g.cls in ctx.shapes.params and g.cls in reps else next(
@@ -559,12 +579,11 @@ def _stand_in_of(s: ast.stmt, ctx: _Ctx) -> str | None:
     return arg.args[0].id if isinstance(arg, ast.Call) else None
 
 
-def _stand_in_push(s: ast.stmt, stand_ins: dict[int, str], live: frozenset[str] | set[str],
-                   ref: str, ctx: _Ctx) -> ast.stmt:
-    """``s``, or where it pushes a stand-in of an array the loop makes but keeps not, the
-    push of a stand-in of ``ref`` (of that array's shape and dtype: ``empty_like(ref)``)."""
-    n = stand_ins.get(id(s))
-    if n is None or n in live:
+def _stand_in_push(s: ast.stmt, gone: set[str], ref: str, ctx: _Ctx) -> ast.stmt:
+    """``s``, or where it pushes a stand-in of an array of ``gone`` (the loop makes it but
+    keeps it not), the push of a stand-in of ``ref`` (of that array's shape and dtype,
+    as ``empty_like(ref)`` would make it)."""
+    if _stand_in_of(s, ctx) not in gone:
         return s
     call = s.value.args[0]
     new = ast.Call(func=call.func, args=[_name(ref)], keywords=[])
