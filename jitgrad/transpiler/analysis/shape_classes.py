@@ -159,6 +159,8 @@ class ShapeClasses:
             if fn is K.expand_along and not (len(e.args) == 3 and _is_none(e.args[2])):
                 return None
             g, x = self.expr(e.args[0]), self.expr(e.args[1])
+            if fn is H.unbroadcast and x not in (None, SCALAR):
+                return x  # (the sum of ``g`` down to ``x``'s shape, whatever ``g``'s)
             return x if g is not None and g in (x, SCALAR, _TOP) else None
         like = shape_of(fn)
         if like is not None and len(e.args) > like:

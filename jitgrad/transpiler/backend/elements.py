@@ -83,22 +83,21 @@ def _parents(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
 
 def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
           ) -> dict[int, frozenset[str]]:
-    """What is live after each chain in ``fused`` (the body with every chain fused).  Where
-    every chain checks the same shapes, they all run fused or all as written: a checked
-    chain's arrays are live only where fused chains read them."""
+    """What is live after each chain in ``fused`` (the body with every chain fused).  Chains
+    that check the same shapes of names holding one value (``stable``) all run fused or all
+    as written: a checked chain's arrays are live only where those chains, fused, read
+    them (and where any other chain, fused or as written, does)."""
     flow = dataflow.Dataflow(fused, shared, env=first.env)
     live = {k: flow.live_after(s) for k, s in first.last.items()}
-    if len({c for c in first.checks.values() if c}) != 1:
-        return live
-    ran = {id(i): f for i, f in first.guards.values()}
-    fast = dataflow.Dataflow(_replaced(fused, ran), shared, env=first.env)
-    slow = dataflow.Dataflow(_replaced(fused, {id(i): i.orelse for i, _ in
-                                               first.guards.values()}), shared, env=first.env)
-    for k in first.last:
-        if k in first.guards:
+    groups: dict[tuple, list[int]] = {}
+    for k, c in first.checks.items():
+        if c and k in first.guards and all(n in first.stable for p in c for n in p):
+            groups.setdefault(c, []).append(k)
+    for ks in groups.values():
+        fast = dataflow.Dataflow(_replaced(fused, {id(first.guards[k][0]): first.guards[k][1]
+                                                   for k in ks}), shared, env=first.env)
+        for k in ks:
             live[k] = fast.live_after(first.guards[k][1][-1])
-        else:
-            live[k] = fast.live_after(first.last[k]) | slow.live_after(first.last[k])
     return live
 
 
