@@ -10,9 +10,18 @@ vectors, ``unbroadcast`` to a scalar) is a sum the loop adds to; scalar statemen
 between move before the loop (what they read is known before it) or after it (they
 read a sum).  Preconditions, each checked, else the statements stay as they are:
 
-- every array the chain reads or makes has the chain's shape class, or is a scalar;
-  shapes only assumed equal (two arguments, ``S / X``) are compared at run time, and the
-  statements as written run where they differ;
+- every array the chain reads or makes has the chain's loose shape class (arrays an
+  elementwise operation combines are one, ``ShapeClasses(loose=True)``), or is a scalar;
+  shapes not proven equal are compared at run time, and the statements as written run
+  where they differ: two arguments a strict class assumed one (``S / X``), one array of
+  each strict class the chain reads before making it against the others, and each such
+  array of no strict class itself (``if _t9.shape == _t10.shape``);
+- a push on a list tape (``t.append(v)``, ``t.append(shape_stand_in(v))``) or a pop
+  (``v = t.pop()``) of a list only pushed and popped moves after or before the loop like
+  a scalar statement, its list counted as bound by it (pushes and pops of one list keep
+  their order); a pushed array the loop makes is kept, a stand-in pushed of one it does
+  not keep is a stand-in of the loop's reference array (the shape and dtype it would
+  have had);
 - a value is read at the element being made: no array written in place in the chain
   shares a buffer with another array the chain reads (``Dataflow.shares``);
 - a statement of the chain calls nothing but elementwise primitives (the primitive
