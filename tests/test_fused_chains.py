@@ -105,3 +105,21 @@ def test_chain_is_one_loop(case):
     src = jg.differentiate(f, wrt=wrt, jit=True).source(*make())
     assert _loops(src) >= 2, src
     assert case == 1 or ".shape ==" in src, src
+
+
+def test_chains_checking_the_same_shapes_keep_only_what_fused_chains_read():
+    """A chain's arrays are kept for the statements as written of later chains only where
+    those check other shapes: with ``unbroadcast(g, x)`` of ``x``'s class, the adjoint's
+    chain of ``selection`` checks ``x`` and ``y`` as the forward's do, and the forward's
+    first chain keeps what the fused chains read (its statements as written would read
+    ``_t``, ``_t4``, ``_t5``, ``_t6`` too)."""
+    import corpus_numpy as C
+
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=6), rng.normal(size=6)
+    src = jg.differentiate(C.selection, wrt=(0, 1), jit=True).source(x, y)
+    first = src[src.index("# one loop over"):].splitlines()[0]
+    assert "arrays kept: _t2, _t7, _t8, a;" in first, src
+    assert {line.strip() for line in src.splitlines() if ".shape ==" in line} \
+        == {"if x.shape == y.shape:"}, src
+    check_grad(C.selection, (x, y), wrt=(0, 1), jit=True)
