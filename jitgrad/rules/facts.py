@@ -88,6 +88,7 @@ declare(np.copy, np.ndarray.copy, np.array, H.snapshot, copies=True)
 # values allocations from a shape start with, and sums of an array's elements
 declare(H.zeros_like, H.shape_stand_in, shape_of=0)
 declare(R.load_ref, shape_of=2)  # (the snapshot of a loop's state, shaped like the state)
+declare(K.reshape_like, shape_of=1)  # (a cotangent reshaped to the primal's shape)
 declare(np.zeros, np.zeros_like, H.zeros_like, fill=0.0)
 declare(np.ones, fill=1.0)
 declare(np.empty, np.empty_like, uninitialised=True)  # (their elements: what memory held)

@@ -42,7 +42,11 @@ class ShapeClasses:
     names refer to, ``params``: the function's parameters."""
 
     def __init__(self, body: list[ast.stmt], ndims: dict[str, int], env: dict[str, Any],
-                 params: list[str]) -> None:
+                 params: list[str], loose: bool = False) -> None:
+        #: take any two array classes of one number of dimensions an elementwise operation
+        #: combines as one (not only arguments): for a user that compares, at run time,
+        #: the shapes of arrays of the strict classes (``backend/elements.py``)
+        self.loose = loose
         self.env = env
         self.ndims = ndims
         self.values: dict[str, list[ast.expr | None]] = {}
@@ -155,6 +159,8 @@ class ShapeClasses:
             if fn is K.expand_along and not (len(e.args) == 3 and _is_none(e.args[2])):
                 return None
             g, x = self.expr(e.args[0]), self.expr(e.args[1])
+            if fn is H.unbroadcast and x not in (None, SCALAR):
+                return x  # (the sum of ``g`` down to ``x``'s shape, whatever ``g``'s)
             return x if g is not None and g in (x, SCALAR, _TOP) else None
         like = shape_of(fn)
         if like is not None and len(e.args) > like:
@@ -232,8 +238,9 @@ class ShapeClasses:
 
     def _assume(self, a: str, b: str) -> bool:
         """Take classes ``a`` and ``b`` as one (checked at run time): only arguments the
-        body never binds, of one known number of dimensions."""
-        if not ({a, b} <= self.fixed) or self.ndims.get(a) != self.ndims.get(b) \
+        body never binds (any two classes where ``loose``), of one known number of
+        dimensions."""
+        if not (self.loose or {a, b} <= self.fixed) or self.ndims.get(a) != self.ndims.get(b) \
                 or not self.ndims.get(a):
             return False
         self._same[b] = a

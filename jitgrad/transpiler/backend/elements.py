@@ -10,9 +10,18 @@ vectors, ``unbroadcast`` to a scalar) is a sum the loop adds to; scalar statemen
 between move before the loop (what they read is known before it) or after it (they
 read a sum).  Preconditions, each checked, else the statements stay as they are:
 
-- every array the chain reads or makes has the chain's shape class, or is a scalar;
-  shapes only assumed equal (two arguments, ``S / X``) are compared at run time, and the
-  statements as written run where they differ;
+- every array the chain reads or makes has the chain's loose shape class (arrays an
+  elementwise operation combines are one, ``ShapeClasses(loose=True)``), or is a scalar;
+  shapes not proven equal are compared at run time, and the statements as written run
+  where they differ: two arguments a strict class assumed one (``S / X``), one array of
+  each strict class the chain reads before making it against the others, and each such
+  array of no strict class itself (``if _t9.shape == _t10.shape``);
+- a push on a list tape (``t.append(v)``, ``t.append(shape_stand_in(v))``) or a pop
+  (``v = t.pop()``) of a list only pushed and popped moves after or before the loop like
+  a scalar statement, its list counted as bound by it (pushes and pops of one list keep
+  their order); a pushed array the loop makes is kept, a stand-in pushed of one it does
+  not keep is a stand-in of the loop's reference array (the shape and dtype it would
+  have had);
 - a value is read at the element being made: no array written in place in the chain
   shares a buffer with another array the chain reads (``Dataflow.shares``);
 - a statement of the chain calls nothing but elementwise primitives (the primitive
@@ -56,33 +65,48 @@ def fuse_elements(body: list[ast.stmt], shapes: ShapeClasses, env: dict[str, Any
     ``body`` are not changed: the blocks that change are copied."""
     flow = dataflow.Dataflow(body, shared, env=env)
     stable = _stable_names(body, shapes, flow)
-    first = _Ctx(shapes, env, np_name, set(taken), flow, stable)
+    parents = _parents(body)
+    strict, shapes = shapes, ShapeClasses(body, shapes.ndims, env, sorted(shapes.params),
+                                          loose=True)
+    first = _Ctx(shapes, env, np_name, set(taken), flow, stable, parents=parents,
+                 strict=strict)
     fused = _block(body, first)
     if not first.last:
         return body
     # again, each chain keeping only what the chains after it read once fused themselves
-    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared))
+    ctx = _Ctx(shapes, env, np_name, taken, first.flow, stable, _live(first, fused, shared),
+               parents=parents, strict=strict)
     return _block(body, ctx)
+
+
+def _parents(body: list[ast.stmt]) -> dict[str, list[ast.AST]]:
+    """name -> the node directly holding each of its reads in ``body``."""
+    out: dict[str, list[ast.AST]] = {}
+    for s in body:
+        for node in ast.walk(s):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                    out.setdefault(child.id, []).append(node)
+    return out
 
 
 def _live(first: _Ctx, fused: list[ast.stmt], shared: dict[str, str] | None
           ) -> dict[int, frozenset[str]]:
-    """What is live after each chain in ``fused`` (the body with every chain fused).  Where
-    every chain checks the same shapes, they all run fused or all as written: a checked
-    chain's arrays are live only where fused chains read them."""
+    """What is live after each chain in ``fused`` (the body with every chain fused).  Chains
+    that check the same shapes of names holding one value (``stable``) all run fused or all
+    as written: a checked chain's arrays are live only where those chains, fused, read
+    them (and where any other chain, fused or as written, does)."""
     flow = dataflow.Dataflow(fused, shared, env=first.env)
     live = {k: flow.live_after(s) for k, s in first.last.items()}
-    if len({c for c in first.checks.values() if c}) != 1:
-        return live
-    ran = {id(i): f for i, f in first.guards.values()}
-    fast = dataflow.Dataflow(_replaced(fused, ran), shared, env=first.env)
-    slow = dataflow.Dataflow(_replaced(fused, {id(i): i.orelse for i, _ in
-                                               first.guards.values()}), shared, env=first.env)
-    for k in first.last:
-        if k in first.guards:
+    groups: dict[tuple, list[int]] = {}
+    for k, c in first.checks.items():
+        if c and k in first.guards and all(n in first.stable for p in c for n in p):
+            groups.setdefault(c, []).append(k)
+    for ks in groups.values():
+        fast = dataflow.Dataflow(_replaced(fused, {id(first.guards[k][0]): first.guards[k][1]
+                                                   for k in ks}), shared, env=first.env)
+        for k in ks:
             live[k] = fast.live_after(first.guards[k][1][-1])
-        else:
-            live[k] = fast.live_after(first.last[k]) | slow.live_after(first.last[k])
     return live
 
 
@@ -116,6 +140,8 @@ def _stable_names(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dat
 
 @dataclass
 class _Ctx:
+    #: loose classes (any two arrays an operation combines are one): what chains are made
+    #: of; ``strict``: the classes proven, whose representatives a chain compares
     shapes: ShapeClasses
     env: dict[str, Any]
     np_name: str
@@ -133,6 +159,11 @@ class _Ctx:
     checks: dict[int, tuple] = field(default_factory=dict)
     #: statements computing values again at an element, for the statement being written
     pending: list[ast.stmt] = field(default_factory=list)
+    #: name -> the node holding each of its reads (``_only_pushed``)
+    parents: dict[str, list[ast.AST]] = field(default_factory=dict)
+    #: list -> is it read only by its pushes and pops (``_only_pushed``)
+    tapes: dict[str, bool] = field(default_factory=dict)
+    strict: ShapeClasses | None = None
 
     def live_after(self, g: _Group) -> frozenset[str]:
         if self.live is not None and id(g.stmts[0]) in self.live:
@@ -198,6 +229,8 @@ class _Group:
     pre_binds: set[str] = field(default_factory=set)
     post_reads: set[str] = field(default_factory=set)
     post_binds: set[str] = field(default_factory=set)
+    #: what the statements after the loop read, less the arrays pushed as stand-ins only
+    post_needs: set[str] = field(default_factory=set)
 
     def worth(self) -> bool:
         return sum(k != "comment" for _, k in self.loop) >= MIN_STATEMENTS
@@ -227,24 +260,19 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
     if kind is None:
         return False
     reads, binds = dataflow.reads_in([s]), set(dataflow.binds(s))
+    needs = reads - {_stand_in_of(s, ctx)}  # (the arrays it reads, after the loop)
+    tape = _tape_of(s, ctx)
+    if tape is not None:
+        kind = "scalar"
+        binds.add(tape)  # (a push or a pop changes the list: their order is kept)
     if kind == "scalar":
         if not g.loop:
             return False
-        # (an element read moves past the loop: of any array sharing the buffer it reads)
-        reads = set().union(*(ctx.flow.shares(n) for n in reads))
-        later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
-        if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
-            g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
-            g.pre_reads |= reads
-            g.pre_binds |= binds
-        elif not (binds & (g.loop_reads | g.pre_reads)):
-            g.post.append(s)
-            g.post_reads |= reads
-            g.post_binds |= binds
-        else:
-            return False
-        g.binds |= binds
-        return True
+        # (an element read moves past the loop: of any array sharing the buffer it reads;
+        # a push or pop reads no element)
+        if tape is None:
+            reads = set().union(*(ctx.flow.shares(n) for n in reads))
+        return _moved(g, s, reads, binds, needs)
     c = _class_of(s, kind, ctx)
     looped = _loop_reads(s, kind, ctx)
     if c is None or (g.cls is not None and c != g.cls) or looped & g.post_binds \
@@ -257,7 +285,8 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         if n not in g.made and n not in g.first_read:
             g.first_read.append(n)
     for e in ast.walk(s):
-        if _passed(e, ctx) is not None and isinstance(e.args[1], ast.Name):
+        if _passed(e, ctx) is not None and isinstance(e.args[1], ast.Name) \
+                and e.args[1].id not in g.made:
             g.shaped.append(e.args[1].id)
     if kind == "elem":
         t = _target(s)
@@ -269,8 +298,29 @@ def _add(g: _Group, s: ast.stmt, ctx: _Ctx) -> bool:
         g.post.append(s)  # (its sums are the loop's; what it makes of them comes after)
         g.post_binds |= binds
         g.post_reads |= reads - looped
+        g.post_needs |= reads - looped
     g.loop.append((s, kind))
     g.loop_reads |= looped
+    g.binds |= binds
+    return True
+
+
+def _moved(g: _Group, s: ast.stmt, reads: set[str], binds: set[str], needs: set[str]
+           ) -> bool:
+    """Add statement ``s`` (of no array element: scalars, a push or a pop) before the loop
+    or after it, where it can go."""
+    later = g.loop_reads | g.binds | g.post_reads | g.pre_reads
+    if not (binds & later) and not (reads & (g.binds - g.pre_binds)):
+        g.pre.append(s)  # (runs before the loop: it reads nothing the chain makes)
+        g.pre_reads |= reads
+        g.pre_binds |= binds
+    elif not (binds & (g.loop_reads | g.pre_reads)):
+        g.post.append(s)
+        g.post_reads |= reads
+        g.post_needs |= needs
+        g.post_binds |= binds
+    else:
+        return False
     g.binds |= binds
     return True
 
@@ -286,7 +336,10 @@ def _loop_reads(s: ast.stmt, kind: str, ctx: _Ctx) -> set[str]:
 
 def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
     """"elem" (an array made elementwise), "reduce" (a scalar from sums of elements),
-    "scalar" (scalars only), or None (it cannot join a chain)."""
+    "scalar" (scalars only, or a list tape's push or pop), or None (it cannot join a
+    chain)."""
+    if _tape_of(s, ctx) is not None:
+        return "scalar"
     if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
         value = s.value
     elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
@@ -311,6 +364,48 @@ def _kind(s: ast.stmt, ctx: _Ctx) -> str | None:
     whole = ast.BinOp(left=ast.Name(id=_target(s), ctx=ast.Load()), op=s.op, right=value) \
         if isinstance(s, ast.AugAssign) else value
     return "elem" if ctx.shapes.expr(whole) == t else None
+
+
+def _tape_of(s: ast.stmt, ctx: _Ctx) -> str | None:
+    """The list ``t`` where ``s`` is ``t.append(v)`` (``v`` a name or
+    ``shape_stand_in(name)``) or ``x = t.pop()``, of a list tape: bound only to ``[]``,
+    otherwise only appended to and popped.  Such a statement moves before or after a
+    chain's loop like a scalar statement (its list counts as bound by it, so pushes and
+    pops of one list keep their order): a push after the loop pushes the array the
+    loop made (then kept as an array), a pop before it binds what the loop reads."""
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+        c, arg = s.value, (s.value.args or [None])[0]
+        if not (isinstance(c.func, ast.Attribute) and c.func.attr == "append"
+                and len(c.args) == 1 and not c.keywords):
+            return None
+        if isinstance(arg, ast.Call) and resolve(arg.func, ctx.env) is H.shape_stand_in \
+                and len(arg.args) == 1 and not arg.keywords:
+            arg = arg.args[0]
+        if not isinstance(arg, ast.Name):
+            return None
+    elif isinstance(s, ast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call) \
+            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "pop" \
+            and not s.value.args and not s.value.keywords:
+        c = s.value
+    else:
+        return None
+    t = c.func.value
+    if not isinstance(t, ast.Name) or t.id not in ctx.shapes.pushed:
+        return None
+    vals = ctx.shapes.values.get(t.id, [None])
+    if not all(isinstance(v, ast.List) and not v.elts for v in vals):
+        return None
+    return t.id if _only_pushed(t.id, ctx) else None
+
+
+def _only_pushed(t: str, ctx: _Ctx) -> bool:
+    """Is list ``t`` read nowhere but as ``t.append(...)`` and ``t.pop()``?"""
+    if t not in ctx.tapes:
+        ctx.tapes[t] = all(
+            isinstance(p, ast.Attribute) and p.attr in ("append", "pop")
+            for p in ctx.parents.get(t, [None]))
+    return ctx.tapes[t]
 
 
 def _elementwise(e: ast.expr, ctx: _Ctx, sums: list[ast.Call], in_sum: bool = False) -> bool:
@@ -388,11 +483,11 @@ def _target(s: ast.stmt) -> str:
 def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     """The statements running chain ``g`` (None: a precondition fails)."""
     ndim = ctx.shapes.ndim(g.cls)
-    ref = g.cls if g.cls in ctx.shapes.params else next(
-        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
-    if not ndim or ref is None or not _apart(g, ctx):
+    checked = _checked(g, ndim, ctx)
+    if not ndim or checked is None or not _apart(g, ctx):
         return None
-    live = ctx.live_after(g) | g.post_reads
+    checks, ref = checked
+    live = ctx.live_after(g) | g.post_needs
     idx = [ctx.fresh("_k" if d == 0 else f"_k{d + 1}") for d in range(ndim)]
     elem: dict[str, str] = {}  # array made in the loop -> its element's name
     outs: dict[str, str] = {}  # array kept after the loop -> the array it is written into
@@ -412,7 +507,7 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
             ctx.pending.clear()
         else:
             sums[id(s)] = _sum_stmt(s, g, elem, idx, inits, inner, ctx)
-    post = [sums.get(id(s), s) for s in g.post]
+    post = [sums.get(id(s)) or _stand_in_push(s, g.made - live, ref, ctx) for s in g.post]
     for n, o in outs.items():
         inner.append(_assign_to(ast.Subscript(value=_name(o), slice=_index(idx),
                                               ctx=ast.Store()), _name(elem[n])))
@@ -422,28 +517,86 @@ def _emit(g: _Group, ctx: _Ctx) -> list[ast.stmt] | None:
     note = comment(f"one loop over the elements of {ref} (arrays kept: {kept}; "
                    f"no arrays for: {gone})")
     after = [_assign(n, _name(o)) for n, o in outs.items() if o != n]
-    fused = [*g.pre, note, *alloc, *inits, loop, *after, *post]
+    # (a comparison reading what a pop before the loop binds: the pops go before it)
+    hoist = {n for p in checks for n in p} & g.pre_binds
+    fused = [*([] if hoist else g.pre), note, *alloc, *inits, loop, *after, *post]
     for s in fused:
         ast.copy_location(s, g.stmts[0])
         ast.fix_missing_locations(s)
-    checks = ctx.shapes.checks(g.cls)
     if not checks:
         ctx.last[id(g.stmts[0])] = fused[-1]
         ctx.checks[id(g.stmts[0])] = ()
         return fused
+    return _guarded(g, fused, checks, g.pre if hoist else [], ctx)
+
+
+def _guarded(g: _Group, fused: list[ast.stmt], checks: list[tuple[str, str]],
+             hoisted: list[ast.stmt], ctx: _Ctx) -> list[ast.stmt]:
+    """``if`` the arrays of each pair of ``checks`` have one shape: ``fused``, else the
+    chain's statements as written; ``hoisted`` (statements of the chain) go before."""
     test = ast.BoolOp(op=ast.And(), values=[ast.Compare(
         left=_attr(a, "shape"), ops=[ast.Eq()], comparators=[_attr(b, "shape")])
         for a, b in checks]) if len(checks) > 1 else ast.Compare(
         left=_attr(checks[0][0], "shape"), ops=[ast.Eq()],
         comparators=[_attr(checks[0][1], "shape")])
     shapes = ", ".join(sorted({n for p in checks for n in p}))
-    guard = ast.If(test=test, body=fused, orelse=list(g.stmts))
+    pre = {id(s) for s in hoisted}
+    guard = ast.If(test=test, body=fused, orelse=[s for s in g.stmts if id(s) not in pre])
     ast.copy_location(guard, g.stmts[0])
     ast.fix_missing_locations(guard)
     ctx.last[id(g.stmts[0])] = guard
     ctx.guards[id(g.stmts[0])] = (guard, fused)
     ctx.checks[id(g.stmts[0])] = tuple(checks)
-    return [comment(f"where {shapes} have one shape (else as written, broadcasting)"), guard]
+    note = comment(f"where {shapes} have one shape (else as written, broadcasting)")
+    return [*hoisted, note, guard]
+
+
+def _checked(g: _Group, ndim: int | None, ctx: _Ctx
+             ) -> tuple[list[tuple[str, str]], str] | None:
+    """(the pairs of arrays whose shapes chain ``g`` compares, the array its loop goes
+    over); None where the number of dimensions of an array it reads is not the loop's.
+    The loose classes joined what an operation combines; the loop is sound where the
+    arrays it reads (made before it) have one shape: those of one strict class have, one
+    of each strict class is compared with the others, and each array of no strict class
+    itself (and the arguments a strict class assumed one)."""
+    reads = [*g.first_read, *(n for n in g.shaped if n not in g.made)]
+    reps: dict[str, str] = {}
+    for n in reads:
+        c = ctx.strict.root(ctx.strict.of(n))
+        if c is None and ctx.strict.ndims.get(n) == ndim:
+            c = n  # (of no proven class: its own shape is compared)
+        if c in (None, SCALAR) or ctx.strict.ndims.get(c) != ndim:
+            return None
+        reps.setdefault(c, n)
+    ref = g.cls if g.cls in ctx.shapes.params and g.cls in reps else next(
+        (n for n in [*g.first_read, *g.shaped] if n not in g.made or n in g.inplace), None)
+    if ref is None:
+        return None
+    checks: list[tuple[str, str]] = []
+    for c in reps:
+        checks += [p for p in ctx.strict.checks(c) if p not in checks]
+    first, *rest = reps.values()
+    return checks + [(first, n) for n in rest], ref
+
+
+def _stand_in_of(s: ast.stmt, ctx: _Ctx) -> str | None:
+    """``n`` where ``s`` pushes ``shape_stand_in(n)`` on a list tape."""
+    if _tape_of(s, ctx) is None or not isinstance(s, ast.Expr):
+        return None
+    arg = s.value.args[0]
+    return arg.args[0].id if isinstance(arg, ast.Call) else None
+
+
+def _stand_in_push(s: ast.stmt, gone: set[str], ref: str, ctx: _Ctx) -> ast.stmt:
+    """``s``, or where it pushes a stand-in of an array of ``gone`` (the loop makes it but
+    keeps it not), the push of a stand-in of ``ref`` (of that array's shape and dtype,
+    as ``empty_like(ref)`` would make it)."""
+    if _stand_in_of(s, ctx) not in gone:
+        return s
+    call = s.value.args[0]
+    new = ast.Call(func=call.func, args=[_name(ref)], keywords=[])
+    push = ast.Call(func=s.value.func, args=[new], keywords=[])
+    return ast.copy_location(ast.Expr(value=push), s)
 
 
 def _apart(g: _Group, ctx: _Ctx) -> bool:
@@ -560,12 +713,13 @@ def _recomputable(n: str, ctx: _Ctx) -> ast.expr | None:
     reading it (XLA's rematerialisation): ``n`` bound once by an elementwise statement of
     its class whose own operation is cheap, from names holding one value (``stable``)."""
     vals = ctx.shapes.values.get(n)
-    if n not in ctx.stable or not vals or len(vals) != 1 or vals[0] is None:
+    if n not in ctx.stable or ctx.strict.of(n) in (None, SCALAR) or not vals \
+            or len(vals) != 1 or vals[0] is None:
         return None
     e = vals[0]
     sums: list[ast.Call] = []
     if isinstance(e, (ast.Name, ast.Constant)) or not _elementwise(e, ctx, sums) or sums \
-            or ctx.shapes.expr(e) != ctx.shapes.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
+            or ctx.strict.expr(e) != ctx.strict.of(n) or _cost(e, ctx) > RECOMPUTE_COST:
         return None
     if not all(m in ctx.stable or ctx.shapes.of(m) == SCALAR and m in ctx.env
                for m in loaded_ids(e)):
