@@ -838,32 +838,26 @@ def view_updates_(s: Lowering) -> None:
 
     >>> print(example("view_updates", '''
     ... def f(b, x):
-    ...     return np.sum(np.tanh(b[0] * x) + b[1])
+    ...     return np.dot(b[0], x) + np.sum(b[1])
     ... ''', args=(np.ones((2, 3)), np.ones(3)), jit=True))
     def f_grad_1(b, x, _dret):
-        _t5 = b[0]
-        _t4 = _t5 * x
-        _t3 = np.tanh(_t4)
-        _t6 = b[1]
-        # _t6: only its shape is read later
-        _t6_like = shape_stand_in(_t6)
-        _t2 = _t3 + _t6
-        # _t2: only its shape is read later
-        _t2_like = shape_stand_in(_t2)
-        _t = np.sum(_t2)
+        _t3 = b[0]
+        _t2 = np.dot(_t3, x)
+        _t5 = b[1]
+        # _t5: only its shape is read later
+        _t5_like = shape_stand_in(_t5)
+        _t4 = np.sum(_t5)
+        _t = _t2 + _t4
         db = np.zeros_like(b)
         dx = np.zeros_like(x)
-        # line 2: return np.sum(np.tanh(b[0] * x) + b[1])
-        _dt2 = expand_along(_dret, _t2_like, None)
-        _dt3 = unbroadcast(_dt2, _t3)
-        _dt6 = unbroadcast(_dt2, _t6_like)
-        _dt4 = _dt3 * (1.0 - _t3 * _t3)
-        _dt5 = unbroadcast(_dt4 * x, _t5)
-        dx += unbroadcast(_dt4 * _t5, x)
+        # line 2: return np.dot(b[0], x) + np.sum(b[1])
+        _dt5 = expand_along(_dret, _t5_like, None)
+        _dt3 = dot_grad_a(_dret, _t3, x)
+        dx += dot_grad_b(_dret, _t3, x)
         _view = db[1]
-        _view += _dt6
+        _view += _dt5
         _view2 = db[0]
-        _view2 += _dt5
+        _view2 += _dt3
         return (_t, (db, dx))
     """
     if s.ctx.cached_calls and s.ctx.ndims is not None:
