@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import keyword
 
-from .nodes import _NAME_FIELDS, _name_fields
+from .nodes import name_nodes
 
 
 class Namer:
@@ -177,32 +177,10 @@ def fresh_in(base: str, taken: set[str], sep: str = "") -> str:
 
 def names_in(node: ast.AST) -> set[str]:
     """All identifiers (loaded or stored) under ``node``: names, parameters and function
-    names (one loop over an explicit stack, skipping fields that hold no node)."""
+    names (``nodes.name_nodes``)."""
     out = set()
-    todo = [node]
-    fields_of = _NAME_FIELDS.get
-    while todo:
-        n = todo.pop()
+    for n in name_nodes(node, owners=True):
         cls = n.__class__
-        if cls is ast.Name:
-            out.add(n.id)
-            continue
-        if cls is ast.Constant:
-            continue
-        if cls is ast.arg:
-            out.add(n.arg)
-        elif (cls is ast.FunctionDef or cls is ast.Lambda) and hasattr(n, "name"):
-            out.add(n.name)
-        fields = fields_of(cls)  # (known only for node classes: others are checked)
-        if fields is None:
-            if not isinstance(n, ast.AST):
-                continue
-            fields = _name_fields(cls)
-        for f in fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                todo.extend(v)
-            elif v is not None:
-                todo.append(v)
+        out.add(n.id if cls is ast.Name else n.arg if cls is ast.arg else n.name)  # type: ignore[attr-defined]
     return out
 

@@ -143,31 +143,40 @@ def _name_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
-    """The names ``node`` (a node or a list of them) reads (``Name`` nodes in a load
-    context; with ``ctx=ast.Store``, those it binds), without a generator."""
-    out: set[str] = set()
+def name_nodes(node: ast.AST | list, owners: bool = False) -> Iterator[ast.AST]:
+    """Every ``Name`` under ``node`` (a node or a list of them) and, with ``owners``, every
+    parameter (``arg``) and named function: one explicit stack, visiting only the fields
+    that can hold a name (the walk ``loaded_ids``, ``mentions`` and ``names_in`` share)."""
     todo = list(node) if isinstance(node, list) else [node]
     fields_of = _NAME_FIELDS.get
     while todo:
         n = todo.pop()
         cls = n.__class__
         if cls is ast.Name:
-            if n.ctx.__class__ is ctx:  # (the contexts are leaf classes)
-                out.add(n.id)
-        elif cls is not ast.Constant:
-            fields = fields_of(cls)  # (known only for node classes: others are checked)
-            if fields is None:
-                if not isinstance(n, ast.AST):
-                    continue
-                fields = _name_fields(cls)
-            for f in fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend(v)
-                elif v is not None:
-                    todo.append(v)
-    return out
+            yield n
+            continue
+        if cls is ast.Constant:
+            continue
+        if owners and (cls is ast.arg or (cls is ast.FunctionDef or cls is ast.Lambda)
+                       and hasattr(n, "name")):
+            yield n
+        fields = fields_of(cls)  # (known only for node classes: others are checked)
+        if fields is None:
+            if not isinstance(n, ast.AST):
+                continue
+            fields = _name_fields(cls)
+        for f in fields:
+            v = getattr(n, f, None)
+            if v.__class__ is list:
+                todo.extend(v)
+            elif v is not None:
+                todo.append(v)
+
+
+def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
+    """The names ``node`` (a node or a list of them) reads (``Name`` nodes in a load
+    context; with ``ctx=ast.Store``, those it binds)."""
+    return {n.id for n in name_nodes(node) if n.ctx.__class__ is ctx}  # type: ignore[attr-defined]
 
 
 def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
@@ -175,28 +184,11 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
     them) are ``name``; with ``limit``, stop counting there (``limit=1``: is it named at
     all, found with the first)."""
     count = 0
-    todo = list(node) if isinstance(node, list) else [node]
-    fields_of = _NAME_FIELDS.get
-    while todo:
-        n = todo.pop()
-        cls = n.__class__
-        if cls is ast.Name:
-            if n.id == name:
-                count += 1
-                if count == limit:
-                    return count
-        elif cls is not ast.Constant:
-            fields = fields_of(cls)  # (known only for node classes: others are checked)
-            if fields is None:
-                if not isinstance(n, ast.AST):
-                    continue
-                fields = _name_fields(cls)
-            for f in fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend(v)
-                elif v is not None:
-                    todo.append(v)
+    for n in name_nodes(node):
+        if n.id == name:  # type: ignore[attr-defined]
+            count += 1
+            if count == limit:
+                break
     return count
 
 
