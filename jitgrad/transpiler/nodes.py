@@ -173,6 +173,14 @@ def name_nodes(node: ast.AST | list, owners: bool = False) -> Iterator[ast.AST]:
                 todo.append(v)
 
 
+def name_counts(body: list[ast.stmt]) -> dict[str, int]:
+    """How often each name appears in ``body`` (bindings and reads)."""
+    out: dict[str, int] = {}
+    for n in name_nodes(body):
+        out[n.id] = out.get(n.id, 0) + 1  # type: ignore[attr-defined]
+    return out
+
+
 def loaded_ids(node: ast.AST | list, ctx: type = ast.Load) -> set[str]:
     """The names ``node`` (a node or a list of them) reads (``Name`` nodes in a load
     context; with ``ctx=ast.Store``, those it binds)."""

@@ -58,7 +58,7 @@ from ..analysis import dataflow
 from ..analysis.dataflow import Dataflow
 from ..astutil import resolve
 from ..front.purity import called
-from ..nodes import walk, walk_stmts
+from ..nodes import name_counts, walk, walk_stmts
 
 
 def outer_updates(body: list[ast.stmt], ndims: dict[str, int], env: dict[str, Any],
@@ -66,7 +66,7 @@ def outer_updates(body: list[ast.stmt], ndims: dict[str, int], env: dict[str, An
     """``body`` with the outer-product updates of the module docstring made in place by
     the helper ``helper("add_outer")``; statements that change are new (the variants
     share statements), and ``body`` itself is returned where nothing changes."""
-    reads = _name_counts(body)
+    reads = name_counts(body)
     return _block(body, _Scope(ndims, env, flow, helper, reads))
 
 
@@ -283,16 +283,6 @@ def _quiet(between: list[ast.stmt], buf: str, sc: _Scope) -> bool:
 
 def _names(n: ast.AST) -> set[str]:
     return {x.id for x in walk(n) if isinstance(x, ast.Name)}
-
-
-def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
-    """How often each name appears in ``body`` (bindings and reads)."""
-    out: dict[str, int] = {}
-    for s in body:
-        for x in walk(s):
-            if isinstance(x, ast.Name):
-                out[x.id] = out.get(x.id, 0) + 1
-    return out
 
 
 __all__ = ["outer_updates"]

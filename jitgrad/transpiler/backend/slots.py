@@ -33,7 +33,7 @@ from ...kernels import helpers
 from ..analysis import dataflow
 from ..astutil import binop, resolve
 from ..front.desugar import assign, const, name
-from ..nodes import clone, loaded_ids, own_expressions, this_loop, walk, walk_stmts
+from ..nodes import clone, loaded_ids, name_counts, own_expressions, this_loop, walk, walk_stmts
 from .gather import _reversed_range
 
 
@@ -67,7 +67,7 @@ def slot_tapes(body: list[ast.stmt], loop: ast.For, env: dict[str, Any],
     at = name(i) if isinstance(lo, ast.Constant) and lo.value == 0 else \
         binop(name(i), ast.Sub(), clone(lo))
     trips = trip_count(lo, hi)
-    uses = _name_counts(loop.body)
+    uses = name_counts(loop.body)
     reversed_ = _reversed_range(loop) is not None
     pre: list[ast.stmt] = []
     post: list[ast.stmt] = []
@@ -134,8 +134,8 @@ def slot_branch_tapes(body: list[ast.stmt], loops: list[ast.For], env: dict[str,
         (floop, fblk, fs, _), (rloop, rblk, rs, _) = fwd[0], rev[0]
         trips = trip_count(*bounds(floop))
         if ast.dump(trips) != ast.dump(trip_count(*bounds(rloop))) \
-                or _name_counts(floop.body).get(cur) != 2 \
-                or _name_counts(rloop.body).get(cur) != 2:
+                or name_counts(floop.body).get(cur) != 2 \
+                or name_counts(rloop.body).get(cur) != 2:
             continue
         fk, rk = _index(fblk, fs), _index(rblk, rs)  # (where earlier rewrites left them)
         fblk[fk].targets[0].slice = plus(name(cur), _at(floop))
@@ -210,7 +210,7 @@ def _slot_inner(body: list[ast.stmt], loop: ast.For, at: ast.expr, trips: ast.ex
     the room the body reserved per iteration is reserved once before the loop."""
     i = loop.target.id
     bound = dataflow.binds_in(loop.body) | {i}
-    uses = _name_counts(loop.body)
+    uses = name_counts(loop.body)
     reserves = {}
     for k, s in enumerate(loop.body):
         r = _reserve(s, env)
@@ -314,15 +314,6 @@ def _moves(s: ast.stmt | None, cur: str, op: type) -> bool:
     return isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
         and s.target.id == cur and isinstance(s.op, op) \
         and isinstance(s.value, ast.Constant) and s.value.value == 1
-
-
-def _name_counts(body: list[ast.stmt]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for s in body:
-        for n in walk(s):
-            if isinstance(n, ast.Name):
-                out[n.id] = out.get(n.id, 0) + 1
-    return out
 
 
 def _is_int(e: ast.expr, v: int | None = None) -> bool:
