@@ -58,7 +58,8 @@ from ..analysis import dataflow
 from ..analysis.dataflow import Dataflow
 from ..astutil import resolve
 from ..front.purity import called
-from ..nodes import name_counts, walk, walk_stmts
+from ..naming import names_in
+from ..nodes import name_counts, walk_stmts
 
 
 def outer_updates(body: list[ast.stmt], ndims: dict[str, int], env: dict[str, Any],
@@ -218,10 +219,10 @@ def _unchanged(between: list[ast.stmt], operands: list[ast.expr], sc: _Scope) ->
         if bound & names or written & sharing:
             return False
         if sc.updated(s) is not None:
-            if _names(s.value.args[0]) & sharing:
+            if names_in(s.value.args[0]) & sharing:
                 return False
             continue
-        if any(_names(x) & sharing for n in dataflow.own_expressions(s)
+        if any(names_in(x) & sharing for n in dataflow.own_expressions(s)
                if isinstance(n, ast.Call) for x in _written_by(n, sc.env)):
             return False
     return True
@@ -267,22 +268,18 @@ def _quiet(between: list[ast.stmt], buf: str, sc: _Scope) -> bool:
     for s in walk_stmts(between):
         if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add) \
                 and isinstance(s.target, ast.Name) and s.target.id == buf:
-            if _names(s.value) & sharing:
+            if names_in(s.value) & sharing:
                 return False
         elif sc.updated(s) == buf:
-            if any(_names(a) & sharing for a in s.value.args[1:]):
+            if any(names_in(a) & sharing for a in s.value.args[1:]):
                 return False
         elif isinstance(s, (ast.For, ast.While, ast.If)):
             test = s.test if isinstance(s, (ast.While, ast.If)) else s.iter
-            if _names(test) & sharing or isinstance(s, ast.For) and _names(s.target) & sharing:
+            if names_in(test) & sharing or isinstance(s, ast.For) and names_in(s.target) & sharing:
                 return False
-        elif _names(s) & sharing:
+        elif names_in(s) & sharing:
             return False
     return True
-
-
-def _names(n: ast.AST) -> set[str]:
-    return {x.id for x in walk(n) if isinstance(x, ast.Name)}
 
 
 __all__ = ["outer_updates"]
