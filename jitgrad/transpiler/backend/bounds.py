@@ -722,8 +722,9 @@ def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
                  for x in _conditions([c for c in cs if c.array == a], extent)]
         if cs[0].loops:
             whats = ", ".join(dict.fromkeys(c.what for c in cs))
-            out.append(emit.comment(f"{whats} checked once before the loop over "
-                                    f"{cs[0].loops[0]}{'' if conds else ' (by the shapes)'}"))
+            out.append(emit.comment(
+                f"{whats} checked once before the loop over {cs[0].loops[0]}" if conds else
+                f"{whats} in range on every trip over {cs[0].loops[0]} (by the shapes)"))
         if not conds:
             continue
         test = " or ".join(conds)

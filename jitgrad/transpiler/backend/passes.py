@@ -920,7 +920,7 @@ def bounds_(s: Lowering) -> None:
         dc = 0.0
         dx = np.zeros_like(x)
         ds = _dret
-        # x[i - 1], x[i], dx[i], dx[i - 1] checked once before the loop over i (by the shapes)
+        # x[i - 1], x[i], dx[i], dx[i - 1] in range on every trip over i (by the shapes)
         # iterations over i are independent: each runs its adjoint right after it (nothing is taped)
         for i in range(1, _n):
             _t3 = x[i - 1]
@@ -962,7 +962,7 @@ def cached_calls_(s: Lowering) -> None:
         # one loop over the elements of _t3 (arrays kept: _t2; no arrays for: none)
         _t2 = np_empty_like(_t3)
         _t_sum = 0.0
-        # _t3[_k, _k2], _t2[_k, _k2] checked once before the loop over _k (by the shapes)
+        # _t3[_k, _k2], _t2[_k, _k2] in range on every trip over _k (by the shapes)
         for _k in range(_t3.shape[0]):
             for _k2 in range(_t3.shape[1]):
                 _t2_e = np.tanh(_t3[_k, _k2])
@@ -974,7 +974,7 @@ def cached_calls_(s: Lowering) -> None:
         # line 2: return np.sum(np.tanh(X @ W))
         # one loop over the elements of _t2 (arrays kept: _dt3; no arrays for: _dt2)
         _dt3 = np_empty_like(_t2)
-        # _t2[_k3, _k22], _dt3[_k3, _k22] checked once before the loop over _k3 (by the shapes)
+        # _t2[_k3, _k22], _dt3[_k3, _k22] in range on every trip over _k3 (by the shapes)
         for _k3 in range(_t2.shape[0]):
             for _k22 in range(_t2.shape[1]):
                 _dt2_e = _dret
