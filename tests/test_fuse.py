@@ -387,3 +387,32 @@ def test_no_fusion_where_a_hook_sees_the_gradients(jit):
     d = jg.differentiate(hooked, wrt=0, jit=jit)
     assert FUSED not in d.source(x)
     np.testing.assert_allclose(d.grad(x), 2.0 * np.exp(x), rtol=1e-12)
+
+
+def unheaded_stored(src: str) -> list[str]:
+    """The ``# stored ...`` comments of ``src`` not followed (past comments) by a push."""
+    lines = [ln.strip() for ln in src.splitlines()]
+    out = []
+    for k, ln in enumerate(lines):
+        if not ln.startswith("# stored "):
+            continue
+        nxt = next((x for x in lines[k + 1:] if not x.startswith("#")), "")
+        if not ("_tape" in nxt and ("tape_put" in nxt or "tape_reserve" in nxt
+                                    or ".append(" in nxt or "] = " in nxt)):
+            out.append(ln)
+    return out
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("f", [scaled_sum, branch_taped, rebound_after_branch])
+def test_no_stored_comment_without_its_push(f, jit):
+    """A fused iteration passes a value on in a variable where a push met its pop: the
+    ``# stored x: ...`` comment that headed the push goes with it (``unheaded_decisions``);
+    a push that stays keeps its comment."""
+    x = np.random.default_rng(4).standard_normal((6, 2))
+    x = x[:, 0].copy() if f is scaled_sum else x
+    check_grad(f, (x, 0.7), (0, 1), jit)
+    src = jg.differentiate(f, wrt=(0, 1), jit=jit).source(x, 0.7)
+    assert FUSED in src and not unheaded_stored(src), unheaded_stored(src)
+    if f is rebound_after_branch:
+        assert "# stored" in src, src

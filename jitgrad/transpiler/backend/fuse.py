@@ -54,6 +54,7 @@ from ..naming import names_in
 from ..nodes import loaded_ids, this_loop, walk_stmts
 from ..notes import (
     CHECKPOINTED,
+    DECISION,
     HOISTED,
     PUSH,
     SWEEP,
@@ -62,7 +63,7 @@ from ..notes import (
     checkpoint,
     is_prange,
 )
-from .emit import comment
+from .emit import comment, comment_text
 from .optimize import writes_names_only, writes_through_call
 
 
@@ -197,8 +198,8 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
                                      body=[*fwd.body, *_in_adjoint(rev.body, pos)],
                                      orelse=[]), fwd)
-    loop.body = forward_branch_pops(forward_pops(
-        fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes)
+    loop.body = unheaded_decisions(forward_branch_pops(forward_pops(
+        fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes))
     pre = _room_of_one_trip(pre, pos, loop.body)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
@@ -478,6 +479,32 @@ def forward_pops(stmts: list[ast.stmt], tapes: set[str]) -> list[ast.stmt]:
             continue
         out = out[:k] + between + _passed_on(w, v, out[pop + 1]) + out[pop + 2:]
     return out
+
+
+def unheaded_decisions(stmts: list[ast.stmt]) -> list[ast.stmt]:
+    """``stmts`` without the ``# stored ...`` comments whose push ``forward_pops`` or
+    ``forward_branch_pops`` took away (the value passed on in a variable is not stored): a
+    decision comment heads its push, so one not followed by a push (past other comments)
+    says what the code no longer does.  Blocks copied where they change (shared)."""
+    out: list[ast.stmt] = []
+    for k, s in enumerate(stmts):
+        text = comment_text(s) if DECISION.get(s) else None
+        if text is not None and text.startswith("stored ") and not _heads_push(stmts, k + 1):
+            continue
+        if isinstance(s, (ast.If, ast.For, ast.While)):
+            body, orelse = unheaded_decisions(s.body), unheaded_decisions(s.orelse)
+            if body != s.body or orelse != s.orelse:
+                s = copy.copy(s)
+                s.body, s.orelse = body or [ast.Pass()], orelse
+        out.append(s)
+    return out
+
+
+def _heads_push(stmts: list[ast.stmt], j: int) -> bool:
+    """Is the first statement of ``stmts`` from ``j`` on, past comments, a tape push?"""
+    while j < len(stmts) and comment_text(stmts[j]) is not None:
+        j += 1
+    return j < len(stmts) and bool(PUSH.get(stmts[j]))
 
 
 #: where a statement sits: the blocks from the top list down, each with the place in it of

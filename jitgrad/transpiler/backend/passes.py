@@ -455,7 +455,6 @@ def fuse_(s: Lowering) -> None:
             _t3 = x[i]
             _t2 = k * _t3
             _t = math.exp(_t2)
-            # stored _t: math.exp costs 20, in all costs 21 > tape 16
             total = total + _t
             # line 4: total += math.exp(k * x[i])
             _dt = dtotal
@@ -496,7 +495,6 @@ def dead_after_fuse_(s: Lowering) -> None:
             _t3 = x[i]
             _t2 = k * _t3
             _t = math.exp(_t2)
-            # stored _t: math.exp costs 20, in all costs 21 > tape 16
             total = total + _t
             # line 4: total += math.exp(k * x[i])
             _dt = dtotal
