@@ -24,7 +24,7 @@ from .forward_mode import (
     _second,
     _second_jvp,
     _seeds,
-    jvp_at,
+    jvp_columns,
     jvp_of,
     jvp_source,
 )
@@ -89,31 +89,11 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
 
     def jac_flat(d: Any, args: tuple) -> Any:
         positions = _wrt_list(d)
-        zeros = [np.zeros_like(np.asarray(args[i], dtype=float)) if np.ndim(args[i]) else 0.0
-                 for i in positions]
-        cols: list[list[Any]] = [[] for _ in positions]
-        value = None
-        drawn = rng.capture() if d._draws() else None  # every column draws the same
-        at = None  # the jvp at these primals, checked and looked up once
-        for k, i in enumerate(positions):
-            for e in _units(args[i]):
-                seeds = list(zeros)
-                seeds[k] = e
-                tangents = seeds[0] if d.single else tuple(seeds)
-                at = jvp_at(d, args, tangents) if at is None else at
-                if drawn is not None:
-                    rng.restore(drawn)
-                value, tan = at(tangents)
-                cols[k].append(tan)
+        value, blocks = _forward_columns(d, args, positions)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
-        per_out = []
-        for o, out in enumerate(outs):
-            row = []
-            for k, i in enumerate(positions):
-                m = _stacked([c[o] if tuple_out else c for c in cols[k]], axis=-1)
-                row.append(m.reshape(np.shape(out) + np.shape(args[i])))
-            per_out.append(row)
+        per_out = [[_block(blocks.get((o, k)), out).reshape(np.shape(out) + np.shape(args[i]))
+                    for k, i in enumerate(positions)] for o, out in enumerate(outs)]
         return _nest(per_out, tuple_out, d.single)
 
     return jac
@@ -223,6 +203,53 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
         return rows[0] if d.single else tuple(rows)
 
     return hess
+
+
+def _forward_columns(d: Any, args: tuple, positions: list[int]
+                     ) -> tuple[Any, dict[tuple[int, int], np.ndarray]]:
+    """``(value, blocks)``: one jvp per element of each ``wrt`` argument ``k``, its
+    tangent of output ``o`` written into row ``j`` of ``blocks[o, k]`` (shape
+    ``(columns,) + out.shape``: each tangent written contiguously).  The seeds are checked
+    once (``jvp_columns``); each unit seed is one element set in place and reset after the
+    tangent is copied out (it may be the tangent itself: ``return x``)."""
+    zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+    drawn = rng.capture() if d._draws() else None  # every column draws the same
+    value, call, seeds = None, None, list(zeros)
+    blocks: dict[tuple[int, int], np.ndarray] = {}
+    for k, i in enumerate(positions):
+        n = int(np.size(args[i]))
+        for j in range(n):
+            if call is None:
+                seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+            unit = seeds[k].reshape(-1) if isinstance(seeds[k], np.ndarray) else None
+            if unit is None:
+                seeds[k] = 1.0
+            else:
+                unit[j] = 1.0
+            if drawn is not None:
+                rng.restore(drawn)
+            value, tan = call(seeds)
+            for o, t in enumerate(tan if isinstance(value, tuple) else (tan,)):
+                b = blocks.get((o, k))
+                if b is None:
+                    dtype = np.promote_types(np.result_type(t), np.float32)
+                    b = blocks[o, k] = np.empty((n, *np.shape(t)), dtype)
+                b[j] = t
+            if unit is None:
+                seeds[k] = 0.0
+            else:
+                unit[j] = 0.0
+    if call is None:  # no element to differentiate by: the value still shapes the blocks
+        seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+        value = call(seeds)[0]
+    return value, blocks
+
+
+def _block(b: np.ndarray | None, out: Any) -> np.ndarray:
+    """A Jacobian block: a view of its rows of tangents (``_forward_columns``) with the
+    columns last (strided: not copied again), or the empty
+    one of a ``wrt`` argument with no elements."""
+    return np.zeros(np.shape(out) + (0,)) if b is None else np.moveaxis(b, 0, -1)
 
 
 def _units(x: Any) -> Iterator[Any]:

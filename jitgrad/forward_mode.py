@@ -177,6 +177,22 @@ def jvp_at(d: Any, primals: tuple, tangents: Any) -> Callable[[Any], tuple[Any, 
     return at
 
 
+def jvp_columns(d: Any, primals: tuple, tangents: Any
+                ) -> tuple[list[Any], Callable[[list[Any]], tuple[Any, Any]]]:
+    """``(seeds, call)`` for a Jacobian's columns at these flat primals: ``tangents``
+    checked once and converted (``seeds``, one per ``wrt`` argument), and ``call(seeds)``
+    running the jvp unchecked: the caller changes elements of ``seeds`` in place only, so
+    their shapes and dtypes stay the checked ones."""
+    gen, args = _jvp_args(d, primals, tangents)
+    k = len(args) - len(d.wrt_positions)
+    compiled, fixed = gen.compiled, args[:k]
+
+    def call(seeds: list[Any]) -> tuple[Any, Any]:
+        return backend.call(compiled, "jvp", (*fixed, *seeds))
+
+    return list(args[k:]), call
+
+
 def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
           what: str) -> tuple | None:
     """``(flat function, primals, tangents, None)`` for primals with tuples

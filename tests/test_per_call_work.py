@@ -105,8 +105,8 @@ def test_the_draw_analysis_runs_once_per_prepared_unit(entry, jit, monkeypatch):
 
 def test_jacfwd_looks_up_its_code_once_per_call(jit, monkeypatch):
     """A Jacobian by forward mode checks the primals and finds the jvp code once per
-    call (``forward_mode.jvp_at``), not once per column; the columns still check their
-    tangents and match central differences."""
+    call (``forward_mode.jvp_columns``: the unit seeds checked once, then set in place),
+    not once per column; the columns match central differences."""
     from jitgrad import forward_mode
 
     lookups = []
