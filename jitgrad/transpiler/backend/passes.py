@@ -155,15 +155,16 @@ class Context:
             self._returns = {v: result_return(self.ir, v) for v in ("grad_only", "grad")}
         return self._returns[variant]
 
-    def live(self) -> dict[str, list[ast.stmt]]:
-        """Each variant's live statements, from one propagation: what the gradients need,
-        then what the value adds (``dead_code_variants``)."""
-        if self._live is None:
-            order = ("grad_only", "grad")
+    def live(self, variant: str) -> list[ast.stmt]:
+        """The variant's live statements, from one propagation: what the gradients need,
+        then what the value adds (``dead_code_variants``), as far as ``variant`` (the
+        gradient-only variant's do not depend on whether the value's were found too)."""
+        if self._live is None or variant not in self._live:
+            order = _LIVE_ORDER[:_LIVE_ORDER.index(variant) + 1]
             roots = [loaded_ids(self.returns(v)) for v in order]
             bodies = dead_code_variants(self.ir.body(), roots, self.ir.shared, env=self.env)
             self._live = dict(zip(order, bodies, strict=True))
-        return self._live
+        return self._live[variant]
 
     def rewrite(self, variant: str) -> Any:
         """The variant's prange rewrite, made once (``parallel``: its fresh names do not
@@ -184,6 +185,10 @@ class Context:
             self._accessors = {n: self.accessor(n) if tapes else n
                                for n in ("tape_get", "tape_put")}
         return self._accessors
+
+
+#: the variants in the order ``Context.live`` propagates to them (each returns more)
+_LIVE_ORDER = ("grad_only", "grad")
 
 
 @dataclass
@@ -391,7 +396,7 @@ def dead_code_(s: Lowering) -> None:
         dy = _dret * x
         return (None, (dx, dy))
     """
-    s.body = [*s.ctx.live()[s.variant], s.ctx.returns(s.variant)]
+    s.body = [*s.ctx.live(s.variant), s.ctx.returns(s.variant)]
 
 
 def unit_seed_(s: Lowering) -> None:
