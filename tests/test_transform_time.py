@@ -167,10 +167,11 @@ def test_work_grows_linearly_with_the_body(tmp_path, monkeypatch):
     20,300 with the one-sweep sources written when first read, fuse's walks asked once per
     pair, no tuple search without tuples, ``walk_stmts`` one generator and the name walks
     checking a node's class in their field table before ``isinstance``; 20,700 with those
-    three name walks one generator, ``nodes.name_nodes``)."""
+    three name walks one generator, ``nodes.name_nodes``; 18,500 with only the variant
+    the first call runs lowered, ``f.grad``'s gradient-only one)."""
     small, big = (_calls(tmp_path, monkeypatch, n) for n in (100, 200))
     assert big / small < 2.03, (small, big)
-    assert big / 200 < 22_400, big / 200
+    assert big / 200 < 20_000, big / 200
 
 
 def test_one_sweep_sources_are_written_when_read(tmp_path, monkeypatch):
