@@ -49,7 +49,6 @@ from .transpiler.analysis.kinds import of_value
 from .transpiler.backend import cache as disk
 from .transpiler.backend import emit
 from .transpiler.backend import jit as backend
-from .transpiler.backend.lower import VARIANTS
 from .transpiler.front.aux import aux_size
 from .transpiler.front.fence import fence, fence_entry
 from .transpiler.front.kernel import refuse_on_cpu
@@ -282,6 +281,9 @@ class Differentiated:
         gen = self._build_timed(kinds, float64)
         gen.transform_seconds = time.perf_counter() - start
         report.done(f"transformed {what} in {gen.transform_seconds:.2f} s")
+        load = gen.compiled.loader
+        if load is not None:  # a variant lowered when first called: its time counted too
+            gen.compiled.loader = functools.partial(_timed_load, gen, load)
         return gen
 
     def _build_timed(self, kinds: dict, float64: bool) -> Generated:
@@ -292,10 +294,9 @@ class Differentiated:
                 gen = generate(self._prep(), wrt, kinds, self.auto_checkpoint, float64)
                 u = gen.unit
                 gen.compiled = (self._disk.save(gen) if self._disk is not None else None) or \
-                    backend.build({v: u.sources[v] for v in VARIANTS}, u.names, u.env,
-                                  self.func.__qualname__, self.jit, u.ir.callables | u.ir.compiled,
-                                  u.reads,
-                                  u.workspaces, self.options)
+                    backend.build(u.sources, u.names, u.env, self.func.__qualname__, self.jit,
+                                  u.ir.callables | u.ir.compiled, u.reads, u.workspaces,
+                                  self.options)  # (a variant lowered when first called)
         return gen
 
     def cache_info(self) -> dict[str, Any]:
@@ -569,6 +570,15 @@ class GradFunction:
 
     def __reduce__(self):
         return GradFunction, (self.diff, self.with_value)
+
+
+def _timed_load(gen: Generated, load: Callable[[str], None], variant: str) -> None:
+    """``load(variant)`` (its source written, with ``TRANSFORMING`` held, then loaded), its
+    time added to ``gen.transform_seconds``."""
+    start = time.perf_counter()
+    with TRANSFORMING:
+        load(variant)
+    gen.transform_seconds += time.perf_counter() - start
 
 
 def _reference(d: Differentiated) -> tuple[str, str]:

@@ -125,6 +125,7 @@ def _impl(d: Differentiated, argtypes: tuple, what: str, spelled: str) -> Any:
         raise TypingError(f"jitgrad: {spelled} called from Numba code: {e}") from None
     _check_scalar(d, gen)
     variant = "grad" if what == "value_and_grad" or d.has_aux else "grad_only"
+    gen.compiled.load(variant)
     dtypes = gen.compiled.workspaces.get(variant) or ()
     env = {"_g": gen.compiled.jitted[variant], "_defaults": full[len(examples):],
            "_tupled": _tupled, "_np": np, "_refuse_overlap": _refuse_overlap}

@@ -5,7 +5,8 @@
 
 A refactor of the transpiler should leave the generated code unchanged (or shorter):
 dump before, dump after, diff.  Each entry is the ``jit=False`` source of one case
-(or its refusal message), keyed by a stable name.  Not a test; a tool.
+(or its refusal message), keyed by a stable name; a second entry, the key with
+``:grad_only``, holds its gradient-only variant (what ``f.grad`` runs).  Not a test; a tool.
 """
 
 from __future__ import annotations
@@ -35,21 +36,33 @@ def _cases():
         yield f"test_straightline:{k}:{f.__name__}", f, (lambda a=args: a), (0, 1)
 
 
-def _source(f, args, wrt) -> str:
+def _source(f, args, wrt) -> tuple[str, str | None]:
+    """The value-and-gradient variant's source (or the refusal), and the gradient-only
+    variant's (None where the first is a refusal)."""
     import jitgrad as jg
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return jg.grad(f, wrt=wrt, jit=False).source(*args)
+            g = jg.grad(f, wrt=wrt, jit=False)
+            src = g.source(*args)
+            return src, g.diff._last.unit.sources["grad_only"]
     except Exception as exc:  # a refusal is part of the behaviour too
-        return f"!{type(exc).__name__}: {exc}"
+        return f"!{type(exc).__name__}: {exc}", None
+
+
+def _put(entries: dict, key: str, sources: tuple[str, str | None], tmp: str = "") -> None:
+    """Both variants' entries (the gradient-only one under ``key:grad_only``)."""
+    src, only = sources
+    entries[key] = src.replace(tmp, "<tmp>") if tmp else src
+    if only is not None:
+        entries[f"{key}:grad_only"] = only.replace(tmp, "<tmp>") if tmp else only
 
 
 def dump(out: str, fuzz: int = 200, seed: int = 7) -> None:
     entries = {}
     for key, f, make, wrt in _cases():
-        entries[key] = _source(f, make(), wrt)
+        _put(entries, key, _source(f, make(), wrt))
     from fuzz.check import load, sample, unload
     from fuzz.gen import generate
 
@@ -60,8 +73,7 @@ def dump(out: str, fuzz: int = 200, seed: int = 7) -> None:
                 mod, path = load(prog, tmp)
             except Exception:
                 continue
-            src = _source(mod.f, sample(prog, 0), prog.wrt)
-            entries[f"fuzz:{seed}:{i}"] = src.replace(tmp, "<tmp>")
+            _put(entries, f"fuzz:{seed}:{i}", _source(mod.f, sample(prog, 0), prog.wrt), tmp)
             unload(mod, path)
     with open(out, "w") as fh:
         for k, v in entries.items():

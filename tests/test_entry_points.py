@@ -13,6 +13,7 @@ from gradcheck import numeric_grad
 
 import jitgrad as jg
 from jitgrad.transpiler.backend import jit as backend
+from jitgrad.transpiler.backend.lower import VARIANTS
 
 
 def taped(x, k, n):
@@ -43,8 +44,10 @@ def _check(f, args, value, grads):
 
 
 def _variants(d: jg.differentiate) -> dict[str, int]:
-    """variant -> how many signatures Numba compiled it for (jit=True)."""
-    return {v: len(j.overloads) for v, j in d._last.compiled.jitted.items()}
+    """variant -> how many signatures Numba compiled it for (jit=True; 0 also where it is
+    not loaded: a variant is lowered and loaded when first called)."""
+    jitted = d._last.compiled.jitted
+    return {v: len(jitted[v].overloads) if v in jitted else 0 for v in VARIANTS}
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -60,6 +63,7 @@ def test_grad_after_value_and_grad(f, jit):
         _check(f, args, value, grads)
     if jit:
         assert _variants(d) == {"grad": 1, "grad_only": 0}
+        assert "grad_only" in d._last.unit.sources.later  # (not even lowered)
 
 
 @pytest.mark.parametrize("jit", [True, False])

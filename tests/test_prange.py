@@ -181,8 +181,8 @@ def test_racy_primal_allowed_without_parallel():
 def test_parallel_generated_code_runs_in_parallel():
     """The compiled adjoint is a Numba parallel dispatcher with a parfor for the loop."""
     d = jg.differentiate(P.reduction, wrt=(0, 1))
-    d.grad(X, 0.6)
-    disp = d._last.compiled.jitted["grad"]
+    d.grad(X, 0.6)  # (the gradient-only variant: lowered and loaded for this call)
+    disp = d._last.compiled.jitted["grad_only"]
     assert disp.targetoptions.get("parallel") is True
     diag = disp.parallel_diagnostics  # raises unless parfors were made
     assert callable(diag)
@@ -194,7 +194,7 @@ def test_njit_options_carry_over():
     d = jg.differentiate(P.fast, wrt=(0, 1))
     check_grad(P.fast, (X, 0.3), wrt=(0, 1), jit=True, rtol=1e-5)
     d.grad(X, 0.3)
-    opts = d._last.compiled.jitted["grad"].targetoptions
+    opts = d._last.compiled.jitted["grad_only"].targetoptions
     assert opts.get("fastmath") and opts.get("error_model") == "numpy"
     assert opts.get("boundscheck") is True
     assert d.options == {"fastmath": True, "error_model": "numpy", "boundscheck": True}
@@ -203,7 +203,7 @@ def test_njit_options_carry_over():
 def test_default_options_without_dispatcher():
     d = jg.differentiate(P.plain, wrt=(0, 1))
     d.grad(X, 0.6)
-    opts = d._last.compiled.jitted["grad"].targetoptions
+    opts = d._last.compiled.jitted["grad_only"].targetoptions
     assert "fastmath" not in opts and "parallel" not in opts
     assert opts.get("error_model") == "numpy"
     # every index of the gradient is checked by the code itself (backend/bounds.py)

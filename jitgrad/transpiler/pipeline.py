@@ -16,8 +16,6 @@ whose steps are stages too.
 from __future__ import annotations
 
 import ast
-import functools
-import gc
 import itertools
 import linecache
 import textwrap
@@ -48,30 +46,14 @@ from .reverse_passes import (
     backend_context,
     gather_,
     lower_,
+    lowered,
     optimize_,
     promote_,
     reverse_,
     show_ir,
 )
 from .unit import Pass, Unit, show_body
-
-
-def _without_gc(fn):
-    """Run ``fn`` with the cyclic garbage collector paused: the passes allocate millions of
-    short-lived nodes, and each collection re-walks every live one (superlinear time)."""
-
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return run
-
+from .unit import without_gc as _without_gc
 
 #: run once per function: ``PREPARE`` (``front_passes.py``, parse .. webs); then per
 #: specialisation (wrt, argument kinds):
@@ -304,8 +286,16 @@ class Generated:
     #: the array arguments the generated code writes in place (it works on copies of them,
     #: so it refuses arguments that share memory with them: ``api.refuse_aliased``)
     written: frozenset[str] = frozenset()
-    #: for float64 arguments only: its code has element loops (``transform``'s ``elements``)
-    float64: bool = False
+    #: its code has element loops (``transform``'s ``elements``); None: not known until
+    #: every variant is lowered (``float64`` lowers them)
+    element_loops: bool | None = False
+
+    @property
+    def float64(self) -> bool:
+        """For float64 arguments only: its code has element loops."""
+        if self.element_loops is None:
+            self.element_loops = bool(lowered(self.unit).element_loops)
+        return self.element_loops
 
 
 def written_args(u: Unit) -> frozenset[str]:
@@ -342,11 +332,11 @@ def generate(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
     except SplitRefused:  # (a split call these kinds do not fit: every helper inlined)
         u = transform(prep, wrt, arg_kinds, auto_checkpoint=auto, elements=elements)
     rk = [u.kinds.get(r.id) if isinstance(r, ast.Name) else None for r in u.returns]
-    return Generated(u, rk, written=written_args(u), float64=u.element_loops)
+    return Generated(u, rk, written=written_args(u), element_loops=u.element_loops)
 
 
 __all__ = ["BACKEND", "PASSES", "PREPARE", "SPECIALISE", "STAGES", "Generated", "Pass", "Prepared",
-           "Unit", "all_float64", "example", "generate", "prepare", "prepare_tree",
+           "Unit", "all_float64", "example", "generate", "lowered", "prepare", "prepare_tree",
            "show_body", "stage", "transform", "written_args"]
 
 

@@ -5,6 +5,7 @@ list (``backend/passes.py``) needs of the unit: ``backend_context``."""
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -288,13 +289,29 @@ def lower_(u: Unit) -> None:
         return (None, (dx, dy))
     """
     ctx = backend_context(u)
-    lowered = passes.lower_variants(ctx)
-    for v, s in lowered.items():
-        u.sources[v] = s.text
-    u.reads = passes.global_names(ctx, lowered.values())
-    u.element_loops = ctx.element_loops
-    for part in lower.PARTS:  # (for reading only: written when first asked for)
+    u.element_loops = None if ctx.ndims is not None else False  # (see ``_variant_text``)
+    for v in lower.VARIANTS:  # (each written when first asked for: ``lowered``)
+        u.sources.later[v] = functools.partial(_variant_text, u, ctx, v)
+    for part in lower.PARTS:  # (for reading only)
         u.sources.later[part] = functools.partial(_sweep_text, ctx, part, f"{u.name}_{part}")
+
+
+def _variant_text(u: Unit, ctx: passes.Context, variant: str) -> str:
+    """The source of ``variant`` (``lower.VARIANTS``), lowered now: the same whichever
+    variant is lowered first (``passes.lower_variant``)."""
+    text = passes.lower_variant(ctx, variant).text
+    if ctx.element_loops or all(v == variant or v not in u.sources.later
+                                for v in lower.VARIANTS):
+        u.element_loops = ctx.element_loops  # (known: one has them, or all are lowered)
+    return text
+
+
+def lowered(u: Unit) -> Unit:
+    """``u`` with every one of ``lower.VARIANTS`` lowered (what the on-disk cache keeps,
+    and ``element_loops`` knows all of)."""
+    for v in lower.VARIANTS:
+        u.sources[v]  # noqa: B018 (written by ``Sources.__missing__``)
+    return u
 
 
 def _sweep_text(ctx: passes.Context, part: str, fname: str) -> str:
@@ -361,6 +378,13 @@ def _kinds(u: Unit) -> Callable[[str], Any]:
     return known.get
 
 
+def _rewrites(u: Unit) -> Callable[[], Parallel]:
+    """Makes a prange rewrite per variant, each naming with a copy of the namer as it is
+    now (so a variant's names do not depend on which variant was lowered first)."""
+    names = copy.deepcopy(u.namer)
+    return lambda: Parallel(u, copy.deepcopy(names))
+
+
 def backend_context(u: Unit) -> passes.Context:
     """What the backend list needs of the unit, shared by its variants (names them)."""
     u.names = {"grad": u.namer.fresh(f"{u.name}_grad_"),
@@ -371,11 +395,11 @@ def backend_context(u: Unit) -> passes.Context:
         and u.kinds[ret.id].cls in ("f", "i", "b"))
     arrays = frozenset(n for n, k in u.kinds.items() if k.cls == "f" and k.ndim)
     return passes.Context(
-        u.ir, u.names, u.workspaces, unit_seed=scalar,
+        u.ir, u.names, u.workspaces, unit_seed=scalar, reads=u.reads,
         once=builtins_unshadowed(u.env, ("max", "range", "len")), arrays=arrays,
         cotangents=_scalar_cotangents(u), is_array=_array_kinds(u),
         ndims=u.float_ndims(scalar) if _fuses_elements(u) else None, env=u.env,
-        parallel=(lambda: Parallel(u)) if u.parallel else None,
+        parallel=_rewrites(u) if u.parallel else None,
         cached_calls=u.jit and not u.parallel,
         kinds=_kinds(u) if u.jit and not u.parallel else None,
         accessor=lambda n: u.namer.global_name(u.env, n, getattr(helpers, n)))

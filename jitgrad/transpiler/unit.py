@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
+import gc
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,19 +23,45 @@ from .nodes import clone
 from .notes import checkpoint
 
 
+def without_gc(fn: Callable) -> Callable:
+    """Run ``fn`` with the cyclic garbage collector paused: the passes allocate millions of
+    short-lived nodes, and each collection re-walks every live one (superlinear time)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return run
+
+
 class Sources(dict):
-    """Variant -> generated source; the sources in ``later`` (the one-sweep functions, for
-    reading only) are written when first read."""
+    """Variant -> generated source; the sources in ``later`` (the variants, lowered when a
+    call first needs one; the one-sweep functions, for reading only) are written when
+    first read (one thread at a time: they share the lowering's memos)."""
+
+    #: held while a source is written
+    WRITING = threading.RLock()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.later: dict[str, Callable[[], str]] = {}
 
+    @without_gc
     def __missing__(self, variant: str) -> str:
-        make = self.later.pop(variant, None)
-        if make is None:
-            raise KeyError(variant)
-        self[variant] = text = make()
+        with self.WRITING:
+            if dict.__contains__(self, variant):  # (written by another thread meanwhile)
+                return dict.__getitem__(self, variant)
+            make = self.later.get(variant)
+            if make is None:
+                raise KeyError(variant)
+            self[variant] = text = make()
+            del self.later[variant]
         return text
 
     def written(self) -> dict[str, str]:
@@ -64,8 +93,9 @@ class Unit:
     #: function name of each
     sources: dict[str, str] = field(default_factory=Sources)
     names: dict[str, str] = field(default_factory=dict)
-    #: the global names the ``VARIANTS`` read (``jit.global_reads``; None: parse the sources)
-    reads: set[str] | None = None
+    #: per variant lowered: the global names it reads (``jit.global_reads``; None: parse
+    #: its source)
+    reads: dict[str, set[str] | None] = field(default_factory=dict)
     #: a CUDA kernel's shape (``front.kernel.KernelShape``), None for other functions
     kernel: Any = None
     #: what the CUDA lowering produced (``backend.cuda.Lowered``)
@@ -79,8 +109,9 @@ class Unit:
     #: compiled with Numba (``jit=True``): chains of whole-array statements run as loops
     #: over the elements (``backend/elements.py``)
     jit: bool = False
-    #: its code has element loops (``lower_``): it is for float64 arguments only
-    element_loops: bool = False
+    #: its code has element loops (``lower_``): it is for float64 arguments only; None:
+    #: it may have, not known until every variant is lowered (``reverse_passes.lowered``)
+    element_loops: bool | None = False
     #: parameters renamed in the code (user name -> code name: a parameter ``max`` would
     #: hide the builtin generated code calls; ``versions.unshadowed_builtins``)
     renamed: dict[str, str] = field(default_factory=dict)

@@ -45,10 +45,10 @@ from ...rules import primitives
 from ...rules.primitives import LIBRARY_ROOTS
 from ..front.numba_kernels import kernel_function
 from ..front.split import run_as_python, split_sources
-from ..pipeline import Generated, Unit
+from ..pipeline import Generated, Unit, lowered
 from ..unit import Sources
 from .bounds import proved
-from .jit import Compiled, imports
+from .jit import Compiled, all_reads, imports
 from .lower import VARIANTS
 
 FORMAT = 3  # 3: the meta records the arguments the code writes ("written")
@@ -491,12 +491,12 @@ class Store:
                     wrt=list(wrt), arg_kinds=dict(kinds), workspaces=dict(meta["workspaces"]))
         return Generated(unit, list(meta["return_kinds"]),
                          compile_module(mod, self.jit, self.options),
-                         frozenset(meta["written"]), float64=float64)
+                         frozenset(meta["written"]), element_loops=float64)
 
     def save(self, gen: Generated) -> Compiled | None:
         """Write a freshly generated specialisation and compile it from the file; None
         where it cannot be cached (the caller builds it in memory)."""
-        u = gen.unit
+        u = lowered(gen.unit)  # (both variants kept: each written now)
         where = self._where(u.wrt, u.arg_kinds, gen.float64)
         if where is not None:
             meta = {"format": FORMAT, "names": u.names, "sources": u.sources.written(),
@@ -507,7 +507,8 @@ class Store:
             extra = split_module(u.ir.compiled, u.env)  # (split helpers' gradients)
             if extra is not None and extra[0]:
                 sources.update(extra[0])
-            env, reads = (u.env, u.reads) if extra is None or not extra[0] else (extra[1], None)
+            env, reads = (u.env, all_reads(u.reads, VARIANTS)) \
+                if extra is None or not extra[0] else (extra[1], None)
             if extra is not None and save(where[0], where[1], self.func.__qualname__, sources,
                                           env, meta, reads):
                 mod = load(*where)

@@ -23,6 +23,7 @@ import ast
 import inspect
 import keyword
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +37,10 @@ from .bounds import proved
 
 @dataclass
 class Compiled:
-    """The callables of one specialisation, per variant."""
+    """The callables of one specialisation, per variant (``build``: each loaded when first
+    called, ``load``)."""
 
-    sources: dict[str, str]
+    sources: Mapping[str, str]
     functions: dict[str, Any]
     namespace: dict[str, Any]
     jit: bool
@@ -49,10 +51,22 @@ class Compiled:
     workspaces: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: per thread: variant -> the workspace the last call returned (module docstring)
     pool: threading.local = field(default_factory=threading.local, repr=False)
+    #: loads a variant not in ``functions`` yet (``build``); None: all are loaded
+    loader: Callable[[str], None] | None = field(default=None, repr=False)
 
     def release(self) -> None:
         """Drop the kept workspaces of every thread (a later call allocates afresh)."""
         self.pool = threading.local()
+
+    def load(self, variant: str) -> None:
+        """Load ``variant`` (its source written first where it is written lazily,
+        ``unit.Sources``) unless it is loaded."""
+        if variant not in self.functions and self.loader is not None:
+            self.loader(variant)
+
+
+#: held while a variant is loaded
+_LOADING = threading.RLock()
 
 
 def imports(sources: dict[str, str], env: dict[str, Any],
@@ -171,27 +185,61 @@ def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
     return out
 
 
-def build(sources: dict[str, str], names: dict[str, str], env: dict[str, Any],
+def build(sources: Mapping[str, str], names: dict[str, str], env: dict[str, Any],
           qualname: str, jit: bool, callables: frozenset[str] = frozenset(),
-          reads: set[str] | None = None,
+          reads: Mapping[str, set[str] | None] | None = None,
           workspaces: dict[str, tuple[str, ...]] | None = None,
           options: dict[str, Any] | None = None) -> Compiled:
-    """Exec each variant's source into a namespace of what it reads from ``env`` (``reads``:
-    those names, see ``imports``); compile them when ``jit``.  ``workspaces``: what each
-    variant takes in its workspace argument (``Unit.workspaces``); ``options``: the user's
-    ``numba.njit`` options the variants are compiled with (``emit.user_options``)."""
-    namespace = imports(sources, env, reads)
-    fns = {v: emit.load(src, names[v], namespace, qualname) for v, src in sources.items()}
-    out = Compiled(sources, fns, namespace, jit, callables, workspaces=dict(workspaces or {}))
-    if jit:
-        for c in callables:  # functions hooks call run compiled too
-            if inspect.isfunction(namespace.get(c)):
-                namespace[c] = emit.njit(namespace[c])
-        out.jitted = {v: emit.njit(f, options=options, checked=proved(sources[v]))
-                      for v, f in fns.items()}
+    """The variants of ``names``, each loaded when first called (``Compiled.load``): its
+    source (``sources[v]``, which may write it then) exec'd into a namespace of what it
+    reads from ``env`` (``reads[v]``: those names, see ``imports``, filled by the time its
+    source is written), compiled when ``jit``.  ``workspaces``: what each variant takes in
+    its workspace argument (``Unit.workspaces``, filled as its source is written);
+    ``options``: the user's ``numba.njit`` options (``emit.user_options``)."""
+    out = Compiled(sources, {}, {}, jit, callables,
+                   workspaces=workspaces if workspaces is not None else {})
+    out.loader = lambda v: _load(out, v, names[v], env, qualname, reads or {}, options)
+    return out
+
+
+def _load(out: Compiled, variant: str, fname: str, env: dict[str, Any], qualname: str,
+          reads: Mapping[str, set[str] | None], options: dict[str, Any] | None) -> None:
+    """Load ``variant`` into ``out`` unless another thread did: the names its source reads
+    that the namespace lacks added (hooks' functions compiled, or made IEEE), then its
+    function exec'd there."""
+    with _LOADING:
+        if variant not in out.functions:
+            _load_now(out, variant, fname, env, qualname, reads, options)
+
+
+def _load_now(out: Compiled, variant: str, fname: str, env: dict[str, Any], qualname: str,
+              reads: Mapping[str, set[str] | None], options: dict[str, Any] | None) -> None:
+    src = out.sources[variant]
+    ns = out.namespace
+    new = {n: v for n, v in imports({variant: src}, env, reads.get(variant)).items()
+           if n not in ns}
+    if out.jit:
+        for c in out.callables:  # functions hooks call run compiled too
+            if inspect.isfunction(new.get(c)):
+                new[c] = emit.njit(new[c])
     else:
-        emit.ieee_namespace(namespace)
-        run_as_python(namespace, callables)
+        emit.ieee_namespace(new)
+        run_as_python(new, out.callables)
+    for n, v in new.items():  # (those it set that the namespace has stay as they are)
+        ns.setdefault(n, v)
+    fn = out.functions[variant] = emit.load(src, fname, ns, qualname)
+    if out.jit:
+        out.jitted[variant] = emit.njit(fn, options=options, checked=proved(src))
+
+
+def all_reads(reads: Mapping[str, set[str] | None], variants: Iterable[str]) -> set[str] | None:
+    """The global names ``variants`` read together (None where one's are not known)."""
+    out: set[str] = set()
+    for v in variants:
+        r = reads.get(v)
+        if r is None:
+            return None
+        out |= r
     return out
 
 
@@ -207,7 +255,8 @@ def runs_as(compiled: Compiled, variant: str) -> str:
     other = STAND_INS.get(variant)
     if other is None or not compiled.jit or other not in compiled.jitted:
         return variant
-    if compiled.jitted[variant].overloads or not compiled.jitted[other].overloads:
+    mine = compiled.jitted.get(variant)  # (None: not loaded, its source maybe not written)
+    if (mine is not None and mine.overloads) or not compiled.jitted[other].overloads:
         return variant
     return other
 
@@ -216,6 +265,7 @@ def call(compiled: Compiled, variant: str, args: tuple) -> Any:
     """Run ``variant`` on ``args`` (the seed last), with this thread's workspace (``runs_as``:
     a compiled variant that returns more may run instead; the caller drops the rest)."""
     variant = runs_as(compiled, variant)
+    compiled.load(variant)
     dtypes = compiled.workspaces.get(variant)
     if not dtypes:
         return _call(compiled, variant, args)
@@ -264,4 +314,5 @@ def _call(compiled: Compiled, variant: str, args: tuple) -> Any:
     return emit.ieee_call(compiled.functions[variant], args)
 
 
-__all__ = ["STAND_INS", "Compiled", "build", "call", "global_reads", "imports", "runs_as"]
+__all__ = ["STAND_INS", "Compiled", "all_reads", "build", "call", "global_reads", "imports",
+           "runs_as"]

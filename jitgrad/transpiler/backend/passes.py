@@ -2,14 +2,16 @@
 
 ``BACKEND`` is run once per variant of ``lower.VARIANTS`` (value and gradient; gradient
 only) on a ``Lowering``, the variant's function as it is being written; the variants of
-one specialisation share a ``Context`` (the IR, what one variant learnt that the other
-reuses).  Each step is a ``BackendPass``: a name, a function that updates the
-``Lowering``, and the facts it *requires*, *provides* and *invalidates* (``LIVE``,
-``FUSED``, ``TEXT``...).  ``check`` runs when the list is built (at import): a step that
-requires a fact that no step before it provides, or that a step before it invalidates
-with no step providing it again in between, raises ``OrderError``.  A step that works on
-the tree also invalidates ``TEXT``.  At run time a step invalidates its facts only
-where it changed the body: a recomputing step (``dead_after_fuse``) then has work to do.
+one specialisation share a ``Context`` (the IR, and memos of what one variant computed
+that the other reuses: the same whichever variant is lowered first, so a variant may be
+lowered only when it is first asked for, ``lower_variant``). Each step is a
+``BackendPass``: a name, a function that updates the ``Lowering``, and the facts it
+*requires*, *provides* and *invalidates* (``LIVE``, ``FUSED``, ``TEXT``...). ``check``
+runs when the list is built (at import): a step that requires a fact that no step before
+it provides, or that a step before it invalidates with no step providing it again in
+between, raises ``OrderError``. A step that works on the tree also invalidates ``TEXT``.
+At run time a step invalidates its facts only where it changed the body: a recomputing
+step (``dead_after_fuse``) then has work to do.
 
 ``stage(func, NAME, ...)`` in ``pipeline.py`` (``jitgrad show --stage NAME``,
 ``f.source(stage=NAME)``) prints the variant ``shows`` after step NAME; every step's
@@ -112,7 +114,8 @@ class Context:
     arrays: frozenset[str] = frozenset()
     #: the adjoints of float scalars (``zero_skip``: the cotangents a loop may be skipped on)
     cotangents: frozenset[str] = frozenset()
-    #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None
+    #: makes the prange rewrite (``prange.Parallel``) of ``parallel=True`` code, else None:
+    #: one per variant, each with the names as they were before either was lowered
     parallel: Callable[[], Any] | None = None
     #: the kinds of the names, adjoints too (None where unknown), for the bounds step; None:
     #: Numba checks every index (``jit=False``, ``parallel=True``)
@@ -132,13 +135,16 @@ class Context:
     env: dict[str, Any] = field(default_factory=dict)
     #: whether a name is an array, from the kinds (adjoints too); None where unknown
     is_array: Callable[[str], bool | None] | None = None
-    #: loop pairs the variants share, found dependent (``fuse_loops``)
-    dependent: set[tuple[int, int]] = field(default_factory=set)
+    #: per variant: loop pairs found dependent (``fuse_loops``; a verdict reads the
+    #: variant's whole body, so it is not shared)
+    dependent: dict[str, set[tuple[int, int]]] = field(default_factory=dict)
     #: the text of each statement printed once (the variants share statements)
     texts: emit.Texts = field(default_factory=dict)
+    #: per variant lowered: the global names it reads (``global_names``)
+    reads: dict[str, set[str] | None] = field(default_factory=dict)
     _returns: dict[str, ast.Return] = field(default_factory=dict)
     _live: dict[str, list[ast.stmt]] | None = None
-    _rewrite: Any = None
+    _rewrite: dict[str, Any] = field(default_factory=dict)
     _accessors: dict[str, str] | None = None
     #: the statements given the tape accessors, by the original's id (``unchecked_tapes``)
     unchecked: dict[int, tuple[ast.stmt, ast.stmt]] = field(default_factory=dict)
@@ -149,21 +155,23 @@ class Context:
             self._returns = {v: result_return(self.ir, v) for v in ("grad_only", "grad")}
         return self._returns[variant]
 
-    def live(self) -> dict[str, list[ast.stmt]]:
-        """Each variant's live statements, from one propagation: what the gradients need,
-        then what the value adds (``dead_code_variants``)."""
-        if self._live is None:
-            order = ("grad_only", "grad")
+    def live(self, variant: str) -> list[ast.stmt]:
+        """The variant's live statements, from one propagation: what the gradients need,
+        then what the value adds (``dead_code_variants``), as far as ``variant`` (the
+        gradient-only variant's do not depend on whether the value's were found too)."""
+        if self._live is None or variant not in self._live:
+            order = _LIVE_ORDER[:_LIVE_ORDER.index(variant) + 1]
             roots = [loaded_ids(self.returns(v)) for v in order]
             bodies = dead_code_variants(self.ir.body(), roots, self.ir.shared, env=self.env)
             self._live = dict(zip(order, bodies, strict=True))
-        return self._live
+        return self._live[variant]
 
-    def rewrite(self) -> Any:
-        """The prange rewrite, made once (it may reserve a name for ``prange``)."""
-        if self._rewrite is None:
-            self._rewrite = self.parallel()
-        return self._rewrite
+    def rewrite(self, variant: str) -> Any:
+        """The variant's prange rewrite, made once (``parallel``: its fresh names do not
+        depend on whether the other variant was lowered first)."""
+        if variant not in self._rewrite:
+            self._rewrite[variant] = self.parallel()
+        return self._rewrite[variant]
 
     @property
     def tapes(self) -> set[str]:
@@ -177,6 +185,10 @@ class Context:
             self._accessors = {n: self.accessor(n) if tapes else n
                                for n in ("tape_get", "tape_put")}
         return self._accessors
+
+
+#: the variants in the order ``Context.live`` propagates to them (each returns more)
+_LIVE_ORDER = ("grad_only", "grad")
 
 
 @dataclass
@@ -299,9 +311,17 @@ def start(ctx: Context, variant: str) -> Lowering:
     return Lowering(ctx, variant, ctx.names[variant], params=[*ctx.ir.params, ctx.ir.seed])
 
 
+def lower_variant(ctx: Context, variant: str) -> Lowering:
+    """``variant`` through the whole list, the global names it reads kept in ``ctx.reads``:
+    the same code whether or not the other variant was lowered before."""
+    s = run(start(ctx, variant))
+    ctx.reads[variant] = global_names(ctx, [s])
+    return s
+
+
 def lower_variants(ctx: Context) -> dict[str, Lowering]:
     """Every one of ``VARIANTS`` through the whole list, in order."""
-    return {v: run(start(ctx, v)) for v in VARIANTS}
+    return {v: lower_variant(ctx, v) for v in VARIANTS}
 
 
 def changes(ctx: Context) -> str:
@@ -376,7 +396,7 @@ def dead_code_(s: Lowering) -> None:
         dy = _dret * x
         return (None, (dx, dy))
     """
-    s.body = [*s.ctx.live()[s.variant], s.ctx.returns(s.variant)]
+    s.body = [*s.ctx.live(s.variant), s.ctx.returns(s.variant)]
 
 
 def unit_seed_(s: Lowering) -> None:
@@ -469,8 +489,8 @@ def fuse_(s: Lowering) -> None:
     ir = s.ctx.ir
     if not ir.callables:  # a hook sees the gradients in the order of the two sweeps
         tapes = dataflow.binds_in(ir.workspace)
-        s.body = fuse_loops(s.body, tapes, ir.shared, s.ctx.dependent, s.ctx.is_array,
-                            s.ctx.env)
+        dependent = s.ctx.dependent.setdefault(s.variant, set())
+        s.body = fuse_loops(s.body, tapes, ir.shared, dependent, s.ctx.is_array, s.ctx.env)
 
 
 def dead_after_fuse_(s: Lowering) -> None:
@@ -728,7 +748,7 @@ def parallel_(s: Lowering) -> None:
         return (s, (dx, dk), (_tape_t2_1,))
     """
     if s.ctx.parallel is not None:
-        fn = s.ctx.rewrite().function(s.function())
+        fn = s.ctx.rewrite(s.variant).function(s.function())
         s.body, s.params = fn.body, [a.arg for a in fn.args.args]
 
 
@@ -1031,4 +1051,5 @@ BACKEND: list[BackendPass] = check([
 
 
 __all__ = ["BACKEND", "BackendPass", "Context", "Lowering", "OrderError", "changes", "check",
-           "global_names", "listing", "lower_variants", "run", "start", "step", "sweep_text"]
+           "global_names", "listing", "lower_variant", "lower_variants", "run", "start", "step",
+           "sweep_text"]

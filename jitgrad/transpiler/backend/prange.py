@@ -75,8 +75,10 @@ def _alone(n: str) -> frozenset[str]:
 class Parallel:
     """The rewrite of one specialisation's variants (see the module docstring)."""
 
-    def __init__(self, u: Any):
+    def __init__(self, u: Any, namer: Any = None):
         self.u = u
+        #: the namer fresh names come from (``u``'s, or a copy of it: one per variant)
+        self.namer = u.namer if namer is None else namer
         self.env = u.env
         # the adjoints (reverse mode) or tangents (forward mode) of the user's names
         self.derived = {**u.namer.adjoints(), **u.namer.tangents()}
@@ -91,12 +93,12 @@ class Parallel:
     def _prange_name(self) -> str:
         import numba
 
-        if self.env.get("prange") is numba.prange and not self.u.namer.is_local("prange"):
+        if self.env.get("prange") is numba.prange and not self.namer.is_local("prange"):
             return "prange"
-        n = "prange" if "prange" not in self.env and "prange" not in self.u.namer.taken \
-            else self.u.namer.fresh("_prange")
-        self.u.namer.reserve([n])
-        self.u.namer.free.add(n)
+        n = "prange" if "prange" not in self.env and "prange" not in self.namer.taken \
+            else self.namer.fresh("_prange")
+        self.namer.reserve([n])
+        self.namer.free.add(n)
         self.env[n] = numba.prange
         return n
 
@@ -118,8 +120,8 @@ class Parallel:
         if p is None:
             out = set(self.aliases(a))
         else:
-            mine = self.u.namer.adjoints() if self.u.namer.adjoints().get(p) == a else \
-                self.u.namer.tangents()
+            mine = self.namer.adjoints() if self.namer.adjoints().get(p) == a else \
+                self.namer.tangents()
             out = {mine[q] for q in self.aliases(p) if q in mine}
         if a in self.distinct:
             out -= self.distinct
@@ -203,7 +205,7 @@ class Parallel:
         run together share an element.  Otherwise each chunk (one per thread) accumulates
         them in a partial buffer of its own, added up after the loop.  The rewritten loop is
         checked again; False (nothing changed) where it would not be independent either."""
-        namer = self.u.namer
+        namer = self.namer
         lo, _ = bounds(loop)
         i = loop.target.id
         reach = _reach(loop.body, verdict.collisions, i)
@@ -310,12 +312,12 @@ class Parallel:
     def _global(self, want: str, obj: Any) -> str:
         """A name the generated code reads ``obj`` through (bound in the environment)."""
         for n, v in self.env.items():
-            if v is obj and not self.u.namer.is_local(n):
+            if v is obj and not self.namer.is_local(n):
                 return n
-        n = want if want not in self.env and want not in self.u.namer.taken else \
-            self.u.namer.fresh("_" + want)
-        self.u.namer.reserve([n])
-        self.u.namer.free.add(n)
+        n = want if want not in self.env and want not in self.namer.taken else \
+            self.namer.fresh("_" + want)
+        self.namer.reserve([n])
+        self.namer.free.add(n)
         self.env[n] = obj
         return n
 
