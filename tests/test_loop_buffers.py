@@ -187,7 +187,8 @@ def test_set_instead_of_zero_and_add(f, n, jit):
     check_grad(f, (x, n), wrt=0, jit=jit, rtol=1e-6, atol=1e-8)
     src = jg.grad(f, wrt=0, jit=jit).source(x, n)
     assert not re.search(r"dz\d*\[\.\.\.\] = 0\.0|dz\d* \+= ", src), src
-    assert re.search(r"dz\d*\[\.\.\.\] = ", src), src
+    # (or, under jit=True, the step ``moves`` takes the added array's buffer)
+    assert re.search(r"dz\d*\[\.\.\.\] = |# dz\d* takes the buffer of", src), src
 
 
 FIRST_ADDS = {
