@@ -104,7 +104,7 @@ def test_no_moves_without_kinds():
 
 # --- the step on hand-written bodies --------------------------------------------------
 
-NDIMS = {n: 1 for n in ("z", "dz", "dk", "p", "w")}
+NDIMS = {n: 1 for n in ("z", "dz", "dk", "p", "w", "d1", "d2", "v")}
 
 
 def _moved(src: str, params=("z", "p")) -> str:
@@ -158,6 +158,27 @@ def test_array_read_in_a_later_trip_is_left_alone():
             dz[0] += r
     """)
     assert "zeros_like" in out
+
+
+def test_a_buffer_moves_once():
+    """Two moves chained through one buffer (``d1 = v``, then ``d2 = d1``) would write
+    ``v`` through ``d2`` while ``v`` is read after: one of them stays, and the body
+    computes what it did."""
+    src = """
+        d1 = np.zeros_like(z)
+        v = np.empty_like(z)
+        v[0] = 1.0
+        v[1] = 2.0
+        d1 += v
+        d2 = np.zeros_like(z)
+        d2 += d1
+        d2[0] += 5.0
+        r = v[0] + d2[0]
+    """
+    out = _moved(src)
+    assert out.count("takes the buffer") == 1, out
+    run = lambda text: exec(text, {"np": np, "z": np.zeros(2)}, ns := {}) or ns["r"]  # noqa: E731
+    assert run(out) == run(textwrap.dedent(src)) == 7.0
 
 
 # --- the analysis facts -------------------------------------------------------------------

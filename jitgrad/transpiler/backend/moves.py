@@ -22,6 +22,8 @@ rebinding ``y = y + ...``).  Preconditions, each checked, else the statements st
   ``unbroadcast`` returns ``dk`` itself;
 - ``dk`` and every name that may share its buffer (``Dataflow.shares``) are bound in
   the body (no argument: generated code writes none);
+- no other move in the body involves a name sharing the buffer (the dataflow is the
+  body's before the moves: a second move would join names the first did not check);
 - from the add on, the names that then share the buffer (``dz``, ``dk`` and its
   sharers) are never written under one of them while another is read at or after the
   write (``Dataflow.live_after``, a later trip counting), and none but ``dz`` is read
@@ -56,10 +58,15 @@ def adjoint_moves(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dat
     views = set(shared) | set(shared.values())
     bound = dataflow.binds_in(body, elements=False)
     new: dict[int, list[ast.stmt]] = {}
+    moved: set[str] = set()  # the names of the buffers moved so far
     for block in _blocks(body):
         for s in block:
-            add = _move(s, block, shapes, flow, env, views, bound - set(params))
-            if add is not None:
+            found = _move(s, block, shapes, flow, env, views, bound - set(params))
+            # (``flow`` is the body's before any move: two moves of one buffer would each
+            # miss the names the other joins to it, so a buffer moves once)
+            if found is not None and not found[1] & moved:
+                add, names = found
+                moved |= names
                 d = s.targets[0].id
                 v = _moved_value(add.value, env)
                 new[id(s)] = []
@@ -83,9 +90,10 @@ def _blocks(body: list[ast.stmt]) -> list[list[ast.stmt]]:
 
 
 def _move(s: ast.stmt, block: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dataflow,
-          env: dict[str, Any], views: set[str], bound: set[str]) -> ast.AugAssign | None:
+          env: dict[str, Any], views: set[str], bound: set[str]
+          ) -> tuple[ast.AugAssign, set[str]] | None:
     """The add ``d += v`` that may take ``v``'s buffer where ``s`` is ``d = zeros_like(r)``
-    (see the module docstring), else None."""
+    (see the module docstring), with the names that then share the buffer; else None."""
     if not (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call)
             and len(s.value.args) == 1 and not s.value.keywords
@@ -102,7 +110,7 @@ def _move(s: ast.stmt, block: list[ast.stmt], shapes: ShapeClasses, flow: datafl
     group = (flow.shares(v.id) | flow.shares(d)) - {d}
     if not group <= bound:
         return None
-    return add if _exclusive(block, add, d, group, flow, env) else None
+    return (add, group | {d}) if _exclusive(block, add, d, group, flow, env) else None
 
 
 def _moved_value(e: ast.expr, env: dict[str, Any]) -> ast.Name | None:
