@@ -70,8 +70,9 @@ def adjoint_moves(body: list[ast.stmt], shapes: ShapeClasses, flow: dataflow.Dat
                 d = s.targets[0].id
                 v = _moved_value(add.value, env)
                 new[id(s)] = []
-                move = ast.copy_location(ast.Assign(
-                    targets=[ast.Name(id=d, ctx=ast.Store())], value=v), add)
+                move = ast.copy_location(ast.Assign(  # (new nodes: the variants share)
+                    targets=[ast.Name(id=d, ctx=ast.Store())],
+                    value=ast.Name(id=v.id, ctx=ast.Load())), add)
                 new[id(add)] = [comment(f"{d} takes the buffer of {v.id}: nothing reads "
                                         f"{v.id} after {d} is written (no zeroing, no add)"),
                                 move]
