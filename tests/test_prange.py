@@ -412,12 +412,15 @@ def test_element_loops_keep_prange(case):
     """A prange loop whose body (or a branch in it) holds a whole-array chain stays a prange
     loop when jit=True runs the chain as an element loop: the step copying the loop keeps
     its notes (the copy was a plain ``range`` loop, without a word, before); its reversed
-    loop is given the prange verdict.  Values and gradients in both modes."""
+    loop is given the prange verdict (serial, or in chunks where the adjoint's element loop
+    adds into ``dx`` element by element: ``unbroadcast``'s shape argument shares no
+    buffer).  Values and gradients in both modes."""
     f, args, wrt = CASES[case]
     src = jg.differentiate(f, wrt=wrt, jit=True).source(*args)
     assert "one loop over the elements of x" in src, src
     fwd, adj = _loops(src)[0], _loops(src)[-1]
     assert fwd.startswith("for i in prange("), src
-    assert "prange loop over i runs serially" in adj, src
+    assert "prange loop over i runs serially" in adj or (
+        re.match(r"for _c\d* in prange\(", adj) and "# prange loop over i: one chunk" in src), src
     for jit in (True, False):
         check_grad(f, args, wrt=wrt, jit=jit)

@@ -34,7 +34,7 @@ def _swapped(a: str, b: str) -> list[passes.BackendPass]:
 
 def test_the_list_in_order():
     assert NAMES == ["dead_code", "unit_seed", "dead_loops", "fuse", "dead_after_fuse",
-                     "write_once", "elements", "shape_only", "workspace", "parallel",
+                     "write_once", "elements", "shape_only", "moves", "workspace", "parallel",
                      "zero_skip", "tape_accessors", "outer_updates", "view_updates", "bounds",
                      "cached_calls",
                      "unparse"]
@@ -60,7 +60,11 @@ def test_a_step_after_what_invalidates_it_is_refused():
     # the workspace takes the zeroings write_once reads
     with pytest.raises(OrderError, match="'write_once' requires 'zeroings explicit', which "
                                          "'workspace' invalidates"):
-        check(_swapped("write_once", "workspace"))
+        check([p for p in _swapped("write_once", "workspace") if p.name != "moves"])
+    # and the zeroings the moves replace
+    with pytest.raises(OrderError, match="'moves' requires 'zeroings explicit', which "
+                                         "'workspace' invalidates"):
+        check(_swapped("moves", "workspace"))
 
 
 def test_a_tree_step_after_the_text_is_refused():

@@ -298,6 +298,43 @@ def test_no_element_loops_without_the_dimensions():
     assert s.body is kept and not ctx.element_loops
 
 
+MOVED = adjoint("""
+    t = np.exp(x)
+    y = np.sum(t * c)
+""", "dx = np.zeros_like(x)", """
+    dt = np.zeros_like(t)
+    g = np.empty_like(x)
+    for i in range(x.shape[0]):
+        g[i] = _dret * c
+    dt += unbroadcast(g, x)
+    dx += dt * t
+""", params=("x", "c"), grads=("dx",))
+
+
+def test_moves_a_dead_array_into_a_zeroed_buffer():
+    """``dt``'s zeroing and add go: it takes ``g``'s buffer, which nothing reads after;
+    ``dx``, added a product (no name), keeps its zeroing."""
+    from jitgrad.kernels.helpers import unbroadcast
+
+    ndims = {**NDIMS, "g": 1}
+    ctx = context(MOVED, ndims=ndims, env={"np": np, "unbroadcast": unbroadcast})
+    assert after("moves", lowering(ctx)) == code("""
+        def f_grad(x, c, _dret):
+            t = np.exp(x)
+            y = np.sum(t * c)
+            dx = np.zeros_like(x)
+            g = np.empty_like(x)
+            for i in range(x.shape[0]):
+                g[i] = _dret * c
+            # dt takes the buffer of g: nothing reads g after dt is written (no zeroing, no add)
+            dt = g
+            dx += dt * t
+            return (y, dx)
+    """)
+    ctx = context(MOVED, env={"np": np, "unbroadcast": unbroadcast})  # (jit=False: none)
+    assert "dt = np.zeros_like(t)" in after("moves", lowering(ctx))
+
+
 SKIP = """
     for i in range(n - 1, -1, -1):
         for k in range(p.shape[0] - 1, -1, -1):

@@ -47,7 +47,9 @@ from ...rules.primitives import (
     fresh,
     fresh_result,
     method_function,
+    pure,
     query_attrs,
+    reads_shape_of,
     returns_view,
 )
 from ..astutil import exposed_reads, resolve
@@ -292,7 +294,9 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
     a view or an unknown call of them); none for arithmetic and fresh allocations
     (``modules``: names of modules, ``np.f(x)`` is no method of an array ``np``; ``env``:
     the namespace, where known, by which a call is what it names, ``mk = np.zeros`` too,
-    else what it is spelled, and a module is one under any name: ``onp.reshape(x, n)``)."""
+    else what it is spelled, and a module is one under any name: ``onp.reshape(x, n)``;
+    a call's argument the primitive table says it reads only for its shape, ``x`` of
+    ``unbroadcast(g, x)``, shares nothing with its result)."""
     if isinstance(e, ast.Name):
         return {e.id}
     if isinstance(e, (ast.Subscript, ast.Starred)):
@@ -318,8 +322,11 @@ def may_alias(e: ast.expr, modules: Collection[str] = MODULES,
     fn = fn if fn is not None else method_function(spelled)
     if fn is not None and returns_view(fn):  # ``x.reshape(n)``, ``np.reshape(x, n)``
         return {obj} if obj else may_alias(e.args[0], modules, env) if e.args else set()
+    # (an argument the table says is read only for its shape, ``x`` of
+    # ``unbroadcast(g, x)``, is in no result)
+    args = [x for k, x in enumerate(e.args) if fn is None or not reads_shape_of(fn, k)]
     out = set().union(*(may_alias(x, modules, env)
-                        for x in [*e.args, *(k.value for k in e.keywords)]))
+                        for x in [*args, *(k.value for k in e.keywords)]))
     return out | ({obj} if obj else set())
 
 
@@ -565,16 +572,28 @@ def carried(loop: ast.stmt) -> set[str]:
     return out
 
 
-def _written(body: list[ast.stmt]) -> set[str | None]:
+def writes(s: ast.stmt, env: dict[str, Any]) -> set[str | None]:
+    """The arrays ``s`` (its blocks included) may write into: element writes (None: into
+    an expression's value), appends, ``a += e`` (in place for an array), and what it hands
+    whole to a call the primitive table does not say is pure (``env``: the namespace a
+    call is found in)."""
+    out = _written([s], env)
+    out.update(x.target.id for x in walk_stmts([s])
+               if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Name))
+    return out
+
+
+def _written(body: list[ast.stmt], env: dict[str, Any] | None = None) -> set[str | None]:
     """The arrays ``body`` may write into: element writes (None: into an expression's
-    value), appends, and what it hands whole to a call."""
+    value), appends, and what it hands whole to a call (``env`` given: but a pure one)."""
     out: set[str | None] = set()
     for s in walk_stmts(body):  # (one walk of each statement's expressions)
         for n in own_expressions(s):
             if isinstance(n, ast.Subscript):
                 if isinstance(n.ctx, ast.Store):  # (``accesses``' writes)
                     out.add(base_name(n))
-            elif isinstance(n, ast.Call):  # the names it hands whole to a call
+            elif isinstance(n, ast.Call) and not (env is not None
+                                                  and pure(resolve(n.func, env))):
                 parts = [*n.args, *(k.value for k in n.keywords)]
                 if isinstance(n.func, ast.Attribute):
                     parts.append(n.func.value)
@@ -611,4 +630,4 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 __all__ = ["Access", "Affine", "Dataflow", "Groups", "Index", "accesses", "affine",
            "base_name", "binds", "binds_in", "carried", "elements_read_only", "fresh_binds",
            "index_of", "loop_index", "may_alias", "must_binds", "offset", "reads", "reads_in",
-           "sums", "view_base", "view_root"]
+           "sums", "view_base", "view_root", "writes"]

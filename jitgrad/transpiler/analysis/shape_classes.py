@@ -139,11 +139,16 @@ class ShapeClasses:
         return None
 
     def _element(self, e: ast.Subscript) -> str | None:
-        """A scalar where ``e`` is one element of an array (a scalar per dimension)."""
-        if not isinstance(e.value, ast.Name) or not self.ndims.get(e.value.id):
+        """A scalar where ``e`` is one element of an array (a scalar per dimension; the
+        array's dimensions its own, or its class's: ``_g[_k]`` of ``_g = dy``)."""
+        if not isinstance(e.value, ast.Name):
             return None
+        nd = self.ndims.get(e.value.id)
+        if nd is None and e.value.id in self.values:
+            c = self.of(e.value.id)
+            nd = None if c in (None, SCALAR, _TOP) else self.ndim(c)
         idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-        if len(idx) != self.ndims[e.value.id] or any(isinstance(i, ast.Slice) for i in idx):
+        if not nd or len(idx) != nd or any(isinstance(i, ast.Slice) for i in idx):
             return None
         return SCALAR if all(self.expr(i) == SCALAR for i in idx) else None
 

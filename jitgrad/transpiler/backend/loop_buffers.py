@@ -88,7 +88,7 @@ def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
         whole = ast.Subscript(value=_name(d), slice=ast.Constant(value=Ellipsis),
                               ctx=ast.Store())
         zero = [ast.Assign(targets=[whole], value=ast.Constant(0.0))] if zeroed else []
-        add = _first_add(block, s, d, df.shares(d)) if zeroed else None
+        add = first_add(block, s, d, df.shares(d)) if zeroed else None
         if add is not None:  # ``d[...] = 0.0`` ... ``d += e``: ``d[...] = e`` instead
             zero = []
             new[id(add)] = [ast.copy_location(ast.Assign(targets=[whole], value=add.value),
@@ -106,7 +106,7 @@ def loop_buffers(body: list[ast.stmt], shared: dict[str, str],
     return _replaced(body, new, before) if new else body
 
 
-def _first_add(block: list[ast.stmt], s: ast.stmt, d: str, sharing: set[str]
+def first_add(block: list[ast.stmt], s: ast.stmt, d: str, sharing: set[str]
                ) -> ast.AugAssign | None:
     """The statement ``d += e`` of ``block`` after ``s`` that is the first to name ``d``
     or a name that may share its buffer (``sharing``), ``e`` naming none of them, with no
@@ -243,4 +243,4 @@ def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],
     return rewrite_blocks(block, fn)
 
 
-__all__ = ["loop_buffers"]
+__all__ = ["first_add", "loop_buffers"]

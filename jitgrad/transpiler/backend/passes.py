@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis import dataflow
-from ..analysis.shape_classes import ShapeClasses
+from ..analysis.shape_classes import SCALAR, ShapeClasses
 from ..ir import Adjoint
 from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
@@ -40,6 +40,7 @@ from .jit import global_reads
 from .loop_buffers import loop_buffers
 from .lower import VARIANTS, result_return, unchecked_tapes, with_unit_seed, with_workspace
 from .lower import _without_dead_loops as without_dead_loops
+from .moves import adjoint_moves
 from .optimize import dead_code, dead_code_variants
 from .outer_updates import outer_updates
 from .shape_only import shape_stand_ins
@@ -68,6 +69,8 @@ WRITTEN_ONCE = "written once"
 STAND_INS = "shape stand-ins"
 #: chains of whole-array statements run as loops over the elements (``jit=True``)
 ELEMENTS = "element loops"
+#: zeroed adjoint buffers whose first add may take the added array's buffer take it
+MOVES = "adjoint moves"
 #: tapes, adjoint buffers and snapshot copies come from the workspace parameter
 WORKSPACE = "workspace threaded"
 #: prange loops parallel where their iterations are independent
@@ -655,6 +658,65 @@ def elements_(s: Lowering) -> None:
     s.body = body
 
 
+def moves_(s: Lowering) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), a zeroed adjoint buffer whose first
+    update adds a whole array of its shape that nothing reads after the buffer is written
+    takes that array's buffer: no zeroing, no add (``backend/moves.py``).
+
+    >>> print(example("moves", '''
+    ... def f(x, s):
+    ...     y = x * 1.0
+    ...     for _ in range(s):
+    ...         y = y + 0.5 * y * x
+    ...     return y[0]
+    ... ''', args=(np.ones(3), 2), jit=True))
+    def f_grad_1(x, s, _dret):
+        _tape_t2_1 = []
+        y = x * 1.0
+        for _ in range(s):
+            # one loop over the elements of x (arrays kept: _t2, y; no arrays for: _t)
+            _t2 = np.empty_like(x)
+            y_out = np.empty_like(x)
+            for _k in range(x.shape[0]):
+                _t2_e = 0.5 * y[_k]
+                # stored _t2: an array
+                _t_e = _t2_e * x[_k]
+                y_e = y[_k] + _t_e
+                _t2[_k] = _t2_e
+                y_out[_k] = y_e
+            y = y_out
+            _tape_t2_1.append(_t2)
+        _t3 = y[0]
+        dx = np.zeros_like(x)
+        dy = np.zeros_like(y)
+        # line 5: return y[0]
+        dy[0] += _dret
+        for _ in range(s - 1, -1, -1):
+            # line 4: y = y + 0.5 * y * x
+            # y, _t: only the shape is read, x's: read from x, not stored
+            _g = dy
+            # dy takes the buffer of _g: nothing reads _g after dy is written (no zeroing, no add)
+            dy = _g
+            _dt = unbroadcast(_g, x)
+            _t2 = _tape_t2_1.pop()
+            _dt2 = unbroadcast(_dt * x, _t2)
+            dx += unbroadcast(_dt * _t2, x)
+            # y: only the shape is read, x's: read from x, not stored
+            dy += unbroadcast(_dt2 * 0.5, x)
+        # line 2: y = x * 1.0
+        dx += unbroadcast(dy, x)
+        return (_t3, dx)
+    """
+    ctx, ir = s.ctx, s.ctx.ir
+    if ctx.ndims is None or ir.callables or ctx.parallel is not None:
+        return
+    shapes = ShapeClasses(s.body, ctx.ndims, ctx.env, s.params)
+    kinds = ctx.is_array or (lambda n: None)  # (and the element loops' scalars)
+    flow = dataflow.Dataflow(s.body, shared=ir.shared, env=ctx.env,
+                             is_array=lambda n: False if shapes.of(n) == SCALAR else kinds(n))
+    s.body = adjoint_moves(s.body, shapes, flow, s.params, ir.shared, ctx.env)
+
+
 def workspace_(s: Lowering) -> None:
     """Typed tapes, adjoint buffers of local arrays and the copies pushed on list tapes
     come from the parameter ``_ws`` and go back with the result (``lower.with_workspace``,
@@ -1038,6 +1100,7 @@ BACKEND: list[BackendPass] = check([
     step("write_once", write_once_, [LIVE, FUSED, ZEROINGS], [WRITTEN_ONCE]),
     step("elements", elements_, [LIVE], [ELEMENTS]),
     step("shape_only", shape_only_, [LIVE, IR], [STAND_INS]),
+    step("moves", moves_, [LIVE, ELEMENTS, ZEROINGS], [MOVES]),
     step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
