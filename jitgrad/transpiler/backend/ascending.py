@@ -17,17 +17,20 @@ iteration's own slot of the serial layout (``slots.slot_tapes``: the cursor move
 the trip count first), so the tape is laid out as before and the forward loop is
 untouched.  Preconditions, checked on the rewritten loop (``ascending``):
 
-- it is a serial loop over ``range(hi - 1, lo - 1, -1)`` (not prange);
+- it is a serial loop over ``range(hi - 1, lo - 1, -1)`` (not prange), without
+  ``continue`` (an iteration that skipped its pop would read the next one's slot);
 - its iterations are independent (``dependence.independent``): every element it writes
   is the iteration's own and nothing else reads it, every name it binds is local to an
   iteration and the index is not read after the loop, nothing runs for its effect, no
   ``break``;
 - it makes no sum: not of a scalar (``s += e``, a tape cursor it still moves), nor into
   an element several iterations share: the order of a floating-point sum changes its
-  rounding.  So the values are those of the descending loop, bit for bit.
+  rounding.  So the values are those of the descending loop, bit for bit (where two
+  iterations would raise an ``IndexError``, the other one is reported first).
 
-Where it does not apply: a loop with a sum (``da += -g``, lse's adjoint), a tape pushed or
-popped under an ``if`` or in an inner loop, a loop over anything but a unit-step range.
+Where it does not apply: a loop with a sum (``da += -g``, lse's adjoint), a tape popped
+under an ``if`` or in an inner loop whose trip count the body changes, a loop over
+anything but a unit-step range.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 from ..analysis import dataflow
 from ..analysis.dependence import Names, independent
 from ..front.desugar import name
-from ..nodes import clone, rewrite_blocks
+from ..nodes import clone, rewrite_blocks, this_loop
 from ..notes import is_prange
 from . import emit
 from .gather import _reversed_range
@@ -69,6 +72,8 @@ def ascending(body: list[ast.stmt], flow_of: Callable[[list[ast.stmt]], dataflow
 def _flipped(loop: ast.For, names: Names, env: dict[str, Any]) -> list[ast.stmt] | None:
     """The statements that run ``loop`` ascending (its tape pops slotted), or None where
     the preconditions do not hold."""
+    if any(isinstance(s, ast.Continue) for s in this_loop(loop.body)):
+        return None  # (an iteration that skips its pop would move the slots)
     new = clone(loop)
     block: list[ast.stmt] = [new]
     slot_tapes(block, new, env, _no_global)  # (pops at the top level: read at slots)
