@@ -454,14 +454,24 @@ def tape_put(buf, k, v):
     buf[k] = v
 
 
+def _tape_get_at(buf, k):
+    # the cursor is never negative: indexed unsigned, Numba adds no negative-index wrap,
+    # and a loop reading the tape at ``cursor + j`` vectorises
+    return buf[np.uintp(k)]
+
+
+def _tape_put_at(buf, k, v):
+    buf[np.uintp(k)] = v
+
+
 @cached_overload(tape_get, boundscheck=False)
 def _ol_tape_get(buf, k):
-    return tape_get
+    return _tape_get_at
 
 
 @cached_overload(tape_put, boundscheck=False)
 def _ol_tape_put(buf, k, v):
-    return tape_put
+    return _tape_put_at
 
 
 # --- ws_zeros_like: an adjoint buffer zeroed in memory kept between calls ------------

@@ -375,6 +375,48 @@ def test_no_zero_skip_outside_the_adjoint_or_where_not_linear():
     assert "if dd" not in after("zero_skip", _reversed(lowering(ctx, SKIP.format("dd + w"))))
 
 
+
+# --- ascending --------------------------------------------------------------------------
+
+ASC = """
+    for j in range(n - 1, -1, -1):
+        _tape_mn -= 1
+        m = _tape_m[_tape_mn]
+        {}
+    return (None, (dx, dw))
+"""
+
+
+def test_ascending_runs_an_independent_reversed_loop_forwards():
+    """Each iteration writes its own ``dx[j]`` and pops one tape entry: the loop runs
+    ascending and reads the iteration's slot, the cursor moved back by the trip count."""
+    ctx = context(adjoint(params=("x", "w", "n"), grads=("dx", "dw")), env={"np": np})
+    assert after("ascending", lowering(ctx, ASC.format("dx[j] += dw * m"))) == code("""
+        def f_grad(x, w, n, _dret):
+            _tape_mn -= max(n, 0)
+            # iterations over j are independent: run ascending (so that it vectorises)
+            for j in range(n):
+                m = _tape_m[_tape_mn + j]
+                dx[j] += dw * m
+            return (None, (dx, dw))
+    """)
+
+
+def test_no_ascending_where_the_order_changes_a_value():
+    """A sum (its rounding depends on the order), an element two iterations add into, an
+    element another iteration writes, a value carried on, the index read after: stays."""
+    ctx = context(adjoint(params=("x", "w", "n"), grads=("dx", "dw")), env={"np": np})
+    for body in ("dw += m * x[j]", "dx[j] += m\n        dx[j - 1] += m",
+                 "dx[j] = dx[j + 1] * m", "w = w * m\n        dx[j] += w"):
+        s = lowering(ctx, ASC.format(body))
+        kept = s.body
+        after("ascending", s)
+        assert s.body is kept, body
+    s = lowering(ctx, ASC.format("dx[j] += m").replace("return", "dw = j\n    return"))
+    kept = s.body
+    after("ascending", s)
+    assert s.body is kept
+
 # --- cached calls ------------------------------------------------------------------------
 
 CALLS = adjoint("""

@@ -22,6 +22,7 @@ the step) that ``tests/test_passes.py`` runs as a doctest with the passes' examp
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ from ..ir import Adjoint
 from ..naming import is_tape, names_in
 from ..nodes import loaded_ids
 from . import emit
+from .ascending import ascending
 from .bounds import bounds_checks
 from .cached_calls import cached_calls
 from .elements import fuse_elements
@@ -87,6 +89,8 @@ OUTER_UPDATES = "outer updates"
 BOUNDS = "bounds checked"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
+#: reversed loops whose iterations are independent run ascending
+ASCENDING = "ascending loops"
 #: a typed tape's elements are read and written through the unchecked helpers
 ACCESSORS = "tape accessors"
 
@@ -876,6 +880,55 @@ def zero_skip_(s: Lowering) -> None:
         s.body = zero_guards(s.body, s.ctx.cotangents, s.ctx.env, s.ctx.ir.shared)
 
 
+def ascending_(s: Lowering) -> None:
+    """A reversed loop whose iterations are independent and that makes no sum runs
+    ascending, its tape pops read at the iteration's slot: the same values, and LLVM
+    vectorises it (Numba's negative-index wrap on a descending index blocks that;
+    ``backend/ascending.py``).
+
+    >>> print(example("ascending", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     m = 1.0
+    ...     for j in range(x.shape[0]):
+    ...         s += x[j] * m
+    ...         m *= c
+    ...     return s
+    ... ''', args=(np.ones(3), 2)))
+    def f_grad_1(x, c, _dret, _ws):
+        _tape_m_1 = _ws[0]
+        _tape_m_1n = 0
+        s = 0.0
+        m = 1.0
+        _n = x.shape[0]
+        _tape_m_1 = tape_reserve(_tape_m_1, _tape_m_1n, _n)
+        for j in range(_n):
+            _t2 = x[j]
+            # stored m: rebound later
+            _tape_m_1[_tape_m_1n] = m
+            _tape_m_1n += 1
+            _t = _t2 * m
+            s = s + _t
+            m = m * c
+        dx = np.empty_like(x)
+        ds = _dret
+        # dx: each element written once (made empty); those no index reaches set to 0
+        dx[max(_n, 0):] = 0.0
+        _tape_m_1n -= max(_n, 0)
+        # iterations over j are independent: run ascending (so that it vectorises)
+        for j in range(_n):
+            # line 5: s += x[j] * m
+            _dt = ds
+            m = _tape_m_1[_tape_m_1n + j]
+            _dt2 = _dt * m
+            dx[j] = _dt2
+        return (s, dx, (_tape_m_1,))
+    """
+    flow_of = functools.partial(dataflow.Dataflow, shared=s.ctx.ir.shared,
+                                is_array=s.ctx.is_array, env=s.ctx.env)
+    s.body = ascending(s.body, flow_of, s.ctx.env)
+
+
 def tape_accessors_(s: Lowering) -> None:
     """A typed tape's element writes and reads go through ``tape_put`` and ``tape_get``,
     compiled without the bounds check (``lower.unchecked_tapes``: on the tree, in the
@@ -1104,6 +1157,7 @@ BACKEND: list[BackendPass] = check([
     step("workspace", workspace_, [IR, ZEROINGS, FUSED], [WORKSPACE], [ZEROINGS]),
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
+    step("ascending", ascending_, [PARALLEL, ZERO_SKIPS], [ASCENDING]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("outer_updates", outer_updates_, [ACCESSORS], [OUTER_UPDATES]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
