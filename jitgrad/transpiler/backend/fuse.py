@@ -55,6 +55,7 @@ from ..nodes import loaded_ids, this_loop, walk_stmts
 from ..notes import (
     CHECKPOINTED,
     HOISTED,
+    ONE_TRIP_TAPES,
     PUSH,
     SWEEP,
     TAPED,
@@ -200,6 +201,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop.body = forward_branch_pops(forward_pops(
         fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes)
     pre = _room_of_one_trip(pre, pos, loop.body)
+    ONE_TRIP_TAPES.set(loop, True)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
