@@ -14,14 +14,14 @@ from gradcheck import check_grad
 import jitgrad as jg
 
 
-def triangle(l, x):
-    """``out[j] += l[idx] * x[i]`` over a packed lower triangle (GradBench gmm's Q x)."""
+def triangle(w, x):
+    """``out[j] += w[idx] * x[i]`` over a packed lower triangle (GradBench gmm's Q x)."""
     d = x.shape[0]
     out = np.zeros(d)
     idx = 0
     for i in range(d):
         for j in range(i + 1, d):
-            out[j] += l[idx] * x[i]
+            out[j] += w[idx] * x[i]
             idx += 1
     s = 0.0
     for j in range(d):
@@ -29,23 +29,23 @@ def triangle(l, x):
     return s
 
 
-def down(l, x):
+def down(w, x):
     """A counter stepping down by two, read after its step."""
     n = x.shape[0]
     k = 2 * n + 1
     s = 0.0
     for i in range(n):
         k = k - 2
-        s += l[k] * x[i] * l[k - 1]
+        s += w[k] * x[i] * w[k - 1]
     return s
 
 
-def sometimes(l, x):
+def sometimes(w, x):
     """The step under a branch: no counter (checked where it is read)."""
     idx = 0
     s = 0.0
     for i in range(x.shape[0]):
-        s += l[idx] * x[i] * x[i]
+        s += w[idx] * x[i] * x[i]
         if x[i] > 0.0:
             idx += 1
     return s
@@ -72,17 +72,17 @@ def test_checked_once_per_loop(f):
     src = jg.grad(f, wrt=(0, 1)).source(*_args(f))
     assert "every index is checked explicitly" in src, src
     raises = re.findall(r"raise IndexError\('([^']*)'\)", src)
-    assert raises and all("loop over" in r for r in raises if "l[" in r), src
+    assert raises and all("loop over" in r for r in raises if "w[" in r), src
 
 
 @pytest.mark.parametrize("jit", [True, False])
 def test_past_the_end_still_raises(jit):
     """A counter that runs past its array's end raises, checked once or not."""
     g = jg.grad(triangle, wrt=(0, 1), jit=jit)
-    l, x = _args(triangle)
+    w, x = _args(triangle)
     with pytest.raises(IndexError):
-        g(l[:9], x)
+        g(w[:9], x)
     gd = jg.grad(down, wrt=(0, 1), jit=jit)
-    l, x = _args(down)
+    w, x = _args(down)
     with pytest.raises(IndexError):
-        gd(l, np.ones(7))
+        gd(w, np.ones(7))

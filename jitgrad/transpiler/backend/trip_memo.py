@@ -56,6 +56,7 @@ from ..analysis.dataflow import (
     plain_binding,
 )
 from ..astutil import resolve
+from ..naming import fresh_in
 from ..nodes import clone, loaded_ids, own_expressions, rewrite_blocks, walk, walk_stmts
 from ..notes import ONE_TRIP_TAPES, TAPED, is_prange
 from .emit import comment
@@ -85,19 +86,10 @@ def trip_memos(body: list[ast.stmt], tapes: set[str], shared: dict[str, str],
         trip = _Trip(loop, df, env)
         sites = [site for t in sorted(tapes) for site in trip.memos(t)]
         if sites:
-            flag = _fresh("_new_trip", taken)
+            flag = fresh_in("_new_trip", taken)
             new[id(loop)] = [ast.copy_location(_set(flag, True), loop),
                              _memoised(loop, sites, flag)]
     return body if not new else rewrite_blocks(body, lambda s: new.get(id(s)))
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    out, k = base, 1
-    while out in taken:
-        k += 1
-        out = f"{base}{k}"
-    taken.add(out)
-    return out
 
 
 def _set(n: str, v: bool) -> ast.Assign:
