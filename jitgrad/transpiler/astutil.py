@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import types
+from collections.abc import Callable
 from typing import Any
 
 from .nodes import loaded_ids, nodes_of, walk
@@ -18,15 +19,19 @@ def names_of(e: ast.AST) -> list[str]:
     return [n.id for n in nodes_of(e) if isinstance(n, ast.Name)]
 
 
-def exposed_reads(stmts: list[ast.stmt]) -> set[str]:
+def exposed_reads(stmts: list[ast.stmt], ids: Callable[[ast.AST], set[str]] = loaded_ids
+                  ) -> set[str]:
     """The names a block may read before it binds them on the way there: its inputs (a
-    loop body's names read before they are bound in the body count, as in the first trip)."""
+    loop body's names read before they are bound in the body count, as in the first trip).
+    ``ids``: the names a statement or expression reads (``dataflow.content_ids``: only
+    those whose values it reads)."""
     out: set[str] = set()
-    _exposed(stmts, set(), out)
+    _exposed(stmts, set(), out, ids)
     return out
 
 
-def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str]) -> None:
+def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str],
+             loaded_ids: Callable[[ast.AST], set[str]] = loaded_ids) -> None:
     for s in stmts:
         if isinstance(s, (ast.For, ast.While)):
             head = s.iter if isinstance(s, ast.For) else s.test
@@ -34,13 +39,13 @@ def _exposed(stmts: list[ast.stmt], bound: set[str], out: set[str]) -> None:
             inner = set(bound)
             if isinstance(s, ast.For):
                 inner |= {n.id for n in walk(s.target) if isinstance(n, ast.Name)}
-            _exposed(s.body, inner, out)  # the loop may not run: binds nothing for after
-            _exposed(s.orelse, set(bound), out)
+            _exposed(s.body, inner, out, loaded_ids)  # (it may not run: binds nothing after)
+            _exposed(s.orelse, set(bound), out, loaded_ids)
         elif isinstance(s, ast.If):
             out |= loaded_ids(s.test) - bound
             yes, no = set(bound), set(bound)
-            _exposed(s.body, yes, out)
-            _exposed(s.orelse, no, out)
+            _exposed(s.body, yes, out, loaded_ids)
+            _exposed(s.orelse, no, out, loaded_ids)
             bound |= yes & no
         else:
             out |= loaded_ids(s) - bound

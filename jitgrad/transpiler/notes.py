@@ -128,6 +128,10 @@ HOISTED: Note[int | None] = Note(
     "a tape reservation made before a loop for all its trips of an inner loop's: the "
     "loop's position; fusing the loop drops it (an iteration's room is enough), and the "
     "CUDA lowering, which sizes tapes from the reservations in the body, ignores it")
+ONE_TRIP_TAPES: Note[bool] = Note(
+    "one_trip_tapes", False, "backend (fuse)",
+    "a fused loop (forward trip, then its adjoint): every tape its body pushes, its body "
+    "pops in the same trip, so each trip starts its tapes' cursors where the last began")
 TRIP_ROOM: Note[int | None] = Note(
     "trip_room", None, "reverse (loops)",
     "a tape reservation before a loop of one entry per trip, for the tape that loop's body "

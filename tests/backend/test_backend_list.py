@@ -35,8 +35,8 @@ def _swapped(a: str, b: str) -> list[passes.BackendPass]:
 def test_the_list_in_order():
     assert NAMES == ["dead_code", "unit_seed", "dead_loops", "fuse", "dead_after_fuse",
                      "write_once", "elements", "shape_only", "moves", "workspace", "parallel",
-                     "zero_skip", "ascending", "tape_accessors", "outer_updates", "view_updates",
-                     "bounds", "cached_calls",
+                     "zero_skip", "ascending", "trip_memo", "tape_accessors", "outer_updates",
+                     "view_updates", "bounds", "cached_calls",
                      "unparse"]
     assert check(BACKEND) is BACKEND
     for p in BACKEND:

@@ -897,3 +897,72 @@ def test_whole_list_per_variant():
     assert "return (None, dx, (_tape_x,))" in done["grad_only"].text
     until = run(start(context(TAPED), "grad"), until="workspace")
     assert until.text == "" and until.params[-1] == "_ws"
+
+
+# --- trip memos ---------------------------------------------------------------------------
+
+MEMO_LOOP = """
+    for i in range(n):
+        t = 0.0
+        for j in range(q.shape[0]):
+            _t3 = q[j]
+            _t2 = math.exp(_t3 {})
+            _tape_e[_tape_en] = _t2
+            _tape_en += 1
+            t = t + _t2 * x[i]
+        for j in range(q.shape[0] - 1, -1, -1):
+            _tape_en -= 1
+            _t2 = _tape_e[_tape_en]
+            dq[j] += dt * _t2
+    return (None, dq)
+"""
+
+
+def _fused(s):
+    notes.ONE_TRIP_TAPES.set(s.body[0], True)
+    return s
+
+
+def test_trip_memo_pushes_in_the_first_trip_only():
+    """A fused loop's push the same in every trip, and what computes it for it alone, run
+    under the first trip's flag; the entry is read back in the other trips."""
+    import math
+
+    ctx = context(adjoint(params=("q", "x", "n"), grads=("dq",),
+                          reused=(("_tape_e", "float64"),)), env={"np": np, "math": math},
+                  is_array=lambda n: n in ("q", "x", "dq", "_tape_e"))
+    assert after("trip_memo", _fused(lowering(ctx, MEMO_LOOP.format("")))) == code("""
+        def f_grad(q, x, n, _dret):
+            _new_trip = True
+            for i in range(n):
+                # 1 stored value(s) the same in every trip: made in the first
+                t = 0.0
+                for j in range(q.shape[0]):
+                    if _new_trip:
+                        _t3 = q[j]
+                        _t2 = math.exp(_t3)
+                        _tape_e[_tape_en] = _t2
+                    else:
+                        _t2 = _tape_e[_tape_en]
+                    _tape_en += 1
+                    t = t + _t2 * x[i]
+                for j in range(q.shape[0] - 1, -1, -1):
+                    _tape_en -= 1
+                    _t2 = _tape_e[_tape_en]
+                    dq[j] += dt * _t2
+                _new_trip = False
+            return (None, dq)
+    """)
+
+
+def test_no_trip_memo_where_a_trip_differs_or_unfused():
+    """A value reading the fused loop's index is pushed in every trip; so is any push of a
+    loop that is not fused (its tape holds every trip)."""
+    import math
+
+    ctx = context(adjoint(params=("q", "x", "n"), grads=("dq",),
+                          reused=(("_tape_e", "float64"),)), env={"np": np, "math": math},
+                  is_array=lambda n: n in ("q", "x", "dq", "_tape_e"))
+    assert "_new_trip" not in after("trip_memo",
+                                    _fused(lowering(ctx, MEMO_LOOP.format("* x[i]"))))
+    assert "_new_trip" not in after("trip_memo", lowering(ctx, MEMO_LOOP.format("")))

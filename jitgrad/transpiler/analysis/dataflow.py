@@ -36,6 +36,7 @@ Example (``for i in range(n): t = s + x[i + 1]; s = t; y[i] = t``)::
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
@@ -506,27 +507,30 @@ class Dataflow:
         """The names of the body that may share ``n``'s buffer (``n`` included)."""
         return set(self._sharing().of(n))
 
-    def live_after(self, s: ast.stmt) -> frozenset[str]:
+    def live_after(self, s: ast.stmt, contents: bool = False) -> frozenset[str]:
         """The names a statement after ``s`` may read before binding them (a later trip of
-        an enclosing loop counts as after)."""
+        an enclosing loop counts as after); ``contents``: only those it may read the
+        values of, not only the shape (``content_ids``)."""
         if id(s) not in self._at:
             raise ValueError("the statement is not in the body")
+        ids = (lambda n: content_ids(n, self.env)) if contents else loaded_ids
         out: set[str] = set()
         owner: ast.stmt | None = s
         while owner is not None:
             block, k, owner = self._at[id(owner)]
-            out |= exposed_reads(block[k + 1:])
+            out |= exposed_reads(block[k + 1:], ids)
             if isinstance(owner, _LOOPS):  # the next trip, from its start
-                out |= exposed_reads(owner.body)
-                out |= loaded_ids(owner.test if isinstance(owner, ast.While) else owner.iter)
+                out |= exposed_reads(owner.body, ids)
+                out |= ids(owner.test if isinstance(owner, ast.While) else owner.iter)
         return frozenset(out)
 
     # --- per loop -------------------------------------------------------------------------
 
-    def carried(self, loop: ast.stmt) -> set[str]:
+    def carried(self, loop: ast.stmt, contents: bool = False) -> set[str]:
         """The names an iteration of ``loop`` may read as an earlier iteration left them:
-        bound in the body and read there before being bound (or read by a ``while`` test)."""
-        return carried(loop)
+        bound in the body and read there before being bound (or read by a ``while`` test);
+        ``contents``: only those whose values it may read so (``content_ids``)."""
+        return carried(loop, (lambda n: content_ids(n, self.env)) if contents else loaded_ids)
 
     def first_writer(self, array: str, stmts: list[ast.stmt] | None = None) -> ast.stmt | None:
         """The first statement of ``stmts`` (the body by default; nested ones included, in
@@ -544,6 +548,48 @@ class Dataflow:
         changed = self._changed_in(loop)
         return changed is not None and not (loaded_ids(e) & changed)
 
+    def written_in(self, loop: ast.stmt) -> set[str] | None:
+        """The names sharing a buffer ``loop`` writes into (elements, appends, handed whole
+        to a call); None where it writes into an expression's value."""
+        written = _written(loop.body)
+        if None in written:
+            return None
+        if self.is_array is not None:  # a scalar handed to a call has no buffer
+            written = {n for n in written if self.is_array(n) is not False}
+        return set().union(*(self.shares(n) for n in written))
+
+    def same_each_trip(self, loop: ast.stmt, e: ast.expr) -> bool:
+        """Does ``e``, read inside ``loop``, take the same value wherever it is read in
+        every trip?  It calls nothing, and each name it reads is ``invariant``; or is
+        bound in the loop only by plain ``n = v``, ``v`` itself the same in every trip,
+        and no trip reads it before binding it (not ``carried``); or is an array the loop
+        writes elements of but never binds, read only for its shape (``a.shape[0]``).
+        Weaker than ``invariant``: such an ``e`` cannot be evaluated before the loop."""
+        return self._same(loop, e, frozenset())
+
+    def _same(self, loop: ast.stmt, e: ast.expr, seen: frozenset[str]) -> bool:
+        if any(isinstance(n, ast.Call) for n in walk(e)):
+            return False
+        changed = self._changed_in(loop)
+        if changed is None:
+            return False
+        here = loaded_ids(e) & changed
+        if not here:
+            return True
+        bound = binds_in([loop], elements=False)
+        values = content_ids(e, self.env)
+        for n in here:
+            if n not in bound:  # written into: its shape only, and no method may resize it
+                if n in values or _method_object(loop, n):
+                    return False
+                continue
+            defs = [x for x in walk_stmts([loop]) if n in binds(x)]
+            if n in seen or n in carried(loop) or not all(
+                    plain_binding(x) == n and self._same(loop, x.value, seen | {n})
+                    for x in defs):
+                return False
+        return True
+
     def _changed_in(self, loop: ast.stmt) -> frozenset[str] | None:
         """The names ``loop`` binds and those sharing a buffer it writes (None: it writes
         into an expression's value), found once per loop (the body is not rewritten while
@@ -551,24 +597,21 @@ class Dataflow:
         hit = self._loops.get(id(loop))
         if hit is not None and hit[0] is loop:
             return hit[1]
-        written = _written(loop.body)
+        touched = self.written_in(loop)
         changed = None
-        if None not in written:
-            if self.is_array is not None:  # a scalar handed to a call has no buffer
-                written = {n for n in written if self.is_array(n) is not False}
-            touched = set().union(*(self.shares(n) for n in written))
+        if touched is not None:
             changed = frozenset(binds_in([loop], elements=False) | touched)
         self._loops[id(loop)] = (loop, changed)
         return changed
 
 
-def carried(loop: ast.stmt) -> set[str]:
+def carried(loop: ast.stmt, ids: Callable[[ast.AST], set[str]] = loaded_ids) -> set[str]:
     """``Dataflow.carried`` (syntax only: a loop's body and head suffice)."""
     bound = binds_in(loop.body, elements=False)
     head = binds(loop) if isinstance(loop, (ast.For, ast.AsyncFor)) else []
-    out = (bound & exposed_reads(loop.body)) - set(head)
+    out = (bound & exposed_reads(loop.body, ids)) - set(head)
     if isinstance(loop, ast.While):
-        out |= bound & loaded_ids(loop.test)
+        out |= bound & ids(loop.test)
     return out
 
 
@@ -581,6 +624,31 @@ def writes(s: ast.stmt, env: dict[str, Any]) -> set[str | None]:
     out.update(x.target.id for x in walk_stmts([s])
                if isinstance(x, ast.AugAssign) and isinstance(x.target, ast.Name))
     return out
+
+
+def content_ids(node: ast.AST, env: dict[str, Any] | None = None) -> set[str]:
+    """The names ``node`` reads the values of: ``loaded_ids`` but for those read only for
+    their shape (the object of a query, ``a.shape``; an argument a call reads only for its
+    shape, ``np.zeros_like(a)``, ``len(a)``: ``reads_shape_of``, the callee found through
+    ``env``, builtins without it)."""
+    skip: set[int] = set()
+    for n in walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in query_attrs():
+            skip.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            fn = resolve(n.func, env) if env is not None else None
+            if fn is None and isinstance(n.func, ast.Name):
+                fn = getattr(builtins, n.func.id, None)
+            skip |= {id(a) for k, a in enumerate(n.args) if reads_shape_of(fn, k)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load) and id(n) not in skip}
+
+
+def _method_object(loop: ast.stmt, n: str) -> bool:
+    """Is ``n`` the object of a method call in ``loop`` (``a.resize(...)``)?"""
+    return any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+               and isinstance(c.func.value, ast.Name) and c.func.value.id == n
+               for s in walk_stmts([loop]) for c in own_expressions(s))
 
 
 def _written(body: list[ast.stmt], env: dict[str, Any] | None = None) -> set[str | None]:
@@ -628,6 +696,6 @@ def _used_whole(body: list[ast.stmt], a: str) -> bool:
 
 
 __all__ = ["Access", "Affine", "Dataflow", "Groups", "Index", "accesses", "affine",
-           "base_name", "binds", "binds_in", "carried", "elements_read_only", "fresh_binds",
-           "index_of", "loop_index", "may_alias", "must_binds", "offset", "reads", "reads_in",
-           "sums", "view_base", "view_root", "writes"]
+           "base_name", "binds", "binds_in", "carried", "content_ids", "elements_read_only",
+           "fresh_binds", "index_of", "loop_index", "may_alias", "must_binds", "offset", "reads",
+           "reads_in", "sums", "view_base", "view_root", "writes"]

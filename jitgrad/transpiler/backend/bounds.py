@@ -52,7 +52,7 @@ from ..analysis.kinds import Kind
 from ..analysis.shape_classes import ShapeClasses
 from ..astutil import resolve
 from ..naming import names_in
-from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
 from . import emit
 
 #: the first line of a function whose every index is checked explicitly
@@ -175,6 +175,10 @@ class _Prover:
         self.rows: dict[str, tuple[str, int]] = {}
         #: names bound once per trip of an enclosing loop to an affine form (``alias``)
         self.aliases: dict[str, Lin] = {}
+        #: counters (``counters``) -> the loop whose entry value their name stands for
+        self.counters: dict[str, ast.For] = {}
+        #: the id of a counter's step -> (the counter, what it adds)
+        self.steps: dict[int, tuple[str, int]] = {}
         self._bound: dict[int, set[str]] = {}
 
     def bound(self, loop: ast.stmt) -> set[str]:
@@ -193,6 +197,9 @@ class _Prover:
                 self.line = int(m.group(1))
             self.run = run
             self.statement(s, chain, ints)
+            if id(s) in self.steps:  # (after it, the counter is one step further)
+                v, c = self.steps[id(s)]
+                self.aliases[v] = self.aliases[v].plus(Lin(const=c))
             run = [*run, s] if isinstance(s, _SIMPLE) else []
             if chain and self.alias(s, chain, ints):
                 made.append(s.targets[0].id)
@@ -201,8 +208,11 @@ class _Prover:
                 inner = ints | {var}
                 loop = self.loop(s, var, inner)
                 self.around += [loop] if loop.ok else []
+                counted = self.count(loop, inner) if loop.ok else []
                 self.block(s.body, [*chain, loop] if loop.ok else [], inner)
                 self.around = [x for x in self.around if x is not loop]
+                for v in counted:
+                    del self.aliases[v], self.counters[v]
                 continue
             for f in ("body", "orelse"):
                 sub = getattr(s, f, None)
@@ -228,6 +238,32 @@ class _Prover:
             return False
         self.aliases[v] = e
         return True
+
+    def count(self, loop: _Loop, ints: frozenset[str]) -> list[str]:
+        """Note each counter of ``loop``: an integer ``v`` the loop binds only by one
+        ``v = v + c`` (``v += c``, ``c`` an int constant) directly in its body, which has no
+        ``continue``, the step 1 or -1.  At the start of the trip of index ``i``, ``v`` is
+        its value at the loop's entry plus ``c * (i - first) * step`` (and ``c`` more after
+        its step): an index of ``v`` is checked once before the loop, where ``v`` holds
+        that entry value (``idx`` of a packed triangle, GradBench gmm)."""
+        s, step = loop.node, (1 if loop.up else -1)
+        if _continues(s.body) or len(s.iter.args) == 3 and linear(
+                s.iter.args[2], self.scope.having(ints)) != Lin(const=step):
+            return []
+        out = []
+        for x in s.body:
+            v, c = _step(x)
+            if v is None or v in self.aliases or v == loop.var or not _integer(
+                    ast.Name(id=v, ctx=ast.Load()), self.scope.having(ints)) or [
+                    y for y in walk_stmts(s.body) if v in binds(y)] != [x]:
+                continue
+            at = Lin(((v, 1, ast.Name(id=v, ctx=ast.Load())),))
+            trip = Lin(((loop.var, 1, ast.Name(id=loop.var, ctx=ast.Load())),)).plus(
+                loop.first, -1)
+            self.aliases[v] = at.plus(trip.times(c * step))
+            self.counters[v], self.steps[id(x)] = s, (v, c)
+            out.append(v)
+        return out
 
     def substituted(self, e: Lin) -> Lin:
         """``e`` with the names ``alias`` noted replaced by what they equal."""
@@ -340,6 +376,8 @@ class _Prover:
                 small, large = (loop.first, loop.last) if (c > 0) == loop.up \
                     else (loop.last, loop.first)
                 lo, hi = lo.plus(small.times(c)), hi.plus(large.times(c))
+            elif isinstance(n, ast.Name) and self.counters.get(n.id) is loops[0].node:
+                lo, hi = lo.plus(Lin(((k, c, n),))), hi.plus(Lin(((k, c, n),)))  # (on entry)
             elif loaded_ids(n) & bound:
                 return None
             else:
@@ -545,6 +583,32 @@ def integer_names(body: list[ast.stmt], kinds: Callable[[str], Any],
                 x is not None and not x.terms and x.const == lins[0].const for x in lins):
             consts[n] = lins[0].const
     return now, consts
+
+
+def _step(s: ast.stmt) -> tuple[str | None, int]:
+    """``(v, c)`` where ``s`` is ``v = v + c``, ``v = c + v``, ``v = v - c`` or ``v += c``,
+    ``v -= c`` (``c`` an int constant); else ``(None, 0)``."""
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+            and isinstance(s.op, (ast.Add, ast.Sub)):
+        v, e = s.target.id, ast.BinOp(left=ast.Name(id=s.target.id, ctx=ast.Load()),
+                                      op=s.op, right=s.value)
+    elif plain_binding(s) is not None and isinstance(s.value, ast.BinOp):
+        v, e = plain_binding(s), s.value
+    else:
+        return None, 0
+    if not isinstance(e.op, (ast.Add, ast.Sub)):
+        return None, 0
+    sign = -1 if isinstance(e.op, ast.Sub) else 1
+    for a, b, sg in ((e.left, e.right, sign), (e.right, e.left, 1)):
+        if isinstance(a, ast.Name) and a.id == v and isinstance(b, ast.Constant) \
+                and type(b.value) is int and (sg == sign or sign == 1):
+            return v, sg * b.value
+    return None, 0
+
+
+def _continues(body: list[ast.stmt]) -> bool:
+    """Does a ``continue`` of this loop sit in ``body`` (not in a nested loop's)?"""
+    return any(isinstance(s, ast.Continue) for s in this_loop(body))
 
 
 def _breaks(body: list[ast.stmt]) -> bool:

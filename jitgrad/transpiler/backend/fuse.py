@@ -56,6 +56,7 @@ from ..notes import (
     CHECKPOINTED,
     DECISION,
     HOISTED,
+    ONE_TRIP_TAPES,
     PUSH,
     SWEEP,
     TAPED,
@@ -201,6 +202,7 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
     loop.body = unheaded_decisions(forward_branch_pops(forward_pops(
         fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes))
     pre = _room_of_one_trip(pre, pos, loop.body)
+    ONE_TRIP_TAPES.set(loop, True)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from ...rules.primitives import allocates_shape, fills_with, uninitialised
-from ..analysis.dataflow import Dataflow, binds
+from ..analysis.dataflow import Dataflow, binds, plain_binding
 from ..astutil import resolve
 from ..naming import fresh_in, names_in
 from ..nodes import clone, rewrite_blocks, walk_stmts, with_blocks
@@ -204,29 +204,42 @@ def _allocation(s: ast.stmt, env: dict[str, Any]) -> ast.Call | None:
 
 def _made(s: ast.stmt, outer: ast.stmt, df: Dataflow, env: dict[str, Any]) -> bool:
     """Is ``s`` an ``_allocation`` of a shape the same in every trip of ``outer``
-    (``Dataflow.invariant``)?"""
+    (``Dataflow.same_each_trip``: ``d = x.shape[0]`` bound in the loop counts)?"""
     v = _allocation(s, env)
-    return v is not None and df.invariant(outer, v.args[0])
+    return v is not None and df.same_each_trip(outer, v.args[0])
+
+
+def _one_shape(v: str, outer: ast.stmt, df: Dataflow, env: dict[str, Any],
+               seen: frozenset[str] = frozenset()) -> bool:
+    """Does ``v`` hold arrays of one shape in every trip of ``outer``: not bound there, or
+    bound only by allocations of a shape the same in every trip (``_made``) or by plain
+    ``v = w``, ``w`` a name of one shape (an inlined helper's result, ``qx = out``)?"""
+    made = [x for x in walk_stmts(outer.body) if v in binds(x)]
+    return v not in seen and all(
+        _made(x, outer, df, env) or (plain_binding(x) == v and isinstance(x.value, ast.Name)
+                                     and _one_shape(x.value.id, outer, df, env, seen | {v}))
+        for x in made)
 
 
 def _hoistable(s: ast.Assign, outer: ast.stmt, df: Dataflow, env: dict[str, Any]) -> bool:
     """May ``s``'s buffer be made once before ``outer`` (see the module docstring)?"""
     d = s.targets[0].id
     sharing = df.shares(d)
-    if sharing & df.live_after(outer) or (sharing - {d}) & df.live_after(s):
+    # (a name kept across trips or after the loop that is read there only for its shape
+    # may share it: the shape is the same in every trip)
+    if sharing & df.live_after(outer, contents=True) \
+            or (sharing - {d}) & df.live_after(s, contents=True):
         return False
     # (``d += e`` writes into ``d``'s array: not another binding)
     binding = [x for x in walk_stmts(outer.body)
                if d in binds(x) and not isinstance(x, ast.AugAssign)]
-    if binding != [s] or d in df.carried(outer):
+    if binding != [s] or d in df.carried(outer, contents=True):
         return False
     if not _zeroing(s):
         return True
     # one array, so one shape, in every trip: ``v`` not bound in the loop, or bound there
     # only by an allocation of a shape the same in every trip
-    v = s.value.args[0].id
-    made = [x for x in walk_stmts(outer.body) if v in binds(x)]
-    return not made or all(_made(x, outer, df, env) for x in made)
+    return _one_shape(s.value.args[0].id, outer, df, env)
 
 
 def _replaced(block: list[ast.stmt], new: dict[int, list[ast.stmt]],

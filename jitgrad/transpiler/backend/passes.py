@@ -46,6 +46,7 @@ from .moves import adjoint_moves
 from .optimize import dead_code, dead_code_variants
 from .outer_updates import outer_updates
 from .shape_only import shape_stand_ins
+from .trip_memo import trip_memos
 from .view_updates import view_updates
 from .write_once import write_once
 from .zero_skip import zero_guards
@@ -91,6 +92,8 @@ BOUNDS = "bounds checked"
 TEXT = "text"
 #: reversed loops whose iterations are independent run ascending
 ASCENDING = "ascending loops"
+#: a fused loop's pushes the same in every trip are made in its first trip only
+TRIP_MEMOS = "trip memos"
 #: a typed tape's elements are read and written through the unchecked helpers
 ACCESSORS = "tape accessors"
 
@@ -927,6 +930,86 @@ def ascending_(s: Lowering) -> None:
     flow_of = functools.partial(dataflow.Dataflow, shared=s.ctx.ir.shared,
                                 is_array=s.ctx.is_array, env=s.ctx.env)
     s.body = ascending(s.body, flow_of, s.ctx.env)
+def trip_memo_(s: Lowering) -> None:
+    """In a fused loop, a tape's pushes that are the same in every trip are made in the
+    first trip only and read back in the others (``backend/trip_memo.py``).
+
+    >>> print(example("trip_memo", '''
+    ... def f(q, x):
+    ...     s = 0.0
+    ...     for i in range(x.shape[0]):
+    ...         t = 0.0
+    ...         for j in range(q.shape[0]):
+    ...             t += math.exp(q[j]) * x[i]
+    ...         s += math.sin(t)
+    ...     return s
+    ... ''', args=(np.ones(2), np.ones(3))))
+    def f_grad_1(q, x, _dret, _ws):
+        _tape_t2_1 = _ws[0]
+        _tape_t2_1n = 0
+        s = 0.0
+        _n = x.shape[0]
+        dq = np.zeros_like(q)
+        dx = np.zeros_like(x)
+        dt = 0.0
+        ds = _dret
+        # iterations over i are independent: each runs its adjoint right after it
+        (its tape holds one iteration)
+        _new_trip = True
+        for i in range(_n):
+            # 1 stored value(s) the same in every trip: made in the first
+            t = 0.0
+            _n2 = q.shape[0]
+            _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n2)
+            for j in range(_n2):
+                _t4 = x[i]
+                # stored _t2: math.exp costs 20 > tape 16
+                if _new_trip:
+                    _t3 = q[j]
+                    _t2 = math.exp(_t3)
+                    _tape_t2_1[_tape_t2_1n] = _t2
+                else:
+                    _t2 = _tape_t2_1[_tape_t2_1n]
+                _tape_t2_1n += 1
+                _t = _t2 * _t4
+                t = t + _t
+            # stored t: rebound later
+            _t5 = math.sin(t)
+            s = s + _t5
+            # line 7: s += math.sin(t)
+            _dt5 = ds
+            dt += _dt5 * np.cos(t)
+            _n2_1 = q.shape[0]
+            _dx_i_sum = 0.0
+            if dt != 0.0:
+                # skipped where dt is 0: all it adds is linear in dt, its tape cursors
+                stepped over it
+                for j in range(_n2_1 - 1, -1, -1):
+                    # line 6: t += math.exp(q[j]) * x[i]
+                    _dt = dt
+                    _tape_t2_1n -= 1
+                    _t2 = _tape_t2_1[_tape_t2_1n]
+                    _t4 = x[i]
+                    _dt2 = _dt * _t4
+                    _dt4 = _dt * _t2
+                    _dt3 = _dt2 * _t2
+                    _dx_i_sum += _dt4
+                    dq[j] += _dt3
+            else:
+                _tape_t2_1n -= len(range(_n2_1 - 1, -1, -1))
+            if _n2_1 > 0:
+                dx[i] += _dx_i_sum
+            # line 4: t = 0.0
+            dt = 0.0
+            _new_trip = False
+        return (s, (dq, dx), (_tape_t2_1,))
+    """
+    ctx = s.ctx
+    if ctx.parallel is None and ctx.tapes:
+        body = s.body
+        s.body = trip_memos(body, ctx.tapes, ctx.ir.shared,
+                            set(s.params).union(*map(names_in, body), ctx.env), ctx.env,
+                            _scalar_or_unknown(ctx))
 
 
 def tape_accessors_(s: Lowering) -> None:
@@ -1158,6 +1241,7 @@ BACKEND: list[BackendPass] = check([
     step("parallel", parallel_, [WORKSPACE], [PARALLEL], [IR]),
     step("zero_skip", zero_skip_, [WORKSPACE], [ZERO_SKIPS]),
     step("ascending", ascending_, [PARALLEL, ZERO_SKIPS], [ASCENDING]),
+    step("trip_memo", trip_memo_, [FUSED, WORKSPACE], [TRIP_MEMOS]),
     step("tape_accessors", tape_accessors_, [PARALLEL], [ACCESSORS], sweeps=True),
     step("outer_updates", outer_updates_, [ACCESSORS], [OUTER_UPDATES]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
