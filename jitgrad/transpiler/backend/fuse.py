@@ -196,18 +196,29 @@ def _fuse(body: list[ast.stmt], a: int, b: int, tapes: set[str], shared: dict[st
         dependent.add(key)
         return None
     pos = SWEEP.get(fwd)[0]  # room for all trips of an inner loop: one iteration's will do
-    loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
-                                     body=[*fwd.body, *_in_adjoint(rev.body, pos)],
-                                     orelse=[]), fwd)
-    loop.body = unheaded_decisions(forward_branch_pops(forward_pops(
-        fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes))
+    loop = _fused_loop(fwd, rev, pos, tapes, shared, dependent, is_array, env)
     pre = _room_of_one_trip(pre, pos, loop.body)
-    ONE_TRIP_TAPES.set(loop, True)
     taped = "its tape holds one iteration" if dataflow.reads_in(loop.body) & tapes else \
         "nothing is taped"
     note = comment(f"iterations over {i} are independent: each runs its adjoint right "
                    f"after it ({taped})")
     return [*pre, *hoist, note, loop, *stay, *post]
+
+
+def _fused_loop(fwd: ast.For, rev: ast.For, pos: object, tapes: set[str],
+                shared: dict[str, str], dependent: set[tuple[int, int]],
+                is_array: Callable[[str], bool | None] | None,
+                env: dict[str, Any] | None) -> ast.For:
+    """The loop running each iteration of ``fwd`` and then its adjoint from ``rev``: inner
+    pairs fused, pushes popped in the same iteration passed on in variables (and their
+    ``# stored`` comments gone); marked ``ONE_TRIP_TAPES``."""
+    loop = ast.copy_location(ast.For(target=fwd.target, iter=fwd.iter,
+                                     body=[*fwd.body, *_in_adjoint(rev.body, pos)],
+                                     orelse=[]), fwd)
+    loop.body = unheaded_decisions(forward_branch_pops(forward_pops(
+        fuse_loops(loop.body, tapes, shared, dependent, is_array, env), tapes), tapes))
+    ONE_TRIP_TAPES.set(loop, True)
+    return loop
 
 
 def _room_of_one_trip(pre: list[ast.stmt], pos: object, body: list[ast.stmt]
