@@ -199,3 +199,12 @@ def test_rejected_keep_the_scatter():
     assert GATHERED not in src and "lane_sum" not in src
     src = _src(grid, np.ones((4, 4)), 0.1, 2, wrt=(0, 1))
     assert GATHERED not in src and "lane_sum" not in src
+
+
+def test_checkpointed_indices_proved():
+    """The binomial schedule's stack of positions (grown by ``tape_reserve``, unpacked from
+    the workspace) and its slots of references (a list) leave no index to Numba's checks:
+    the automatically checkpointed heat gradient compiles without them."""
+    src = _src(heat, np.ones(6), 0.2, 3, wrt=(0, 1), auto_checkpoint=True)
+    assert "every index is checked explicitly" in src.splitlines()[1]
+    assert "_refs_u2[_top2] = u" in src and "_at2[_top2] = _j2" in src
