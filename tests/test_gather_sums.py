@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from gradcheck import benchmark_workloads, check_grad
+from gradcheck import benchmark_workloads, check_grad, check_hvp
 
 import jitgrad as jg
 
@@ -208,3 +208,12 @@ def test_checkpointed_indices_proved():
     src = _src(heat, np.ones(6), 0.2, 3, wrt=(0, 1), auto_checkpoint=True)
     assert "every index is checked explicitly" in src.splitlines()[1]
     assert "_refs_u2[_top2] = u" in src and "_at2[_top2] = _j2" in src
+
+
+def test_hvp_through_gathered_sums():
+    """Forward mode over the gathered gradient code (``jg.hvp``): the buffers of partial
+    sums and the tape views have tangents (``lane_sum``, ``tape_from``, ``tape_get``)."""
+    x = np.random.default_rng(0).uniform(-1, 1, 9)
+    check_hvp(three, (x, 0.7), (0, 1))
+    check_hvp(two_sums, (x, 0.4, -0.3), (0, 1, 2))
+    check_hvp(heat, (np.random.default_rng(1).uniform(0, 1, 7), 0.2, 4), (0, 1))

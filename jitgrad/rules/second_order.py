@@ -40,7 +40,7 @@ declare(H.snapshot, H.tape_reserve, H.tape_from, H.shape_stand_in, G.rng_reserve
         K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
-declare(K.axis_count, result=FLOAT)
+declare(K.axis_count, H.lane_sum, result=FLOAT)
 declare(G.rng_saved, result=fixed("i", 1))  # uint8 storage
 
 
@@ -159,6 +159,14 @@ def tape_from_t(buf, k):
     def push(dbuf, dk):
         return (H.tape_from(dbuf, k), None)
     return H.tape_from(buf, k), push
+
+
+@tangent_rule(H.lane_sum)
+def lane_sum_t(buf, m):
+    """Linear in the buffer of partial sums (gather.py's ``_Lanes``)."""
+    def push(dbuf, dm):
+        return (H.lane_sum(dbuf, m), None)
+    return H.lane_sum(buf, m), push
 
 
 @tangent_rule(H.tape_get)
