@@ -24,60 +24,77 @@ def _src(f, *args, **kw) -> str:
     return jg.differentiate(f, **kw).source(*args)
 
 
+def _squares(y):
+    s = 0.0
+    for i in range(y.shape[0]):
+        s += y[i] * y[i]
+    return s
+
+
 def three(x, k):
     """Offsets -1, 0, +1 and a parameter: ``dk`` sums over the loop."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(1, x.shape[0] - 1):
-        s += k * x[i - 1] * x[i + 1] - math.cos(k * x[i]) * x[i + 1]
-    return s
+        y[i] = k * x[i - 1] * x[i + 1] - math.cos(k * x[i]) * x[i + 1]
+    return _squares(y)
 
 
 def asymmetric(x, k):
     """Offsets -2 and +1 (no zero offset: the sums are made at offset -2's iteration)."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(2, x.shape[0] - 1):
-        s += math.sin(k * x[i - 2]) * x[i + 1]
-    return s
+        y[i] = math.sin(k * x[i - 2]) * x[i + 1]
+    return _squares(y)
 
 
 def single(x, k):
     """One offset (+2): each element of ``dx`` gets one term."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(x.shape[0] - 2):
-        s += k * x[i + 2] * x[i + 2]
-    return s
+        y[i] = k * x[i + 2] * x[i + 2]
+    return _squares(y)
 
 
 def far(x, k):
     """Offsets 0 and -4: for ``n < 5`` the loop has no trip, for ``n < 9`` no middle."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(4, x.shape[0]):
-        s += k * x[i] * x[i - 4]
-    return s
+        y[i] = k * x[i] * x[i - 4]
+    return _squares(y)
 
 
 def bounds(x, k, lo, hi):
     """Loop bounds from variables."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(lo, hi):
-        s += k * x[i] * x[i + 1] + k * k * x[i - 1]
-    return s
+        y[i] = k * x[i] * x[i + 1] + k * k * x[i - 1]
+    return _squares(y)
 
 
 def collide(x, du, dx, j, _t1):
     """User names that the generated code also makes (``du``, ``dx``, ``j``, ``_t1``)."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(1, x.shape[0] - 1):
-        s += du * x[i - 1] * x[i + 1] + dx * x[i] + j * _t1 * x[i + 1]
-    return s
+        y[i] = du * x[i - 1] * x[i + 1] + dx * x[i] + j * _t1 * x[i + 1]
+    return _squares(y)
 
 
 def two_sums(x, a, b):
     """Two scalars summed in one loop: a buffer each."""
-    s = 0.0
+    y = np.zeros(x.shape[0])
     for i in range(1, x.shape[0]):
-        s += a * x[i] * x[i - 1] + b * math.exp(-x[i])
-    return s
+        y[i] = a * x[i] * x[i - 1] + b * math.exp(-x[i])
+    return _squares(y)
+
+
+def energy(x, k):
+    """Iterations that share only the sum: the fuse step runs each iteration's adjoint
+    right after it (no tape, no reversed loop), which the gather form leaves alone."""
+    e = 0.0
+    for i in range(x.shape[0] - 1):
+        d = x[i + 1] - x[i] - 1.0
+        e += k * d * d
+    return e
 
 
 def grid(u0, alpha, nsteps):
@@ -113,7 +130,7 @@ def carried(x, k):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 6, 11])
 def test_offsets(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
-    for f in (three, asymmetric, single, far):
+    for f in (three, asymmetric, single, far, energy):
         check_grad(f, (x, 0.7), (0, 1), jit=jit)
 
 
@@ -194,7 +211,10 @@ def test_collisions_keep_their_names():
 
 
 def test_rejected_keep_the_scatter():
-    """A value carried between iterations, or a 2-D subscript: the scatter stays."""
+    """A value carried between iterations, or a 2-D subscript: the scatter stays; a loop
+    the fuse step takes stays fused."""
+    src = _src(energy, np.ones(6), 0.6, wrt=(0, 1))
+    assert GATHERED not in src and "are independent: each runs its adjoint" in src
     src = _src(carried, np.ones(6), 0.6, wrt=(0, 1))
     assert GATHERED not in src and "lane_sum" not in src
     src = _src(grid, np.ones((4, 4)), 0.1, 2, wrt=(0, 1))

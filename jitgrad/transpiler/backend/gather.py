@@ -17,9 +17,12 @@ stencil::
 It applies only where it is exact: a straight-line body whose statements are pure
 (element reads, arithmetic, calls of NumPy/``math`` functions), no value carried from
 one iteration to the next except sums into scalars (``dk += e``, each iteration's made
-once), no element written except the gathered accumulations (and ``dv[i] = 0.0``
-resets at the iteration's own index, moved to a loop of their own after it), gathered
-arrays that are freshly allocated buffers the body does not read, and tape reads whose
+once; in a serial loop only where it resets the adjoint element it starts from,
+``dv[i] = 0.0``: a loop whose sums' seed is known before it runs is the fuse step's,
+which runs each iteration's adjoint right after it), no element written except the
+gathered accumulations (and ``dv[i] = 0.0`` resets at the iteration's own index, moved to
+a loop of their own after it), gathered and reset arrays that are freshly allocated
+buffers (``distinct_buffers``), gathered ones the body does not read, and tape reads whose
 cursor moves by one per iteration (read at ``base + i`` instead).  Anything else stays
 a scatter.  Sums are formed in another order: results agree to round-off.
 
@@ -364,6 +367,11 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             or (gathered | summed) - dataflow.sums(body) \
             or not _reads_made_here(p, env, reset_arrays) \
             or not _resets_read_first(p, body, gathered):
+        return None
+    if summed and not parallel and not p.resets:
+        # (a serial loop whose seed is no adjoint element it resets: its sums' seed may be
+        # known before the forward loop runs, where the backend's fuse step runs each
+        # iteration's adjoint right after it, with no tape and no second loop)
         return None
     if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
             assigned | {p.index}, loop, where):
