@@ -17,7 +17,7 @@ from .cached import cached_overload, njit_cached
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
            "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul", "add_outer",
-           "add_outers"]
+           "add_outers", "lane_sum", "tape_from"]
 
 
 def _is_array(t) -> bool:
@@ -454,9 +454,20 @@ def tape_put(buf, k, v):
     buf[k] = v
 
 
+def tape_from(buf, k):
+    """The tape's entries from the ``k``-th on (a view: read with ``tape_get`` at an index
+    counted from ``k``)."""
+    return buf[k:]
+
+
+@cached_overload(tape_from)
+def _ol_tape_from(buf, k):
+    return tape_from
+
+
 def _tape_get_at(buf, k):
-    # the cursor is never negative: indexed unsigned, Numba adds no negative-index wrap,
-    # and a loop reading the tape at ``cursor + j`` vectorises
+    # the cursor is never negative: indexed unsigned, Numba adds no negative-index wrap
+    # (a select on every access), and a loop reading the tape at ``cursor + j`` vectorises
     return buf[np.uintp(k)]
 
 
@@ -503,6 +514,31 @@ def _ol_ws_zeros_like(store, like):
             store[k] = 0.0
         return store, store[:n].reshape(like.shape)
     return impl
+
+
+# --- lanes: a sum into a scalar split over a loop's iterations (backend/gather.py) ---
+
+def lane_sum(buf, m):
+    """The sum of ``buf[:m]`` in four interleaved partial sums (independent chains of
+    additions: no wait on the previous addition, where one running sum waits on each)."""
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    q = m // 4
+    for k in range(q):
+        a0 += buf[4 * k]
+        a1 += buf[4 * k + 1]
+        a2 += buf[4 * k + 2]
+        a3 += buf[4 * k + 3]
+    for k in range(4 * q, m):
+        a0 += buf[k]
+    return (a0 + a1) + (a2 + a3)
+
+
+@cached_overload(lane_sum, boundscheck=False)
+def _ol_lane_sum(buf, m):
+    return lane_sum  # m <= buf.shape[0]: the caller made the room
 
 
 # --- digamma: the derivative of log|Gamma| (math.gamma and math.lgamma rules) ---

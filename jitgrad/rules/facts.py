@@ -79,7 +79,8 @@ declare(builtins.len, np.shape, np.size, np.ndim, np.dtype, query=True)
 
 declare(np.reshape, np.ravel, np.transpose, np.atleast_1d, np.atleast_2d, np.atleast_3d,
         np.squeeze, np.diagonal, np.flip, np.fliplr, np.flipud, np.expand_dims, np.asarray,
-        np.ascontiguousarray, np.asfortranarray, np.broadcast_to, np.swapaxes, view=True)
+        np.ascontiguousarray, np.asfortranarray, np.broadcast_to, np.swapaxes, H.tape_from,
+        view=True)
 declare(np.zeros, np.empty, np.ones, np.full, np.zeros_like, np.empty_like, np.ones_like,
         np.full_like, np.copy, np.ndarray.copy, np.array, np.arange, np.linspace,
         H.zeros_like, H.snapshot, H.shape_stand_in, allocates=True)
@@ -122,7 +123,8 @@ declare(H.unbroadcast, K.expand_along, shape_args=(1,))
 # --- pure: a call only computes a value (no out=); by default ufuncs, math, primitives ---
 # with a gradient rule (``grad_rule``); the rest say so (``non_differentiable(..., pure=)``)
 # helpers of generated code that only read their arguments
-declare(H.tape_get, H.broadcast_like, H.shape_stand_in, H.snapshot, H.pow_log, H.digamma,
+declare(H.tape_get, H.tape_from, H.lane_sum, H.broadcast_like, H.shape_stand_in, H.snapshot,
+        H.pow_log, H.digamma,
         K.reduce_mean, K.reduce_prod, K.centered, K.prod_others, K.cumsum_along, K.shaped_like,
         K.transpose_back, K.split_like, K.scatter_add, K.mixed_dot, K.mixed_solve,
         K.in_dtype_of, K.sort_along, K.unsort, K.flip_along, K.diag_back, K.spread,

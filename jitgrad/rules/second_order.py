@@ -34,11 +34,13 @@ declare(R.load_ref, result=argument(2))
 declare(K.in_dtype_of, result=argument(1))
 declare(K.mixed_dot, result=Result("dot"))
 declare(K.mixed_solve, result=Result("solve"))
-declare(H.snapshot, H.tape_reserve, H.shape_stand_in, G.rng_reserve, K.centered, K.chooser_weights,
+declare(H.tape_get, result=Result("same", ndim=0))  # an entry of a tape (gather.py)
+declare(H.snapshot, H.tape_reserve, H.tape_from, H.shape_stand_in, G.rng_reserve, K.centered,
+        K.chooser_weights,
         K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
 declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
-declare(K.axis_count, result=FLOAT)
+declare(K.axis_count, H.lane_sum, result=FLOAT)
 declare(G.rng_saved, result=fixed("i", 1))  # uint8 storage
 
 
@@ -149,6 +151,30 @@ def tape_reserve_t(buf, used, more):
     def push(dbuf, dused, dmore):
         return (H.tape_reserve(dbuf, used, more), None, None)
     return H.tape_reserve(buf, used, more), push
+
+
+@tangent_rule(H.tape_from)
+def tape_from_t(buf, k):
+    """The tangent tape's entries from the same one on (``tape_reserve_t``)."""
+    def push(dbuf, dk):
+        return (H.tape_from(dbuf, k), None)
+    return H.tape_from(buf, k), push
+
+
+@tangent_rule(H.lane_sum)
+def lane_sum_t(buf, m):
+    """Linear in the buffer of partial sums (gather.py's ``_Lanes``)."""
+    def push(dbuf, dm):
+        return (H.lane_sum(dbuf, m), None)
+    return H.lane_sum(buf, m), push
+
+
+@tangent_rule(H.tape_get)
+def tape_get_t(buf, k):
+    """The tangent tape's entry at the same index."""
+    def push(dbuf, dk):
+        return (H.tape_get(dbuf, k), None)
+    return H.tape_get(buf, k), push
 
 
 @tangent_rule(H.pow_log)

@@ -505,12 +505,43 @@ def with_made_arrays(body: list[ast.stmt], kinds: Callable[[str], Any],
         return base if base is not None and base.ndim and fn is not None \
             and any(fn is g for g in _LIKE()) else None
 
+    for n in grown_tapes(body, env):  # (also unpacked from the workspace: the same array)
+        made[n] = Kind("o", 1)
     for _ in range(3):  # (chains of copies of made arrays)
         for n, vs in values.items():
             ks = {like(v) for v in vs}
             if len(ks) == 1 and None not in ks and next(iter(ks)).ndim:
                 made[n] = next(iter(ks))
     return kind
+
+
+def grown_tapes(body: list[ast.stmt], env: dict[str, Any]) -> set[str]:
+    """The names ``n = tape_reserve(n, ...)`` binds: 1-d arrays (the helper grows a 1-d
+    buffer; a name has one type in compiled code, so its other bindings are 1-d too)."""
+    from ...kernels.helpers import tape_reserve
+    return {s.targets[0].id for s in walk_stmts(body) if isinstance(s, ast.Assign)
+            and plain_binding(s) and isinstance(s.value, ast.Call)
+            and resolve(s.value.func, env) is tape_reserve and s.value.args
+            and isinstance(s.value.args[0], ast.Name)
+            and s.value.args[0].id == s.targets[0].id}
+
+
+def made_lists(body: list[ast.stmt], env: dict[str, Any]) -> frozenset[str]:
+    """The names every binding of which in ``body`` is a list a helper made (``_LISTS``:
+    a checkpointed loop's slots of references): Numba checks their subscripts itself."""
+    values: dict[str, list[bool]] = {}
+    for s in walk_stmts(body):
+        v = s.value if plain_binding(s) else None
+        for n in binds(s):
+            values.setdefault(n, []).append(isinstance(v, ast.Call) and any(
+                resolve(v.func, env) is f for f in _LISTS()))
+    return frozenset(n for n, vs in values.items() if all(vs))
+
+
+def _LISTS() -> tuple[Any, ...]:
+    """The helpers that make a list."""
+    from ...kernels import revolve
+    return (revolve.ref_slots,)
 
 
 def _trip_count() -> Any:
@@ -643,7 +674,7 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     ints, consts = integer_names(body, kinds, calls, env)
     consts = {n: c for n, c in consts.items() if n not in params}
     kinds = with_made_arrays(body, kinds, env, Scope(kinds, ints, calls))
-    p = _Prover(Scope(kinds, ints, calls, consts), plain, ranges)
+    p = _Prover(Scope(kinds, ints, calls, consts), plain | made_lists(body, env), ranges)
     shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     p.rows = _rows(shapes, p.scope)
     try:

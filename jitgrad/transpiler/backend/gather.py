@@ -16,13 +16,24 @@ stencil::
 
 It applies only where it is exact: a straight-line body whose statements are pure
 (element reads, arithmetic, calls of NumPy/``math`` functions), no value carried from
-one iteration to the next (a sum into a scalar, ``dk += ...``, keeps the scatter of a
-serial loop: it does not vectorise either way), no element written except the gathered
-accumulations (and ``dv[i] = 0.0`` resets at the iteration's own index, moved to a loop
-of their own after it), gathered arrays that
-are freshly allocated buffers the body does not read, and tape reads whose cursor
-moves by one per iteration (read at ``base + i`` instead).  Anything else stays a
-scatter.  Sums are formed in another order: results agree to round-off.
+one iteration to the next except sums into scalars (``dk += e``, each iteration's made
+once; in a serial loop only where it resets the adjoint element it starts from,
+``dv[i] = 0.0``: a loop whose sums' seed is known before it runs is the fuse step's,
+which runs each iteration's adjoint right after it), no element written except the
+gathered accumulations (and ``dv[i] = 0.0`` resets at the iteration's own index, moved to
+a loop of their own after it), gathered and reset arrays that are freshly allocated
+buffers (``distinct_buffers``), gathered ones the body does not read, and tape reads whose
+cursor moves by one per iteration (read at ``base + i`` instead).  Anything else stays
+a scatter.  Sums are formed in another order: results agree to round-off.
+
+So that LLVM vectorises the main loop (``for i in range(_inner_lo, _inner_hi)``): a sum
+into a scalar there would chain every iteration's addition to the previous one's, so
+its terms go to a buffer of partial sums instead (``_lanes_dk[i - _inner_lo] = e``,
+grown once and kept for the sweep), added to ``dk`` after the loop by ``lane_sum`` (four
+interleaved sums); and a tape is read through a view from the loop's first entry,
+``tape_get(_tape_x_at, i - _lo)``, an index LLVM sees is never negative (at ``base + i``
+Numba's wrap of a negative index, a select per read, kept the loop scalar; measured on
+the heat equation in ``docs/long-loops.md``).
 
 A loop the user wrote over ``numba.prange``, compiled with ``parallel=True``, is gathered
 with its sums into scalars too (each iteration's made once, with the terms at one
@@ -36,8 +47,11 @@ edges run serially.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from ...kernels import helpers
 from ...rules.primitives import allocates, copies, zeros_shaped_like
@@ -74,7 +88,7 @@ def gather_form(stmts: list[ast.stmt], before: list[ast.stmt], env: dict[str, An
     rw = _Rewrite(env, namer, fresh, own if parallel else None, _ReadsOutside(top, keep))
     rw.unzeroed = _zeroed_untouched(before, fresh - kept, env)
     out = rw.block(top, top=True)
-    return out, rw.written_once
+    return rw.prelude + out, rw.written_once
 
 
 def _zeroed_untouched(before: list[ast.stmt], fresh: set[str], env: dict[str, Any]
@@ -107,6 +121,8 @@ class _Rewrite:
         self.unzeroed: set[str] = set()
         #: of those, the ones a gathered loop writes once per element (no zeroing needed)
         self.written_once: set[str] = set()
+        #: statements run before the sweep: the buffers of partial sums made empty
+        self.prelude: list[ast.stmt] = []
 
     def block(self, stmts: list[ast.stmt], top: bool = False) -> list[ast.stmt]:
         """``stmts`` with their qualifying loops (at any depth) in gather form; ``top``:
@@ -117,11 +133,12 @@ class _Rewrite:
             if isinstance(s, ast.For):
                 par = self.parallel is not None and is_prange(s)
                 plan = _plan(s, self.env, self.parallel if par else self.fresh, self.outside,
-                             stmts, sums=par)
+                             stmts, parallel=par)
                 if plan is not None:
                     once = self._first_writes(plan, stmts[:k]) if top else set()
                     self.written_once |= once
-                    out += _emit(s, plan, self.namer, once)
+                    out += _emit(s, plan, self.namer, once, self._lanes(plan), self._tapes(
+                        plan))
                     continue
                 if any(isinstance(x, (ast.For, ast.While)) for x in s.body):
                     out.append(with_blocks(s, self.block, ("body",)))  # (notes kept)
@@ -133,6 +150,27 @@ class _Rewrite:
             out.append(s)
         return out
 
+
+    def _lanes(self, p: _Plan) -> _Lanes | None:
+        """For a serial loop's sums into scalars: each scalar's buffer of partial sums
+        (``_lanes_dk``), made empty at the start of the sweep (``prelude``)."""
+        if p.parallel or not p.sums:
+            return None
+        g = self.namer.global_name
+        out = _Lanes(g(self.env, "np_empty", np.empty),
+                     g(self.env, "lane_sum", helpers.lane_sum))
+        for t in dict.fromkeys(x.target.id for x in p.sums):
+            out.buffers[t] = self.namer.fresh("_lanes_" + t.lstrip("_"))
+            self.prelude.append(assign(out.buffers[t], _call(out.empty, const(0))))
+        return out
+
+    def _tapes(self, p: _Plan) -> tuple[str, str]:
+        """The names of ``tape_get`` and ``tape_from`` (where ``p`` reads tapes)."""
+        if not p.cursors:
+            return "", ""
+        g = self.namer.global_name
+        return (g(self.env, "tape_get", helpers.tape_get),
+                g(self.env, "tape_from", helpers.tape_from))
 
     def _first_writes(self, p: _Plan, earlier: list[ast.stmt]) -> set[str]:
         """The arrays the gather form of ``p`` writes every element of once, the first
@@ -146,6 +184,17 @@ class _Rewrite:
             return set()
         touched = set().union(*(names_in(x) for x in earlier)) if earlier else set()
         return {a for a, _, _ in p.adds if a in self.unzeroed and a not in touched}
+
+
+@dataclasses.dataclass
+class _Lanes:
+    """A serial gathered loop's sums into scalars: its main loop writes each iteration's
+    term of ``dk`` to ``buffers[dk][i - lo]``, summed after it (``lane_sum``): one sum
+    chain through a scalar would stall each iteration on the previous one's addition."""
+
+    empty: str                                  # ``np.empty``
+    total: str                                  # ``lane_sum(buf, m)``
+    buffers: dict[str, str] = dataclasses.field(default_factory=dict)  # scalar -> buffer
 
 
 class _ReadsOutside:
@@ -286,25 +335,25 @@ class _Plan:
         self.temps: list[ast.Assign] = []          # value statements, in order
         self.adds: list[tuple[str, int, ast.expr]] = []   # (array, offset, value)
         self.resets: list[ast.Assign] = []         # ``dv[i] = 0.0``, moved after the loop
-        self.sums: list[ast.AugAssign] = []        # ``dk += e`` (a prange loop's only)
+        self.sums: list[ast.AugAssign] = []        # ``dk += e``
         self.parallel = False                      # a prange loop of parallel code
         self.cursors: dict[str, str] = {}          # tape cursor -> its tape
         self.order: list[ast.stmt] = []            # the body without resets and cursor moves
 
 
 def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
-          where: list[ast.stmt], sums: bool = False) -> _Plan | None:
-    """The gather plan of ``loop``, or None where the scatter must stay (``sums``: it may
-    sum into scalars)."""
+          where: list[ast.stmt], parallel: bool = False) -> _Plan | None:
+    """The gather plan of ``loop``, or None where the scatter must stay (``parallel``: a
+    prange loop of parallel code)."""
     rng = _reversed_range(loop)
     if rng is None or loop.orelse:
         return None
     p = _Plan()
-    p.parallel = sums
+    p.parallel = parallel
     p.index = loop.target.id
     p.lo, p.hi = rng
     body = [s for s in loop.body if not COMMENT.get(s)]
-    sorted_ = _sort_statements(p, body, fresh, sums)
+    sorted_ = _sort_statements(p, body, fresh)
     if sorted_ is None:
         return None
     assigned, reset_arrays = sorted_
@@ -319,13 +368,18 @@ def _plan(loop: ast.For, env, fresh: set[str], outside: _ReadsOutside,
             or not _reads_made_here(p, env, reset_arrays) \
             or not _resets_read_first(p, body, gathered):
         return None
+    if summed and not parallel and not p.resets:
+        # (a serial loop whose seed is no adjoint element it resets: its sums' seed may be
+        # known before the forward loop runs, where the backend's fuse step runs each
+        # iteration's adjoint right after it, with no tape and no second loop)
+        return None
     if summed & (gathered | assigned | set(p.cursors) | fresh) or outside.any_read(
             assigned | {p.index}, loop, where):
         return None
     return p
 
 
-def _sort_statements(p: _Plan, body: list[ast.stmt], fresh: set[str], sums: bool) \
+def _sort_statements(p: _Plan, body: list[ast.stmt], fresh: set[str]) \
         -> tuple[set[str], set[str]] | None:
     """Put each statement of the iteration in its place in ``p`` (a cursor move, a sum, an
     add into a fresh array, a temporary, a reset); the names assigned and the arrays reset,
@@ -341,10 +395,8 @@ def _sort_statements(p: _Plan, body: list[ast.stmt], fresh: set[str], sums: bool
                 p.cursors[t] = ""  # a tape cursor moved down once per iteration
                 moved.add(t)
                 continue
-            # a sum into a scalar (``dk += e``) keeps a serial loop from vectorising
-            # either way: the gather form's edge and reset loops would cost more than
-            # they save (not so for a parallel one: its scatter needs partial buffers)
-            if not sums or not isinstance(s.op, ast.Add) or t in assigned or t == p.index:
+            # a sum into a scalar (``dk += e``): made once per iteration (``_Lanes``)
+            if not isinstance(s.op, ast.Add) or t in assigned or t == p.index:
                 return None
             p.sums.append(s)
         elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Subscript):
@@ -466,9 +518,12 @@ def _is_name(e: ast.expr, n: str) -> bool:
 # --- emitting ----------------------------------------------------------------------------
 
 
-def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stmt]:
+def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str], lanes: _Lanes | None,
+          tapes: tuple[str, str]) -> list[ast.stmt]:
     """The gather form of ``loop`` (see the module docstring); ``once``: arrays allocated
-    empty, written (``=``) instead of added to, and zeroed where no index reaches."""
+    empty, written (``=``) instead of added to, and zeroed where no index reaches;
+    ``lanes``: where the main loop's sums into scalars go; ``tapes``: the names of
+    ``tape_get`` and ``tape_from``."""
     i = p.index
     offsets = sorted({c for _, c, _ in p.adds})
     cmin, cmax = offsets[0], offsets[-1]
@@ -497,7 +552,11 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
             made[n, c] = namer.fresh(f"_{n.lstrip('_')}_{word}" if c else n)
         return made[n, c]
 
-    main = _terms(p, offsets, i, bases, names, guarded=None, once=once)
+    # the main loop reads each tape through a view from iteration lo's entry, at i - c - lo:
+    # an index LLVM sees is never negative (Numba's wrap of one kept it from vectorising)
+    views = {cur: (namer.fresh(p.cursors[cur] + "_at"), tapes[0], lo) for cur in p.cursors}
+    main = _terms(p, offsets, i, views, names, guarded=None, once=once,
+                  lanes=(lanes, j0) if lanes else None)
     e, m, head = (namer.fresh(x) for x in ("_e", "_edges", "_head"))
     pre += [assign(head, ast.BinOp(left=name(j0), op=ast.Sub(), right=_plus(name(lo), cmin))),
             assign(m, ast.BinOp(left=name(head), op=ast.Add(), right=ast.BinOp(
@@ -517,9 +576,27 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str]) -> list[ast.stm
     post = _after_loop(loop, p, lo, hi)
     comments = [s for s in loop.body if COMMENT.get(s)][:1]
     fill, empty = _unreached(p, hi, cmin, cmax, once)
+    grow, total = _lane_sums(lanes, j0, j1) if lanes else ([], [])
+    grow += [assign(v, _call(tapes[1], name(p.cursors[cur]), ast.BinOp(
+        left=name(bases[cur]), op=ast.Add(), right=name(lo)))) for cur, (v, _, _) in views.items()]
     guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
-                   body=[*fill, *comments, for_, edges, *post], orelse=empty)
+                   body=[*fill, *grow, *comments, for_, *total, edges, *post], orelse=empty)
     return [ast.copy_location(x, loop) for x in [*pre, guard]]
+
+
+def _lane_sums(lanes: _Lanes, j0: str, j1: str) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """Before the main loop over ``[j0, j1)``: room in each buffer of partial sums for its
+    iterations; after it: each scalar's sum of them."""
+    m = ast.BinOp(left=name(j1), op=ast.Sub(), right=name(j0))
+    grow: list[ast.stmt] = [ast.If(test=ast.Compare(  # (grown once: kept for every trip)
+        left=ast.Subscript(value=ast.Attribute(value=name(b), attr="shape", ctx=ast.Load()),
+                           slice=const(0), ctx=ast.Load()), ops=[ast.Lt()],
+        comparators=[clone(m)]), body=[assign(b, _call(lanes.empty, clone(m)))], orelse=[])
+        for b in lanes.buffers.values()]
+    total = [ast.AugAssign(target=name(t, True), op=ast.Add(),
+                           value=_call(lanes.total, name(b), clone(m)))
+             for t, b in lanes.buffers.items()]
+    return grow, total
 
 
 def _after_loop(loop: ast.For, p: _Plan, lo: str, hi: str) -> list[ast.stmt]:
@@ -565,13 +642,14 @@ def _zero_slice(a: str, start: ast.expr | None, stop: ast.expr | None,
                       value=const(0.0))
 
 
-def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
+def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, Any],
            names: Callable[[str, int], str], guarded: tuple[str, str] | None,
-           once: set[str]) -> list[ast.stmt]:
+           once: set[str], lanes: tuple[_Lanes, str] | None = None) -> list[ast.stmt]:
     """One output index's statements: per offset ``c``, the loop body's values at
     ``i - c`` that its terms need, then one accumulation per gathered array (a write for
     those in ``once``); with ``guarded = (lo, hi)``, each offset's part only where
-    ``lo <= i - c < hi``.  ``names(n, c)``: the name of the body's ``n`` at offset ``c``."""
+    ``lo <= i - c < hi``.  ``names(n, c)``: the name of the body's ``n`` at offset ``c``;
+    ``lanes``: the sums into scalars written to their buffers at ``i - j0`` instead."""
     out: list[ast.stmt] = []
     arrays = list(dict.fromkeys(a for a, _, _ in p.adds))
     totals: dict[str, list[ast.expr]] = {a: [] for a in arrays}
@@ -591,7 +669,7 @@ def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
         part: list[ast.stmt] = [] if c == 0 else [assign(at, _plus(name(i), -c))]
         part += [_tape_read(rename(clone(s), mapping), bases, at)
                  for s in p.temps if id(s) in need]
-        part += [rename(clone(s), mapping) for s in sums]
+        part += _sums(sums, mapping, i, lanes)
         for a, v in wanted:
             term = rename(clone(v), mapping)
             if guarded:
@@ -614,11 +692,34 @@ def _terms(p: _Plan, offsets: list[int], i: str, bases: dict[str, str],
     return out
 
 
-def _tape_read(s: ast.Assign, bases: dict[str, str], at: str) -> ast.Assign:
-    """``_t = _tape[cursor]`` read at ``base + at`` (the cursor is not moved in the loop)."""
+def _sums(sums: list[ast.AugAssign], mapping: dict[str, str], i: str,
+          lanes: tuple[_Lanes, str] | None) -> list[ast.stmt]:
+    """An iteration's sums into scalars, ``dk += e`` (renamed by ``mapping``); with
+    ``lanes = (buffers, j0)``, each scalar's terms written to ``buffer[i - j0]``."""
+    if lanes is None:
+        return [rename(clone(s), mapping) for s in sums]
+    out: list[ast.stmt] = []
+    for t, b in lanes[0].buffers.items():
+        terms = [rename(clone(s.value), mapping) for s in sums if s.target.id == t]
+        if not terms:
+            continue
+        at = ast.BinOp(left=name(i), op=ast.Sub(), right=name(lanes[1]))
+        out.append(ast.Assign(targets=[ast.Subscript(value=name(b), slice=at,
+                                                     ctx=ast.Store())], value=_sum(terms)))
+    return out
+
+
+def _tape_read(s: ast.Assign, bases: dict[str, Any], at: str) -> ast.Assign:
+    """``_t = _tape[cursor]`` read at ``base + at`` (the cursor is not moved in the loop);
+    where ``bases[cursor]`` is ``(view, get, lo)``: ``_t = get(view, at - lo)``."""
     v = s.value
     if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Name) and v.slice.id in bases:
-        v.slice = ast.BinOp(left=name(bases[v.slice.id]), op=ast.Add(), right=name(at))
+        b = bases[v.slice.id]
+        if isinstance(b, tuple):
+            s.value = _call(b[1], name(b[0]), ast.BinOp(left=name(at), op=ast.Sub(),
+                                                         right=name(b[2])))
+        else:
+            v.slice = ast.BinOp(left=name(b), op=ast.Add(), right=name(at))
     return s
 
 
@@ -631,6 +732,10 @@ def _slice(temps: list[ast.Assign], roots: set[str]) -> set[int]:
             need.add(id(s))
             want |= loaded_ids(s.value)
     return need
+
+
+def _call(f: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=name(f), args=list(args), keywords=[])
 
 
 def _sum(terms: list[ast.expr]) -> ast.expr:
