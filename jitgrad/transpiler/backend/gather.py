@@ -557,22 +557,11 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str], lanes: _Lanes |
     views = {cur: (namer.fresh(p.cursors[cur] + "_at"), tapes[0], lo) for cur in p.cursors}
     main = _terms(p, offsets, i, views, names, guarded=None, once=once,
                   lanes=(lanes, j0) if lanes else None)
-    e, m, head = (namer.fresh(x) for x in ("_e", "_edges", "_head"))
-    pre += [assign(head, ast.BinOp(left=name(j0), op=ast.Sub(), right=_plus(name(lo), cmin))),
-            assign(m, ast.BinOp(left=name(head), op=ast.Add(), right=ast.BinOp(
-                left=_plus(name(hi), cmax), op=ast.Sub(), right=name(j1))))]
-    # edge index: the head's [lo + cmin, j0), then the tail's [j1, hi + cmax)
-    pick = ast.IfExp(test=ast.Compare(left=name(e), ops=[ast.Lt()], comparators=[name(head)]),
-                     body=ast.BinOp(left=_plus(name(lo), cmin), op=ast.Add(), right=name(e)),
-                     orelse=ast.BinOp(left=name(j1), op=ast.Add(), right=ast.BinOp(
-                         left=name(e), op=ast.Sub(), right=name(head))))
-    edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi),
-                                     once=once)]
+    edge_pre, edges = _edge_loop(p, offsets, bases, names, once, namer, (lo, hi, j0, j1))
+    pre += edge_pre
     for_ = ast.For(target=name(i, True), iter=ast.Call(func=name("range"), args=[
         name(j0), name(j1)], keywords=[]), body=main, orelse=[])
     carry(loop, for_)  # (a prange loop's gathered loop writes each element once)
-    edges = ast.For(target=name(e, True), iter=ast.Call(func=name("range"), args=[name(m)],
-                                                       keywords=[]), body=edge, orelse=[])
     post = _after_loop(loop, p, lo, hi)
     comments = [s for s in loop.body if COMMENT.get(s)][:1]
     fill, empty = _unreached(p, hi, cmin, cmax, once)
@@ -582,6 +571,28 @@ def _emit(loop: ast.For, p: _Plan, namer: Namer, once: set[str], lanes: _Lanes |
     guard = ast.If(test=ast.Compare(left=name(lo), ops=[ast.Lt()], comparators=[name(hi)]),
                    body=[*fill, *grow, *comments, for_, *total, edges, *post], orelse=empty)
     return [ast.copy_location(x, loop) for x in [*pre, guard]]
+
+
+def _edge_loop(p: _Plan, offsets: list[int], bases: dict[str, str], names: Callable,
+               once: set[str], namer: Namer, bounds: tuple[str, str, str, str]
+               ) -> tuple[list[ast.stmt], ast.For]:
+    """The statements before it and the loop over the output indices some term does not
+    reach (``bounds``: ``lo, hi`` of ``p``'s loop, ``[j0, j1)`` the main loop's): the
+    head's ``[lo + cmin, j0)``, then the tail's ``[j1, hi + cmax)``, each term guarded."""
+    lo, hi, j0, j1 = bounds
+    cmin, cmax, i = offsets[0], offsets[-1], p.index
+    e, m, head = (namer.fresh(x) for x in ("_e", "_edges", "_head"))
+    pre = [assign(head, ast.BinOp(left=name(j0), op=ast.Sub(), right=_plus(name(lo), cmin))),
+           assign(m, ast.BinOp(left=name(head), op=ast.Add(), right=ast.BinOp(
+               left=_plus(name(hi), cmax), op=ast.Sub(), right=name(j1))))]
+    pick = ast.IfExp(test=ast.Compare(left=name(e), ops=[ast.Lt()], comparators=[name(head)]),
+                     body=ast.BinOp(left=_plus(name(lo), cmin), op=ast.Add(), right=name(e)),
+                     orelse=ast.BinOp(left=name(j1), op=ast.Add(), right=ast.BinOp(
+                         left=name(e), op=ast.Sub(), right=name(head))))
+    edge = [assign(i, pick), *_terms(p, offsets, i, bases, names, guarded=(lo, hi),
+                                     once=once)]
+    return pre, ast.For(target=name(e, True), iter=ast.Call(
+        func=name("range"), args=[name(m)], keywords=[]), body=edge, orelse=[])
 
 
 def _lane_sums(lanes: _Lanes, j0: str, j1: str) -> tuple[list[ast.stmt], list[ast.stmt]]:
