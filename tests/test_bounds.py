@@ -262,3 +262,27 @@ def test_raises_exactly_when_the_primal_indexes_out_of_range(f, jit, nx, lo, n, 
     value, gx = d.value_and_grad(x, lo, n, a)
     assert value == pytest.approx(f(x, lo, n, a), rel=1e-12, abs=1e-12)
     assert gx.shape == x.shape
+
+
+def checkpointed_no_trips(_n, d_n, steps):
+    """A checkpointed loop (with no trip for ``steps`` <= len): its schedule comment stands
+    in the forward and the adjoint code, one node in two places; a check of the adjoint's
+    ``_dn[3]`` planned before it stood also in the forward code, where ``_dn`` is unbound
+    (Numba: "Variable '_dn' is not defined"; fuzz seed 8102, #139)."""
+    INDEX = _n.copy()
+    for dINDEX in jg.checkpointed(range(len(_n), steps, 1), snapshots=1):
+        _live = INDEX
+        _live[3] = d_n * _live[2]
+    return np.sum(INDEX * INDEX) + _n[3]
+
+
+@pytest.mark.parametrize("jit", [True, False])
+@pytest.mark.parametrize("steps", [1, 8])
+def test_check_not_planned_before_a_node_in_two_places(jit, steps):
+    x = np.array([-0.79, 0.79, 0.67, 0.2, -0.84])
+    check_grad(checkpointed_no_trips, (x, 0.16, steps), (0, 1), jit)
+    src = jg.differentiate(checkpointed_no_trips, wrt=(0, 1), jit=jit).source(x, 0.16, steps)
+    if jit:
+        assert MARK in src
+        first = src.index("_dn")
+        assert "_dn = " in src[first:first + 40] or "_dn, " in src[first:first + 40], src

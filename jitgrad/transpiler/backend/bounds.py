@@ -169,6 +169,9 @@ class _Prover:
         self.checks: list[_Check] = []
         self.line = 0  # the user's line of the last ``# line N:`` comment
         self.run: list[ast.stmt] = []  # (``block``: the statements ``earliest`` may pass)
+        #: statements standing in more than one place of the body (a comment made once and
+        #: placed twice): a check is never planned before one (``earliest``)
+        self.repeated: set[int] = set()
         self.around: list[_Loop] = []  # the enclosing loops whose index keeps its range
         #: names only ever bound to ``a[i]`` of a parameter ``a`` never bound (its rows) ->
         #: (``a``, the number of integer indices): their extents are ``a``'s after those
@@ -357,8 +360,8 @@ class _Prover:
         ``if`` for the checks of a straight run: ``xo[0]``, ``xo[1]``, ``xo[2]``)."""
         at = s
         for p in reversed(self.run):
-            if set(binds(p)) & reads:
-                break
+            if set(binds(p)) & reads or id(p) in self.repeated:
+                break  # (a repeated one also stands where the names read may be unbound)
             at = p
         return at
 
@@ -675,6 +678,9 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     consts = {n: c for n, c in consts.items() if n not in params}
     kinds = with_made_arrays(body, kinds, env, Scope(kinds, ints, calls))
     p = _Prover(Scope(kinds, ints, calls, consts), plain | made_lists(body, env), ranges)
+    seen: set[int] = set()
+    for x in walk_stmts(body):
+        (p.repeated if id(x) in seen else seen).add(id(x))
     shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     p.rows = _rows(shapes, p.scope)
     try:
