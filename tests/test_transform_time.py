@@ -168,10 +168,13 @@ def test_work_grows_linearly_with_the_body(tmp_path, monkeypatch):
     pair, no tuple search without tuples, ``walk_stmts`` one generator and the name walks
     checking a node's class in their field table before ``isinstance``; 20,700 with those
     three name walks one generator, ``nodes.name_nodes``; 18,500 with only the variant
-    the first call runs lowered, ``f.grad``'s gradient-only one)."""
+    the first call runs lowered, ``f.grad``'s gradient-only one; 21,600 with the steps
+    ``moves``, ``ascending`` and ``trip_memo`` and the gather form's sums, each linear:
+    ``ascending`` clones and analyses every reversed loop, a tenth of the work here, where
+    one loop holds the whole body)."""
     small, big = (_calls(tmp_path, monkeypatch, n) for n in (100, 200))
     assert big / small < 2.03, (small, big)
-    assert big / 200 < 20_000, big / 200
+    assert big / 200 < 22_500, big / 200
 
 
 def test_one_sweep_sources_are_written_when_read(tmp_path, monkeypatch):
