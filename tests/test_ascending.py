@@ -18,28 +18,10 @@ import pytest
 from gradcheck import check_grad
 
 import jitgrad as jg
+from benchmarks.gradbench.simple import llsq  # the adjoint reads the taped power ``mul``
 
 JITS = [True, False]
 NOTE = "are independent: run ascending"
-
-
-def poly_fit(x, n):
-    """GradBench's llsq: the inner loop's adjoint reads the taped power ``mul``."""
-    m = x.shape[0]
-    total = 0.0
-    for i in range(n):
-        ti = -1.0 + i * 2.0 / (n - 1)
-        r = 0.0
-        if ti > 0.0:
-            r = 1.0
-        elif ti < 0.0:
-            r = -1.0
-        mul = 1.0
-        for j in range(m):
-            r -= x[j] * mul
-            mul *= ti
-        total += r * r
-    return total / 2.0
 
 
 def collide(x, c):
@@ -83,13 +65,13 @@ def pairs(x, c):
 
 def _args(name):
     rng = np.random.default_rng(3)
-    return {"poly_fit": (rng.random(6), 16),
+    return {"llsq": (rng.random(6), 16),
             "collide": (rng.random(7), 0.7),
             "rows": (rng.random((4, 5)), 0.8),
             "pairs": (rng.random(6), 0.9)}[name]
 
 
-FLIPPED = {"poly_fit": (poly_fit, 0), "collide": (collide, 0), "rows": (rows, 0)}
+FLIPPED = {"llsq": (llsq, 0), "collide": (collide, 0), "rows": (rows, 0)}
 KEPT = {"sums into dw": (rows, (0, 1)), "sums into dc": (collide, (0, 1))}
 #: not this step's: two iterations add into ``dx[j + 1]``, and the loop is gathered
 OTHERS = {"pairs": (pairs, 0)}
