@@ -270,7 +270,7 @@ def checkpointed_no_trips(_n, d_n, steps):
     ``_dn[3]`` planned before it stood also in the forward code, where ``_dn`` is unbound
     (Numba: "Variable '_dn' is not defined"; fuzz seed 8102, #139)."""
     INDEX = _n.copy()
-    for dINDEX in jg.checkpointed(range(len(_n), steps, 1), snapshots=1):
+    for dINDEX in jg.checkpointed(range(len(_n), steps, 1), snapshots=1):  # noqa: B007 (the name)
         _live = INDEX
         _live[3] = d_n * _live[2]
     return np.sum(INDEX * INDEX) + _n[3]
