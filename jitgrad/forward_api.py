@@ -211,21 +211,18 @@ def _forward_columns(d: Any, args: tuple, positions: list[int]
     tangent of output ``o`` written into row ``j`` of ``blocks[o, k]`` (shape
     ``(columns,) + out.shape``: each tangent written contiguously).  The seeds are checked
     once (``jvp_columns``); each unit seed is one element set in place and reset after the
-    tangent is copied out (it may be the tangent itself: ``return x``)."""
+    tangent is copied out (it may be the tangent itself: ``return x``).  With no element
+    to differentiate by, one call still gives the value that shapes the blocks."""
     zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
     drawn = rng.capture() if d._draws() else None  # every column draws the same
-    value, call, seeds = None, None, list(zeros)
+    seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+    value = None if any(np.size(args[i]) for i in positions) else call(seeds)[0]
     blocks: dict[tuple[int, int], np.ndarray] = {}
     for k, i in enumerate(positions):
         n = int(np.size(args[i]))
+        unit = seeds[k].reshape(-1) if isinstance(seeds[k], np.ndarray) else None
         for j in range(n):
-            if call is None:
-                seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
-            unit = seeds[k].reshape(-1) if isinstance(seeds[k], np.ndarray) else None
-            if unit is None:
-                seeds[k] = 1.0
-            else:
-                unit[j] = 1.0
+            _unit_seed(seeds, k, unit, j, 1.0)
             if drawn is not None:
                 rng.restore(drawn)
             value, tan = call(seeds)
@@ -235,14 +232,17 @@ def _forward_columns(d: Any, args: tuple, positions: list[int]
                     dtype = np.promote_types(np.result_type(t), np.float32)
                     b = blocks[o, k] = np.empty((n, *np.shape(t)), dtype)
                 b[j] = t
-            if unit is None:
-                seeds[k] = 0.0
-            else:
-                unit[j] = 0.0
-    if call is None:  # no element to differentiate by: the value still shapes the blocks
-        seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
-        value = call(seeds)[0]
+            _unit_seed(seeds, k, unit, j, 0.0)
     return value, blocks
+
+
+def _unit_seed(seeds: list[Any], k: int, unit: np.ndarray | None, j: int, v: float) -> None:
+    """Element ``j`` of seed ``k`` set to ``v``: through ``unit`` (the flat view of an array
+    seed), or the scalar seed itself."""
+    if unit is None:
+        seeds[k] = v
+    else:
+        unit[j] = v
 
 
 def _block(b: np.ndarray | None, out: Any) -> np.ndarray:

@@ -163,20 +163,6 @@ def jvp_of(d: Any, primals: Any, tangents: Any,
     return backend.call(gen.compiled, "jvp", args)
 
 
-def jvp_at(d: Any, primals: tuple, tangents: Any) -> Callable[[Any], tuple[Any, Any]]:
-    """A function of the tangents giving ``jvp_of(d, primals, tangents)`` at these flat
-    primals (no tuple arguments): the primals' checks, kinds and code are settled once,
-    with ``tangents`` (as a Jacobian's columns need); each call checks its tangents."""
-    gen, args = _jvp_args(d, primals, tangents)
-    primals = args[:len(args) - len(d.wrt_positions)]
-    compiled = gen.compiled
-
-    def at(tangents: Any) -> tuple[Any, Any]:
-        return backend.call(compiled, "jvp", (*primals, *_seeds(d, primals, tangents)))
-
-    return at
-
-
 def jvp_columns(d: Any, primals: tuple, tangents: Any
                 ) -> tuple[list[Any], Callable[[list[Any]], tuple[Any, Any]]]:
     """``(seeds, call)`` for a Jacobian's columns at these flat primals: ``tangents``
@@ -301,5 +287,5 @@ def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
              "alternatives")
 
 
-__all__ = ["generated_jvp", "hvp_source", "jvp_at", "jvp_of", "jvp_source", "tangent_code",
+__all__ = ["generated_jvp", "hvp_source", "jvp_columns", "jvp_of", "jvp_source", "tangent_code",
            "tangent_of"]
