@@ -51,7 +51,7 @@ from ..analysis.dependence import (
 )
 from ..astutil import exposed_reads, resolve
 from ..naming import names_in
-from ..nodes import loaded_ids, this_loop, walk_stmts
+from ..nodes import loaded_ids, this_loop, walk_stmts, with_blocks
 from ..notes import (
     CHECKPOINTED,
     DECISION,
@@ -499,18 +499,17 @@ def unheaded_decisions(stmts: list[ast.stmt]) -> list[ast.stmt]:
     ``forward_branch_pops`` took away (the value passed on in a variable is not stored): a
     decision comment heads its push, so one not followed by a push (past other comments)
     says what the code no longer does.  Blocks copied where they change (shared)."""
-    out: list[ast.stmt] = []
-    for k, s in enumerate(stmts):
-        text = comment_text(s) if DECISION.get(s) else None
-        if text is not None and text.startswith("stored ") and not _heads_push(stmts, k + 1):
-            continue
-        if isinstance(s, (ast.If, ast.For, ast.While)):
-            body, orelse = unheaded_decisions(s.body), unheaded_decisions(s.orelse)
-            if body != s.body or orelse != s.orelse:
-                s = copy.copy(s)
-                s.body, s.orelse = body or [ast.Pass()], orelse
-        out.append(s)
-    return out
+    out = [with_blocks(s, unheaded_decisions) for k, s in enumerate(stmts)
+           if not _unheaded(stmts, k)]
+    if len(out) == len(stmts) and all(a is b for a, b in zip(out, stmts, strict=True)):
+        return stmts
+    return out or [ast.Pass()]
+
+
+def _unheaded(stmts: list[ast.stmt], k: int) -> bool:
+    """Is ``stmts[k]`` a ``# stored ...`` comment no push follows (past comments)?"""
+    text = comment_text(stmts[k]) if DECISION.get(stmts[k]) else None
+    return text is not None and text.startswith("stored ") and not _heads_push(stmts, k + 1)
 
 
 def _heads_push(stmts: list[ast.stmt], j: int) -> bool:

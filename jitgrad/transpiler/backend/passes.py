@@ -930,6 +930,8 @@ def ascending_(s: Lowering) -> None:
     flow_of = functools.partial(dataflow.Dataflow, shared=s.ctx.ir.shared,
                                 is_array=s.ctx.is_array, env=s.ctx.env)
     s.body = ascending(s.body, flow_of, s.ctx.env)
+
+
 def trip_memo_(s: Lowering) -> None:
     """In a fused loop, a tape's pushes that are the same in every trip are made in the
     first trip only and read back in the others (``backend/trip_memo.py``; the adjoint
