@@ -89,8 +89,8 @@ class Differentiated:
         self.jit = bool(jit)
         self.wrt = wrt
         #: on-disk cache of generated and compiled code (cache.py); None: as the user's
-        #: dispatcher (``@numba.njit(cache=True)`` caches its gradient too)
-        self.cache = emit.user_caches(func) if cache is None else bool(cache)
+        #: dispatcher (``@numba.njit(cache=True)`` caches its gradient too) or ``jg.config``
+        self.cache = (emit.user_caches(func) or config.cache) if cache is None else bool(cache)
         #: ``func`` returns ``(out, aux)``: ``out`` is differentiated, ``aux`` passed back
         self.has_aux = bool(has_aux)
         #: checkpoint time loops whose tape would not fit in cache (None: ``jg.config``'s
@@ -679,7 +679,8 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
 
     ``cache=True`` keeps each specialisation's generated code and Numba's machine code on
     disk (next to the source, where Numba caches), so another process skips both (None:
-    as the user's ``@numba.njit(cache=...)`` dispatcher, else off);
+    as the user's ``@numba.njit(cache=...)`` dispatcher, else ``jg.config.cache``, off
+    unless ``JITGRAD_CACHE=1``);
     ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``);
     ``auto_checkpoint=False``: a time loop whose tape would not fit in cache keeps its
     tape instead of running on the binomial schedule (None: ``jg.config.auto_checkpoint``,
@@ -748,13 +749,24 @@ def vjp(func: Callable, *args: Any, wrt: Wrt | None = None, argnums: Wrt | None 
 _MADE: dict[tuple, tuple[Any, Differentiated]] = {}
 
 
+def _cache_choice(func: Any, cache: bool | None) -> tuple[bool, bool]:
+    """``(cache, by_config)``: the ``cache`` asked for, else a Differentiated's own
+    choice, else the user's dispatcher's, else ``jg.config.cache`` (then ``by_config``:
+    such a function stays in ``_as_diff``'s memo, one object, not a disk load per call)."""
+    if cache is not None:
+        return bool(cache), False
+    if emit.user_caches(func):
+        return True, False
+    on = bool(config.cache) and not isinstance(func, (Differentiated, GradFunction))
+    return on, on
+
+
 def _as_diff(func, wrt, jit, target, cache=None, has_aux=False,
              auto_checkpoint=None) -> Differentiated:
     if wrt is None:  # a jg.differentiate object's (or jg.grad result's) own wrt, else 0
         wrt = getattr(func, "diff", func).wrt if isinstance(func, (Differentiated,
                                                                    GradFunction)) else 0
-    if cache is None:  # a Differentiated's own choice, else the user's dispatcher's
-        cache = emit.user_caches(func)
+    cache, by_config = _cache_choice(func, cache)
     if isinstance(func, Differentiated):
         same = wrt == func.wrt or (resolve_wrt(wrt, func.params, func.func.__name__)
                                    == (func.wrt_positions, func.single))
@@ -765,8 +777,8 @@ def _as_diff(func, wrt, jit, target, cache=None, has_aux=False,
             return func  # the same function, wrt and mode: share its compiled code
         func = func._orig
     mod, qual = getattr(func, "__module__", None), getattr(func, "__qualname__", "")
-    if cache or not isinstance(mod, str) or "<" in qual or mod not in sys.modules or \
-            disk.attr_or_none(mod, qual) is not func:
+    if (cache and not by_config) or not isinstance(mod, str) or "<" in qual \
+            or mod not in sys.modules or disk.attr_or_none(mod, qual) is not func:
         return Differentiated(func, wrt, jit, target, cache, has_aux, auto_checkpoint)
     key = (mod, qual, repr(wrt), bool(jit), target, bool(cache), bool(has_aux), auto_checkpoint)
     hit = _MADE.get(key)

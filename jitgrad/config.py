@@ -5,6 +5,14 @@ how long each took) to stderr while it runs; set ``jg.config.verbose = True`` or
 environment variable ``JITGRAD_VERBOSE=1``.  The same records always go to the
 ``logging.getLogger("jitgrad")`` logger at INFO, and ``f.cache_info()`` sums them.
 
+``cache``: keep every function's gradients on disk as if differentiated with
+``cache=True`` (generated code and Numba's machine code, where Numba caches: next to the
+source, or ``NUMBA_CACHE_DIR``), so a later process skips the transform and the compile;
+off by default, on with ``JITGRAD_CACHE=1`` or ``jg.config.cache = True`` (like JAX's
+persistent compilation cache); ``cache=False`` on a function keeps it off there.  A
+function whose code cannot be written to a module (a closure over an object, a lambda)
+is built in memory as before.  Read when a function is differentiated.
+
 ``auto_checkpoint``: reverse mode runs a time loop (a ``range`` loop in no other loop)
 whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
 ``jg.checkpointed``, recomputing steps in cache instead of streaming the tape from memory
@@ -28,6 +36,7 @@ def _on(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+cache: bool = _on(os.environ.get("JITGRAD_CACHE", ""))
 auto_checkpoint: bool = _on(os.environ.get("JITGRAD_AUTO_CHECKPOINT", ""))
 checkpoint_bytes: int = int(os.environ.get("JITGRAD_CHECKPOINT_BYTES", "").strip() or 4 << 20)
 
@@ -38,4 +47,4 @@ def checkpoint_threshold(on: bool | None = None) -> int | None:
     return checkpoint_bytes if (auto_checkpoint if on is None else on) else None
 
 
-__all__ = ["auto_checkpoint", "checkpoint_bytes", "checkpoint_threshold", "verbose"]
+__all__ = ["auto_checkpoint", "cache", "checkpoint_bytes", "checkpoint_threshold", "verbose"]

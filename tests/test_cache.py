@@ -64,13 +64,14 @@ print(json.dumps({{"dx": dx.tolist(), "dk": dk, "seconds": seconds, "transforms"
 '''
 
 
-def _write(folder, scale="2.0"):
-    (folder / "cachefn.py").write_text(MODULE.format(scale=scale))
+def _write(folder, scale="2.0", asked=True):
+    module = MODULE if asked else MODULE.replace(", cache=True)", ")")
+    (folder / "cachefn.py").write_text(module.format(scale=scale))
     (folder / "run.py").write_text(SCRIPT.format(folder=str(folder)))
 
 
-def _run(folder) -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT)
+def _run(folder, **environ: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, **environ)
     out = subprocess.run([sys.executable, str(folder / "run.py")], capture_output=True,
                          text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -184,6 +185,62 @@ def test_unbindable_names_are_not_cached():
     assert cache._binding("c", 2.5).startswith("c = __jg_pickle.loads(")
     assert cache._binding("obj", object()) is None
     assert cache._binding("f", lambda x: x) is None
+
+
+def test_config_cache_on_for_every_function(tmp_path):
+    """``JITGRAD_CACHE=1`` (``jg.config.cache``): a function differentiated without
+    ``cache=True`` is cached on disk all the same; without it, nothing is kept."""
+    _write(tmp_path, asked=False)
+    off = _run(tmp_path, JITGRAD_CACHE="0")
+    assert (off["misses"], off["hits"], off["transforms"], off["dir"]) == (0, 0, 1, None)
+    first = _run(tmp_path, JITGRAD_CACHE="1")
+    assert (first["misses"], first["hits"], first["transforms"]) == (1, 0, 1)
+    assert first["dir"] == str(tmp_path / "__pycache__" / "jitgrad")
+    second = _run(tmp_path, JITGRAD_CACHE="1")
+    assert (second["hits"], second["misses"], second["transforms"]) == (1, 0, 0)
+    assert (second["numba_hits"], second["numba_misses"]) == (1, 0)
+    for res in (off, first, second):
+        res["folder"] = tmp_path
+        _check_fd(res, 2.0)
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_config_cache_in_process(tmp_path, monkeypatch, jit):
+    """``jg.config.cache = True``: ``differentiate`` and ``grad`` cache unless told
+    ``cache=False``; ``jg.grad`` of one function twice is one object (not a disk load per
+    call); a closure's cells are part of its key."""
+    (tmp_path / "cachefn3.py").write_text(textwrap.dedent('''
+        import numpy as np
+
+        M = np.array([1.5, -2.0])
+
+        def quad(x, dx):
+            return M[0] * x * x + M[1] * dx * x
+
+        def scaled(J):
+            def inner(x):
+                return J * x * x * x
+            return inner
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(jg.config, "cache", True)
+    import cachefn3
+
+    assert jg.differentiate(cachefn3.quad, jit=jit).cache is True
+    assert jg.differentiate(cachefn3.quad, jit=jit, cache=False).cache is False
+    g = jg.value_and_grad(cachefn3.quad, wrt=(0, 1), jit=jit)
+    assert jg.value_and_grad(cachefn3.quad, wrt=(0, 1), jit=jit).diff is g.diff
+    value, (gx, gdx) = g(2.0, 0.5)
+    assert value == pytest.approx(1.5 * 4.0 - 2.0 * 0.5 * 2.0)
+    assert (gx, gdx) == (pytest.approx(3.0 * 2.0 - 2.0 * 0.5), pytest.approx(-2.0 * 2.0))
+    assert g.cache_info()["misses"] == 1
+    for J, want in ((2.0, 24.0), (3.0, 36.0)):  # d/dx J x**3 at 2: each J its own entry
+        h = jg.grad(cachefn3.scaled(J), jit=jit)
+        assert h(2.0) == pytest.approx(want)
+        assert h.cache_info()["misses"] == 1
+    again = jg.grad(cachefn3.scaled(2.0), jit=jit)
+    assert again(2.0) == pytest.approx(24.0) and again.cache_info()["hits"] == 1
+    sys.modules.pop("cachefn3", None)
 
 
 def test_cache_off_by_default():
