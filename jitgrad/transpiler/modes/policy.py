@@ -172,11 +172,8 @@ class ReadPolicy:
         under any name that may share it."""
         hit = self._memo.get(a)
         if hit is None:
-            an = self.an
-            group = self.flow.shares(a)  # (``an.aliases(a)`` among them: views and swaps)
-            hit = not (group & (set(an.written) | set(an.aug_written) | set(an.args_written)
-                                | set(an.inplace) | self._stored_into()))
-            self._memo[a] = hit
+            # (``an.aliases(a)`` among ``shares``: views and swaps)
+            hit = self._memo[a] = self._none_written(self.flow.shares(a))
         return hit
 
     def untouched(self, a: str) -> bool:
@@ -184,12 +181,16 @@ class ReadPolicy:
         shares no buffer with it, so writing ``t`` into another array writes none of ``a``."""
         hit = self._untouched.get(a)
         if hit is None:
-            an = self.an
-            group = self.typed().shares(a) | an.aliases(a)
-            hit = self._untouched[a] = not (group & (
-                set(an.written) | set(an.aug_written) | set(an.args_written)
-                | set(an.inplace) | self._stored_into()))
+            group = self.typed().shares(a) | self.an.aliases(a)
+            hit = self._untouched[a] = self._none_written(group)
         return hit
+
+    def _none_written(self, group: set[str]) -> bool:
+        """No name of ``group`` is written into (assigned into, updated in place, handed
+        to a call that writes it, or stored into)."""
+        an = self.an
+        return not (group & (set(an.written) | set(an.aug_written) | set(an.args_written)
+                             | set(an.inplace) | self._stored_into()))
 
     def unwritten_view(self, base: str, d: ast.stmt, s: ast.stmt) -> tuple[str, list] | None:
         """``(a, [i, ...])`` where ``base``, read by ``d`` (whose value the adjoint of ``s``
