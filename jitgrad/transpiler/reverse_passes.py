@@ -17,6 +17,7 @@ from ..kernels import helpers
 from .analysis.dataflow import Dataflow
 from .backend import emit, lower, passes
 from .backend.gather import gather_form
+from .backend.known_zero import known_zero_adds
 from .backend.optimize import fold_scalar_adjoints, merge_accumulations
 from .backend.prange import Parallel
 from .backend.promote import promote_accumulations
@@ -123,8 +124,9 @@ def show_ir(u: Unit) -> str:
 
 def optimize_(u: Unit) -> None:
     """Accumulations into one adjoint in a row become one statement, and a scalar adjoint
-    zeroed just before its first contribution is assigned it (dead code goes at
-    lowering, per variant).
+    zeroed just before its first contribution, or known zero on every path to it (through
+    loops and branches: ``backend/known_zero.py``), is assigned it; a scalar adjoint's
+    zeroing nothing reads goes (other dead code goes at lowering, per variant).
 
     >>> print(example("optimize", '''
     ... def f(x, n):
@@ -158,7 +160,8 @@ def optimize_(u: Unit) -> None:
                if n in u.kinds and not u.kinds[n].is_array}
     stmts = [*ir.init, *adjoint]
     flow = Dataflow([*ir.forward, *stmts], ir.shared, is_array=_array_kinds(u), env=u.env)
-    both = fold_scalar_adjoints(stmts, scalars, flow)
+    both = known_zero_adds(fold_scalar_adjoints(stmts, scalars, flow), scalars,
+                           set(ir.grads))
     kept = 0  # the zeroings that stay are still the first statements
     while kept < len(both) and kept < len(ir.init) and both[kept] in ir.init:
         kept += 1

@@ -863,7 +863,7 @@ def zero_skip_(s: Lowering) -> None:
             _c_1 = _tape_c_1[_tape_c_1n]
             if _c_1:
                 # line 8: s = d
-                dd += ds
+                dd = ds
                 ds = 0.0
             _n_1 = p.shape[0]
             if dd != 0.0:
@@ -929,7 +929,16 @@ def ascending_(s: Lowering) -> None:
     """
     flow_of = functools.partial(dataflow.Dataflow, shared=s.ctx.ir.shared,
                                 is_array=s.ctx.is_array, env=s.ctx.env)
-    s.body = ascending(s.body, flow_of, s.ctx.env)
+    for _ in range(_NEST_DEPTH):  # (a loop in one made ascending: seen on the next run)
+        body = ascending(s.body, flow_of, s.ctx.env)
+        if body is s.body:
+            break
+        s.body = body
+
+
+#: how many times ``ascending`` runs, at most: each run sees the loops inside those the
+#: one before made ascending (``rewrite_blocks`` does not descend into a replaced loop)
+_NEST_DEPTH = 4
 
 
 def trip_memo_(s: Lowering) -> None:
@@ -954,7 +963,6 @@ def trip_memo_(s: Lowering) -> None:
         _n = x.shape[0]
         dq = np.zeros_like(q)
         dx = np.zeros_like(x)
-        dt = 0.0
         ds = _dret
         # iterations over i are independent: each runs its adjoint right after it
         (its tape holds one iteration)

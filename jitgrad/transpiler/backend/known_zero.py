@@ -1,0 +1,170 @@
+"""Scalar adjoints known to be zero: a contribution into one is an assignment.
+
+The reverse sweep zeroes a scalar adjoint after its last read (``dr = 0.0``) so that the
+next contribution starts from zero; in a loop that makes the adjoint look carried from
+trip to trip (``_dt += dout[j]; ...; _dt = 0.0``), which keeps the loop from running
+ascending and from vectorising.  Where the adjoint is zero on every path reaching an
+accumulation ``d += e`` -- zeroed before a loop and at the end of each trip, or in both
+branches of an ``if`` -- the accumulation is ``d = e`` (``d -= e``: ``d = -(e)``), and the
+zeroings whose zero nothing reads any more go with the dead code at lowering::
+
+    _dt = 0.0                          _dt = 0.0
+    for j in range(n - 1, -1, -1):     for j in range(n - 1, -1, -1):
+        _dt += dout[j]                     _dt = dout[j]
+        dx[j] += _dt * w                   dx[j] += _dt * w
+        _dt = 0.0                          _dt = 0.0
+
+The facts come from a forward walk of the structured statements: an assignment of the
+constant zero makes a name known zero, any other binding unknown; an ``if`` keeps what
+both branches keep; a loop keeps what its entry and the end of its body keep (iterated
+to a fixed point, so a trip starts from what every trip ends with); a loop with a
+``break``, ``continue`` or an ``else`` keeps only what nothing in it binds.  The value
+each rewritten statement gives is the one it gave (``0.0 + e`` is ``e``, up to the sign
+of a zero), so all rewrites hold at once.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.dataflow import binds, binds_in, reads
+from ..nodes import loaded_ids, walk_stmts
+
+
+def known_zero_adds(stmts: list[ast.stmt], scalars: set[str], kept: set[str]
+                    ) -> list[ast.stmt]:
+    """``stmts`` with every accumulation into a scalar adjoint of ``scalars`` made where it
+    is known zero turned into an assignment, and the zeroings of those adjoints whose zero
+    nothing reads then dropped (in place; the module's docstring).  ``kept``: the names
+    read after ``stmts`` (the gradients returned), besides every name not in ``scalars``."""
+    zeroed = {t.id for s in walk_stmts(stmts) if _zeroing(s)
+              for t in s.targets} & scalars
+    if zeroed and any(_adds_into(s, zeroed) for s in walk_stmts(stmts)):
+        _Walk(zeroed, apply=True).block(stmts, set())
+        names = {n for s in walk_stmts(stmts) for n in loaded_ids(s)}
+        _Live(zeroed - kept).block(stmts, names - (scalars - kept))
+    return stmts
+
+
+def _zeroing(s: ast.stmt) -> bool:
+    """``s`` is ``name = 0.0`` (or ``0``)."""
+    return isinstance(s, ast.Assign) and len(s.targets) == 1 \
+        and isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Constant) \
+        and type(s.value.value) in (int, float) and s.value.value == 0
+
+
+def _adds_into(s: ast.stmt, names: set[str]) -> bool:
+    """``s`` is ``d += e`` or ``d -= e`` for ``d`` of ``names``, ``e`` not reading ``d``."""
+    return isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name) \
+        and s.target.id in names and isinstance(s.op, (ast.Add, ast.Sub)) \
+        and s.target.id not in loaded_ids(s.value)
+
+
+class _Walk:
+    """The forward walk: ``block`` returns the names known zero after a block, given those
+    known zero before it; with ``apply``, it rewrites the accumulations it may."""
+
+    def __init__(self, names: set[str], apply: bool):
+        self.names = names
+        self.apply = apply
+
+    def block(self, stmts: list[ast.stmt], zero: set[str]) -> set[str]:
+        for k, s in enumerate(stmts):
+            if isinstance(s, ast.If):
+                zero = self.block(s.body, set(zero)) & self.block(s.orelse, set(zero))
+            elif isinstance(s, (ast.For, ast.While)):
+                zero = self._loop(s, zero)
+            elif _zeroing(s) and s.targets[0].id in self.names:
+                zero = zero | {s.targets[0].id}
+            else:
+                if self.apply and _adds_into(s, zero):
+                    stmts[k] = _assigned(s)
+                zero = zero - set(binds(s)) - _nested_binds(s)
+        return zero
+
+    def _loop(self, s: ast.For | ast.While, zero: set[str]) -> set[str]:
+        """What a loop keeps known zero; its body walked from what every trip starts with."""
+        head = set(binds(s))
+        if s.orelse or any(isinstance(n, (ast.Break, ast.Continue))
+                           for n in walk_stmts(s.body)):
+            start = zero - binds_in(s.body, elements=False) - head
+            _Walk(self.names, self.apply).block(s.body, set(start))
+            return start
+        start = zero - head
+        dry = _Walk(self.names, apply=False)
+        while True:
+            end = dry.block(s.body, set(start)) - head
+            if start <= end:
+                break
+            start &= end
+        if self.apply:
+            self.block(s.body, set(start))
+        return start
+
+
+def _nested_binds(s: ast.stmt) -> set[str]:
+    """Names bound inside a statement of another kind that has blocks (none expected in
+    generated code: ``with``, ``try``), so that none stays known zero through it."""
+    blocks = [getattr(s, f, None) for f in ("body", "orelse", "handlers", "finalbody")]
+    return binds_in([b for bl in blocks if isinstance(bl, list) for b in bl
+                     if isinstance(b, ast.stmt)], elements=False)
+
+
+def _nested_reads(s: ast.stmt) -> set[str]:
+    """Names read inside a statement of another kind that has blocks (``with``, ``try``)."""
+    blocks = [getattr(s, f, None) for f in ("body", "orelse", "handlers", "finalbody")]
+    return {n for bl in blocks if isinstance(bl, list) for b in walk_stmts(
+        [x for x in bl if isinstance(x, ast.stmt)]) for n in loaded_ids(b)}
+
+
+def _assigned(s: ast.AugAssign) -> ast.Assign:
+    """``d += e`` as ``d = e``; ``d -= e`` as ``d = -(e)``."""
+    value = s.value if isinstance(s.op, ast.Add) else ast.UnaryOp(op=ast.USub(),
+                                                                   operand=s.value)
+    target = ast.Name(id=s.target.id, ctx=ast.Store())
+    return ast.copy_location(ast.Assign(targets=[target], value=value), s)
+
+
+class _Live:
+    """A backward walk of live names that drops the zeroings of ``names`` nothing reads
+    (``block`` returns the names live before a block, given those live after it)."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+
+    def block(self, stmts: list[ast.stmt], live: set[str]) -> set[str]:
+        for k in range(len(stmts) - 1, -1, -1):
+            s = stmts[k]
+            if isinstance(s, ast.If):
+                live = self.block(s.body, set(live)) | self.block(s.orelse, set(live)) \
+                    | loaded_ids(s.test)
+            elif isinstance(s, (ast.For, ast.While)):
+                live = self._loop(s, live)
+            elif isinstance(s, ast.Return):
+                live = loaded_ids(s)
+            elif _zeroing(s) and s.targets[0].id in self.names \
+                    and s.targets[0].id not in live:
+                del stmts[k]
+            else:
+                live = (live - set(binds(s))) | reads(s) | _nested_reads(s)
+        if not stmts:
+            stmts.append(ast.Pass())
+        return live
+
+    def _loop(self, s: ast.For | ast.While, after: set[str]) -> set[str]:
+        """Names live before a loop; its body's dead zeroings dropped with what is live at
+        the end of a trip (what the next trip or the code after the loop reads)."""
+        head = loaded_ids(s.iter if isinstance(s, ast.For) else s.test)
+        bound = set(binds(s))
+        if s.orelse or any(isinstance(n, (ast.Break, ast.Continue, ast.Return))
+                           for n in walk_stmts(s.body)):
+            return after | head | {n for b in walk_stmts(s.body) for n in loaded_ids(b)}
+        live = after | head
+        dry = _Live(set())
+        while True:
+            start = dry.block(list(s.body), set(live)) - bound
+            if start <= live:
+                break
+            live |= start
+        self.block(s.body, set(live))
+        return live
