@@ -42,7 +42,7 @@ from typing import Any
 from ..analysis import dataflow
 from ..analysis.dependence import Names, independent
 from ..front.desugar import name
-from ..nodes import clone, rewrite_blocks, this_loop
+from ..nodes import clone, rewrite_blocks, this_loop, walk_stmts
 from ..notes import is_prange
 from . import emit
 from .gather import _reversed_range
@@ -74,6 +74,8 @@ def _flipped(loop: ast.For, names: Names, env: dict[str, Any]) -> list[ast.stmt]
     the preconditions do not hold."""
     if any(isinstance(s, ast.Continue) for s in this_loop(loop.body)):
         return None  # (an iteration that skips its pop would move the slots)
+    if _carries(loop):
+        return None  # (refused below, known before the clone)
     new = clone(loop)
     block: list[ast.stmt] = [new]
     slot_tapes(block, new, env, _no_global)  # (pops at the top level: read at slots)
@@ -86,6 +88,17 @@ def _flipped(loop: ast.For, names: Names, env: dict[str, Any]) -> list[ast.stmt]
     k = block.index(new)
     block.insert(k, emit.comment(NOTE.format(i=loop.target.id)))
     return block
+
+
+def _carries(loop: ast.For) -> bool:
+    """Does an iteration of ``loop`` read a name an earlier one bound (``carried``), other
+    than a cursor moved by one (the only bindings slotting removes)?  ``independent`` then
+    refuses the slotted loop: such a name is a sum, or carried and not known zero
+    (``Names.of`` knows no scalar zero before a loop)."""
+    moved = {s.target.id for s in walk_stmts(loop.body) if isinstance(s, ast.AugAssign)
+             and isinstance(s.target, ast.Name) and isinstance(s.value, ast.Constant)
+             and s.value.value == 1}
+    return bool(dataflow.carried(loop) - moved)
 
 
 def _no_global(want: str, obj: Any) -> str:
