@@ -61,7 +61,8 @@ def ascending(body: list[ast.stmt], flow_of: Callable[[list[ast.stmt]], dataflow
 
     def visit(s: ast.stmt) -> list[ast.stmt] | None:
         nonlocal flow
-        if not isinstance(s, ast.For) or is_prange(s) or _reversed_range(s) is None:
+        if not isinstance(s, ast.For) or is_prange(s) or _reversed_range(s) is None \
+                or _carries(s):  # (refused by ``_flipped`` too: known before the clone)
             return None
         flow = flow or flow_of(body)
         return _flipped(s, Names.of(flow, s), env)
@@ -74,8 +75,6 @@ def _flipped(loop: ast.For, names: Names, env: dict[str, Any]) -> list[ast.stmt]
     the preconditions do not hold."""
     if any(isinstance(s, ast.Continue) for s in this_loop(loop.body)):
         return None  # (an iteration that skips its pop would move the slots)
-    if _carries(loop):
-        return None  # (refused below, known before the clone)
     new = clone(loop)
     block: list[ast.stmt] = [new]
     slot_tapes(block, new, env, _no_global)  # (pops at the top level: read at slots)
