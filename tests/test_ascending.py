@@ -133,3 +133,47 @@ def test_tape_accessors_compiled_read_the_slot():
 
     np.testing.assert_array_equal(njit(fill_and_read)(5, 3), fill_and_read(5, 3))
     np.testing.assert_array_equal(fill_and_read(5, 3), np.arange(5) * 0.5)
+
+
+def test_loops_carrying_a_value_are_refused_before_the_clone(monkeypatch):
+    """``_carries`` (a reversed loop reads a name an earlier iteration bound, not a cursor
+    moved by one) answers before the clone only what the full check would: every such
+    loop of the corpora and of these workloads is refused by slotting and
+    ``independent`` too; the others are still checked, and some run ascending."""
+    import corpus_loops
+    import corpus_soundness
+
+    from jitgrad.transpiler.analysis.kinds import of_value
+    from jitgrad.transpiler.backend import ascending
+    from jitgrad.transpiler.backend.lower import VARIANTS
+    from jitgrad.transpiler.pipeline import prepare, transform
+
+    carries, flipped = ascending._carries, ascending._flipped
+    said: dict[int, bool] = {}
+    seen: list[tuple[bool, bool]] = []  # (carries, flipped by the full check)
+
+    def asked(loop):  # the full check runs on every loop
+        said[id(loop)] = carries(loop)
+        return False
+
+    def full_check(loop, names, env):
+        out = flipped(loop, names, env)
+        seen.append((said.pop(id(loop)), out is not None))
+        return out
+
+    monkeypatch.setattr(ascending, "_carries", asked)
+    monkeypatch.setattr(ascending, "_flipped", full_check)
+    ours = [(f, lambda f=f: _args(f.__name__), wrt)
+            for f, wrt in {**FLIPPED, **KEPT, **OTHERS}.values()]
+    for f, make, wrt in corpus_loops.CASES + corpus_soundness.CASES + ours:
+        params = f.__code__.co_varnames[:f.__code__.co_argcount]
+        kinds = {p: of_value(a) for p, a in zip(params, make(), strict=True)}
+        names = [params[i] for i in ((wrt,) if isinstance(wrt, int) else wrt)]
+        try:
+            u = transform(prepare(f), names, kinds)
+        except Exception:  # refused: nothing to lower
+            continue
+        for v in VARIANTS:
+            u.sources[v]  # noqa: B018 (lowered when read)
+    assert not [s for s in seen if s == (True, True)]
+    assert sum(c for c, _ in seen) > 20 and sum(k for _, k in seen) >= 3, seen

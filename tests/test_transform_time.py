@@ -171,10 +171,12 @@ def test_work_grows_linearly_with_the_body(tmp_path, monkeypatch):
     the first call runs lowered, ``f.grad``'s gradient-only one; 21,600 with the steps
     ``moves``, ``ascending`` and ``trip_memo`` and the gather form's sums, each linear:
     ``ascending`` clones and analyses every reversed loop, a tenth of the work here, where
-    one loop holds the whole body)."""
+    one loop holds the whole body; 19,000 with ``ascending`` refusing a loop that carries a
+    value (a sum) before it clones it, and ``trip_memo`` asking for the names in use only
+    where it memoises)."""
     small, big = (_calls(tmp_path, monkeypatch, n) for n in (100, 200))
     assert big / small < 2.03, (small, big)
-    assert big / 200 < 22_500, big / 200
+    assert big / 200 < 19_800, big / 200
 
 
 def test_one_sweep_sources_are_written_when_read(tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ from typing import Any
 from ..analysis import dataflow
 from ..analysis.dependence import Names, independent
 from ..front.desugar import name
-from ..nodes import clone, rewrite_blocks, this_loop
+from ..nodes import clone, rewrite_blocks, this_loop, walk_stmts
 from ..notes import is_prange
 from . import emit
 from .gather import _reversed_range
@@ -61,7 +61,8 @@ def ascending(body: list[ast.stmt], flow_of: Callable[[list[ast.stmt]], dataflow
 
     def visit(s: ast.stmt) -> list[ast.stmt] | None:
         nonlocal flow
-        if not isinstance(s, ast.For) or is_prange(s) or _reversed_range(s) is None:
+        if not isinstance(s, ast.For) or is_prange(s) or _reversed_range(s) is None \
+                or _carries(s):  # (refused by ``_flipped`` too: known before the clone)
             return None
         flow = flow or flow_of(body)
         return _flipped(s, Names.of(flow, s), env)
@@ -86,6 +87,17 @@ def _flipped(loop: ast.For, names: Names, env: dict[str, Any]) -> list[ast.stmt]
     k = block.index(new)
     block.insert(k, emit.comment(NOTE.format(i=loop.target.id)))
     return block
+
+
+def _carries(loop: ast.For) -> bool:
+    """Does an iteration of ``loop`` read a name an earlier one bound (``carried``), other
+    than a cursor moved by one (the only bindings slotting removes)?  ``independent`` then
+    refuses the slotted loop: such a name is a sum, or carried and not known zero
+    (``Names.of`` knows no scalar zero before a loop)."""
+    moved = {s.target.id for s in walk_stmts(loop.body) if isinstance(s, ast.AugAssign)
+             and isinstance(s.target, ast.Name) and isinstance(s.value, ast.Constant)
+             and s.value.value == 1}
+    return bool(dataflow.carried(loop) - moved)
 
 
 def _no_global(want: str, obj: Any) -> str:

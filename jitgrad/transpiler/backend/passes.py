@@ -992,8 +992,8 @@ def trip_memo_(s: Lowering) -> None:
     if ctx.parallel is None and ctx.tapes:
         body = s.body
         s.body = trip_memos(body, ctx.tapes, ctx.ir.shared,
-                            set(s.params).union(*map(names_in, body), ctx.env), ctx.env,
-                            _scalar_or_unknown(ctx))
+                            lambda: set(s.params).union(*map(names_in, body), ctx.env),
+                            ctx.env, _scalar_or_unknown(ctx))
 
 
 def tape_accessors_(s: Lowering) -> None:

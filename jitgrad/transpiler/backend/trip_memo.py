@@ -67,18 +67,19 @@ _PURE = frozenset({builtins.abs, builtins.min, builtins.max, builtins.float, bui
 
 
 def trip_memos(body: list[ast.stmt], tapes: set[str], shared: dict[str, str],
-               taken: set[str], env: dict[str, Any],
+               taken: Callable[[], set[str]], env: dict[str, Any],
                is_array: Callable[[str], bool | None] | None = None) -> list[ast.stmt]:
     """``body`` with the pushes of each fused loop that are the same in every trip made in
-    its first trip only (see the module docstring; ``taken``: the names in use, for the
-    first trip's flag; ``is_array``: ``Dataflow``'s, the kinds where known).  Changed
-    statements and the blocks holding them are copied (the variants share statements);
-    ``body`` itself where nothing changes."""
+    its first trip only (see the module docstring; ``taken()``: the names in use, for the
+    first trip's flag, asked once a loop has one; ``is_array``: ``Dataflow``'s, the kinds
+    where known).  Changed statements and the blocks holding them are copied (the
+    variants share statements); ``body`` itself where nothing changes."""
     loops = [s for s in walk_stmts(body) if isinstance(s, ast.For) and ONE_TRIP_TAPES.get(s)]
     if not tapes or not loops:
         return body
     df = Dataflow(body, shared, is_array=is_array, env=env)
     new: dict[int, ast.stmt] = {}
+    names: set[str] | None = None
     for loop in loops:
         if loop_index(loop) is None or is_prange(loop) or any(
                 isinstance(x, (ast.Break, ast.Continue)) for x in walk_stmts(loop.body)):
@@ -86,7 +87,8 @@ def trip_memos(body: list[ast.stmt], tapes: set[str], shared: dict[str, str],
         trip = _Trip(loop, df, env)
         sites = [site for t in sorted(tapes) for site in trip.memos(t)]
         if sites:
-            flag = fresh_in("_new_trip", taken)
+            names = taken() if names is None else names
+            flag = fresh_in("_new_trip", names)
             new[id(loop)] = [ast.copy_location(_set(flag, True), loop),
                              _memoised(loop, sites, flag)]
     return body if not new else rewrite_blocks(body, lambda s: new.get(id(s)))
