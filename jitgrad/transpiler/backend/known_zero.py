@@ -40,9 +40,9 @@ def known_zero_adds(stmts: list[ast.stmt], scalars: set[str], kept: set[str]
     zeroed = {t.id for s in walk_stmts(stmts) if _zeroing(s)
               for t in s.targets} & scalars
     if zeroed and any(_adds_into(s, zeroed) for s in walk_stmts(stmts)):
-        _Walk(zeroed, apply=True).block(stmts, set())
-        names = {n for s in walk_stmts(stmts) for n in loaded_ids(s)}
-        _Live(zeroed - kept).block(stmts, names - (scalars - kept))
+        facts = _Facts(zeroed)
+        _Walk(facts, apply=True).block(stmts, set())
+        _Live(facts, zeroed - kept).block(stmts, set())  # (none of them read after)
     return stmts
 
 
@@ -60,12 +60,32 @@ def _adds_into(s: ast.stmt, names: set[str]) -> bool:
         and s.target.id not in loaded_ids(s.value)
 
 
+class _Facts:
+    """Which of ``names`` a statement binds and reads (a statement with blocks other than
+    ``if``/``for``/``while``: all under it), each statement walked once."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self._memo: dict[int, tuple[set[str], set[str]]] = {}
+
+    def of(self, s: ast.stmt) -> tuple[set[str], set[str]]:
+        hit = self._memo.get(id(s))
+        if hit is None:
+            inner = [s, *walk_stmts([b for f in ("body", "orelse", "handlers", "finalbody")
+                                     for b in getattr(s, f, None) or ()
+                                     if isinstance(b, ast.stmt)])]
+            bound = {n for x in inner for n in binds(x)} & self.names
+            read = {n for x in inner for n in reads(x)} & self.names
+            hit = self._memo[id(s)] = (bound, read)
+        return hit
+
+
 class _Walk:
     """The forward walk: ``block`` returns the names known zero after a block, given those
     known zero before it; with ``apply``, it rewrites the accumulations it may."""
 
-    def __init__(self, names: set[str], apply: bool):
-        self.names = names
+    def __init__(self, facts: _Facts, apply: bool):
+        self.facts = facts
         self.apply = apply
 
     def block(self, stmts: list[ast.stmt], zero: set[str]) -> set[str]:
@@ -74,12 +94,12 @@ class _Walk:
                 zero = self.block(s.body, set(zero)) & self.block(s.orelse, set(zero))
             elif isinstance(s, (ast.For, ast.While)):
                 zero = self._loop(s, zero)
-            elif _zeroing(s) and s.targets[0].id in self.names:
+            elif _zeroing(s) and s.targets[0].id in self.facts.names:
                 zero = zero | {s.targets[0].id}
-            else:
+            elif zero:
                 if self.apply and _adds_into(s, zero):
                     stmts[k] = _assigned(s)
-                zero = zero - set(binds(s)) - _nested_binds(s)
+                zero = zero - self.facts.of(s)[0]
         return zero
 
     def _loop(self, s: ast.For | ast.While, zero: set[str]) -> set[str]:
@@ -88,11 +108,11 @@ class _Walk:
         if s.orelse or any(isinstance(n, (ast.Break, ast.Continue))
                            for n in walk_stmts(s.body)):
             start = zero - binds_in(s.body, elements=False) - head
-            _Walk(self.names, self.apply).block(s.body, set(start))
+            _Walk(self.facts, self.apply).block(s.body, set(start))
             return start
         start = zero - head
-        dry = _Walk(self.names, apply=False)
-        while True:
+        dry = _Walk(self.facts, apply=False)
+        while start:
             end = dry.block(s.body, set(start)) - head
             if start <= end:
                 break
@@ -100,21 +120,6 @@ class _Walk:
         if self.apply:
             self.block(s.body, set(start))
         return start
-
-
-def _nested_binds(s: ast.stmt) -> set[str]:
-    """Names bound inside a statement of another kind that has blocks (none expected in
-    generated code: ``with``, ``try``), so that none stays known zero through it."""
-    blocks = [getattr(s, f, None) for f in ("body", "orelse", "handlers", "finalbody")]
-    return binds_in([b for bl in blocks if isinstance(bl, list) for b in bl
-                     if isinstance(b, ast.stmt)], elements=False)
-
-
-def _nested_reads(s: ast.stmt) -> set[str]:
-    """Names read inside a statement of another kind that has blocks (``with``, ``try``)."""
-    blocks = [getattr(s, f, None) for f in ("body", "orelse", "handlers", "finalbody")]
-    return {n for bl in blocks if isinstance(bl, list) for b in walk_stmts(
-        [x for x in bl if isinstance(x, ast.stmt)]) for n in loaded_ids(b)}
 
 
 def _assigned(s: ast.AugAssign) -> ast.Assign:
@@ -126,43 +131,46 @@ def _assigned(s: ast.AugAssign) -> ast.Assign:
 
 
 class _Live:
-    """A backward walk of live names that drops the zeroings of ``names`` nothing reads
-    (``block`` returns the names live before a block, given those live after it)."""
+    """A backward walk of which of ``names`` are live, dropping their zeroings nothing
+    reads (``block`` returns those live before a block, given those live after it)."""
 
-    def __init__(self, names: set[str]):
+    def __init__(self, facts: _Facts, names: set[str], drop: bool = True):
+        self.facts = facts
         self.names = names
+        self.drop = drop
 
     def block(self, stmts: list[ast.stmt], live: set[str]) -> set[str]:
+        had = bool(stmts)
         for k in range(len(stmts) - 1, -1, -1):
             s = stmts[k]
             if isinstance(s, ast.If):
                 live = self.block(s.body, set(live)) | self.block(s.orelse, set(live)) \
-                    | loaded_ids(s.test)
+                    | (loaded_ids(s.test) & self.names)
             elif isinstance(s, (ast.For, ast.While)):
                 live = self._loop(s, live)
             elif isinstance(s, ast.Return):
-                live = loaded_ids(s)
-            elif _zeroing(s) and s.targets[0].id in self.names \
+                live = loaded_ids(s) & self.names
+            elif self.drop and _zeroing(s) and s.targets[0].id in self.names \
                     and s.targets[0].id not in live:
                 del stmts[k]
             else:
-                live = (live - set(binds(s))) | reads(s) | _nested_reads(s)
-        if not stmts:
+                bound, read = self.facts.of(s)
+                live = (live - bound) | (read & self.names)
+        if had and not stmts:
             stmts.append(ast.Pass())
         return live
 
     def _loop(self, s: ast.For | ast.While, after: set[str]) -> set[str]:
-        """Names live before a loop; its body's dead zeroings dropped with what is live at
-        the end of a trip (what the next trip or the code after the loop reads)."""
-        head = loaded_ids(s.iter if isinstance(s, ast.For) else s.test)
-        bound = set(binds(s))
+        """Which are live before a loop; its body's dead zeroings dropped with what is live
+        at the end of a trip (what the next trip or the code after the loop reads)."""
+        head = loaded_ids(s.iter if isinstance(s, ast.For) else s.test) & self.names
         if s.orelse or any(isinstance(n, (ast.Break, ast.Continue, ast.Return))
                            for n in walk_stmts(s.body)):
-            return after | head | {n for b in walk_stmts(s.body) for n in loaded_ids(b)}
+            return after | head | self.facts.of(s)[1] & self.names
         live = after | head
-        dry = _Live(set())
+        dry = _Live(self.facts, self.names, drop=False)
         while True:
-            start = dry.block(list(s.body), set(live)) - bound
+            start = dry.block(list(s.body), set(live)) - set(binds(s))
             if start <= live:
                 break
             live |= start
