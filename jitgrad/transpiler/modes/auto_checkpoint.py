@@ -2,13 +2,18 @@
 binomial schedule of ``jg.checkpointed`` (``binomial.py``), chosen when the loop starts.
 
 A ``range`` loop in no other loop or branch is reversed both ways: with its tape
-(``reverse_flow.ControlFlow.for_``, today's code) and on the binomial schedule with
-``snapshots=None`` (``Binomial.loop``, the machinery ``jg.checkpointed`` uses).  Where the
+(``reverse_flow.ControlFlow.for_``, today's code) and on the binomial schedule over blocks
+of steps (``Binomial.loop(block=...)``, the machinery ``jg.checkpointed`` uses).  Where the
 loop starts, the forward sweep adds up the room the tape's reserves ask for (the typed
 tapes of its scalars, reserved for all trips before it) and takes the binomial branch
 where that exceeds the threshold (``Unit.auto_checkpoint``, bytes) and the snapshots
 (about ``sqrt(2 T)`` copies of the loop-carried state) take at most a quarter of it; the
-adjoint sweep takes the same branch.  Only loops ``jg.checkpointed`` takes soundly qualify:
+adjoint sweep takes the same branch.  The branch reverses a block of steps at a time:
+as many steps as keep their tape within a quarter of the threshold (``block_steps``: it
+stays in cache from the taped steps to their adjoints), with a snapshot per block where
+those take at most a quarter of the tape (``block_slots``: no block recomputed; else the
+binomial schedule over blocks), so that the reverse sweep runs each step about twice
+(forward, then taped) and copies a snapshot back once per block, not once per step.  Only loops ``jg.checkpointed`` takes soundly qualify:
 no ``break`` or ``return`` in them, no random draws, no checkpointed region or ``prange``
 inside, every variable a step reads before binding it with a value before the loop
 (``Binomial``'s refusals keep the loop plain).  Only time loops whose steps run inner
