@@ -13,7 +13,8 @@ as many steps as keep their tape within a quarter of the threshold (``block_step
 stays in cache from the taped steps to their adjoints), with a snapshot per block where
 those take at most a quarter of the tape (``block_slots``: no block recomputed; else the
 binomial schedule over blocks), so that the reverse sweep runs each step about twice
-(forward, then taped) and copies a snapshot back once per block, not once per step.  Only loops ``jg.checkpointed`` takes soundly qualify:
+(forward, then taped) and copies a snapshot back once per block, not once per step.
+Only loops ``jg.checkpointed`` takes soundly qualify:
 no ``break`` or ``return`` in them, no random draws, no checkpointed region or ``prange``
 inside, every variable a step reads before binding it with a value before the loop
 (``Binomial``'s refusals keep the loop plain).  Only time loops whose steps run inner
