@@ -65,14 +65,14 @@ while J < N:
 
 #: the reverse sweep: the top segment is split again, or its last step run with its tape
 #: and reversed (after advancing to it from the segment's snapshot)
-_REVERSE = '''
+_DRIVER = '''
 END = N
 LIVE = False
 while END > 0:
     A = POS[TOP]
     if not LIVE:
         LOAD
-    M = SPLIT(A, END, K - 1 - TOP)
+    M = {split}
     if M < END:
         for J in range(A, M):
             INDEX
@@ -82,6 +82,13 @@ while END > 0:
         STORE
         LIVE = True
     else:
+{last}        if END == A:
+            TOP -= 1
+        LIVE = False
+'''
+
+#: a step at a time: advance to the segment's last step, run it with its tape, reverse it
+_ONE_STEP = '''\
         for J in range(A, END - 1):
             INDEX
             PLAIN
@@ -89,10 +96,8 @@ while END > 0:
         INDEX
         TAPED
         END -= 1
-        if END == A:
-            TOP -= 1
-        LIVE = False
 '''
+_REVERSE = _DRIVER.format(split="SPLIT(A, END, K - 1 - TOP)", last=_ONE_STEP)
 
 #: automatic checkpointing (``Binomial.loop(block=...)``): the same driver over blocks of
 #: ``BS`` steps, sized so that a block's tape stays in cache; the top segment's last block
@@ -100,23 +105,7 @@ while END > 0:
 _FORWARD_BLOCKS = _FORWARD.replace("COUNT(N, SNAPS)", "COUNT((N + BS - 1) // BS, SNAPS)") \
     .replace("SPLIT(J, N, K - 1 - TOP)", "SPLIT(J, N, K - 1 - TOP, BS)")
 
-_REVERSE_BLOCKS = '''
-END = N
-LIVE = False
-while END > 0:
-    A = POS[TOP]
-    if not LIVE:
-        LOAD
-    M = SPLIT(A, END, K - 1 - TOP, BS)
-    if M < END:
-        for J in range(A, M):
-            INDEX
-            PLAIN
-        TOP += 1
-        POS[TOP] = M
-        STORE
-        LIVE = True
-    else:
+_REVERSE_BLOCKS = _DRIVER.format(split="SPLIT(A, END, K - 1 - TOP, BS)", last='''\
         M = max(A, (END - 1) // BS * BS)
         for J in range(A, M):
             INDEX
@@ -128,10 +117,7 @@ while END > 0:
             INDEX
             ADJOINT
         END = M
-        if END == A:
-            TOP -= 1
-        LIVE = False
-'''
+''')
 
 #: every step's snapshot (``Binomial.loop(each_step=True)``): the forward sweep stores the
 #: state before each step; the reverse sweep loads it, runs the step with its tape and
