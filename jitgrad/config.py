@@ -15,9 +15,9 @@ is built in memory as before.  Read when a function is differentiated.
 
 ``auto_checkpoint``: reverse mode runs a time loop (a ``range`` loop in no other loop)
 whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
-``jg.checkpointed``, recomputing steps in cache instead of streaming the tape from memory
-(``docs/long-loops.md``); off by default (both branches are compiled: the first call takes
-about twice as long, for bounded memory but no speed gain on the loops measured), on with
+``jg.checkpointed`` over blocks of steps whose tape takes at most a quarter of it, so that
+the tape stays in cache (``docs/long-loops.md``); off by default (both branches are
+compiled: the first call takes about three times as long), on with
 ``JITGRAD_AUTO_CHECKPOINT=1``, ``jg.config.auto_checkpoint = True`` or
 ``auto_checkpoint=True`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
 ``JITGRAD_CHECKPOINT_BYTES`` sets the size (0: every such loop with a tape, whatever its

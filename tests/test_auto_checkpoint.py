@@ -20,6 +20,7 @@ import pytest
 from numba import njit
 
 import jitgrad as jg
+from jitgrad.kernels import revolve
 
 T = 5_000
 X0 = np.array([0.3, 0.9, 0.5, 0.2, 0.8, 0.4, 0.6, 0.1])
@@ -90,26 +91,32 @@ def _central(f, x, c, steps, h=1e-6):
     return gx, gc
 
 
-def _check(f, steps, jit, auto):
+def _check(f, steps, jit, auto, fresh=False):
+    """``fresh``: a new ``jg.differentiate`` object, transformed with the threshold set now
+    (``jg.value_and_grad`` of a plain function reuses the one made for its options)."""
     primal = njit(f)
     c = 0.2
-    vg = jg.value_and_grad(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto)
+    d = jg.differentiate(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto, cache=False) \
+        if fresh else None
+    vg = d.value_and_grad if fresh else jg.value_and_grad(f, wrt=(0, 1), jit=jit,
+                                                          auto_checkpoint=auto)
     value, (gx, gc) = vg(X0, c, steps)
     assert value == pytest.approx(primal(X0, c, steps), rel=1e-12)
     fx, fc = _central(primal, X0, c, steps)
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
     assert gc == pytest.approx(fc, rel=1e-6, abs=1e-8)
-    g = jg.grad(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto)(X0, c, steps)
+    grad = d.grad if fresh else jg.grad(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto)
+    g = grad(X0, c, steps)
     np.testing.assert_allclose(g[0], gx, rtol=1e-12, atol=1e-15)
-    return value, gx, gc, vg.source(X0, c, steps)
+    return value, gx, gc, (d or vg).source(X0, c, steps)
 
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_long_loop_is_checkpointed(jit):
     value, gx, gc, src = _check(diffuse, T, jit, None)
-    assert "_checkpointed = " in src and "revolve_split(" in src
+    assert "_checkpointed = " in src and "block_split(" in src
     off = _check(diffuse, T, jit, False)
-    assert "_checkpointed" not in off[3] and "revolve_split(" not in off[3]
+    assert "_checkpointed" not in off[3] and "block_split(" not in off[3]
     assert off[0] == pytest.approx(value, rel=1e-13)
     np.testing.assert_allclose(off[1], gx, rtol=1e-11, atol=1e-15)
     assert off[2] == pytest.approx(gc, rel=1e-11)
@@ -128,8 +135,8 @@ def _peak(auto: bool) -> int:
 
 
 def test_peak_memory_lower():
-    """The binomial branch is taken: a 240 kB tape gives way to about 99 snapshots of
-    144 bytes and one step's tape."""
+    """The binomial branch is taken: a 240 kB tape gives way to 15 snapshots of 144 bytes
+    and one block's tape (333 steps: 16 kB, a quarter of the threshold)."""
     on, off = _peak(True), _peak(False)
     assert off > 240_000
     assert on < off / 3
@@ -149,7 +156,7 @@ def test_short_loop_keeps_its_tape(jit):
 def test_not_checkpointed(f, jit):
     """Random draws and ``while`` loops keep their tape (no second branch)."""
     src = _check(f, 2_000, jit, None)[3]
-    assert "_checkpointed" not in src and "revolve_split(" not in src
+    assert "_checkpointed" not in src and "block_split(" not in src
 
 
 def test_config_switch(monkeypatch):
@@ -173,17 +180,113 @@ def test_environment_variable(value, on):
     assert out == [on, "1000"]
 
 
-def test_hvp_through_the_branch(monkeypatch):
+@pytest.mark.parametrize("threshold", [0, 4_000])
+def test_hvp_through_the_branch(monkeypatch, threshold):
     """``jg.hvp`` (forward mode over the gradient code) through the binomial branch, forced
-    with ``checkpoint_bytes = 0``, equals the Hessian-vector product of the loop's tape and
-    central differences of the gradient."""
-    monkeypatch.setattr(jg.config, "checkpoint_bytes", 0)
+    with ``checkpoint_bytes = 0`` (blocks of one step) or small (blocks of 20 steps), equals
+    the Hessian-vector product of the loop's tape and central differences of the
+    gradient."""
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", threshold)
     args, v, h = (X0, 0.2, 300), np.linspace(0.1, 0.8, 8), 1e-6
     d = jg.differentiate(diffuse, wrt=0, jit=False)
-    assert "_checkpointed = _tape_bytes > 0" in d.source(*args)
+    assert f"_checkpointed = _tape_bytes > {threshold}" in d.source(*args)
     on = jg.hvp(d, args, v, jit=False)
     off = jg.hvp(jg.differentiate(diffuse, wrt=0, jit=False, auto_checkpoint=False), args, v,
                  jit=False)
     np.testing.assert_allclose(on, off, rtol=1e-12, atol=1e-15)
     fd = (d.grad(X0 + h * v, 0.2, 300) - d.grad(X0 - h * v, 0.2, 300)) / (2 * h)
     np.testing.assert_allclose(on, fd, rtol=1e-5, atol=1e-7)
+
+
+def strided(x, c, steps):
+    """A time loop over ``range(1, steps, 3)`` whose steps read the loop index and carry a
+    scalar (``M``): the blocked driver's ``INDEX`` gives each step its own ``t``."""
+    n = x.shape[0]
+    J = x.copy()
+    K = x.copy()
+    M = 0.0
+    for t in range(1, steps, 3):
+        w = 1.0 + 1e-5 * t
+        for i in range(1, n - 1):
+            K[i] = J[i] + c * w * (J[i - 1] - 2.0 * J[i] + J[i + 1])
+        J, K = K, J
+        M = 0.999 * M + J[3] * J[4]
+    return M + np.sum(J * J)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("threshold, steps, block", [
+    (0, 701, 1), (4_000, T, 20), (64_000, 1_777, 333), (64_000, T, 333)])
+def test_blocks_of_steps(monkeypatch, jit, threshold, steps, block):
+    """The automatic schedule reverses a block of steps at a time (as many as keep the
+    block's tape within a quarter of the threshold: ``block`` of 48-byte steps), with
+    partial last blocks (1,777 = 5 x 333 + 112); every gradient element matches central
+    differences and the tape's gradient."""
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", threshold)
+    value, gx, gc, src = _check(diffuse, steps, jit, None, fresh=True)
+    assert f"_tape_bytes > {threshold}" in src
+    assert f"block_steps(_tape_bytes, steps, {threshold // 4})" in src
+    assert revolve.block_steps(48 * steps, steps, threshold // 4) == block
+    off = _check(diffuse, steps, jit, False)
+    assert off[0] == pytest.approx(value, rel=1e-13)
+    np.testing.assert_allclose(off[1], gx, rtol=1e-11, atol=1e-15)
+    assert off[2] == pytest.approx(gc, rel=1e-11)
+
+
+@njit
+def _three_slots(steps, block, state_bytes, tape_bytes):
+    return 3
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("f, steps", [(diffuse, 2_000), (strided, 3_001)])
+def test_blocks_recomputed_from_few_snapshots(monkeypatch, jit, f, steps):
+    """With fewer snapshot slots than blocks (3 here, forced) the driver splits segments of
+    blocks on the binomial schedule and recomputes blocks from the snapshots; the gradient
+    is still every element's central difference and the tape's."""
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", 4_000)
+    monkeypatch.setattr(revolve, "block_slots", _three_slots)
+    d = jg.differentiate(f, wrt=(0, 1), jit=jit, cache=False)
+    value, (gx, gc) = d.value_and_grad(X0, 0.2, steps)
+    assert "_three_slots(" in d.source(X0, 0.2, steps)
+    primal = njit(f)
+    assert value == pytest.approx(primal(X0, 0.2, steps), rel=1e-12)
+    fx, fc = _central(primal, X0, 0.2, steps)
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    assert gc == pytest.approx(fc, rel=1e-6, abs=1e-8)
+    off = jg.value_and_grad(f, wrt=(0, 1), jit=jit, auto_checkpoint=False)(X0, 0.2, steps)
+    assert off[0] == pytest.approx(value, rel=1e-13)
+    np.testing.assert_allclose(off[1][0], gx, rtol=1e-11, atol=1e-15)
+    assert off[1][1] == pytest.approx(gc, rel=1e-11)
+
+
+@pytest.mark.parametrize("steps, k, block", [
+    (1, 1, 1), (5, 2, 3), (17, 1, 4), (100, 3, 7), (100, 15, 7), (2_000, 32, 64),
+    (2_001, 5, 64), (333, 100, 333), (60, 4, 1)])
+def test_blocked_driver_reverses_each_step_once_in_order(steps, k, block):
+    """The driver over blocks (run without the steps, ``revolve.simulate``) reverses every
+    step once, last to first, keeps at most ``k`` snapshots, and with a slot per block
+    runs each step untaped once (the forward sweep) and no more."""
+    order = np.zeros(steps, np.int64)
+    runs = np.zeros(steps, np.int64)
+    untaped, taped, peak = revolve.simulate(steps, k, order, runs, block)
+    assert taped == steps and np.array_equal(order, np.arange(steps)[::-1])
+    assert peak <= k and untaped == runs.sum() and runs.min() >= 1
+    if k >= -(-steps // block):
+        assert untaped == steps
+    if block == 1:
+        assert (untaped, taped, peak) == revolve.simulate(steps, k, np.zeros(0, np.int64),
+                                                          np.zeros(0, np.int64))
+
+
+def test_block_sizes():
+    """Blocks keep their tape within the budget (at least one step, at most all); a slot
+    per block where those take at most a quarter of the tape, else as many as do, and at
+    least the default count over the blocks."""
+    assert revolve.block_steps(32_000_000, 2_000, 1 << 20) == 65
+    assert revolve.block_steps(32_000_000, 2_000, 0) == 1
+    assert revolve.block_steps(1_000, 10, 1 << 20) == 10
+    assert revolve.block_slots(2_000, 65, 32_016, 32_000_000) == 31
+    assert revolve.block_slots(2_000, 1, 32_016, 32_000_000) == 249
+    assert revolve.block_slots(10_000, 1, 1 << 30, 1 << 20) == revolve.snapshot_count(10_000, -1)
+    assert revolve.block_slots(0, 1, 8, 0) == 1

@@ -30,6 +30,7 @@ from numba.extending import register_jitable
 from .cached import cached_overload
 
 __all__ = ["revolve_split", "snapshot_count", "checkpoint_pays", "each_step_pays",
+           "block_split", "block_steps", "block_slots",
            "array_slots", "store_slot", "load_slot", "load_ref", "ref_slots", "copy_elements",
            "Schedule", "schedule", "simulate"]
 
@@ -118,6 +119,66 @@ def each_step_pays(tape_bytes: int, steps: int, state_bytes: int) -> bool:
 @cached_overload(each_step_pays)
 def _ol_each_step_pays(tape_bytes, steps, state_bytes):
     return lambda tape_bytes, steps, state_bytes: 2 * steps * state_bytes <= tape_bytes
+
+
+@register_jitable
+def _block_split(a, b, free, block):
+    """``_split`` over blocks of ``block`` steps: ``a`` a block's first step, ``b`` the
+    segment's end (a block's first step, or the trip count); a block's first step or ``b``."""
+    if block <= 1:
+        return _split(a, b, free)
+    return min(b, _split(a // block, (b + block - 1) // block, free) * block)
+
+
+def block_split(a: int, b: int, free: int, block: int) -> int:
+    """The next snapshot's step in ``[a, b)`` on the binomial schedule over blocks of
+    ``block`` steps (``b``: none); automatic checkpointing reverses a block at a time."""
+    return _block_split(a, b, free, block)
+
+
+@cached_overload(block_split)
+def _ol_block_split(a, b, free, block):
+    return lambda a, b, free, block: _block_split(a, b, free, block)
+
+
+@register_jitable
+def _block_steps(tape_bytes, steps, budget):
+    """See ``block_steps``."""
+    per_step = max(1, tape_bytes // max(1, steps))
+    return max(1, min(steps, budget // per_step))
+
+
+def block_steps(tape_bytes: int, steps: int, budget: int) -> int:
+    """Steps per block of an automatically checkpointed loop: as many as keep the block's
+    tape (``tape_bytes / steps`` each) within ``budget`` bytes, so that it stays in cache
+    between the taped steps and their adjoints; at least one."""
+    return _block_steps(tape_bytes, steps, budget)
+
+
+@cached_overload(block_steps)
+def _ol_block_steps(tape_bytes, steps, budget):
+    return lambda tape_bytes, steps, budget: _block_steps(tape_bytes, steps, budget)
+
+
+@register_jitable
+def _block_slots(steps, block, state_bytes, tape_bytes):
+    """See ``block_slots``."""
+    blocks = (steps + block - 1) // block
+    fit = tape_bytes // max(1, 4 * state_bytes)
+    return max(1, min(blocks, max(_count(blocks, -1), fit)))
+
+
+def block_slots(steps: int, block: int, state_bytes: int, tape_bytes: int) -> int:
+    """Snapshot slots for ``steps`` steps in blocks of ``block``: one per block (no block
+    recomputed) where those take at most a quarter of the ``tape_bytes`` the tape would,
+    else as many as do, and at least the default count over the blocks (``snapshot_count``)."""
+    return _block_slots(steps, block, state_bytes, tape_bytes)
+
+
+@cached_overload(block_slots)
+def _ol_block_slots(steps, block, state_bytes, tape_bytes):
+    return lambda steps, block, state_bytes, tape_bytes: _block_slots(
+        steps, block, state_bytes, tape_bytes)
 
 
 def array_slots(x: np.ndarray, k: int, store: np.ndarray | None = None) -> np.ndarray:
@@ -228,15 +289,16 @@ def _ol_ref_slots(x, k):
 
 # --- the schedule, counted (reports and tests) ------------------------------------------
 
-def simulate(steps, k, order, runs):
+def simulate(steps, k, order, runs, block=1):
     """Run the generated code's driver without the steps: (untaped step runs, the forward
     sweep's included; taped step runs; most snapshots live at once).  ``order`` (length
     ``steps``, or 0 to skip) receives the steps in the order they are reversed, ``runs``
-    (the same) how often each step runs untaped."""
+    (the same) how often each step runs untaped; ``block``: steps reversed at a time
+    (automatic checkpointing's driver, ``binomial._REVERSE_BLOCKS``)."""
     pos = np.zeros(max(k, 1), np.int64)
     top, j, untaped, peak = 0, 0, 0, 1 if steps > 0 else 0
     while j < steps:  # the forward sweep: snapshots where the schedule puts them
-        m = _split(j, steps, k - 1 - top)
+        m = _block_split(j, steps, k - 1 - top, block)
         untaped += m - j
         if runs.shape[0]:
             runs[j:m] += 1
@@ -248,7 +310,7 @@ def simulate(steps, k, order, runs):
     end, taped = steps, 0
     while end > 0:  # the reverse sweep
         a = pos[top]
-        m = _split(a, end, k - 1 - top)
+        m = _block_split(a, end, k - 1 - top, block)
         if m < end:  # advance to m, keep a snapshot there
             untaped += m - a
             if runs.shape[0]:
@@ -256,14 +318,16 @@ def simulate(steps, k, order, runs):
             top += 1
             pos[top] = m
             peak = max(peak, top + 1)
-        else:  # advance to the segment's last step, run it with its tape, reverse it
-            untaped += end - 1 - a
+        else:  # advance to the segment's last block, run it with its tape, reverse it
+            m = max(a, (end - 1) // block * block)
+            untaped += m - a
             if runs.shape[0]:
-                runs[a:end - 1] += 1
-            if order.shape[0]:
-                order[taped] = end - 1
-            taped += 1
-            end -= 1
+                runs[a:m] += 1
+            for t in range(end - 1, m - 1, -1):
+                if order.shape[0]:
+                    order[taped] = t
+                taped += 1
+            end = m
             if end == a:
                 top -= 1
     return untaped, taped, peak

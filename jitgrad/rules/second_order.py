@@ -39,7 +39,8 @@ declare(H.snapshot, H.tape_reserve, H.tape_from, H.shape_stand_in, G.rng_reserve
         K.chooser_weights,
         K.prod_others, K.cumsum_along, K.flip_along, result=argument(0))
 declare(H.guard, H.pow_log, K.select, H.digamma, result=BROADCAST)
-declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, result=INT)
+declare(H.trip_count, K.argextreme, R.revolve_split, R.snapshot_count, R.block_split,
+        R.block_steps, R.block_slots, result=INT)
 declare(K.axis_count, H.lane_sum, result=FLOAT)
 declare(G.rng_saved, result=fixed("i", 1))  # uint8 storage
 
@@ -100,8 +101,8 @@ declare(K.extreme_at, result=declared(_extreme))
 
 # (``array_slots``' entries: ``store_slot``, a copy in forward mode)
 non_differentiable(H.zeros_like, H.shape_stand_in, H.trip_count, K.chooser_weights, K.axis_count,
-                   K.argextreme, R.revolve_split, R.snapshot_count, R.array_slots,
-                   G.rng_reserve, pure=True)
+                   K.argextreme, R.revolve_split, R.snapshot_count, R.block_split,
+                   R.block_steps, R.block_slots, R.array_slots, G.rng_reserve, pure=True)
 non_differentiable(G.rng_store, G.rng_load, G.rng_saved)  # the generators' state: not pure
 
 # --- tangents: linear in the gradient (or array) argument ------------------------------

@@ -2,13 +2,19 @@
 binomial schedule of ``jg.checkpointed`` (``binomial.py``), chosen when the loop starts.
 
 A ``range`` loop in no other loop or branch is reversed both ways: with its tape
-(``reverse_flow.ControlFlow.for_``, today's code) and on the binomial schedule with
-``snapshots=None`` (``Binomial.loop``, the machinery ``jg.checkpointed`` uses).  Where the
+(``reverse_flow.ControlFlow.for_``, today's code) and on the binomial schedule over blocks
+of steps (``Binomial.loop(block=...)``, the machinery ``jg.checkpointed`` uses).  Where the
 loop starts, the forward sweep adds up the room the tape's reserves ask for (the typed
 tapes of its scalars, reserved for all trips before it) and takes the binomial branch
 where that exceeds the threshold (``Unit.auto_checkpoint``, bytes) and the snapshots
 (about ``sqrt(2 T)`` copies of the loop-carried state) take at most a quarter of it; the
-adjoint sweep takes the same branch.  Only loops ``jg.checkpointed`` takes soundly qualify:
+adjoint sweep takes the same branch.  The branch reverses a block of steps at a time:
+as many steps as keep their tape within a quarter of the threshold (``block_steps``: it
+stays in cache from the taped steps to their adjoints), with a snapshot per block where
+those take at most a quarter of the tape (``block_slots``: no block recomputed; else the
+binomial schedule over blocks), so that the reverse sweep runs each step about twice
+(forward, then taped) and copies a snapshot back once per block, not once per step.
+Only loops ``jg.checkpointed`` takes soundly qualify:
 no ``break`` or ``return`` in them, no random draws, no checkpointed region or ``prange``
 inside, every variable a step reads before binding it with a value before the loop
 (``Binomial``'s refusals keep the loop plain).  Only time loops whose steps run inner
@@ -92,12 +98,14 @@ class AutoCheckpoint(Part):
             return pf, pr
         kept = self._state()
         snaps = self.namer.fresh("_snapshots")
+        block = self.namer.fresh("_block")
         built = None
         for each in (True, False):  # a snapshot per step where it copies no elements
             self._restore(saved, plain=kept)
             CHECKPOINTED.set(s, (snaps, "auto", False))
             try:
-                built = self.binomial.loop(s, restored, each_step=each)
+                built = self.binomial.loop(s, restored, each_step=each,
+                                           block=None if each else block)
             except TransformError:  # (not a loop jg.checkpointed takes: keep its tape)
                 self._restore(kept)
                 return pf, pr
@@ -106,13 +114,14 @@ class AutoCheckpoint(Part):
             if not (each and self.binomial.last_state[1]):
                 break
         self._restore_reserves(kept)
-        return self.choose(s, snaps, size, pf, pr, *built, each_step=each)
+        return self.choose(s, (snaps, block), size, pf, pr, *built, each_step=each)
 
-    def choose(self, s: ast.For, snaps: str, size: ast.expr, pf, pr, bf, br,
+    def choose(self, s: ast.For, names: tuple[str, str], size: ast.expr, pf, pr, bf, br,
                each_step: bool = False):
         """``if _checkpointed: <binomial> else: <tape>`` in both sweeps, the choice made
         from the tape's size and the snapshots' where the loop starts (``each_step``:
-        a snapshot before every step, ``Binomial.loop``)."""
+        a snapshot before every step, ``Binomial.loop``; ``names``: the snapshot count's
+        and the block size's)."""
         tape = self.namer.fresh("_tape_bytes")
         flag = self.namer.fresh("_checkpointed")
         rng = s.iter.args
@@ -131,10 +140,24 @@ class AutoCheckpoint(Part):
             "on the binomial schedule (as jg.checkpointed)"
         note = comment(f"loop at line {line}: {how} "
                        f"where its tape would take more than {self.threshold} bytes")
+        sized = [] if each_step else self.blocks(names, tape, self.tapes.trips(start, stop,
+                                                                                step))
         fwd = [note, assign(tape, size), assign(flag, test),
-               ast.If(test=name(flag), body=[assign(snaps, const(-1)), *bf], orelse=pf)]
+               ast.If(test=name(flag), body=[*sized, *bf], orelse=pf)]
         rev = [ast.If(test=name(flag), body=br, orelse=pr)]
         return fwd, rev
+
+    def blocks(self, names: tuple[str, str], tape: str, trips: ast.expr) -> list[ast.stmt]:
+        """The block size (steps whose tape takes at most a quarter of the threshold: it stays
+        in cache from the taped steps to their adjoints) and the snapshot count (one per
+        block where those take at most a quarter of the tape), where the loop starts."""
+        snaps, block = names
+        steps, slots = (self.global_name(f.__name__, f)
+                        for f in (revolve.block_steps, revolve.block_slots))
+        return [assign(block, ast.Call(func=name(steps), args=[
+                    name(tape), clone(trips), const(self.threshold // 4)], keywords=[])),
+                assign(snaps, ast.Call(func=name(slots), args=[
+                    clone(trips), name(block), self.state_bytes(), name(tape)], keywords=[]))]
 
     def few_steps(self, s: ast.For) -> bool:
         """Is the trip count a constant below ``_FEW`` (snapshots every few steps would keep

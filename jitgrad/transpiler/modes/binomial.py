@@ -65,14 +65,14 @@ while J < N:
 
 #: the reverse sweep: the top segment is split again, or its last step run with its tape
 #: and reversed (after advancing to it from the segment's snapshot)
-_REVERSE = '''
+_DRIVER = '''
 END = N
 LIVE = False
 while END > 0:
     A = POS[TOP]
     if not LIVE:
         LOAD
-    M = SPLIT(A, END, K - 1 - TOP)
+    M = {split}
     if M < END:
         for J in range(A, M):
             INDEX
@@ -82,6 +82,13 @@ while END > 0:
         STORE
         LIVE = True
     else:
+{last}        if END == A:
+            TOP -= 1
+        LIVE = False
+'''
+
+#: a step at a time: advance to the segment's last step, run it with its tape, reverse it
+_ONE_STEP = '''\
         for J in range(A, END - 1):
             INDEX
             PLAIN
@@ -89,10 +96,28 @@ while END > 0:
         INDEX
         TAPED
         END -= 1
-        if END == A:
-            TOP -= 1
-        LIVE = False
 '''
+_REVERSE = _DRIVER.format(split="SPLIT(A, END, K - 1 - TOP)", last=_ONE_STEP)
+
+#: automatic checkpointing (``Binomial.loop(block=...)``): the same driver over blocks of
+#: ``BS`` steps, sized so that a block's tape stays in cache; the top segment's last block
+#: runs with its tape, then its steps' adjoints run, last step first
+_FORWARD_BLOCKS = _FORWARD.replace("COUNT(N, SNAPS)", "COUNT((N + BS - 1) // BS, SNAPS)") \
+    .replace("SPLIT(J, N, K - 1 - TOP)", "SPLIT(J, N, K - 1 - TOP, BS)")
+
+_REVERSE_BLOCKS = _DRIVER.format(split="SPLIT(A, END, K - 1 - TOP, BS)", last='''\
+        M = max(A, (END - 1) // BS * BS)
+        for J in range(A, M):
+            INDEX
+            PLAIN
+        for J in range(M, END):
+            INDEX
+            TAPED
+        for J in range(END - 1, M - 1, -1):
+            INDEX
+            ADJOINT
+        END = M
+''')
 
 #: every step's snapshot (``Binomial.loop(each_step=True)``): the forward sweep stores the
 #: state before each step; the reverse sweep loads it, runs the step with its tape and
@@ -154,10 +179,11 @@ class Binomial(Part):
         #: (``auto_checkpoint.py`` sizes the snapshots from them)
         self.last_state: tuple[list[str], list[str]] = ([], [])
 
-    def loop(self, s: ast.For, restored, each_step: bool = False):
+    def loop(self, s: ast.For, restored, each_step: bool = False, block: str | None = None):
         """A checkpointed loop on the binomial schedule: snapshots of the loop-carried state
         at revolve's positions, one step's tape at a time (``kernels.revolve``); with
-        ``each_step`` a snapshot before every step (see ``_FORWARD_EACH``)."""
+        ``each_step`` a snapshot before every step (see ``_FORWARD_EACH``); with ``block``
+        (the name of a steps-per-block count) a block's tape at a time (``_REVERSE_BLOCKS``)."""
         bf, br = self._step(s, each_step)
         if not br:
             loop = ast.copy_location(ast.For(target=s.target, iter=s.iter, body=bf, orelse=[]), s)
@@ -180,16 +206,20 @@ class Binomial(Part):
         plain = strip_pushes(clone(bf))
         taped = bf + br  # a step pushes its top-level values once each: reserved below
         blocks = {"INDEX": index, "PLAIN": plain, "SLOTS": slots, "STORE": store,
-                  "LOAD": load, "TAPED": taped}
+                  "LOAD": load, "TAPED": bf if block else taped, "ADJOINT": br}
+        fwd_t, rev_t, room = (_FORWARD_EACH, _REVERSE_EACH, const(1)) if each_step else \
+            (_FORWARD, _REVERSE, const(1)) if block is None else \
+            (_FORWARD_BLOCKS, _REVERSE_BLOCKS, name(block))
+        if block is not None:
+            v.update(BS=block, SPLIT=self.global_name("block_split", revolve.block_split))
         self.env.setdefault("range", range)
         self.tapes.restores(dataflow.binds_in([s]) | set(state) | {t})
-        note = _note(s, state, bool(replay), each_step)
+        note = _note(s, state, bool(replay), each_step, block is not None)
         fwd = [note, assign(first, clone(start)), assign(stride, clone(step)), *once_save,
-               *splice(_FORWARD_EACH if each_step else _FORWARD, v, blocks),
-               # room for one step's top-level pushes, once: each taped step pops its own
-               *self.tapes.reserves(s, const(0), const(1), const(1))]
-        rev = [note, *once_load, *replay[:1],
-               *splice(_REVERSE_EACH if each_step else _REVERSE, v, blocks), *replay[1:]]
+               *splice(fwd_t, v, blocks),
+               # room for one step's (a block's) top-level pushes, once: popped in reverse
+               *self.tapes.reserves(s, const(0), room, const(1))]
+        rev = [note, *once_load, *replay[:1], *splice(rev_t, v, blocks), *replay[1:]]
         self.schedules.append(self.schedule(s, state, slotted, bf))
         self.last_state = (state, [x.value.args[0].id for x in load if isinstance(x, ast.Expr)
                                    and x.value.args[0].id in state])
@@ -493,7 +523,8 @@ def element_reads(body: list[ast.stmt]) -> set[str]:
     return out
 
 
-def _note(s: ast.For, state: list[str], draws: bool, each_step: bool) -> ast.stmt:
+def _note(s: ast.For, state: list[str], draws: bool, each_step: bool,
+          blocks: bool = False) -> ast.stmt:
     """The comment heading a checkpointed loop's sweeps: its schedule and what it keeps."""
     what = ", ".join(state + ["the random generators"] * draws) or "nothing"
     line = getattr(s, "lineno", None)
@@ -501,5 +532,6 @@ def _note(s: ast.For, state: list[str], draws: bool, each_step: bool) -> ast.stm
         return comment(f"loop (line {line}): a snapshot of {what} before each step; "
                        "each step run again with its tape where it is reversed")
     which = "loop" if CHECKPOINTED.get(s)[1] == "auto" else "jg.checkpointed loop"
+    tape = "a block's tape (steps sized to stay in cache)" if blocks else "one step's tape"
     return comment(f"{which} (line {line}): binomial schedule (revolve), "
-                   f"snapshots of {what}; one step's tape at a time")
+                   f"snapshots of {what}; {tape} at a time")
