@@ -39,6 +39,7 @@ from .front_passes import (
     show_kinds,
     show_prange,
     small_arrays_,
+    jam_,
 )
 from .gradient_code import NESTED_CODE, gradient_code, register_generate
 from .reverse_passes import (
@@ -60,6 +61,7 @@ from .unit import without_gc as _without_gc
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("small_arrays", small_arrays_),
+    Pass("jam", jam_),
     Pass("analyse", analyse_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),

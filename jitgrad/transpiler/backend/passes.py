@@ -826,22 +826,22 @@ def zero_skip_(s: Lowering) -> None:
     scalar cotangent runs only where that cotangent is nonzero (``backend/zero_skip.py``).
 
     >>> print(example("zero_skip", '''
-    ... def f(p, w, n):
+    ... def f(p, w):
     ...     s = 0.0
-    ...     for i in range(n):
+    ...     for i in range(3):
     ...         d = 0.0
     ...         for k in range(p.shape[0]):
     ...             d += p[k] * w
     ...         if d > s:
     ...             s = d
     ...     return s
-    ... ''', args=(np.ones(4), 1.0, 3)))
-    def f_grad_1(p, w, n, _dret, _ws):
+    ... ''', args=(np.ones(4), 1.0)))
+    def f_grad_1(p, w, _dret, _ws):
         _tape_c_1 = _ws[0]
         _tape_c_1n = 0
         s = 0.0
-        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, n)
-        for i in range(n):
+        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, 3)
+        for i in range(3):
             d = 0.0
             _n = p.shape[0]
             for k in range(_n):
@@ -858,7 +858,7 @@ def zero_skip_(s: Lowering) -> None:
         dw = 0.0
         dd = 0.0
         ds = _dret
-        for i in range(n - 1, -1, -1):
+        for i in range(3 - 1, -1, -1):
             _tape_c_1n -= 1
             _c_1 = _tape_c_1[_tape_c_1n]
             if _c_1:
@@ -940,7 +940,7 @@ def trip_memo_(s: Lowering) -> None:
     >>> print(example("trip_memo", '''
     ... def f(q, x):
     ...     s = 0.0
-    ...     for i in range(x.shape[0]):
+    ...     for i in range(3):
     ...         t = 0.0
     ...         for j in range(q.shape[0]):
     ...             t += math.exp(q[j]) * x[i]
@@ -951,7 +951,6 @@ def trip_memo_(s: Lowering) -> None:
         _tape_t2_1 = _ws[0]
         _tape_t2_1n = 0
         s = 0.0
-        _n = x.shape[0]
         dq = np.zeros_like(q)
         dx = np.zeros_like(x)
         dt = 0.0
@@ -959,12 +958,12 @@ def trip_memo_(s: Lowering) -> None:
         # iterations over i are independent: each runs its adjoint right after it
         (its tape holds one iteration)
         _new_trip = True
-        for i in range(_n):
+        for i in range(3):
             # 1 stored value(s) the same in every trip: made in the first
             t = 0.0
-            _n2 = q.shape[0]
-            _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n2)
-            for j in range(_n2):
+            _n = q.shape[0]
+            _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n)
+            for j in range(_n):
                 _t4 = x[i]
                 # stored _t2: math.exp costs 20 > tape 16
                 if _new_trip:
