@@ -64,7 +64,10 @@ def jam(body: list[ast.stmt], returns: list[ast.expr], kinds: dict[str, Kind],
         if is_prange(s) or CHECKPOINTED.get(s):
             return s  # (the user chose its schedule: nothing under it changes either)
         plan = _plan(s, ctx)
-        return None if plan is None else _jammed(s, plan, namer)
+        if plan is None:
+            return None
+        env.setdefault("bool", bool)  # (the generated code calls it: as ``normalize`` does)
+        return _jammed(s, plan, namer)
 
     return rewrite_blocks(body, one)
 
