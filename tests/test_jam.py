@@ -134,7 +134,7 @@ def carried_pre(x, K):
     total = 0.0
     last = 1.0
     for i in range(K):
-        r = last  # reads what the previous iteration's post left
+        r = last + i  # reads what the previous iteration's post left
         for j in range(x.shape[0]):
             r = r * x[j] + 1.0
         last = r * 0.5
@@ -146,7 +146,7 @@ def read_after(x, K):
     total = 0.0
     r = 0.0
     for i in range(K):
-        r = 0.0
+        r = i * 0.5
         for j in range(x.shape[0]):
             r = r * x[j] + 1.0
         total += r
@@ -156,7 +156,7 @@ def read_after(x, K):
 def two_inner(x, K):
     total = 0.0
     for i in range(K):
-        r = 0.0
+        r = i * 0.5
         for j in range(x.shape[0]):
             r = r * x[j] + 1.0
         for j in range(x.shape[0]):
@@ -168,7 +168,7 @@ def two_inner(x, K):
 def large_inner(x, K):
     total = 0.0
     for i in range(K):
-        r = 0.0
+        r = i * 0.5
         for j in range(x.shape[0]):  # 13 statements once normalised
             a = x[j] * r + 1.0
             b = a * a - 0.5
@@ -183,7 +183,7 @@ def large_inner(x, K):
 def branch_inner(x, K):
     total = 0.0
     for i in range(K):
-        r = 0.0
+        r = i * 0.5
         for j in range(x.shape[0]):
             if x[j] > 0.0:  # a branch inside the inner loop
                 r = r * x[j] + 1.0

@@ -15,8 +15,15 @@ from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
 from .backend.prange import Parallel
-from .front_passes import kinds_, prange_, show_analysis, show_kinds, show_prange, small_arrays_
-from .front_passes import jam_
+from .front_passes import (
+    jam_,
+    kinds_,
+    prange_,
+    show_analysis,
+    show_kinds,
+    show_prange,
+    small_arrays_,
+)
 from .gradient_code import register_generate_jvp
 from .modes.forward import forward
 from .nodes import clone

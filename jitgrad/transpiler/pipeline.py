@@ -33,13 +33,13 @@ from .front_passes import (
     PREPARE,
     adopt,
     analyse_,
+    jam_,
     kinds_,
     prange_,
     show_analysis,
     show_kinds,
     show_prange,
     small_arrays_,
-    jam_,
 )
 from .gradient_code import NESTED_CODE, gradient_code, register_generate
 from .reverse_passes import (

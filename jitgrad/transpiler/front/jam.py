@@ -102,7 +102,8 @@ def _straight(stmts: list[ast.stmt], kinds: dict[str, Kind], env, ifs: bool) -> 
 
 
 def _plan(loop: ast.For, ctx) -> tuple | None:
-    """(pre, inner loop, post, the names each copy renames) where ``loop`` may be jammed (module docstring), else None."""
+    """(pre, inner loop, post, the names each copy renames) where ``loop`` may be jammed
+    (module docstring), else None."""
     body, returns, kinds, env = ctx
     outer = _range_args(loop, env)
     at = [k for k, s in enumerate(loop.body) if isinstance(s, (ast.For, ast.While))]
