@@ -38,17 +38,16 @@ def fit(x, K):
 
 
 def offset_pair(x, dx, J):
-    """A range not starting at 0, two wrt arrays, a branch in post on the accumulator."""
-    best = 0.0
+    """A range not starting at 0, two wrt arrays, two accumulators."""
     acc = 0.0
+    sq = 0.0
     for i in range(2, J):
         s = dx[i % dx.shape[0]]
         for j in range(x.shape[0]):
             s = s * 0.5 + math.sin(x[j] * i)
         acc += s
-        if s > best:
-            best = s
-    return acc + best
+        sq = sq + s * acc
+    return acc + sq
 
 
 def _stage(f, *args, **kw):
@@ -191,6 +190,17 @@ def branch_inner(x, K):
     return total
 
 
+def branch_post(x, K):
+    best = 0.0
+    for i in range(K):
+        r = i * 0.5
+        for j in range(x.shape[0]):
+            r = r * x[j] + 1.0
+        if r < best:  # a running minimum: its adjoint reaches one iteration
+            best = r
+    return best
+
+
 def stale_local(x, K):
     total = 0.0
     v = 0.0
@@ -223,7 +233,8 @@ def array_pre(x, K):
 
 
 @pytest.mark.parametrize("f", [stepped, triangle, writes_pre, writes_post, carried_pre,
-                               read_after, two_inner, large_inner, branch_inner, stale_local,
+                               read_after, two_inner, large_inner, branch_inner, branch_post,
+                               stale_local,
                                array_pre])
 def test_left_as_written(f):
     args = (X, 6)

@@ -826,22 +826,22 @@ def zero_skip_(s: Lowering) -> None:
     scalar cotangent runs only where that cotangent is nonzero (``backend/zero_skip.py``).
 
     >>> print(example("zero_skip", '''
-    ... def f(p, w):
+    ... def f(p, w, n):
     ...     s = 0.0
-    ...     for i in range(3):
+    ...     for i in range(n):
     ...         d = 0.0
     ...         for k in range(p.shape[0]):
     ...             d += p[k] * w
     ...         if d > s:
     ...             s = d
     ...     return s
-    ... ''', args=(np.ones(4), 1.0)))
-    def f_grad_1(p, w, _dret, _ws):
+    ... ''', args=(np.ones(4), 1.0, 3)))
+    def f_grad_1(p, w, n, _dret, _ws):
         _tape_c_1 = _ws[0]
         _tape_c_1n = 0
         s = 0.0
-        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, 3)
-        for i in range(3):
+        _tape_c_1 = tape_reserve(_tape_c_1, _tape_c_1n, n)
+        for i in range(n):
             d = 0.0
             _n = p.shape[0]
             for k in range(_n):
@@ -858,7 +858,7 @@ def zero_skip_(s: Lowering) -> None:
         dw = 0.0
         dd = 0.0
         ds = _dret
-        for i in range(3 - 1, -1, -1):
+        for i in range(n - 1, -1, -1):
             _tape_c_1n -= 1
             _c_1 = _tape_c_1[_tape_c_1n]
             if _c_1:

@@ -20,7 +20,9 @@ posts run in iteration order, so values are bit-identical.  It applies where reo
 the copies' pre-parts and inner loops changes nothing (``_plan``): a ``range`` loop (not
 ``prange``, not ``jg.checkpointed``) whose body is pre + one inner ``range`` loop + post,
 with only assignments to scalar names from pure expressions (``front/purity.py``; ``if``
-allowed outside the inner loop), so no memory is written; the inner loop's bounds read
+allowed in the pre-part), so no memory is written; no ``if`` in post: a branch there (a
+running minimum) makes the adjoint reach few iterations, which ``zero_skip`` skips one
+at a time but not four jammed together; the inner loop's bounds read
 nothing the outer body binds but what its pre-part binds once to the same value in every
 iteration (``_n = x.shape[0]``); every name the pre-part and inner loop bind is bound before
 it is read in each iteration (``exposed_reads``) and read nowhere outside the loop; names
@@ -116,7 +118,7 @@ def _plan(loop: ast.For, ctx) -> tuple | None:
             or sum(1 for _ in walk_stmts(loop.body)) > MAX_NEST:
         return None
     if not (_straight(pre, kinds, env, True) and _straight(inner.body, kinds, env, False)
-            and _straight(post, kinds, env, True)):
+            and _straight(post, kinds, env, False)):
         return None
     bound = binds_in(loop.body, elements=True)
     if i in bound or loaded_ids(outer) & (bound | {i}) \
