@@ -369,54 +369,31 @@ def jam_(u: Unit) -> None:
     ... def f(x, n):
     ...     s = 0.0
     ...     for i in range(n):
-    ...         r = 0.0
-    ...         for j in range(x.shape[0]):
+    ...         r = 1.0
+    ...         for j in range(3):
     ...             r = r * x[j] + i
     ...         s += r
     ...     return s
-    ... ''', args=(np.ones(3), 5)))
+    ... ''', args=(np.ones(3), 9)))
     def f(x, n):
         s = 0.0
         _jq = n // 4
-        _jz = bool(_jq < 0)
-        if _jz:
-            _jq = 0
-        _jr = _jq * 4
+        ...
         _js = n - _jr
         for i in range(_js):
-            r = 0.0
-            _n = x.shape[0]
-            for j in range(_n):
-                _t2 = x[j]
-                _t = r * _t2
-                r = _t + i
-            s = s + r
+            ...
         for _jk in range(_jq):
             _jo = _jk * 4
             i_1 = _js + _jo
             i_2 = i_1 + 1
-            i_3 = i_1 + 2
-            i_4 = i_1 + 3
-            r_1 = 0.0
-            _n_1 = x.shape[0]
-            r_2 = 0.0
-            _n_2 = x.shape[0]
-            r_3 = 0.0
-            _n_3 = x.shape[0]
-            r_4 = 0.0
-            _n_4 = x.shape[0]
-            for j_1 in range(_n_1):
+            ...
+            r_4 = 1.0
+            for j_1 in range(3):
                 _t2_1 = x[j_1]
                 _t_1 = r_1 * _t2_1
                 r_1 = _t_1 + i_1
                 _t2_2 = x[j_1]
-                _t_2 = r_2 * _t2_2
-                r_2 = _t_2 + i_2
-                _t2_3 = x[j_1]
-                _t_3 = r_3 * _t2_3
-                r_3 = _t_3 + i_3
-                _t2_4 = x[j_1]
-                _t_4 = r_4 * _t2_4
+                ...
                 r_4 = _t_4 + i_4
             s = s + r_1
             s = s + r_2
