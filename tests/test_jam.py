@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, check_hvp
 from test_forward import check_jvp
 
 import jitgrad as jg
@@ -82,6 +82,12 @@ def test_offset_range_two_arrays(jit):
 def test_forward_mode_jammed(jit):
     assert JAMMED in jg.differentiate(fit).source(X, 9, stage="jam", mode="jvp")
     check_jvp(fit, [X, 9], 0, jit=jit)
+
+
+def test_hvp_over_jammed_gradient():
+    """Second order differentiates the jammed gradient code (not jammed again)."""
+    check_hvp(fit, (X, 9), (0,))
+    check_hvp(offset_pair, (X, np.array([0.1, 0.9, -0.4]), 11), (0, 1))
 
 
 # --- each precondition that fails leaves the nest as written ----------------------------
