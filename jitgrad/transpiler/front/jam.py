@@ -22,11 +22,11 @@ the copies' pre-parts and inner loops changes nothing (``_plan``): a ``range`` l
 with only assignments to scalar names from pure expressions (``front/purity.py``; ``if``
 allowed in the pre-part), so no memory is written; no ``if`` in post: a branch there (a
 running minimum) makes the adjoint reach few iterations, which ``zero_skip`` skips one
-at a time but not four jammed together; the inner loop's bounds read
-nothing the outer body binds but what its pre-part binds once to the same value in every
-iteration (``_n = x.shape[0]``); every name the pre-part and inner loop bind is bound before
-it is read in each iteration (``exposed_reads``) and read nowhere outside the loop; names
-post binds (accumulators) are not read by pre or the inner loop.
+at a time but not four jammed together; the inner loop's bounds read nothing the outer
+body binds but what its pre-part binds once to the same value in every iteration (``_n =
+x.shape[0]``); every name the pre-part and inner loop bind is bound before it is read in
+each iteration (``exposed_reads``) and read nowhere outside the loop; names post binds
+(accumulators) are not read by pre or the inner loop.
 """
 
 from __future__ import annotations
