@@ -15,7 +15,15 @@ from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
 from .backend.prange import Parallel
-from .front_passes import kinds_, prange_, show_analysis, show_kinds, show_prange, small_arrays_
+from .front_passes import (
+    jam_,
+    kinds_,
+    prange_,
+    show_analysis,
+    show_kinds,
+    show_prange,
+    small_arrays_,
+)
 from .gradient_code import register_generate_jvp
 from .modes.forward import forward
 from .nodes import clone
@@ -127,6 +135,7 @@ def tangent_source(u: Unit, variant: str, fname: str,
 JVP: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("small_arrays", small_arrays_),
+    Pass("jam", jam_),
     Pass("analyse", analyse_tangent_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),

@@ -17,6 +17,7 @@ from .front.aux import flatten_aux
 from .front.desugar import loops, rotations, single_exit
 from .front.fence import fence
 from .front.inline import fold_param_binds, inline
+from .front.jam import jam
 from .front.last_taken import last_taken
 from .front.normalize import Normalizer, inplace_updates
 from .front.numba_kernels import refuse_elementwise_arrays
@@ -357,6 +358,54 @@ def small_arrays_(u: Unit) -> None:
     if body is not u.body:
         u.body = body
         u.kinds = infer(u.body, u.env, u.arg_kinds)
+
+
+def jam_(u: Unit) -> None:
+    """Unroll-and-jam: four outer iterations of a loop nest share one inner loop (four
+    independent chains there to overlap), where ``front/jam.py`` proves the reordering
+    changes nothing; the posts keep their order, so values are bit-identical.
+
+    >>> print(example("jam", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         r = 1.0
+    ...         for j in range(3):
+    ...             r = r * x[j] + i
+    ...         s += r
+    ...     return s
+    ... ''', args=(np.ones(3), 9)))
+    def f(x, n):
+        s = 0.0
+        _jq = n // 4
+        ...
+        _js = n - _jr
+        for i in range(_js):
+            ...
+        for _jk in range(_jq):
+            _jo = _jk * 4
+            i_1 = _js + _jo
+            i_2 = i_1 + 1
+            ...
+            r_4 = 1.0
+            for j_1 in range(3):
+                _t2_1 = x[j_1]
+                _t_1 = r_1 * _t2_1
+                r_1 = _t_1 + i_1
+                _t2_2 = x[j_1]
+                ...
+                r_4 = _t_4 + i_4
+            s = s + r_1
+            s = s + r_2
+            s = s + r_3
+            s = s + r_4
+        return s
+    """
+    if u.kernel is None and not u.parsed.filename.startswith("<jitgrad:"):
+        body = jam(u.body, u.returns, u.kinds, u.env, u.namer)  # (not second order's input)
+        if body is not u.body:
+            u.body = body
+            u.kinds = infer(u.body, u.env, u.arg_kinds)
 
 
 def show_kinds(u: Unit) -> str:

@@ -33,6 +33,7 @@ from .front_passes import (
     PREPARE,
     adopt,
     analyse_,
+    jam_,
     kinds_,
     prange_,
     show_analysis,
@@ -60,6 +61,7 @@ from .unit import without_gc as _without_gc
 SPECIALISE: list[Pass] = [
     Pass("kinds", kinds_, show_kinds),
     Pass("small_arrays", small_arrays_),
+    Pass("jam", jam_),
     Pass("analyse", analyse_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),

@@ -949,7 +949,7 @@ def trip_memo_(s: Lowering) -> None:
     >>> print(example("trip_memo", '''
     ... def f(q, x):
     ...     s = 0.0
-    ...     for i in range(x.shape[0]):
+    ...     for i in range(3):
     ...         t = 0.0
     ...         for j in range(q.shape[0]):
     ...             t += math.exp(q[j]) * x[i]
@@ -960,19 +960,18 @@ def trip_memo_(s: Lowering) -> None:
         _tape_t2_1 = _ws[0]
         _tape_t2_1n = 0
         s = 0.0
-        _n = x.shape[0]
         dq = np.zeros_like(q)
         dx = np.zeros_like(x)
         ds = _dret
         # iterations over i are independent: each runs its adjoint right after it
         (its tape holds one iteration)
         _new_trip = True
-        for i in range(_n):
+        for i in range(3):
             # 1 stored value(s) the same in every trip: made in the first
             t = 0.0
-            _n2 = q.shape[0]
-            _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n2)
-            for j in range(_n2):
+            _n = q.shape[0]
+            _tape_t2_1 = tape_reserve(_tape_t2_1, _tape_t2_1n, _n)
+            for j in range(_n):
                 _t4 = x[i]
                 # stored _t2: math.exp costs 20 > tape 16
                 if _new_trip:
