@@ -18,7 +18,7 @@ def _id(case):
                                                 enumerate(C.CASES)])
 def test_corpus(case, jit):
     f, make, wrt = case
-    check_grad(f, make(), wrt=wrt, jit=jit)
+    check_grad(f, make(), wrt=wrt, jit=jit, shared=True)
 
 
 def test_corpus_size():

@@ -22,19 +22,19 @@ SCALAR_CASES = [
 
 @pytest.mark.parametrize("f,args", SCALAR_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_scalar_functions(f, args, jit):
-    check_grad(f, args, wrt=(0, 1), jit=jit)
+    check_grad(f, args, wrt=(0, 1), jit=jit, shared=True)
 
 
 def test_numpy_elementwise_arrays(jit):
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, 5)
     y = rng.uniform(0.5, 2, 5)
-    check_grad(C.numpy_arrays, (x, y), wrt=(0, 1), jit=jit)
+    check_grad(C.numpy_arrays, (x, y), wrt=(0, 1), jit=jit, shared=True)
 
 
 def test_broadcast_scalar_array(jit):
     x = np.linspace(-1, 1, 4)
-    check_grad(C.broadcast_scalar, (x, 0.7), wrt=(0, 1), jit=jit)
+    check_grad(C.broadcast_scalar, (x, 0.7), wrt=(0, 1), jit=jit, shared=True)
 
 
 _COMPILED = {}
