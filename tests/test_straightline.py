@@ -3,7 +3,7 @@
 import corpus_straight as C
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, shared_diff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,14 +37,9 @@ def test_broadcast_scalar_array(jit):
     check_grad(C.broadcast_scalar, (x, 0.7), wrt=(0, 1), jit=jit, shared=True)
 
 
-_COMPILED = {}
-
-
 def _compiled(f, jit):
-    key = (f, jit)
-    if key not in _COMPILED:
-        _COMPILED[key] = jg.differentiate(f, wrt=(0, 1), jit=jit)
-    return _COMPILED[key]
+    """The object test_scalar_functions checked (``shared_diff``): compiled once."""
+    return shared_diff(f, (0, 1), jit)
 
 
 @settings(max_examples=25, deadline=None)
