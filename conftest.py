@@ -36,17 +36,23 @@ def pytest_addoption(parser, pluginmanager) -> None:
 #: as one unit they would end the run on one worker while the other waits
 SPREAD = {"tests/test_fuzz.py", "tests/test_examples.py"}
 
+#: modules that check the same corpus functions' gradients under ``jit=True`` (through
+#: ``gradcheck.shared_diff``): one group, so each is compiled once, on one worker
+SHARED = {f"tests/{m}.py": "corpus" for m in ("test_loops", "test_straightline",
+                                              "test_numpy_transpiled", "test_primal")}
+
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items) -> None:
     """Keep each page's examples on one xdist worker, in order (``--dist loadgroup``), and
     each test module's tests too (as ``--dist loadfile``): what a module compiles (its
     fixtures, its functions' gradients, which ``jg.grad`` shares within a process) is then
-    compiled once, not once on each worker (``SPREAD``: modules left to spread)."""
+    compiled once, not once on each worker (``SPREAD``: modules left to spread;
+    ``SHARED``: modules grouped together)."""
     for item in items:
         if type(item).__name__ == "SybilItem":
             item.add_marker(pytest.mark.xdist_group(str(item.path.name)))
             continue
         module = item.nodeid.split("::", 1)[0]
         if module not in SPREAD and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(module))
+            item.add_marker(pytest.mark.xdist_group(SHARED.get(module, module)))

@@ -33,12 +33,29 @@ def numeric_grad(f, args, i, eps=1e-6):
     return g
 
 
-def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6):
-    """Compare jitgrad's gradient with central differences on every element; inputs unchanged."""
+_SHARED: dict = {}
+
+
+def shared_diff(f, wrt, jit):
+    """One ``jg.differentiate(f, wrt=wrt, jit=jit)`` per process for the corpus functions
+    that several test modules check (conftest's xdist group ``corpus`` runs those modules
+    on one worker): each gradient is compiled by Numba once, not once per module."""
+    key = (f, repr(wrt), bool(jit))
+    if key not in _SHARED:
+        _SHARED[key] = jg.differentiate(f, wrt=wrt, jit=jit)
+    return _SHARED[key]
+
+
+def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6, shared=False):
+    """Compare jitgrad's gradient with central differences on every element; inputs unchanged.
+    ``shared``: differentiate with ``wrt`` as given through ``shared_diff`` (else a new
+    object with ``wrt`` as a tuple)."""
     wrts = wrt if isinstance(wrt, tuple) else (wrt,)
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    d = jg.differentiate(f, wrt=wrts, jit=jit)
+    d = shared_diff(f, wrt, jit) if shared else jg.differentiate(f, wrt=wrts, jit=jit)
     value, grads = d.value_and_grad(*args)
+    if shared and not isinstance(wrt, tuple):
+        grads = (grads,)
     for a, b in zip(args, before, strict=True):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b, err_msg="gradient call mutated an input")

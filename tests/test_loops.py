@@ -3,7 +3,7 @@
 import corpus_loops as C
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, shared_diff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +18,7 @@ def _id(case):
                                                 enumerate(C.CASES)])
 def test_corpus(case, jit):
     f, make, wrt = case
-    check_grad(f, make(), wrt=wrt, jit=jit)
+    check_grad(f, make(), wrt=wrt, jit=jit, shared=True)
 
 
 def test_corpus_size():
@@ -51,7 +51,6 @@ def test_tapes_only_where_needed():
 
 _PROPERTY = [C.combo_rosenbrock, C.if_array_cond, C.for_break_data, C.arr_cumulative,
              C.for_continue, C.combo_max_tracking]
-_DIFFS = {}
 
 
 @settings(max_examples=15, deadline=None)
@@ -72,8 +71,5 @@ def test_loop_gradients_hypothesis(f, data):
     if f is C.for_break_data and np.any(np.abs(x) < 0.05):
         return
     for jit in (True, False):
-        key = (f, jit)
-        if key not in _DIFFS:
-            _DIFFS[key] = jg.differentiate(f, jit=jit)
-        g = _DIFFS[key].grad(x)
+        g = shared_diff(f, 0, jit).grad(x)  # the object test_corpus checked (wrt 0)
         np.testing.assert_allclose(g, numeric_grad(f, (x,), 0), rtol=1e-5, atol=1e-6)

@@ -42,7 +42,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c[0].__name__ for c in CASES])
 def test_numpy_corpus(case, jit):
     f, make, wrt = case
-    check_grad(f, make(), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6)
+    check_grad(f, make(), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6, shared=True)
 
 
 def test_where_takes_only_the_chosen_side(jit):

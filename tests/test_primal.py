@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import test_numpy_transpiled as TN
 import test_straightline as TS
+from gradcheck import shared_diff
 
 import jitgrad as jg
 
@@ -30,15 +31,11 @@ CORPUS += [
 CORPUS += list(TN.CASES)
 IDS = [f"{c[0].__module__.split('_')[-1]}.{c[0].__name__}-{k}" for k, c in enumerate(CORPUS)]
 
-_DIFFS: dict = {}
-
-
 def _diff(f, wrt, jit):
-    """One Differentiated per (function, wrt, mode): compiled code is reused across cases."""
-    key = (f, wrt, jit)
-    if key not in _DIFFS:
-        _DIFFS[key] = jg.differentiate(f, wrt=wrt, jit=jit)
-    return _DIFFS[key]
+    """One Differentiated per (function, wrt, mode) and process: compiled code is reused
+    across cases and with the modules that check these corpora's gradients (``test_loops``,
+    ``test_straightline``, ``test_numpy_transpiled``; one xdist group, conftest.py)."""
+    return shared_diff(f, wrt, jit)
 
 
 def _copies(args):

@@ -17,7 +17,7 @@ import corpus_rules2 as C
 import numba
 import numpy as np
 import pytest
-from gradcheck import check_grad, numeric_grad
+from gradcheck import check_grad, numeric_grad, shared_diff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -246,17 +246,13 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)])
 def test_new_rules_against_finite_differences(case, jit):
     f, make, wrt = case
-    check_grad(f, make(), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6)
-
-
-_DIFF = {}
+    check_grad(f, make(), wrt=wrt, jit=jit, rtol=1e-5, atol=1e-6, shared=True)
 
 
 def _grad_of(f, jit):
-    key = (f, jit)
-    if key not in _DIFF:
-        _DIFF[key] = jg.differentiate(f, wrt=(0, 1), jit=jit)
-    return _DIFF[key]
+    """One Differentiated per function and mode, the one the corpus test above checked
+    (``ufunc_elementwise`` is compiled once)."""
+    return shared_diff(f, (0, 1), jit)
 
 
 @settings(max_examples=25, deadline=None)

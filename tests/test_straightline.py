@@ -3,7 +3,7 @@
 import corpus_straight as C
 import numpy as np
 import pytest
-from gradcheck import check_grad
+from gradcheck import check_grad, shared_diff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,29 +22,24 @@ SCALAR_CASES = [
 
 @pytest.mark.parametrize("f,args", SCALAR_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_scalar_functions(f, args, jit):
-    check_grad(f, args, wrt=(0, 1), jit=jit)
+    check_grad(f, args, wrt=(0, 1), jit=jit, shared=True)
 
 
 def test_numpy_elementwise_arrays(jit):
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, 5)
     y = rng.uniform(0.5, 2, 5)
-    check_grad(C.numpy_arrays, (x, y), wrt=(0, 1), jit=jit)
+    check_grad(C.numpy_arrays, (x, y), wrt=(0, 1), jit=jit, shared=True)
 
 
 def test_broadcast_scalar_array(jit):
     x = np.linspace(-1, 1, 4)
-    check_grad(C.broadcast_scalar, (x, 0.7), wrt=(0, 1), jit=jit)
-
-
-_COMPILED = {}
+    check_grad(C.broadcast_scalar, (x, 0.7), wrt=(0, 1), jit=jit, shared=True)
 
 
 def _compiled(f, jit):
-    key = (f, jit)
-    if key not in _COMPILED:
-        _COMPILED[key] = jg.differentiate(f, wrt=(0, 1), jit=jit)
-    return _COMPILED[key]
+    """The object test_scalar_functions checked (``shared_diff``): compiled once."""
+    return shared_diff(f, (0, 1), jit)
 
 
 @settings(max_examples=25, deadline=None)
