@@ -17,7 +17,7 @@ from .cached import cached_overload, njit_cached
 __all__ = ["unbroadcast", "broadcast_like", "zeros_like", "snapshot", "restore_into",
            "trip_count", "pow_log", "guard", "tape_reserve", "ws_zeros_like", "digamma",
            "shape_stand_in", "np_zeros_like", "np_empty_like", "np_matmul", "add_outer",
-           "add_outers", "lane_sum", "tape_from"]
+           "add_outers", "lane_sum", "tape_from", "copy_into"]
 
 
 def _is_array(t) -> bool:
@@ -268,6 +268,31 @@ def _ol_restore_into(dst, src):
         for i in np.ndindex(dst.shape):
             dst[i] = src[i]
     return impl
+
+
+# --- copy_into: an array assignment whose error message is compiled once --------
+
+def copy_into(dst, src):
+    """``dst[...] = src``, ``src`` broadcast to ``dst``'s shape, its memory apart from
+    ``dst``'s (``backend/view_updates.py``: where the shapes differ; Numba compiles an
+    array assignment's shape-mismatch message in every process, this once a machine)."""
+    dst[...] = src
+
+
+def _copy_broadcast(dst, src):
+    src = np.broadcast_to(src, dst.shape)
+    for i in np.ndindex(dst.shape):
+        dst[i] = src[i]
+
+
+def _fill(dst, src):
+    for i in np.ndindex(dst.shape):
+        dst[i] = src
+
+
+@cached_overload(copy_into)
+def _ol_copy_into(dst, src):
+    return _copy_broadcast if _is_array(src) else _fill
 
 
 # --- add_outer: a matrix adjoint's outer product, added in place -----------

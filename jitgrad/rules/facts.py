@@ -105,7 +105,7 @@ declare(np.zeros_like, cached_as="np_zeros_like")
 declare(np.empty_like, cached_as="np_empty_like")
 declare(operator.matmul, cached_as="np_matmul")  # (``a @ b``)
 # generated code's in-place copies: (destination, source) arguments
-declare(H.restore_into, copies_into=(0, 1))
+declare(H.restore_into, H.copy_into, copies_into=(0, 1))
 declare(R.store_slot, copies_into=(0, 2))
 declare(R.load_slot, copies_into=(0, 1))
 # methods that change the array or list they are called on (their spelling is all a pass
@@ -136,8 +136,8 @@ declare(H.unbroadcast, K.expand_along, K.dot_grad_a, K.dot_grad_b, builtins.floa
 declare(H.guard, linear_in=(0, 1))
 # calls made for their effect that write no array out of the reverse sweep's sight: output,
 # a shape check, and generated code's own snapshot and slot copies (analysis/effects.py)
-declare(builtins.print, H.same_shape, H.restore_into, R.store_slot, R.load_slot, prange,
-        hides_writes=False)
+declare(builtins.print, H.same_shape, H.restore_into, H.copy_into, R.store_slot, R.load_slot,
+        prange, hides_writes=False)
 
 # --- cost of one scalar call (units of primitives.TAPE_COST, a tape round trip: 16) ---
 # the reverse pass recomputes a value the adjoint needs when its recomputation costs

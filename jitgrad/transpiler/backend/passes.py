@@ -31,7 +31,7 @@ from ..analysis import dataflow
 from ..analysis.shape_classes import SCALAR, ShapeClasses
 from ..ir import Adjoint
 from ..naming import is_tape, names_in
-from ..nodes import loaded_ids
+from ..nodes import loaded_ids, rewrite_blocks
 from . import emit
 from .ascending import ascending
 from .bounds import bounds_checks
@@ -47,7 +47,7 @@ from .optimize import dead_code, dead_code_variants
 from .outer_updates import outer_updates
 from .shape_only import shape_stand_ins
 from .trip_memo import trip_memos
-from .view_updates import view_updates
+from .view_updates import LOOP, copied_array, view_updates
 from .write_once import write_once
 from .zero_skip import zero_guards
 
@@ -1032,8 +1032,9 @@ def tape_accessors_(s: Lowering) -> None:
 
 def view_updates_(s: Lowering) -> None:
     """Under ``jit=True`` (not ``parallel=True``), ``db[2] += g`` into a view of an array
-    is ``_view = db[2]`` then ``_view += g``: Numba does not compile the error message of
-    an array assignment (``backend/view_updates.py``, about 1.5 CPU s a process).
+    is ``_view = db[2]`` then ``_view += g``, and ``dz[...] = dy`` of two arrays apart an
+    element loop (``copy_into`` where the shapes differ): Numba does not compile the error
+    message of an array assignment (``backend/view_updates.py``, about 1.5 CPU s a process).
 
     >>> print(example("view_updates", '''
     ... def f(b, x):
@@ -1060,7 +1061,31 @@ def view_updates_(s: Lowering) -> None:
         return (_t, (db, dx))
     """
     if s.ctx.cached_calls and s.ctx.ndims is not None:
-        s.body = view_updates(s.body, s.ctx.ndims, s.params)
+        s.body = view_updates(s.body, s.ctx.ndims, s.params, _apart_copy(s))
+
+
+def _apart_copy(s: Lowering) -> Callable[[str, str], str | None]:
+    """``view_updates``' ``copy``: the name of ``copy_into`` where no name that may share
+    the target's buffer may share the value's (one dataflow, made when first asked, of
+    the body without the copies themselves: an array's elements set from another array's
+    join no buffers, though ``Dataflow`` joins a container's target to what it stores)."""
+    flow: list[dataflow.Dataflow] = []
+    shapes: list[ShapeClasses] = []
+
+    def copy(target: str, value: str) -> str | None:
+        if not flow:
+            body = rewrite_blocks(s.body, lambda t: [] if copied_array(t, s.ctx.ndims)
+                                  else None)
+            flow.append(dataflow.Dataflow(body, shared=s.ctx.ir.shared,
+                                          is_array=s.ctx.is_array, env=s.ctx.env))
+            shapes.append(ShapeClasses(s.body, s.ctx.ndims, s.ctx.env, s.params))
+        if flow[0].shares(target) & flow[0].shares(value):
+            return None
+        c = shapes[0].of(target)
+        if c not in (None, SCALAR) and c == shapes[0].of(value) and not shapes[0].checks(c):
+            return LOOP
+        return s.ctx.accessor("copy_into")
+    return copy
 
 
 def outer_updates_(s: Lowering) -> None:

@@ -16,11 +16,21 @@ wrote the view onto itself.  Only where the dimensions say the target is a view:
 array's dimension is known (``Context.ndims``), every index is a slice or an integer
 scalar (a constant, a scalar name, arithmetic of those), and fewer indices are integers
 than the array has dimensions.  An element (``dx[i] += g``), an index array (a copy,
-not a view), ``...``, ``None`` or an unknown dimension keep their statement.  So does
-a plain array assignment into a view (``dW[i] = _dt4``, as ``write_once`` makes them):
-calling a helper cached on disk that makes it (its message compiled once per machine)
-cut a row loop's first call by 63% but cost about 90 ns per assignment at run time (a
-call, and ``dst[...] = src`` is slower than the assignment it replaces).
+not a view), ``...``, ``None`` or an unknown dimension keep their statement.
+
+An assignment of an array into a whole array or a view of one pays the same compile
+(``dz[...] = e``, as ``loop_buffers`` sets a zeroed buffer by its first add: GradBench
+gmm's first call 2.6 -> 4.2 s).  Where the assigned value is a name of an array
+(dimension known, at least 1) whose buffer the target's array cannot share
+(``Dataflow.shares``: NumPy copies an overlapping source first, the helper does not),
+the copy is made by the helper ``copy_into``, cached on disk (its message compiled once
+per machine)::
+
+    dz[...] = _dt4                  copy_into(dz, _dt4)
+
+A plain array assignment into a view (``dW[i] = _dt4``, as ``write_once`` makes them)
+keeps its statement: the helper's call on a view made per trip keeps the view's
+reference counting, about 100 ns per assignment at run time.
 
 A split helper's gradient (``front/split.py``), which is compiled on its own and does
 not pass through the backend's steps, is rewritten the same way (``function_views``);
@@ -39,20 +49,26 @@ from ..front.build import assign, name
 from ..naming import fresh_in, names_in
 from . import emit
 
+#: ``copier``'s answer for an element loop (``a`` and ``v`` of one shape)
+LOOP = "loop"
 
-def view_updates(body: list[ast.stmt], ndims: dict[str, int],
-                 params: list[str]) -> list[ast.stmt]:
-    """``body`` with each augmented assignment into a view made an update of the view
-    (module docstring).  Statements that change are copied (the variants share them)."""
+
+def view_updates(body: list[ast.stmt], ndims: dict[str, int], params: list[str],
+                 copier: Callable[[str, str], str | None] | None = None) -> list[ast.stmt]:
+    """``body`` with each augmented assignment into a view made an update of the view,
+    and each array assignment of a name into a whole array a ``copy_into`` call (module
+    docstring; ``copier(target, value)``: the name generated code calls ``copy_into`` by
+    where the two arrays' buffers are apart, else None).  Statements that change are
+    copied (the variants share them)."""
     taken: set[str] | None = None
 
-    def fresh() -> str:
+    def fresh(stem: str = "_view") -> str:
         nonlocal taken
         if taken is None:
             taken = set(params).union(*(names_in(s) for s in body))
-        return fresh_in("_view", taken)
+        return fresh_in(stem, taken)
 
-    return _rewrite(body, ndims, fresh)
+    return _rewrite(body, ndims, fresh, copier)
 
 
 def function_views(fn: Any, ndims: dict[str, int]) -> Any:
@@ -68,22 +84,34 @@ def function_views(fn: Any, ndims: dict[str, int]) -> Any:
     return emit.load(src, fn.__name__, dict(fn.__globals__), f"{fn.__name__}.views")
 
 
-def _rewrite(body: list[ast.stmt], ndims: dict[str, int],
-             fresh: Callable[[], str]) -> list[ast.stmt]:
+def _rewrite(body: list[ast.stmt], ndims: dict[str, int], fresh: Callable[[], str],
+             copier: Callable[[str, str], str | None] | None) -> list[ast.stmt]:
     """``body`` rewritten, nested blocks too; ``body`` itself when nothing changes."""
     out: list[ast.stmt] = []
     changed = False
     for s in body:
-        new = _statement(s, ndims, fresh)
+        new = _statement(s, ndims, fresh, copier)
         changed |= new is not s
         out += new if isinstance(new, list) else [new]
     return out if changed else body
 
 
-def _statement(s: ast.stmt, ndims: dict[str, int],
-               fresh: Callable[[], str]) -> ast.stmt | list[ast.stmt]:
-    """``s`` rewritten: two statements for an update of a view, a copy of a block whose
-    body changes, else ``s`` itself."""
+def _statement(s: ast.stmt, ndims: dict[str, int], fresh: Callable[[], str],
+               copier: Callable[[str, str], str | None] | None
+               ) -> ast.stmt | list[ast.stmt]:
+    """``s`` rewritten: two statements for an update of a view, a call for a copy, a
+    copy of a block whose body changes, else ``s`` itself."""
+    how = None if copier is None else _copied(s, ndims, copier)
+    if how is not None:
+        a, v = s.targets[0].value.id, s.value.id
+        loop = _element_loop(a, v, ndims[v], fresh)
+        if how != LOOP:  # shapes not known to be one: the helper where they differ
+            same = ast.Compare(left=_attr(v, "shape"), ops=[ast.Eq()],
+                               comparators=[_attr(a, "shape")])
+            call = ast.Expr(value=ast.Call(func=name(how), args=[name(a), name(v)],
+                                           keywords=[]))
+            loop = ast.If(test=same, body=[loop], orelse=[call])
+        return ast.copy_location(loop, s)
     if isinstance(s, ast.AugAssign) and _is_view(s.target, ndims):
         v = fresh()
         read = ast.copy_location(assign(v, ast.Subscript(
@@ -94,11 +122,49 @@ def _statement(s: ast.stmt, ndims: dict[str, int],
     for fld in ("body", "orelse", "finalbody"):
         sub = getattr(s, fld, None)
         if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-            done = _rewrite(sub, ndims, fresh)
+            done = _rewrite(sub, ndims, fresh, copier)
             if done is not sub:
                 new = copy.copy(new) if new is s else new
                 setattr(new, fld, done)
     return new
+
+
+def _copied(s: ast.stmt, ndims: dict[str, int],
+            copier: Callable[[str, str], str | None]) -> str | None:
+    """How ``s`` is made where it is ``a[...] = v``, ``a`` and ``v`` arrays of known
+    dimension and apart: ``LOOP`` or the name of ``copy_into`` (``copier``); else None."""
+    if not copied_array(s, ndims):
+        return None
+    return copier(s.targets[0].value.id, s.value.id)
+
+
+def _element_loop(a: str, v: str, ndim: int, fresh: Callable[..., str]) -> ast.For:
+    """``for _k in range(a.shape[0]): ... a[_k, ...] = v[_k, ...]``, ``ndim`` loops deep."""
+    ks = [fresh("_k") for _ in range(ndim)]
+    idx = ast.Tuple(elts=[name(k) for k in ks], ctx=ast.Load()) if ndim > 1 else name(ks[0])
+    stmt: ast.stmt = ast.Assign(
+        targets=[ast.Subscript(value=name(a), slice=idx, ctx=ast.Store())],
+        value=ast.Subscript(value=name(v), slice=copy.deepcopy(idx), ctx=ast.Load()))
+    for d in range(ndim - 1, -1, -1):
+        extent = ast.Subscript(value=_attr(a, "shape"), slice=ast.Constant(d), ctx=ast.Load())
+        stmt = ast.For(target=name(ks[d], store=True), iter=ast.Call(
+            func=name("range"), args=[extent], keywords=[]), body=[stmt], orelse=[])
+    return stmt
+
+
+def _attr(n: str, attr: str) -> ast.Attribute:
+    return ast.Attribute(value=name(n), attr=attr, ctx=ast.Load())
+
+
+def copied_array(s: ast.stmt, ndims: dict[str, int]) -> bool:
+    """Is ``s`` ``a[...] = v``, ``a`` and ``v`` float arrays (dimension known, at least 1)?"""
+    if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.value, ast.Name) and ndims.get(s.value.id)):
+        return False
+    t = s.targets[0]
+    return isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+        and isinstance(t.slice, ast.Constant) and t.slice.value is Ellipsis \
+        and bool(ndims.get(t.value.id))
 
 
 def _is_view(t: ast.expr, ndims: dict[str, int]) -> bool:
@@ -130,4 +196,4 @@ def _int_scalar(e: ast.expr, ndims: dict[str, int]) -> bool:
     return False
 
 
-__all__ = ["function_views", "view_updates"]
+__all__ = ["LOOP", "copied_array", "function_views", "view_updates"]
