@@ -21,27 +21,23 @@ def _run(src: str, scalars=("d", "e"), kept=()) -> str:
     return ast.unparse(known_zero_adds(body, set(scalars), set(kept)))
 
 
-def test_zeroed_before_the_loop_and_after_each_trip():
-    out = _run("""
+_TRIPS = """
+    d = 0.0
+    for j in range(n):
+        d += g[j]
+        x[j] += d * w
         d = 0.0
-        for j in range(n):
-            d += g[j]
-            x[j] += d * w
-            d = 0.0
-    """)
-    assert out == "for j in range(n):\n    d = g[j]\n    x[j] += d * w"
+"""
 
 
-def test_a_gradient_returned_keeps_its_zero():
-    out = _run("""
-        d = 0.0
-        for j in range(n):
-            d += g[j]
-            x[j] += d * w
-            d = 0.0
-    """, kept=("d",))
-    assert out == ("d = 0.0\nfor j in range(n):\n    d = g[j]\n    x[j] += d * w\n"
-                   "    d = 0.0")
+@pytest.mark.parametrize("kept,want", [
+    ((), "for j in range(n):\n    d = g[j]\n    x[j] += d * w"),
+    (("d",), "d = 0.0\nfor j in range(n):\n    d = g[j]\n    x[j] += d * w\n    d = 0.0"),
+])
+def test_zeroed_before_the_loop_and_after_each_trip(kept, want):
+    """Zeroed before the loop and after each trip: the add is an assignment; the zeroings
+    go unless the adjoint is a gradient returned (``kept``)."""
+    assert _run(_TRIPS, kept=kept) == want
 
 
 def test_zero_in_one_branch_only_is_not_known():
