@@ -16,13 +16,10 @@ from .analysis.kinds import Kind
 from .backend import emit, lower
 from .backend.prange import Parallel
 from .front_passes import (
-    jam_,
-    kinds_,
+    SPECIALISE_FRONT,
     prange_,
     show_analysis,
-    show_kinds,
     show_prange,
-    small_arrays_,
 )
 from .gradient_code import register_generate_jvp
 from .modes.forward import forward
@@ -133,9 +130,7 @@ def tangent_source(u: Unit, variant: str, fname: str,
 
 
 JVP: list[Pass] = [
-    Pass("kinds", kinds_, show_kinds),
-    Pass("small_arrays", small_arrays_),
-    Pass("jam", jam_),
+    *SPECIALISE_FRONT,
     Pass("analyse", analyse_tangent_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),

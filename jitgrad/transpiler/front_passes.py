@@ -503,3 +503,11 @@ PREPARE: list[Pass] = [
     Pass("versions", versions_),
     Pass("webs", webs_),
 ]
+
+#: the passes that open every specialisation (argument kinds known), reverse and forward
+#: mode alike: the kinds, then the rewrites that need them
+SPECIALISE_FRONT: list[Pass] = [
+    Pass("kinds", kinds_, show_kinds),
+    Pass("small_arrays", small_arrays_),
+    Pass("jam", jam_),
+]

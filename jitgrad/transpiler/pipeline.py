@@ -31,15 +31,12 @@ from .front.parse import Parsed
 from .front.split import SplitRefused, register_makers
 from .front_passes import (
     PREPARE,
+    SPECIALISE_FRONT,
     adopt,
     analyse_,
-    jam_,
-    kinds_,
     prange_,
     show_analysis,
-    show_kinds,
     show_prange,
-    small_arrays_,
 )
 from .gradient_code import NESTED_CODE, gradient_code, register_generate
 from .reverse_passes import (
@@ -59,9 +56,7 @@ from .unit import without_gc as _without_gc
 #: run once per function: ``PREPARE`` (``front_passes.py``, parse .. webs); then per
 #: specialisation (wrt, argument kinds):
 SPECIALISE: list[Pass] = [
-    Pass("kinds", kinds_, show_kinds),
-    Pass("small_arrays", small_arrays_),
-    Pass("jam", jam_),
+    *SPECIALISE_FRONT,
     Pass("analyse", analyse_, show_analysis),
     Pass("prange", prange_, show_prange),
     Pass("reverse", reverse_, show_ir),
