@@ -682,9 +682,10 @@ def differentiate(func: Callable | None = None, *, wrt: Wrt = 0, jit: bool = Tru
     as the user's ``@numba.njit(cache=...)`` dispatcher, else ``jg.config.cache``, off
     unless ``JITGRAD_CACHE=1``);
     ``has_aux=True``: ``func`` returns ``(out, aux)`` (see ``grad``);
-    ``auto_checkpoint=False``: a time loop whose tape would not fit in cache keeps its
-    tape instead of running on the binomial schedule (None: ``jg.config.auto_checkpoint``,
-    on unless ``JITGRAD_AUTO_CHECKPOINT=0``; ``docs/long-loops.md``)."""
+    ``auto_checkpoint=True``: a time loop whose tape would not fit in cache runs on the
+    binomial schedule over cache-sized blocks of steps instead of keeping its whole tape
+    (False: never; None: ``jg.config.auto_checkpoint``, off unless
+    ``JITGRAD_AUTO_CHECKPOINT=1``; ``docs/long-loops.md``)."""
     refuse_target(target)
     if target == "cuda":
         if cache or not jit or has_aux:

@@ -10,8 +10,8 @@ environment variable ``JITGRAD_VERBOSE=1``.  The same records always go to the
 source, or ``NUMBA_CACHE_DIR``), so a later process skips the transform and the compile;
 off by default, on with ``JITGRAD_CACHE=1`` or ``jg.config.cache = True`` (like JAX's
 persistent compilation cache); ``cache=False`` on a function keeps it off there.  A
-function whose code cannot be written to a module (a closure over an object, a lambda)
-is built in memory as before.  Read when a function is differentiated.
+function whose code reads something that cannot be written to a module (an object with
+no importable name) is built in memory as before.  Read when a function is differentiated.
 
 ``auto_checkpoint``: reverse mode runs a time loop (a ``range`` loop in no other loop)
 whose tape would take more than ``checkpoint_bytes`` on the binomial schedule of
