@@ -1065,8 +1065,9 @@ def view_updates_(s: Lowering) -> None:
 
 
 def _apart_copy(s: Lowering) -> Callable[[str, str], str | None]:
-    """``view_updates``' ``copy``: the name of ``copy_into`` where no name that may share
-    the target's buffer may share the value's (one dataflow, made when first asked, of
+    """``view_updates``' ``copier``: ``LOOP`` (shapes proved one) or the name of
+    ``copy_into`` where no name that may share the target's buffer may share the value's,
+    else None (one dataflow, made when first asked, of
     the body without the copies themselves: an array's elements set from another array's
     join no buffers, though ``Dataflow`` joins a container's target to what it stores)."""
     flow: list[dataflow.Dataflow] = []

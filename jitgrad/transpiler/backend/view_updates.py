@@ -22,11 +22,16 @@ An assignment of an array into a whole array or a view of one pays the same comp
 (``dz[...] = e``, as ``loop_buffers`` sets a zeroed buffer by its first add: GradBench
 gmm's first call 2.6 -> 4.2 s).  Where the assigned value is a name of an array
 (dimension known, at least 1) whose buffer the target's array cannot share
-(``Dataflow.shares``: NumPy copies an overlapping source first, the helper does not),
-the copy is made by the helper ``copy_into``, cached on disk (its message compiled once
-per machine)::
+(``Dataflow.shares``: NumPy copies an overlapping source first, an element loop does
+not), the copy is an element loop; where the shape classes do not prove the two shapes
+equal, the loop runs under a test of the shapes and otherwise the helper ``copy_into``
+(cached on disk, its message compiled once per machine, broadcasting) copies::
 
-    dz[...] = _dt4                  copy_into(dz, _dt4)
+    dz[...] = _dt4                  if _dt4.shape == dz.shape:
+                                        for _k in range(dz.shape[0]):
+                                            dz[_k] = _dt4[_k]
+                                    else:
+                                        copy_into(dz, _dt4)
 
 A plain array assignment into a view (``dW[i] = _dt4``, as ``write_once`` makes them)
 keeps its statement: the helper's call on a view made per trip keeps the view's
@@ -56,9 +61,10 @@ LOOP = "loop"
 def view_updates(body: list[ast.stmt], ndims: dict[str, int], params: list[str],
                  copier: Callable[[str, str], str | None] | None = None) -> list[ast.stmt]:
     """``body`` with each augmented assignment into a view made an update of the view,
-    and each array assignment of a name into a whole array a ``copy_into`` call (module
-    docstring; ``copier(target, value)``: the name generated code calls ``copy_into`` by
-    where the two arrays' buffers are apart, else None).  Statements that change are
+    and each array assignment of a name into a whole array an element loop (module
+    docstring; ``copier(target, value)``: ``LOOP`` where the shapes are one, else the name
+    generated code calls ``copy_into`` by, where the two arrays' buffers are apart; None
+    where they may share one).  Statements that change are
     copied (the variants share them)."""
     taken: set[str] | None = None
 
@@ -157,7 +163,7 @@ def _attr(n: str, attr: str) -> ast.Attribute:
 
 
 def copied_array(s: ast.stmt, ndims: dict[str, int]) -> bool:
-    """Is ``s`` ``a[...] = v``, ``a`` and ``v`` float arrays (dimension known, at least 1)?"""
+    """Is ``s`` ``a[...] = v``, ``a`` and ``v`` arrays of known dimension (at least 1)?"""
     if not (isinstance(s, ast.Assign) and len(s.targets) == 1
             and isinstance(s.value, ast.Name) and ndims.get(s.value.id)):
         return False
