@@ -105,10 +105,9 @@ class _Walk:
     def _loop(self, s: ast.For | ast.While, zero: set[str]) -> set[str]:
         """What a loop keeps known zero; its body walked from what every trip starts with."""
         head = set(binds(s))
-        if s.orelse or any(isinstance(n, (ast.Break, ast.Continue))
-                           for n in walk_stmts(s.body)):
+        if _jumps(s, (ast.Break, ast.Continue)):
             start = zero - binds_in(s.body, elements=False) - head
-            _Walk(self.facts, self.apply).block(s.body, set(start))
+            self.block(s.body, set(start))
             return start
         start = zero - head
         dry = _Walk(self.facts, apply=False)
@@ -120,6 +119,13 @@ class _Walk:
         if self.apply:
             self.block(s.body, set(start))
         return start
+
+
+def _jumps(s: ast.For | ast.While, kinds: tuple[type, ...]) -> bool:
+    """Does the loop ``s`` have an ``else`` or a statement of ``kinds`` in its body (a path
+    that leaves a trip other than at its end): then the walks keep only what it never
+    binds."""
+    return bool(s.orelse) or any(isinstance(n, kinds) for n in walk_stmts(s.body))
 
 
 def _assigned(s: ast.AugAssign) -> ast.Assign:
@@ -164,8 +170,7 @@ class _Live:
         """Which are live before a loop; its body's dead zeroings dropped with what is live
         at the end of a trip (what the next trip or the code after the loop reads)."""
         head = loaded_ids(s.iter if isinstance(s, ast.For) else s.test) & self.names
-        if s.orelse or any(isinstance(n, (ast.Break, ast.Continue, ast.Return))
-                           for n in walk_stmts(s.body)):
+        if _jumps(s, (ast.Break, ast.Continue, ast.Return)):
             return after | head | self.facts.of(s)[1] & self.names
         live = after | head
         dry = _Live(self.facts, self.names, drop=False)
