@@ -18,8 +18,10 @@ shows medians.  Tools:
 * ``primal``: ``numba.njit(f)``'s first call (the user's own compile);
 * ``jax``: ``jax.jit(jax.grad(loss))``'s first call (skipped where JAX is missing).
 
-Cases: the six workloads (``benchmarks/workloads``) at their verification sizes, and
-the real-kernel shapes of ``first_call_cases.py``.  The load average is printed with
+Cases: the six workloads (``benchmarks/workloads``) at their verification sizes, the
+real-kernel shapes of ``first_call_cases.py``, and the GradBench evals whose output is a
+gradient (``gb_gmm``...: ``benchmarks/gradbench``, the objective as written, at its test
+size; JAX's version from ``gradbench/jaxtools.py``).  The load average is printed with
 each case: on a shared machine, compare ratios taken in the same run.
 """
 
@@ -46,12 +48,33 @@ print("FIRST_CALL " + json.dumps(child({case!r}, {tool!r})))
 '''
 
 
+#: GradBench evals whose output is a gradient: eval name -> ``wrt`` of ``jg.grad``
+GRADBENCH = {"gmm": (0, 1, 2, 3), "lstm": (0, 1), "ode": (0,), "lse": (0,), "llsq": (0,),
+             "det": (0,)}
+
+
 def case_names() -> list[str]:
-    """The six workloads, then the extra cases."""
+    """The six workloads, the extra cases, then the GradBench evals."""
     from first_call_cases import CASES
     from workloads import WORKLOADS
 
-    return [*WORKLOADS, *CASES]
+    return [*WORKLOADS, *CASES, *(f"gb_{e}" for e in GRADBENCH)]
+
+
+def _gradbench_case(name: str):
+    """``load_case`` of ``gb_<eval>``: the eval's objective at its test size."""
+    from benchmarks.gradbench import jaxtools
+    from benchmarks.gradbench.evals import EVALS
+
+    e = EVALS[name]
+    args = e.args("test")
+
+    def jax_thunk():
+        jax = jaxtools._lib()
+        jax.jit(lambda x: x + 1.0)(jax.numpy.ones(2)).block_until_ready()  # XLA up first
+        return jaxtools.make(name, args)[1]
+
+    return e.objective, args, GRADBENCH[name], jax_thunk
 
 
 def load_case(name: str):
@@ -60,6 +83,8 @@ def load_case(name: str):
     from first_call_cases import CASES
     from workloads import WORKLOADS
 
+    if name.startswith("gb_"):
+        return _gradbench_case(name[3:])
     if name in WORKLOADS:
         w = WORKLOADS[name]
         args = w.args("verify")
