@@ -131,9 +131,26 @@ class Vectorizer:
     def _basic(self, idx: ast.expr) -> bool:
         """An index of ints and slices reading no tangent and no array (no fancy indexing)."""
         elts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
-        return all(not (set(names_of(e)) & set(self.ndim)) and not any(
-            isinstance(n, ast.Name) and n.id in self.an.kinds and self.an.kind(n.id).is_array
-            for n in ast.walk(e) if not _under_subscript(e, n)) for e in elts)
+        return all(not (set(names_of(e)) & set(self.ndim)) and self._no_array(e)
+                   for e in elts)
+
+    def _no_array(self, e: ast.expr) -> bool:
+        """Does ``e`` (part of an index) read no array as a whole: arrays only through
+        attributes (``x.shape[0]``) or full element reads (``parents[b]``)?"""
+        if isinstance(e, ast.Attribute) or isinstance(e, ast.Subscript) \
+                and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+            return True
+        if isinstance(e, ast.Name):
+            return not (e.id in self.an.kinds and self.an.kind(e.id).is_array)
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+            k = self.an.kind(e.value.id) if e.value.id in self.an.kinds else None
+            idx = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            return k is not None and k.ndim == len(idx) and not any(
+                isinstance(i, ast.Slice) for i in idx) and all(self._no_array(i) for i in idx)
+        if isinstance(e, (ast.List, ast.Tuple, ast.Compare, ast.Subscript, ast.Call)):
+            return False
+        return all(self._no_array(c) for c in ast.iter_child_nodes(e)
+                   if isinstance(c, ast.expr))
 
     def zeros(self, v: ast.expr) -> ast.expr | None:
         """``v`` (zeros shaped like ``u``: ``np.zeros_like(u)``, ``zeros_like(u)``) with the
@@ -286,12 +303,6 @@ class Vectorizer:
         if isinstance(t, ast.Constant):
             return ast.parse(f"{self.np}.zeros({self.nd})", mode="eval").body
         raise VectorRefused(f"the returned tangent '{ast.unparse(t)}'")
-
-
-def _under_subscript(root: ast.expr, n: ast.AST) -> bool:
-    """Is ``n`` the array of a subscript within ``root`` (``parents[b]``: an int read, not
-    a fancy index)?"""
-    return any(isinstance(p, ast.Subscript) and p.value is n for p in ast.walk(root))
 
 
 def _tangent_valued(stmts: list[ast.stmt], seeds: set[str]) -> set[str]:
