@@ -55,7 +55,7 @@ class Vectorizer:
         self.primal = {namer.tangent_names().get(n): n for n in an.active}
         self.primal.pop(None, None)
         tangents = _tangent_valued([*ir.prologue, *ir.sweep], set(ir.seeds) | set(self.primal))
-        stray = sorted(tangents - set(self.primal))
+        stray = sorted(tangents - set(self.primal) - set(ir.seeds))
         if stray:
             raise VectorRefused(f"tangent temporaries of a rule ({', '.join(stray)})")
         self.ndim = {t: self.an.kind(p).ndim for t, p in self.primal.items()}
@@ -138,7 +138,9 @@ class Vectorizer:
         """Does ``e`` (part of an index) read no array as a whole: arrays only through
         attributes (``x.shape[0]``) or full element reads (``parents[b]``)?"""
         if isinstance(e, ast.Attribute) or isinstance(e, ast.Subscript) \
-                and isinstance(e.value, ast.Attribute) and e.value.attr == "shape":
+                and isinstance(e.value, ast.Attribute) and e.value.attr == "shape" \
+                or isinstance(e, ast.Call) and isinstance(e.func, ast.Name) \
+                and e.func.id == "len" and len(e.args) == 1 and not e.keywords:
             return True
         if isinstance(e, ast.Name):
             return not (e.id in self.an.kinds and self.an.kind(e.id).is_array)
