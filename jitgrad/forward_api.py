@@ -30,7 +30,6 @@ from .forward_mode import (
     jvp_columns,
     jvp_of,
     jvp_source,
-    jvp_vector,
 )
 from .kernels import rng
 from .transpiler.front.nested import register_differentiator
@@ -95,8 +94,11 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
 
     def jac_flat(d: Any, args: tuple) -> Any:
         positions = _wrt_list(d)
-        cols = _vector_columns(d, args, positions)
-        value, blocks = cols if cols is not None else _forward_columns(d, args, positions)
+        zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+        columns = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+        cols = _vector_columns(d, columns, args, positions)
+        value, blocks = cols if cols is not None else _forward_columns(d, columns, args,
+                                                                       positions)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
         per_out = [[_block(blocks.get((o, k)), out).reshape(np.shape(out) + np.shape(args[i]))
@@ -219,7 +221,7 @@ VECTOR_WIDTH = 64
 VECTOR_ELEMENTS = 1 << 22
 
 
-def _vector_columns(d: Any, args: tuple, positions: list[int]
+def _vector_columns(d: Any, columns: Any, args: tuple, positions: list[int]
                     ) -> tuple[Any, dict[tuple[int, int], np.ndarray]] | None:
     """``(value, blocks)`` as ``_forward_columns`` gives them, by the vector jvp: the
     columns in chunks of ``_width`` directions, each a unit seed with a trailing axis
@@ -229,8 +231,7 @@ def _vector_columns(d: Any, args: tuple, positions: list[int]
     total = sum(sizes)
     if not total:
         return None
-    zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
-    vec, fixed = jvp_vector(d, args, zeros[0] if d.single else tuple(zeros))
+    vec, fixed = columns.vector(), columns.fixed
     if vec.refused is not None:
         return None
     width = _width(total, args)
@@ -296,17 +297,17 @@ def _place(blocks: dict[tuple[int, int], np.ndarray], tans: tuple, starts: np.nd
                 b[..., lo - starts[k]:hi - starts[k]] = t[..., lo - c0:hi - c0]
 
 
-def _forward_columns(d: Any, args: tuple, positions: list[int]
+def _forward_columns(d: Any, columns: Any, args: tuple, positions: list[int]
                      ) -> tuple[Any, dict[tuple[int, int], np.ndarray]]:
     """``(value, blocks)``: one jvp per element of each ``wrt`` argument ``k``, its
     tangent of output ``o`` written into row ``j`` of ``blocks[o, k]`` (each tangent
-    written contiguously; returned as a view with the columns last).  The seeds are checked
-    once (``jvp_columns``); each unit seed is one element set in place and reset after the
-    tangent is copied out (it may be the tangent itself: ``return x``).  With no element
-    to differentiate by, one call still gives the value that shapes the blocks."""
-    zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+    written contiguously; returned as a view with the columns last).  The seeds are
+    checked once (``columns``, from ``jvp_columns``); each unit seed is one element set in
+    place and reset after the tangent is copied out (it may be the tangent itself:
+    ``return x``).  With no element to differentiate by, one call still gives the value
+    that shapes the blocks."""
     drawn = rng.capture() if d._draws() else None  # every column draws the same
-    seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+    seeds, call = columns.seeds, columns.call
     value = None if any(np.size(args[i]) for i in positions) else call(seeds)[0]
     blocks: dict[tuple[int, int], np.ndarray] = {}
     for k, i in enumerate(positions):

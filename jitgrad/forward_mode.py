@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import linecache
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -169,27 +168,28 @@ def jvp_of(d: Any, primals: Any, tangents: Any,
     return backend.call(gen.compiled, "jvp", args)
 
 
-def jvp_columns(d: Any, primals: tuple, tangents: Any
-                ) -> tuple[list[Any], Callable[[list[Any]], tuple[Any, Any]]]:
-    """``(seeds, call)`` for a Jacobian's columns at these flat primals: ``tangents``
-    checked once and converted (``seeds``, one per ``wrt`` argument), and ``call(seeds)``
-    running the jvp unchecked: the caller changes elements of ``seeds`` in place only, so
-    their shapes and dtypes stay the checked ones."""
+class Columns:
+    """A Jacobian's columns at these flat primals: ``seeds`` (the checked, converted
+    tangents, one per ``wrt`` argument), ``call(seeds)`` running the jvp unchecked (the
+    caller changes elements of ``seeds`` in place only, so their shapes and dtypes stay
+    the checked ones), and ``vector()``: the vector code and the primals it takes before
+    its seeds (``fixed``).  The primals are checked and the code found once."""
+
+    def __init__(self, d: Any, gen: Any, args: tuple) -> None:
+        k = len(args) - len(d.wrt_positions)
+        self.d, self.gen, self.fixed, self.seeds = d, gen, args[:k], list(args[k:])
+
+    def call(self, seeds: list[Any]) -> tuple[Any, Any]:
+        return backend.call(self.gen.compiled, "jvp", (*self.fixed, *seeds))
+
+    def vector(self) -> VectorCode:
+        return vector_code(self.d, self.gen)
+
+
+def jvp_columns(d: Any, primals: tuple, tangents: Any) -> Columns:
+    """The ``Columns`` of ``d`` at these flat primals (``tangents``: zeros, checked)."""
     gen, args = _jvp_args(d, primals, tangents)
-    k = len(args) - len(d.wrt_positions)
-    compiled, fixed = gen.compiled, args[:k]
-
-    def call(seeds: list[Any]) -> tuple[Any, Any]:
-        return backend.call(compiled, "jvp", (*fixed, *seeds))
-
-    return list(args[k:]), call
-
-
-def jvp_vector(d: Any, primals: tuple, tangents: Any) -> tuple[VectorCode, tuple]:
-    """``(vector code, the primals it takes before the seeds)`` for a Jacobian's columns at
-    these flat primals, after the checks ``jvp_columns`` makes (``tangents``: zeros)."""
-    gen, args = _jvp_args(d, primals, tangents)
-    return vector_code(d, gen), args[:len(args) - len(d.wrt_positions)]
+    return Columns(d, gen, args)
 
 
 def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
@@ -336,5 +336,5 @@ def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
              "alternatives")
 
 
-__all__ = ["VectorCode", "generated_jvp", "hvp_source", "jvp_columns", "jvp_of", "jvp_source",
-           "jvp_vector", "tangent_code", "tangent_of", "vector_code"]
+__all__ = ["Columns", "VectorCode", "generated_jvp", "hvp_source", "jvp_columns", "jvp_of",
+           "jvp_source", "tangent_code", "tangent_of", "vector_code"]

@@ -16,7 +16,7 @@ from gradcheck import numeric_grad
 
 import jitgrad as jg
 from jitgrad import forward_api
-from jitgrad.forward_mode import jvp_vector
+from jitgrad.forward_mode import jvp_columns
 from jitgrad.transpiler import forward_pipeline
 from jitgrad.transpiler.forward_pipeline import VECTOR, example_jvp
 
@@ -165,7 +165,8 @@ def test_vector_code_value(f, args, wrt, jit):
     d = jg.differentiate(f, wrt=wrt, jit=jit)
     pos = list(d.wrt_positions)
     zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in pos]
-    vec, fixed = jvp_vector(d, args, zeros[0] if d.single else tuple(zeros))
+    columns = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+    vec, fixed = columns.vector(), columns.fixed
     assert vec.refused is None
     seeds = [forward_api._unit_seeds(args[i], int(sum(np.size(args[j]) for j in pos[:k])),
                                      0, 2) for k, i in enumerate(pos)]
