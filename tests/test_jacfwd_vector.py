@@ -62,13 +62,13 @@ def local(x, M):
 
 
 def pair(x, dx):
-    """A tuple output (a scalar and an array); a user's ``dx``."""
-    y = np.empty(x.shape[0])
+    """A tuple output (an array and a scalar); a user's ``dx``."""
     t = 0.0
-    for i in range(x.shape[0]):
-        y[i] = math.tanh(dx * x[i]) * x[i - 1]
-        t = t + y[i] * dx
-    return t, y
+    y = np.zeros(x.shape[0])
+    for i in range(1, x.shape[0]):
+        t = t + math.tanh(dx * x[i]) * x[i - 1]
+        y[i] = t * x[i]
+    return y, t
 
 
 def rows(M, dx):

@@ -87,11 +87,15 @@ def forward_(u: Unit) -> None:
 
 def show_tangent(u: Unit) -> str:
     """The Tangent IR as the jvp function, before dead code is removed."""
-    ir = u.ir
+    return _shown(u.ir, f"{u.name}_jvp")
+
+
+def _shown(ir, fname: str) -> str:
+    """A Tangent IR as the function ``fname``, before dead code is removed."""
     ret = ast.Return(value=ast.Tuple(elts=[lower.result_expr(clone(list(ir.results))),
                                            lower.result_expr(clone(list(ir.tangents)))],
                                      ctx=ast.Load()))
-    return emit.unparse(emit.function_def(f"{u.name}_jvp", [*ir.params, *ir.seeds],
+    return emit.unparse(emit.function_def(fname, [*ir.params, *ir.seeds],
                                           clone(ir.body()) + [ret]))
 
 
@@ -175,28 +179,25 @@ def fuse_directions_(u: Unit) -> None:
     one fused loop made floats there (``modes/vector.fuse``).
 
     >>> print(example_jvp("fuse_directions", '''
-    ... def f(x, n):
-    ...     s = 0.0
-    ...     for i in range(n):
-    ...         s = s * x + math.sin(x)
-    ...     return s
-    ... ''', args=(0.5, 3)))
-    def f_jvp_vector(x, n, x_dot):
+    ... def f(x, y):
+    ...     a = x * y
+    ...     b = math.exp(a) * y
+    ...     return a * b
+    ... '''))
+    def f_jvp_vector(x, y, x_dot, y_dot):
         _nd = x_dot.shape[-1]
-        s_dot = np.zeros(_nd)
-        s = 0.0
+        _t2_dot = np.zeros(_nd)
+        a = x * y
+        _y = np.exp(a)
+        _t = _y
+        b = _t * y
+        _t2 = a * b
         for _k in range(_nd):
-            s_dot[_k] = 0.0
-        for i in range(n):
-            _t = s * x
-            _h = np.cos(x)
-            _t2 = math.sin(x)
-            for _k in range(_nd):
-                _t_dot = s_dot[_k] * x + x_dot[_k] * s
-                _t2_dot = x_dot[_k] * _h
-                s_dot[_k] = _t_dot + _t2_dot
-            s = _t + _t2
-        return (s, s_dot)
+            a_dot = x_dot[_k] * y + y_dot[_k] * x
+            _t_dot = a_dot * _y
+            b_dot = _t_dot * y + y_dot[_k] * _t
+            _t2_dot[_k] = a_dot * b + b_dot * a
+        return (_t2, _t2_dot)
     """
     if u.vector is not None:
         u.vector = fuse(u.vector)
@@ -206,12 +207,7 @@ def show_vector(u: Unit) -> str:
     """The vector Tangent IR as a function, or why vector forward mode does not apply."""
     if u.vector is None:
         return f"# vector forward mode does not apply: {u.vector_refused}\n"
-    ir = u.vector.ir
-    ret = ast.Return(value=ast.Tuple(elts=[lower.result_expr(clone(list(ir.results))),
-                                           lower.result_expr(clone(list(ir.tangents)))],
-                                     ctx=ast.Load()))
-    return emit.unparse(emit.function_def(f"{u.name}_jvp_vector", [*ir.params, *ir.seeds],
-                                          clone(ir.body()) + [ret]))
+    return _shown(u.vector.ir, f"{u.name}_jvp_vector")
 
 
 def lower_vector_(u: Unit) -> None:
