@@ -329,6 +329,9 @@ class VectorForm:
     k: str
     nd: str
     scalars: frozenset[str]
+    #: the primal's arrays (a statement writing one, or calling, stays before a loop
+    #: that reads one: it may be a view of another)
+    arrays: frozenset[str] = frozenset()
 
 
 def vectorize(ir: Tangent, an: Analysis, namer: Namer, env: dict, parallel: bool
@@ -336,7 +339,8 @@ def vectorize(ir: Tangent, an: Analysis, namer: Namer, env: dict, parallel: bool
     """The vector form of the ``Tangent`` IR ``ir`` (raises ``VectorRefused``)."""
     v = Vectorizer(ir, an, namer, env, parallel)
     return VectorForm(v.tangent(), v.k, v.nd,
-                      frozenset(t for t in v.ndim if v.scalar(t) and t not in ir.seeds))
+                      frozenset(t for t in v.ndim if v.scalar(t) and t not in ir.seeds),
+                      frozenset(n for n, k in an.kinds.items() if k.is_array) - set(v.ndim))
 
 
 # --- fusing the direction loops ---------------------------------------------------------
@@ -428,7 +432,8 @@ class _Fuser:
     def movable(self, s: ast.stmt, loop: ast.For) -> bool:
         """Can ``s`` run before ``loop`` (a simple statement whose value reads no tangent:
         a primal statement or a tangent array's allocation, binding nothing the loop
-        reads)?"""
+        reads; if it writes an element or calls, the loop reads no primal array, which
+        could be a view of what it writes)?"""
         if not isinstance(s, (ast.Assign, ast.AugAssign)):
             return False
         names = {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}
@@ -438,7 +443,9 @@ class _Fuser:
         targets = s.targets if isinstance(s, ast.Assign) else [s.target]
         bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         reads = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name)}
-        return not bound & reads
+        writes = not all(isinstance(t, ast.Name) for t in targets) or any(
+            isinstance(n, ast.Call) for n in ast.walk(s.value))
+        return not bound & reads and not (writes and reads & self.form.arrays)
 
 
 def _localize(loop: ast.For, form: VectorForm, cands: set[str]) -> set[str]:
