@@ -82,6 +82,16 @@ def rows(M, dx):
     return P
 
 
+def rebind(x, dx):
+    """A scalar ``wrt`` argument rebound: its vector of seeds is copied, not written."""
+    x = x * dx
+    s = 0.0
+    for i in range(3):
+        s = s + math.sin(x) * i
+        x = x + s * dx
+    return s, x
+
+
 def whole(x, dx):
     """A whole-array tangent expression: vector forward mode refuses it."""
     y = x * dx
@@ -101,8 +111,9 @@ CASES = [
     (local, (X, M), (0, 1)),
     (pair, (X, 0.9), (0, 1)),
     (rows, (M, 0.6), (0, 1)),
+    (rebind, (0.4, 1.3), (0, 1)),
 ]
-IDS = ["loop", "helpers", "local", "local-wrt2", "pair-tuple", "rows-2d"]
+IDS = ["loop", "helpers", "local", "local-wrt2", "pair-tuple", "rows-2d", "rebind-scalars"]
 
 
 def _outs(f, args):
