@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import structured
+from . import config, structured
 from .api import GradFunction, _as_diff
 from .arguments import pick_wrt
 from .errors import JitError
@@ -229,7 +229,7 @@ def _vector_columns(d: Any, columns: Any, args: tuple, positions: list[int]
     (or there is no column)."""
     sizes = [int(np.size(args[i])) for i in positions]
     total = sum(sizes)
-    if not total:
+    if not total or not config.vector_jacfwd:
         return None
     vec, fixed = columns.vector(), columns.fixed
     if vec.refused is not None:

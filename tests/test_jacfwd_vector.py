@@ -232,3 +232,15 @@ def test_vector_passes_examples():
     res = runner.summarize(verbose=False)
     assert res.attempted >= 2 and res.failed == 0
     assert "_nd" in forward_pipeline.example_jvp("lower_vector", "def f(x):\n    return x * x\n")
+
+
+def test_switched_off(monkeypatch):
+    """``jg.config.vector_jacfwd = False``: one jvp per column, the same Jacobian."""
+    monkeypatch.setattr(jg.config, "vector_jacfwd", False)
+    calls = []
+    real = forward_api._forward_columns
+    monkeypatch.setattr(forward_api, "_forward_columns",
+                        lambda *a: calls.append(1) or real(*a))
+    jac = jg.jacfwd(helpers, wrt=0, jit=False)(X, 0.7)
+    assert calls
+    np.testing.assert_allclose(jac, _fd(helpers, (X, 0.7), 0, 0), rtol=1e-5, atol=1e-6)
