@@ -244,3 +244,15 @@ def test_switched_off(monkeypatch):
     jac = jg.jacfwd(helpers, wrt=0, jit=False)(X, 0.7)
     assert calls
     np.testing.assert_allclose(jac, _fd(helpers, (X, 0.7), 0, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_cli_shows_the_vector_stages(tmp_path, capsys):
+    """``jitgrad show --mode jvp --stage fuse_directions`` prints the fused vector code."""
+    from jitgrad import cli
+
+    src = tmp_path / "vf_cli.py"
+    src.write_text("import math\n\ndef f(x, dx):\n    a = x * dx\n    return math.sin(a) * dx\n")
+    assert cli.main(["show", f"{src}:f", "--mode", "jvp", "--stage", "fuse_directions",
+                     "--args", "0.5,2.0", "--wrt", "0,1", "--no-color"]) == 0
+    out = capsys.readouterr().out
+    assert "for _k in range(_nd):" in out and "a_dot = x_dot[_k] * dx + dx_dot[_k] * x" in out
