@@ -59,9 +59,11 @@ class Vectorizer:
         if stray:
             raise VectorRefused(f"tangent temporaries of a rule ({', '.join(stray)})")
         self.ndim = {t: self.an.kind(p).ndim for t, p in self.primal.items()}
-        lists = sorted(t for t, p in self.primal.items() if self.an.kind(p).cls == "l")
-        if lists or any(d is None for d in self.ndim.values()):
-            raise VectorRefused(f"a list (tape) or unknown-rank tangent ({', '.join(lists)})")
+        odd = sorted(t for t, p in self.primal.items()
+                     if self.an.kind(p).cls not in "fib" or self.ndim[t] is None)
+        if odd:  # list tapes, tuples, complex, values of unknown kind or rank
+            raise VectorRefused(f"a tangent of a value that is no float or float array "
+                                f"({', '.join(odd)})")
         self.nd, self.k = namer.fresh("_nd"), namer.fresh("_k")
         self.np = namer.global_name(env, "np", np)
 
