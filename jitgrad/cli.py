@@ -383,6 +383,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jitgrad`` command."""
     from . import __version__
+    from .transpiler.forward_pipeline import VECTOR
     from .transpiler.pipeline import BACKEND, PASSES, STAGES
 
     parser = argparse.ArgumentParser(
@@ -393,7 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="print the generated forward/adjoint code",
                           description="Print the code jitgrad generates for a function.")
     _common(show)
-    show.add_argument("--stage", default="all", choices=STAGES, metavar="STAGE",
+    show.add_argument("--stage", default="all", metavar="STAGE",
+                      choices=(*STAGES, *(p.name for p in VECTOR)),
                       help="which code to print: all (default: the compiled gradient "
                            "function), forward, adjoint, normalized, or the output of one "
                            f"pass ({', '.join(p.name for p in PASSES)}) or of one step of "
@@ -401,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "lower in turn and what it changed")
     show.add_argument("--mode", default="vjp", choices=("vjp", "jvp", "hvp"),
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
-                           "forward-mode tangent code (stages all, kinds, analyse, forward); "
+                           "forward-mode tangent code (stages all, kinds, analyse, forward, and "
+                           "jacfwd's vector, fuse_directions, lower_vector); "
                            "hvp: what jg.hvp runs, forward mode of the gradient code "
                            "(stage all)")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")

@@ -22,6 +22,12 @@ compiled: the first call takes about three times as long), on with
 ``auto_checkpoint=True`` on ``jg.differentiate``/``grad``/``value_and_grad``/``vjp``;
 ``JITGRAD_CHECKPOINT_BYTES`` sets the size (0: every such loop with a tape, whatever its
 snapshots take: for testing).  Read when a function is transformed.
+
+``vector_jacfwd``: ``jg.jacfwd`` runs vector forward mode (the primal once per 64
+columns, ``docs/forward.md``); its code takes Numba longer to compile than the jvp's
+(LLVM's loop vectorizer on the direction loops), so ``JITGRAD_VECTOR_JACFWD=0`` or
+``jg.config.vector_jacfwd = False`` keeps one jvp per column where the first call
+matters more than the later ones.  Read at each Jacobian call.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ def _on(value: str) -> bool:
 cache: bool = _on(os.environ.get("JITGRAD_CACHE", ""))
 auto_checkpoint: bool = _on(os.environ.get("JITGRAD_AUTO_CHECKPOINT", ""))
 checkpoint_bytes: int = int(os.environ.get("JITGRAD_CHECKPOINT_BYTES", "").strip() or 4 << 20)
+vector_jacfwd: bool = os.environ.get("JITGRAD_VECTOR_JACFWD", "").strip().lower() not in (
+    "0", "false", "no", "off")
 
 
 def checkpoint_threshold(on: bool | None = None) -> int | None:
@@ -47,4 +55,5 @@ def checkpoint_threshold(on: bool | None = None) -> int | None:
     return checkpoint_bytes if (auto_checkpoint if on is None else on) else None
 
 
-__all__ = ["auto_checkpoint", "cache", "checkpoint_bytes", "checkpoint_threshold", "verbose"]
+__all__ = ["auto_checkpoint", "cache", "checkpoint_bytes", "checkpoint_threshold", "vector_jacfwd",
+           "verbose"]

@@ -2,7 +2,9 @@
 
 ``jvp`` runs one generated function holding the primal and its tangent statements
 (``transpiler/modes/forward.py``), compiled with Numba under ``jit=True``.  ``jacfwd``
-calls it once per input element, ``jacrev`` the existing reverse-mode pullback once per
+runs its vector form (``transpiler/modes/vector.py``: the primal once, the tangents of up
+to ``VECTOR_WIDTH`` input elements at a time), or where that does not apply the jvp once
+per input element; ``jacrev`` the existing reverse-mode pullback once per
 output element.  ``hvp`` and ``hessian`` are forward-over-reverse: the forward pass is
 applied to the generated gradient code (``second_order.py``), compiled as one function.
 """
@@ -15,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from . import structured
+from . import config, structured
 from .api import GradFunction, _as_diff
 from .arguments import pick_wrt
+from .errors import JitError
 from .forward_mode import (
     _flat,
     _primal_tuple,
@@ -81,7 +84,9 @@ def _structured_jacobian(d: Any, jac: Callable, args: tuple, kwargs: dict[str, A
 def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
            jit: bool = True) -> Callable[..., Any]:
     """The Jacobian function by forward mode: shape ``out.shape + x.shape`` (tuples nest
-    as in JAX: outputs outer, ``wrt`` inner); one jvp per input element."""
+    as in JAX: outputs outer, ``wrt`` inner); the primal once per ``VECTOR_WIDTH`` input
+    elements (vector forward mode), or one jvp per input element where that does not
+    apply (the reason is logged at INFO on ``logging.getLogger("jitgrad")``)."""
     d = _diff(f, pick_wrt(wrt, argnums, "jacfwd"), jit)
 
     def jac(*args: Any, **kwargs: Any) -> Any:
@@ -89,7 +94,11 @@ def jacfwd(f: Callable, wrt: Any = None, *, argnums: Any = None,
 
     def jac_flat(d: Any, args: tuple) -> Any:
         positions = _wrt_list(d)
-        value, blocks = _forward_columns(d, args, positions)
+        zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+        columns = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+        cols = _vector_columns(d, columns, args, positions)
+        value, blocks = cols if cols is not None else _forward_columns(d, columns, args,
+                                                                       positions)
         tuple_out = isinstance(value, tuple)
         outs = value if tuple_out else (value,)
         per_out = [[_block(blocks.get((o, k)), out).reshape(np.shape(out) + np.shape(args[i]))
@@ -205,17 +214,100 @@ def hessian(f: Callable, wrt: Any = None, *, argnums: Any = None,
     return hess
 
 
-def _forward_columns(d: Any, args: tuple, positions: list[int]
+#: the most directions (input elements) one call of the vector jvp pushes
+VECTOR_WIDTH = 64
+#: ... fewer where the largest argument's elements times the directions would pass this
+#: (tangent arrays are about as large as the arrays of the function, times the directions)
+VECTOR_ELEMENTS = 1 << 22
+
+
+def _vector_columns(d: Any, columns: Any, args: tuple, positions: list[int]
+                    ) -> tuple[Any, dict[tuple[int, int], np.ndarray]] | None:
+    """``(value, blocks)`` as ``_forward_columns`` gives them, by the vector jvp: the
+    columns in chunks of ``_width`` directions, each a unit seed with a trailing axis
+    (scalar ``wrt`` arguments: a vector); None where vector forward mode does not apply
+    (or there is no column)."""
+    sizes = [int(np.size(args[i])) for i in positions]
+    total = sum(sizes)
+    if not total or not config.vector_jacfwd:
+        return None
+    vec, fixed = columns.vector(), columns.fixed
+    if vec.refused is not None:
+        return None
+    width = _width(total, args)
+    starts = np.cumsum([0, *sizes])
+    drawn = rng.capture() if d._draws() else None  # every chunk draws the same
+    value, blocks = None, {}
+    for c0 in range(0, total, width):
+        c1 = min(total, c0 + width)
+        seeds = [_unit_seeds(args[i], starts[k], c0, c1) for k, i in enumerate(positions)]
+        if drawn is not None:
+            rng.restore(drawn)
+        try:
+            value, tan = vec.call((*fixed, *seeds))
+        except JitError as e:  # Numba refused the vector code: the columns one by one
+            if c0:
+                raise
+            vec.refused = f"Numba refused the vector code: {e}"
+            return None
+        _place(blocks, tan if isinstance(value, tuple) else (tan,), starts, c0, c1, total)
+    return value, blocks
+
+
+def _width(total: int, args: tuple) -> int:
+    """The directions per vector jvp call (``VECTOR_WIDTH``, ``VECTOR_ELEMENTS``)."""
+    largest = max([int(np.size(a)) for a in args if isinstance(a, np.ndarray)] or [1])
+    return max(1, min(total, VECTOR_WIDTH, VECTOR_ELEMENTS // max(largest, 1)))
+
+
+def _unit_seeds(arg: Any, start: int, c0: int, c1: int) -> np.ndarray:
+    """The seed of one ``wrt`` argument (its elements are the directions ``start...``)
+    for the directions ``c0:c1``: ``arg.shape + (c1 - c0,)``, 1.0 where they meet."""
+    n = int(np.size(arg))
+    dtype = arg.dtype if isinstance(arg, np.ndarray) and arg.dtype.kind == "f" else np.float64
+    seed = np.zeros((n, c1 - c0), dtype)
+    lo, hi = max(c0, start), min(c1, start + n)
+    if lo < hi:
+        seed[np.arange(lo - start, hi - start), np.arange(lo - c0, hi - c0)] = 1.0
+    return seed.reshape(np.shape(arg) + (c1 - c0,))
+
+
+def _place(blocks: dict[tuple[int, int], np.ndarray], tans: tuple, starts: np.ndarray,
+           c0: int, c1: int, total: int) -> None:
+    """The tangents of the directions ``c0:c1`` (``out.shape + (c1 - c0,)``) put in the
+    blocks ``(output o, wrt k)``, columns last: in one chunk, views of them (copied
+    where two outputs share one tangent array)."""
+    seen: list[np.ndarray] = []
+    for o, t in enumerate(tans):
+        t = np.asarray(t)
+        dtype = np.promote_types(t.dtype, np.float32)
+        if c1 - c0 == total and not any(np.may_share_memory(t, u) for u in seen):
+            seen.append(t)
+            t = t.astype(dtype, copy=False)
+            for k in range(len(starts) - 1):
+                blocks[o, k] = t[..., starts[k]:starts[k + 1]]
+            continue
+        for k in range(len(starts) - 1):
+            lo, hi = max(c0, starts[k]), min(c1, starts[k + 1])
+            b = blocks.get((o, k))
+            if b is None:
+                b = blocks[o, k] = np.empty(t.shape[:-1] + (starts[k + 1] - starts[k],),
+                                            dtype)
+            if lo < hi:
+                b[..., lo - starts[k]:hi - starts[k]] = t[..., lo - c0:hi - c0]
+
+
+def _forward_columns(d: Any, columns: Any, args: tuple, positions: list[int]
                      ) -> tuple[Any, dict[tuple[int, int], np.ndarray]]:
     """``(value, blocks)``: one jvp per element of each ``wrt`` argument ``k``, its
-    tangent of output ``o`` written into row ``j`` of ``blocks[o, k]`` (shape
-    ``(columns,) + out.shape``: each tangent written contiguously).  The seeds are checked
-    once (``jvp_columns``); each unit seed is one element set in place and reset after the
-    tangent is copied out (it may be the tangent itself: ``return x``).  With no element
-    to differentiate by, one call still gives the value that shapes the blocks."""
-    zeros = [np.zeros(np.shape(args[i])) if np.ndim(args[i]) else 0.0 for i in positions]
+    tangent of output ``o`` written into row ``j`` of ``blocks[o, k]`` (each tangent
+    written contiguously; returned as a view with the columns last).  The seeds are
+    checked once (``columns``, from ``jvp_columns``); each unit seed is one element set in
+    place and reset after the tangent is copied out (it may be the tangent itself:
+    ``return x``).  With no element to differentiate by, one call still gives the value
+    that shapes the blocks."""
     drawn = rng.capture() if d._draws() else None  # every column draws the same
-    seeds, call = jvp_columns(d, args, zeros[0] if d.single else tuple(zeros))
+    seeds, call = columns.seeds, columns.call
     value = None if any(np.size(args[i]) for i in positions) else call(seeds)[0]
     blocks: dict[tuple[int, int], np.ndarray] = {}
     for k, i in enumerate(positions):
@@ -233,7 +325,7 @@ def _forward_columns(d: Any, args: tuple, positions: list[int]
                     b = blocks[o, k] = np.empty((n, *np.shape(t)), dtype)
                 b[j] = t
             _unit_seed(seeds, k, unit, j, 0.0)
-    return value, blocks
+    return value, {key: np.moveaxis(b, 0, -1) for key, b in blocks.items()}
 
 
 def _unit_seed(seeds: list[Any], k: int, unit: np.ndarray | None, j: int, v: float) -> None:
@@ -246,10 +338,9 @@ def _unit_seed(seeds: list[Any], k: int, unit: np.ndarray | None, j: int, v: flo
 
 
 def _block(b: np.ndarray | None, out: Any) -> np.ndarray:
-    """A Jacobian block: a view of its rows of tangents (``_forward_columns``) with the
-    columns last (strided: not copied again), or the empty
-    one of a ``wrt`` argument with no elements."""
-    return np.zeros(np.shape(out) + (0,)) if b is None else np.moveaxis(b, 0, -1)
+    """A Jacobian block, columns last (``_forward_columns`` and ``_vector_columns``), or
+    the empty one of a ``wrt`` argument with no elements."""
+    return np.zeros(np.shape(out) + (0,)) if b is None else b
 
 
 def _units(x: Any) -> Iterator[Any]:

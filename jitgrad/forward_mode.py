@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import linecache
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,13 @@ from .arguments import STRUCTURED, describe_kinds, guess_args, refuse_aliased, s
 from .errors import TransformError
 from .second_order import gradient_function
 from .transpiler.backend import jit as backend
-from .transpiler.forward_pipeline import JVP, generate_jvp, tangent_source, transform_jvp
+from .transpiler.forward_pipeline import (
+    JVP,
+    VECTOR,
+    generate_jvp,
+    tangent_source,
+    transform_jvp,
+)
 
 
 def check_wrt_kinds(d: Any, args: tuple) -> dict:
@@ -163,20 +168,28 @@ def jvp_of(d: Any, primals: Any, tangents: Any,
     return backend.call(gen.compiled, "jvp", args)
 
 
-def jvp_columns(d: Any, primals: tuple, tangents: Any
-                ) -> tuple[list[Any], Callable[[list[Any]], tuple[Any, Any]]]:
-    """``(seeds, call)`` for a Jacobian's columns at these flat primals: ``tangents``
-    checked once and converted (``seeds``, one per ``wrt`` argument), and ``call(seeds)``
-    running the jvp unchecked: the caller changes elements of ``seeds`` in place only, so
-    their shapes and dtypes stay the checked ones."""
+class Columns:
+    """A Jacobian's columns at these flat primals: ``seeds`` (the checked, converted
+    tangents, one per ``wrt`` argument), ``call(seeds)`` running the jvp unchecked (the
+    caller changes elements of ``seeds`` in place only, so their shapes and dtypes stay
+    the checked ones), and ``vector()``: the vector code and the primals it takes before
+    its seeds (``fixed``).  The primals are checked and the code found once."""
+
+    def __init__(self, d: Any, gen: Any, args: tuple) -> None:
+        k = len(args) - len(d.wrt_positions)
+        self.d, self.gen, self.fixed, self.seeds = d, gen, args[:k], list(args[k:])
+
+    def call(self, seeds: list[Any]) -> tuple[Any, Any]:
+        return backend.call(self.gen.compiled, "jvp", (*self.fixed, *seeds))
+
+    def vector(self) -> VectorCode:
+        return vector_code(self.d, self.gen)
+
+
+def jvp_columns(d: Any, primals: tuple, tangents: Any) -> Columns:
+    """The ``Columns`` of ``d`` at these flat primals (``tangents``: zeros, checked)."""
     gen, args = _jvp_args(d, primals, tangents)
-    k = len(args) - len(d.wrt_positions)
-    compiled, fixed = gen.compiled, args[:k]
-
-    def call(seeds: list[Any]) -> tuple[Any, Any]:
-        return backend.call(compiled, "jvp", (*fixed, *seeds))
-
-    return list(args[k:]), call
+    return Columns(d, gen, args)
 
 
 def _flat(d: Any, primals: Any, tangents: Any, kwargs: dict[str, Any] | None,
@@ -209,17 +222,53 @@ def tangent_code(d: Any, gen: Any) -> Any:
     return d._specs.derived("tangent", gen, (), make)
 
 
+class VectorCode:
+    """The compiled vector jvp of one specialisation (``modes/vector.py``), or why there
+    is none (``refused``: ``jacfwd`` then runs one jvp per column)."""
+
+    def __init__(self, compiled: Any, refused: str | None) -> None:
+        self.compiled, self.refused = compiled, refused
+
+    def call(self, args: tuple) -> tuple[Any, Any]:
+        return backend.call(self.compiled, "vector", args)
+
+
+def vector_code(d: Any, gen: Any) -> VectorCode:
+    """The vector variant of ``d``'s forward-mode code ``gen`` (built once, on first use);
+    a refusal is logged once, at INFO on ``logging.getLogger("jitgrad")``."""
+    def make() -> VectorCode:
+        u = gen.unit
+        if u is None or u.ir is None:
+            return _refused(d, "no forward-mode IR kept for this specialisation")
+        with u.sources.WRITING:
+            if u.vector is None and u.vector_refused is None:
+                for p in VECTOR:
+                    p.run(u)
+        if u.vector is None:
+            return _refused(d, u.vector_refused)
+        ws: dict[str, tuple[str, ...]] = {"vector": u.workspaces.get("vector", ())}
+        return VectorCode(_compile(d, u, {"vector": u.sources["vector"]}, u.names, ws), None)
+
+    return d._specs.derived("vector", gen, (), make)
+
+
+def _refused(d: Any, why: str | None) -> VectorCode:
+    report.done(f"jacfwd of {d.func.__qualname__}: vector forward mode does not apply "
+                f"({why}); one jvp per column")
+    return VectorCode(None, why)
+
+
 def jvp_source(d: Any, args: tuple, stage: str = "all") -> str:
     """The generated tangent code (``stage``: ``"all"`` or one of forward mode's passes)."""
     args = _example_args(d, args)
     if stage == "all":
         return generated_jvp(d, args).unit.sources["jvp"]
-    names = [p.name for p in JVP]
+    names = [p.name for p in JVP + VECTOR]
     if stage not in names:
         raise ValueError(f"stage must be 'all' or one of {', '.join(names)} with mode='jvp'")
     kinds = check_wrt_kinds(d, args)
     u = transform_jvp(d._prep(), [d.params[i] for i in d.wrt_positions], kinds, until=stage)
-    return next(p for p in JVP if p.name == stage).show(u).rstrip("\n") + "\n"
+    return next(p for p in JVP + VECTOR if p.name == stage).show(u).rstrip("\n") + "\n"
 
 
 def _example_args(d: Any, args: tuple) -> tuple:
@@ -287,5 +336,5 @@ def _blamed(d: Any, d2: Any, e: TransformError) -> TransformError:
              "alternatives")
 
 
-__all__ = ["generated_jvp", "hvp_source", "jvp_columns", "jvp_of", "jvp_source", "tangent_code",
-           "tangent_of"]
+__all__ = ["Columns", "VectorCode", "generated_jvp", "hvp_source", "jvp_columns", "jvp_of",
+           "jvp_source", "tangent_code", "tangent_of", "vector_code"]

@@ -23,6 +23,7 @@ from .front_passes import (
 )
 from .gradient_code import register_generate_jvp
 from .modes.forward import forward
+from .modes.vector import VectorRefused, fuse, vectorize
 from .nodes import clone
 from .pipeline import Generated, transform, written_args
 from .unit import Pass, Unit
@@ -86,11 +87,15 @@ def forward_(u: Unit) -> None:
 
 def show_tangent(u: Unit) -> str:
     """The Tangent IR as the jvp function, before dead code is removed."""
-    ir = u.ir
+    return _shown(u.ir, f"{u.name}_jvp")
+
+
+def _shown(ir, fname: str) -> str:
+    """A Tangent IR as the function ``fname``, before dead code is removed."""
     ret = ast.Return(value=ast.Tuple(elts=[lower.result_expr(clone(list(ir.results))),
                                            lower.result_expr(clone(list(ir.tangents)))],
                                      ctx=ast.Load()))
-    return emit.unparse(emit.function_def(f"{u.name}_jvp", [*ir.params, *ir.seeds],
+    return emit.unparse(emit.function_def(fname, [*ir.params, *ir.seeds],
                                           clone(ir.body()) + [ret]))
 
 
@@ -129,6 +134,95 @@ def tangent_source(u: Unit, variant: str, fname: str,
     return emit.unparse(fn)
 
 
+def vector_(u: Unit) -> None:
+    """Vector forward mode (``modes/vector.py``): the tangent statements once per
+    direction of ``_nd``, the primal once (what ``jacfwd`` runs); where it does not apply,
+    the reason (``Unit.vector_refused``).
+
+    >>> print(example_jvp("vector", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s * x + math.sin(x)
+    ...     return s
+    ... ''', args=(0.5, 3)))
+    def f_jvp_vector(x, n, x_dot):
+        _nd = x_dot.shape[-1]
+        _t2_dot = np.zeros(_nd)
+        _t_dot = np.zeros(_nd)
+        s_dot = np.zeros(_nd)
+        s = 0.0
+        for _k in range(_nd):
+            s_dot[_k] = 0.0
+        for i in range(n):
+            for _k in range(_nd):
+                _t_dot[_k] = s_dot[_k] * x + x_dot[_k] * s
+            _t = s * x
+            _h = np.cos(x)
+            for _k in range(_nd):
+                _t2_dot[_k] = x_dot[_k] * _h
+            _t2 = math.sin(x)
+            for _k in range(_nd):
+                s_dot[_k] = _t_dot[_k] + _t2_dot[_k]
+            s = _t + _t2
+        return (s, s_dot)
+    """
+    try:
+        u.vector = vectorize(u.ir, u.analysis, u.namer, u.env, u.parallel)
+        u.vector_refused = None
+    except VectorRefused as e:
+        u.vector, u.vector_refused = None, str(e)
+
+
+def fuse_directions_(u: Unit) -> None:
+    """The direction loops of each straight run fused, and the scalar tangents local to
+    one fused loop made floats there (``modes/vector.fuse``).
+
+    >>> print(example_jvp("fuse_directions", '''
+    ... def f(x, y):
+    ...     a = x * y
+    ...     b = math.exp(a) * y
+    ...     return a * b
+    ... '''))
+    def f_jvp_vector(x, y, x_dot, y_dot):
+        _nd = x_dot.shape[-1]
+        _t2_dot = np.zeros(_nd)
+        a = x * y
+        _y = np.exp(a)
+        _t = _y
+        b = _t * y
+        _t2 = a * b
+        for _k in range(_nd):
+            a_dot = x_dot[_k] * y + y_dot[_k] * x
+            _t_dot = a_dot * _y
+            b_dot = _t_dot * y + y_dot[_k] * _t
+            _t2_dot[_k] = a_dot * b + b_dot * a
+        return (_t2, _t2_dot)
+    """
+    if u.vector is not None:
+        u.vector = fuse(u.vector)
+
+
+def show_vector(u: Unit) -> str:
+    """The vector Tangent IR as a function, or why vector forward mode does not apply."""
+    if u.vector is None:
+        return f"# vector forward mode does not apply: {u.vector_refused}\n"
+    return _shown(u.vector.ir, f"{u.name}_jvp_vector")
+
+
+def lower_vector_(u: Unit) -> None:
+    """The vector jvp function ``f(*params, *seeds) -> (value, tangents)`` (each seed and
+    tangent with a trailing axis of directions), without dead code; nothing where vector
+    forward mode does not apply."""
+    if u.vector is None:
+        return
+    u.names["vector"] = u.namer.fresh(f"{u.name}_jvp_vector_")
+    ws: dict[str, tuple[str, ...]] = {}
+    fn = lower.lower_tangent(u.vector.ir, u.names["vector"], ws, (u.env, u.namer))
+    u.workspaces["vector"] = ws["jvp"]
+    u.sources["vector"] = emit.unparse(fn)
+
+
 JVP: list[Pass] = [
     *SPECIALISE_FRONT,
     Pass("analyse", analyse_tangent_, show_analysis),
@@ -138,10 +232,22 @@ JVP: list[Pass] = [
 ]
 
 
+#: vector forward mode, run on a unit ``JVP`` made (``jacfwd``: ``forward_mode.vector_code``)
+VECTOR: list[Pass] = [
+    Pass("vector", vector_, show_vector),
+    Pass("fuse_directions", fuse_directions_, show_vector),
+    Pass("lower_vector", lower_vector_,
+         lambda u: u.sources.get("vector") or show_vector(u)),
+]
+
+
 def transform_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind],
                   until: str | None = None) -> Unit:
     """Run forward mode's specialising passes on a copy of the prepared unit."""
-    return transform(prep, wrt, arg_kinds, until, JVP)
+    return transform(prep, wrt, arg_kinds, until, JVP + VECTOR if until in _VECTOR else JVP)
+
+
+_VECTOR = {p.name for p in VECTOR}
 
 
 def generate_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Generated:
@@ -173,7 +279,7 @@ def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:
     kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
     wrt = [p for p in params if kinds[p].cls == "f"]
     u = transform_jvp(prepare(func), wrt, kinds, until=pass_name)
-    p = next(p for p in JVP if p.name == pass_name)
+    p = next(p for p in JVP + VECTOR if p.name == pass_name)
     return p.show(u).rstrip("\n")
 
 
@@ -181,4 +287,4 @@ _EXAMPLES = itertools.count(1)
 
 register_generate_jvp(generate_jvp)  # nested jvp and hvp calls inline its code
 
-__all__ = ["JVP", "example_jvp", "generate_jvp", "transform_jvp"]
+__all__ = ["JVP", "VECTOR", "example_jvp", "generate_jvp", "transform_jvp"]

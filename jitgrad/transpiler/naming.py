@@ -90,6 +90,10 @@ class Namer:
             self._tangents[name] = self.unique(name + "_dot")
         return self._tangents[name]
 
+    def tangent_names(self) -> dict[str, str]:
+        """The tangents named so far: value -> tangent (``x`` -> ``x_dot``)."""
+        return dict(self._tangents)
+
     def tape(self, name: str) -> str:
         return self.fresh(f"_tape_{name.lstrip('_')}_")
 

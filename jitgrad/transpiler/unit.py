@@ -132,6 +132,9 @@ class Unit:
     splits: dict[Any, Any] = field(default_factory=dict)
     #: the ``split`` unit made from this one (``split_unit``)
     split_prep: Unit | None = None
+    #: forward mode's vector form (``modes/vector.py``), or why it does not apply
+    vector: Any = None
+    vector_refused: str | None = None
 
     @property
     def name(self) -> str:
