@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import operator
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -24,26 +25,33 @@ _STATELESS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and 
 _KEPT = frozenset({int, float, str, bool, type(None)}) | _STATELESS
 
 
+#: every node class of ``ast`` (a set test, before ``isinstance`` for others)
+_AST_CLASSES = frozenset(c for c in vars(ast).values()
+                         if isinstance(c, type) and issubclass(c, ast.AST))
+
+
 def clone(node: T) -> T:
     """A copy of ``node`` (a node or a list of nodes); the notes on it (``notes``) come too."""
-    if isinstance(node, list):
+    cls = node.__class__
+    if cls is list:
         return [clone(x) for x in node]  # type: ignore[return-value]
-    if not isinstance(node, ast.AST):
+    nodes = _AST_CLASSES
+    if cls not in nodes and not isinstance(node, ast.AST):
         return node
-    new = node.__class__.__new__(node.__class__)
-    d = new.__dict__
-    for k, v in node.__dict__.items():
+    d = node.__dict__.copy()
+    for k, v in d.items():  # (values replaced in place: the keys stay)
         c = v.__class__
         if c in _KEPT:
-            d[k] = v
-        elif isinstance(v, list):
-            d[k] = [clone(x) if isinstance(x, ast.AST) else x for x in v]
-        elif isinstance(v, ast.AST):
+            continue
+        if c is list or isinstance(v, list):
+            d[k] = [clone(x) if x.__class__ in nodes or isinstance(x, ast.AST) else x
+                    for x in v]
+        elif c in nodes or isinstance(v, ast.AST):
             d[k] = clone(v)
         elif isinstance(v, (set, dict)):
             d[k] = v.copy()
-        else:
-            d[k] = v
+    new = cls.__new__(cls)
+    new.__dict__ = d
     return new
 
 
@@ -79,17 +87,19 @@ def walk(node: ast.AST):
     """Every node under ``node``, in exactly ``ast.walk``'s order (breadth first), about
     twice as fast: one growing list instead of a deque of per-node generators."""
     todo = [node]
-    fields_of = _NODE_FIELDS.get
-    for n in todo:
-        if isinstance(n, ast.AST):
-            fields = fields_of(n.__class__)
-            for f in _node_fields(n.__class__) if fields is None else fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend(v)  # non-node items (identifiers, None keys) are skipped above
-                elif isinstance(v, ast.AST):
-                    todo.append(v)
-            yield n
+    getters = _NODE_GETTERS
+    for n in todo:  # (grows as it is walked)
+        cls = n.__class__
+        if cls not in getters or n is None:
+            if not isinstance(n, ast.AST):  # (identifiers, None keys)
+                continue
+            _getter(cls, nodes=True)
+        for v in _values(n, getters[cls], nodes=True):
+            if v.__class__ is list:
+                todo += v
+            elif v is not None:
+                todo.append(v)
+        yield n
 
 
 def nodes_of(node: ast.AST) -> list[ast.AST]:
@@ -98,18 +108,16 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
     that look at none of those nodes themselves (a ``Name``'s ``ctx`` is read from the
     ``Name``); fewer nodes and no generator: about 1.4x as fast on jitgrad's sources."""
     out = [node]
-    table = _NAME_FIELDS
+    getters = _GETTERS
     stray = False  # (a list's non-node item met: ``None`` among a dict's keys)
     for n in out:  # (grows as it is walked)
         cls = n.__class__
-        fields = table.get(cls)
-        if fields is None:
+        if cls not in getters or n is None:
             if not isinstance(n, ast.AST):
                 stray = True
                 continue
-            fields = _name_fields(cls)
-        for f in fields:
-            v = getattr(n, f, None)
+            _getter(cls)
+        for v in _values(n, getters[cls]):
             if v.__class__ is list:
                 out += v
             elif v is not None:
@@ -149,10 +157,41 @@ def _name_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+#: a node class's getter: a function giving the values of some of its fields at once, and
+#: does it give one value (not a tuple); None where it has none of those fields
+Getter = tuple[Callable[[ast.AST], object], bool] | None
+#: node class -> the getter of its fields that may hold a ``Name`` (``_name_fields``)
+_GETTERS: dict[type, Getter] = {type(None): None}
+#: node class -> the getter of its fields that may hold a node (``_node_fields``)
+_NODE_GETTERS: dict[type, Getter] = {type(None): None}
+
+
+def _getter(cls: type, nodes: bool = False) -> Getter:
+    """The entry of ``_GETTERS`` (``nodes``: of ``_NODE_GETTERS``) for ``cls``, made once."""
+    fields = _node_fields(cls) if nodes else _name_fields(cls)
+    g = (operator.attrgetter(*fields), len(fields) == 1) if fields else None
+    (_NODE_GETTERS if nodes else _GETTERS)[cls] = g
+    return g
+
+
+def _values(n: ast.AST, g: Getter, nodes: bool = False) -> tuple:
+    """The values of the fields of ``n`` that ``g`` (its class's getter) reads, None for
+    one left unset; lists as they are."""
+    if g is None:
+        return ()
+    try:
+        v = g[0](n)
+    except AttributeError:  # (a field left unset)
+        cls = n.__class__
+        return tuple(getattr(n, f, None)
+                     for f in (_node_fields(cls) if nodes else _name_fields(cls)))
+    return (v,) if g[1] else v  # type: ignore[return-value]
+
+
 for _cls in vars(ast).values():  # (every class known at once: the walks look up, not fill)
     if isinstance(_cls, type) and issubclass(_cls, ast.AST):
-        _name_fields(_cls)
-        _node_fields(_cls)
+        _getter(_cls)
+        _getter(_cls, nodes=True)
 
 
 def name_nodes(node: ast.AST | list, owners: bool = False) -> list[ast.AST]:
@@ -162,26 +201,34 @@ def name_nodes(node: ast.AST | list, owners: bool = False) -> list[ast.AST]:
     generator: a resumption per name cost more than the walk)."""
     todo = list(node) if node.__class__ is list else [node]
     out: list[ast.AST] = []
-    table = _NAME_FIELDS
-    for n in todo:  # (grows as it is walked)
+    getters = _GETTERS
+    for n in todo:  # (grows as it is walked: lists and None among the values)
         cls = n.__class__
         if cls is ast.Name:
             out.append(n)
             continue
-        fields = table.get(cls)  # (known for every ``ast`` class: others are checked)
-        if fields is None:
+        if cls is list:
+            todo += n
+            continue
+        if cls not in getters:  # (known for every ``ast`` class: others are checked)
             if not isinstance(n, ast.AST):
                 continue
-            fields = _name_fields(cls)
+            _getter(cls)
         if owners and (cls is ast.arg or (cls is ast.FunctionDef or cls is ast.Lambda)
                        and hasattr(n, "name")):
             out.append(n)
-        for f in fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                todo += v
-            elif v is not None:
-                todo.append(v)
+        g = getters[cls]
+        if g is None:
+            continue
+        try:
+            v = g[0](n)
+        except AttributeError:  # (a field left unset)
+            todo += _values(n, g)
+            continue
+        if g[1]:
+            todo.append(v)
+        else:
+            todo += v
     return out
 
 
@@ -294,25 +341,20 @@ def children(n: ast.AST) -> list[ast.AST]:
 
 def own_expressions(s: ast.stmt):
     """The expression nodes of ``s`` itself (not of the statements it holds)."""
-    todo: list[ast.AST] = []
-    for f in s._fields:
-        if f == "body" or f == "orelse":
-            continue
-        v = getattr(s, f, None)
-        if v.__class__ is list:
-            todo.extend(v)
-        else:
-            todo.append(v)
-    while todo:
+    todo: list = [getattr(s, f, None) for f in s._fields if f != "body" and f != "orelse"]
+    getters = _NODE_GETTERS
+    while todo:  # (a list is taken apart when popped: the order of taking each item apart)
         n = todo.pop()
-        if isinstance(n, ast.AST):
-            yield n
-            for f in n._fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend(v)  # (non-nodes among them are skipped when popped)
-                elif isinstance(v, ast.AST):
-                    todo.append(v)
+        cls = n.__class__
+        if cls is list:
+            todo += n
+            continue
+        if cls not in getters or n is None:
+            if not isinstance(n, ast.AST):  # (identifiers, None keys)
+                continue
+            _getter(cls, nodes=True)
+        yield n
+        todo += _values(n, getters[cls], nodes=True)
 
 
 def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:
