@@ -94,11 +94,17 @@ def walk(node: ast.AST):
             if not isinstance(n, ast.AST):  # (identifiers, None keys)
                 continue
             _getter(cls, nodes=True)
-        for v in _values(n, getters[cls], nodes=True):
-            if v.__class__ is list:
-                todo += v
-            elif v is not None:
-                todo.append(v)
+        g = getters[cls]
+        if g is not None:
+            try:
+                vals = g[0](n) if not g[1] else (g[0](n),)
+            except AttributeError:  # (a field left unset)
+                vals = _values(n, g, nodes=True)
+            for v in vals:
+                if v.__class__ is list:
+                    todo += v
+                elif v is not None:
+                    todo.append(v)
         yield n
 
 
@@ -117,7 +123,14 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
                 stray = True
                 continue
             _getter(cls)
-        for v in _values(n, getters[cls]):
+        g = getters[cls]
+        if g is None:  # (no field that may hold a node: a constant)
+            continue
+        try:
+            vals = g[0](n) if not g[1] else (g[0](n),)
+        except AttributeError:  # (a field left unset)
+            vals = _values(n, g)
+        for v in vals:
             if v.__class__ is list:
                 out += v
             elif v is not None:
@@ -175,17 +188,15 @@ def _getter(cls: type, nodes: bool = False) -> Getter:
 
 
 def _values(n: ast.AST, g: Getter, nodes: bool = False) -> tuple:
-    """The values of the fields of ``n`` that ``g`` (its class's getter) reads, None for
-    one left unset; lists as they are."""
-    if g is None:
-        return ()
+    """The values of the fields of ``n`` that ``g`` (its class's getter, not None) reads,
+    lists as they are; None for a field left unset."""
     try:
-        v = g[0](n)
+        v = g[0](n)  # type: ignore[index]
     except AttributeError:  # (a field left unset)
         cls = n.__class__
         return tuple(getattr(n, f, None)
                      for f in (_node_fields(cls) if nodes else _name_fields(cls)))
-    return (v,) if g[1] else v  # type: ignore[return-value]
+    return (v,) if g[1] else v  # type: ignore[index, return-value]
 
 
 for _cls in vars(ast).values():  # (every class known at once: the walks look up, not fill)
@@ -354,7 +365,9 @@ def own_expressions(s: ast.stmt):
                 continue
             _getter(cls, nodes=True)
         yield n
-        todo += _values(n, getters[cls], nodes=True)
+        g = getters[cls]
+        if g is not None:
+            todo += _values(n, g, nodes=True)
 
 
 def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:
