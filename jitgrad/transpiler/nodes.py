@@ -144,7 +144,7 @@ _PLAIN_FIELDS = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _node_fields(cls: type) -> tuple[str, ...]:
+def node_fields(cls: type) -> tuple[str, ...]:
     """The fields of node class ``cls`` that may hold nodes (cached per class)."""
     fields = _NODE_FIELDS.get(cls)
     if fields is None:
@@ -175,13 +175,13 @@ def _name_fields(cls: type) -> tuple[str, ...]:
 Getter = tuple[Callable[[ast.AST], object], bool] | None
 #: node class -> the getter of its fields that may hold a ``Name`` (``_name_fields``)
 _GETTERS: dict[type, Getter] = {type(None): None}
-#: node class -> the getter of its fields that may hold a node (``_node_fields``)
+#: node class -> the getter of its fields that may hold a node (``node_fields``)
 _NODE_GETTERS: dict[type, Getter] = {type(None): None}
 
 
 def _getter(cls: type, nodes: bool = False) -> Getter:
     """The entry of ``_GETTERS`` (``nodes``: of ``_NODE_GETTERS``) for ``cls``, made once."""
-    fields = _node_fields(cls) if nodes else _name_fields(cls)
+    fields = node_fields(cls) if nodes else _name_fields(cls)
     g = (operator.attrgetter(*fields), len(fields) == 1) if fields else None
     (_NODE_GETTERS if nodes else _GETTERS)[cls] = g
     return g
@@ -195,7 +195,7 @@ def _values(n: ast.AST, g: Getter, nodes: bool = False) -> tuple:
     except AttributeError:  # (a field left unset)
         cls = n.__class__
         return tuple(getattr(n, f, None)
-                     for f in (_node_fields(cls) if nodes else _name_fields(cls)))
+                     for f in (node_fields(cls) if nodes else _name_fields(cls)))
     return (v,) if g[1] else v  # type: ignore[index, return-value]
 
 
