@@ -205,11 +205,13 @@ for _cls in vars(ast).values():  # (every class known at once: the walks look up
         _getter(_cls, nodes=True)
 
 
-def name_nodes(node: ast.AST | list, owners: bool = False) -> list[ast.AST]:
+def name_nodes(node: ast.AST | list, owners: bool = False,
+               first: str | None = None) -> list[ast.AST]:
     """Every ``Name`` under ``node`` (a node or a list of them) and, with ``owners``, every
     parameter (``arg``) and named function: one list, visiting only the fields that can
     hold a name (the walk ``loaded_ids``, ``mentions`` and ``names_in`` share; no
-    generator: a resumption per name cost more than the walk)."""
+    generator: a resumption per name cost more than the walk).  With ``first``, the walk
+    stops at the first ``Name`` of that id (the list's last)."""
     todo = list(node) if node.__class__ is list else [node]
     out: list[ast.AST] = []
     getters = _GETTERS
@@ -217,6 +219,8 @@ def name_nodes(node: ast.AST | list, owners: bool = False) -> list[ast.AST]:
         cls = n.__class__
         if cls is ast.Name:
             out.append(n)
+            if n.id == first:
+                break
             continue
         if cls is list:
             todo += n
@@ -261,6 +265,9 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
     """How many ``Name`` nodes (loaded or stored) under ``node`` (a node or a list of
     them) are ``name``; with ``limit``, stop counting there (``limit=1``: is it named at
     all, found with the first)."""
+    if limit == 1:
+        found = name_nodes(node, first=name)
+        return int(bool(found) and found[-1].id == name)  # type: ignore[attr-defined]
     count = 0
     for n in name_nodes(node):
         if n.id == name:  # type: ignore[attr-defined]
@@ -294,7 +301,7 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
 
 
 #: statement classes that hold no block (``walk_stmts`` reads no ``body`` of theirs)
-_SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass,
+SIMPLE_STMTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass,
                      ast.Break, ast.Continue, ast.Raise, ast.Delete, ast.Global, ast.Nonlocal,
                      ast.Import, ast.ImportFrom, ast.Assert})
 
@@ -305,7 +312,7 @@ def walk_stmts(body: list[ast.stmt]):
     other once per statement and level).  A statement's ``body`` is read once it has
     been yielded, its ``orelse`` once its ``body`` has been walked."""
     stack: list[tuple[Iterator[ast.stmt], ast.stmt | None]] = [(iter(body), None)]
-    simple = _SIMPLE
+    simple = SIMPLE_STMTS
     while stack:
         it, owner = stack[-1]
         for s in it:

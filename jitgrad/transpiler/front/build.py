@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 
+#: the contexts every built name shares (they hold no state: the parser shares them too)
+_LOAD, _STORE = ast.Load(), ast.Store()
+
 
 def name(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+    return ast.Name(id=id_, ctx=_STORE if store else _LOAD)
 
 
 def assign(target: str | ast.expr, value: ast.expr) -> ast.Assign:
