@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import operator
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -24,26 +25,33 @@ _STATELESS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and 
 _KEPT = frozenset({int, float, str, bool, type(None)}) | _STATELESS
 
 
+#: every node class of ``ast`` (a set test, before ``isinstance`` for others)
+_AST_CLASSES = frozenset(c for c in vars(ast).values()
+                         if isinstance(c, type) and issubclass(c, ast.AST))
+
+
 def clone(node: T) -> T:
     """A copy of ``node`` (a node or a list of nodes); the notes on it (``notes``) come too."""
-    if isinstance(node, list):
+    cls = node.__class__
+    if cls is list:
         return [clone(x) for x in node]  # type: ignore[return-value]
-    if not isinstance(node, ast.AST):
+    nodes = _AST_CLASSES
+    if cls not in nodes and not isinstance(node, ast.AST):
         return node
-    new = node.__class__.__new__(node.__class__)
-    d = new.__dict__
-    for k, v in node.__dict__.items():
+    d = node.__dict__.copy()
+    for k, v in d.items():  # (values replaced in place: the keys stay)
         c = v.__class__
         if c in _KEPT:
-            d[k] = v
-        elif isinstance(v, list):
-            d[k] = [clone(x) if isinstance(x, ast.AST) else x for x in v]
-        elif isinstance(v, ast.AST):
+            continue
+        if c is list or isinstance(v, list):
+            d[k] = [clone(x) if x.__class__ in nodes or isinstance(x, ast.AST) else x
+                    for x in v]
+        elif c in nodes or isinstance(v, ast.AST):
             d[k] = clone(v)
         elif isinstance(v, (set, dict)):
             d[k] = v.copy()
-        else:
-            d[k] = v
+    new = cls.__new__(cls)
+    new.__dict__ = d
     return new
 
 
@@ -79,17 +87,25 @@ def walk(node: ast.AST):
     """Every node under ``node``, in exactly ``ast.walk``'s order (breadth first), about
     twice as fast: one growing list instead of a deque of per-node generators."""
     todo = [node]
-    fields_of = _NODE_FIELDS.get
-    for n in todo:
-        if isinstance(n, ast.AST):
-            fields = fields_of(n.__class__)
-            for f in _node_fields(n.__class__) if fields is None else fields:
-                v = getattr(n, f, None)
+    getters = _NODE_GETTERS
+    for n in todo:  # (grows as it is walked)
+        cls = n.__class__
+        if cls not in getters or n is None:
+            if not isinstance(n, ast.AST):  # (identifiers, None keys)
+                continue
+            _getter(cls, nodes=True)
+        g = getters[cls]
+        if g is not None:
+            try:
+                vals = g[0](n) if not g[1] else (g[0](n),)
+            except AttributeError:  # (a field left unset)
+                vals = _values(n, g, nodes=True)
+            for v in vals:
                 if v.__class__ is list:
-                    todo.extend(v)  # non-node items (identifiers, None keys) are skipped above
-                elif isinstance(v, ast.AST):
+                    todo += v
+                elif v is not None:
                     todo.append(v)
-            yield n
+        yield n
 
 
 def nodes_of(node: ast.AST) -> list[ast.AST]:
@@ -98,17 +114,28 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
     that look at none of those nodes themselves (a ``Name``'s ``ctx`` is read from the
     ``Name``); fewer nodes and no generator: about 1.4x as fast on jitgrad's sources."""
     out = [node]
-    fields_of = _NAME_FIELDS.get
-    for n in out:
+    getters = _GETTERS
+    stray = False  # (a list's non-node item met: ``None`` among a dict's keys)
+    for n in out:  # (grows as it is walked)
         cls = n.__class__
-        fields = fields_of(cls)
-        for f in _name_fields(cls) if fields is None else fields:
-            v = getattr(n, f, None)
+        if cls not in getters or n is None:
+            if not isinstance(n, ast.AST):
+                stray = True
+                continue
+            _getter(cls)
+        g = getters[cls]
+        if g is None:  # (no field that may hold a node: a constant)
+            continue
+        try:
+            vals = g[0](n) if not g[1] else (g[0](n),)
+        except AttributeError:  # (a field left unset)
+            vals = _values(n, g)
+        for v in vals:
             if v.__class__ is list:
-                out += [x for x in v if isinstance(x, ast.AST)]
-            elif isinstance(v, ast.AST):
+                out += v
+            elif v is not None:
                 out.append(v)
-    return out
+    return [x for x in out if isinstance(x, ast.AST)] if stray else out
 
 
 #: fields that hold an identifier, a flag or a constant, never a node
@@ -117,7 +144,7 @@ _PLAIN_FIELDS = frozenset({"id", "attr", "arg", "name", "kind", "type_comment", 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _node_fields(cls: type) -> tuple[str, ...]:
+def node_fields(cls: type) -> tuple[str, ...]:
     """The fields of node class ``cls`` that may hold nodes (cached per class)."""
     fields = _NODE_FIELDS.get(cls)
     if fields is None:
@@ -143,34 +170,81 @@ def _name_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-def name_nodes(node: ast.AST | list, owners: bool = False) -> Iterator[ast.AST]:
+#: a node class's getter: a function giving the values of some of its fields at once, and
+#: does it give one value (not a tuple); None where it has none of those fields
+Getter = tuple[Callable[[ast.AST], object], bool] | None
+#: node class -> the getter of its fields that may hold a ``Name`` (``_name_fields``)
+_GETTERS: dict[type, Getter] = {type(None): None}
+#: node class -> the getter of its fields that may hold a node (``node_fields``)
+_NODE_GETTERS: dict[type, Getter] = {type(None): None}
+
+
+def _getter(cls: type, nodes: bool = False) -> Getter:
+    """The entry of ``_GETTERS`` (``nodes``: of ``_NODE_GETTERS``) for ``cls``, made once."""
+    fields = node_fields(cls) if nodes else _name_fields(cls)
+    g = (operator.attrgetter(*fields), len(fields) == 1) if fields else None
+    (_NODE_GETTERS if nodes else _GETTERS)[cls] = g
+    return g
+
+
+def _values(n: ast.AST, g: Getter, nodes: bool = False) -> tuple:
+    """The values of the fields of ``n`` that ``g`` (its class's getter, not None) reads,
+    lists as they are; None for a field left unset."""
+    try:
+        v = g[0](n)  # type: ignore[index]
+    except AttributeError:  # (a field left unset)
+        cls = n.__class__
+        return tuple(getattr(n, f, None)
+                     for f in (node_fields(cls) if nodes else _name_fields(cls)))
+    return (v,) if g[1] else v  # type: ignore[index, return-value]
+
+
+for _cls in vars(ast).values():  # (every class known at once: the walks look up, not fill)
+    if isinstance(_cls, type) and issubclass(_cls, ast.AST):
+        _getter(_cls)
+        _getter(_cls, nodes=True)
+
+
+def name_nodes(node: ast.AST | list, owners: bool = False,
+               first: str | None = None) -> list[ast.AST]:
     """Every ``Name`` under ``node`` (a node or a list of them) and, with ``owners``, every
-    parameter (``arg``) and named function: one explicit stack, visiting only the fields
-    that can hold a name (the walk ``loaded_ids``, ``mentions`` and ``names_in`` share)."""
-    todo = list(node) if isinstance(node, list) else [node]
-    fields_of = _NAME_FIELDS.get
-    while todo:
-        n = todo.pop()
+    parameter (``arg``) and named function: one list, visiting only the fields that can
+    hold a name (the walk ``loaded_ids``, ``mentions`` and ``names_in`` share; no
+    generator: a resumption per name cost more than the walk).  With ``first``, the walk
+    stops at the first ``Name`` of that id (the list's last)."""
+    todo = list(node) if node.__class__ is list else [node]
+    out: list[ast.AST] = []
+    getters = _GETTERS
+    for n in todo:  # (grows as it is walked: lists and None among the values)
         cls = n.__class__
         if cls is ast.Name:
-            yield n
+            out.append(n)
+            if n.id == first:
+                break
             continue
-        if cls is ast.Constant:
+        if cls is list:
+            todo += n
             continue
-        if owners and (cls is ast.arg or (cls is ast.FunctionDef or cls is ast.Lambda)
-                       and hasattr(n, "name")):
-            yield n
-        fields = fields_of(cls)  # (known only for node classes: others are checked)
-        if fields is None:
+        if cls not in getters:  # (known for every ``ast`` class: others are checked)
             if not isinstance(n, ast.AST):
                 continue
-            fields = _name_fields(cls)
-        for f in fields:
-            v = getattr(n, f, None)
-            if v.__class__ is list:
-                todo.extend(v)
-            elif v is not None:
-                todo.append(v)
+            _getter(cls)
+        if owners and (cls is ast.arg or (cls is ast.FunctionDef or cls is ast.Lambda)
+                       and hasattr(n, "name")):
+            out.append(n)
+        g = getters[cls]
+        if g is None:
+            continue
+        try:
+            v = g[0](n)
+        except AttributeError:  # (a field left unset)
+            todo += _values(n, g)
+            continue
+        if g[1]:
+            todo.append(v)
+        else:
+            todo += v
+    return out
 
 
 def name_counts(body: list[ast.stmt]) -> dict[str, int]:
@@ -191,6 +265,9 @@ def mentions(node: ast.AST | list, name: str, limit: int = 0) -> int:
     """How many ``Name`` nodes (loaded or stored) under ``node`` (a node or a list of
     them) are ``name``; with ``limit``, stop counting there (``limit=1``: is it named at
     all, found with the first)."""
+    if limit == 1:
+        found = name_nodes(node, first=name)
+        return int(bool(found) and found[-1].id == name)  # type: ignore[attr-defined]
     count = 0
     for n in name_nodes(node):
         if n.id == name:  # type: ignore[attr-defined]
@@ -223,16 +300,25 @@ def replace_names(node: ast.AST, new: Callable[[ast.Name], ast.AST]) -> None:
                 todo.append(v)
 
 
+#: statement classes that hold no block (``walk_stmts`` reads no ``body`` of theirs)
+SIMPLE_STMTS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass,
+                     ast.Break, ast.Continue, ast.Raise, ast.Delete, ast.Global, ast.Nonlocal,
+                     ast.Import, ast.ImportFrom, ast.Assert})
+
+
 def walk_stmts(body: list[ast.stmt]):
     """Every statement of ``body`` and of the blocks nested in it, in source order; one
     generator with a stack of the blocks being walked (nested generators resumed each
     other once per statement and level).  A statement's ``body`` is read once it has
     been yielded, its ``orelse`` once its ``body`` has been walked."""
     stack: list[tuple[Iterator[ast.stmt], ast.stmt | None]] = [(iter(body), None)]
+    simple = SIMPLE_STMTS
     while stack:
         it, owner = stack[-1]
         for s in it:
             yield s
+            if s.__class__ in simple:
+                continue
             sub = getattr(s, "body", None)
             if sub.__class__ is list and sub:
                 stack.append((iter(sub), s))  # (its orelse is read when the body is done)
@@ -273,25 +359,22 @@ def children(n: ast.AST) -> list[ast.AST]:
 
 def own_expressions(s: ast.stmt):
     """The expression nodes of ``s`` itself (not of the statements it holds)."""
-    todo: list[ast.AST] = []
-    for f in s._fields:
-        if f == "body" or f == "orelse":
-            continue
-        v = getattr(s, f, None)
-        if v.__class__ is list:
-            todo.extend(v)
-        else:
-            todo.append(v)
-    while todo:
+    todo: list = [getattr(s, f, None) for f in s._fields if f != "body" and f != "orelse"]
+    getters = _NODE_GETTERS
+    while todo:  # (a list is taken apart when popped: the order of taking each item apart)
         n = todo.pop()
-        if isinstance(n, ast.AST):
-            yield n
-            for f in n._fields:
-                v = getattr(n, f, None)
-                if v.__class__ is list:
-                    todo.extend(v)  # (non-nodes among them are skipped when popped)
-                elif isinstance(v, ast.AST):
-                    todo.append(v)
+        cls = n.__class__
+        if cls is list:
+            todo += n
+            continue
+        if cls not in getters or n is None:
+            if not isinstance(n, ast.AST):  # (identifiers, None keys)
+                continue
+            _getter(cls, nodes=True)
+        yield n
+        g = getters[cls]
+        if g is not None:
+            todo += _values(n, g, nodes=True)
 
 
 def stmts_by_depth(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -174,9 +174,10 @@ _CARRIED = (PARAM_OF, INLINED, ELEMENTWISE, LOOP_SEQ, CHECKPOINTED, PRANGE, DRAW
 
 def carry(old: ast.AST, new: ast.AST) -> None:
     """Give ``new`` (a rewrite of ``old``) the message notes ``old`` has."""
+    d = old.__dict__  # (a note lives in the node's dictionary: ``Note.has``)
     for note in _CARRIED:
-        if note.has(old):
-            note.set(new, note.get(old))
+        if note.attr in d:
+            setattr(new, note.attr, d[note.attr])
 
 
 class Checkpoint(ast.If):

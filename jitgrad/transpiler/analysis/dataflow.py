@@ -54,7 +54,7 @@ from ...rules.primitives import (
     returns_view,
 )
 from ..astutil import exposed_reads, resolve
-from ..nodes import loaded_ids, own_expressions, walk, walk_stmts
+from ..nodes import SIMPLE_STMTS, loaded_ids, own_expressions, walk, walk_stmts
 from ..notes import KIND
 from .kinds import LIST
 
@@ -420,8 +420,11 @@ class Dataflow:
         self._loops: dict[int, tuple[ast.stmt, frozenset[str] | None]] = {}
 
     def _place(self, block: list[ast.stmt], owner: ast.stmt | None) -> None:
+        at = self._at
         for k, s in enumerate(block):
-            self._at[id(s)] = (block, k, owner)
+            at[id(s)] = (block, k, owner)
+            if s.__class__ in SIMPLE_STMTS:  # (no block to read)
+                continue
             for f in ("body", "orelse"):
                 sub = getattr(s, f, None)
                 if isinstance(sub, list):

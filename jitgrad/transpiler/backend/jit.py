@@ -139,12 +139,17 @@ def _names(node: ast.AST, read: set[str], local: set[str],
     it would not parse back to the same names.  With ``stmts``, the simple statements
     under ``node`` are put there instead of walked."""
     todo: list[tuple[ast.AST, bool]] = [(node, False)]  # (node, in a binding target)
+    named = _IDENTIFIERS
     while todo:
         n, target = todo.pop()
         cls = n.__class__
         if cls is ast.Name:
-            if not n.id.isidentifier() or keyword.iskeyword(n.id):
-                return False
+            if n.id not in named:
+                if not n.id.isidentifier() or keyword.iskeyword(n.id):
+                    return False
+                if len(named) > 100_000:  # (bounded: names of many functions pass through)
+                    named.clear()
+                named.add(n.id)
             (local if target else read).add(n.id)
             continue
         if cls is ast.Constant:
@@ -154,19 +159,26 @@ def _names(node: ast.AST, read: set[str], local: set[str],
         if stmts is not None and cls in _SIMPLE_STMTS:
             stmts.append(n)
             continue
-        fields = _FIELDS.get(cls) or _fields(cls)
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            if not isinstance(n, ast.AST):  # (``None`` among a dict's keys)
+                continue
+            fields = _fields(cls)
         # inside a target, tuples, lists and starred bind their names; the parts of a
         # subscript or attribute target are read
         keep = target and cls in _UNPACKING
         for f, bound in fields:
             v = getattr(n, f, None)
             if v.__class__ is list:
-                todo.extend((x, keep or bound) for x in v if isinstance(x, ast.AST))
-            elif isinstance(v, ast.AST):
+                b = keep or bound
+                todo += [(x, b) for x in v]
+            elif v is not None:
                 todo.append((v, keep or bound))
     return True
 
 
+#: names found to be identifiers that are not keywords (``_names`` checks each once)
+_IDENTIFIERS: set[str] = set()
 _UNPACKING = (ast.Tuple, ast.List, ast.Starred)
 #: fields that hold no names: contexts, operators, identifiers, flags
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "kind", "type_comment", "attr", "arg",

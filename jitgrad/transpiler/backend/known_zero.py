@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.dataflow import binds, binds_in, reads
-from ..nodes import loaded_ids, walk_stmts
+from ..nodes import SIMPLE_STMTS, loaded_ids, walk_stmts
 
 
 def known_zero_adds(stmts: list[ast.stmt], scalars: set[str], kept: set[str]
@@ -71,9 +71,9 @@ class _Facts:
     def of(self, s: ast.stmt) -> tuple[set[str], set[str]]:
         hit = self._memo.get(id(s))
         if hit is None:
-            inner = [s, *walk_stmts([b for f in ("body", "orelse", "handlers", "finalbody")
-                                     for b in getattr(s, f, None) or ()
-                                     if isinstance(b, ast.stmt)])]
+            inner = [s] if s.__class__ in SIMPLE_STMTS else [
+                s, *walk_stmts([b for f in ("body", "orelse", "handlers", "finalbody")
+                                for b in getattr(s, f, None) or () if isinstance(b, ast.stmt)])]
             bound = {n for x in inner for n in binds(x)} & self.names
             read = {n for x in inner for n in reads(x)} & self.names
             hit = self._memo[id(s)] = (bound, read)

@@ -28,7 +28,7 @@ from typing import Any
 from ...rules.primitives import draws
 from ..astutil import resolve
 from ..naming import Namer
-from ..nodes import walk
+from ..nodes import node_fields, walk
 from .desugar import assign, name
 from .parse import Parsed
 from .purity import call_pure, called
@@ -114,9 +114,10 @@ def _children(node: ast.AST, skip_func: bool) -> list[Slot]:
     """The expression children of ``node``, in Python's evaluation order (the fields'
     order for every expression jitgrad accepts)."""
     out: list[Slot] = []
-    for field, value in ast.iter_fields(node):
+    for field in node_fields(node.__class__):
         if skip_func and field == "func":
             continue
+        value = getattr(node, field, None)
         if isinstance(value, (ast.expr, ast.keyword)):
             out.append((node, field, None))
         elif isinstance(value, list):

@@ -111,13 +111,15 @@ def _renamed(node: ast.Name, mapping: dict[str, str | ast.expr]) -> ast.expr:
 
 def _located(new: ast.expr, old: ast.Name) -> ast.expr:
     """``ast.copy_location(new, old)`` for an expression (its location attributes are a
-    name's), inline."""
+    name's), inline: read and written in the nodes' dictionaries, no call per attribute."""
+    d, nd = old.__dict__, new.__dict__
     for a in ("lineno", "col_offset"):
-        v = getattr(old, a, None)
-        if v is not None:
-            setattr(new, a, v)
+        if a in d and d[a] is not None:
+            nd[a] = d[a]
     for a in ("end_lineno", "end_col_offset"):
-        if hasattr(old, a):
+        if a in d:
+            nd[a] = d[a]
+        elif hasattr(old, a):  # (a class default: None for an expression)
             setattr(new, a, getattr(old, a))
     return new
 
