@@ -51,7 +51,22 @@ def sometimes(w, x):
     return s
 
 
-CASES = {triangle: (10, 5), down: (11, 5), sometimes: (6, 5)}
+def outer_step(w, x):
+    """A counter the outer loop steps, read in an inner loop that does not: checked before
+    the inner loop from its value there (fuzz seed 9502, program 22: it was checked as
+    its value at the outer loop's entry plus the trip, and raised)."""
+    y = np.zeros(3)
+    K = 0
+    s = 0.0
+    for M in range(3):
+        K += 1
+        for val in x:
+            y[K - 1] = val * w[K]
+            s += y[1] * w[M % 2] + math.sin(y[K - 1])
+    return s
+
+
+CASES = {triangle: (10, 5), down: (11, 5), sometimes: (6, 5), outer_step: (4, 5)}
 
 
 def _args(f) -> tuple:

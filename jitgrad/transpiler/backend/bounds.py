@@ -268,11 +268,17 @@ class _Prover:
             out.append(v)
         return out
 
-    def substituted(self, e: Lin) -> Lin:
-        """``e`` with the names ``alias`` noted replaced by what they equal."""
+    def substituted(self, e: Lin, loops: list[_Loop]) -> Lin:
+        """``e`` with the names ``alias`` noted replaced by what they equal, for a check
+        before the first of ``loops``: a counter only where its loop is one of them (its
+        form reads its value at that loop's entry; inside, before an inner loop, the
+        counter's own name is its value there)."""
         out = Lin(const=e.const)
+        inside = {id(c.node) for c in loops}
         for k, c, n in e.terms:
             a = self.aliases.get(n.id) if isinstance(n, ast.Name) else None
+            if a is not None and n.id in self.counters and id(self.counters[n.id]) not in inside:
+                a = None
             out = out.plus(a.times(c) if a is not None else Lin(((k, c, n),)))
         return out
 
@@ -341,8 +347,8 @@ class _Prover:
         """The check of ``e`` before the outermost loop of ``chain`` it may stand before,
         else before ``s``."""
         plain = e
-        e = self.substituted(e)
         for h, top in enumerate(chain):
+            e = self.substituted(plain, chain[h:])
             done = self.hoisted(e, array, chain[h:])
             if done is not None:
                 lo, hi = done
