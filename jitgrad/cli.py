@@ -190,13 +190,23 @@ def _use_color(ns: argparse.Namespace) -> bool:
     return sys.stdout.isatty()
 
 
+def _auto_checkpoint(obj: Any) -> bool | None:
+    """The ``auto_checkpoint`` option of a ``@jg.differentiate`` target (None: the config's)."""
+    from .api import Differentiated, GradFunction
+
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    return obj.auto_checkpoint if isinstance(obj, Differentiated) else None
+
+
 def _differentiate(func: Callable[..., Any], wrt: Any, ns: argparse.Namespace,
-                   args: tuple[Any, ...] | None) -> Any:
-    """``differentiate(func, wrt=...)``, with bad ``--wrt``/``--args`` reported as CLIErrors."""
+                   args: tuple[Any, ...] | None, auto_checkpoint: bool | None = None) -> Any:
+    """``differentiate(func, wrt=...)``, with bad ``--wrt``/``--args`` reported as CLIErrors
+    (``auto_checkpoint``: a decorated target's own option)."""
     from .api import differentiate
 
     try:
-        diff = differentiate(func, wrt=wrt, jit=not ns.no_jit)
+        diff = differentiate(func, wrt=wrt, jit=not ns.no_jit, auto_checkpoint=auto_checkpoint)
     except (TypeError, ValueError) as e:
         raise CLIError(f"--wrt {ns.wrt}: {e}" if ns.wrt is not None else str(e)) from e
     if args is not None and len(args) != len(diff.params):
@@ -211,7 +221,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
     func = _plain_function(obj, ns.target)
     wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
     args = _example_args(ns)
-    diff = _differentiate(func, wrt, ns, args)
+    diff = _differentiate(func, wrt, ns, args, _auto_checkpoint(obj))
     mode = getattr(ns, "mode", "vjp")
     if mode == "hvp" and ns.stage != "all":
         raise CLIError(f"--stage {ns.stage}: --mode hvp shows the whole function only")

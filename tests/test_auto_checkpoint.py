@@ -331,3 +331,29 @@ def test_show_schedule_describes_the_blocks(monkeypatch):
     short = cli.schedule_report(d, 40, (X0, 0.2, 40))
     assert "10240 B; a snapshot 152 B" in short and "runs with its tape" in short
     assert "(give --args)" in cli.schedule_report(d, T, None)
+
+
+def test_show_takes_a_decorated_targets_option(monkeypatch, tmp_path, capsys):
+    """``jitgrad show`` of a ``@jg.differentiate(..., auto_checkpoint=True)`` target shows
+    the code that option makes (the config's is off here), its schedule reported as run."""
+    from jitgrad import cli
+
+    monkeypatch.setattr(jg.config, "auto_checkpoint", False)
+    (tmp_path / "target.py").write_text(
+        "import numpy as np\nimport jitgrad as jg\n\n\n"
+        "@jg.differentiate(wrt=(0, 1), auto_checkpoint=True)\n"
+        "def decorated(x, c, steps):\n"
+        "    n = x.shape[0]\n    J = x.copy()\n    K = x.copy()\n"
+        "    for _t in range(steps):\n"
+        "        for i in range(1, n - 1):\n"
+        "            K[i] = J[i] + c * (J[i - 1] - 2.0 * J[i] + J[i + 1])\n"
+        "        J, K = K, J\n"
+        "    return np.sum(J * J)\n")
+    args = "(np.linspace(0.1, 0.8, 8), 0.2, 5000)"
+    assert cli.main(["show", f"{tmp_path / 'target.py'}:decorated", "--no-color", "--args",
+                     args, "--schedule", "5000"]) == 0
+    out = capsys.readouterr().out
+    assert "_checkpointed = _tape_bytes > 64000" in out
+    assert "line 10: automatic (auto_checkpoint)" in out
+    assert "one step's tape 48 B, 5000 steps' 240000 B; a snapshot 144 B" in out
+    assert "blocks of 333 steps" in out
