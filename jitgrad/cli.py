@@ -337,7 +337,10 @@ def _automatic_sizes(diff: Any, index: int, args: tuple[Any, ...] | None) \
     ws = tuple(np.empty(0, np.float64 if d == BUFFER else d)
                for d in u.workspaces.get("grad", ()))
     copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
-    return tuple(int(v) for v in space["_sizes"](*copies, 1.0, *((ws,) if ws else ())))
+    try:
+        return tuple(int(v) for v in space["_sizes"](*copies, 1.0, *((ws,) if ws else ())))
+    except Exception:  # noqa: BLE001 - the code before the loop failed: the rule only
+        return None
 
 
 def _automatic_report(lp: Any, steps: int, sizes: tuple[int, int, int] | None) -> list[str]:
