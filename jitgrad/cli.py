@@ -190,13 +190,23 @@ def _use_color(ns: argparse.Namespace) -> bool:
     return sys.stdout.isatty()
 
 
+def _auto_checkpoint(obj: Any) -> bool | None:
+    """The ``auto_checkpoint`` option of a ``@jg.differentiate`` target (None: the config's)."""
+    from .api import Differentiated, GradFunction
+
+    if isinstance(obj, GradFunction):
+        obj = obj.diff
+    return obj.auto_checkpoint if isinstance(obj, Differentiated) else None
+
+
 def _differentiate(func: Callable[..., Any], wrt: Any, ns: argparse.Namespace,
-                   args: tuple[Any, ...] | None) -> Any:
-    """``differentiate(func, wrt=...)``, with bad ``--wrt``/``--args`` reported as CLIErrors."""
+                   args: tuple[Any, ...] | None, auto_checkpoint: bool | None = None) -> Any:
+    """``differentiate(func, wrt=...)``, with bad ``--wrt``/``--args`` reported as CLIErrors
+    (``auto_checkpoint``: a decorated target's own option)."""
     from .api import differentiate
 
     try:
-        diff = differentiate(func, wrt=wrt, jit=not ns.no_jit)
+        diff = differentiate(func, wrt=wrt, jit=not ns.no_jit, auto_checkpoint=auto_checkpoint)
     except (TypeError, ValueError) as e:
         raise CLIError(f"--wrt {ns.wrt}: {e}" if ns.wrt is not None else str(e)) from e
     if args is not None and len(args) != len(diff.params):
@@ -211,7 +221,7 @@ def cmd_show(ns: argparse.Namespace) -> int:
     func = _plain_function(obj, ns.target)
     wrt = parse_wrt(ns.wrt) if ns.wrt is not None else _default_wrt(obj)
     args = _example_args(ns)
-    diff = _differentiate(func, wrt, ns, args)
+    diff = _differentiate(func, wrt, ns, args, _auto_checkpoint(obj))
     mode = getattr(ns, "mode", "vjp")
     if mode == "hvp" and ns.stage != "all":
         raise CLIError(f"--stage {ns.stage}: --mode hvp shows the whole function only")
@@ -260,7 +270,11 @@ def schedule_report(diff: Any, steps: int, args: tuple[Any, ...] | None) -> str:
     if not loops:
         out.append("#   no jg.checkpointed loop")
     sizes = {"float64": 8, "int64": 8, "bool": 1}
+    autos = [lp for lp in loops if lp.automatic is not None]
     for lp in loops:
+        if lp.automatic is not None:
+            out += _automatic_report(lp, steps, _automatic_sizes(diff, autos.index(lp), args))
+            continue
         k, said = _snapshots_value(lp.snapshots, diff, args)
         scalars = sum(sizes.get(kind, 0) for _, kind in lp.state)
         arrays = [n for n, kind in lp.state if kind.startswith("array")]
@@ -279,6 +293,93 @@ def schedule_report(diff: Any, steps: int, args: tuple[Any, ...] | None) -> str:
                 + (f" + {lp.arrays} array copies" if lp.arrays else "")
                 + f"; the same loop over a plain range keeps {steps} steps' tape"]
     return "\n".join(out) + "\n"
+
+
+def _automatic_sizes(diff: Any, index: int, args: tuple[Any, ...] | None) \
+        -> tuple[int, int, int] | None:
+    """The bytes of the tape, the trip count and the bytes of one snapshot that the
+    ``index``-th automatically checkpointed loop of the shown gradient sees where it starts,
+    at ``args`` (the generated code up to that loop, run as Python); None without args."""
+    import ast
+
+    import numpy as np
+
+    from .transpiler.backend.jit import BUFFER, imports
+
+    if args is None:
+        return None
+    u = diff._last.unit
+    fn = ast.parse(u.sources["grad"]).body[0]
+    ifs = [k for k, x in enumerate(fn.body) if isinstance(x, ast.If)
+           and isinstance(x.test, ast.Name) and x.test.id.startswith("_checkpointed")]
+    if index >= len(ifs):
+        return None
+    k = ifs[index]
+    flag = next(x.value for x in fn.body[:k] if isinstance(x, ast.Assign)
+                and isinstance(x.targets[0], ast.Name) and x.targets[0].id == fn.body[k].test.id)
+    calls = [c for x in (flag, *fn.body[k].body[:2]) for c in ast.walk(x)
+             if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    sized = next((c for c in calls if c.func.id == "block_slots"), None)
+    pays = next((c for c in calls if c.func.id.endswith("_pays")), None)
+    tape = flag.left if isinstance(flag, ast.Compare) else flag.values[0].left
+    if sized is not None:
+        trips, state = sized.args[0], sized.args[2]
+    elif pays is not None:
+        trips, state = pays.args[1], pays.args[2]
+    else:  # (a threshold of 0 and a snapshot per step: the sizes are not computed)
+        return None
+    probe = ast.FunctionDef(name="_sizes", args=fn.args, body=[*fn.body[:k], ast.Return(
+        value=ast.Tuple(elts=[tape, trips, state], ctx=ast.Load()))], decorator_list=[],
+        returns=None)
+    space = dict(imports({"grad": u.sources["grad"]}, u.env))
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[probe], type_ignores=[])),
+                 "<sizes>", "exec"), space)
+    ws = tuple(np.empty(0, np.float64 if d == BUFFER else d)
+               for d in u.workspaces.get("grad", ()))
+    copies = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    try:
+        return tuple(int(v) for v in space["_sizes"](*copies, 1.0, *((ws,) if ws else ())))
+    except Exception:  # noqa: BLE001 - the code before the loop failed: the rule only
+        return None
+
+
+def _automatic_report(lp: Any, steps: int, sizes: tuple[int, int, int] | None) -> list[str]:
+    """``--schedule`` lines for an automatically checkpointed loop (``auto_checkpoint``):
+    the schedule it runs for ``steps`` steps at the sizes ``sizes`` (``_automatic_sizes``)."""
+    import numpy as np
+
+    from .kernels import revolve
+
+    thr = lp.automatic
+    rule = ("a snapshot before each step" if lp.each_step else
+            f"blocks of steps whose tape takes at most {thr // 4} B, reversed a block at a time")
+    out = [f"#   line {lp.line}: automatic (auto_checkpoint): its tape where that takes at "
+           f"most {thr} B, else {rule}"]
+    if sizes is None:
+        return out + ["#     the sizes are known where the loop starts (give --args)"]
+    tape, trips, state = sizes
+    per_step = tape // trips if trips > 0 else 0
+    total = per_step * steps
+    pays = revolve.each_step_pays if lp.each_step else revolve.checkpoint_pays
+    said = f"#     one step's tape {per_step} B, {steps} steps' {total} B; a snapshot {state} B"
+    if not (total > thr and (thr == 0 or pays(total, steps, state))):
+        return out + [said, "#     runs with its tape (within the threshold, or the "
+                            "snapshots would take more than it saves)"]
+    if lp.each_step:
+        return out + [said, f"#     {steps} snapshots, each step run twice (the forward sweep, "
+                            f"then right before its adjoint): recompute factor 2.00; peak "
+                            f"memory {steps} x {state} B of snapshots + {per_step} B of tape"]
+    block = revolve.block_steps(total, steps, thr // 4)
+    k = revolve.snapshot_count(-(-steps // block),
+                               revolve.block_slots(steps, block, state, total))
+    runs = np.zeros(steps, np.int64)
+    untaped, taped, peak = revolve.simulate(steps, k, np.zeros(0, np.int64), runs, block)
+    factor = (untaped + taped) / steps if steps else 0.0
+    return out + [said, f"#     blocks of {block} steps, {k} snapshots: {untaped} untaped + "
+                        f"{taped} taped step runs, recompute factor {factor:.2f}, each step "
+                        f"run untaped at most {int(runs.max(initial=0))} times; peak memory "
+                        f"{peak} x {state} B of snapshots + {block * per_step} B of tape "
+                        f"(one block)"]
 
 
 def cmd_check(ns: argparse.Namespace) -> int:

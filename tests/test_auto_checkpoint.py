@@ -10,6 +10,7 @@ loop's tape takes 240 kB."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -290,3 +291,69 @@ def test_block_sizes():
     assert revolve.block_slots(2_000, 1, 32_016, 32_000_000) == 249
     assert revolve.block_slots(10_000, 1, 1 << 30, 1 << 20) == revolve.snapshot_count(10_000, -1)
     assert revolve.block_slots(0, 1, 8, 0) == 1
+
+
+def test_show_schedule_describes_the_blocks(monkeypatch):
+    """``jitgrad show --schedule`` reports for an automatic loop what runs at the example
+    arguments: the block size and snapshot count the generated code computes where the loop
+    starts (recorded here from its calls of ``block_steps`` and ``block_slots``), the step
+    runs the blocked driver makes, and the tape kept where the loop's tape fits."""
+    from jitgrad import cli
+
+    seen = {}
+
+    def record(fn, key):
+        @functools.wraps(fn)
+        def kept(*a):
+            seen[key] = fn(*a)
+            return seen[key]
+        return kept
+
+    monkeypatch.setattr(revolve, "block_steps", record(revolve.block_steps, "block"))
+    monkeypatch.setattr(revolve, "block_slots", record(revolve.block_slots, "slots"))
+    d = jg.differentiate(diffuse, wrt=(0, 1), jit=False, cache=False)
+    value, (gx, gc) = d.value_and_grad(X0, 0.2, T)
+    assert value == pytest.approx(njit(diffuse)(X0, 0.2, T), rel=1e-12)
+    fx, fc = _central(njit(diffuse), X0, 0.2, T)
+    np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)
+    assert gc == pytest.approx(fc, rel=1e-6, abs=1e-8)
+    ran = dict(seen)
+    text = cli.schedule_report(d, T, (X0, 0.2, T))
+    k = revolve.snapshot_count(-(-T // ran["block"]), ran["slots"])
+    b = ran["block"]
+    assert b == 62 and k == 81  # (256 B of tape per step: 62 steps within 16 kB)
+    assert "automatic (auto_checkpoint): its tape where that takes at most 64000 B" in text
+    assert "one step's tape 256 B, 5000 steps' 1280000 B; a snapshot 152 B" in text
+    assert (f"blocks of {b} steps, {k} snapshots: 5000 untaped + 5000 taped step runs, "
+            "recompute factor 2.00, each step run untaped at most 1 times; peak memory "
+            f"{k} x 152 B of snapshots + {256 * b} B of tape (one block)") in text
+    assert "binomial schedule" not in text and "snapshots=auto" not in text
+    short = cli.schedule_report(d, 40, (X0, 0.2, 40))
+    assert "10240 B; a snapshot 152 B" in short and "runs with its tape" in short
+    assert "(give --args)" in cli.schedule_report(d, T, None)
+
+
+def test_show_takes_a_decorated_targets_option(monkeypatch, tmp_path, capsys):
+    """``jitgrad show`` of a ``@jg.differentiate(..., auto_checkpoint=True)`` target shows
+    the code that option makes (the config's is off here), its schedule reported as run."""
+    from jitgrad import cli
+
+    monkeypatch.setattr(jg.config, "auto_checkpoint", False)
+    (tmp_path / "target.py").write_text(
+        "import numpy as np\nimport jitgrad as jg\n\n\n"
+        "@jg.differentiate(wrt=(0, 1), auto_checkpoint=True)\n"
+        "def decorated(x, c, steps):\n"
+        "    n = x.shape[0]\n    J = x.copy()\n    K = x.copy()\n"
+        "    for _t in range(steps):\n"
+        "        for i in range(1, n - 1):\n"
+        "            K[i] = J[i] + c * (J[i - 1] - 2.0 * J[i] + J[i + 1])\n"
+        "        J, K = K, J\n"
+        "    return np.sum(J * J)\n")
+    args = "(np.linspace(0.1, 0.8, 8), 0.2, 5000)"
+    assert cli.main(["show", f"{tmp_path / 'target.py'}:decorated", "--no-color", "--args",
+                     args, "--schedule", "5000"]) == 0
+    out = capsys.readouterr().out
+    assert "_checkpointed = _tape_bytes > 64000" in out
+    assert "line 10: automatic (auto_checkpoint)" in out
+    assert "one step's tape 48 B, 5000 steps' 240000 B; a snapshot 144 B" in out
+    assert "blocks of 333 steps" in out

@@ -237,3 +237,25 @@ def test_hvp_through_gathered_sums():
     check_hvp(three, (x, 0.7), (0, 1))
     check_hvp(two_sums, (x, 0.4, -0.3), (0, 1, 2))
     check_hvp(heat, (np.random.default_rng(1).uniform(0, 1, 7), 0.2, 4), (0, 1))
+
+
+@pytest.mark.parametrize("m", [0, 1, 3, 4, 17, 1_996])
+def test_lane_sum_compiled_vectorises(m):
+    """Compiled, ``lane_sum`` adds the partial sums with reassociation allowed (only that:
+    NaN and infinities propagate), so LLVM sums in vector lanes (a ``fadd reassoc`` of
+    ``<N x double>`` in its IR); the sum equals NumPy's to round-off."""
+    from numba import njit
+
+    from jitgrad.kernels.helpers import lane_sum
+
+    @njit(boundscheck=False, error_model="numpy")
+    def total(buf, m):
+        return lane_sum(buf, m)
+
+    buf = np.random.default_rng(m).uniform(-1.0, 1.0, max(m, 1) + 3)
+    assert total(buf, m) == pytest.approx(np.sum(buf[:m]), rel=1e-13, abs=1e-15)
+    assert total(buf, m) == pytest.approx(lane_sum(buf, m), rel=1e-13, abs=1e-15)
+    ir = next(iter(total.inspect_llvm().values()))
+    assert re.search(r"fadd reassoc <\d+ x double>", ir)
+    assert math.isnan(total(np.array([np.inf, 1.0, -np.inf, 2.0, 0.5]), 5))
+    assert total(np.array([1.0, np.inf, 2.0, 3.0, 4.0]), 5) == np.inf

@@ -545,7 +545,8 @@ def _ol_ws_zeros_like(store, like):
 
 def lane_sum(buf, m):
     """The sum of ``buf[:m]`` in four interleaved partial sums (independent chains of
-    additions: no wait on the previous addition, where one running sum waits on each)."""
+    additions: no wait on the previous addition, where one running sum waits on each);
+    compiled, in as many as LLVM vectorises it into (another order: round-off apart)."""
     a0 = 0.0
     a1 = 0.0
     a2 = 0.0
@@ -561,9 +562,18 @@ def lane_sum(buf, m):
     return (a0 + a1) + (a2 + a3)
 
 
-@cached_overload(lane_sum, boundscheck=False)
+def _lane_sum_reassoc(buf, m):
+    # compiled with ``fastmath={"reassoc"}`` (reassociation only): LLVM splits the sum
+    # over vector lanes and unrolled chains, as many as the target runs at once
+    s = 0.0
+    for k in range(m):
+        s += buf[k]
+    return s
+
+
+@cached_overload(lane_sum, boundscheck=False, fastmath={"reassoc"})
 def _ol_lane_sum(buf, m):
-    return lane_sum  # m <= buf.shape[0]: the caller made the room
+    return _lane_sum_reassoc  # m <= buf.shape[0]: the caller made the room
 
 
 # --- digamma: the derivative of log|Gamma| (math.gamma and math.lgamma rules) ---

@@ -104,6 +104,11 @@ class LoopSchedule:
     #: loop for each of whose trips), arrays pushed counted apart (``arrays``)
     tape: tuple[tuple[int, int | None], ...]
     arrays: int = 0
+    #: automatic checkpointing's loop (``modes/auto_checkpoint.py``): the threshold in bytes
+    #: its tape is compared with where it starts; None: a ``jg.checkpointed`` loop
+    automatic: int | None = None
+    #: (automatic) a snapshot before each step, not blocks of steps
+    each_step: bool = False
 
 
 @dataclass(frozen=True)

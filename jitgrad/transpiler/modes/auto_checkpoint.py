@@ -35,6 +35,7 @@ place (a stencil's buffers) keeps the binomial schedule.
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from ...errors import TransformError
 from ...kernels import helpers, revolve
@@ -114,6 +115,8 @@ class AutoCheckpoint(Part):
             if not (each and self.binomial.last_state[1]):
                 break
         self._restore_reserves(kept)
+        sched = self.binomial.schedules  # (what ``jitgrad show --schedule`` reports)
+        sched[-1] = dataclasses.replace(sched[-1], automatic=self.threshold, each_step=each)
         return self.choose(s, (snaps, block), size, pf, pr, *built, each_step=each)
 
     def choose(self, s: ast.For, names: tuple[str, str], size: ast.expr, pf, pr, bf, br,
