@@ -49,9 +49,11 @@ def shared_diff(f, wrt, jit):
 def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6, shared=False, primal=None):
     """Compare jitgrad's gradient with central differences on every element; inputs unchanged.
     ``shared``: differentiate with ``wrt`` as given through ``shared_diff`` (else a new
-    object with ``wrt`` as a tuple).  ``primal``: the function whose central differences
-    are taken, ``f`` by default; ``numba.njit(f)`` where ``f`` is slow from Python (a
-    ``@numba.stencil`` it calls compiles again on every call from Python)."""
+    object with ``wrt`` as a tuple): cases that differ in sizes and values, not in the
+    arguments' types, then run one compiled gradient (what jitgrad reuses for a user too).
+    ``primal``: the function whose central differences are taken, ``f`` by default;
+    ``numba.njit(f)`` where ``f`` is slow from Python (a ``@numba.stencil`` it calls
+    compiles again on every call from Python)."""
     wrts = wrt if isinstance(wrt, tuple) else (wrt,)
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     d = shared_diff(f, wrt, jit) if shared else jg.differentiate(f, wrt=wrts, jit=jit)
