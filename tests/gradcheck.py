@@ -46,10 +46,14 @@ def shared_diff(f, wrt, jit):
     return _SHARED[key]
 
 
-def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6, shared=False):
+def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6, shared=False, primal=None):
     """Compare jitgrad's gradient with central differences on every element; inputs unchanged.
     ``shared``: differentiate with ``wrt`` as given through ``shared_diff`` (else a new
-    object with ``wrt`` as a tuple)."""
+    object with ``wrt`` as a tuple): cases that differ in sizes and values, not in the
+    arguments' types, then run one compiled gradient (what jitgrad reuses for a user too).
+    ``primal``: the function whose central differences are taken, ``f`` by default;
+    ``numba.njit(f)`` where ``f`` is slow from Python (a ``@numba.stencil`` it calls
+    compiles again on every call from Python)."""
     wrts = wrt if isinstance(wrt, tuple) else (wrt,)
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     d = shared_diff(f, wrt, jit) if shared else jg.differentiate(f, wrt=wrts, jit=jit)
@@ -62,7 +66,7 @@ def check_grad(f, args, wrt=0, jit=True, rtol=1e-5, atol=1e-6, shared=False):
     expected = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     np.testing.assert_allclose(value, expected, rtol=1e-10, atol=1e-12)
     for w, g in zip(wrts, grads, strict=True):
-        fd = numeric_grad(f, args, w)
+        fd = numeric_grad(primal or f, args, w)
         assert np.shape(g) == np.shape(fd), (np.shape(g), np.shape(fd))
         np.testing.assert_allclose(g, fd, rtol=rtol, atol=atol,
                                    err_msg=f"gradient w.r.t. argument {w}")

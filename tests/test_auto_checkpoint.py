@@ -92,13 +92,25 @@ def _central(f, x, c, steps, h=1e-6):
     return gx, gc
 
 
+@functools.cache
+def _primal(f):
+    """``njit(f)``, compiled once per function (the reference of every check)."""
+    return njit(f)
+
+
+@functools.cache
+def _fresh(f, jit, auto, threshold):
+    """A ``jg.differentiate`` object transformed with ``threshold`` (the code reads it), one
+    per threshold: the cases with the same threshold share its compiled code."""
+    return jg.differentiate(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto, cache=False)
+
+
 def _check(f, steps, jit, auto, fresh=False):
-    """``fresh``: a new ``jg.differentiate`` object, transformed with the threshold set now
+    """``fresh``: a ``jg.differentiate`` object transformed with the threshold set now
     (``jg.value_and_grad`` of a plain function reuses the one made for its options)."""
-    primal = njit(f)
+    primal = _primal(f)
     c = 0.2
-    d = jg.differentiate(f, wrt=(0, 1), jit=jit, auto_checkpoint=auto, cache=False) \
-        if fresh else None
+    d = _fresh(f, jit, auto, jg.config.checkpoint_bytes) if fresh else None
     vg = d.value_and_grad if fresh else jg.value_and_grad(f, wrt=(0, 1), jit=jit,
                                                           auto_checkpoint=auto)
     value, (gx, gc) = vg(X0, c, steps)
@@ -114,7 +126,7 @@ def _check(f, steps, jit, auto, fresh=False):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_long_loop_is_checkpointed(jit):
-    value, gx, gc, src = _check(diffuse, T, jit, None)
+    value, gx, gc, src = _check(diffuse, T, jit, None, fresh=True)  # (test_blocks_of_steps')
     assert "_checkpointed = " in src and "block_split(" in src
     off = _check(diffuse, T, jit, False)
     assert "_checkpointed" not in off[3] and "block_split(" not in off[3]
@@ -123,30 +135,34 @@ def test_long_loop_is_checkpointed(jit):
     assert off[2] == pytest.approx(gc, rel=1e-11)
 
 
-def _peak(auto: bool) -> int:
-    vg = jg.value_and_grad(diffuse, wrt=(0, 1), jit=False, auto_checkpoint=auto)
-    vg(X0, 0.2, T)  # the kept tapes and slots are made by the first call
-    vg.release_workspaces()
+def _peak(auto: bool, steps: int) -> int:
+    d = _fresh(diffuse, False, auto, jg.config.checkpoint_bytes)
+    d.value_and_grad(X0, 0.2, steps)  # the kept tapes and slots are made by the first call
+    d.release_workspaces()
     tracemalloc.start()
     try:
-        vg(X0, 0.2, T)
+        d.value_and_grad(X0, 0.2, steps)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
-def test_peak_memory_lower():
-    """The binomial branch is taken: a 240 kB tape gives way to 15 snapshots of 144 bytes
-    and one block's tape (333 steps: 16 kB, a quarter of the threshold)."""
-    on, off = _peak(True), _peak(False)
-    assert off > 240_000
+def test_peak_memory_lower(monkeypatch):
+    """The binomial branch is taken: a 60 kB tape (1,250 steps over a 16 kB threshold)
+    gives way to snapshots of 144 bytes and one block's tape (83 steps: 4 kB, a quarter
+    of the threshold).  (A quarter of the loop of the other tests with a quarter of their
+    threshold: tracemalloc slows every allocation of the jit=False loop.)"""
+    monkeypatch.setattr(jg.config, "checkpoint_bytes", 16_000)
+    steps = T // 4
+    on, off = _peak(True, steps), _peak(False, steps)
+    assert off > 48 * steps
     assert on < off / 3
 
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_short_loop_keeps_its_tape(jit):
     """A loop whose tape fits takes the plain branch: its results are the tape's."""
-    value, gx, gc, src = _check(diffuse, 40, jit, None)
+    value, gx, gc, src = _check(diffuse, 40, jit, None, fresh=True)
     assert "_checkpointed = " in src  # (decided when the loop starts)
     off = _check(diffuse, 40, jit, False)
     assert off[0] == value and np.array_equal(off[1], gx) and off[2] == gc
@@ -250,7 +266,7 @@ def test_blocks_recomputed_from_few_snapshots(monkeypatch, jit, f, steps):
     d = jg.differentiate(f, wrt=(0, 1), jit=jit, cache=False)
     value, (gx, gc) = d.value_and_grad(X0, 0.2, steps)
     assert "_three_slots(" in d.source(X0, 0.2, steps)
-    primal = njit(f)
+    primal = _primal(f)
     assert value == pytest.approx(primal(X0, 0.2, steps), rel=1e-12)
     fx, fc = _central(primal, X0, 0.2, steps)
     np.testing.assert_allclose(gx, fx, rtol=1e-6, atol=1e-8)

@@ -679,4 +679,5 @@ def test_view_of_swapped_buffer_after_the_loop(jit):
         v2, d2 = g_plain(w, s, T, k)
         assert v1 == pytest.approx(v2, rel=1e-12)
         _same(d1, d2)
-        check_grad(swap_then_view, (w, s, T, k), wrt=(0, 1), jit=jit, rtol=1e-5, atol=1e-7)
+        check_grad(swap_then_view, (w, s, T, k), wrt=(0, 1), jit=jit, rtol=1e-5, atol=1e-7,
+                   shared=True)

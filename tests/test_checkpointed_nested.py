@@ -219,7 +219,8 @@ def test_slots_are_allocated_once_per_call_and_kept(jit):
     prev = None
     for n, T, k in ((7, 6, 2), (7, 6, 2), (5, 4, 2), (12, 9, 3), (7, 6, 2)):
         u0 = rng.uniform(-1.0, 1.0, n)
-        check_grad(heat_epochs, (u0, 0.2, T, k), wrt=(0, 1), jit=jit, rtol=1e-5, atol=1e-7)
+        check_grad(heat_epochs, (u0, 0.2, T, k), wrt=(0, 1), jit=jit, rtol=1e-5, atol=1e-7,
+                   shared=True)
         du, da = d.grad(u0, 0.2, T, k)
         want = jg.grad(heat_epochs_plain, wrt=(0, 1), jit=jit)(u0, 0.2, T, k)
         _same((du, da), want)

@@ -154,7 +154,7 @@ def last_at_most(v, a):
 def test_len_is_pure_for_last_taken(jit):
     v = np.array([0.3, -0.2, 0.7])
     for a in (0.1, -0.5):
-        check_grad(last_at_most, (v, a), wrt=(0, 1), jit=jit)
+        check_grad(last_at_most, (v, a), wrt=(0, 1), jit=jit, shared=True)
     src = jg.differentiate(last_at_most, wrt=(0, 1)).source(v, 0.1)
     assert "_hit" in src and "tape_put" not in src
 

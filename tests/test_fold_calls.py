@@ -108,7 +108,7 @@ def test_view_after_checkpointed_loop(jit):
     w, s = np.array([0.53, -0.61, -0.79, -0.41]), 0.84
     for T, k in [(3, 2), (5, 2), (1, 1)]:
         check_grad(view_after_checkpointed, (w, s, T, k), wrt=(0, 1), jit=jit, rtol=1e-5,
-                   atol=1e-7)
+                   atol=1e-7, shared=True)
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["nojit", "jit"])

@@ -87,7 +87,7 @@ def _src(f, *args, **kw) -> str:
 @pytest.mark.parametrize("n", [1, 2, 3, 8])
 def test_rosenbrock(n, jit):
     x = np.random.default_rng(n).uniform(-1.2, 1.2, n)
-    check_grad(rosen, (x,), 0, jit=jit)
+    check_grad(rosen, (x,), 0, jit=jit, shared=True)
 
 
 def test_rosenbrock_is_gathered():
@@ -104,7 +104,7 @@ def test_rosenbrock_is_gathered():
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_negative_index_wraps(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
-    check_grad(wraps, (x,), 0, jit=jit)
+    check_grad(wraps, (x,), 0, jit=jit, shared=True)
     assert GATHERED in _src(wraps, x, wrt=0)
 
 
@@ -151,8 +151,8 @@ def test_written_once(n, jit):
     added to.  Every element is checked, including those no iteration reaches."""
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for f in (late_start, touched_first, twice, wraps, rosen):
-        check_grad(f, (x,), 0, jit=jit)
-    check_grad(nested, (x, 3), 0, jit=jit)
+        check_grad(f, (x,), 0, jit=jit, shared=True)
+    check_grad(nested, (x, 3), 0, jit=jit, shared=True)
     x = np.ones(6)
     src = _src(late_start, x, wrt=0)
     assert "dx = np.empty_like(x)" in src and "dx[:2] = 0.0" in src
@@ -170,14 +170,14 @@ def test_written_once(n, jit):
 @pytest.mark.parametrize("n", [2, 3, 4, 9])
 def test_three_point(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
-    check_grad(three_point, (x, 0.7), 0, jit=jit)
+    check_grad(three_point, (x, 0.7), 0, jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("n,steps", [(3, 1), (4, 3), (7, 4), (2, 2)])
 def test_two_buffer_stencil(n, steps, jit):
     u0 = np.random.default_rng(n).uniform(0, 1, n)
-    check_grad(heat_state, (u0, 0.2, steps), 0, jit=jit)
+    check_grad(heat_state, (u0, 0.2, steps), 0, jit=jit, shared=True)
     src = _src(heat_state, u0, 0.2, steps, wrt=0)
     assert GATHERED in src and "dv[i] = 0.0" in src
 
@@ -198,15 +198,15 @@ def test_sum_into_a_scalar_is_gathered():
 @pytest.mark.parametrize("jit", [True, False])
 def test_sum_into_a_scalar(jit):
     u0 = np.random.default_rng(1).uniform(0, 1, 6)
-    check_grad(heat_state, (u0, 0.2, 3), (0, 1), jit=jit)
-    check_grad(with_sum, (u0, 0.5), (0, 1), jit=jit)
+    check_grad(heat_state, (u0, 0.2, 3), (0, 1), jit=jit, shared=True)
+    check_grad(with_sum, (u0, 0.5), (0, 1), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_tape_reads_at_base_plus_index(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n + 2)
-    check_grad(taped, (x, n), 0, jit=jit)
+    check_grad(taped, (x, n), 0, jit=jit, shared=True)
     src = _src(taped, x, n, wrt=0)
     assert GATHERED in src and "_base + j)" in src
 
@@ -214,7 +214,7 @@ def test_tape_reads_at_base_plus_index(n, jit):
 @pytest.mark.parametrize("jit", [True, False])
 def test_two_loops(jit):
     x = np.random.default_rng(3).uniform(-1, 1, 6)
-    check_grad(reads_late, (x,), 0, jit=jit)
+    check_grad(reads_late, (x,), 0, jit=jit, shared=True)
 
 
 # --- random stencils ---------------------------------------------------------------------
@@ -245,4 +245,4 @@ def test_random_stencils(tmp_path_factory, terms, n, data):
                              _stencil_source(terms, lo, hi_off))
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for jit in (False, True):
-        check_grad(f, (x,), 0, jit=jit)
+        check_grad(f, (x,), 0, jit=jit, shared=True)

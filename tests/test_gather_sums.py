@@ -131,7 +131,7 @@ def carried(x, k):
 def test_offsets(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for f in (three, asymmetric, single, far, energy):
-        check_grad(f, (x, 0.7), (0, 1), jit=jit)
+        check_grad(f, (x, 0.7), (0, 1), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -140,29 +140,29 @@ def test_offsets(n, jit):
 def test_variable_bounds(n, lo, hi, jit):
     """``lo = 0`` reads ``x[-1]`` (the last element: Python's wrap), ``lo >= hi`` no trip."""
     x = np.random.default_rng(n + lo).uniform(-1, 1, n)
-    check_grad(bounds, (x, 0.3, lo, hi), (0, 1), jit=jit)
+    check_grad(bounds, (x, 0.3, lo, hi), (0, 1), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_names_collide(n, jit):
     x = np.random.default_rng(n).uniform(-1, 1, n)
-    check_grad(collide, (x, 0.4, -0.3, 1.5, 0.7), (0, 1, 2, 3, 4), jit=jit)
-    check_grad(two_sums, (x, 0.4, -0.3), (0, 1, 2), jit=jit)
+    check_grad(collide, (x, 0.4, -0.3, 1.5, 0.7), (0, 1, 2, 3, 4), jit=jit, shared=True)
+    check_grad(two_sums, (x, 0.4, -0.3), (0, 1, 2), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("n,steps", [(1, 2), (2, 1), (3, 1), (4, 3), (9, 5)])
 def test_heat(n, steps, jit):
     u0 = np.random.default_rng(n).uniform(0, 1, n)
-    check_grad(heat, (u0, 0.2, steps), (0, 1), jit=jit)
+    check_grad(heat, (u0, 0.2, steps), (0, 1), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("shape", [(3, 3), (4, 5), (2, 6)])
 def test_grid(shape, jit):
     u0 = np.random.default_rng(shape[1]).uniform(0, 1, shape)
-    check_grad(grid, (u0, 0.1, 3), (0, 1), jit=jit)
+    check_grad(grid, (u0, 0.1, 3), (0, 1), jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -181,7 +181,7 @@ def test_heat_checkpointed(jit):
 @pytest.mark.parametrize("jit", [True, False])
 def test_carried_keeps_the_scatter(jit):
     x = np.random.default_rng(2).uniform(-1, 1, 6)
-    check_grad(carried, (x, 0.6), (0, 1), jit=jit)
+    check_grad(carried, (x, 0.6), (0, 1), jit=jit, shared=True)
 
 
 def test_gathered_with_sums():

@@ -73,14 +73,14 @@ def _x(m: int = 5) -> np.ndarray:
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("f", list(CASES), ids=lambda f: f.__name__)
 def test_values_and_gradients(f, jit):
-    check_grad(f, (_x(), CASES[f]), wrt=0, jit=jit)
+    check_grad(f, (_x(), CASES[f]), wrt=0, jit=jit, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
 @pytest.mark.parametrize("f", list(CASES), ids=lambda f: f.__name__)
 def test_other_sizes_and_no_trips(f, jit):
     for m, s in ((1, 1), (2, 0), (7, 4)):
-        check_grad(f, (_x(m), s), wrt=0, jit=jit)
+        check_grad(f, (_x(m), s), wrt=0, jit=jit, shared=True)
 
 
 def test_moves_in_generated_code():

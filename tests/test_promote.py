@@ -66,7 +66,7 @@ def _src(f, *args, wrt=0):
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_pairs(n, jit):
     pos = np.random.default_rng(n).normal(size=(n, 2))
-    check_grad(pairs, (pos, 0.1), 0, jit=jit)
+    check_grad(pairs, (pos, 0.1), 0, jit=jit, shared=True)
 
 
 def test_pairs_source():
@@ -79,7 +79,7 @@ def test_pairs_source():
 @pytest.mark.parametrize("f", [lower_triangle, full_square])
 def test_triangles(f, jit):
     x = np.random.default_rng(4).normal(size=5)
-    check_grad(f, (x,), 0, jit=jit)
+    check_grad(f, (x,), 0, jit=jit, shared=True)
 
 
 def test_where_it_applies():
@@ -94,9 +94,9 @@ def test_where_it_applies():
 @pytest.mark.parametrize("jit", [True, False])
 def test_shifted_and_columns(jit):
     rng = np.random.default_rng(7)
-    check_grad(shifted, (rng.normal(size=6), 0.5), (0, 1), jit=jit)
+    check_grad(shifted, (rng.normal(size=6), 0.5), (0, 1), jit=jit, shared=True)
     for n in (1, 2, 3, 6):
-        check_grad(columns, (rng.normal(size=(n, 2)),), 0, jit=jit)
+        check_grad(columns, (rng.normal(size=(n, 2)),), 0, jit=jit, shared=True)
 
 
 # --- random pair loops --------------------------------------------------------------------
@@ -128,4 +128,4 @@ def test_random_pair_loops(tmp_path_factory, inner, term, n):
     f = function_from_source(tmp_path_factory.mktemp("promote"), name, _pair_source(inner, term))
     x = np.random.default_rng(n).uniform(-1, 1, n)
     for jit in (False, True):
-        check_grad(f, (x,), 0, jit=jit)
+        check_grad(f, (x,), 0, jit=jit, shared=True)

@@ -108,7 +108,7 @@ def _args(n: int = 3, k: int = 2, d: int = 4) -> tuple:
 @pytest.mark.parametrize("f", FUNCS, ids=lambda f: f.__name__)
 def test_values_and_gradients(f, jit):
     """Value and every element of both gradients against central differences."""
-    check_grad(f, _args(), wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8)
+    check_grad(f, _args(), wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8, shared=True)
 
 
 @pytest.mark.parametrize("jit", [True, False])
@@ -118,7 +118,7 @@ def test_other_sizes_and_no_trips(f, jit):
     g = jg.grad(f, wrt=(0, 1), jit=jit)
     for n, k, d in ((4, 3, 5), (0, 2, 3), (2, 2, 1), (3, 2, 4)):
         args = _args(n, k, d)
-        want = check_grad(f, args, wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8)
+        want = check_grad(f, args, wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8, shared=True)
         for a, b in zip(g(*args), want, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 

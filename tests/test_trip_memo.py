@@ -137,11 +137,11 @@ def _args(f, n: int = 4, d: int = 3) -> tuple:
 def test_values_and_gradients(f, jit):
     """Value and every element of both gradients against central differences; again on
     other sizes (one trip, none) from the same compiled function."""
-    check_grad(f, _args(f), wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8)
+    check_grad(f, _args(f), wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8, shared=True)
     g = jg.grad(f, wrt=(0, 1), jit=jit)
     for n, d in ((1, 3), (0, 2), (6, 1), (5, 4)):
         args = _args(f, n, d)
-        want = check_grad(f, args, wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8)
+        want = check_grad(f, args, wrt=(0, 1), jit=jit, rtol=1e-6, atol=1e-8, shared=True)
         for a, b in zip(g(*args), want, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
