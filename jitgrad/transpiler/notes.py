@@ -207,6 +207,6 @@ def is_prange(s: ast.AST) -> bool:
 
 
 __all__ = ["AUG", "BLOCK", "BOUNDS_TEST", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION",
-           "END", "INLINED", "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SOURCE_LINE", "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required",
-           "carry", "checkpoint", "is_prange"]
+           "END", "INLINED", "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE",
+           "PUSH", "SCALAR_RESULT", "SOURCE_LINE", "SWEEP", "TAPED", "CHECK", "ZEROING",
+           "Checkpoint", "Note", "Required", "carry", "checkpoint", "is_prange"]
