@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.gradbench.evals import EVALS  # noqa: E402
 from jitgrad.transpiler.backend import passes  # noqa: E402
 
-
 #: the least time one timing sample lasts (short calls are repeated within a sample)
 MIN_SAMPLE_S = 0.05
 
