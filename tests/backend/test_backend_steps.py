@@ -966,3 +966,51 @@ def test_no_trip_memo_where_a_trip_differs_or_unfused():
     assert "_new_trip" not in after("trip_memo",
                                     _fused(lowering(ctx, MEMO_LOOP.format("* x[i]"))))
     assert "_new_trip" not in after("trip_memo", lowering(ctx, MEMO_LOOP.format("")))
+
+
+# --- unsigned ----------------------------------------------------------------------------
+
+UNSIGNED = adjoint("""
+    idx = k
+    for t in range(n):
+        for i in range(m, n):
+            y[i] = x[idx] * x[i - m, t]
+            idx += 1
+""", "", "", params=("x", "y", "n", "m", "k"), results=("y",), grads=())
+
+
+def test_unsigned_after_bounds():
+    """After the bounds step: ``x[i - m, t]``'s least value is 0 by the loop's range: read
+    unsigned; ``y[i]`` from ``m`` (checked before the loop over ``t``, reading nothing it
+    binds) and ``x[idx]`` from the counter's entry value are tested before the innermost
+    loop, which is versioned on the test, the loop as written its ``else``; ``t`` is
+    invariant in the innermost loop (LLVM hoists its select): left as written.  Without
+    the bounds step's proof (no kinds: ``jit=False``) nothing changes."""
+    kinds = _kinds({"x": 2, "y": 1, "n": 0, "m": 0, "k": 0, "idx": 0})
+    s = lowering(context(UNSIGNED, kinds=kinds, once=True))
+    after("bounds", s)
+    assert after("unsigned", s) == code("""
+    def f_grad(x, y, n, m, k, _dret):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        idx = k
+        # x[i - m, t], y[i] checked once before the loop over t
+        if n > 0 and n - m > 0 and (n - m - 1 >= x.shape[0] or n - 1 >= x.shape[1] or m < -y.shape[0] or (n - 1 >= y.shape[0])):
+            raise IndexError('x[i - m, t], y[i] out of range (line 4, loop over t)')
+        for t in range(n):
+            # x[idx] checked once before the loop over i
+            if n - m > 0 and (idx < -x.shape[0] or idx + n - m - 1 >= x.shape[0]):
+                raise IndexError('x[idx] out of range (line 4, loop over i)')
+            # indices >= 0 on every trip over i read unsigned (no wraparound); else as written
+            if idx >= 0 and m >= 0:
+                for i in range(m, n):
+                    y[np.uintp(i)] = x[np.uintp(idx)] * x[np.uintp(i - m), t]
+                    idx += 1
+            else:
+                for i in range(m, n):
+                    y[i] = x[idx] * x[i - m, t]
+                    idx += 1
+        return (y, ())
+    """)
+    off = lowering(context(UNSIGNED, once=True))
+    after("bounds", off)
+    assert "uintp" not in after("unsigned", off)

@@ -46,34 +46,41 @@ def unsigned_indices(body: list[ast.stmt], kinds: Callable[[str], Any], params: 
         p, _, _ = prove(body, kinds, params, plain, ranges, env)
     except Unproved:
         return body
-    inner = _innermost(body)
-    static: dict[int, bool] = {}   # index node -> always >= 0 (every check says so)
-    lows: dict[int, dict[int, Lin]] = {}  # innermost loop -> index node -> its least value
-    at: dict[int, int] = {}        # index node -> the innermost loop it is in
-    for c in p.checks:
-        if c.index is None:
-            continue
-        low = ranged(c.lo, c.around, True)
-        ok = not low.terms and low.const >= 0
-        static[id(c.index)] = static.get(id(c.index), True) and ok
-        if not ok and c.loops and id(c.at) in inner:
-            lows.setdefault(id(c.at), {})[id(c.index)] = c.lo
-    for loop_id, loop in inner.items():
+    at: dict[int, int] = {}  # index node varying in an innermost loop -> that loop
+    for loop_id, loop in _innermost(body).items():
         varying = binds_in([loop], elements=False)
         for n in _indices(loop):
             if loaded_ids(n) & varying:  # (an invariant one's select is hoisted by LLVM)
                 at[id(n)] = loop_id
-    fixed = {i for i, ok in static.items() if ok and i in at}
+    static: dict[int, bool] = {}  # index node -> >= 0 by the loops' ranges (every check)
+    lows: dict[int, Lin | None] = {}  # index node -> the least value its loop may test
+    bound: dict[int, set[str]] = {}
+    for c in p.checks:
+        i = id(c.index)
+        if c.index is None or i not in at:
+            continue
+        low = ranged(c.lo, c.around, True)
+        static[i] = static.get(i, True) and not low.terms and low.const >= 0
+        if c.loops and id(c.at) not in bound:
+            bound[id(c.at)] = binds_in([c.at], elements=False)
+        # (tested before the innermost loop: its names hold their values at the check's)
+        testable = c.loops and (id(c.at) == at[i] or not c.lo.names() & bound[id(c.at)])
+        prev = lows.get(i, c.lo)  # (two checks of one node: one form, or none)
+        lows[i] = c.lo if testable and prev is not None and _same(prev, c.lo) else None
+    fixed = {i for i, ok in static.items() if ok}
     versions: dict[int, tuple[list[Lin], set[int]]] = {}
-    for loop_id, los in lows.items():
-        ids = {i for i in los if not static.get(i) and at.get(i) == loop_id and all(
-            id(c.index) != i or (c.loops and id(c.at) == loop_id) for c in p.checks)}
-        if ids:
-            forms = list({los[i].key() + (los[i].const,): los[i] for i in ids}.values())
-            versions[loop_id] = (forms, ids)
+    for i, lo in lows.items():
+        if i not in fixed and lo is not None:
+            forms, ids = versions.setdefault(at[i], ([], set()))
+            ids.add(i)
+            forms += [] if any(_same(f, lo) for f in forms) else [lo]
     if not fixed and not versions:
         return body
     return _rewrite(body, fixed, versions, np_name)
+
+
+def _same(a: Lin, b: Lin) -> bool:
+    return a.key() == b.key() and a.const == b.const
 
 
 def _innermost(body: list[ast.stmt]) -> dict[int, ast.For]:
