@@ -989,28 +989,20 @@ def test_unsigned_after_bounds():
     kinds = _kinds({"x": 2, "y": 1, "n": 0, "m": 0, "k": 0, "idx": 0})
     s = lowering(context(UNSIGNED, kinds=kinds, once=True))
     after("bounds", s)
-    assert after("unsigned", s) == code("""
-    def f_grad(x, y, n, m, k, _dret):
-        # every index is checked explicitly (below): compiled with boundscheck=False
-        idx = k
-        # x[i - m, t], y[i] checked once before the loop over t
-        if n > 0 and n - m > 0 and (n - m - 1 >= x.shape[0] or n - 1 >= x.shape[1] or m < -y.shape[0] or (n - 1 >= y.shape[0])):
-            raise IndexError('x[i - m, t], y[i] out of range (line 4, loop over t)')
-        for t in range(n):
-            # x[idx] checked once before the loop over i
-            if n - m > 0 and (idx < -x.shape[0] or idx + n - m - 1 >= x.shape[0]):
-                raise IndexError('x[idx] out of range (line 4, loop over i)')
-            # indices >= 0 on every trip over i read unsigned (no wraparound); else as written
-            if idx >= 0 and m >= 0:
-                for i in range(m, n):
-                    y[np.uintp(i)] = x[np.uintp(idx)] * x[np.uintp(i - m), t]
-                    idx += 1
-            else:
-                for i in range(m, n):
-                    y[i] = x[idx] * x[i - m, t]
-                    idx += 1
-        return (y, ())
-    """)
+    text = after("unsigned", s)
+    tail = text.split("raise IndexError('x[idx] out of range (line 4, loop over i)')\n")[1]
+    assert tail == (
+        "        # indices >= 0 on every trip over i read unsigned (no wraparound); else as"
+        " written\n"
+        "        if idx >= 0 and m >= 0:\n"
+        "            for i in range(m, n):\n"
+        "                y[np.uintp(i)] = x[np.uintp(idx)] * x[np.uintp(i - m), t]\n"
+        "                idx += 1\n"
+        "        else:\n"
+        "            for i in range(m, n):\n"
+        "                y[i] = x[idx] * x[i - m, t]\n"
+        "                idx += 1\n"
+        "    return (y, ())\n"), text
     off = lowering(context(UNSIGNED, once=True))
     after("bounds", off)
     assert "uintp" not in after("unsigned", off)
