@@ -60,11 +60,25 @@ def stepped_down(x, dx, K):
     return s
 
 
+def nested_offset(x, M, J):
+    """An inner loop from ``J`` under a loop over the rows of ``M``: ``x[i]``'s least value
+    ``J`` is tested before the outer loop, its inner loop versioned on it."""
+    s = 0.0
+    for t in range(M.shape[0]):
+        for i in range(J, x.shape[0]):
+            s += x[i] * M[t, i - J] * x[i]
+    return s
+
+
 CASES = [
     ("packed", packed, lambda r: (r.normal(size=(3, 6)), r.normal(size=4)), (0, 1)),
     ("shifted", shifted, lambda r: (r.normal(size=6), r.normal(size=6), 2), (0, 1)),
     ("shifted_negative", shifted, lambda r: (r.normal(size=5), r.normal(size=8), -3),
      (0, 1)),
+    ("nested_offset", nested_offset,
+     lambda r: (r.normal(size=5), r.normal(size=(2, 5)), 1), (0, 1)),
+    ("nested_offset_negative", nested_offset,
+     lambda r: (r.normal(size=5), r.normal(size=(2, 8)), -3), (0, 1)),
     ("counted", counted, lambda r: (r.normal(size=7), 1), (0,)),
     ("counted_negative", counted, lambda r: (r.normal(size=7), -4), (0,)),
     ("stepped_down", stepped_down, lambda r: (r.normal(size=4), r.normal(size=13), 12),

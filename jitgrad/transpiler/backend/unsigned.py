@@ -9,22 +9,27 @@ index (``x[np.uintp(i)]``) is never wrapped.
 
 This step reads the bounds step's proofs (``bounds.prove``: per subscript of an array,
 the least value its index takes over the loops it is checked once before, an affine
-form) and rewrites the index parts of subscripts in innermost loops (loops with no loop
-in their bodies): where the least value is a constant ``>= 0`` by the ranges of the
-enclosing loops (``bounds.ranged``), the index is read as ``np.uintp(...)`` in place;
-where the least value is a form checked once before that very loop (``idx1``, ``_n``),
-the loop is versioned, ``if idx1 >= 0 and _n >= 0:`` the loop with those indices
-unsigned, ``else:`` the loop as written (Python's wraparound, exactly as the user's code
-has it).  Preconditions: the function is compiled by Numba on the CPU with every index
-checked explicitly (the bounds step proved it: an index read unsigned is then in range,
-and equals the signed one, being >= 0); a subscript node every check of which qualifies.
-Statements that change are copied (the variants share them).
+form of the values on entry to the outermost of them) and rewrites the index parts that
+vary in an innermost loop (a loop with no loop in its body; an invariant index's select
+is hoisted by LLVM): where the least value is a constant ``>= 0`` by the ranges of the
+enclosing loops (``bounds.ranged``), the part is read as ``np.uintp(...)`` in place;
+where it is a form checked before that loop (``idx1``, ``_n``), or before an enclosing
+loop that binds none of the form's names (so it holds the same value at the innermost
+loop), the innermost loop is versioned: ``if idx1 >= 0 and _n >= 0:`` the loop with
+those parts unsigned, ``else:`` the loop as written (Python's wraparound, exactly as the
+user's code has it).  Preconditions: the function is compiled by Numba on the CPU with
+every index checked explicitly (the bounds step proved it: an index read unsigned is
+then in range, and equals the signed one, being >= 0); every check of an index node
+agrees (one form; a node standing twice in the body is proved for both places); a loop
+that stands in one place only.  Where the bounds step left the function to Numba's
+checks, nothing changes.  Statements that change are copied (the variants share them).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -68,9 +73,10 @@ def unsigned_indices(body: list[ast.stmt], kinds: Callable[[str], Any], params: 
         prev = lows.get(i, c.lo)  # (two checks of one node: one form, or none)
         lows[i] = c.lo if testable and prev is not None and _same(prev, c.lo) else None
     fixed = {i for i, ok in static.items() if ok}
+    places = Counter(id(n) for s in body for n in ast.walk(s))
     versions: dict[int, tuple[list[Lin], set[int]]] = {}
-    for i, lo in lows.items():
-        if i not in fixed and lo is not None:
+    for i, lo in lows.items():  # (a node in two places: the other may be in no version)
+        if i not in fixed and lo is not None and places[i] == 1:
             forms, ids = versions.setdefault(at[i], ([], set()))
             ids.add(i)
             forms += [] if any(_same(f, lo) for f in forms) else [lo]
