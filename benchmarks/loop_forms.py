@@ -103,9 +103,10 @@ def adj_generated(l, xc, dout, dl, dxc, n):
     return dxc
 
 
-def _adj_unsigned(lanes: bool):
-    """``adj_generated`` as the ``unsigned`` step writes it (``lanes``: the sum into four
-    interleaved scalars)."""
+def _lanes_kernel(term, lanes: bool, versioned: bool):
+    """``adj_generated`` with ``term`` for each trip (``lanes``: its sum into four
+    interleaved scalars, unrolled by four; ``versioned``: under the test the ``unsigned``
+    step versions the loop on, ``term`` reading unsigned)."""
 
     @njit(**OPTS)
     def kernel(l, xc, dout, dl, dxc, n):
@@ -115,26 +116,32 @@ def _adj_unsigned(lanes: bool):
                 dlrow1 = dl[ik]
                 idx1 = d1 * (d1 - 1) // 2
                 for i1 in range(d1 - 1, -1, -1):
-                    _n_1 = i1 + 1
-                    m = max(d1 - _n_1, 0)
-                    if not (_n_1 >= 0 and idx1 + _n_1 - d1 >= 0):
+                    m = max(d1 - i1 - 1, 0)
+                    if versioned and not (i1 + 1 >= 0 and idx1 + i1 + 1 - d1 >= 0):
                         raise ValueError("the generated loop's other version")
                     s0 = s1 = s2 = s3 = 0.0
                     j1 = d1 - 1
                     for _t in range(m // 4 if lanes else 0):
-                        s0 += _uterm(l, xc, dout, dlrow1, ik, i1, j1, idx1 - 1)
-                        s1 += _uterm(l, xc, dout, dlrow1, ik, i1, j1 - 1, idx1 - 2)
-                        s2 += _uterm(l, xc, dout, dlrow1, ik, i1, j1 - 2, idx1 - 3)
-                        s3 += _uterm(l, xc, dout, dlrow1, ik, i1, j1 - 3, idx1 - 4)
+                        s0 += term(l, xc, dout, dlrow1, ik, i1, j1, idx1 - 1)
+                        s1 += term(l, xc, dout, dlrow1, ik, i1, j1 - 1, idx1 - 2)
+                        s2 += term(l, xc, dout, dlrow1, ik, i1, j1 - 2, idx1 - 3)
+                        s3 += term(l, xc, dout, dlrow1, ik, i1, j1 - 3, idx1 - 4)
                         j1 -= 4
                         idx1 -= 4
-                    for j2 in range(j1, _n_1 - 1, -1):
+                    for j2 in range(j1, i1, -1):
                         idx1 = idx1 - 1
-                        s0 += _uterm(l, xc, dout, dlrow1, ik, i1, j2, idx1)
+                        s0 += term(l, xc, dout, dlrow1, ik, i1, j2, idx1)
                     if m > 0:
                         dxc[i1] += (s0 + s1) + (s2 + s3)
         return dxc
     return kernel
+
+
+@njit(inline="always", **OPTS)
+def _term(l, xc, dout, dlrow1, ik, i1, j1, idx1):
+    g = dout[j1]
+    dlrow1[idx1] += g * xc[i1]
+    return g * l[ik, idx1]
 
 
 @njit(inline="always", **OPTS)
@@ -144,39 +151,7 @@ def _uterm(l, xc, dout, dlrow1, ik, i1, j1, idx1):
     return g * l[ik, np.uintp(idx1)]
 
 
-@njit(**OPTS)
-def adj_lanes_only(l, xc, dout, dl, dxc, n):
-    """``adj_generated`` with its sum in four interleaved scalars (unrolled by four)."""
-    d1 = xc.shape[0]
-    for _ in range(n):
-        for ik in range(l.shape[0]):
-            dlrow1 = dl[ik]
-            idx1 = d1 * (d1 - 1) // 2
-            for i1 in range(d1 - 1, -1, -1):
-                m = max(d1 - i1 - 1, 0)
-                s0 = s1 = s2 = s3 = 0.0
-                j1 = d1 - 1
-                for _t in range(m // 4):
-                    s0 += _term(l, xc, dout, dlrow1, ik, i1, j1, idx1 - 1)
-                    s1 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 1, idx1 - 2)
-                    s2 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 2, idx1 - 3)
-                    s3 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 3, idx1 - 4)
-                    j1 -= 4
-                    idx1 -= 4
-                for _t in range(m % 4):
-                    idx1 -= 1
-                    s0 += _term(l, xc, dout, dlrow1, ik, i1, j1, idx1)
-                    j1 -= 1
-                if m > 0:
-                    dxc[i1] += (s0 + s1) + (s2 + s3)
-    return dxc
-
-
-@njit(inline="always", **OPTS)
-def _term(l, xc, dout, dlrow1, ik, i1, j1, idx1):
-    g = dout[j1]
-    dlrow1[idx1] += g * xc[i1]
-    return g * l[ik, idx1]
+adj_lanes_only = _lanes_kernel(_term, True, False)
 
 
 def _adj_views(split: bool, lanes: bool, keep_sum: bool, ascending: bool):
@@ -243,8 +218,8 @@ def forms(d: int, k: int, n: int) -> dict:
         "adj split_up": adj(_adj_views(True, False, True, True)),
         "adj split_lanes": adj(_adj_views(True, True, True, True)),
         "adj no_sum": adj(_adj_views(False, False, False, True)),
-        "adj unsigned": adj(_adj_unsigned(False)),
-        "adj unsigned_lanes": adj(_adj_unsigned(True)),
+        "adj unsigned": adj(_lanes_kernel(_uterm, False, True)),
+        "adj unsigned_lanes": adj(_lanes_kernel(_uterm, True, True)),
     }
 
 
