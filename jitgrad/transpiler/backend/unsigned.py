@@ -79,7 +79,11 @@ def unsigned_indices(body: list[ast.stmt], kinds: Callable[[str], Any], params: 
         if i not in fixed and lo is not None and places[i] == 1:
             forms, ids = versions.setdefault(at[i], ([], set()))
             ids.add(i)
-            forms += [] if any(_same(f, lo) for f in forms) else [lo]
+            k = next((k for k, f in enumerate(forms) if f.key() == lo.key()), None)
+            if k is None:
+                forms.append(lo)
+            elif lo.const < forms[k].const:  # (``a - 2 >= 0`` implies ``a >= 0``)
+                forms[k] = lo
     if not fixed and not versions:
         return body
     return _rewrite(body, fixed, versions, np_name)
