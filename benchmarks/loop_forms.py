@@ -18,6 +18,10 @@ an adjoint that runs descending, ``_dt9 += dout[j1] ... _dt9 = 0.0``, with a sum
 * ``lanes_only``: the generated loop with its sum into four interleaved scalars
   (unrolled by four; the loop itself unchanged).
 * ``no_sum``: views, upwards, the sum dropped (a wrong result; the floor of the loop).
+* ``unsigned``: the generated loop as the ``unsigned`` backend step writes it, its indices
+  read as ``np.uintp`` in a loop versioned on their least values being >= 0 (the
+  generated loop otherwise); ``unsigned_lanes``: that, its sum into four interleaved
+  scalars as ``lanes_only``.
 
 Prints the median time of each, the load (``uptime``), and whether each result equals
 the generated one bit for bit.
@@ -43,7 +47,7 @@ from jitgrad.kernels.helpers import lane_sum  # noqa: E402
 OPTS = {"boundscheck": False, "error_model": "numpy"}
 
 
-def _fwd(views: bool):
+def _fwd(views: bool, unsigned: bool = False):
     """``out[j] += l[idx] * xc[i]`` over the triangle: ``idx`` carried from trip to trip
     (as generated), or through views from each loop's first index (``views``)."""
 
@@ -56,7 +60,11 @@ def _fwd(views: bool):
                 idx1 = 0
                 for i1 in range(d1):
                     _n = i1 + 1
-                    if views:
+                    if unsigned and idx1 >= 0 and _n >= 0:
+                        for j1 in range(_n, d1):
+                            out[np.uintp(j1)] += lrow1[np.uintp(idx1)] * xc[i1]
+                            idx1 = idx1 + 1
+                    elif views:
                         m = max(d1 - _n, 0)
                         vl, vo = lrow1[idx1:], out[_n:]
                         for u in range(m):
@@ -95,32 +103,38 @@ def adj_generated(l, xc, dout, dl, dxc, n):
     return dxc
 
 
-@njit(**OPTS)
-def adj_lanes_only(l, xc, dout, dl, dxc, n):
-    """``adj_generated`` with its sum in four interleaved scalars (unrolled by four)."""
-    d1 = xc.shape[0]
-    for _ in range(n):
-        for ik in range(l.shape[0]):
-            dlrow1 = dl[ik]
-            idx1 = d1 * (d1 - 1) // 2
-            for i1 in range(d1 - 1, -1, -1):
-                m = max(d1 - i1 - 1, 0)
-                s0 = s1 = s2 = s3 = 0.0
-                j1 = d1 - 1
-                for _t in range(m // 4):
-                    s0 += _term(l, xc, dout, dlrow1, ik, i1, j1, idx1 - 1)
-                    s1 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 1, idx1 - 2)
-                    s2 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 2, idx1 - 3)
-                    s3 += _term(l, xc, dout, dlrow1, ik, i1, j1 - 3, idx1 - 4)
-                    j1 -= 4
-                    idx1 -= 4
-                for _t in range(m % 4):
-                    idx1 -= 1
-                    s0 += _term(l, xc, dout, dlrow1, ik, i1, j1, idx1)
-                    j1 -= 1
-                if m > 0:
-                    dxc[i1] += (s0 + s1) + (s2 + s3)
-    return dxc
+def _lanes_kernel(term, lanes: bool, versioned: bool):
+    """``adj_generated`` with ``term`` for each trip (``lanes``: its sum into four
+    interleaved scalars, unrolled by four; ``versioned``: under the test the ``unsigned``
+    step versions the loop on, ``term`` reading unsigned)."""
+
+    @njit(**OPTS)
+    def kernel(l, xc, dout, dl, dxc, n):
+        d1 = xc.shape[0]
+        for _ in range(n):
+            for ik in range(l.shape[0]):
+                dlrow1 = dl[ik]
+                idx1 = d1 * (d1 - 1) // 2
+                for i1 in range(d1 - 1, -1, -1):
+                    m = max(d1 - i1 - 1, 0)
+                    if versioned and not (i1 + 1 >= 0 and idx1 + i1 + 1 - d1 >= 0):
+                        raise ValueError("the generated loop's other version")
+                    s0 = s1 = s2 = s3 = 0.0
+                    j1 = d1 - 1
+                    for _t in range(m // 4 if lanes else 0):
+                        s0 += term(l, xc, dout, dlrow1, ik, i1, j1, idx1 - 1)
+                        s1 += term(l, xc, dout, dlrow1, ik, i1, j1 - 1, idx1 - 2)
+                        s2 += term(l, xc, dout, dlrow1, ik, i1, j1 - 2, idx1 - 3)
+                        s3 += term(l, xc, dout, dlrow1, ik, i1, j1 - 3, idx1 - 4)
+                        j1 -= 4
+                        idx1 -= 4
+                    for j2 in range(j1, i1, -1):
+                        idx1 = idx1 - 1
+                        s0 += term(l, xc, dout, dlrow1, ik, i1, j2, idx1)
+                    if m > 0:
+                        dxc[i1] += (s0 + s1) + (s2 + s3)
+        return dxc
+    return kernel
 
 
 @njit(inline="always", **OPTS)
@@ -128,6 +142,16 @@ def _term(l, xc, dout, dlrow1, ik, i1, j1, idx1):
     g = dout[j1]
     dlrow1[idx1] += g * xc[i1]
     return g * l[ik, idx1]
+
+
+@njit(inline="always", **OPTS)
+def _uterm(l, xc, dout, dlrow1, ik, i1, j1, idx1):
+    g = dout[np.uintp(j1)]
+    dlrow1[np.uintp(idx1)] += g * xc[i1]
+    return g * l[ik, np.uintp(idx1)]
+
+
+adj_lanes_only = _lanes_kernel(_term, True, False)
 
 
 def _adj_views(split: bool, lanes: bool, keep_sum: bool, ascending: bool):
@@ -170,6 +194,7 @@ def _adj_views(split: bool, lanes: bool, keep_sum: bool, ascending: bool):
 
 
 _FWD = {v: _fwd(v) for v in (False, True)}
+_FWD_UNSIGNED = _fwd(False, True)
 
 
 def forms(d: int, k: int, n: int) -> dict:
@@ -184,6 +209,7 @@ def forms(d: int, k: int, n: int) -> dict:
     return {
         "fwd generated": lambda: _FWD[False](l, xc, np.zeros(d), n),
         "fwd views": lambda: _FWD[True](l, xc, np.zeros(d), n),
+        "fwd unsigned": lambda: _FWD_UNSIGNED(l, xc, np.zeros(d), n),
         "adj generated": adj(adj_generated),
         "adj lanes_only": adj(adj_lanes_only),
         "adj views": adj(_adj_views(False, False, True, False)),
@@ -192,6 +218,8 @@ def forms(d: int, k: int, n: int) -> dict:
         "adj split_up": adj(_adj_views(True, False, True, True)),
         "adj split_lanes": adj(_adj_views(True, True, True, True)),
         "adj no_sum": adj(_adj_views(False, False, False, True)),
+        "adj unsigned": adj(_lanes_kernel(_uterm, False, True)),
+        "adj unsigned_lanes": adj(_lanes_kernel(_uterm, True, True)),
     }
 
 

@@ -151,6 +151,10 @@ ZEROING: Note[bool] = Note(
     "the call of a zero adjoint the reverse pass made, `np.zeros_like(v)` (whatever the "
     "module's name): the workspace and written-once passes find zeroings by this mark, not "
     "by their spelling; a pass that makes it something else (`np.empty_like`) clears it")
+BOUNDS_TEST: Note[bool] = Note(
+    "bounds_test", False, "backend (bounds)",
+    "an `if ...: raise IndexError(...)` the bounds step put before a statement or loop: "
+    "it reads extents only; the unsigned step's proof (bounds.prove) passes over it")
 COMMENT: Note[bool] = Note(
     "comment", False, "emit", "a statement that is a `# ...` comment in generated code")
 SOURCE_LINE: Note[int | None] = Note(
@@ -203,7 +207,7 @@ def is_prange(s: ast.AST) -> bool:
     return isinstance(s, ast.For) and bool(PRANGE.get(s))
 
 
-__all__ = ["AUG", "BLOCK", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION", "END", "INLINED",
-           "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE", "PUSH", "SCALAR_RESULT",
-           "SOURCE_LINE", "SWEEP", "TAPED", "CHECK", "ZEROING", "Checkpoint", "Note", "Required",
-           "carry", "checkpoint", "is_prange"]
+__all__ = ["AUG", "BLOCK", "BOUNDS_TEST", "BREAK_FLAG", "CHECKPOINTED", "COMMENT", "DECISION",
+           "END", "INLINED", "KIND", "LOOP_SEQ", "NOTES", "PARAM_OF", "POS", "PRANGE", "PRE",
+           "PUSH", "SCALAR_RESULT", "SOURCE_LINE", "SWEEP", "TAPED", "CHECK", "ZEROING",
+           "Checkpoint", "Note", "Required", "carry", "checkpoint", "is_prange"]

@@ -36,7 +36,7 @@ def test_the_list_in_order():
     assert NAMES == ["dead_code", "unit_seed", "dead_loops", "fuse", "dead_after_fuse",
                      "write_once", "elements", "shape_only", "moves", "workspace", "parallel",
                      "zero_skip", "ascending", "trip_memo", "tape_accessors", "outer_updates",
-                     "view_updates", "bounds", "cached_calls",
+                     "view_updates", "bounds", "unsigned", "cached_calls",
                      "unparse"]
     assert check(BACKEND) is BACKEND
     for p in BACKEND:

@@ -966,3 +966,43 @@ def test_no_trip_memo_where_a_trip_differs_or_unfused():
     assert "_new_trip" not in after("trip_memo",
                                     _fused(lowering(ctx, MEMO_LOOP.format("* x[i]"))))
     assert "_new_trip" not in after("trip_memo", lowering(ctx, MEMO_LOOP.format("")))
+
+
+# --- unsigned ----------------------------------------------------------------------------
+
+UNSIGNED = adjoint("""
+    idx = k
+    for t in range(n):
+        for i in range(m, n):
+            y[i] = x[idx] * x[i - m, t]
+            idx += 1
+""", "", "", params=("x", "y", "n", "m", "k"), results=("y",), grads=())
+
+
+def test_unsigned_after_bounds():
+    """After the bounds step: ``x[i - m, t]``'s least value is 0 by the loop's range: read
+    unsigned; ``y[i]`` from ``m`` (checked before the loop over ``t``, reading nothing it
+    binds) and ``x[idx]`` from the counter's entry value are tested before the innermost
+    loop, which is versioned on the test, the loop as written its ``else``; ``t`` is
+    invariant in the innermost loop (LLVM hoists its select): left as written.  Without
+    the bounds step's proof (no kinds: ``jit=False``) nothing changes."""
+    kinds = _kinds({"x": 2, "y": 1, "n": 0, "m": 0, "k": 0, "idx": 0})
+    s = lowering(context(UNSIGNED, kinds=kinds, once=True))
+    after("bounds", s)
+    text = after("unsigned", s)
+    tail = text.split("raise IndexError('x[idx] out of range (line 4, loop over i)')\n")[1]
+    assert tail == (
+        "        # indices >= 0 on every trip over i read unsigned (no wraparound); else as"
+        " written\n"
+        "        if idx >= 0 and m >= 0:\n"
+        "            for i in range(m, n):\n"
+        "                y[np.uintp(i)] = x[np.uintp(idx)] * x[np.uintp(i - m), t]\n"
+        "                idx += 1\n"
+        "        else:\n"
+        "            for i in range(m, n):\n"
+        "                y[i] = x[idx] * x[i - m, t]\n"
+        "                idx += 1\n"
+        "    return (y, ())\n"), text
+    off = lowering(context(UNSIGNED, once=True))
+    after("bounds", off)
+    assert "uintp" not in after("unsigned", off)

@@ -53,6 +53,7 @@ from ..analysis.shape_classes import ShapeClasses
 from ..astutil import resolve
 from ..naming import names_in
 from ..nodes import loaded_ids, own_expressions, this_loop, walk, walk_stmts
+from ..notes import BOUNDS_TEST
 from . import emit
 
 #: the first line of a function whose every index is checked explicitly
@@ -152,6 +153,8 @@ class _Check:
     line: int | None
     #: the loops the check stands in (their indices are in their ranges there)
     around: tuple[_Loop, ...] = ()
+    #: the index checked (a node of the body; ``unsigned`` reads it)
+    index: ast.expr | None = None
 
 
 class Unproved(Exception):
@@ -195,6 +198,8 @@ class _Prover:
         made: list[str] = []
         run: list[ast.stmt] = []  # the simple statements just before this one
         for s in body:
+            if BOUNDS_TEST.get(s):
+                continue  # (a check made already: it reads extents only)
             m = _LINE.match(emit.comment_text(s) or "")
             if m:  # the user's line the statements after it differentiate
                 self.line = int(m.group(1))
@@ -341,6 +346,7 @@ class _Prover:
                 raise Unproved(f"{what}: {ast.unparse(p)} is not an integer expression")
             base, shift = self.rows.get(v.id, (v.id, 0))  # (a row: its base's extents)
             self.checks.append(self.place(e, base, dim + shift, s, chain, what))
+            self.checks[-1].index = p
 
     def place(self, e: Lin, array: str, dim: int, s: ast.stmt, chain: list[_Loop],
               what: str) -> _Check:
@@ -677,6 +683,25 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
     ``ranges``: ``range``, ``len`` and ``max`` are the builtins (else no check leaves a
     loop); ``env``: what the code's names refer to (``with_made_arrays``).
     Statements that change are copied (the variants share them)."""
+    try:
+        p, shapes, calls = prove(body, kinds, params, plain, ranges, env)
+    except Unproved as why:
+        return [emit.comment(f"{UNPROVED}: {why}"), *body], False
+    plan: dict[int, list[_Check]] = {}
+    for c in p.checks:
+        plan.setdefault(id(c.at), []).append(c)
+    top = {n for n in map(plain_binding, body) if n and len(shapes.values.get(n, ())) == 1}
+    extent = partial(_below_extent, partial(_extent, shapes, calls, top),
+                     _definitions(shapes, p.scope, params))
+    return [emit.comment(MARK), *_insert(body, plan, extent)], True
+
+
+def prove(body: list[ast.stmt], kinds: Callable[[str], Any], params: list[str],
+          plain: frozenset[str] = frozenset(), ranges: bool = True,
+          env: dict[str, Any] | None = None) -> tuple[_Prover, ShapeClasses, frozenset[str]]:
+    """The checks of ``body``'s subscripts (``_Prover.checks``), the shape classes and the
+    pure integer calls (``bounds_checks``' arguments); ``Unproved`` where a subscript
+    cannot be checked so."""
     env = env or {}
     calls = frozenset(n for n in env if env[n] is _trip_count()) | (
         frozenset({"len", "max"}) if ranges else frozenset())
@@ -689,17 +714,8 @@ def bounds_checks(body: list[ast.stmt], kinds: Callable[[str], Any], params: lis
         (p.repeated if id(x) in seen else seen).add(id(x))
     shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     p.rows = _rows(shapes, p.scope)
-    try:
-        p.block(body, [], ints)
-    except Unproved as why:
-        return [emit.comment(f"{UNPROVED}: {why}"), *body], False
-    plan: dict[int, list[_Check]] = {}
-    for c in p.checks:
-        plan.setdefault(id(c.at), []).append(c)
-    top = {n for n in map(plain_binding, body) if n and len(shapes.values.get(n, ())) == 1}
-    extent = partial(_below_extent, partial(_extent, shapes, calls, top),
-                     _definitions(shapes, p.scope, params))
-    return [emit.comment(MARK), *_insert(body, plan, extent)], True
+    p.block(body, [], ints)
+    return p, shapes, calls
 
 
 def _rows(shapes: ShapeClasses, sc: Scope) -> dict[str, tuple[str, int]]:
@@ -844,6 +860,7 @@ def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
         msg = f"{', '.join(whats[:3])}{', ...' if len(whats) > 3 else ''} out of range"
         msg += f" ({', '.join(where)})" if where else ""
         stmt = ast.parse(f"if {test}:\n    raise IndexError({msg!r})").body[0]
+        BOUNDS_TEST.set(stmt, True)
         out.append(ast.copy_location(stmt, at))
         for n in walk(stmt):
             if isinstance(n, (ast.expr, ast.stmt)):
@@ -863,11 +880,11 @@ def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
         for c in cs:
             if c.dim != dim:
                 continue
-            low = _ranged(c.lo, c.around, True)  # (by the ranges of the enclosing loops)
+            low = ranged(c.lo, c.around, True)  # (by the ranges of the enclosing loops)
             if (low.terms or low.const < 0) and (
                     c.lo.key() not in los or c.lo.const < los[c.lo.key()].const):
                 los[c.lo.key()] = c.lo
-            if not extent(_ranged(c.hi, c.around, False), c.array, dim) and (
+            if not extent(ranged(c.hi, c.around, False), c.array, dim) and (
                     c.hi.key() not in his or c.hi.const > his[c.hi.key()].const):
                 his[c.hi.key()] = c.hi
         out += [f"{lo.text()} < -{size}" for lo in los.values() if lo.terms or lo.const < 0]
@@ -876,7 +893,7 @@ def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:
     return out
 
 
-def _ranged(e: Lin, around: tuple[_Loop, ...], low: bool) -> Lin:
+def ranged(e: Lin, around: tuple[_Loop, ...], low: bool) -> Lin:
     """A bound of ``e`` (the least where ``low``, else the greatest) over the ranges of
     the indices of the loops ``around`` (outermost first; an inner loop's bounds may read
     an outer index), which hold where a check in their bodies runs."""
@@ -899,4 +916,5 @@ def proved(src: str) -> bool:
     return len(lines) > 1 and lines[1].strip() == f"# {MARK}"
 
 
-__all__ = ["MARK", "Lin", "bounds_checks", "linear", "proved"]
+__all__ = ["MARK", "Lin", "Unproved", "bounds_checks", "linear", "prove", "proved",
+           "ranged"]

@@ -47,6 +47,7 @@ from .optimize import dead_code, dead_code_variants
 from .outer_updates import outer_updates
 from .shape_only import shape_stand_ins
 from .trip_memo import trip_memos
+from .unsigned import unsigned_indices
 from .view_updates import LOOP, copied_array, view_updates
 from .write_once import write_once
 from .zero_skip import zero_guards
@@ -88,6 +89,8 @@ VIEW_UPDATES = "view updates"
 OUTER_UPDATES = "outer updates"
 #: every array index is checked explicitly, once per loop where it can (``jit=True``)
 BOUNDS = "bounds checked"
+#: indices proved ``>= 0`` in innermost loops are read unsigned (``jit=True``)
+UNSIGNED = "unsigned indices"
 #: ``Lowering.text`` is the source of the function as it stands
 TEXT = "text"
 #: reversed loops whose iterations are independent run ascending
@@ -1172,6 +1175,50 @@ def bounds_(s: Lowering) -> None:
                                                          tuples, s.ctx.once, s.ctx.env)
 
 
+def unsigned_(s: Lowering) -> None:
+    """Where the bounds step proved every index (``jit=True``), an index of an innermost
+    loop that is ``>= 0`` on every trip is read as ``np.uintp(...)``: Numba then emits no
+    wraparound select, which keeps LLVM from vectorising.  Proved by the enclosing loops'
+    ranges: in place; proved only by a test of the loop's entry values (a counter carried
+    from trip to trip, a start of unknown sign): the loop is versioned on that test, the
+    loop as written its ``else`` (``backend/unsigned.py``).
+
+    >>> print(example("unsigned", '''
+    ... def f(x, k):
+    ...     s = 0.0
+    ...     for i in range(k, x.shape[0]):
+    ...         s += x[i] * x[i - k]
+    ...     return s
+    ... ''', args=(np.ones(4), 1), jit=True))
+    def f_grad_1(x, k, _dret):
+        ...
+        # indices >= 0 on every trip over i read unsigned (no wraparound); else as written
+        if k >= 0:
+            for i in range(k, _n):
+                _t2 = x[np.uintp(i)]
+                _t3 = x[np.uintp(i - k)]
+                _t = _t2 * _t3
+                s = s + _t
+                # line 4: s += x[i] * x[i - k]
+                _dt = ds
+                _t2 = x[np.uintp(i)]
+                _t3 = x[np.uintp(i - k)]
+                _dt2 = _dt * _t3
+                _dt3 = _dt * _t2
+                dx[np.uintp(i - k)] += _dt3
+                dx[np.uintp(i)] += _dt2
+        else:
+            for i in range(k, _n):
+                _t2 = x[i]
+                ...
+                dx[i] += _dt2
+        return (s, dx)
+    """
+    if s.ctx.kinds is not None and s.ctx.bounds.get(s.variant):
+        s.body = unsigned_indices(s.body, s.ctx.kinds, s.params, frozenset({s.ctx.ir.ws}),
+                                  s.ctx.once, s.ctx.env, s.ctx.ir.np)
+
+
 def cached_calls_(s: Lowering) -> None:
     """Under ``jit=True`` (not ``parallel=True``), ``np.zeros_like(x)``,
     ``np.empty_like(x)`` and ``a @ b`` call helpers whose machine code Numba keeps on
@@ -1190,9 +1237,9 @@ def cached_calls_(s: Lowering) -> None:
         # _t3[_k, _k2], _t2[_k, _k2] in range on every trip over _k (by the shapes)
         for _k in range(_t3.shape[0]):
             for _k2 in range(_t3.shape[1]):
-                _t2_e = np.tanh(_t3[_k, _k2])
+                _t2_e = np.tanh(_t3[_k, np.uintp(_k2)])
                 _t_sum += _t2_e
-                _t2[_k, _k2] = _t2_e
+                _t2[_k, np.uintp(_k2)] = _t2_e
         _t = _t_sum
         dW = np_zeros_like(W)
         dX = np_zeros_like(X)
@@ -1203,8 +1250,8 @@ def cached_calls_(s: Lowering) -> None:
         for _k3 in range(_t2.shape[0]):
             for _k22 in range(_t2.shape[1]):
                 _dt2_e = _dret
-                _dt3_e = _dt2_e * (1.0 - _t2[_k3, _k22] * _t2[_k3, _k22])
-                _dt3[_k3, _k22] = _dt3_e
+                _dt3_e = _dt2_e * (1.0 - _t2[_k3, np.uintp(_k22)] * _t2[_k3, np.uintp(_k22)])
+                _dt3[_k3, np.uintp(_k22)] = _dt3_e
         dX += dot_grad_a(_dt3, X, W)
         dW += dot_grad_b(_dt3, X, W)
         return (_t, (dX, dW))
@@ -1255,6 +1302,7 @@ BACKEND: list[BackendPass] = check([
     step("outer_updates", outer_updates_, [ACCESSORS], [OUTER_UPDATES]),
     step("view_updates", view_updates_, [ACCESSORS], [VIEW_UPDATES]),
     step("bounds", bounds_, [ACCESSORS, VIEW_UPDATES], [BOUNDS]),
+    step("unsigned", unsigned_, [BOUNDS], [UNSIGNED]),
     step("cached_calls", cached_calls_, [ACCESSORS], [CACHED_CALLS]),
     step("unparse", unparse_, [], [TEXT], on_text=True),
 ])
