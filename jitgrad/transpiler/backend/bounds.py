@@ -27,8 +27,11 @@ checks before one statement are one ``if``, a check made again in a block while 
 it reads is bound again goes, and a high end ``n - 1`` where ``n`` is the extent of the
 array's dimension by the shape classes (``analysis/shape_classes.py``: ``_n =
 x.shape[0]`` over ``dx = np.zeros_like(x)``, a parameter's or a top-level array's
-class, assumed equal to no other) needs no test.  A subscript that cannot be checked so
-(an index array or an element used as an index, an array of unknown rank, a subscript
+class, assumed equal to no other) needs no test.  An element of an integer array
+parameter used as an index (``a[idx[i]]``, ht's ``absolutes[parents[b]]``) is checked
+before its statement, after ``idx[i]`` itself, where the body writes no element of an
+integer array (so it cannot change in between).  A subscript that cannot be checked so
+(an index array or another element used as an index, an array of unknown rank, a subscript
 of an expression, an index in a ``while`` test) leaves the whole function as it was,
 compiled with Numba's checks, and a comment says why.  A proved function starts with
 the comment ``MARK``, by which ``emit.njit`` compiles it with ``boundscheck=False`` (the
