@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from ..analysis.dataflow import binds, binds_in, loop_index, plain_binding
 from ..analysis.kinds import Kind
 from ..analysis.shape_classes import ShapeClasses
@@ -801,6 +803,8 @@ def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.e
     name bound only to such?"""
     if isinstance(t, ast.Subscript) and ast.unparse(t) == f"{array}.shape[{dim}]":
         return True  # (read at the same time as the index)
+    if dim == 0 and isinstance(t, ast.Name) and t.id in top and _sized(shapes, array, t.id):
+        return True
     c = shapes.of(array)
     if c is None or shapes.checks(c) or c not in shapes.fixed and c not in top:
         return False
@@ -817,6 +821,18 @@ def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.e
             and isinstance(t.slice, ast.Constant) and t.slice.value == dim):
         return False
     return shapes.of(t.value.value.id) == c
+
+
+def _sized(shapes: ShapeClasses, array: str, n: str) -> bool:
+    """Is ``array`` bound only ever to ``np.zeros(n)`` or ``np.empty(n)`` (``n`` bound once:
+    vector forward mode's direction vectors, ``s_dot = np.zeros(_nd)``), so that its
+    extent is ``n``?"""
+    vals = shapes.values.get(array)
+    return bool(vals) and all(
+        isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+        and v.func.attr in ("zeros", "empty") and isinstance(v.func.value, ast.Name)
+        and shapes.env.get(v.func.value.id) is np and len(v.args) == 1 and not v.keywords
+        and isinstance(v.args[0], ast.Name) and v.args[0].id == n for v in vals)
 
 
 def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]],
