@@ -504,8 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "lower in turn and what it changed")
     show.add_argument("--mode", default="vjp", choices=("vjp", "jvp", "hvp"),
                       help="vjp (default): the reverse-mode gradient code; jvp: the "
-                           "forward-mode tangent code (stages all, kinds, analyse, forward, and "
-                           "jacfwd's vector, fuse_directions, lower_vector); "
+                           "forward-mode tangent code (stages all, kinds, analyse, forward, "
+                           "bounds, and jacfwd's vector, fuse_directions, lower_vector, "
+                           "vector_bounds); "
                            "hvp: what jg.hvp runs, forward mode of the gradient code "
                            "(stage all)")
     show.add_argument("--no-color", action="store_true", help="never highlight the output")

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 
 from .analysis.analyse import analyse
 from .analysis.kinds import Kind
 from .backend import emit, lower
+from .backend.bounds import bounds_checks
 from .backend.prange import Parallel
+from .front.purity import builtins_unshadowed
 from .front_passes import (
     SPECIALISE_FRONT,
     prange_,
@@ -120,18 +123,76 @@ def lower_jvp_(u: Unit) -> None:
         return (s, s_dot)
     """
     u.names = {"jvp": u.namer.fresh(f"{u.name}_jvp_")}
-    u.sources["jvp"] = tangent_source(u, "jvp", u.names["jvp"], u.workspaces)
+    u.trees["jvp"] = tangent_tree(u, "jvp", u.names["jvp"], u.workspaces)
+    u.sources["jvp"] = emit.unparse(u.trees["jvp"])
 
 
 def tangent_source(u: Unit, variant: str, fname: str,
                    workspaces: dict[str, tuple[str, ...]]) -> str:
     """The source of forward mode's ``variant`` (``"jvp"``, or ``"tangent"``: no value)
-    as ``fname``, its kept tapes from a workspace (``lower.lower_tangent``), its prange
-    loops parallel where their iterations are independent."""
+    as ``fname`` (``tangent_tree``)."""
+    return emit.unparse(tangent_tree(u, variant, fname, workspaces))
+
+
+def tangent_tree(u: Unit, variant: str, fname: str,
+                 workspaces: dict[str, tuple[str, ...]]) -> ast.FunctionDef:
+    """Forward mode's ``variant`` as the function ``fname``, its kept tapes from a
+    workspace (``lower.lower_tangent``), its prange loops parallel where their iterations
+    are independent."""
     fn = lower.lower_tangent(u.ir, fname, workspaces, (u.env, u.namer), variant)
-    if u.parallel:
-        fn = Parallel(u).function(fn)
-    return emit.unparse(fn)
+    return Parallel(u).function(fn) if u.parallel else fn
+
+
+def bounds_jvp_(u: Unit) -> None:
+    """Under ``jit=True`` (not ``parallel=True``), every array index of the jvp checked
+    explicitly, as reverse mode's ``bounds`` step does (``backend/bounds.py``): the jvp is
+    then compiled without Numba's per-access check.
+
+    >>> print(example_jvp("bounds", '''
+    ... def f(x, c):
+    ...     s = 0.0
+    ...     for i in range(1, x.shape[0]):
+    ...         s += c * x[i - 1] * x[i - 1]
+    ...     return s
+    ... ''', args=(np.ones(3), 0.5), jit=True))
+    def f_jvp_1(x, c, x_dot, c_dot):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        s = 0.0
+        s_dot = 0.0
+        _n = x.shape[0]
+        # x_dot[i - 1], x[i - 1] checked once before the loop over i
+        if _n - 1 > 0 and _n - 2 >= x_dot.shape[0]:
+            raise IndexError('x_dot[i - 1], x[i - 1] out of range (line 4, loop over i)')
+        for i in range(1, _n):
+            _t3_dot = x_dot[i - 1]
+            _t3 = x[i - 1]
+            _t2_dot = c_dot * _t3 + _t3_dot * c
+            _t2 = c * _t3
+            _t4_dot = x_dot[i - 1]
+            _t4 = x[i - 1]
+            _t_dot = _t2_dot * _t4 + _t4_dot * _t2
+            _t = _t2 * _t4
+            s_dot = s_dot + _t_dot
+            s = s + _t
+        return (s, s_dot)
+    """
+    _checked(u, "jvp", lambda n: n)
+
+
+def _checked(u: Unit, variant: str, kind_of: Callable[[Kind], Kind]) -> None:
+    """``variant``'s tree with its indices checked (``bounds_checks``; the kinds of the
+    tangents by ``kind_of`` of their values'), and its source again, where ``u.checked``."""
+    fn = u.trees.get(variant)
+    if not u.checked or fn is None:
+        return
+    known = dict(u.kinds)
+    for n, t in u.namer.tangent_names().items():
+        if n in known:
+            known.setdefault(t, kind_of(known[n]))
+    params = [a.arg for a in fn.args.args]
+    body, _ = bounds_checks(fn.body, known.get, params, frozenset({u.namer.workspace}),
+                            builtins_unshadowed(u.env, ("max", "range", "len")), u.env)
+    u.sources[variant] = emit.unparse(emit.function_def(fn.name, params, body))
 
 
 def vector_(u: Unit) -> None:
@@ -147,7 +208,7 @@ def vector_(u: Unit) -> None:
     ...     return s
     ... ''', args=(0.5, 3)))
     def f_jvp_vector(x, n, x_dot):
-        _nd = x_dot.shape[-1]
+        _nd = x_dot.shape[0]
         _t2_dot = np.zeros(_nd)
         _t_dot = np.zeros(_nd)
         s_dot = np.zeros(_nd)
@@ -185,7 +246,7 @@ def fuse_directions_(u: Unit) -> None:
     ...     return a * b
     ... '''))
     def f_jvp_vector(x, y, x_dot, y_dot):
-        _nd = x_dot.shape[-1]
+        _nd = x_dot.shape[0]
         _t2_dot = np.zeros(_nd)
         a = x * y
         _y = np.exp(a)
@@ -220,7 +281,42 @@ def lower_vector_(u: Unit) -> None:
     ws: dict[str, tuple[str, ...]] = {}
     fn = lower.lower_tangent(u.vector.ir, u.names["vector"], ws, (u.env, u.namer))
     u.workspaces["vector"] = ws["jvp"]
+    u.trees["vector"] = fn
     u.sources["vector"] = emit.unparse(fn)
+
+
+def vector_bounds_(u: Unit) -> None:
+    """The ``bounds`` pass on the vector jvp (a tangent has one more axis than its value:
+    the directions, ``_nd`` long, so each ``[_k]`` of a direction loop is in range).
+
+    >>> print(example_jvp("vector_bounds", '''
+    ... def f(x, n):
+    ...     s = 0.0
+    ...     for i in range(n):
+    ...         s = s * x + math.sin(x)
+    ...     return s
+    ... ''', args=(0.5, 3), jit=True))
+    def f_jvp_vector_1(x, n, x_dot):
+        # every index is checked explicitly (below): compiled with boundscheck=False
+        _nd = x_dot.shape[0]
+        s_dot = np.zeros(_nd)
+        s = 0.0
+        # s_dot[_k] in range on every trip over _k (by the shapes)
+        for _k in range(_nd):
+            s_dot[_k] = 0.0
+        # x_dot[_k], s_dot[_k] in range on every trip over i (by the shapes)
+        for i in range(n):
+            _t = s * x
+            _h = np.cos(x)
+            _t2 = math.sin(x)
+            for _k in range(_nd):
+                _t_dot = s_dot[_k] * x + x_dot[_k] * s
+                _t2_dot = x_dot[_k] * _h
+                s_dot[_k] = _t_dot + _t2_dot
+            s = _t + _t2
+        return (s, s_dot)
+    """
+    _checked(u, "vector", lambda k: Kind(k.cls, None if k.ndim is None else k.ndim + 1))
 
 
 JVP: list[Pass] = [
@@ -229,6 +325,7 @@ JVP: list[Pass] = [
     Pass("prange", prange_, show_prange),
     Pass("forward", forward_, show_tangent),
     Pass("lower_jvp", lower_jvp_, lambda u: u.sources["jvp"]),
+    Pass("bounds", bounds_jvp_, lambda u: u.sources["jvp"]),
 ]
 
 
@@ -237,6 +334,8 @@ VECTOR: list[Pass] = [
     Pass("vector", vector_, show_vector),
     Pass("fuse_directions", fuse_directions_, show_vector),
     Pass("lower_vector", lower_vector_,
+         lambda u: u.sources.get("vector") or show_vector(u)),
+    Pass("vector_bounds", vector_bounds_,
          lambda u: u.sources.get("vector") or show_vector(u)),
 ]
 
@@ -257,7 +356,8 @@ def generate_jvp(prep: Unit, wrt: list[str], arg_kinds: dict[str, Kind]) -> Gene
     return Generated(u, rk, written=written_args(u))
 
 
-def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:
+def example_jvp(pass_name: str, source: str, args: tuple | None = None,
+                jit: bool = False) -> str:
     """Like ``pipeline.example``, for forward mode's passes (floats are the ``wrt``)."""
     import linecache
     import math
@@ -278,7 +378,7 @@ def example_jvp(pass_name: str, source: str, args: tuple | None = None) -> str:
     values = args if args is not None else (1.0,) * len(params)
     kinds = {p: of_value(a) for p, a in zip(params, values, strict=True)}
     wrt = [p for p in params if kinds[p].cls == "f"]
-    u = transform_jvp(prepare(func), wrt, kinds, until=pass_name)
+    u = transform_jvp(prepare(func, jit=jit), wrt, kinds, until=pass_name)
     p = next(p for p in JVP + VECTOR if p.name == pass_name)
     return p.show(u).rstrip("\n")
 

@@ -135,6 +135,11 @@ class Unit:
     #: forward mode's vector form (``modes/vector.py``), or why it does not apply
     vector: Any = None
     vector_refused: str | None = None
+    #: forward mode: compiled by Numba (``jit=True``, not ``parallel=True``), so the
+    #: ``bounds``/``vector_bounds`` passes check its indices explicitly
+    checked: bool = False
+    #: forward mode: each variant's function as lowered, before the ``bounds`` passes
+    trees: dict[str, ast.FunctionDef] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -160,7 +165,8 @@ class Unit:
                     list(self.params), clone(self.body), clone(self.returns),
                     [to.get(w, w) for w in wrt], {to.get(p, p): k for p, k in arg_kinds.items()},
                     kernel=self.kernel, parallel=self.parallel, aux=self.aux, renamed=to,
-                    jit=self.jit, split=self.split, splits=self.splits)
+                    jit=self.jit, split=self.split, splits=self.splits,
+                    checked=self.jit and not self.parallel)
 
 
 def show_body(u: Unit) -> str:

@@ -27,8 +27,11 @@ checks before one statement are one ``if``, a check made again in a block while 
 it reads is bound again goes, and a high end ``n - 1`` where ``n`` is the extent of the
 array's dimension by the shape classes (``analysis/shape_classes.py``: ``_n =
 x.shape[0]`` over ``dx = np.zeros_like(x)``, a parameter's or a top-level array's
-class, assumed equal to no other) needs no test.  A subscript that cannot be checked so
-(an index array or an element used as an index, an array of unknown rank, a subscript
+class, assumed equal to no other) needs no test.  An element of an integer array
+parameter used as an index (``a[idx[i]]``, ht's ``absolutes[parents[b]]``) is checked
+before its statement, after ``idx[i]`` itself, where the body writes no element of an
+integer array (so it cannot change in between).  A subscript that cannot be checked so
+(an index array or another element used as an index, an array of unknown rank, a subscript
 of an expression, an index in a ``while`` test) leaves the whole function as it was,
 compiled with Numba's checks, and a comment says why.  A proved function starts with
 the comment ``MARK``, by which ``emit.njit`` compiles it with ``boundscheck=False`` (the
@@ -46,6 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+
+import numpy as np
 
 from ..analysis.dataflow import binds, binds_in, loop_index, plain_binding
 from ..analysis.kinds import Kind
@@ -179,6 +184,9 @@ class _Prover:
         #: names only ever bound to ``a[i]`` of a parameter ``a`` never bound (its rows) ->
         #: (``a``, the number of integer indices): their extents are ``a``'s after those
         self.rows: dict[str, tuple[str, int]] = {}
+        #: integer arrays whose elements may be indices (``element``: parameters, no
+        #: integer array element written in the body)
+        self.tables: frozenset[str] = frozenset()
         #: names bound once per trip of an enclosing loop to an affine form (``alias``)
         self.aliases: dict[str, Lin] = {}
         #: counters (``counters``) -> the loop whose entry value their name stands for
@@ -318,6 +326,8 @@ class _Prover:
         if isinstance(s, (ast.While, ast.For)) and not loop_index(s) or _sometimes(s):
             raise Unproved(f"{ast.unparse(subs[0])}: not read once each time its statement runs")
         bound_here = set(binds(s))
+        # (an index that is an element, ``x[idx[i]]``: ``idx[i]`` checked first)
+        subs.sort(key=lambda n: sum(isinstance(m, ast.Subscript) for m in walk(n.slice)))
         for sub in subs:
             if isinstance(sub.ctx, ast.Store) and (
                     loaded_ids(sub) & bound_here or isinstance(s, ast.For)):
@@ -342,11 +352,25 @@ class _Prover:
             if isinstance(p, ast.Slice):
                 continue
             e = linear(p, self.scope.having(ints))
+            e = _term(p) if e is None and self.element(p) else e
             if e is None:
                 raise Unproved(f"{what}: {ast.unparse(p)} is not an integer expression")
             base, shift = self.rows.get(v.id, (v.id, 0))  # (a row: its base's extents)
             self.checks.append(self.place(e, base, dim + shift, s, chain, what))
             self.checks[-1].index = p
+
+    def element(self, p: ast.expr) -> bool:
+        """Is ``p`` an element ``idx[i]`` (an integer index per dimension) of an integer
+        array of ``tables``: an index checked before its statement (the element's own
+        index checked first), the element unchanged until the statement reads it?"""
+        if not (isinstance(p, ast.Subscript) and isinstance(p.value, ast.Name)
+                and p.value.id in self.tables):
+            return False
+        k = self.kinds(p.value.id)
+        parts = p.slice.elts if isinstance(p.slice, ast.Tuple) else [p.slice]
+        return k is not None and k.ndim == len(parts) and not any(
+            isinstance(x, ast.Slice) or isinstance(x, ast.Constant) and x.value in (None, ...)
+            for x in parts)
 
     def place(self, e: Lin, array: str, dim: int, s: ast.stmt, chain: list[_Loop],
               what: str) -> _Check:
@@ -714,8 +738,27 @@ def prove(body: list[ast.stmt], kinds: Callable[[str], Any], params: list[str],
         (p.repeated if id(x) in seen else seen).add(id(x))
     shapes = ShapeClasses(body, _ndims(body, params, kinds), env, params)
     p.rows = _rows(shapes, p.scope)
+    p.tables = _tables(body, params, kinds)
     p.block(body, [], ints)
     return p, shapes, calls
+
+
+def _tables(body: list[ast.stmt], params: list[str], kinds: Callable[[str], Any]
+            ) -> frozenset[str]:
+    """The integer array parameters whose elements may stand as indices: never bound, and
+    no element of an integer array written anywhere in ``body`` (none is changed between
+    the check of such an index and its use, aliases included)."""
+    def int_array(n: str) -> bool:
+        k = kinds(n)
+        return k is not None and k.cls == "i" and bool(k.ndim)
+
+    for n in walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and (
+                not isinstance(n.value, ast.Name) or not (k := kinds(n.value.id))
+                or k.cls != "f"):
+            return frozenset()
+    bound = binds_in(body)
+    return frozenset(n for n in params if int_array(n) and n not in bound)
 
 
 def _rows(shapes: ShapeClasses, sc: Scope) -> dict[str, tuple[str, int]]:
@@ -782,6 +825,8 @@ def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.e
     name bound only to such?"""
     if isinstance(t, ast.Subscript) and ast.unparse(t) == f"{array}.shape[{dim}]":
         return True  # (read at the same time as the index)
+    if dim == 0 and isinstance(t, ast.Name) and t.id in top and _sized(shapes, array, t.id):
+        return True
     c = shapes.of(array)
     if c is None or shapes.checks(c) or c not in shapes.fixed and c not in top:
         return False
@@ -798,6 +843,18 @@ def _extent(shapes: ShapeClasses, calls: frozenset[str], top: set[str], t: ast.e
             and isinstance(t.slice, ast.Constant) and t.slice.value == dim):
         return False
     return shapes.of(t.value.value.id) == c
+
+
+def _sized(shapes: ShapeClasses, array: str, n: str) -> bool:
+    """Is ``array`` bound only ever to ``np.zeros(n)`` or ``np.empty(n)`` (``n`` bound once:
+    vector forward mode's direction vectors, ``s_dot = np.zeros(_nd)``), so that its
+    extent is ``n``?"""
+    vals = shapes.values.get(array)
+    return bool(vals) and all(
+        isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+        and v.func.attr in ("zeros", "empty") and isinstance(v.func.value, ast.Name)
+        and shapes.env.get(v.func.value.id) is np and len(v.args) == 1 and not v.keywords
+        and isinstance(v.args[0], ast.Name) and v.args[0].id == n for v in vals)
 
 
 def _insert(body: list[ast.stmt], plan: dict[int, list[_Check]],
@@ -841,7 +898,9 @@ def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
         groups.setdefault(c.guards, []).append(c)
     out: list[ast.stmt] = []
     for guards, cs in groups.items():
-        conds = [x for a in dict.fromkeys(c.array for c in cs)
+        arrays = sorted(dict.fromkeys(c.array for c in cs), key=lambda a: any(
+            _reads_element(c) for c in cs if c.array == a))  # (``or``: theirs first)
+        conds = [x for a in arrays
                  for x in _conditions([c for c in cs if c.array == a], extent)]
         if cs[0].loops:
             whats = ", ".join(dict.fromkeys(c.what for c in cs))
@@ -866,6 +925,12 @@ def _written(checks: list[_Check], at: ast.stmt, extent: Callable[..., bool]
             if isinstance(n, (ast.expr, ast.stmt)):
                 ast.copy_location(n, at)
     return out
+
+
+def _reads_element(c: _Check) -> bool:
+    """Does a bound of ``c`` read an array's element (``idx[i]``, not ``x.shape[0]``)?"""
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+               for _, _, t in (*c.lo.terms, *c.hi.terms) for n in walk(t))
 
 
 def _conditions(cs: list[_Check], extent: Callable[..., bool]) -> list[str]:

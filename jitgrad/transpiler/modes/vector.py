@@ -279,7 +279,9 @@ class Vectorizer:
         ir = self.ir
         if not ir.seeds:
             raise VectorRefused("no wrt argument")
-        pro: list[ast.stmt] = [assign(self.nd, ast.parse(f"{ir.seeds[0]}.shape[-1]",
+        axis = self.ndim.get(ir.seeds[0], -1)  # (its trailing axis by number: the bounds
+        # pass reads ``_nd`` as that extent, so ``[_k]`` of it is in range)
+        pro: list[ast.stmt] = [assign(self.nd, ast.parse(f"{ir.seeds[0]}.shape[{axis}]",
                                                          mode="eval").body)]
         bound = {n.id for s in ast.walk(ast.Module(body=[*ir.prologue, *ir.sweep],
                                                    type_ignores=[]))
