@@ -169,9 +169,10 @@ def test_message_names_array_and_line():
         d.value_and_grad(np.ones(5), np.ones(8))
 
 
-def test_index_array_keeps_numba_checks():
-    """A gather through an index array is not proved: Numba checks every index of that
-    function (a comment says which subscript), and a bad index still raises."""
+def test_index_array_elements_checked_before_their_statement():
+    """An element of an integer-array parameter the body never binds nor writes stands as
+    an index: checked before its statement (the function compiled without Numba's checks);
+    a bad or negative index behaves as in the user's code."""
     def gather(x, idx):
         s = 0.0
         for k in range(idx.shape[0]):
@@ -181,10 +182,40 @@ def test_index_array_keeps_numba_checks():
     d = jg.differentiate(gather, wrt=(0,))
     x, idx = np.arange(1.0, 5.0), np.array([0, 3, 1])
     src = d.source(x, idx)
-    assert UNPROVED in src and MARK not in src
+    assert MARK in src and "idx[k] < -x.shape[0]" in src, src
     check_grad(gather, (x, idx), wrt=0)
+    check_grad(gather, (x, np.array([-1, 2, -4])), wrt=0)  # Python's wraparound
     with pytest.raises(IndexError):
         d.grad(x, np.array([0, 4]))
+    with pytest.raises(IndexError):
+        d.grad(x, np.array([0, -5]))
+
+
+def test_index_array_keeps_numba_checks():
+    """An index computed from an element (``idx[k] - 1``), or an index array the body
+    writes, is not proved: Numba checks every index of that function (a comment says
+    which subscript), and a bad index still raises."""
+    def shifted(x, idx):
+        s = 0.0
+        for k in range(idx.shape[0]):
+            s += x[idx[k] - 1] * x[idx[k]]
+        return s
+
+    def written(x, idx):
+        s = 0.0
+        for k in range(idx.shape[0]):
+            idx[k] = idx[k] % 4
+            s += x[idx[k]] * x[idx[k]]
+        return s
+
+    x = np.arange(1.0, 5.0)
+    for f in (shifted, written):
+        d = jg.differentiate(f, wrt=(0,))
+        src = d.source(x, np.array([1, 3, 2]))
+        assert UNPROVED in src and MARK not in src, src
+        check_grad(f, (x, np.array([1, 3, 2])), wrt=0)
+    with pytest.raises(IndexError):
+        jg.differentiate(shifted, wrt=(0,)).grad(x, np.array([1, 5]))
 
 
 def test_compiled_without_numba_checks_unless_the_user_asks():
