@@ -52,7 +52,7 @@ def unsigned_indices(body: list[ast.stmt], kinds: Callable[[str], Any], params: 
     except Unproved:
         return body
     at: dict[int, int] = {}  # index node varying in an innermost loop -> that loop
-    for loop_id, loop in _innermost(body).items():
+    for loop_id, loop in _innermost(body, p.repeated).items():
         varying = binds_in([loop], elements=False)
         for n in _indices(loop):
             if loaded_ids(n) & varying:  # (an invariant one's select is hoisted by LLVM)
@@ -93,12 +93,11 @@ def _same(a: Lin, b: Lin) -> bool:
     return a.key() == b.key() and a.const == b.const
 
 
-def _innermost(body: list[ast.stmt]) -> dict[int, ast.For]:
-    """The ``for`` loops with no loop in their bodies, standing in one place, by id."""
-    seen: dict[int, int] = {}
-    for s in walk_stmts(body):
-        seen[id(s)] = seen.get(id(s), 0) + 1
-    return {id(s): s for s in walk_stmts(body) if isinstance(s, ast.For) and seen[id(s)] == 1
+def _innermost(body: list[ast.stmt], repeated: set[int]) -> dict[int, ast.For]:
+    """The ``for`` loops with no loop in their bodies, standing in one place (not in the
+    prover's ``repeated``), by id."""
+    return {id(s): s for s in walk_stmts(body) if isinstance(s, ast.For)
+            and id(s) not in repeated
             and not any(isinstance(x, (ast.For, ast.While)) for x in walk_stmts(s.body))}
 
 
